@@ -1,0 +1,409 @@
+/*
+ * rn_conn.c - connection setup, the application side of the stream, and the
+ * state changes every other part of the connection goes through.
+ */
+#include <string.h>
+
+#include "rn_conn.h"
+#include "rn_seq.h"
+
+static rn_conn *conn_new(const rn_config *cfg, const rn_env *env)
+{
+	rn_conn *c = env->mem.alloc(env->mem.user, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->cfg = *cfg;
+	c->env = *env;
+	c->hs_rail = -1;
+	do
+		c->id = env->rng(env->user);
+	while (c->id == 0);
+	c->isn = (uint32_t)env->rng(env->user);
+	return c;
+}
+
+int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
+		    const rn_rail_addr *local, int nlocal, rn_addr peer,
+		    uint64_t now_ns)
+{
+	const char *why;
+	rn_conn *c;
+	int hs = -1;
+
+	*out = NULL;
+	if (!cfg || !env || !env->rng || !env->mem.alloc || !local || nlocal <= 0 ||
+	    nlocal > RN_MAX_RAILS || peer.ip == 0 || peer.port == 0 ||
+	    rn_config_check(cfg, &why))
+		return RN_ERR_INVAL;
+	for (int i = 0; i < nlocal && hs < 0; i++)
+		if (rn_rail_same_subnet(local[i].ip, peer.ip, local[i].prefix))
+			hs = i;
+	if (hs < 0)
+		return RN_ERR_NOROUTE;
+	c = conn_new(cfg, env);
+	if (!c)
+		return RN_ERR_NOMEM;
+	c->is_client = 1;
+	memcpy(c->local, local, sizeof(*local) * (size_t)nlocal);
+	c->nlocal = nlocal;
+	c->peer = peer;
+	c->hs_rail = hs;
+	c->state = RN_ST_INIT_SENT;
+	c->hs_start_ns = now_ns;
+	c->hs_next_ns = now_ns;
+	c->hs_due = 1;
+	*out = c;
+	return 0;
+}
+
+int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
+		   uint64_t now_ns)
+{
+	rn_conn *c;
+	int rc;
+
+	*out = NULL;
+	c = conn_new(&p->cfg, env);
+	if (!c)
+		return RN_ERR_NOMEM;
+	c->id = p->id;
+	c->isn = p->isn;
+	c->peer_id = p->peer_id;
+	c->peer_isn = p->peer_isn;
+	c->dgram = p->dgram;
+	c->peer_slots = p->peer_slots;
+	memcpy(c->local, p->local, sizeof(p->local));
+	c->nlocal = p->nlocal;
+	c->peer = p->from;
+	c->hs_rail = p->local_rail;
+	rc = rn_conn_setup_paths(c, p->remote, p->nremote, p->local, p->nlocal, now_ns);
+	if (rc) {
+		rn_conn_del(c);
+		return rc;
+	}
+	c->state = RN_ST_ESTABLISHED;
+	c->st.established_ns = now_ns;
+	c->cookie_ack_due = 1;
+	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
+	*out = c;
+	return 0;
+}
+
+void rn_conn_del(rn_conn *c)
+{
+	const rn_mem *mem;
+
+	if (!c)
+		return;
+	mem = &c->env.mem;
+	rn_sndq_free(&c->sq, mem);
+	rn_rob_free(&c->rq, mem);
+	for (int k = 0; k < RN_MAX_RAILS; k++)
+		rn_rail_free(&c->rail[k], mem);
+	mem->free(mem->user, c);
+}
+
+/*
+ * Builds the rails from both sides' rail lists (client list first, so both
+ * ends number them the same) and allocates the rings.  Called by the client
+ * on INIT_ACK and by the server on accept.
+ */
+int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
+			const rn_rail_addr *server, int nserver, uint64_t now_ns)
+{
+	int pairs[RN_MAX_RAILS][2];
+	int n = rn_rail_match(client, nclient, server, nserver, pairs);
+	const rn_mem *mem = &c->env.mem;
+	uint32_t fifo = 2 * c->cfg.snd_slots;
+	int rc;
+
+	if (n == 0)
+		return RN_ERR_NOROUTE;
+	c->mss = c->dgram - RN_HDR_LEN;
+	for (int k = 0; k < n; k++) {
+		rn_rail *r = &c->rail[k];
+		const rn_rail_addr *l, *m;
+
+		if (c->is_client) {
+			l = &client[pairs[k][0]];
+			m = &server[pairs[k][1]];
+			r->local_rail = pairs[k][0];
+		} else {
+			l = &server[pairs[k][1]];
+			m = &client[pairs[k][0]];
+			r->local_rail = pairs[k][1];
+		}
+		r->local = (rn_addr){ l->ip, l->port };
+		r->remote = (rn_addr){ m->ip, m->port };
+		rc = rn_rail_init(r, mem, fifo, c->cfg.init_cwnd);
+		if (rc)
+			return rc;
+		r->last_rx_ns = now_ns;
+		r->last_tx_ns = now_ns;
+	}
+	c->npaths = n;
+	rc = rn_sndq_init(&c->sq, mem, c->cfg.snd_slots, c->mss, c->isn);
+	if (rc)
+		return rc;
+	rc = rn_rob_init(&c->rq, mem, c->cfg.rcv_slots, c->mss, c->peer_isn);
+	if (rc)
+		return rc;
+	c->peer_wnd = c->isn + c->peer_slots;
+	c->adv_edge = rn_rob_edge(&c->rq);
+	c->bufs_ready = 1;
+	c->last_rx_any_ns = now_ns;
+	c->ls_interval_ns = 0;
+	return 0;
+}
+
+uint32_t rn_conn_paths_mask(const rn_conn *c)
+{
+	return c->npaths ? (uint32_t)((1u << c->npaths) - 1) : 0;
+}
+
+/* The largest smoothed RTT of the rails, or the handshake's; 1 ms if unknown. */
+uint64_t rn_conn_rtt_estimate(const rn_conn *c)
+{
+	uint64_t rtt = c->rtt_ns;
+
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].srtt_ns > rtt)
+			rtt = c->rail[k].srtt_ns;
+	return rtt ? rtt : 1000000;
+}
+
+void rn_conn_emit(rn_conn *c, rn_event_type type, uint64_t now_ns, int rail,
+		  rn_cause cause, int err)
+{
+	rn_event ev = { .type = type, .time_ns = now_ns, .rail = rail,
+			.cause = cause, .err = err };
+
+	if (!c->env.on_event)
+		return;
+	for (int k = 0; k < c->npaths; k++) {
+		ev.rx_up |= (uint8_t)(c->rail[k].rx_up << k);
+		ev.tx_up |= (uint8_t)(rn_rail_tx_up(&c->rail[k]) << k);
+	}
+	c->env.on_event(c->env.user, &ev);
+}
+
+void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
+{
+	if (c->state == RN_ST_CLOSED)
+		return;
+	/* tell the peer, unless it told us or never had state */
+	if (err != RN_ERR_RESET && err != RN_ERR_REFUSED && c->bufs_ready)
+		c->rst_pending = rn_conn_paths_mask(c);
+	c->state = RN_ST_CLOSED;
+	c->err = err;
+	c->st.err = err;
+	rn_conn_emit(c, RN_EV_FAILED, now_ns, -1, RN_CAUSE_NONE, err);
+}
+
+/* Records a rail's state change and emits an event when "usable both ways" flips. */
+static void rail_changed(rn_conn *c, int k, int was_up, rn_cause cause, uint64_t now_ns)
+{
+	rn_rail *r = &c->rail[k];
+	int is_up = r->rx_up && rn_rail_tx_up(r);
+
+	r->st.last_cause = cause;
+	r->st.last_change_ns = now_ns;
+	if (was_up == is_up)
+		return;
+	if (is_up)
+		r->st.up_events++;
+	else
+		r->st.down_events++;
+	rn_conn_emit(c, is_up ? RN_EV_RAIL_UP : RN_EV_RAIL_DOWN, now_ns, k, cause, 0);
+}
+
+void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
+{
+	rn_rail *r = &c->rail[k];
+	int was_up = r->rx_up && rn_rail_tx_up(r);
+
+	if (r->rx_up == up)
+		return;
+	r->rx_up = (uint8_t)up;
+	if (up)
+		r->grace_until_ns = now_ns + 4 * rn_conn_rtt_estimate(c) + 10000000;
+	/* tell the peer at once, then until it acknowledges */
+	c->ls_version++;
+	c->ls_pending = rn_conn_paths_mask(c);
+	c->ls_interval_ns = 0;
+	c->ls_next_ns = now_ns;
+	rail_changed(c, k, was_up, cause, now_ns);
+}
+
+void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause cause,
+		    uint64_t now_ns)
+{
+	rn_rail *r = &c->rail[k];
+	int was_up = r->rx_up && rn_rail_tx_up(r);
+	int was_tx = rn_rail_tx_up(r);
+
+	r->peer_up = (uint8_t)peer_up;
+	r->local_err = (uint8_t)local_err;
+	if (was_tx == rn_rail_tx_up(r))
+		return;
+	if (was_tx) {
+		/* stop using it at once: what is in flight there is lost */
+		rn_conn_lose_rail(c, k);
+		if (c->hb_next_ns == 0 || c->hb_next_ns > now_ns)
+			c->hb_next_ns = now_ns; /* first heartbeat right away */
+	}
+	rail_changed(c, k, was_up, cause, now_ns);
+}
+
+/* Both directions finished: linger to re-acknowledge a late FIN, then close. */
+void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
+{
+	if (c->state != RN_ST_ESTABLISHED || !c->bufs_ready)
+		return;
+	if (!c->peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
+		c->peer_fin_seen = 1;
+		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
+	}
+	if (c->fin_acked && c->peer_fin_seen) {
+		c->state = RN_ST_LINGER;
+		c->linger_until_ns = now_ns + c->cfg.linger_ns;
+	}
+}
+
+uint64_t rn_conn_id(const rn_conn *c) { return c->id; }
+int rn_conn_state(const rn_conn *c) { return c->state; }
+int rn_conn_error(const rn_conn *c) { return c->err; }
+uint32_t rn_conn_mss(const rn_conn *c) { return c->mss; }
+rn_addr rn_conn_peer(const rn_conn *c) { return c->peer; }
+
+ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
+{
+	size_t n;
+
+	(void)now_ns;
+	if (c->err)
+		return c->err;
+	if (c->state != RN_ST_ESTABLISHED)
+		return c->state == RN_ST_LINGER || c->state == RN_ST_CLOSED ? RN_ERR_SHUT :
+									      RN_ERR_STATE;
+	if (c->sq.fin_queued)
+		return RN_ERR_SHUT;
+	n = rn_sndq_write(&c->sq, data, len);
+	c->st.app_tx_bytes += n;
+	return (ssize_t)n;
+}
+
+size_t rn_conn_write_space(const rn_conn *c)
+{
+	if (c->state != RN_ST_ESTABLISHED || c->err)
+		return 0;
+	return rn_sndq_space(&c->sq);
+}
+
+int rn_conn_write_done(const rn_conn *c)
+{
+	return c->bufs_ready && c->sq.una == c->sq.end;
+}
+
+ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)
+{
+	ssize_t n;
+
+	if (!c->bufs_ready)
+		return c->err ? c->err : RN_ERR_AGAIN;
+	n = rn_rob_peek(&c->rq, data);
+	/* in-order data is delivered first; then the reason the stream died */
+	if (c->err && n <= 0)
+		return c->err;
+	return n;
+}
+
+void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)
+{
+	if (!c->bufs_ready)
+		return;
+	rn_rob_consume(&c->rq, n);
+	c->st.app_rx_bytes += n;
+	/* reopened a quarter of the ring since the last advertisement: say so */
+	if (c->state == RN_ST_ESTABLISHED &&
+	    rn_rob_edge(&c->rq) - c->adv_edge >= c->rq.slots / 4) {
+		c->ack_pending = 1;
+		c->ack_now = 1;
+		if (!c->ack_first_ns)
+			c->ack_first_ns = now_ns;
+	}
+}
+
+ssize_t rn_conn_read(rn_conn *c, uint64_t now_ns, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		const uint8_t *p;
+		ssize_t n = rn_conn_peek(c, &p);
+
+		if (n <= 0)
+			return done ? (ssize_t)done : n;
+		if ((size_t)n > len - done)
+			n = (ssize_t)(len - done);
+		memcpy((uint8_t *)buf + done, p, (size_t)n);
+		rn_conn_consume(c, now_ns, (size_t)n);
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int rn_conn_shutdown(rn_conn *c, uint64_t now_ns)
+{
+	(void)now_ns;
+	if (c->err)
+		return c->err;
+	if (c->state != RN_ST_ESTABLISHED)
+		return c->state == RN_ST_LINGER ? 0 : RN_ERR_STATE;
+	return rn_sndq_fin(&c->sq);
+}
+
+void rn_conn_abort(rn_conn *c, uint64_t now_ns)
+{
+	rn_conn_fail(c, now_ns, RN_ERR_ABORTED);
+}
+
+void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
+			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, RN_CAUSE_LOCAL, now_ns);
+}
+
+void rn_conn_refused(rn_conn *c, uint64_t now_ns)
+{
+	/* ICMP can be forged, so it only counts before the peer has answered */
+	if (c->state == RN_ST_INIT_SENT)
+		rn_conn_fail(c, now_ns, RN_ERR_REFUSED);
+}
+
+void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
+{
+	*st = c->st;
+	st->state = c->state;
+	st->err = c->err;
+	st->npaths = c->npaths;
+	for (int k = 0; k < c->npaths; k++) {
+		const rn_rail *r = &c->rail[k];
+		rn_rail_stats *rs = &st->rail[k];
+
+		*rs = r->st;
+		rs->local = r->local;
+		rs->remote = r->remote;
+		rs->local_rail = r->local_rail;
+		rs->rx_up = r->rx_up;
+		rs->tx_up = (uint8_t)rn_rail_tx_up(r);
+		rs->cwnd = r->cwnd;
+		rs->inflight = r->inflight;
+		rs->srtt_ns = r->srtt_ns;
+		rs->min_rtt_ns = r->min_rtt_ns;
+		rs->queue_ns = r->latest_q_ns;
+	}
+}

@@ -1,0 +1,111 @@
+/*
+ * rn_conn.h - the connection struct, shared by the files that make up a
+ * connection: rn_conn.c (setup, application side, state changes),
+ * rn_conn_recv.c (datagrams in), rn_conn_send.c (datagrams out) and
+ * rn_timer.c (timers).
+ */
+#ifndef RN_CONN_H
+#define RN_CONN_H
+
+#include "rn_core.h"
+#include "rn_rail.h"
+#include "rn_rob.h"
+#include "rn_sndq.h"
+#include "rn_wire.h"
+
+/* A packet sent on a rail is lost once this many later ones on it are acked. */
+#define RN_REORDER_THRESH 3u
+
+struct rn_conn {
+	rn_config cfg;
+	rn_env env;
+	int state;
+	int err;
+	uint8_t is_client;
+	uint64_t id, peer_id;
+
+	/* handshake */
+	rn_rail_addr local[RN_MAX_RAILS];
+	int nlocal;
+	rn_addr peer;          /* connect() target, or where the COOKIE_ECHO came from */
+	int hs_rail;           /* driver rail the handshake runs on */
+	uint32_t isn, peer_isn;
+	uint64_t hs_start_ns, hs_next_ns;
+	uint8_t hs_tries, hs_due;
+	uint8_t cookie[RN_COOKIE_LEN];
+	uint8_t cookie_ack_due;
+
+	/* negotiated */
+	uint32_t dgram, mss, peer_slots;
+
+	/* rails */
+	int npaths;
+	rn_rail rail[RN_MAX_RAILS];
+	unsigned rr_data, rr_ctl;   /* round-robin cursors */
+	uint32_t win_total;         /* packets in the current evaluation window */
+
+	/* streams */
+	uint8_t bufs_ready;
+	rn_sndq sq;
+	rn_rob rq;
+	uint32_t peer_wnd;          /* peer's window edge: we send seq < peer_wnd */
+
+	/* ACKs we owe */
+	uint8_t ack_pending, ack_now;
+	uint32_t unacked;
+	uint64_t ack_first_ns;
+	/*
+	 * Per rail, the newest packet received: its ts and our arrival time.
+	 * ACK blocks echo one rail's in turn, so every rail gets one-way delay
+	 * samples whatever the pattern of arrivals.
+	 */
+	struct {
+		uint32_t ts, rx_us;
+		uint8_t valid;
+	} echo[RN_MAX_RAILS];
+	unsigned echo_next;
+	uint32_t adv_edge;          /* window edge last advertised */
+
+	/* LINK_STATE: our receive view, resent until the peer acks its version */
+	uint32_t ls_version, ls_acked;
+	uint64_t ls_next_ns, ls_interval_ns;
+	uint32_t ls_pending;        /* rails owed a copy of the current LINK_STATE */
+	uint32_t peer_ls_version;   /* newest peer LINK_STATE applied */
+	uint8_t link_ack_due;
+	uint32_t link_ack_version;
+
+	/* probes */
+	uint64_t hb_next_ns;
+	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
+
+	/* liveness, close */
+	uint64_t last_rx_any_ns;
+	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
+	uint8_t fin_acked, peer_fin_seen;
+	uint32_t rst_pending;       /* rails still owed a RESET */
+	uint64_t linger_until_ns;
+
+	rn_conn_stats st;
+};
+
+/* rn_conn.c */
+void rn_conn_emit(rn_conn *c, rn_event_type type, uint64_t now_ns, int rail,
+		  rn_cause cause, int err);
+void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err);
+void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns);
+void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause cause,
+		    uint64_t now_ns);
+void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
+int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
+			const rn_rail_addr *server, int nserver, uint64_t now_ns);
+uint64_t rn_conn_rtt_estimate(const rn_conn *c);
+uint32_t rn_conn_paths_mask(const rn_conn *c);
+
+/* rn_conn_recv.c */
+void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
+void rn_conn_lose_rail(rn_conn *c, int k);
+
+/* rn_conn_send.c */
+static inline uint32_t rn_now_us(uint64_t now_ns) { return (uint32_t)(now_ns / 1000); }
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * rn_conn_recv.c - datagrams in: validation, receive counting per rail,
+ * ACK processing and loss detection, DATA into the reorder ring, and the
+ * client side of the handshake.
+ */
+#include <string.h>
+
+#include "rn_bits.h"
+#include "rn_conn.h"
+#include "rn_seq.h"
+
+static int drop(rn_conn *c, rn_drop why)
+{
+	c->st.drops[why]++;
+	return RN_ERR_DROP;
+}
+
+static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.port; }
+
+/* ---- receive counting: the failure detector (paper 3.3.3) ---- */
+
+/*
+ * Every fail_window packets received, a working rail that brought fewer than
+ * fail_min of them has failed.  The sender stripes round robin, so a healthy
+ * rail brings its share; a silent black hole brings none.  A rail that just
+ * came back is left alone until the sender has had a round trip to use it.
+ */
+static void evaluate_window(rn_conn *c, uint64_t now_ns)
+{
+	for (int k = 0; k < c->npaths; k++) {
+		rn_rail *r = &c->rail[k];
+
+		if (r->rx_up && now_ns >= r->grace_until_ns && r->win_rx < c->cfg.fail_min)
+			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
+		r->win_rx = 0;
+	}
+	c->win_total = 0;
+}
+
+static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
+{
+	rn_rail *r = &c->rail[k];
+
+	r->st.rx_packets++;
+	r->st.rx_bytes += len;
+	r->last_rx_ns = now_ns;
+	c->last_rx_any_ns = now_ns;
+	c->st.rx_packets++;
+	if (r->local_err) /* the interface works again */
+		rn_conn_set_tx(c, k, r->peer_up, 0, RN_CAUSE_RX_SEEN, now_ns);
+	if (!r->rx_up)
+		rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
+	r->win_rx++;
+	if (++c->win_total >= c->cfg.fail_window)
+		evaluate_window(c, now_ns);
+}
+
+/* ---- ACKs and loss detection ---- */
+
+static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
+{
+	rn_sslot *s = rn_sndq_slot(&c->sq, seq);
+
+	if (s->flags & RN_SS_FLIGHT) {
+		rn_rail *r = &c->rail[s->rail];
+
+		if (s->tx_count == 1) /* unambiguous: Karn */
+			rn_rail_on_rtt(r, now_ns - s->sent_ns, now_ns);
+		rn_rail_on_acked(r, s->tx_idx, &c->cfg, c->sq.slots, now_ns);
+		s->flags &= (uint8_t)~RN_SS_FLIGHT;
+	}
+	s->flags |= RN_SS_ACKED;
+}
+
+static int ack_valid(const rn_conn *c, const rn_pkt *p)
+{
+	/* never beyond what was sent; never older than a whole ring */
+	if (rn_seq_gt(p->ack, c->sq.nxt) || rn_seq_lt(p->ack, c->sq.una - c->sq.slots))
+		return 0;
+	if (rn_seq_lt(p->wnd, p->ack) || p->wnd - p->ack > RN_MAX_SLOTS)
+		return 0;
+	return 1;
+}
+
+static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
+{
+	rn_sndq *q = &c->sq;
+	uint32_t base = p->ack + 1;
+
+	if (rn_seq_gt(p->wnd, c->peer_wnd))
+		c->peer_wnd = p->wnd;
+	if (p->ts_echo) {
+		uint64_t rtt = (uint64_t)(uint32_t)(rn_now_us(now_ns) - p->ts_echo) * 1000;
+
+		if (rtt < c->cfg.dead_peer_ns)
+			c->rtt_ns = c->rtt_ns ? (7 * c->rtt_ns + rtt) / 8 : rtt;
+		if (p->echo_path < c->npaths)
+			rn_rail_on_owd(&c->rail[p->echo_path], p->ts_rx - p->ts_echo, &c->cfg,
+				       now_ns);
+	}
+	while (rn_seq_lt(q->una, p->ack)) {
+		rn_sslot *s = rn_sndq_slot(q, q->una);
+
+		if (!(s->flags & RN_SS_ACKED))
+			on_acked(c, q->una, now_ns);
+		/* the stream is done only when the cumulative ACK passes the FIN */
+		if (s->flags & RN_SS_FIN)
+			c->fin_acked = 1;
+		s->flags &= (uint8_t)~(RN_SS_ACKED | RN_SS_LOST);
+		q->una++;
+	}
+	for (unsigned w = 0; w < p->nwords; w++) {
+		uint64_t bits = rn_wire_sack_word(p, w);
+		uint32_t from = base + 64 * w;
+
+		while (bits) {
+			uint32_t seq = from + (uint32_t)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			if (rn_seq_ge(seq, q->nxt))
+				break; /* never sent: ignore the rest */
+			if (rn_seq_lt(seq, q->una))
+				continue;
+			if (!(rn_sndq_slot(q, seq)->flags & RN_SS_ACKED))
+				on_acked(c, seq, now_ns);
+		}
+	}
+	rn_conn_detect_losses(c, now_ns);
+}
+
+/* Is the transmission at the head of rail k's FIFO still unacked and in flight there? */
+static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
+{
+	rn_sslot *s;
+
+	if (rn_seq_lt(t->seq, c->sq.una) || rn_seq_ge(t->seq, c->sq.nxt))
+		return 0;
+	s = rn_sndq_slot(&c->sq, t->seq);
+	return (s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx;
+}
+
+static void declare_lost(rn_conn *c, int k, const rn_txrec *t)
+{
+	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
+
+	s->flags &= (uint8_t)~RN_SS_FLIGHT;
+	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
+	rn_sndq_lost_push(&c->sq, t->seq);
+}
+
+/*
+ * Walks each rail's FIFO from the oldest transmission: drops entries that
+ * were acked or superseded, declares lost those with RN_REORDER_THRESH later
+ * packets on the same rail acked, or older than the rail's RTO.
+ */
+void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
+{
+	for (int k = 0; k < c->npaths; k++) {
+		rn_rail *r = &c->rail[k];
+		uint64_t rto = rn_rail_rto(r, &c->cfg);
+		int timed_out = 0;
+
+		while (r->fhead != r->ftail) {
+			rn_txrec *t = &r->fifo[r->fhead & r->fmask];
+			rn_sslot *s;
+
+			if (!txrec_live(c, k, t)) {
+				r->fhead++;
+				continue;
+			}
+			s = rn_sndq_slot(&c->sq, t->seq);
+			if (rn_seq_lt(t->idx + RN_REORDER_THRESH - 1, r->acked_idx)) {
+				/* later packets on this rail arrived: lost */
+			} else if (now_ns - (s->sent_ns > r->last_ack_ns ? s->sent_ns : r->last_ack_ns) >=
+				   rto) {
+				/* nothing acked on this rail for an RTO since it was sent */
+				timed_out = 1;
+			} else {
+				break;
+			}
+			declare_lost(c, k, t);
+			r->fhead++;
+		}
+		if (timed_out) {
+			r->rto_backoff++;
+			c->st.rto_events++;
+		}
+	}
+}
+
+/* Rail k stopped carrying traffic: everything in flight on it is lost. */
+void rn_conn_lose_rail(rn_conn *c, int k)
+{
+	rn_rail *r = &c->rail[k];
+
+	for (; r->fhead != r->ftail; r->fhead++) {
+		rn_txrec *t = &r->fifo[r->fhead & r->fmask];
+
+		if (txrec_live(c, k, t))
+			declare_lost(c, k, t);
+	}
+	r->inflight = 0;
+}
+
+/* ---- packet types ---- */
+
+static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
+{
+	if (!c->ack_pending)
+		c->ack_first_ns = now_ns;
+	c->ack_pending = 1;
+	if (++c->unacked >= c->cfg.ack_every || now)
+		c->ack_now = 1;
+}
+
+static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
+{
+	int fin = (p->flags & RN_F_FIN) != 0;
+	int rc;
+
+	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
+		return drop(c, RN_DROP_STATE);
+	rc = rn_rob_insert(&c->rq, p->seq, p->payload, p->len, fin);
+	switch (rc) {
+	case RN_ROB_NEW:
+		owe_ack(c, now_ns, 0);
+		rn_conn_check_close(c, now_ns);
+		return 0;
+	case RN_ROB_DUP:
+		/* the sender resent something we have: tell it at once */
+		c->st.dup_data++;
+		owe_ack(c, now_ns, 1);
+		return drop(c, RN_DROP_DUPLICATE);
+	case RN_ROB_OUT:
+		return drop(c, RN_DROP_WINDOW);
+	default:
+		return drop(c, RN_DROP_MALFORMED);
+	}
+}
+
+static void recv_link_state(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
+{
+	uint32_t version = rn_get32(p->payload);
+	uint8_t mask = p->payload[4];
+
+	c->link_ack_due = 1;
+	c->link_ack_version = version;
+	if (!rn_seq_gt(version, c->peer_ls_version))
+		return; /* old news, reordered */
+	c->peer_ls_version = version;
+	for (int k = 0; k < c->npaths; k++) {
+		int up = (mask >> k) & 1;
+
+		if (up != c->rail[k].peer_up)
+			rn_conn_set_tx(c, k, up, c->rail[k].local_err, RN_CAUSE_PEER, now_ns);
+	}
+}
+
+/* Client handshake.  Returns 1 when the packet should go on as established traffic. */
+static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from,
+			  uint64_t now_ns)
+{
+	rn_hello h;
+
+	if (p->type == RN_PT_INIT_ACK) {
+		if (c->state != RN_ST_INIT_SENT)
+			return drop(c, RN_DROP_STATE); /* duplicate */
+		if (local_rail != c->hs_rail || !addr_eq(from, c->peer))
+			return drop(c, RN_DROP_SOURCE);
+		if (rn_wire_read_hello(&h, p->payload, p->len, 1))
+			return drop(c, RN_DROP_MALFORMED);
+		c->peer_id = h.id;
+		c->peer_isn = h.isn;
+		c->peer_slots = h.slots;
+		c->dgram = h.max_dgram < c->cfg.max_dgram ? h.max_dgram : c->cfg.max_dgram;
+		memcpy(c->cookie, h.cookie, RN_COOKIE_LEN);
+		if (rn_conn_setup_paths(c, c->local, c->nlocal, h.rails, h.nrails, now_ns)) {
+			rn_conn_fail(c, now_ns, RN_ERR_NOMEM);
+			return RN_ERR_DROP;
+		}
+		c->rtt_ns = now_ns - c->hs_start_ns;
+		c->state = RN_ST_COOKIE_SENT;
+		c->hs_due = 1;
+		c->hs_tries = 0;
+		c->hs_next_ns = now_ns;
+		c->last_rx_any_ns = now_ns;
+		return 0;
+	}
+	if (c->state != RN_ST_COOKIE_SENT)
+		return drop(c, RN_DROP_STATE);
+	/*
+	 * COOKIE_ACK, or any traffic of an established server (whose COOKIE_ACK
+	 * was lost): established.  Rail and source are checked by the caller.
+	 */
+	return 1;
+}
+
+static void establish(rn_conn *c, uint64_t now_ns)
+{
+	c->state = RN_ST_ESTABLISHED;
+	c->st.established_ns = now_ns;
+	c->hs_due = 0;
+	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
+}
+
+int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
+		 const uint8_t *pkt, size_t len)
+{
+	rn_pkt p;
+	rn_rail *r;
+	int rc = rn_wire_decode(&p, pkt, len);
+
+	if (rc)
+		return drop(c, (rn_drop)(-rc - 1));
+	if (p.dst != c->id)
+		return drop(c, RN_DROP_UNKNOWN_CONN);
+	if (c->state == RN_ST_CLOSED)
+		return drop(c, RN_DROP_STATE);
+	if (p.type == RN_PT_INIT || (p.type == RN_PT_INIT_ACK && c->state != RN_ST_INIT_SENT))
+		return drop(c, RN_DROP_TYPE);
+	if (c->state == RN_ST_INIT_SENT || c->state == RN_ST_COOKIE_SENT) {
+		rc = recv_handshake(c, &p, local_rail, from, now_ns);
+		if (rc != 1)
+			return rc;
+	}
+	if (p.path >= c->npaths)
+		return drop(c, RN_DROP_SOURCE);
+	r = &c->rail[p.path];
+	if (r->local_rail != local_rail || !addr_eq(from, r->remote))
+		return drop(c, RN_DROP_SOURCE);
+	if ((p.flags & RN_F_ACK) && !ack_valid(c, &p))
+		return drop(c, RN_DROP_WINDOW);
+	if (c->state == RN_ST_COOKIE_SENT)
+		establish(c, now_ns);
+
+	count_rx(c, p.path, now_ns, len);
+	c->echo[p.path].ts = p.ts;
+	c->echo[p.path].rx_us = rn_now_us(now_ns);
+	c->echo[p.path].valid = 1;
+	if (p.flags & RN_F_ACK)
+		recv_ack(c, &p, now_ns);
+
+	switch (p.type) {
+	case RN_PT_DATA:
+		r->st.rx_data++;
+		rc = recv_data(c, &p, now_ns);
+		break;
+	case RN_PT_LINK_STATE:
+		recv_link_state(c, &p, now_ns);
+		rc = 0;
+		break;
+	case RN_PT_LINK_ACK:
+		if (rn_get32(p.payload) == c->ls_version)
+			c->ls_acked = c->ls_version;
+		rc = 0;
+		break;
+	case RN_PT_RESET:
+		rn_conn_fail(c, now_ns, RN_ERR_RESET);
+		rc = 0;
+		break;
+	case RN_PT_COOKIE_ECHO:
+		/* our COOKIE_ACK was lost: say it again */
+		if (!c->is_client)
+			c->cookie_ack_due = 1;
+		rc = 0;
+		break;
+	default: /* ACK, COOKIE_ACK, HEARTBEAT, KEEPALIVE: counted above */
+		rc = 0;
+		break;
+	}
+	rn_conn_check_close(c, now_ns);
+	return rc;
+}

@@ -1,0 +1,331 @@
+/*
+ * rn_conn_send.c - datagrams out.  Each call writes the most urgent datagram:
+ * handshake, RESET, COOKIE_ACK, LINK_STATE, LINK_ACK, heartbeats, DATA
+ * (retransmissions first), a standalone ACK, keepalives.  Any datagram
+ * carries the ACK block when one is owed and it fits.
+ */
+#include <string.h>
+
+#include "rn_conn.h"
+#include "rn_seq.h"
+
+static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
+{
+	rn_rail *r = &c->rail[k];
+
+	r->st.tx_packets++;
+	r->st.tx_bytes += len;
+	r->last_tx_ns = now_ns;
+	c->st.tx_packets++;
+	c->ka_pending &= ~(1u << k);
+}
+
+static int writable_rail(const rn_conn *c, int k, uint32_t writable)
+{
+	return (writable >> c->rail[k].local_rail) & 1;
+}
+
+/*
+ * Rails that can carry a control packet now: ones working both ways (a rail
+ * we stopped receiving on is likely broken both ways: cables and switches
+ * fail whole), else ones the peer receives on, else any.
+ */
+static uint32_t control_rails(const rn_conn *c, uint32_t writable)
+{
+	uint32_t both = 0, tx = 0, all = 0;
+
+	for (int k = 0; k < c->npaths; k++) {
+		if (!writable_rail(c, k, writable))
+			continue;
+		all |= 1u << k;
+		if (rn_rail_tx_up(&c->rail[k])) {
+			tx |= 1u << k;
+			if (c->rail[k].rx_up)
+				both |= 1u << k;
+		}
+	}
+	return both ? both : tx ? tx : all;
+}
+
+/*
+ * The ACK block as it stands, with as many SACK words as fit in `room`
+ * bytes.  Returns 0 if not even the block without words fits.
+ */
+static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
+{
+	unsigned maxw;
+
+	if (!c->bufs_ready || room < RN_ACKBLK_LEN)
+		return 0;
+	maxw = (unsigned)((room - RN_ACKBLK_LEN) / 8);
+	if (maxw > RN_MAX_SACK_WORDS)
+		maxw = RN_MAX_SACK_WORDS;
+	ab->ack = c->rq.nxt;
+	ab->wnd = rn_rob_edge(&c->rq);
+	ab->ts_echo = ab->ts_rx = 0;
+	ab->echo_path = 0;
+	for (int i = 0; i < c->npaths; i++) {
+		int k = (int)((c->echo_next + (unsigned)i) % (unsigned)c->npaths);
+
+		if (c->echo[k].valid) {
+			ab->ts_echo = c->echo[k].ts;
+			ab->ts_rx = c->echo[k].rx_us;
+			ab->echo_path = (uint8_t)k;
+			c->echo_next = (unsigned)k + 1;
+			break;
+		}
+	}
+	ab->nwords = (uint16_t)rn_rob_sack(&c->rq, words, maxw);
+	ab->words = words;
+	return 1;
+}
+
+static void ack_sent(rn_conn *c, const rn_ackblk *ab)
+{
+	c->ack_pending = 0;
+	c->ack_now = 0;
+	c->unacked = 0;
+	c->ack_first_ns = 0;
+	c->adv_edge = ab->wnd;
+}
+
+/* Writes a control packet with an ACK block on rail k. */
+static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
+			 const uint8_t *payload, size_t len, uint8_t *buf, size_t cap,
+			 rn_tx *tx)
+{
+	uint64_t words[RN_MAX_SACK_WORDS];
+	rn_hdr h = { .type = type, .path = (uint8_t)k, .dst = c->peer_id,
+		     .ts = rn_now_us(now_ns) };
+	size_t limit = cap < c->dgram ? cap : c->dgram;
+	rn_ackblk ab;
+	int with_ack;
+	ssize_t n;
+
+	if (limit < RN_HDR_LEN + len)
+		return RN_ERR_NOBUF;
+	with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - len);
+	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, payload, len);
+	if (n < 0)
+		return n;
+	if (with_ack)
+		ack_sent(c, &ab);
+	tx->path = k;
+	tx->local_rail = c->rail[k].local_rail;
+	tx->to = c->rail[k].remote;
+	count_tx(c, k, now_ns, (size_t)n);
+	return n;
+}
+
+static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			       uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	uint8_t body[RN_INIT_LEN];
+	rn_hello h = { .id = c->id, .isn = c->isn, .slots = c->cfg.rcv_slots,
+		       .max_dgram = c->cfg.max_dgram, .nrails = (uint8_t)c->nlocal };
+	rn_hdr hd = { .path = 0xff, .ts = rn_now_us(now_ns) };
+	int echo = c->state == RN_ST_COOKIE_SENT;
+	ssize_t blen, n;
+
+	if (!c->hs_due || !((writable >> c->hs_rail) & 1))
+		return 0;
+	memcpy(h.rails, c->local, sizeof(c->local));
+	memset(body, 0, sizeof(body));
+	blen = rn_wire_write_hello(body, sizeof(body), &h, echo ? c->cookie : NULL);
+	if (blen < 0)
+		return blen;
+	if (echo) {
+		hd.type = RN_PT_COOKIE_ECHO;
+		hd.dst = c->peer_id;
+		for (int k = 0; k < c->npaths; k++)
+			if (c->rail[k].local_rail == c->hs_rail &&
+			    c->rail[k].remote.ip == c->peer.ip)
+				hd.path = (uint8_t)k;
+	} else {
+		hd.type = RN_PT_INIT;
+		blen = RN_INIT_LEN - RN_HDR_LEN; /* zero padding: see RN_INIT_LEN */
+	}
+	n = rn_wire_encode(buf, cap, &hd, NULL, body, (size_t)blen);
+	if (n < 0)
+		return n;
+	c->hs_due = 0;
+	tx->local_rail = c->hs_rail;
+	tx->to = c->peer;
+	tx->path = -1;
+	c->st.tx_packets++;
+	return n;
+}
+
+/* A DATA packet on a usable rail: a lost one first, else the next new one. */
+static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			  uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	uint64_t words[RN_MAX_SACK_WORDS];
+	rn_sndq *q = &c->sq;
+	uint32_t usable = 0, seq;
+	int k, retx = 0, with_ack = 0;
+	rn_sslot *s;
+	rn_rail *r;
+	rn_ackblk ab;
+	ssize_t n;
+
+	for (int i = 0; i < c->npaths; i++)
+		if (rn_rail_tx_up(&c->rail[i]) && writable_rail(c, i, writable) &&
+		    rn_rail_has_room(&c->rail[i]))
+			usable |= 1u << i;
+	if (!usable)
+		return 0;
+	if (rn_sndq_lost_pop(q, &seq)) {
+		uint32_t other;
+
+		retx = 1;
+		s = rn_sndq_slot(q, seq);
+		/* resend on another rail than the one that lost it, if there is one */
+		other = usable & ~(1u << s->rail);
+		k = rn_rail_choose(other ? other : usable, c->npaths, c->rr_data);
+	} else if (q->nxt != q->end && rn_seq_lt(q->nxt, c->peer_wnd)) {
+		seq = q->nxt;
+		s = rn_sndq_slot(q, seq);
+		k = rn_rail_choose(usable, c->npaths, c->rr_data);
+	} else {
+		return 0;
+	}
+	if (cap < rn_wire_size(0, 0, s->len)) {
+		if (retx)
+			rn_sndq_lost_push(q, seq);
+		return RN_ERR_NOBUF;
+	}
+	c->rr_data = (unsigned)k + 1;
+	r = &c->rail[k];
+	/* the FIFO holds twice the ring; if it ever fills, its oldest entry is lost */
+	if (r->ftail - r->fhead > r->fmask) {
+		rn_conn_lose_rail(c, k);
+	}
+	{
+		size_t limit = cap < c->dgram ? cap : c->dgram;
+		size_t room = limit - RN_HDR_LEN - s->len;
+
+		if (c->ack_pending && room >= RN_ACKBLK_LEN)
+			with_ack = build_ack(c, &ab, words, room);
+	}
+	rn_hdr h = { .type = RN_PT_DATA, .flags = (s->flags & RN_SS_FIN) ? RN_F_FIN : 0,
+		     .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
+		     .ts = rn_now_us(now_ns) };
+	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, rn_sndq_data(q, seq), s->len);
+	if (n < 0)
+		return n;
+	if (with_ack)
+		ack_sent(c, &ab);
+	s->tx_idx = rn_rail_on_send(r, seq, now_ns);
+	s->rail = (uint8_t)k;
+	s->sent_ns = now_ns;
+	s->flags |= RN_SS_FLIGHT;
+	if (s->tx_count < UINT8_MAX)
+		s->tx_count++;
+	if (retx) {
+		c->st.retransmits++;
+		r->st.retransmits++;
+	} else {
+		q->nxt++;
+	}
+	r->st.tx_data++;
+	tx->path = k;
+	tx->local_rail = r->local_rail;
+	tx->to = r->remote;
+	count_tx(c, k, now_ns, (size_t)n);
+	return n;
+}
+
+/* First rail in `mask` (round robin from the control cursor). */
+static int pick(rn_conn *c, uint32_t mask)
+{
+	int k = rn_rail_choose(mask, c->npaths, c->rr_ctl);
+
+	if (k >= 0)
+		c->rr_ctl = (unsigned)k + 1;
+	return k;
+}
+
+static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
+				 uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	uint32_t ctl = control_rails(c, writable);
+	uint8_t pl[8] = { 0 };
+	ssize_t n;
+	int k;
+
+	if (c->cookie_ack_due && (k = pick(c, ctl)) >= 0) {
+		c->cookie_ack_due = 0;
+		return write_ctl(c, now_ns, k, RN_PT_COOKIE_ACK, NULL, 0, buf, cap, tx);
+	}
+	/* a copy of LINK_STATE on every rail: it is rare and must get through */
+	for (k = 0; k < c->npaths; k++) {
+		uint8_t mask = 0;
+
+		if (!((c->ls_pending >> k) & 1) || !writable_rail(c, k, writable))
+			continue;
+		for (int i = 0; i < c->npaths; i++)
+			mask |= (uint8_t)(c->rail[i].rx_up << i);
+		rn_put32(pl, c->ls_version);
+		pl[4] = mask;
+		c->ls_pending &= ~(1u << k);
+		return write_ctl(c, now_ns, k, RN_PT_LINK_STATE, pl, RN_LINK_STATE_LEN, buf, cap, tx);
+	}
+	if (c->link_ack_due && (k = pick(c, ctl)) >= 0) {
+		rn_put32(pl, c->link_ack_version);
+		c->link_ack_due = 0;
+		return write_ctl(c, now_ns, k, RN_PT_LINK_ACK, pl, RN_LINK_ACK_LEN, buf, cap, tx);
+	}
+	for (k = 0; k < c->npaths; k++) {
+		if (((c->hb_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->hb_pending &= ~(1u << k);
+			c->rail[k].st.heartbeats++;
+			return write_ctl(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, buf, cap, tx);
+		}
+	}
+	if (c->state == RN_ST_ESTABLISHED) {
+		n = write_data(c, now_ns, writable, buf, cap, tx);
+		if (n != 0)
+			return n;
+	}
+	if (c->ack_pending && c->ack_now && (k = pick(c, ctl)) >= 0)
+		return write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
+	for (k = 0; k < c->npaths; k++) {
+		if (((c->ka_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->ka_pending &= ~(1u << k);
+			c->rail[k].st.keepalives++;
+			return write_ctl(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, buf, cap, tx);
+		}
+	}
+	return 0;
+}
+
+static ssize_t write_reset(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			   uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	uint8_t pl[RN_RESET_LEN] = { 0 };
+
+	for (int k = 0; k < c->npaths; k++) {
+		if (((c->rst_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->rst_pending &= ~(1u << k);
+			rn_put16(pl, (uint16_t)-c->err);
+			return write_ctl(c, now_ns, k, RN_PT_RESET, pl, sizeof(pl), buf, cap, tx);
+		}
+	}
+	return 0;
+}
+
+ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			  uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	switch (c->state) {
+	case RN_ST_INIT_SENT:
+	case RN_ST_COOKIE_SENT:
+		return write_handshake(c, now_ns, writable, buf, cap, tx);
+	case RN_ST_ESTABLISHED:
+	case RN_ST_LINGER:
+		return write_established(c, now_ns, writable, buf, cap, tx);
+	default:
+		return write_reset(c, now_ns, writable, buf, cap, tx);
+	}
+}

@@ -1,0 +1,359 @@
+/*
+ * rn_core.h - the ri2n protocol core, "sans-I/O".
+ *
+ * The core turns a byte stream into datagrams striped over several rails and
+ * back, and decides everything the protocol decides: what to send, on which
+ * rail, when a rail has failed or healed, when to retransmit, when the peer is
+ * dead.  It never touches a socket, a clock, a thread or a random source:
+ *
+ *   - the caller passes datagrams in with the rail they arrived on
+ *     (rn_conn_recv, rn_listener_recv) and the current time in nanoseconds;
+ *   - the caller asks for datagrams to send (rn_conn_write_pkt), each with the
+ *     rail and address to send it on;
+ *   - the caller asks for the next timer expiry (rn_conn_expiry) and calls
+ *     rn_conn_on_timer when it passes;
+ *   - randomness (connection ids, initial sequence numbers) comes from the
+ *     rng callback in rn_env, memory from its allocator.
+ *
+ * Two drivers reuse it: the threaded engine behind the socket API and the Open
+ * MPI BTL's progress function; the simulator in tests/sim drives it with a
+ * virtual clock.  A connection is owned by one thread at a time; the core
+ * takes no locks.
+ *
+ * Errors are negative rn_err codes.  Codes above RN_ERR__FATAL are
+ * recoverable (try again later, bad argument); codes at or below it are the
+ * reason a connection died.
+ */
+#ifndef RN_CORE_H
+#define RN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* All protocol limits in one place. */
+enum {
+	RN_MAX_RAILS = 8,          /* rails per host and paths per connection */
+	RN_HDR_LEN = 24,           /* fixed header of every datagram */
+	RN_ACKBLK_LEN = 20,        /* ACK block without its bitmap words */
+	RN_MIN_DGRAM = 256,        /* smallest datagram size a rail may have */
+	RN_MAX_DGRAM = 65507,      /* largest UDP payload over IPv4 */
+	RN_INIT_LEN = 256,         /* INIT is padded to this: replies are never larger */
+	RN_COOKIE_LEN = 32,        /* stateless handshake cookie */
+	RN_COOKIE_SECRET_LEN = 16, /* key of the cookie MAC */
+	RN_MIN_SLOTS = 64,         /* smallest send/receive ring, packets */
+	RN_MAX_SLOTS = 1 << 16,    /* largest ring: keeps windows far below 2^31 */
+	RN_MAX_SACK_WORDS = 128,   /* 8192 packets of selective ACK in one ACK */
+};
+
+typedef enum rn_err {
+	RN_OK = 0,
+	RN_ERR_INVAL = -1,   /* bad argument or configuration */
+	RN_ERR_NOMEM = -2,   /* allocator failed */
+	RN_ERR_NOBUF = -3,   /* output buffer too small */
+	RN_ERR_AGAIN = -4,   /* nothing to read / no room to write, try later */
+	RN_ERR_DROP = -5,    /* datagram dropped (the reason is counted) */
+	RN_ERR_STATE = -6,   /* call not valid in this connection state */
+	RN_ERR_NOROUTE = -7, /* no local rail shares a subnet with the peer */
+	RN_ERR_SHUT = -8,    /* write after this side shut down */
+	RN_ERR__FATAL = -20, /* codes at or below end the connection: */
+	RN_ERR_RESET = -21,    /* the peer reset the connection */
+	RN_ERR_TIMEDOUT = -22, /* the peer was silent past the dead-peer timeout */
+	RN_ERR_REFUSED = -23,  /* nothing listens at the peer address */
+	RN_ERR_PROTO = -24,    /* the peer broke the protocol */
+	RN_ERR_ABORTED = -25,  /* this side aborted the connection */
+} rn_err;
+
+/* A short English phrase for an rn_err code. */
+const char *rn_strerror(int err);
+
+/* Why a datagram was dropped; each reason has a counter. */
+typedef enum rn_drop {
+	RN_DROP_MALFORMED,   /* too short, bad lengths, reserved bits set */
+	RN_DROP_VERSION,     /* unknown protocol version */
+	RN_DROP_TYPE,        /* unknown type, or a type not valid here */
+	RN_DROP_UNKNOWN_CONN,/* no connection with this id (counted by the driver) */
+	RN_DROP_SOURCE,      /* not from the peer's address for that rail */
+	RN_DROP_WINDOW,      /* sequence or ACK number outside the window */
+	RN_DROP_DUPLICATE,   /* data already received */
+	RN_DROP_COOKIE,      /* bad or stale handshake cookie */
+	RN_DROP_STATE,       /* valid packet, wrong connection state */
+	RN_DROP_AUTH,        /* message authentication failed */
+	RN_DROP__COUNT
+} rn_drop;
+
+const char *rn_drop_name(rn_drop d);
+
+/* An IPv4 address and UDP port in host byte order. */
+typedef struct rn_addr {
+	uint32_t ip;
+	uint16_t port;
+} rn_addr;
+
+/* One local rail as the driver sees it: its address and subnet. */
+typedef struct rn_rail_addr {
+	uint32_t ip;
+	uint16_t port;
+	uint8_t prefix; /* subnet prefix length, 1..32 */
+} rn_rail_addr;
+
+/*
+ * Every knob of the protocol.  rn_config_default() fills the defaults listed
+ * in docs/CONFIG.md; rn_config_check() says whether a configuration is usable.
+ */
+typedef struct rn_config {
+	uint32_t max_dgram;        /* largest datagram (UDP payload) on any rail */
+	uint32_t snd_slots;        /* send ring, packets (power of two) */
+	uint32_t rcv_slots;        /* receive ring, packets (power of two) */
+	uint32_t fail_window;      /* N: evaluate rails every N packets received */
+	uint32_t fail_min;         /* M: a rail with fewer than M of N has failed */
+	uint32_t ack_every;        /* ACK at once after this many unacked packets */
+	uint64_t ack_delay_ns;     /* ...or this long after the first one */
+	uint64_t heartbeat_ns;     /* heartbeat period while a rail is failed */
+	uint64_t keepalive_ns;     /* longest silence on a working rail when idle */
+	uint64_t rail_timeout_ns;  /* nothing received this long: the rail failed */
+	uint64_t dead_peer_ns;     /* nothing received on any rail: peer is dead */
+	uint64_t connect_timeout_ns; /* handshake gives up after this */
+	uint64_t rto_min_ns;       /* floor of the retransmission timeout */
+	uint64_t queue_target_ns;  /* queueing delay a rail may build up */
+	uint64_t linger_ns;        /* state kept after a clean close for late FINs */
+	uint32_t init_cwnd;        /* packets a rail may have in flight at start */
+} rn_config;
+
+void rn_config_default(rn_config *cfg);
+/* Returns 0 or RN_ERR_INVAL, with *why set to a sentence naming the bad knob. */
+int rn_config_check(const rn_config *cfg, const char **why);
+
+/* Memory comes from the caller (allocations happen at setup, never per packet). */
+typedef struct rn_mem {
+	void *(*alloc)(void *user, size_t size); /* zeroed memory or NULL */
+	void (*free)(void *user, void *ptr);
+	void *user;
+} rn_mem;
+
+/* Events a driver may log or hand to the application. */
+typedef enum rn_event_type {
+	RN_EV_ESTABLISHED,
+	RN_EV_RAIL_DOWN,
+	RN_EV_RAIL_UP,
+	RN_EV_PEER_CLOSED, /* the peer finished sending (EOF after its data) */
+	RN_EV_CLOSED,      /* both directions closed cleanly */
+	RN_EV_FAILED,      /* the connection died; err says why */
+} rn_event_type;
+
+/* Why a rail changed state. */
+typedef enum rn_cause {
+	RN_CAUSE_NONE,
+	RN_CAUSE_RX_COUNT,   /* receive count fell below fail_min in a window */
+	RN_CAUSE_RX_SILENCE, /* nothing received for rail_timeout */
+	RN_CAUSE_RX_SEEN,    /* packets arrive again */
+	RN_CAUSE_PEER,       /* the peer reported it (LINK_STATE) */
+	RN_CAUSE_LOCAL,      /* the driver reported a hard send error */
+} rn_cause;
+
+const char *rn_cause_name(rn_cause c);
+
+typedef struct rn_event {
+	rn_event_type type;
+	uint64_t time_ns;
+	int rail;        /* path index for rail events, else -1 */
+	rn_cause cause;
+	int err;         /* RN_EV_FAILED: the rn_err */
+	uint8_t rx_up;   /* after the event: rails this side receives on */
+	uint8_t tx_up;   /* after the event: rails this side sends on */
+} rn_event;
+
+/* What the core needs from its environment. */
+typedef struct rn_env {
+	rn_mem mem;
+	uint64_t (*rng)(void *user); /* unpredictable 64-bit values */
+	void (*on_event)(void *user, const rn_event *ev); /* may be NULL */
+	void *user;
+} rn_env;
+
+/* ---- counters ---- */
+
+typedef struct rn_rail_stats {
+	rn_addr local, remote;
+	int local_rail;          /* driver's rail index */
+	uint8_t rx_up, tx_up;    /* this side receives / sends on it */
+	rn_cause last_cause;
+	uint64_t last_change_ns; /* time of the last state change, 0 = never */
+	uint32_t down_events, up_events;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t tx_data, rx_data; /* DATA packets */
+	uint64_t retransmits;    /* DATA packets re-sent on this rail */
+	uint64_t lost;           /* DATA packets sent here and declared lost */
+	uint64_t heartbeats, keepalives;
+	uint32_t cwnd, inflight; /* packets */
+	uint64_t srtt_ns, min_rtt_ns;
+	uint64_t queue_ns;       /* latest one-way queueing delay sample */
+} rn_rail_stats;
+
+typedef struct rn_conn_stats {
+	int state;
+	int err;
+	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */
+	uint64_t tx_packets, rx_packets;
+	uint64_t retransmits, rto_events, dup_data;
+	uint64_t drops[RN_DROP__COUNT];
+	uint64_t established_ns;
+	int npaths;
+	rn_rail_stats rail[RN_MAX_RAILS];
+} rn_conn_stats;
+
+/* ---- connections ---- */
+
+typedef enum rn_state {
+	RN_ST_INIT_SENT,   /* client: INIT sent, waiting for INIT_ACK */
+	RN_ST_COOKIE_SENT, /* client: COOKIE_ECHO sent, waiting for COOKIE_ACK */
+	RN_ST_ESTABLISHED, /* data flows; FINs may be in progress */
+	RN_ST_LINGER,      /* both directions closed; answering late FINs */
+	RN_ST_CLOSED,      /* nothing more will happen; free it */
+} rn_state;
+
+const char *rn_state_name(int st);
+
+typedef struct rn_conn rn_conn;
+
+/* Where a datagram from rn_conn_write_pkt goes. */
+typedef struct rn_tx {
+	int local_rail; /* driver's rail index to send it on */
+	rn_addr to;
+	int path;       /* path index (for counters) */
+} rn_tx;
+
+/*
+ * Opens a client connection to `peer` (any one rail address of the peer).
+ * `local` lists this host's rails in the driver's order.  The INIT goes out on
+ * the rail sharing the peer's subnet.  Returns 0, RN_ERR_NOROUTE,
+ * RN_ERR_INVAL or RN_ERR_NOMEM.
+ */
+int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
+		    const rn_rail_addr *local, int nlocal, rn_addr peer,
+		    uint64_t now_ns);
+
+/* What a listener hands over when a handshake completes (opaque to drivers). */
+typedef struct rn_accept_params rn_accept_params;
+
+/* Creates the server side of a connection from a validated COOKIE_ECHO. */
+int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
+		   uint64_t now_ns);
+
+/* Frees a connection in any state.  No packet is sent. */
+void rn_conn_del(rn_conn *c);
+
+/* This side's connection id: datagrams whose rn_wire_peek_dst() is this id are its. */
+uint64_t rn_conn_id(const rn_conn *c);
+
+/*
+ * Feeds one datagram that arrived on driver rail `local_rail` from `from`.
+ * Returns 0 if it was used, RN_ERR_DROP if it was dropped (counted).
+ */
+int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
+		 const uint8_t *pkt, size_t len);
+
+/*
+ * Writes the next datagram to send into buf.  `writable` has bit i set for
+ * every driver rail i that can take a datagram now (back-pressure).  Returns
+ * its length, 0 when there is nothing to send, or RN_ERR_NOBUF.
+ */
+ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			  uint8_t *buf, size_t cap, rn_tx *tx);
+
+/* Reports a hard send error on a driver rail (unreachable, interface gone). */
+void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail);
+
+/* Reports that nothing listens at the address the INIT went to (ICMP). */
+void rn_conn_refused(rn_conn *c, uint64_t now_ns);
+
+/* Earliest time rn_conn_on_timer must run; UINT64_MAX when none. */
+uint64_t rn_conn_expiry(const rn_conn *c);
+void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
+
+/*
+ * Appends stream bytes.  Returns the number accepted (may be fewer than len,
+ * 0 when the send ring is full), RN_ERR_SHUT after shutdown, a fatal code
+ * once the connection died, RN_ERR_STATE before it is established.
+ */
+ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len);
+/* Bytes rn_conn_write would accept now. */
+size_t rn_conn_write_space(const rn_conn *c);
+/* True when every byte written has been acknowledged. */
+int rn_conn_write_done(const rn_conn *c);
+
+/*
+ * Looks at the next in-order received bytes without copying: sets *data and
+ * returns their count (>0), 0 at the peer's clean end of stream, RN_ERR_AGAIN
+ * when nothing is ready, or the fatal code of a dead connection.
+ */
+ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data);
+/* Releases n bytes returned by rn_conn_peek. */
+void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n);
+/* Copies up to len received bytes; same returns as rn_conn_peek. */
+ssize_t rn_conn_read(rn_conn *c, uint64_t now_ns, void *buf, size_t len);
+
+/* Ends this side's stream after the bytes already written (FIN). */
+int rn_conn_shutdown(rn_conn *c, uint64_t now_ns);
+/* Resets the connection: the peer gets RESET, further calls fail. */
+void rn_conn_abort(rn_conn *c, uint64_t now_ns);
+
+int rn_conn_state(const rn_conn *c);
+/* The fatal rn_err that ended the connection, or 0. */
+int rn_conn_error(const rn_conn *c);
+void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st);
+/* Negotiated payload bytes per DATA packet. */
+uint32_t rn_conn_mss(const rn_conn *c);
+/* The peer address given to connect, or the peer's rail the handshake came from. */
+rn_addr rn_conn_peer(const rn_conn *c);
+
+/* ---- listener (stateless handshake) ---- */
+
+typedef struct rn_listener {
+	rn_config cfg;
+	rn_env env;
+	uint8_t secret[RN_COOKIE_SECRET_LEN]; /* cookie key, from the driver's rng */
+	rn_rail_addr rails[RN_MAX_RAILS];
+	int nrails;
+	uint64_t cookie_life_ns;
+	uint64_t drops[RN_DROP__COUNT];
+	uint64_t inits, accepts;
+} rn_listener;
+
+/* Sets up a listener; the secret is drawn from env->rng. */
+int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
+		     const rn_rail_addr *rails, int nrails);
+
+enum {
+	RN_LISTEN_REPLY = 1,  /* send reply (reply_len bytes) back to `from` */
+	RN_LISTEN_ACCEPT = 2, /* a handshake completed: call rn_conn_accept */
+};
+
+struct rn_accept_params {
+	rn_config cfg;
+	uint64_t id, peer_id;
+	uint32_t isn, peer_isn;
+	uint32_t dgram;      /* negotiated datagram size */
+	uint32_t peer_slots; /* peer's receive ring */
+	rn_rail_addr local[RN_MAX_RAILS];
+	int nlocal;
+	rn_rail_addr remote[RN_MAX_RAILS];
+	int nremote;
+	rn_addr from;        /* where the COOKIE_ECHO came from */
+	int local_rail;
+};
+
+/*
+ * Handles a datagram addressed to no connection (destination id 0, or an
+ * unknown id carrying a COOKIE_ECHO).  Allocates nothing.  Returns
+ * RN_LISTEN_REPLY, RN_LISTEN_ACCEPT or RN_ERR_DROP.
+ */
+int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
+		     rn_addr from, const uint8_t *pkt, size_t len,
+		     uint8_t *reply, size_t cap, size_t *reply_len,
+		     rn_accept_params *accepted);
+
+/* Destination connection id of a datagram, or 0 if too short to tell. */
+uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * rn_rail.h - everything a connection knows about one rail.
+ *
+ * A connection's rails are the pairs (local rail, peer rail) that share a
+ * subnet, numbered in the client's rail order so both ends agree on the index
+ * carried in every header.  Each rail has two independent views:
+ *
+ *   rx_up    this side receives on it (decided here by receive counting)
+ *   tx_up    this side may send on it (the peer's verdict, via LINK_STATE,
+ *            and no local send error)
+ *
+ * plus its congestion state: packets in flight, a congestion window bounded
+ * by the queueing delay the rail builds up (so a slow rail never holds more
+ * than about queue_target of data), RTT estimates, and a FIFO of
+ * transmissions in send order for per-rail loss detection: a rail is a FIFO
+ * link, so a packet is lost once packets sent after it on the same rail have
+ * been acknowledged, whatever the reordering between rails.
+ */
+#ifndef RN_RAIL_H
+#define RN_RAIL_H
+
+#include <stdint.h>
+
+#include "rn_core.h"
+
+/* One transmission, in a rail's send-order FIFO. */
+typedef struct rn_txrec {
+	uint32_t seq;
+	uint32_t idx; /* the rail's transmission index */
+} rn_txrec;
+
+typedef struct rn_rail {
+	int local_rail; /* driver's rail index */
+	rn_addr local, remote;
+
+	/* receive view */
+	uint8_t rx_up;
+	uint32_t win_rx;         /* packets this evaluation window */
+	uint64_t last_rx_ns;
+	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
+
+	/* send view */
+	uint8_t peer_up;    /* the peer receives on it (LINK_STATE) */
+	uint8_t local_err;  /* the driver saw a hard send error */
+	uint64_t last_tx_ns;
+
+	/* congestion control and RTT */
+	uint32_t cwnd, inflight;
+	uint64_t last_ack_ns;  /* last time a packet sent here was acknowledged */
+	uint32_t tx_idx;       /* next transmission index */
+	uint32_t acked_idx;    /* one past the highest index acknowledged */
+	uint32_t round_end;    /* index closing the current round trip */
+	uint32_t recover_idx;  /* losses of packets sent before this are one event */
+	uint8_t startup;       /* still doubling per round */
+	uint8_t cwnd_limited;  /* hit the window during this round */
+	uint8_t rto_backoff;
+	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, min_rtt_stamp;
+	/* one-way delay (peer clock minus ours, wrapping us): its floor, and the queue above it */
+	uint32_t owd_min;
+	uint8_t owd_valid;
+	uint64_t owd_stamp;
+	uint64_t round_q_ns, latest_q_ns;
+
+	/* send-order FIFO of transmissions */
+	rn_txrec *fifo;
+	uint32_t fhead, ftail, fmask;
+
+	rn_rail_stats st;
+} rn_rail;
+
+static inline int rn_rail_tx_up(const rn_rail *r) { return r->peer_up && !r->local_err; }
+
+/*
+ * Pairs local and remote rails by subnet: for each local rail in order, the
+ * first unused remote rail in the same subnet.  Writes pairs[k] = {local
+ * index, remote index}; returns the number of pairs.
+ */
+int rn_rail_match(const rn_rail_addr *local, int nlocal,
+		  const rn_rail_addr *remote, int nremote, int pairs[][2]);
+
+/* True if a and b are in the same subnet of prefix length `prefix`. */
+int rn_rail_same_subnet(uint32_t a, uint32_t b, uint8_t prefix);
+
+/*
+ * The rail choice: the first rail at or after `start` (round robin) whose bit
+ * is set in `usable`.  Returns its index or -1.  Callers build `usable` from
+ * rails that are up, writable, and have room in their window.
+ */
+int rn_rail_choose(uint32_t usable, int nrails, unsigned start);
+
+int rn_rail_init(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots, uint32_t init_cwnd);
+void rn_rail_free(rn_rail *r, const rn_mem *mem);
+
+/* True if the rail may take another DATA packet (window not full). */
+static inline int rn_rail_has_room(const rn_rail *r) { return r->inflight < r->cwnd; }
+
+/* Records a DATA transmission; returns its index. 0 if the FIFO was full (caller treats the oldest as lost). */
+uint32_t rn_rail_on_send(rn_rail *r, uint32_t seq, uint64_t now_ns);
+
+/* An RTT sample from a packet that was sent once. */
+void rn_rail_on_rtt(rn_rail *r, uint64_t rtt_ns, uint64_t now_ns);
+/*
+ * A one-way delay sample: the peer's arrival time minus our send time, in
+ * wrapping microseconds (the clocks' offset cancels against the floor).
+ * Queueing is measured one way so that the peer's own traffic queued in the
+ * other direction, which delays our ACKs, does not count against us.
+ */
+void rn_rail_on_owd(rn_rail *r, uint32_t owd_us, const rn_config *cfg, uint64_t now_ns);
+/* A packet sent on this rail with index idx was acknowledged. */
+void rn_rail_on_acked(rn_rail *r, uint32_t idx, const rn_config *cfg, uint32_t max_cwnd,
+		      uint64_t now_ns);
+/*
+ * A packet sent on this rail with index idx was declared lost.  It shrinks
+ * the window only when the rail shows queueing: a loss on an empty queue is
+ * noise on the wire (or a failing rail, which the receiver judges), and
+ * backing off from it would only cost throughput.
+ */
+void rn_rail_on_lost(rn_rail *r, uint32_t idx, const rn_config *cfg);
+
+/* Retransmission timeout of this rail. */
+uint64_t rn_rail_rto(const rn_rail *r, const rn_config *cfg);
+
+#endif

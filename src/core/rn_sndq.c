@@ -1,0 +1,156 @@
+/*
+ * rn_sndq.c - the send ring.
+ */
+#include <string.h>
+
+#include "rn_seq.h"
+#include "rn_sndq.h"
+
+int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t mss, uint32_t isn)
+{
+	memset(q, 0, sizeof(*q));
+	q->slots = slots;
+	q->mask = slots - 1;
+	q->mss = mss;
+	q->una = q->nxt = q->end = isn;
+	q->buf = mem->alloc(mem->user, (size_t)slots * mss);
+	q->slot = mem->alloc(mem->user, (size_t)slots * sizeof(*q->slot));
+	/*
+	 * A packet is queued at most once at a time (RN_SS_LOST); entries of
+	 * packets acked since linger until popped, so the FIFO has room for
+	 * twice the ring and is compacted in the rare case it fills.
+	 */
+	q->lostq = mem->alloc(mem->user, (size_t)slots * 2 * sizeof(*q->lostq));
+	if (!q->buf || !q->slot || !q->lostq) {
+		rn_sndq_free(q, mem);
+		return RN_ERR_NOMEM;
+	}
+	return 0;
+}
+
+void rn_sndq_free(rn_sndq *q, const rn_mem *mem)
+{
+	if (q->buf)
+		mem->free(mem->user, q->buf);
+	if (q->slot)
+		mem->free(mem->user, q->slot);
+	if (q->lostq)
+		mem->free(mem->user, q->lostq);
+	q->buf = NULL;
+	q->slot = NULL;
+	q->lostq = NULL;
+}
+
+/* Room left in the last packet if it is unsent and can still grow. */
+static uint32_t tail_room(const rn_sndq *q)
+{
+	const rn_sslot *s;
+
+	if (q->end == q->nxt)
+		return 0;
+	s = &q->slot[(q->end - 1) & q->mask];
+	if (s->flags & RN_SS_FIN)
+		return 0;
+	return q->mss - s->len;
+}
+
+size_t rn_sndq_space(const rn_sndq *q)
+{
+	if (q->fin_queued)
+		return 0;
+	return (size_t)(q->slots - (q->end - q->una)) * q->mss + tail_room(q);
+}
+
+size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len)
+{
+	size_t done = 0;
+
+	if (q->fin_queued)
+		return 0;
+	while (done < len) {
+		uint32_t room = tail_room(q);
+		size_t n;
+		rn_sslot *s;
+
+		if (room == 0) {
+			if (q->end - q->una >= q->slots)
+				break;
+			s = &q->slot[q->end & q->mask];
+			memset(s, 0, sizeof(*s));
+			q->end++;
+			room = q->mss;
+		}
+		s = &q->slot[(q->end - 1) & q->mask];
+		n = len - done < room ? len - done : room;
+		memcpy(rn_sndq_data(q, q->end - 1) + s->len, data + done, n);
+		s->len = (uint16_t)(s->len + n);
+		done += n;
+	}
+	q->bytes_written += done;
+	return done;
+}
+
+int rn_sndq_fin(rn_sndq *q)
+{
+	rn_sslot *s;
+
+	if (q->fin_queued)
+		return 0;
+	if (q->end - q->una >= q->slots)
+		return RN_ERR_AGAIN;
+	s = &q->slot[q->end & q->mask];
+	memset(s, 0, sizeof(*s));
+	s->flags = RN_SS_FIN;
+	q->end++;
+	q->fin_queued = 1;
+	return 0;
+}
+
+/* Drops FIFO entries of packets acked since they were queued. */
+static void lost_compact(rn_sndq *q)
+{
+	uint32_t cap_mask = 2 * q->slots - 1, out = q->lost_head;
+
+	for (uint32_t i = q->lost_head; i != q->lost_tail; i++) {
+		uint32_t s = q->lostq[i & cap_mask];
+
+		if (rn_seq_ge(s, q->una) && rn_seq_lt(s, q->nxt) &&
+		    (rn_sndq_slot(q, s)->flags & RN_SS_LOST))
+			q->lostq[out++ & cap_mask] = s;
+	}
+	q->lost_tail = out;
+}
+
+void rn_sndq_lost_push(rn_sndq *q, uint32_t seq)
+{
+	rn_sslot *s = rn_sndq_slot(q, seq);
+
+	if (s->flags & (RN_SS_LOST | RN_SS_ACKED))
+		return;
+	if (q->lost_tail - q->lost_head >= 2 * q->slots)
+		lost_compact(q);
+	s->flags |= RN_SS_LOST;
+	q->lostq[q->lost_tail & (2 * q->slots - 1)] = seq;
+	q->lost_tail++;
+}
+
+int rn_sndq_lost_pop(rn_sndq *q, uint32_t *seq)
+{
+	while (q->lost_head != q->lost_tail) {
+		uint32_t s = q->lostq[q->lost_head & (2 * q->slots - 1)];
+		rn_sslot *sl;
+
+		q->lost_head++;
+		if (rn_seq_lt(s, q->una))
+			continue; /* cumulatively acked since */
+		sl = rn_sndq_slot(q, s);
+		if (!(sl->flags & RN_SS_LOST))
+			continue;
+		sl->flags &= (uint8_t)~RN_SS_LOST;
+		if (sl->flags & RN_SS_ACKED)
+			continue;
+		*seq = s;
+		return 1;
+	}
+	return 0;
+}

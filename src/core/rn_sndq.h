@@ -1,0 +1,79 @@
+/*
+ * rn_sndq.h - the send ring: stream bytes cut into packets, kept until acked.
+ *
+ * Bytes written by the application are cut into packets of at most `mss`
+ * bytes when they are written (a short last packet keeps filling while it is
+ * unsent, so small writes coalesce).  Marks through the ring:
+ *
+ *   una  oldest packet not yet acknowledged
+ *   nxt  first packet never sent
+ *   end  one past the last packet written
+ *
+ * Each slot remembers its last transmission (rail, time, per-rail index) so
+ * an ACK can be charged to the rail that carried it.  Packets declared lost
+ * wait in a FIFO to be sent again.
+ */
+#ifndef RN_SNDQ_H
+#define RN_SNDQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_core.h"
+
+enum rn_sflag {
+	RN_SS_FIN = 0x01,    /* the FIN: no payload, ends the stream */
+	RN_SS_ACKED = 0x02,  /* selectively acknowledged (una has not passed it) */
+	RN_SS_LOST = 0x04,   /* declared lost, waiting in the lost FIFO */
+	RN_SS_FLIGHT = 0x08, /* its last transmission is in flight */
+};
+
+typedef struct rn_sslot {
+	uint64_t sent_ns;  /* time of the last transmission */
+	uint32_t tx_idx;   /* per-rail index of the last transmission */
+	uint16_t len;
+	uint8_t flags;
+	uint8_t rail;      /* path of the last transmission */
+	uint8_t tx_count;  /* transmissions so far */
+} rn_sslot;
+
+typedef struct rn_sndq {
+	uint8_t *buf;
+	rn_sslot *slot;
+	uint32_t *lostq;          /* FIFO of lost sequence numbers */
+	uint32_t lost_head, lost_tail;
+	uint32_t slots, mask, mss;
+	uint32_t una, nxt, end;
+	uint8_t fin_queued;
+	uint64_t bytes_written;
+} rn_sndq;
+
+int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t mss, uint32_t isn);
+void rn_sndq_free(rn_sndq *q, const rn_mem *mem);
+
+static inline rn_sslot *rn_sndq_slot(rn_sndq *q, uint32_t seq)
+{
+	return &q->slot[seq & q->mask];
+}
+static inline uint8_t *rn_sndq_data(rn_sndq *q, uint32_t seq)
+{
+	return q->buf + (size_t)(seq & q->mask) * q->mss;
+}
+
+/* Bytes rn_sndq_write would take now. */
+size_t rn_sndq_space(const rn_sndq *q);
+/* Appends bytes; returns how many were taken. */
+size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len);
+/* Appends the FIN; RN_ERR_AGAIN if the ring is full. */
+int rn_sndq_fin(rn_sndq *q);
+
+/* Queues a packet for retransmission (it must be in [una, nxt)). */
+void rn_sndq_lost_push(rn_sndq *q, uint32_t seq);
+/* Next packet to retransmit, skipping ones acked since; 0 if none, 1 with *seq set. */
+int rn_sndq_lost_pop(rn_sndq *q, uint32_t *seq);
+static inline int rn_sndq_lost_empty(const rn_sndq *q)
+{
+	return q->lost_head == q->lost_tail;
+}
+
+#endif

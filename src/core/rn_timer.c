@@ -1,0 +1,171 @@
+/*
+ * rn_timer.c - every timer of a connection, in one place.
+ *
+ * The driver arms a single timer at rn_conn_expiry() and calls
+ * rn_conn_on_timer() when it passes.  The timers (defaults in rn_config.c):
+ *
+ *   handshake     INIT / COOKIE_ECHO resent at 250 ms, doubling to 2 s;
+ *                 the connect fails after connect_timeout (30 s).
+ *   ack delay     an owed ACK goes out at most ack_delay (200 us) after the
+ *                 first packet it covers, if ack_every packets did not
+ *                 trigger it first: few ACKs under load, prompt ones when idle.
+ *   loss (RTO)    per rail: the oldest packet in flight on a rail is lost
+ *                 once nothing sent on the rail was acked for the rail's
+ *                 RTO since it was sent (srtt + 4 rttvar, at least rto_min
+ *                 20 ms, doubling on repeats).  A last resort: most losses
+ *                 are found by later packets on the same rail being acked.
+ *   link state    our LINK_STATE is resent until acked, first after 2 RTT
+ *                 (at least 5 ms), doubling up to the heartbeat period.
+ *   heartbeat     while a rail is not usable for sending, a heartbeat goes
+ *                 on every rail each heartbeat (100 ms; the paper's 3 s
+ *                 made recovery slow): a healed rail is seen within one.
+ *   keepalive     a working rail that carried nothing for keepalive
+ *                 (100 ms) gets a KEEPALIVE, so idle rails stay judged.
+ *   rail silence  a rail we receive nothing on for rail_timeout (350 ms,
+ *                 three keepalives and change) has failed: the count rule
+ *                 needs traffic, this one covers light traffic.
+ *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
+ *                 the connection fails with RN_ERR_TIMEDOUT.
+ *   linger        after a clean close in both directions the connection
+ *                 stays linger (1 s) to re-acknowledge a FIN resent by a
+ *                 peer that missed our ACK.
+ */
+#include "rn_conn.h"
+
+#define RN_HS_FIRST_NS UINT64_C(250000000) /* 250 ms */
+#define RN_HS_MAX_NS UINT64_C(2000000000)  /* 2 s */
+#define RN_LS_MIN_NS UINT64_C(5000000)     /* 5 ms */
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+static int any_tx_down(const rn_conn *c)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (!rn_rail_tx_up(&c->rail[k]))
+			return 1;
+	return 0;
+}
+
+/* When the oldest live transmission on rail k times out (UINT64_MAX if none). */
+static uint64_t loss_expiry(const rn_conn *c, int k)
+{
+	const rn_rail *r = &c->rail[k];
+	const rn_sndq *q = &c->sq;
+
+	if (r->fhead == r->ftail || r->inflight == 0)
+		return UINT64_MAX;
+	uint64_t sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
+
+	/* the head may be stale; firing early just drops it and re-arms */
+	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_rail_rto(r, &c->cfg);
+}
+
+static uint64_t established_expiry(const rn_conn *c)
+{
+	uint64_t t = c->last_rx_any_ns + c->cfg.dead_peer_ns;
+
+	if (c->state == RN_ST_LINGER)
+		t = min64(t, c->linger_until_ns);
+	/* owed packets (ack_now, hb_pending, ka_pending) wait for a writable rail, not a timer */
+	if (c->ack_pending && !c->ack_now)
+		t = min64(t, c->ack_first_ns + c->cfg.ack_delay_ns);
+	if (c->ls_acked != c->ls_version)
+		t = min64(t, c->ls_next_ns);
+	if (any_tx_down(c))
+		t = min64(t, c->hb_next_ns);
+	for (int k = 0; k < c->npaths; k++) {
+		const rn_rail *r = &c->rail[k];
+
+		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
+			t = min64(t, r->last_tx_ns + c->cfg.keepalive_ns);
+		if (r->rx_up)
+			t = min64(t, r->last_rx_ns + c->cfg.rail_timeout_ns);
+		t = min64(t, loss_expiry(c, k));
+	}
+	return t;
+}
+
+uint64_t rn_conn_expiry(const rn_conn *c)
+{
+	switch (c->state) {
+	case RN_ST_INIT_SENT:
+	case RN_ST_COOKIE_SENT:
+		return min64(c->hs_next_ns, c->hs_start_ns + c->cfg.connect_timeout_ns);
+	case RN_ST_ESTABLISHED:
+	case RN_ST_LINGER:
+		return established_expiry(c);
+	default:
+		return UINT64_MAX;
+	}
+}
+
+static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
+{
+	uint64_t gap;
+
+	if (now_ns >= c->hs_start_ns + c->cfg.connect_timeout_ns) {
+		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+		return;
+	}
+	if (now_ns < c->hs_next_ns)
+		return;
+	gap = RN_HS_FIRST_NS << (c->hs_tries < 4 ? c->hs_tries : 4);
+	c->hs_next_ns = now_ns + min64(gap, RN_HS_MAX_NS);
+	if (c->hs_tries < UINT8_MAX)
+		c->hs_tries++;
+	c->hs_due = 1;
+}
+
+static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
+{
+	uint64_t first = 2 * rn_conn_rtt_estimate(c);
+
+	if (c->ls_acked == c->ls_version || now_ns < c->ls_next_ns)
+		return;
+	c->ls_pending = rn_conn_paths_mask(c);
+	if (c->ls_interval_ns == 0)
+		c->ls_interval_ns = first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS;
+	else
+		c->ls_interval_ns = min64(2 * c->ls_interval_ns, c->cfg.heartbeat_ns);
+	c->ls_next_ns = now_ns + c->ls_interval_ns;
+}
+
+static void on_rail_timers(rn_conn *c, uint64_t now_ns)
+{
+	if (any_tx_down(c) && now_ns >= c->hb_next_ns) {
+		c->hb_pending = rn_conn_paths_mask(c);
+		c->hb_next_ns = now_ns + c->cfg.heartbeat_ns;
+	}
+	for (int k = 0; k < c->npaths; k++) {
+		rn_rail *r = &c->rail[k];
+
+		if (rn_rail_tx_up(r) && now_ns - r->last_tx_ns >= c->cfg.keepalive_ns)
+			c->ka_pending |= 1u << k;
+		if (r->rx_up && now_ns - r->last_rx_ns >= c->cfg.rail_timeout_ns)
+			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
+	}
+}
+
+void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
+{
+	if (c->state == RN_ST_INIT_SENT || c->state == RN_ST_COOKIE_SENT) {
+		on_handshake_timer(c, now_ns);
+		return;
+	}
+	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
+		return;
+	if (now_ns - c->last_rx_any_ns >= c->cfg.dead_peer_ns) {
+		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+		return;
+	}
+	if (c->state == RN_ST_LINGER && now_ns >= c->linger_until_ns) {
+		c->state = RN_ST_CLOSED;
+		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
+		return;
+	}
+	if (c->ack_pending && now_ns >= c->ack_first_ns + c->cfg.ack_delay_ns)
+		c->ack_now = 1;
+	rn_conn_detect_losses(c, now_ns);
+	on_link_state_timer(c, now_ns);
+	on_rail_timers(c, now_ns);
+}

@@ -1,0 +1,225 @@
+/*
+ * rn_wire.c - encode and strictly decode datagrams.
+ */
+#include <string.h>
+
+#include "rn_wire.h"
+
+#define BAD(reason) (-(1 + (int)(reason)))
+
+/* Payload length each type must have; -1: variable, checked elsewhere. */
+static int fixed_payload_len(uint8_t type)
+{
+	switch (type) {
+	case RN_PT_ACK:
+	case RN_PT_COOKIE_ACK:
+	case RN_PT_HEARTBEAT:
+	case RN_PT_KEEPALIVE:
+		return 0;
+	case RN_PT_LINK_STATE:
+		return RN_LINK_STATE_LEN;
+	case RN_PT_LINK_ACK:
+		return RN_LINK_ACK_LEN;
+	case RN_PT_RESET:
+		return RN_RESET_LEN;
+	default:
+		return -1;
+	}
+}
+
+static int check_type_rules(const rn_pkt *p, size_t dgram_len)
+{
+	int fixed = fixed_payload_len(p->type);
+
+	if (fixed >= 0 && p->len != fixed)
+		return BAD(RN_DROP_MALFORMED);
+	if ((p->flags & RN_F_FIN) && (p->type != RN_PT_DATA || p->len != 0))
+		return BAD(RN_DROP_MALFORMED);
+	switch (p->type) {
+	case RN_PT_DATA:
+		if (p->len == 0 && !(p->flags & RN_F_FIN))
+			return BAD(RN_DROP_MALFORMED);
+		break;
+	case RN_PT_ACK:
+		if (!(p->flags & RN_F_ACK))
+			return BAD(RN_DROP_MALFORMED);
+		break;
+	case RN_PT_INIT:
+		/* padded so that no reply is larger than the request */
+		if (p->dst != 0 || dgram_len < RN_INIT_LEN || (p->flags & RN_F_ACK))
+			return BAD(RN_DROP_MALFORMED);
+		break;
+	case RN_PT_INIT_ACK:
+	case RN_PT_COOKIE_ECHO:
+		if (p->len < RN_HELLO_FIXED + RN_COOKIE_LEN || (p->flags & RN_F_ACK))
+			return BAD(RN_DROP_MALFORMED);
+		break;
+	default:
+		break;
+	}
+	if (p->type != RN_PT_INIT && p->dst == 0)
+		return BAD(RN_DROP_MALFORMED);
+	return 0;
+}
+
+int rn_wire_decode(rn_pkt *p, const uint8_t *buf, size_t len)
+{
+	size_t off = RN_HDR_LEN;
+
+	memset(p, 0, sizeof(*p));
+	if (len < RN_HDR_LEN || len > RN_MAX_DGRAM)
+		return BAD(RN_DROP_MALFORMED);
+	if (buf[0] != RN_WIRE_VERSION)
+		return BAD(RN_DROP_VERSION);
+	p->type = buf[1];
+	p->flags = buf[2];
+	p->path = buf[3];
+	if (p->type == 0 || p->type > RN_PT__MAX)
+		return BAD(RN_DROP_TYPE);
+	if ((p->flags & ~RN_F__ALL) || rn_get16(buf + 22) != 0)
+		return BAD(RN_DROP_MALFORMED);
+	p->dst = rn_get64(buf + 4);
+	p->seq = rn_get32(buf + 12);
+	p->ts = rn_get32(buf + 16);
+	p->len = rn_get16(buf + 20);
+	if (p->flags & RN_F_ACK) {
+		if (len - off < RN_ACKBLK_LEN)
+			return BAD(RN_DROP_MALFORMED);
+		p->ack = rn_get32(buf + off);
+		p->wnd = rn_get32(buf + off + 4);
+		p->ts_echo = rn_get32(buf + off + 8);
+		p->ts_rx = rn_get32(buf + off + 12);
+		p->echo_path = buf[off + 16];
+		p->nwords = rn_get16(buf + off + 18);
+		if (buf[off + 17] != 0 || p->nwords > RN_MAX_SACK_WORDS)
+			return BAD(RN_DROP_MALFORMED);
+		off += RN_ACKBLK_LEN;
+		if (len - off < 8u * p->nwords)
+			return BAD(RN_DROP_MALFORMED);
+		p->sack = buf + off;
+		off += 8u * p->nwords;
+	}
+	if (len - off != p->len)
+		return BAD(RN_DROP_MALFORMED);
+	p->payload = buf + off;
+	return check_type_rules(p, len);
+}
+
+uint64_t rn_wire_sack_word(const rn_pkt *p, unsigned i)
+{
+	return i < p->nwords ? rn_get64(p->sack + 8u * i) : 0;
+}
+
+ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
+		       const rn_ackblk *ab, const void *payload, size_t len)
+{
+	size_t need = rn_wire_size(ab != NULL, ab ? ab->nwords : 0, len);
+	size_t off = RN_HDR_LEN;
+
+	if (need > cap || len > UINT16_MAX)
+		return RN_ERR_NOBUF;
+	buf[0] = RN_WIRE_VERSION;
+	buf[1] = h->type;
+	buf[2] = (uint8_t)((h->flags & ~RN_F_ACK) | (ab ? RN_F_ACK : 0));
+	buf[3] = h->path;
+	rn_put64(buf + 4, h->dst);
+	rn_put32(buf + 12, h->seq);
+	rn_put32(buf + 16, h->ts);
+	rn_put16(buf + 20, (uint16_t)len);
+	rn_put16(buf + 22, 0);
+	if (ab) {
+		rn_put32(buf + off, ab->ack);
+		rn_put32(buf + off + 4, ab->wnd);
+		rn_put32(buf + off + 8, ab->ts_echo);
+		rn_put32(buf + off + 12, ab->ts_rx);
+		buf[off + 16] = ab->echo_path;
+		buf[off + 17] = 0;
+		rn_put16(buf + off + 18, ab->nwords);
+		off += RN_ACKBLK_LEN;
+		for (unsigned i = 0; i < ab->nwords; i++, off += 8)
+			rn_put64(buf + off, ab->words[i]);
+	}
+	if (len)
+		memcpy(buf + off, payload, len);
+	return (ssize_t)need;
+}
+
+ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
+			    const uint8_t *cookie)
+{
+	size_t need = RN_HELLO_FIXED + (size_t)RN_RAIL_WIRE_LEN * h->nrails +
+		      (cookie ? RN_COOKIE_LEN : 0);
+	uint8_t *p = buf;
+
+	if (need > cap || h->nrails > RN_MAX_RAILS)
+		return RN_ERR_NOBUF;
+	rn_put64(p, h->id);
+	rn_put32(p + 8, h->isn);
+	rn_put32(p + 12, h->slots);
+	rn_put32(p + 16, h->max_dgram);
+	p[20] = h->nrails;
+	p[21] = p[22] = p[23] = 0;
+	p += RN_HELLO_FIXED;
+	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN) {
+		rn_put32(p, h->rails[i].ip);
+		rn_put16(p + 4, h->rails[i].port);
+		p[6] = h->rails[i].prefix;
+		p[7] = 0;
+	}
+	if (cookie)
+		memcpy(p, cookie, RN_COOKIE_LEN);
+	return (ssize_t)need;
+}
+
+int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_cookie)
+{
+	size_t body;
+	const uint8_t *p;
+
+	memset(h, 0, sizeof(*h));
+	if (len < RN_HELLO_FIXED)
+		return BAD(RN_DROP_MALFORMED);
+	h->id = rn_get64(buf);
+	h->isn = rn_get32(buf + 8);
+	h->slots = rn_get32(buf + 12);
+	h->max_dgram = rn_get32(buf + 16);
+	h->nrails = buf[20];
+	if (buf[21] | buf[22] | buf[23])
+		return BAD(RN_DROP_MALFORMED);
+	if (h->id == 0 || h->nrails == 0 || h->nrails > RN_MAX_RAILS ||
+	    h->slots < RN_MIN_SLOTS || h->slots > RN_MAX_SLOTS ||
+	    (h->slots & (h->slots - 1)) || h->max_dgram < RN_MIN_DGRAM ||
+	    h->max_dgram > RN_MAX_DGRAM)
+		return BAD(RN_DROP_MALFORMED);
+	body = RN_HELLO_FIXED + (size_t)RN_RAIL_WIRE_LEN * h->nrails;
+	if (len < body + (with_cookie ? RN_COOKIE_LEN : 0))
+		return BAD(RN_DROP_MALFORMED);
+	p = buf + RN_HELLO_FIXED;
+	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN) {
+		h->rails[i].ip = rn_get32(p);
+		h->rails[i].port = rn_get16(p + 4);
+		h->rails[i].prefix = p[6];
+		if (p[7] != 0 || h->rails[i].prefix == 0 || h->rails[i].prefix > 32 ||
+		    h->rails[i].ip == 0 || h->rails[i].port == 0)
+			return BAD(RN_DROP_MALFORMED);
+	}
+	h->raw = buf;
+	h->raw_len = body;
+	if (with_cookie) {
+		h->cookie = p;
+		p += RN_COOKIE_LEN;
+		if ((size_t)(p - buf) != len)
+			return BAD(RN_DROP_MALFORMED);
+	} else {
+		/* INIT: only zero padding may follow */
+		for (; p < buf + len; p++)
+			if (*p)
+				return BAD(RN_DROP_MALFORMED);
+	}
+	return 0;
+}
+
+uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len)
+{
+	return len >= RN_HDR_LEN ? rn_get64(pkt + 4) : 0;
+}

@@ -1,0 +1,156 @@
+/*
+ * rn_wire.h - the datagram format (docs/PROTOCOL.md is the reference).
+ *
+ * Every datagram starts with a 24-byte header; the F_ACK flag adds an ACK
+ * block (20 bytes plus 8 per SACK bitmap word); the payload follows and its
+ * length must equal what is left of the datagram exactly.  All integers are
+ * big-endian.  Decoding never trusts a length it has not checked against the
+ * bytes at hand.
+ */
+#ifndef RN_WIRE_H
+#define RN_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_core.h"
+
+#define RN_WIRE_VERSION 1
+
+enum rn_ptype {
+	RN_PT_DATA = 1,        /* stream bytes at a sequence number */
+	RN_PT_ACK = 2,         /* only an ACK block */
+	RN_PT_INIT = 3,        /* client -> server: open, with client rails */
+	RN_PT_INIT_ACK = 4,    /* server -> client: server rails and a cookie */
+	RN_PT_COOKIE_ECHO = 5, /* client -> server: cookie back, server allocates */
+	RN_PT_COOKIE_ACK = 6,  /* server -> client: established */
+	RN_PT_LINK_STATE = 7,  /* rails this side receives on; resent until acked */
+	RN_PT_LINK_ACK = 8,    /* acknowledges a LINK_STATE version */
+	RN_PT_HEARTBEAT = 9,   /* probe on every rail while one has failed */
+	RN_PT_KEEPALIVE = 10,  /* keeps an idle rail's receive count alive */
+	RN_PT_RESET = 11,      /* connection aborted */
+	RN_PT__MAX = 11,
+};
+
+enum rn_pflag {
+	RN_F_ACK = 0x01, /* an ACK block follows the header */
+	RN_F_FIN = 0x02, /* DATA: this sequence number ends the stream */
+	RN_F__ALL = 0x03,
+};
+
+/* A decoded datagram; pointers refer into the caller's buffer. */
+typedef struct rn_pkt {
+	uint8_t type, flags, path;
+	uint64_t dst;
+	uint32_t seq, ts;
+	/* ACK block, valid when flags & RN_F_ACK */
+	uint32_t ack, wnd;
+	uint32_t ts_echo; /* ts of the newest packet the sender of the ACK received... */
+	uint32_t ts_rx;   /* ...its arrival time on the ACK sender's clock, us... */
+	uint8_t echo_path;/* ...and the rail it came on: a one-way delay sample */
+	uint16_t nwords;
+	const uint8_t *sack; /* nwords big-endian 64-bit words */
+	const uint8_t *payload;
+	uint16_t len;
+} rn_pkt;
+
+/*
+ * Decodes and validates the header, the ACK block and the payload bounds.
+ * Returns 0 or -(1 + rn_drop) naming why the datagram is bad.
+ */
+int rn_wire_decode(rn_pkt *p, const uint8_t *buf, size_t len);
+
+/* SACK word i of a decoded packet (bit b: seq ack + 1 + 64 i + b received). */
+uint64_t rn_wire_sack_word(const rn_pkt *p, unsigned i);
+
+/* Header fields of a datagram being written. */
+typedef struct rn_hdr {
+	uint8_t type, flags, path;
+	uint64_t dst;
+	uint32_t seq, ts;
+} rn_hdr;
+
+/* ACK block being written; words[] are host-order bitmap words. */
+typedef struct rn_ackblk {
+	uint32_t ack, wnd, ts_echo, ts_rx;
+	uint8_t echo_path;
+	uint16_t nwords;
+	const uint64_t *words;
+} rn_ackblk;
+
+/* Size of a datagram with an ACK block of nwords words (or none) and len payload bytes. */
+static inline size_t rn_wire_size(int has_ack, unsigned nwords, size_t len)
+{
+	return RN_HDR_LEN + (has_ack ? RN_ACKBLK_LEN + 8u * nwords : 0) + len;
+}
+
+/*
+ * Writes header, optional ACK block (ab may be NULL) and payload into buf.
+ * Returns the datagram length or RN_ERR_NOBUF.
+ */
+ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
+		       const rn_ackblk *ab, const void *payload, size_t len);
+
+/* ---- payloads of control packets ---- */
+
+enum {
+	RN_LINK_STATE_LEN = 8, /* u32 version, u8 rx_up mask, 3 zero bytes */
+	RN_LINK_ACK_LEN = 4,   /* u32 version */
+	RN_RESET_LEN = 4,      /* u16 reason (an rn_err, negated), 2 zero bytes */
+	RN_RAIL_WIRE_LEN = 8,  /* u32 ip, u16 port, u8 prefix, u8 zero */
+	RN_HELLO_FIXED = 24,   /* handshake parameters before the rail list */
+};
+
+/* Handshake parameters: INIT and COOKIE_ECHO (client), INIT_ACK (server). */
+typedef struct rn_hello {
+	uint64_t id;        /* sender's connection id (nonzero) */
+	uint32_t isn;       /* sender's initial sequence number */
+	uint32_t slots;     /* sender's receive ring, packets */
+	uint32_t max_dgram; /* largest datagram the sender takes */
+	uint8_t nrails;
+	rn_rail_addr rails[RN_MAX_RAILS];
+	const uint8_t *cookie; /* INIT_ACK and COOKIE_ECHO: RN_COOKIE_LEN bytes */
+	const uint8_t *raw;    /* decoded from: the encoded parameters... */
+	size_t raw_len;        /* ...and their length (the cookie MAC covers them) */
+} rn_hello;
+
+/* Encodes hello parameters (and the cookie when given) into buf; returns bytes or RN_ERR_NOBUF. */
+ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
+			    const uint8_t *cookie);
+/*
+ * Decodes hello parameters from a payload; with_cookie says whether a cookie
+ * follows.  Trailing zero padding is allowed (INIT).  Returns 0 or -(1 + rn_drop).
+ */
+int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_cookie);
+
+static inline void rn_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void rn_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+static inline void rn_put64(uint8_t *p, uint64_t v)
+{
+	rn_put32(p, (uint32_t)(v >> 32));
+	rn_put32(p + 4, (uint32_t)v);
+}
+static inline uint16_t rn_get16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+static inline uint32_t rn_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t rn_get64(const uint8_t *p)
+{
+	return (uint64_t)rn_get32(p) << 32 | rn_get32(p + 4);
+}
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Fails if the protocol core (the static library given) calls anything that
+# does I/O, reads a clock, makes threads, draws randomness or allocates by
+# itself: the core takes packets, time, randomness and memory from its
+# caller.  Checks the undefined symbols of the compiled objects against an
+# allow list, so a call hidden behind a macro is caught too.
+set -euo pipefail
+lib=${1:?usage: check_core_pure.sh librn_core.a}
+
+# What the core may use: memory and string helpers, libsodium's SipHash and
+# constant-time compare (pure functions), sanitizer/compiler runtime hooks.
+allow='^(memcpy|memmove|memset|memcmp|strlen|crypto_shorthash_siphashx24|sodium_memcmp|__stack_chk_fail|__asan_.*|__ubsan_.*|__tsan_.*|__sanitizer_.*|__sancov_.*|__llvm_.*|__afl_.*|_GLOBAL_OFFSET_TABLE_)$'
+
+bad=$(nm -u "$lib" | awk 'NF==2 && $1=="U" {print $2}' | sort -u | grep -Ev "$allow" || true)
+# symbols defined inside the library itself are fine
+defined=$(nm --defined-only "$lib" | awk 'NF==3 {print $3}' | sort -u)
+bad=$(comm -23 <(printf '%s\n' $bad | sort -u) <(printf '%s\n' $defined) | sed '/^$/d' || true)
+if [ -n "$bad" ]; then
+	echo "src/core calls functions outside its allow list (it must stay sans-I/O):"
+	printf '  %s\n' $bad
+	exit 1
+fi
+echo "src/core is pure: no I/O, clock, thread, randomness or allocation calls"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The test command (README): installs what is missing, builds, and runs every
+# suite: unit and sim tests, a short fuzz run, the namespace suites (as root),
+# and the unit and sim suites again under ASan+UBSan and TSan.
+#
+#   tests/run.sh               everything
+#   tests/run.sh --quick       skip the sanitizer builds
+#   RI2N_SIM_SEEDS=1-200 tests/run.sh   more seeds per sim scenario
+#   RI2N_FUZZ_SECONDS=60 tests/run.sh   longer fuzz runs (default 20 s a target)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+for a in "$@"; do
+	case "$a" in
+	--quick) quick=1 ;;
+	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+	*) echo "tests/run.sh: unknown option $a" >&2; exit 2 ;;
+	esac
+done
+
+jobs=$(nproc)
+seeds=${RI2N_SIM_SEEDS:-1-8}
+start=$(date +%s)
+results=()
+step() { printf '\n==== %s\n' "$*"; }
+record() { results+=("$(printf '%-34s %s' "$1" "$2")"); }
+
+run_suite() { # name builddir ctest-args...
+	local name=$1 dir=$2; shift 2
+	if ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@"; then
+		record "$name" ok
+	else
+		record "$name" FAILED
+		failed=1
+	fi
+}
+
+failed=0
+tools/deps.sh
+
+step "build"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRI2N_SIM_SEEDS="$seeds" >/dev/null
+cmake --build build -j"$jobs"
+
+step "unit and sim tests"
+run_suite "unit + sim" build -L 'unit|sim'
+
+step "namespace tests"
+if [ "$(id -u)" -eq 0 ]; then
+	run_suite "netns" build -L netns -j1
+else
+	echo "not root: skipping the namespace tests"
+	record "netns" "skipped (not root)"
+fi
+
+step "fuzz (${RI2N_FUZZ_SECONDS:-20} s a target)"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	-DRI2N_FUZZ=ON -DRI2N_SANITIZE=address >/dev/null
+cmake --build build-fuzz -j"$jobs"
+run_suite "fuzz" build-fuzz -L fuzz -j1
+
+if [ "$quick" -eq 0 ]; then
+	step "ASan+UBSan: unit and sim"
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE=address \
+		-DRI2N_SIM_SEEDS=1-3 >/dev/null
+	cmake --build build-asan -j"$jobs"
+	run_suite "ASan+UBSan unit + sim" build-asan -L 'unit|sim'
+
+	step "TSan: unit and sim"
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE=thread \
+		-DRI2N_SIM_SEEDS=1-2 >/dev/null
+	cmake --build build-tsan -j"$jobs"
+	run_suite "TSan unit + sim" build-tsan -L 'unit|sim'
+fi
+
+printf '\n==== summary (%d s)\n' $(($(date +%s) - start))
+printf '%s\n' "${results[@]}"
+exit $failed

@@ -1,0 +1,430 @@
+/*
+ * test_sim.c - protocol scenarios over the simulated network.
+ *
+ *   ri2n-sim [--seeds FIRST-LAST] [--mib N] [scenario ...]
+ *
+ * Every scenario moves a seeded pattern and checks every byte; each prints
+ * one line per seed and, on failure, the seed and what went wrong.  Times are
+ * simulated, so every figure printed is exact and repeatable for a seed.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_harness.h"
+
+#define MS UINT64_C(1000000)
+#define SEC UINT64_C(1000000000)
+#define MIB (UINT64_C(1) << 20)
+
+static uint64_t g_mib = 32;
+static char g_why[512];
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			snprintf(g_why, sizeof(g_why), __VA_ARGS__);       \
+			return 1;                                          \
+		}                                                          \
+	} while (0)
+
+/* Every byte arrived, in order, intact, and both ends closed cleanly. */
+static int check_clean(const sim *s)
+{
+	const sim_host *c = &s->host[0], *v = &s->host[1];
+
+	CHECK(!s->hung, "run did not finish (%s) at t=%.3f s", s->hung == 2 ? "timer loop" : "hang",
+	      (double)s->now_ns / SEC);
+	for (int i = 0; i < 2; i++) {
+		const sim_host *h = &s->host[i];
+
+		CHECK(h->err == 0, "host %d failed: %s", i, rn_strerror(h->err));
+		CHECK(h->mismatches == 0, "host %d: %" PRIu64 " corrupted bytes", i, h->mismatches);
+		CHECK(h->recvd == h->to_recv, "host %d received %" PRIu64 " of %" PRIu64 " bytes", i,
+		      h->recvd, h->to_recv);
+		CHECK(h->eof, "host %d saw no end of stream", i);
+		for (int r = 0; r < h->nrails; r++)
+			CHECK(h->data_tx_while_down[r] == 0,
+			      "host %d sent %" PRIu64 " DATA packets on rail %d while it was down", i,
+			      h->data_tx_while_down[r], r);
+	}
+	(void)c;
+	(void)v;
+	return 0;
+}
+
+/* Stream bytes over the time from the client's handshake completing to the server's EOF. */
+static double goodput_bps(const sim *s)
+{
+	const sim_host *v = &s->host[1];
+	const rn_event *est = sim_find_event(&s->host[0], RN_EV_ESTABLISHED, -1, 0);
+	uint64_t t0 = est ? est->time_ns : s->t_start_ns;
+	uint64_t t = v->t_eof_ns > t0 ? v->t_eof_ns - t0 : 0;
+
+	return t ? (double)v->recvd * 8 * SEC / (double)t : 0;
+}
+
+static void set_links(sim *s, sim_link l)
+{
+	for (int r = 0; r < s->net.nrails; r++)
+		s->net.link[r] = l;
+}
+
+static uint64_t g_seed;
+
+/* A GbE-like rail; the seed varies its delay (20-40 us) so seeds differ even without loss. */
+static sim_link gbe(void)
+{
+	return (sim_link){ .rate_bps = 1000000000, .delay_ns = 20000 + (g_seed * 7919) % 20000,
+			   .queue_bytes = 2500000 };
+}
+
+/* A fault time that moves with the seed: base + 0..9 ms. */
+static uint64_t at(uint64_t base_ns)
+{
+	return base_ns + (g_seed % 10) * MS;
+}
+
+static double g_goodput;
+
+/* ---- scenarios ---- */
+
+static int run_clean(uint64_t seed, int nrails, int both_ways)
+{
+	sim s;
+	int rc;
+	double want;
+
+	sim_init(&s, nrails, seed);
+	set_links(&s, gbe());
+	/* long enough that the first round trips do not weigh on the figure */
+	sim_start(&s, g_mib * MIB * (uint64_t)nrails / 2, both_ways ? g_mib * MIB : 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	want = 0.97 * 1e9 * nrails;
+	if (!rc && !both_ways && g_goodput < want) {
+		snprintf(g_why, sizeof(g_why), "goodput %.1f Mbit/s below 97%% of %d x 1000 Mbit/s",
+			 g_goodput / 1e6, nrails);
+		rc = 1;
+	}
+	sim_free(&s);
+	return rc;
+}
+
+static int sc_clean2(uint64_t seed) { return run_clean(seed, 2, 0); }
+static int sc_clean4(uint64_t seed) { return run_clean(seed, 4, 0); }
+static int sc_both_ways(uint64_t seed) { return run_clean(seed, 2, 1); }
+
+static int run_link(uint64_t seed, sim_link l, int both_ways)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, l);
+	sim_start(&s, g_mib * MIB, both_ways ? g_mib * MIB / 4 : 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	sim_free(&s);
+	return rc;
+}
+
+static int sc_loss1(uint64_t seed) { sim_link l = gbe(); l.loss = 0.01; return run_link(seed, l, 1); }
+static int sc_loss5(uint64_t seed) { sim_link l = gbe(); l.loss = 0.05; return run_link(seed, l, 1); }
+static int sc_loss20(uint64_t seed) { sim_link l = gbe(); l.loss = 0.20; return run_link(seed, l, 1); }
+
+static int sc_reorder(uint64_t seed)
+{
+	sim_link l = gbe();
+
+	l.reorder = 0.25;
+	l.reorder_ns = 2 * MS; /* up to 2 ms late: hundreds of packets deep */
+	return run_link(seed, l, 1);
+}
+
+static int sc_dup(uint64_t seed)
+{
+	sim_link l = gbe();
+
+	l.dup = 0.10;
+	return run_link(seed, l, 1);
+}
+
+static int sc_degraded(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	s.net.link[1].rate_bps = 250000000;
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	sim_free(&s);
+	return rc;
+}
+
+/* Both sequence spaces start just below 2^32 and wrap during the transfer. */
+static int sc_wrap(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	/* client: id, isn; server: secret (2 draws), id, isn */
+	s.host[0].forced[0] = 0;
+	s.host[0].forced[1] = UINT32_MAX - 5000;
+	s.host[0].nforced = 2;
+	s.host[1].forced[3] = UINT32_MAX - 3000;
+	s.host[1].nforced = 4;
+	sim_start(&s, g_mib * MIB, g_mib * MIB / 2);
+	sim_run(&s);
+	rc = check_clean(&s);
+	if (!rc) {
+		rn_conn_stats st;
+
+		rn_conn_get_stats(s.host[0].conn, &st);
+		/* 5000 packets to the wrap: the transfer must have crossed it */
+		if (st.rail[0].tx_data + st.rail[1].tx_data < 6000) {
+			snprintf(g_why, sizeof(g_why), "transfer too short to wrap");
+			rc = 1;
+		}
+	}
+	g_goodput = goodput_bps(&s);
+	sim_free(&s);
+	return rc;
+}
+
+/*
+ * Rail 1 silently black-holed (both directions) from t_fail to t_heal while
+ * data flows.  The receiver must detect it within two evaluation windows of
+ * packets, the sender must send no DATA on it from the moment it knows, and
+ * the sender must use it again within one heartbeat period (plus a few ms of
+ * queueing) of the heal.
+ */
+static int run_blackhole(uint64_t seed, int down, int rail)
+{
+	const uint64_t t_fail = at(40 * MS), t_heal = at(120 * MS);
+	sim s;
+	int rc;
+	const rn_event *det, *up;
+	const sim_host *c, *v;
+	uint64_t hb;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	sim_net_window(&s.net, rail, t_fail, t_heal, down, -1);
+	sim_start(&s, 2 * g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	c = &s.host[0];
+	v = &s.host[1];
+	hb = s.cfg[0].heartbeat_ns;
+	if (rc)
+		goto out;
+	det = sim_find_event(v, RN_EV_RAIL_DOWN, rail, t_fail);
+	CHECK(det, "receiver never declared rail %d down", rail);
+	/* 2 Gbit/s of 1472-byte datagrams: one 100-packet window is ~0.6 ms */
+	CHECK(det->time_ns - t_fail <= 5 * MS, "receiver took %.3f ms to detect",
+	      (double)(det->time_ns - t_fail) / MS);
+	CHECK(det->time_ns < t_heal, "detected only after the heal");
+	up = sim_find_event(c, RN_EV_RAIL_UP, rail, t_heal);
+	CHECK(up, "sender never used rail %d again after the heal", rail);
+	CHECK(up->time_ns - t_heal <= hb + 20 * MS, "rail back in use %.1f ms after the heal",
+	      (double)(up->time_ns - t_heal) / MS);
+	CHECK(c->data_tx[rail] > 0, "no data on the rail at all");
+	printf("    detect %.3f ms  back in use %.1f ms after heal  ",
+	       (double)(det->time_ns - t_fail) / MS, (double)(up->time_ns - t_heal) / MS);
+out:
+	sim_free(&s);
+	return rc;
+}
+
+static int sc_blackhole(uint64_t seed) { return run_blackhole(seed, 0, 1); }
+/* the cable of the handshake rail pulled: the sender's sends fail too */
+static int sc_cable(uint64_t seed) { return run_blackhole(seed, 1, 0); }
+
+static int sc_dead_from_start(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	sim_net_window(&s.net, 1, 0, SIM_NEVER, 0, -1);
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	if (!rc && !sim_find_event(&s.host[1], RN_EV_RAIL_DOWN, 1, 0)) {
+		snprintf(g_why, sizeof(g_why), "dead rail never declared down");
+		rc = 1;
+	}
+	sim_free(&s);
+	return rc;
+}
+
+/* Every rail dark for 2 s, far below the 30 s dead-peer timeout: it completes. */
+static int sc_all_dead_short(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	for (int r = 0; r < 2; r++)
+		sim_net_window(&s.net, r, at(30 * MS), at(30 * MS) + 2 * SEC, 0, -1);
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	if (!rc && s.host[1].t_eof_ns < 2 * SEC) {
+		snprintf(g_why, sizeof(g_why), "finished before the outage ended: scenario too short");
+		rc = 1;
+	}
+	sim_free(&s);
+	return rc;
+}
+
+/* Both ends fail with RN_ERR_TIMEDOUT about dead_peer after the last packet, never hang. */
+static int check_timeout(const sim *s, int host, uint64_t silent_from)
+{
+	const sim_host *h = &s->host[host];
+	uint64_t dp = s->cfg[host].dead_peer_ns;
+
+	CHECK(!s->hung, "run did not finish: a hang");
+	CHECK(h->err == RN_ERR_TIMEDOUT, "host %d ended with '%s', not a timeout", host,
+	      h->err ? rn_strerror(h->err) : "no error");
+	CHECK(h->t_err_ns >= silent_from + dp - 100 * MS && h->t_err_ns <= silent_from + dp + SEC,
+	      "host %d timed out at %.3f s, expected about %.3f s", host,
+	      (double)h->t_err_ns / SEC, (double)(silent_from + dp) / SEC);
+	CHECK(h->mismatches == 0, "host %d: corrupted bytes", host);
+	return 0;
+}
+
+static int sc_all_dead_long(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	for (int r = 0; r < 2; r++)
+		sim_net_window(&s.net, r, at(30 * MS), at(30 * MS) + 40 * SEC, 0, -1);
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_timeout(&s, 0, at(30 * MS));
+	if (!rc)
+		rc = check_timeout(&s, 1, at(30 * MS));
+	sim_free(&s);
+	return rc;
+}
+
+static int sc_vanish(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	s.vanish_ns = at(40 * MS);
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_timeout(&s, 0, s.vanish_ns);
+	sim_free(&s);
+	return rc;
+}
+
+typedef struct scenario {
+	const char *name;
+	int (*run)(uint64_t seed);
+	const char *what;
+} scenario;
+
+static const scenario scenarios[] = {
+	{ "clean2", sc_clean2, "2 clean rails, >= 97% of their sum" },
+	{ "clean4", sc_clean4, "4 clean rails, >= 97% of their sum" },
+	{ "both-ways", sc_both_ways, "2 rails, full streams in both directions" },
+	{ "loss1", sc_loss1, "1% random loss on every rail" },
+	{ "loss5", sc_loss5, "5% random loss on every rail" },
+	{ "loss20", sc_loss20, "20% random loss on every rail" },
+	{ "reorder", sc_reorder, "25% of packets up to 2 ms late" },
+	{ "dup", sc_dup, "10% duplicated packets" },
+	{ "degraded", sc_degraded, "1 Gbit/s + 250 Mbit/s rails" },
+	{ "wrap", sc_wrap, "sequence numbers wrap around 2^32" },
+	{ "blackhole", sc_blackhole, "rail 1 silently black-holed, then healed" },
+	{ "cable", sc_cable, "rail 0 (handshake rail) cable pulled, then back" },
+	{ "dead-from-start", sc_dead_from_start, "rail 1 dead from the start" },
+	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
+	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },
+	{ "vanish", sc_vanish, "the server vanishes mid-transfer" },
+};
+
+int main(int argc, char **argv)
+{
+	uint64_t first = 1, last = 3;
+	const char *only[64];
+	int nonly = 0, failed = 0, ran = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+			if (sscanf(argv[++i], "%" SCNu64 "-%" SCNu64, &first, &last) == 1)
+				last = first;
+		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
+			g_mib = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--list")) {
+			for (size_t k = 0; k < sizeof(scenarios) / sizeof(*scenarios); k++)
+				printf("%-16s %s\n", scenarios[k].name, scenarios[k].what);
+			return 0;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "usage: %s [--seeds A-B] [--mib N] [--list] [scenario...]\n",
+				argv[0]);
+			return 2;
+		} else if (nonly < 64) {
+			only[nonly++] = argv[i];
+		}
+	}
+	for (size_t k = 0; k < sizeof(scenarios) / sizeof(*scenarios); k++) {
+		const scenario *sc = &scenarios[k];
+		int want = nonly == 0;
+
+		for (int j = 0; j < nonly; j++)
+			want |= !strcmp(only[j], sc->name);
+		if (!want)
+			continue;
+		for (uint64_t seed = first; seed <= last; seed++) {
+			int rc;
+
+			g_why[0] = 0;
+			g_goodput = 0;
+			g_seed = seed;
+			printf("%-16s seed %-4" PRIu64 " ", sc->name, seed);
+			fflush(stdout);
+			rc = sc->run(seed);
+			ran++;
+			if (rc) {
+				failed++;
+				printf("FAIL: %s (replay: ri2n-sim --seeds %" PRIu64 " %s)\n", g_why, seed,
+				       sc->name);
+			} else {
+				printf("ok");
+				if (g_goodput > 0)
+					printf("  goodput %.1f Mbit/s", g_goodput / 1e6);
+				printf("\n");
+			}
+		}
+	}
+	if (ran == 0) {
+		fprintf(stderr, "no scenario matched\n");
+		return 2;
+	}
+	printf("%d of %d runs passed\n", ran - failed, ran);
+	return failed ? 1 : 0;
+}

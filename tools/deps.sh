@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ri2n needs, only when some are missing.
+#   tools/deps.sh          build + test + demo dependencies
+#   tools/deps.sh --build  only what building the library needs
+set -euo pipefail
+
+build_pkgs=(build-essential cmake pkg-config libsodium-dev libevent-dev libcmocka-dev
+	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
+run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl
+	procps util-linux python3 psmisc)
+
+want=("${build_pkgs[@]}")
+[ "${1:-}" = "--build" ] || want+=("${run_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "ri2n: missing Debian packages: ${missing[*]}" >&2
+	echo "ri2n: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "ri2n: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
