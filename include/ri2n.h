@@ -1,8 +1,39 @@
 /*
  * ri2n.h - reliable byte streams over several Ethernet rails.
+ *
+ * A ri2n connection looks like a connected TCP socket: create it with
+ * ri2n_socket(), then ri2n_connect() to any one rail address of the peer, or
+ * ri2n_bind() + ri2n_listen() + ri2n_accept().  The descriptor returned is a
+ * real file descriptor (one end of a socketpair whose other end the ri2n
+ * engine thread owns), so read/write/readv/writev/send/recv, poll/select/epoll,
+ * fcntl(O_NONBLOCK), shutdown and close all work on it unchanged.
+ *
+ * Underneath, the stream is striped over every rail the two hosts share
+ * (rails are matched by subnet), a failed or silently black-holed rail is
+ * detected within milliseconds and left out, and taken back when it heals.
+ *
+ * Errors: every call returns -1 and sets errno as the BSD call would.  A
+ * connection that dies abnormally (peer silent past the dead-peer timeout,
+ * reset) makes read() fail with ECONNRESET after the data received before
+ * (write() fails with EPIPE, as with TCP); ri2n_getsockopt(SO_ERROR) tells
+ * the precise reason (ETIMEDOUT, ECONNRESET, ECONNREFUSED).  It is never a
+ * clean end of file and never a hang.
+ *
+ * Configuration: every knob below is an RI2N_* environment variable (read
+ * once, when the engine starts) and a socket option at level RI2N_SOL, set
+ * before connect/listen; docs/CONFIG.md lists them with their defaults.
+ *
+ * Threads: any thread may call any function; one engine thread per process
+ * does the protocol work.  After fork() the child starts its own engine on
+ * first use; descriptors it inherited keep working (served by the parent's
+ * engine while the parent lives).
  */
 #ifndef RI2N_H
 #define RI2N_H
+
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -10,7 +41,102 @@ extern "C" {
 
 #define RI2N_API __attribute__((visibility("default")))
 
-/* The library version as "MAJOR.MINOR.PATCH". */
+/* A new, unconnected ri2n socket (a descriptor), or -1 with errno. */
+RI2N_API int ri2n_socket(void);
+
+/*
+ * Binds to an IPv4 address and port (struct sockaddr_in).  INADDR_ANY binds
+ * every rail; a rail's address binds that rail only.  Port 0 picks one free on
+ * every rail.  EADDRINUSE, EADDRNOTAVAIL (not a rail address), EINVAL.
+ */
+RI2N_API int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len);
+
+/* Accepts connections, at most `backlog` waiting (<= 0: a default of 128). */
+RI2N_API int ri2n_listen(int fd, int backlog);
+
+/*
+ * A connected descriptor for the next handshake completed on a listening
+ * socket; blocks unless the listening descriptor is O_NONBLOCK (EAGAIN).
+ * addr/len (may be NULL) receive the peer's address the handshake came from.
+ */
+RI2N_API int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len);
+
+/*
+ * Connects to `addr`, any one rail address of the peer.  Blocks until
+ * established unless the descriptor is O_NONBLOCK: then EINPROGRESS, the
+ * descriptor becomes writable when the handshake ends, and SO_ERROR says how.
+ * ECONNREFUSED, ETIMEDOUT, ENETUNREACH (no local rail in the peer's subnet).
+ */
+RI2N_API int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len);
+
+/* Closes a ri2n descriptor; plain close() works too. */
+RI2N_API int ri2n_close(int fd);
+
+/* The local / peer address (the rail the handshake ran on). */
+RI2N_API int ri2n_getsockname(int fd, struct sockaddr *addr, socklen_t *len);
+RI2N_API int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len);
+
+/* Option level of ri2n's own options (values are int unless said). */
+#define RI2N_SOL 0x7232
+
+enum ri2n_option {
+	RI2N_HEARTBEAT_MS = 1,   /* heartbeat period while a rail is down (100) */
+	RI2N_KEEPALIVE_MS,       /* longest silence on an idle working rail (100) */
+	RI2N_RAIL_TIMEOUT_MS,    /* nothing received this long: rail down (350) */
+	RI2N_DEAD_PEER_MS,       /* nothing on any rail this long: error (30000) */
+	RI2N_CONNECT_TIMEOUT_MS, /* handshake gives up after this (30000) */
+	RI2N_FAIL_WINDOW,        /* judge rails every N packets received (100) */
+	RI2N_FAIL_MIN,           /* a rail with fewer than M of N has failed (2) */
+	RI2N_MTU,                /* IP MTU of the rails (smallest rail MTU) */
+	RI2N_SNDBUF,             /* send ring, bytes (about 3 MB) */
+	RI2N_RCVBUF,             /* receive ring and window, bytes (about 3 MB) */
+};
+
+/*
+ * Sets an option.  level RI2N_SOL: the options above, before connect/listen
+ * (EISCONN after).  level SOL_SOCKET / IPPROTO_TCP: SO_KEEPALIVE,
+ * SO_REUSEADDR, TCP_NODELAY are accepted and ignored (ri2n keeps rails
+ * alive itself and never delays small writes).  Others: ENOPROTOOPT.
+ */
+RI2N_API int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+/* Reads an option: the RI2N_SOL ones, SO_ERROR (pending error, then 0), SO_TYPE. */
+RI2N_API int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+
+#define RI2N_MAX_RAILS 8
+
+/* One rail of a connection, as ri2n_stats() reports it. */
+struct ri2n_rail_stats {
+	struct sockaddr_in local, remote;
+	int up;                   /* usable both ways */
+	int rx_up, tx_up;         /* this side receives / sends on it */
+	uint64_t last_change_ns;  /* CLOCK_MONOTONIC time of the last change, 0: never */
+	const char *last_cause;   /* why it last changed, a short phrase */
+	uint32_t down_events, up_events;
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t retransmits;     /* DATA packets resent on this rail */
+	uint64_t lost;            /* DATA packets sent here and declared lost */
+	uint64_t heartbeats, keepalives;
+	uint32_t cwnd, inflight;  /* packets */
+	uint64_t srtt_ns;
+};
+
+/* A connection's counters; drops are counted by reason. */
+struct ri2n_stats {
+	const char *state;        /* "established", "closed", ... */
+	int error;                /* errno of a dead connection, else 0 */
+	uint64_t established_ns;
+	uint64_t app_tx_bytes, app_rx_bytes;
+	uint64_t tx_packets, rx_packets, retransmits, rto_events, dup_data;
+	uint64_t drops_malformed, drops_source, drops_window, drops_duplicate, drops_other;
+	uint32_t mss;             /* stream bytes per packet */
+	int nrails;
+	struct ri2n_rail_stats rail[RI2N_MAX_RAILS];
+};
+
+/* Fills *st for a connected descriptor.  ENOTCONN before the handshake. */
+RI2N_API int ri2n_stats(int fd, struct ri2n_stats *st);
+
+/* The library version, "MAJOR.MINOR.PATCH". */
 RI2N_API const char *ri2n_version(void);
 
 #ifdef __cplusplus

@@ -1,3 +1,10 @@
+/*
+ * ri2n_version.c - the library's version string.
+ */
 #include "ri2n.h"
 
-const char *ri2n_version(void) { return "0.1.0"; }
+#ifndef RI2N_VERSION
+#define RI2N_VERSION "0.1.0"
+#endif
+
+const char *ri2n_version(void) { return RI2N_VERSION; }

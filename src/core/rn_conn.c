@@ -273,6 +273,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 }
 
 uint64_t rn_conn_id(const rn_conn *c) { return c->id; }
+void rn_conn_set_user(rn_conn *c, void *user) { c->env.user = user; }
 int rn_conn_state(const rn_conn *c) { return c->state; }
 int rn_conn_error(const rn_conn *c) { return c->err; }
 uint32_t rn_conn_mss(const rn_conn *c) { return c->mss; }
@@ -390,6 +391,7 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 	st->state = c->state;
 	st->err = c->err;
 	st->npaths = c->npaths;
+	st->mss = c->mss;
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
 		rn_rail_stats *rs = &st->rail[k];

@@ -19,18 +19,26 @@ static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.po
 
 /* ---- receive counting: the failure detector (paper 3.3.3) ---- */
 
+/* 2 ms: a rail judged by count must also have been silent this long. */
+#define RN_FAIL_SILENCE_NS UINT64_C(2000000)
+
 /*
  * Every fail_window packets received, a working rail that brought fewer than
  * fail_min of them has failed.  The sender stripes round robin, so a healthy
- * rail brings its share; a silent black hole brings none.  A rail that just
- * came back is left alone until the sender has had a round trip to use it.
+ * rail brings its share; a silent black hole brings none.  Two guards keep
+ * a healthy rail from being judged by a skewed sample: it must also have
+ * been silent for RN_FAIL_SILENCE_NS (a receiver reading its sockets in
+ * batches, or a sender holding a congested rail to a small window, skews a
+ * window of 100 but not 2 ms), and a rail that just came back is left alone
+ * until the sender has had a round trip to use it.
  */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
 
-		if (r->rx_up && now_ns >= r->grace_until_ns && r->win_rx < c->cfg.fail_min)
+		if (r->rx_up && now_ns >= r->grace_until_ns && r->win_rx < c->cfg.fail_min &&
+		    now_ns - r->last_rx_ns >= RN_FAIL_SILENCE_NS)
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
 		r->win_rx = 0;
 	}

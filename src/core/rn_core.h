@@ -198,6 +198,7 @@ typedef struct rn_conn_stats {
 	uint64_t retransmits, rto_events, dup_data;
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
+	uint32_t mss;
 	int npaths;
 	rn_rail_stats rail[RN_MAX_RAILS];
 } rn_conn_stats;
@@ -239,6 +240,9 @@ typedef struct rn_accept_params rn_accept_params;
 /* Creates the server side of a connection from a validated COOKIE_ECHO. */
 int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
 		   uint64_t now_ns);
+
+/* Changes the user pointer passed to env.on_event. */
+void rn_conn_set_user(rn_conn *c, void *user);
 
 /* Frees a connection in any state.  No packet is sent. */
 void rn_conn_del(rn_conn *c);

@@ -1,0 +1,553 @@
+/*
+ * ri2n_api.c - the socket-compatible calls of ri2n.h.
+ *
+ * A ri2n socket is the user's end (A) of an AF_UNIX socketpair; the engine
+ * owns the other end (B).  The table here maps a descriptor number to its
+ * rn_sock and checks, by device and inode, that the number still is that
+ * socket: the user may close() it directly and get the number again for
+ * something else.
+ *
+ * Until a connection is established A must not look writable (a
+ * non-blocking connect is finished when poll says POLLOUT), so ri2n_socket
+ * fills A's send buffer with junk the engine throws away once connected:
+ * then writability means "connected or failed", and SO_ERROR says which.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ri2n.h"
+#include "rn_api.h"
+#include "rn_engine.h"
+#include "rn_knobs.h"
+
+static struct {
+	pthread_mutex_t mu;
+	rn_sock **tab;
+	int cap;
+	int atfork;
+} g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static void tab_forget(void)
+{
+	/* a forked child: the parent's sockets are the parent engine's business */
+	g_tab.tab = NULL;
+	g_tab.cap = 0;
+	pthread_mutex_init(&g_tab.mu, NULL);
+}
+
+static int tab_install(int fd, rn_sock *s)
+{
+	pthread_mutex_lock(&g_tab.mu);
+	if (!g_tab.atfork) {
+		pthread_atfork(NULL, NULL, tab_forget);
+		g_tab.atfork = 1;
+	}
+	if (fd >= g_tab.cap) {
+		int cap = fd * 2 + 64;
+		rn_sock **n = realloc(g_tab.tab, (size_t)cap * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&g_tab.mu);
+			return -ENOMEM;
+		}
+		memset(n + g_tab.cap, 0, (size_t)(cap - g_tab.cap) * sizeof(*n));
+		g_tab.tab = n;
+		g_tab.cap = cap;
+	}
+	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
+		rn_sock_unref(g_tab.tab[fd]);
+	g_tab.tab[fd] = s;
+	pthread_mutex_unlock(&g_tab.mu);
+	return 0;
+}
+
+/* The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK. */
+static rn_sock *lookup(int fd, int *err)
+{
+	struct stat sb;
+	rn_sock *s = NULL;
+
+	if (fd < 0 || fstat(fd, &sb) < 0) {
+		*err = EBADF;
+		return NULL;
+	}
+	pthread_mutex_lock(&g_tab.mu);
+	if (fd < g_tab.cap && g_tab.tab[fd]) {
+		s = g_tab.tab[fd];
+		if (s->ino == sb.st_ino && s->dev == sb.st_dev) {
+			rn_sock_ref(s);
+		} else {
+			g_tab.tab[fd] = NULL;
+			rn_sock_unref(s);
+			s = NULL;
+		}
+	}
+	pthread_mutex_unlock(&g_tab.mu);
+	if (!s)
+		*err = ENOTSOCK;
+	return s;
+}
+
+int rn_api_is_ri2n(int fd)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return 0;
+	rn_sock_unref(s);
+	return 1;
+}
+
+/* Fills A's send buffer so that A polls writable only once connected. */
+static size_t fill_junk(int fd)
+{
+	static const char zeros[65536];
+	int fl = fcntl(fd, F_GETFL);
+	size_t total = 0;
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	for (;;) {
+		ssize_t n = send(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+	}
+	fcntl(fd, F_SETFL, fl);
+	return total;
+}
+
+int ri2n_socket(void)
+{
+	int sv[2], rc;
+	struct stat sb;
+	rn_sock *s;
+
+	rc = rn_engine_start();
+	if (rc)
+		return fail(-rc);
+	s = rn_sock_new();
+	if (!s)
+		return fail(ENOMEM);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+		rc = errno;
+		rn_sock_unref(s);
+		return fail(rc);
+	}
+	fstat(sv[0], &sb);
+	fcntl(sv[1], F_SETFD, FD_CLOEXEC);
+	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	rn_fd_own(sv[1]);
+	s->user_fd = sv[0];
+	s->eng_fd = sv[1];
+	s->dev = sb.st_dev;
+	s->ino = sb.st_ino;
+	s->cfg = *rn_engine_config();
+	s->junk = fill_junk(sv[0]);
+	rc = tab_install(sv[0], s);
+	if (rc == 0)
+		rc = rn_engine_call(RN_CMD_CREATE, s, NULL);
+	if (rc) {
+		close(sv[0]);
+		return fail(-rc);
+	}
+	return sv[0];
+}
+
+static int check_sin(const struct sockaddr *a, socklen_t len)
+{
+	if (!a || len < (socklen_t)sizeof(struct sockaddr_in))
+		return EINVAL;
+	if (a->sa_family != AF_INET)
+		return EAFNOSUPPORT;
+	return 0;
+}
+
+int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in a;
+	int err = check_sin(addr, len), rc;
+	rn_sock *s;
+
+	if (err)
+		return fail(err);
+	s = lookup(fd, &err);
+	if (!s)
+		return fail(err);
+	memcpy(&a, addr, sizeof(a));
+	rc = rn_engine_call(RN_CMD_BIND, s, &a);
+	rn_sock_unref(s);
+	return rc ? fail(-rc) : 0;
+}
+
+int ri2n_listen(int fd, int backlog)
+{
+	int err, rc;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return fail(err);
+	pthread_mutex_lock(&s->mu);
+	s->backlog = backlog <= 0 ? 128 : backlog > 65536 ? 65536 : backlog;
+	pthread_mutex_unlock(&s->mu);
+	rc = rn_engine_call(RN_CMD_LISTEN, s, NULL);
+	rn_sock_unref(s);
+	return rc ? fail(-rc) : 0;
+}
+
+static void put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len)
+{
+	if (!addr || !len)
+		return;
+	memcpy(addr, in, *len < sizeof(*in) ? *len : sizeof(*in));
+	*len = sizeof(*in);
+}
+
+int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int err, nfd;
+	rn_sock *s = lookup(fd, &err), *ns;
+	char c;
+
+	if (!s)
+		return fail(err);
+	if (s->kind != RN_SK_LISTEN) {
+		rn_sock_unref(s);
+		return fail(EINVAL);
+	}
+	for (;;) {
+		/* one byte per waiting connection; blocking or not as the descriptor is */
+		ssize_t n = read(fd, &c, 1);
+
+		if (n < 0) {
+			err = errno;
+			rn_sock_unref(s);
+			return fail(err);
+		}
+		if (n == 0) { /* the engine let go of the listener */
+			rn_sock_unref(s);
+			return fail(EINVAL);
+		}
+		pthread_mutex_lock(&s->mu);
+		ns = s->accq_head;
+		if (ns) {
+			s->accq_head = ns->acc_next;
+			if (!s->accq_head)
+				s->accq_tail = NULL;
+			s->accq_len--;
+			ns->acc_next = NULL;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (ns)
+			break;
+	}
+	rn_sock_unref(s);
+	nfd = ns->user_fd;
+	rn_fd_disown(nfd);
+	if (!(flags & SOCK_CLOEXEC))
+		fcntl(nfd, F_SETFD, 0);
+	if (flags & SOCK_NONBLOCK)
+		fcntl(nfd, F_SETFL, O_NONBLOCK);
+	if (tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
+		close(nfd);
+		rn_sock_unref(ns);
+		return fail(ENOMEM);
+	}
+	pthread_mutex_lock(&ns->mu);
+	put_addr(&ns->peer, addr, len);
+	pthread_mutex_unlock(&ns->mu);
+	return nfd;
+}
+
+int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return rn_api_accept(fd, addr, len, 0);
+}
+
+/* Waits for a blocking connect: writability means the handshake ended. */
+static int wait_connected(rn_sock *s, int fd)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int kind, err;
+
+		pthread_mutex_lock(&s->mu);
+		kind = s->kind;
+		err = s->so_error;
+		if (kind == RN_SK_DEAD)
+			s->so_error = 0;
+		pthread_mutex_unlock(&s->mu);
+		if (kind == RN_SK_CONNECTED)
+			return 0;
+		if (kind == RN_SK_DEAD)
+			return err ? err : ECONNREFUSED;
+		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+			return EINTR; /* the connect goes on, as with TCP */
+		if (p.revents & (POLLOUT | POLLHUP | POLLERR)) {
+			/* the engine updates the state before it wakes us; look again */
+			pthread_mutex_lock(&s->mu);
+			while (s->kind == RN_SK_CONNECTING)
+				pthread_cond_wait(&s->cv, &s->mu);
+			pthread_mutex_unlock(&s->mu);
+		}
+	}
+}
+
+int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in a;
+	int err = check_sin(addr, len), rc;
+	rn_sock *s;
+
+	if (err)
+		return fail(err);
+	s = lookup(fd, &err);
+	if (!s)
+		return fail(err);
+	memcpy(&a, addr, sizeof(a));
+	rc = rn_engine_call(RN_CMD_CONNECT, s, &a);
+	if (rc) {
+		rn_sock_unref(s);
+		return fail(-rc);
+	}
+	if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+		rn_sock_unref(s);
+		return fail(EINPROGRESS);
+	}
+	err = wait_connected(s, fd);
+	rn_sock_unref(s);
+	return err ? fail(err) : 0;
+}
+
+int ri2n_close(int fd)
+{
+	pthread_mutex_lock(&g_tab.mu);
+	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
+		rn_sock *s = g_tab.tab[fd];
+
+		/* drop the entry even if stale (the number is something else now) */
+		g_tab.tab[fd] = NULL;
+		rn_sock_unref(s);
+	}
+	pthread_mutex_unlock(&g_tab.mu);
+	/* the engine sees its end close and winds the connection down */
+	return close(fd);
+}
+
+static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return fail(err);
+	if (!addr || !len) {
+		rn_sock_unref(s);
+		return fail(EINVAL);
+	}
+	pthread_mutex_lock(&s->mu);
+	if (peer && s->kind != RN_SK_CONNECTED && s->kind != RN_SK_CONNECTING) {
+		pthread_mutex_unlock(&s->mu);
+		rn_sock_unref(s);
+		return fail(ENOTCONN);
+	}
+	put_addr(peer ? &s->peer : &s->local, addr, len);
+	if (!peer && s->local.sin_family == 0) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		put_addr(&any, addr, len);
+	}
+	pthread_mutex_unlock(&s->mu);
+	rn_sock_unref(s);
+	return 0;
+}
+
+int ri2n_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(fd, addr, len, 0);
+}
+
+int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(fd, addr, len, 1);
+}
+
+static int get_int(const void *val, socklen_t len, int64_t *v)
+{
+	if (!val || len < (socklen_t)sizeof(int))
+		return EINVAL;
+	*v = *(const int *)val;
+	return 0;
+}
+
+int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int err, rc = 0;
+	rn_sock *s = lookup(fd, &err);
+	int64_t v;
+
+	if (!s)
+		return fail(err);
+	if (level == RI2N_SOL) {
+		err = get_int(val, len, &v);
+		pthread_mutex_lock(&s->mu);
+		if (!err && s->kind != RN_SK_NEW)
+			err = EISCONN; /* the connection was set up with the old value */
+		if (!err) {
+			rc = rn_knob_set(&s->cfg, name, v);
+			err = rc ? -rc : 0;
+		}
+		pthread_mutex_unlock(&s->mu);
+	} else if ((level == SOL_SOCKET && (name == SO_KEEPALIVE || name == SO_REUSEADDR ||
+					    name == SO_REUSEPORT)) ||
+		   (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_QUICKACK))) {
+		err = val ? 0 : EINVAL; /* ri2n keeps rails alive and never delays writes */
+	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF ||
+					   name == SO_RCVLOWAT || name == SO_SNDTIMEO ||
+					   name == SO_RCVTIMEO)) {
+		err = setsockopt(fd, level, name, val, len) < 0 ? errno : 0; /* the user's end */
+	} else {
+		err = ENOPROTOOPT;
+	}
+	rn_sock_unref(s);
+	return err ? fail(err) : 0;
+}
+
+static int put_int(void *val, socklen_t *len, int v)
+{
+	if (!val || !len || *len < (socklen_t)sizeof(int))
+		return EINVAL;
+	*(int *)val = v;
+	*len = sizeof(int);
+	return 0;
+}
+
+int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+	int64_t v;
+
+	if (!s)
+		return fail(err);
+	if (level == SOL_SOCKET && name == SO_ERROR) {
+		pthread_mutex_lock(&s->mu);
+		err = put_int(val, len, s->so_error);
+		if (!err)
+			s->so_error = 0; /* reported once, as the kernel does */
+		pthread_mutex_unlock(&s->mu);
+	} else if (level == SOL_SOCKET && name == SO_TYPE) {
+		err = put_int(val, len, SOCK_STREAM);
+	} else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
+		err = put_int(val, len, 1);
+	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
+		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
+	} else if (level == RI2N_SOL) {
+		pthread_mutex_lock(&s->mu);
+		err = rn_knob_get(&s->cfg, name, &v);
+		pthread_mutex_unlock(&s->mu);
+		err = err ? -err : put_int(val, len, (int)v);
+	} else {
+		err = ENOPROTOOPT;
+	}
+	rn_sock_unref(s);
+	return err ? fail(err) : 0;
+}
+
+static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
+{
+	memset(o, 0, sizeof(*o));
+	o->local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(r->local.port),
+					 .sin_addr.s_addr = htonl(r->local.ip) };
+	o->remote = (struct sockaddr_in){ .sin_family = AF_INET,
+					  .sin_port = htons(r->remote.port),
+					  .sin_addr.s_addr = htonl(r->remote.ip) };
+	o->rx_up = r->rx_up;
+	o->tx_up = r->tx_up;
+	o->up = r->rx_up && r->tx_up;
+	o->last_change_ns = r->last_change_ns;
+	o->last_cause = rn_cause_name(r->last_cause);
+	o->down_events = r->down_events;
+	o->up_events = r->up_events;
+	o->tx_packets = r->tx_packets;
+	o->tx_bytes = r->tx_bytes;
+	o->rx_packets = r->rx_packets;
+	o->rx_bytes = r->rx_bytes;
+	o->retransmits = r->retransmits;
+	o->lost = r->lost;
+	o->heartbeats = r->heartbeats;
+	o->keepalives = r->keepalives;
+	o->cwnd = r->cwnd;
+	o->inflight = r->inflight;
+	o->srtt_ns = r->srtt_ns;
+}
+
+static int errno_of(int err)
+{
+	switch (err) {
+	case 0: return 0;
+	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
+	case RN_ERR_REFUSED: return ECONNREFUSED;
+	case RN_ERR_ABORTED: return ECONNABORTED;
+	default: return ECONNRESET;
+	}
+}
+
+int ri2n_stats(int fd, struct ri2n_stats *out)
+{
+	int err, rc;
+	rn_sock *s = lookup(fd, &err);
+	rn_conn_stats cs;
+
+	if (!s)
+		return fail(err);
+	if (!out) {
+		rn_sock_unref(s);
+		return fail(EINVAL);
+	}
+	rc = rn_engine_call(RN_CMD_STATS, s, &cs);
+	rn_sock_unref(s);
+	if (rc)
+		return fail(-rc);
+	memset(out, 0, sizeof(*out));
+	out->state = rn_state_name(cs.state);
+	out->error = errno_of(cs.err);
+	out->established_ns = cs.established_ns;
+	out->app_tx_bytes = cs.app_tx_bytes;
+	out->app_rx_bytes = cs.app_rx_bytes;
+	out->tx_packets = cs.tx_packets;
+	out->rx_packets = cs.rx_packets;
+	out->retransmits = cs.retransmits;
+	out->rto_events = cs.rto_events;
+	out->dup_data = cs.dup_data;
+	out->drops_malformed = cs.drops[RN_DROP_MALFORMED];
+	out->drops_source = cs.drops[RN_DROP_SOURCE];
+	out->drops_window = cs.drops[RN_DROP_WINDOW];
+	out->drops_duplicate = cs.drops[RN_DROP_DUPLICATE];
+	for (int d = 0; d < RN_DROP__COUNT; d++)
+		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
+		    d != RN_DROP_DUPLICATE)
+			out->drops_other += cs.drops[d];
+	out->mss = cs.mss;
+	out->nrails = cs.npaths;
+	for (int k = 0; k < cs.npaths && k < RI2N_MAX_RAILS; k++)
+		rail_stats(&out->rail[k], &cs.rail[k]);
+	return 0;
+}

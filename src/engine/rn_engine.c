@@ -1,0 +1,394 @@
+/*
+ * rn_engine.c - the engine thread: start on first use, the command queue,
+ * the process-wide configuration, and what happens across fork().
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ri2n.h"
+#include "rn_knobs.h"
+#include "rn_log.h"
+#include "rn_port.h"
+#include "rn_stream.h"
+
+typedef struct rn_cmd {
+	int type;
+	rn_sock *s;
+	void *arg;
+	int rc;
+	int done;
+	pthread_cond_t cv;
+	struct rn_cmd *next;
+} rn_cmd;
+
+static struct {
+	pthread_mutex_t mu; /* the command queue, and start/stop */
+	int started;
+	pid_t pid;          /* the process this engine runs in */
+	pthread_t thread;
+	struct event_base *base;
+	int wake_fd;
+	struct event *wake_ev;
+	rn_cmd *head, *tail;
+	rn_config cfg;
+	rn_rail_info rails[RN_MAX_RAILS];
+	int nrails;
+	rn_env env;
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1 };
+
+/* Every descriptor the engine owns, so a forked child can let go of them. */
+static struct {
+	pthread_mutex_t mu;
+	uint8_t *own;
+	int cap;
+} g_fds = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+void rn_fd_own(int fd)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&g_fds.mu);
+	if (fd >= g_fds.cap) {
+		int cap = fd * 2 + 64;
+		uint8_t *n = realloc(g_fds.own, (size_t)cap);
+
+		if (n) {
+			memset(n + g_fds.cap, 0, (size_t)(cap - g_fds.cap));
+			g_fds.own = n;
+			g_fds.cap = cap;
+		}
+	}
+	if (fd < g_fds.cap)
+		g_fds.own[fd] = 1;
+	pthread_mutex_unlock(&g_fds.mu);
+}
+
+void rn_fd_disown(int fd)
+{
+	pthread_mutex_lock(&g_fds.mu);
+	if (fd >= 0 && fd < g_fds.cap)
+		g_fds.own[fd] = 0;
+	pthread_mutex_unlock(&g_fds.mu);
+}
+
+void rn_fd_close(int fd)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&g_fds.mu);
+	if (fd < g_fds.cap)
+		g_fds.own[fd] = 0;
+	pthread_mutex_unlock(&g_fds.mu);
+	close(fd);
+}
+
+uint64_t rn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct event_base *rn_engine_base(void) { return g.base; }
+const rn_env *rn_engine_env(void) { return &g.env; }
+const rn_config *rn_engine_config(void) { return &g.cfg; }
+
+int rn_engine_rails(const rn_rail_info **rails)
+{
+	*rails = g.rails;
+	return g.nrails;
+}
+
+/* ---- memory and randomness for the core ---- */
+
+static void *core_alloc(void *u, size_t n)
+{
+	(void)u;
+	return calloc(1, n);
+}
+
+static void core_free(void *u, void *p)
+{
+	(void)u;
+	free(p);
+}
+
+static uint64_t core_rng(void *u)
+{
+	uint64_t v;
+
+	(void)u;
+	randombytes_buf(&v, sizeof(v));
+	return v;
+}
+
+/* ---- sockets shared with API threads ---- */
+
+rn_sock *rn_sock_new(void)
+{
+	rn_sock *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->refs = 1;
+	s->user_fd = s->eng_fd = -1;
+	s->backlog = 128;
+	return s;
+}
+
+void rn_sock_ref(rn_sock *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->refs++;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void rn_sock_unref(rn_sock *s)
+{
+	int last;
+
+	pthread_mutex_lock(&s->mu);
+	last = --s->refs == 0;
+	pthread_mutex_unlock(&s->mu);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}
+
+/* ---- commands ---- */
+
+static int run_cmd(rn_cmd *c)
+{
+	switch (c->type) {
+	case RN_CMD_CREATE:
+		return rn_stream_cmd_create(c->s);
+	case RN_CMD_BIND:
+		return rn_stream_cmd_bind(c->s, c->arg);
+	case RN_CMD_LISTEN:
+		return rn_stream_cmd_listen(c->s);
+	case RN_CMD_CONNECT:
+		return rn_stream_cmd_connect(c->s, c->arg);
+	case RN_CMD_STATS:
+		return rn_stream_cmd_stats(c->s, c->arg);
+	default:
+		return -EINVAL;
+	}
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t v;
+
+	(void)what;
+	(void)arg;
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: woken for commands already taken */
+	}
+	for (;;) {
+		rn_cmd *c;
+
+		pthread_mutex_lock(&g.mu);
+		c = g.head;
+		if (c) {
+			g.head = c->next;
+			if (!g.head)
+				g.tail = NULL;
+		}
+		pthread_mutex_unlock(&g.mu);
+		if (!c)
+			break;
+		c->rc = run_cmd(c);
+		pthread_mutex_lock(&g.mu);
+		c->done = 1;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&g.mu);
+	}
+	rn_stream_service_dirty();
+}
+
+int rn_engine_call(int type, rn_sock *s, void *arg)
+{
+	rn_cmd c = { .type = type, .s = s, .arg = arg };
+	uint64_t one = 1;
+	int rc = rn_engine_start();
+
+	if (rc)
+		return rc;
+	if (pthread_equal(pthread_self(), g.thread))
+		return run_cmd(&c);
+	pthread_cond_init(&c.cv, NULL);
+	pthread_mutex_lock(&g.mu);
+	if (g.tail)
+		g.tail->next = &c;
+	else
+		g.head = &c;
+	g.tail = &c;
+	pthread_mutex_unlock(&g.mu);
+	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: a wake-up is pending anyway */
+	}
+	pthread_mutex_lock(&g.mu);
+	while (!c.done)
+		pthread_cond_wait(&c.cv, &g.mu);
+	pthread_mutex_unlock(&g.mu);
+	pthread_cond_destroy(&c.cv);
+	return c.rc;
+}
+
+/* ---- the thread ---- */
+
+static void *engine_main(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "ri2n-engine");
+	rn_place_thread(g.rails, g.nrails);
+	event_base_loop(g.base, EVLOOP_NO_EXIT_ON_EMPTY);
+	return NULL;
+}
+
+static void log_rails(void)
+{
+	for (int i = 0; i < g.nrails; i++) {
+		char ip[32];
+
+		rn_info("rail %d: %s %s/%u mtu %d", i, g.rails[i].name,
+			rn_ip_str(g.rails[i].ip, ip, sizeof(ip)), g.rails[i].prefix, g.rails[i].mtu);
+	}
+}
+
+static int configure(void)
+{
+	char why[256];
+	int mtu = 65535;
+
+	rn_config_default(&g.cfg);
+	g.nrails = rn_rails_discover(g.rails, RN_MAX_RAILS, getenv("RI2N_RAILS"), why,
+				     sizeof(why));
+	if (g.nrails <= 0) {
+		rn_error("no rails: %s", why);
+		g.nrails = 0;
+		return -ENETDOWN;
+	}
+	log_rails();
+	/* the smallest rail MTU bounds every datagram */
+	for (int i = 0; i < g.nrails; i++)
+		if (g.rails[i].mtu < mtu)
+			mtu = g.rails[i].mtu;
+	rn_knob_set(&g.cfg, RI2N_MTU, mtu < 576 ? 576 : mtu);
+	rn_knobs_from_env(&g.cfg);
+	g.env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng };
+	return 0;
+}
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&g.mu);
+	pthread_mutex_lock(&g_fds.mu);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&g_fds.mu);
+	pthread_mutex_unlock(&g.mu);
+}
+
+/*
+ * The child has no engine thread.  It lets go of every descriptor the
+ * parent's engine owns (holding them would keep the parent's ports bound
+ * and hide the parent's closes from the user ends), forgets the parent's
+ * objects without freeing them, and starts its own engine on first use.
+ */
+static void atfork_child(void)
+{
+	for (int fd = 0; fd < g_fds.cap; fd++) {
+		if (g_fds.own[fd]) {
+			close(fd);
+			g_fds.own[fd] = 0;
+		}
+	}
+	pthread_mutex_unlock(&g_fds.mu);
+	g.started = 0;
+	g.base = NULL;
+	g.wake_ev = NULL;
+	g.wake_fd = -1;
+	g.head = g.tail = NULL;
+	rn_port_forget_all();
+	rn_stream_forget_all();
+	pthread_mutex_unlock(&g.mu);
+}
+
+int rn_engine_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct event_config *ec;
+	sigset_t all, old;
+	int rc = 0;
+
+	pthread_mutex_lock(&g.mu);
+	if (g.started && g.pid == getpid()) {
+		pthread_mutex_unlock(&g.mu);
+		return 0;
+	}
+	pthread_once(&once, rn_log_init);
+	if (sodium_init() < 0) {
+		rc = -ENOSYS;
+		goto out;
+	}
+	rc = configure();
+	if (rc)
+		goto out;
+	ec = event_config_new();
+	if (!ec) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* ACK delays are hundreds of microseconds: timers must not round to ms */
+	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+	event_config_require_features(ec, EV_FEATURE_EARLY_CLOSE);
+	g.base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	g.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!g.base || g.wake_fd < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rn_fd_own(g.wake_fd);
+	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
+	event_add(g.wake_ev, NULL);
+	/* the user's signal handlers never run on the engine thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = -pthread_create(&g.thread, NULL, engine_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		goto out;
+	{
+		static int registered;
+
+		if (!registered) {
+			pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+			registered = 1;
+		}
+	}
+	g.started = 1;
+	g.pid = getpid();
+	rn_debug("engine started with %d rail%s, datagrams of %u bytes", g.nrails,
+		 g.nrails == 1 ? "" : "s", g.cfg.max_dgram);
+out:
+	pthread_mutex_unlock(&g.mu);
+	return rc;
+}

@@ -1,0 +1,103 @@
+/*
+ * rn_engine.h - the engine: one communication thread per process that owns
+ * every ri2n socket's protocol state and runs the core over real UDP
+ * sockets, one per rail.
+ *
+ * API threads never touch protocol state: they hand the engine commands
+ * (rn_engine_call) through a queue and an eventfd wake-up, and wait for the
+ * answer.  What both sides share about a socket is in rn_sock, guarded by
+ * its mutex.  Data never goes through commands: each connection's user
+ * descriptor is one end of a socketpair whose other end the engine reads
+ * and writes.
+ *
+ *   user fd (A) <== socketpair ==> engine fd (B) <-> rn_stream (core rn_conn)
+ *                                                      <-> rn_port: UDP socket per rail
+ */
+#ifndef RN_ENGINE_H
+#define RN_ENGINE_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "rn_core.h"
+#include "rn_rails.h"
+
+struct rn_port;
+struct rn_stream;
+
+enum rn_sock_kind {
+	RN_SK_NEW,        /* created, maybe bound */
+	RN_SK_LISTEN,
+	RN_SK_CONNECTING,
+	RN_SK_CONNECTED,
+	RN_SK_DEAD,       /* connect failed or connection ended */
+};
+
+typedef struct rn_sock {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int refs;                  /* (mu) the fd table's, the engine's */
+	int user_fd, eng_fd;       /* A and B of the socketpair */
+	dev_t dev;
+	ino_t ino;                 /* A's identity: tells it from a reused fd number */
+	int kind;                  /* (mu) rn_sock_kind */
+	int so_error;              /* (mu) errno for SO_ERROR; reset when read */
+	int dead_error;            /* (mu) errno the connection ended with, 0 if clean */
+	rn_config cfg;             /* knobs, fixed at connect/listen */
+	int bound;                 /* (mu) bind() done */
+	struct sockaddr_in local, peer; /* (mu) */
+	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
+
+	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
+	struct rn_sock *accq_head, *accq_tail, *acc_next;
+	int accq_len, backlog;
+
+	/* engine thread only */
+	struct rn_port *port;
+	struct rn_stream *stream;
+	struct event *watch_ev;    /* not connected: watches B for the user's close */
+} rn_sock;
+
+rn_sock *rn_sock_new(void);
+void rn_sock_ref(rn_sock *s);
+void rn_sock_unref(rn_sock *s);
+
+enum rn_cmd_type {
+	RN_CMD_CREATE,  /* the engine takes its end of a new socket */
+	RN_CMD_BIND,
+	RN_CMD_LISTEN,
+	RN_CMD_CONNECT,
+	RN_CMD_STATS,
+};
+
+/*
+ * Runs a command in the engine thread and waits for it.  arg: the sockaddr_in
+ * for BIND/CONNECT, an rn_conn_stats for STATS.  Returns 0 or -errno.
+ */
+int rn_engine_call(int type, rn_sock *s, void *arg);
+
+/* Starts the engine if this process has none (also after fork); 0 or -errno. */
+int rn_engine_start(void);
+/* The process-wide defaults: environment knobs over the core's defaults. */
+const rn_config *rn_engine_config(void);
+/* This host's rails, as discovered at start. */
+int rn_engine_rails(const rn_rail_info **rails);
+
+/* ---- inside the engine thread ---- */
+
+uint64_t rn_now_ns(void);
+/* Records a descriptor as the engine's (a forked child closes them all)... */
+void rn_fd_own(int fd);
+/* ...and closes one, or hands one over to the user. */
+void rn_fd_close(int fd);
+void rn_fd_disown(int fd);
+struct event_base *rn_engine_base(void);
+const rn_env *rn_engine_env(void);
+/* Marks a stream to be serviced once the current batch of datagrams is done. */
+void rn_engine_dirty(struct rn_stream *st);
+/* Places the calling thread by RI2N_CPU or near the rails' NICs (hwloc). */
+void rn_place_thread(const rn_rail_info *rails, int nrails);
+
+#endif

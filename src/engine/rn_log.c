@@ -1,0 +1,63 @@
+/*
+ * rn_log.c - the engine's log.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_log.h"
+
+static int g_level = RN_LOG_WARN;
+
+void rn_log_init(void)
+{
+	static const char *const names[] = { "debug", "info", "warn", "error", "off" };
+	const char *v = getenv("RI2N_LOG");
+
+	if (!v || !*v)
+		return;
+	for (int i = 0; i <= RN_LOG_OFF; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			g_level = i;
+			return;
+		}
+	}
+	fprintf(stderr, "ri2n[%d]: RI2N_LOG=%s is not one of debug, info, warn, error, off; "
+			"using warn\n", (int)getpid(), v);
+}
+
+int rn_log_enabled(int level)
+{
+	return level >= g_level;
+}
+
+void rn_log(int level, const char *fmt, ...)
+{
+	static const char *const tags[] = { "debug", "info", "warning", "error" };
+	char line[512];
+	struct timespec ts;
+	va_list ap;
+	int n;
+
+	if (level < g_level || level >= RN_LOG_OFF)
+		return;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld ri2n[%d] %s: ", tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid(), tags[level]);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* one write per line, so lines of several threads do not interleave */
+	n = (int)strlen(line);
+	if (n < (int)sizeof(line) - 1)
+		line[n++] = '\n';
+	if (write(2, line, (size_t)n) < 0) {
+		/* nowhere left to report it */
+	}
+}

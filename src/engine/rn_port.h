@@ -1,0 +1,93 @@
+/*
+ * rn_port.h - a set of UDP sockets, one per rail, that some connections
+ * share: a listening port (the same number on every rail, shared by the
+ * listener and every connection it accepted) or a client's own sockets.
+ *
+ * Datagrams arrive in batches (recvmmsg) and go to the connection whose id
+ * they carry, or to the listener.  Datagrams leave through a small queue per
+ * socket, sent in batches (sendmmsg) and, where the kernel has it, as UDP
+ * GSO runs of equal-size datagrams; a socket whose buffer is full
+ * (EAGAIN) keeps its queue and is reported not writable to the core until
+ * the kernel says it is, so nothing is dropped for lack of room.
+ */
+#ifndef RN_PORT_H
+#define RN_PORT_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+
+#include "rn_core.h"
+#include "rn_engine.h"
+
+#define RN_TXQ 64       /* datagrams queued per socket */
+
+struct rn_stream;
+
+typedef struct rn_txent {
+	struct rn_stream *st;
+	struct sockaddr_in to;
+	uint16_t len;
+	uint8_t *buf;
+} rn_txent;
+
+typedef struct rn_usock {
+	int fd;
+	int rail;               /* engine rail index */
+	struct event *rev, *wev;
+	struct rn_port *port;
+	int idx;                /* index in the port: the core's local rail */
+	rn_txent q[RN_TXQ];
+	int qn;
+	int blocked;            /* EAGAIN: waiting for writability */
+	uint8_t *bufs;          /* RN_TXQ buffers of the port's datagram size */
+} rn_usock;
+
+typedef struct rn_port {
+	int nsock;
+	rn_usock s[RN_MAX_RAILS];
+	rn_rail_addr addrs[RN_MAX_RAILS]; /* what the core calls its local rails */
+	uint16_t number;        /* listening port, 0 for a client's sockets */
+	uint32_t dgram;         /* buffer size of one datagram */
+	rn_listener *lis;
+	rn_sock *lsock;
+	struct rn_stream **tab; /* connections by id: open addressing */
+	uint32_t tabcap, tabn;
+	int refs;
+	uint64_t drops_unknown, drops_backlog;
+	struct rn_port *next;
+} rn_port;
+
+/*
+ * Opens UDP sockets on the rails in `mask` (engine rail indexes), bound to
+ * `number` on every rail (0: a free port, the same on every rail if
+ * `same_number`, else any per rail).  Returns NULL with *err = -errno.
+ */
+rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err);
+void rn_port_ref(rn_port *p);
+void rn_port_unref(rn_port *p);
+/* The listening port with this number, if this process has one. */
+rn_port *rn_port_find_number(uint16_t number);
+
+int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id);
+/* Calls fn on every connection of the port. */
+void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st));
+void rn_port_remove(rn_port *p, uint64_t id);
+
+/* Rails (core local indexes) whose socket can take a datagram now. */
+uint32_t rn_port_writable(const rn_port *p);
+/*
+ * Queues a copy of a datagram on socket idx; returns 0, or -1 if that
+ * socket's queue is full (rn_port_writable said so).
+ */
+int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
+		  const uint8_t *data, size_t len);
+/* Sends what is queued on every socket of the port. */
+void rn_port_flush(rn_port *p);
+
+/* Sends one datagram now (handshake replies); best effort. */
+void rn_port_send_now(rn_port *p, int idx, rn_addr to, const uint8_t *buf, size_t len);
+
+/* Frees every port (after fork, in the child: closes the fds, nothing else). */
+void rn_port_forget_all(void);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * rn_rails.c - this host's rails.
+ */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rn_rails.h"
+
+const char *rn_ip_str(uint32_t ip, char *buf, size_t len)
+{
+	struct in_addr a = { htonl(ip) };
+
+	return inet_ntop(AF_INET, &a, buf, (socklen_t)len) ? buf : "?";
+}
+
+static int prefix_len(uint32_t mask)
+{
+	int n = 0;
+
+	while (mask & 0x80000000u) {
+		n++;
+		mask <<= 1;
+	}
+	return n;
+}
+
+static int if_mtu(const char *name)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), mtu = 1500;
+
+	if (fd < 0)
+		return mtu;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+		mtu = ifr.ifr_mtu;
+	close(fd);
+	return mtu;
+}
+
+/* Every usable IPv4 interface address, in system order. */
+static int all_candidates(rn_rail_info *out, int max)
+{
+	struct ifaddrs *ifa, *i;
+	int n = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return -1;
+	for (i = ifa; i && n < max; i = i->ifa_next) {
+		struct sockaddr_in *a = (struct sockaddr_in *)i->ifa_addr;
+		struct sockaddr_in *m = (struct sockaddr_in *)i->ifa_netmask;
+
+		if (!a || a->sin_family != AF_INET || !m || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_flags & IFF_LOOPBACK))
+			continue;
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "%s", i->ifa_name);
+		out[n].ip = ntohl(a->sin_addr.s_addr);
+		out[n].prefix = (uint8_t)prefix_len(ntohl(m->sin_addr.s_addr));
+		out[n].ifindex = (int)if_nametoindex(i->ifa_name);
+		out[n].mtu = if_mtu(i->ifa_name);
+		if (out[n].prefix == 0)
+			out[n].prefix = 32;
+		n++;
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+static int same_subnet(const rn_rail_info *a, const rn_rail_info *b)
+{
+	uint8_t p = a->prefix < b->prefix ? a->prefix : b->prefix;
+	uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
+
+	return (a->ip & mask) == (b->ip & mask);
+}
+
+int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen)
+{
+	rn_rail_info cand[64];
+	int nc = all_candidates(cand, 64), n = 0;
+	char buf[256], *tok, *save = NULL;
+
+	if (nc < 0) {
+		snprintf(err, errlen, "cannot list network interfaces");
+		return -1;
+	}
+	if (!spec || !*spec) {
+		for (int i = 0; i < nc && n < max; i++) {
+			int dup = 0;
+
+			for (int j = 0; j < n; j++)
+				dup |= same_subnet(&out[j], &cand[i]);
+			if (!dup)
+				out[n++] = cand[i];
+		}
+		if (n == 0)
+			snprintf(err, errlen, "no up, non-loopback IPv4 interface to use as a rail");
+		return n ? n : -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		struct in_addr a;
+		int found = -1;
+
+		if (n == max) {
+			snprintf(err, errlen, "RI2N_RAILS lists more than %d rails", max);
+			return -1;
+		}
+		if (inet_pton(AF_INET, tok, &a) == 1) {
+			for (int i = 0; i < nc && found < 0; i++)
+				if (cand[i].ip == ntohl(a.s_addr))
+					found = i;
+		} else {
+			for (int i = 0; i < nc && found < 0; i++)
+				if (strcmp(cand[i].name, tok) == 0)
+					found = i;
+		}
+		if (found < 0) {
+			snprintf(err, errlen, "RI2N_RAILS: '%s' is not an up interface with an IPv4 "
+					      "address (nor such an address)", tok);
+			return -1;
+		}
+		for (int j = 0; j < n; j++) {
+			if (same_subnet(&out[j], &cand[found])) {
+				snprintf(err, errlen, "RI2N_RAILS: '%s' is in the same subnet as '%s'; "
+						      "each rail needs its own subnet", tok, out[j].name);
+				return -1;
+			}
+		}
+		out[n++] = cand[found];
+	}
+	if (n == 0)
+		snprintf(err, errlen, "RI2N_RAILS is empty");
+	return n ? n : -1;
+}

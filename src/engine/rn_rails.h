@@ -1,0 +1,34 @@
+/*
+ * rn_rails.h - this host's rails: which interfaces carry ri2n traffic.
+ *
+ * RI2N_RAILS lists them (interface names or IPv4 addresses, comma
+ * separated, in rail order); unset, every up, non-loopback interface with an
+ * IPv4 address is a rail, one per subnet, in the order the system lists them.
+ */
+#ifndef RN_RAILS_H
+#define RN_RAILS_H
+
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_core.h"
+
+typedef struct rn_rail_info {
+	char name[IF_NAMESIZE];
+	uint32_t ip;     /* host order */
+	uint8_t prefix;
+	int mtu;
+	int ifindex;
+} rn_rail_info;
+
+/*
+ * Finds the rails from `spec` (RI2N_RAILS, may be NULL).  Returns how many,
+ * or -1 with a sentence in err naming what is wrong.
+ */
+int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen);
+
+/* "198.18.1.1" for an address in host order. */
+const char *rn_ip_str(uint32_t ip, char *buf, size_t len);
+
+#endif

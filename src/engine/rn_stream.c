@@ -1,0 +1,862 @@
+/*
+ * rn_stream.c - connections inside the engine, and the engine's side of
+ * the socket commands.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rn_log.h"
+#include "rn_stream.h"
+
+#define SERVICE_BUDGET 1024 /* datagrams a stream may send per turn */
+#define TAKE_CHUNK (256 << 10)
+#define PAIR_BUF (4 << 20)  /* engine-side socketpair buffer */
+
+typedef struct rn_stream {
+	rn_conn *conn;
+	rn_port *port;
+	rn_sock *sock;
+	uint64_t id;
+	int fd;                  /* B, the engine's end of the socketpair; -1 once closed */
+	struct event *rev, *wev, *tev;
+	uint64_t armed_ns;
+	size_t junk_left;        /* bytes to discard before the user's data */
+	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
+	uint64_t orphan_ns;      /* when the user went away with the stream open */
+	struct rn_stream *dirty_next;
+	char name[64];           /* "198.18.1.2:7000", for logs */
+} rn_stream;
+
+static rn_stream *g_dirty, *g_dirty_tail;
+static struct event *g_kick;
+static uint8_t *g_scratch;   /* one datagram or one chunk of user data */
+
+static void service(rn_stream *st, uint64_t now);
+
+/* ---- small helpers ---- */
+
+static int err_to_errno(int err)
+{
+	switch (err) {
+	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
+	case RN_ERR_REFUSED: return ECONNREFUSED;
+	case RN_ERR_NOROUTE: return ENETUNREACH;
+	case RN_ERR_NOMEM: return ENOMEM;
+	case RN_ERR_ABORTED: return ECONNABORTED;
+	default: return ECONNRESET;
+	}
+}
+
+static void set_pair_buf(int fd)
+{
+	int v = PAIR_BUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+}
+
+static void name_peer(rn_stream *st, rn_addr a)
+{
+	char ip[32];
+
+	snprintf(st->name, sizeof(st->name), "%s:%u", rn_ip_str(a.ip, ip, sizeof(ip)), a.port);
+}
+
+static struct sockaddr_in sin_of(rn_addr a)
+{
+	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(a.port),
+				     .sin_addr.s_addr = htonl(a.ip) };
+}
+
+/* ---- the dirty list: streams to service after a batch ---- */
+
+void rn_engine_dirty(rn_stream *st)
+{
+	if (st->dirty)
+		return;
+	st->dirty = 1;
+	st->dirty_next = NULL;
+	if (g_dirty_tail)
+		g_dirty_tail->dirty_next = st;
+	else
+		g_dirty = st;
+	g_dirty_tail = st;
+	if (g_kick && !event_pending(g_kick, EV_TIMEOUT, NULL))
+		event_active(g_kick, EV_TIMEOUT, 0);
+}
+
+void rn_stream_service_dirty(void)
+{
+	rn_stream *list = g_dirty;
+	uint64_t now = rn_now_ns();
+
+	/* streams marked while servicing wait for the next turn of the loop */
+	g_dirty = g_dirty_tail = NULL;
+	while (list) {
+		rn_stream *st = list;
+
+		list = st->dirty_next;
+		st->dirty = 0;
+		service(st, now);
+	}
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	rn_stream_service_dirty();
+}
+
+static int ensure_globals(void)
+{
+	if (!g_scratch)
+		g_scratch = malloc(TAKE_CHUNK > RN_MAX_DGRAM ? TAKE_CHUNK : RN_MAX_DGRAM);
+	if (!g_kick)
+		g_kick = event_new(rn_engine_base(), -1, 0, on_kick, NULL);
+	return g_scratch && g_kick ? 0 : -ENOMEM;
+}
+
+/* ---- core events ---- */
+
+static void connected(rn_stream *st);
+
+static void on_core_event(void *user, const rn_event *ev)
+{
+	rn_stream *st = user;
+	rn_conn_stats cs;
+
+	if (!st) /* rn_conn_accept reports ESTABLISHED before the stream exists */
+		return;
+	switch (ev->type) {
+	case RN_EV_ESTABLISHED:
+		if (st->sock)
+			connected(st);
+		break;
+	case RN_EV_RAIL_DOWN:
+	case RN_EV_RAIL_UP: {
+		char l[32], r[32];
+
+		rn_conn_get_stats(st->conn, &cs);
+		rn_log(RN_LOG_WARN, "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
+		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
+		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
+		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
+		break;
+	}
+	case RN_EV_FAILED:
+		if (ev->err != RN_ERR_ABORTED)
+			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- stream life ---- */
+
+static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void on_user_readable(evutil_socket_t fd, short what, void *arg);
+static void on_user_writable(evutil_socket_t fd, short what, void *arg);
+
+static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
+{
+	rn_stream *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->conn = c;
+	st->port = p;
+	st->sock = s;
+	st->fd = s->eng_fd;
+	st->id = rn_conn_id(c);
+	st->armed_ns = UINT64_MAX;
+	st->tev = evtimer_new(rn_engine_base(), on_timer, st);
+	st->rev = event_new(rn_engine_base(), st->fd, EV_READ | EV_PERSIST, on_user_readable, st);
+	st->wev = event_new(rn_engine_base(), st->fd, EV_WRITE, on_user_writable, st);
+	if (!st->tev || !st->rev || !st->wev || rn_port_add(p, st, st->id)) {
+		if (st->tev)
+			event_free(st->tev);
+		if (st->rev)
+			event_free(st->rev);
+		if (st->wev)
+			event_free(st->wev);
+		free(st);
+		return NULL;
+	}
+	rn_port_ref(p);
+	name_peer(st, rn_conn_peer(c));
+	return st;
+}
+
+/*
+ * Makes the user's read() fail with ECONNRESET: closing our end while it
+ * still has unread bytes does that (AF_UNIX), so put a byte there through a
+ * duplicate of the user's descriptor, taken only if it still is the same
+ * socket (the user may have closed it and reused the number).
+ */
+static void close_with_reset(rn_stream *st)
+{
+	rn_sock *s = st->sock;
+	struct stat sb;
+	int d = fcntl(s->user_fd, F_DUPFD_CLOEXEC, 0);
+
+	if (d >= 0) {
+		if (fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev) {
+			if (send(d, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+				/* full: then bytes are already waiting, which does the same */
+			}
+		}
+		close(d);
+	}
+}
+
+static void close_user_end(rn_stream *st, int reset)
+{
+	if (st->fd < 0)
+		return;
+	if (reset)
+		close_with_reset(st);
+	event_del(st->rev);
+	event_del(st->wev);
+	rn_fd_close(st->fd);
+	st->fd = -1;
+	st->sock->eng_fd = -1;
+}
+
+static void stream_free(rn_stream *st)
+{
+	rn_sock *s = st->sock;
+	int err = rn_conn_error(st->conn);
+
+	/* the state first: a user woken by the close below must see why */
+	pthread_mutex_lock(&s->mu);
+	if (s->kind != RN_SK_DEAD) {
+		s->kind = RN_SK_DEAD;
+		if (err && err != RN_ERR_ABORTED) {
+			/* SO_ERROR tells why: ECONNREFUSED, ETIMEDOUT, ECONNRESET */
+			s->dead_error = err_to_errno(err);
+			s->so_error = s->dead_error;
+		}
+	}
+	s->stream = NULL;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	/* an unconnected end still holds the junk bytes: closing it resets anyway */
+	close_user_end(st, err != 0 && st->connected);
+	if (s->watch_ev) {
+		event_free(s->watch_ev);
+		s->watch_ev = NULL;
+	}
+	rn_port_remove(st->port, st->id);
+	rn_port_unref(st->port);
+	event_free(st->tev);
+	event_free(st->rev);
+	event_free(st->wev);
+	rn_conn_del(st->conn);
+	st->gone = 1;
+	rn_sock_unref(s); /* the engine's reference */
+	free(st);
+}
+
+/* The client's handshake finished: the user's descriptor opens for writing. */
+static void connected(rn_stream *st)
+{
+	rn_sock *s = st->sock;
+	rn_conn_stats cs;
+
+	/* discard the bytes that held the user's descriptor unwritable */
+	while (st->junk_left > 0) {
+		ssize_t n = recv(st->fd, g_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
+								     TAKE_CHUNK, MSG_DONTWAIT);
+
+		if (n <= 0)
+			break;
+		st->junk_left -= (size_t)n;
+	}
+	st->connected = 1;
+	rn_conn_get_stats(st->conn, &cs);
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_CONNECTED;
+	if (cs.npaths > 0) {
+		for (int k = 0; k < cs.npaths; k++) {
+			if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
+				s->local = sin_of(cs.rail[k].local);
+				break;
+			}
+		}
+	}
+	s->peer = sin_of(rn_conn_peer(st->conn));
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->watch_ev) {
+		event_free(s->watch_ev);
+		s->watch_ev = NULL;
+	}
+	rn_info("connected to %s over %d rail%s", st->name, cs.npaths, cs.npaths == 1 ? "" : "s");
+	rn_engine_dirty(st);
+}
+
+/* ---- moving data ---- */
+
+/* Bytes the core has in order go to the user; then EOF or the error. */
+static void deliver(rn_stream *st, uint64_t now)
+{
+	while (st->fd >= 0 && !st->eof_sent) {
+		const uint8_t *d;
+		ssize_t n = rn_conn_peek(st->conn, &d), w;
+
+		if (n == RN_ERR_AGAIN)
+			return;
+		if (n == 0) {
+			shutdown(st->fd, SHUT_WR); /* the user reads a clean end of stream */
+			st->eof_sent = 1;
+			return;
+		}
+		if (n < 0) { /* the connection died: the user reads an error, never EOF */
+			close_user_end(st, 1);
+			return;
+		}
+		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w > 0) {
+			rn_conn_consume(st->conn, now, (size_t)w);
+			continue;
+		}
+		if (errno == EAGAIN) {
+			event_add(st->wev, NULL);
+			return;
+		}
+		/* EPIPE / ECONNRESET: the user closed and nobody will read this */
+		rn_conn_abort(st->conn, now);
+		close_user_end(st, 0);
+		return;
+	}
+}
+
+static void user_closed(rn_stream *st, uint64_t now)
+{
+	st->user_eof = 1;
+	event_del(st->rev);
+	st->rd_on = 0;
+	if (rn_conn_shutdown(st->conn, now) == 0)
+		st->fin_queued = 1;
+}
+
+/* Bytes the user wrote go into the core's send ring, as far as it has room. */
+static void take(rn_stream *st, uint64_t now)
+{
+	size_t space;
+
+	if (st->fd < 0 || st->user_eof || !st->connected ||
+	    rn_conn_state(st->conn) != RN_ST_ESTABLISHED) {
+		if (st->rd_on) {
+			event_del(st->rev);
+			st->rd_on = 0;
+		}
+		return;
+	}
+	while ((space = rn_conn_write_space(st->conn)) > 0) {
+		ssize_t n = recv(st->fd, g_scratch, space < TAKE_CHUNK ? space : TAKE_CHUNK,
+				 MSG_DONTWAIT);
+
+		if (n > 0) {
+			rn_conn_write(st->conn, now, g_scratch, (size_t)n);
+			continue;
+		}
+		if (n == 0) {
+			user_closed(st, now);
+			return;
+		}
+		if (errno == EAGAIN)
+			break;
+		/* ECONNRESET: the user closed with data unread: reset, as TCP does */
+		rn_conn_abort(st->conn, now);
+		close_user_end(st, 0);
+		return;
+	}
+	/* read more when there is room; stop reading when there is none (back-pressure) */
+	if (space > 0 && !st->rd_on) {
+		event_add(st->rev, NULL);
+		st->rd_on = 1;
+	} else if (space == 0 && st->rd_on) {
+		event_del(st->rev);
+		st->rd_on = 0;
+	}
+}
+
+/* Datagrams the core wants sent go to the port's queues. */
+static int flush(rn_stream *st, uint64_t now)
+{
+	rn_port *p = st->port;
+	int sent = 0;
+
+	while (sent < SERVICE_BUDGET) {
+		rn_tx tx;
+		uint32_t w = rn_port_writable(p);
+		ssize_t n;
+
+		if (!w)
+			break;
+		n = rn_conn_write_pkt(st->conn, now, w, g_scratch, p->dgram, &tx);
+		if (n <= 0)
+			break;
+		rn_port_queue(p, tx.local_rail, st, tx.to, g_scratch, (size_t)n);
+		if (p->s[tx.local_rail].qn >= RN_TXQ)
+			rn_port_flush(p);
+		sent++;
+	}
+	rn_port_flush(p);
+	return sent == SERVICE_BUDGET;
+}
+
+static void arm_timer(rn_stream *st, uint64_t now)
+{
+	uint64_t exp = rn_conn_expiry(st->conn);
+
+	if (exp == st->armed_ns)
+		return;
+	st->armed_ns = exp;
+	if (exp == UINT64_MAX) {
+		evtimer_del(st->tev);
+	} else {
+		uint64_t d = exp > now ? exp - now : 0;
+		struct timeval tv = { (time_t)(d / 1000000000), (suseconds_t)(d % 1000000000 / 1000) };
+
+		evtimer_add(st->tev, &tv);
+	}
+}
+
+static void service(rn_stream *st, uint64_t now)
+{
+	int more;
+
+	deliver(st, now);
+	take(st, now);
+	if (st->user_eof && !st->fin_queued && rn_conn_shutdown(st->conn, now) == 0)
+		st->fin_queued = 1;
+	more = flush(st, now);
+	deliver(st, now);
+	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
+		if (st->fd < 0 || st->eof_sent || rn_conn_error(st->conn)) {
+			flush(st, now); /* a RESET may still be owed */
+			stream_free(st);
+			return;
+		}
+	}
+	/* both ends are done with the socketpair: close ours early */
+	if (st->fd >= 0 && st->eof_sent && st->user_eof)
+		close_user_end(st, 0);
+	if (more)
+		rn_engine_dirty(st);
+	arm_timer(st, now);
+}
+
+void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, size_t len,
+		     uint64_t now)
+{
+	rn_conn_recv(st->conn, now, idx, from, d, len);
+	rn_engine_dirty(st);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	rn_stream *st = arg;
+	uint64_t now = rn_now_ns();
+
+	(void)fd;
+	(void)what;
+	st->armed_ns = UINT64_MAX;
+	rn_conn_on_timer(st->conn, now);
+	service(st, now);
+}
+
+static void on_user_readable(evutil_socket_t fd, short what, void *arg)
+{
+	rn_stream *st = arg;
+
+	(void)fd;
+	(void)what;
+	service(st, rn_now_ns());
+}
+
+static void on_user_writable(evutil_socket_t fd, short what, void *arg)
+{
+	rn_stream *st = arg;
+
+	(void)fd;
+	(void)what;
+	service(st, rn_now_ns());
+}
+
+void rn_stream_send_error(rn_stream *st, int idx, int err)
+{
+	if (!st)
+		return;
+	rn_debug("connection %s: send on rail socket %d failed: %s", st->name, idx, strerror(err));
+	rn_conn_rail_error(st->conn, rn_now_ns(), idx);
+	rn_engine_dirty(st);
+}
+
+static void mark_dirty(rn_stream *st)
+{
+	rn_engine_dirty(st);
+}
+
+void rn_stream_port_writable(rn_port *p)
+{
+	rn_port_each(p, mark_dirty);
+}
+
+static void refused_one(rn_stream *st)
+{
+	rn_conn_refused(st->conn, rn_now_ns());
+	rn_engine_dirty(st);
+}
+
+void rn_stream_refused(rn_port *p, int idx, rn_addr to)
+{
+	(void)idx;
+	(void)to;
+	/* only a connection still sending INIT takes it (rn_conn_refused) */
+	if (!p->lis)
+		rn_port_each(p, refused_one);
+}
+
+/* ---- listening ---- */
+
+static int make_pair(rn_sock *s)
+{
+	int sv[2];
+	struct stat sb;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if (fstat(sv[0], &sb) < 0 || fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	s->user_fd = sv[0];
+	s->eng_fd = sv[1];
+	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
+	rn_fd_own(sv[1]);
+	s->dev = sb.st_dev;
+	s->ino = sb.st_ino;
+	set_pair_buf(sv[1]);
+	return 0;
+}
+
+static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
+{
+	rn_sock *ls = p->lsock, *ns;
+	rn_env env = *rn_engine_env();
+	rn_conn *c;
+	rn_stream *st;
+	int full;
+
+	pthread_mutex_lock(&ls->mu);
+	full = ls->accq_len >= ls->backlog;
+	pthread_mutex_unlock(&ls->mu);
+	if (full) {
+		/* the client resends its COOKIE_ECHO; it may fit later */
+		p->drops_backlog++;
+		return;
+	}
+	ns = rn_sock_new();
+	if (!ns || make_pair(ns)) {
+		if (ns)
+			rn_sock_unref(ns);
+		return;
+	}
+	ns->cfg = ap->cfg;
+	env.on_event = on_core_event;
+	env.user = NULL;
+	if (rn_conn_accept(&c, ap, &env, now)) {
+		rn_fd_close(ns->user_fd);
+		rn_fd_close(ns->eng_fd);
+		rn_sock_unref(ns);
+		return;
+	}
+	st = stream_new(c, p, ns);
+	if (!st) {
+		rn_conn_del(c);
+		rn_fd_close(ns->user_fd);
+		rn_fd_close(ns->eng_fd);
+		rn_sock_unref(ns);
+		return;
+	}
+	rn_conn_set_user(c, st);
+	st->connected = 1;
+	ns->kind = RN_SK_CONNECTED;
+	ns->peer = sin_of(ap->from);
+	ns->local = sin_of((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
+	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
+	pthread_mutex_lock(&ls->mu);
+	if (ls->accq_tail)
+		ls->accq_tail->acc_next = ns;
+	else
+		ls->accq_head = ns;
+	ls->accq_tail = ns;
+	ls->accq_len++;
+	pthread_mutex_unlock(&ls->mu);
+	/* one byte per waiting connection: the listening descriptor polls readable */
+	if (send(ls->eng_fd, "a", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		rn_debug("accept wake-up not written: %s", strerror(errno));
+	rn_info("accepted connection from %s", st->name);
+	rn_engine_dirty(st);
+}
+
+void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
+			    uint64_t now)
+{
+	uint8_t reply[512];
+	size_t rlen;
+	rn_accept_params ap;
+	int rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
+
+	if (rc == RN_LISTEN_REPLY)
+		rn_port_send_now(p, idx, from, reply, rlen);
+	else if (rc == RN_LISTEN_ACCEPT)
+		accept_conn(p, &ap, now);
+}
+
+/* Aborts the connections queued on a listening socket nobody will accept. */
+static void drop_accept_queue(rn_sock *ls)
+{
+	for (;;) {
+		rn_sock *ns;
+
+		pthread_mutex_lock(&ls->mu);
+		ns = ls->accq_head;
+		if (ns) {
+			ls->accq_head = ns->acc_next;
+			if (!ls->accq_head)
+				ls->accq_tail = NULL;
+			ls->accq_len--;
+		}
+		pthread_mutex_unlock(&ls->mu);
+		if (!ns)
+			return;
+		if (ns->stream) {
+			rn_conn_abort(ns->stream->conn, rn_now_ns());
+			rn_engine_dirty(ns->stream);
+		}
+		rn_fd_close(ns->user_fd);
+		rn_sock_unref(ns);
+	}
+}
+
+/* The user closed a socket the engine watches (not connected yet, or listening). */
+static void watched_closed(rn_sock *s)
+{
+	if (s->watch_ev) {
+		event_free(s->watch_ev);
+		s->watch_ev = NULL;
+	}
+	if (s->stream) { /* connecting: give up */
+		rn_conn_abort(s->stream->conn, rn_now_ns());
+		service(s->stream, rn_now_ns());
+		return;
+	}
+	if (s->port) {
+		if (s->port->lsock == s) {
+			free(s->port->lis);
+			s->port->lis = NULL;
+			s->port->lsock = NULL;
+			drop_accept_queue(s);
+			rn_sock_unref(s); /* the listener's reference */
+		}
+		rn_port_unref(s->port);
+		s->port = NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_DEAD;
+	pthread_mutex_unlock(&s->mu);
+	rn_fd_close(s->eng_fd);
+	s->eng_fd = -1;
+	rn_sock_unref(s); /* the engine's reference */
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+	rn_sock *s = arg;
+	char buf[256];
+
+	if (what & EV_READ) { /* listening: discard what the user writes, see EOF */
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0 || (n < 0 && errno == EAGAIN))
+			return;
+	}
+	watched_closed(s);
+}
+
+static int watch(rn_sock *s, short what)
+{
+	if (s->watch_ev)
+		event_free(s->watch_ev);
+	s->watch_ev = event_new(rn_engine_base(), s->eng_fd, what | EV_PERSIST, on_watch, s);
+	if (!s->watch_ev)
+		return -ENOMEM;
+	event_add(s->watch_ev, NULL);
+	return 0;
+}
+
+/* ---- commands ---- */
+
+int rn_stream_cmd_create(rn_sock *s)
+{
+	int rc = ensure_globals();
+
+	if (rc)
+		return rc;
+	rn_sock_ref(s); /* the engine's, dropped when it closes its end */
+	rc = watch(s, EV_CLOSED);
+	if (rc)
+		rn_sock_unref(s);
+	return rc;
+}
+
+static uint32_t rails_for(uint32_t ip, int *err)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails);
+
+	if (ip == INADDR_ANY)
+		return n >= 32 ? UINT32_MAX : (1u << n) - 1;
+	for (int i = 0; i < n; i++)
+		if (rails[i].ip == ip)
+			return 1u << i;
+	*err = -EADDRNOTAVAIL;
+	return 0;
+}
+
+int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
+{
+	int err = 0;
+	uint32_t mask = rails_for(ntohl(a->sin_addr.s_addr), &err);
+	uint16_t number = ntohs(a->sin_port);
+	rn_port *p;
+
+	if (!mask)
+		return err;
+	if (s->bound || s->kind != RN_SK_NEW)
+		return -EINVAL;
+	if (number && rn_port_find_number(number))
+		return -EADDRINUSE;
+	p = rn_port_open(mask, number, 1, &err);
+	if (!p)
+		return err;
+	s->port = p;
+	pthread_mutex_lock(&s->mu);
+	s->bound = 1;
+	s->local = sin_of((rn_addr){ ntohl(a->sin_addr.s_addr), p->number });
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int rn_stream_cmd_listen(rn_sock *s)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	rn_env env = *rn_engine_env();
+	rn_listener *l;
+	int rc;
+
+	if (s->kind == RN_SK_LISTEN)
+		return 0;
+	if (s->kind != RN_SK_NEW)
+		return -EINVAL;
+	if (!s->port && (rc = rn_stream_cmd_bind(s, &any)) != 0)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	if (rn_listener_init(l, &s->cfg, &env, s->port->addrs, s->port->nsock)) {
+		free(l);
+		return -EINVAL;
+	}
+	s->port->lis = l;
+	s->port->lsock = s;
+	rn_sock_ref(s); /* the listener's */
+	/* the user's end is never written to by ri2n: drop what held it back */
+	while (s->junk > 0) {
+		ssize_t n = recv(s->eng_fd, g_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
+				 MSG_DONTWAIT);
+
+		if (n <= 0)
+			break;
+		s->junk -= (size_t)n;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_LISTEN;
+	pthread_mutex_unlock(&s->mu);
+	return watch(s, EV_READ);
+}
+
+int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
+{
+	rn_addr peer = { ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
+	rn_env env = *rn_engine_env();
+	uint64_t now = rn_now_ns();
+	rn_conn *c;
+	rn_stream *st;
+	int rc, err = 0;
+
+	if (s->kind == RN_SK_CONNECTING)
+		return -EALREADY;
+	if (s->kind != RN_SK_NEW)
+		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
+	if (peer.ip == 0 || peer.port == 0)
+		return -EINVAL;
+	if (!s->port) {
+		const rn_rail_info *rails;
+		int n = rn_engine_rails(&rails);
+
+		s->port = rn_port_open(n >= 32 ? UINT32_MAX : (1u << n) - 1, 0, 0, &err);
+		if (!s->port)
+			return err;
+	}
+	env.on_event = on_core_event;
+	env.user = NULL;
+	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
+	if (rc)
+		return rc == RN_ERR_NOROUTE ? -ENETUNREACH : rc == RN_ERR_NOMEM ? -ENOMEM : -EINVAL;
+	st = stream_new(c, s->port, s);
+	if (!st) {
+		rn_conn_del(c);
+		return -ENOMEM;
+	}
+	rn_conn_set_user(c, st);
+	rn_port_unref(s->port); /* the stream holds the port now */
+	st->junk_left = s->junk;
+	s->junk = 0;
+	s->stream = st;
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_CONNECTING;
+	s->peer = *a;
+	pthread_mutex_unlock(&s->mu);
+	rn_engine_dirty(st);
+	return 0;
+}
+
+int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
+{
+	if (!s->stream)
+		return -ENOTCONN;
+	rn_conn_get_stats(s->stream->conn, out);
+	return 0;
+}
+
+void rn_stream_forget_all(void)
+{
+	g_dirty = g_dirty_tail = NULL;
+	g_kick = NULL;
+}
