@@ -595,6 +595,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	}
 	rn_conn_set_user(c, st);
 	st->connected = 1;
+	ns->stream = st;
 	ns->kind = RN_SK_CONNECTED;
 	ns->peer = sin_of(ap->from);
 	ns->local = sin_of((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
