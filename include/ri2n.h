@@ -113,6 +113,7 @@ struct ri2n_rail_stats {
 	const char *last_cause;   /* why it last changed, a short phrase */
 	uint32_t down_events, up_events;
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t tx_data, rx_data; /* DATA packets (the rest: ACKs, probes) */
 	uint64_t retransmits;     /* DATA packets resent on this rail */
 	uint64_t lost;            /* DATA packets sent here and declared lost */
 	uint64_t heartbeats, keepalives;

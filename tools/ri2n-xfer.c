@@ -2,19 +2,27 @@
  * ri2n-xfer - move bytes over ri2n and check every one of them.
  *
  *   ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]
- *   ri2n-xfer send HOST BYTES [--port P] [--seed S] [--file FILE|-]
+ *   ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex] [--file FILE|-]
  *   common: [--interval MS] [--csv FILE] [--quiet]
+ *   ri2n-xfer clock     prints CLOCK_MONOTONIC in seconds (to line up faults)
  *
  * The sender streams a seeded pattern (or a file, or stdin) and the receiver
  * checks every byte of the pattern as it arrives (a file is checked by its
- * SHA-256 at the end).  Each side prints a line every interval (100 ms):
- * elapsed time, throughput over the interval, bytes so far and each rail's
- * state (U up, D down), and a final verdict.  Exit status: 0 all bytes
- * verified, 1 verification failed, 2 usage, 3 connection failed.
+ * SHA-256 at the end).  --duplex makes the server stream the same amount
+ * back on the same connection at the same time, checked by the client.
+ * Each side prints a line every interval (100 ms): elapsed time, throughput
+ * over the interval, bytes so far, each rail's state (U up, D down) and
+ * DATA packets sent per rail in the interval; a line for every rail state
+ * change with the engine's own timestamp and cause; and a final verdict
+ * with a line per rail.  Exit status: 0 all bytes verified, 1 verification
+ * failed, 2 usage, 3 connection failed or died.
  *
  * Lines look like:
- *   xfer t=1.200 mbps=1874.21 bytes=281372672 rails=UD
+ *   xfer t=1.200 mbps=1874.21 bytes=281372672 rails=UD data=8123,0
+ *   xfer event t=1.134 rail=1 down cause="receive count below threshold"
  *   xfer done role=recv bytes=536870912 seconds=2.312 mbps=1857.63 verified=yes
+ *   xfer rail=1 local=198.18.2.1 remote=198.18.2.2 up=1 downs=1 ups=1 ...
+ * The CSV (--csv) has one row per interval: role,t,mono,mbps,bytes,rails,data.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -43,7 +51,8 @@
 enum { MODE_PATTERN = 0, MODE_DATA = 1 };
 
 static struct {
-	int port, quiet, once, interval_ms;
+	int port, quiet, once, interval_ms, duplex;
+	double seconds;
 	const char *bind_addr, *csv_path, *file, *out;
 	uint64_t seed;
 	FILE *csv;
@@ -62,8 +71,10 @@ static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]\n"
-		"       ri2n-xfer send HOST BYTES [--port P] [--seed S] [--file FILE|-]\n"
+		"       ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex]\n"
+		"                 [--file FILE|-]\n"
 		"       common: [--interval MS] [--csv FILE] [--quiet]\n"
+		"       ri2n-xfer clock\n"
 		"BYTES takes K, M, G suffixes (powers of 1024).\n");
 	exit(2);
 }
@@ -95,44 +106,87 @@ static void pattern(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
 typedef struct progress {
 	const char *role;
 	int fd;
+	int events;     /* this one reports rail changes (one per connection) */
 	double t0, last_t;
 	uint64_t last_bytes;
+	int nrails;
+	int up[RI2N_MAX_RAILS];
+	uint64_t last_data[RI2N_MAX_RAILS], last_change[RI2N_MAX_RAILS];
 } progress;
 
-static void rails_str(int fd, char *out, size_t len)
+/* Rail states and DATA packets sent per rail since the last call; events on change. */
+static void rails_str(progress *p, char *rails, size_t rlen, char *data, size_t dlen)
 {
 	struct ri2n_stats st;
-	size_t k = 0;
+	size_t k = 0, d = 0;
 
-	if (ri2n_stats(fd, &st) < 0) {
-		snprintf(out, len, "-");
+	rails[0] = data[0] = 0;
+	if (ri2n_stats(p->fd, &st) < 0) {
+		snprintf(rails, rlen, "-");
 		return;
 	}
-	for (int i = 0; i < st.nrails && k + 1 < len; i++)
-		out[k++] = st.rail[i].up ? 'U' : 'D';
-	out[k] = 0;
+	for (int i = 0; i < st.nrails && k + 1 < rlen; i++) {
+		const struct ri2n_rail_stats *r = &st.rail[i];
+
+		rails[k++] = r->up ? 'U' : 'D';
+		d += (size_t)snprintf(data + d, dlen - d, "%s%" PRIu64, i ? "," : "",
+				      r->tx_data - (i < p->nrails ? p->last_data[i] : 0));
+		if (p->events && r->last_change_ns &&
+		    (i >= p->nrails || r->last_change_ns != p->last_change[i] || r->up != p->up[i]))
+			fprintf(stderr, "xfer event t=%.4f rail=%d %s cause=\"%s\"\n",
+				(double)r->last_change_ns / 1e9 - p->t0, i, r->up ? "up" : "down",
+				r->last_cause);
+		p->last_data[i] = r->tx_data;
+		p->last_change[i] = r->last_change_ns;
+		p->up[i] = r->up;
+	}
+	rails[k] = 0;
+	p->nrails = st.nrails;
 }
 
 static void tick(progress *p, uint64_t bytes, int force)
 {
 	double t = now_s();
-	char rails[RI2N_MAX_RAILS + 2];
+	char rails[RI2N_MAX_RAILS + 2], data[RI2N_MAX_RAILS * 24];
 	double mbps;
 
 	if (!force && (t - p->last_t) * 1000 < opt.interval_ms)
 		return;
 	mbps = t > p->last_t ? (double)(bytes - p->last_bytes) * 8 / (t - p->last_t) / 1e6 : 0;
-	rails_str(p->fd, rails, sizeof(rails));
 	pthread_mutex_lock(&opt.out_mu);
+	rails_str(p, rails, sizeof(rails), data, sizeof(data));
 	if (!opt.quiet)
-		fprintf(stderr, "xfer t=%.3f mbps=%.2f bytes=%" PRIu64 " rails=%s\n", t - p->t0,
-			mbps, bytes, rails);
+		fprintf(stderr, "xfer t=%.3f mbps=%.2f bytes=%" PRIu64 " rails=%s data=%s\n",
+			t - p->t0, mbps, bytes, rails, data);
 	if (opt.csv)
-		fprintf(opt.csv, "%s,%.3f,%.2f,%" PRIu64 ",%s\n", p->role, t - p->t0, mbps, bytes,
-			rails);
+		fprintf(opt.csv, "%s,%.3f,%.6f,%.2f,%" PRIu64 ",%s,%s\n", p->role, t - p->t0, t,
+			mbps, bytes, rails, data);
 	pthread_mutex_unlock(&opt.out_mu);
 	p->last_t = t;
 	p->last_bytes = bytes;
+}
+
+/* One line per rail with its counters, after the verdict. */
+static void rail_summary(int fd)
+{
+	struct ri2n_stats st;
+
+	if (ri2n_stats(fd, &st) < 0)
+		return;
+	pthread_mutex_lock(&opt.out_mu);
+	for (int i = 0; i < st.nrails; i++) {
+		const struct ri2n_rail_stats *r = &st.rail[i];
+		char l[32], m[32];
+
+		inet_ntop(AF_INET, &r->local.sin_addr, l, sizeof(l));
+		inet_ntop(AF_INET, &r->remote.sin_addr, m, sizeof(m));
+		printf("xfer rail=%d local=%s remote=%s up=%d downs=%u ups=%u tx_data=%" PRIu64
+		       " rx_data=%" PRIu64 " retransmits=%" PRIu64 " lost=%" PRIu64
+		       " heartbeats=%" PRIu64 "\n", i, l, m, r->up, r->down_events, r->up_events,
+		       r->tx_data, r->rx_data, r->retransmits, r->lost, r->heartbeats);
+	}
+	fflush(stdout);
+	pthread_mutex_unlock(&opt.out_mu);
 }
 
 static void done_line(const char *role, uint64_t bytes, double secs, int ok, const char *why)
@@ -199,88 +253,174 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+/* ---- moving bytes ---- */
+
+#define BACK_SEED UINT64_C(0x5a5a5a5a5a5a5a5a) /* the duplex return stream's seed */
+
+typedef struct flow {
+	int fd, in, out;       /* in: file to send (-1: pattern); out: copy of what arrives */
+	uint64_t seed, total;  /* total: UNKNOWN_LEN until EOF or seconds */
+	int mode;
+	double seconds;
+	uint64_t bytes, bad;
+	uint8_t sha[32];
+	const char *why;
+	progress pg;
+} flow;
+
+/* Sends total bytes (or for `seconds`, or a whole file) on f->fd. */
+static void flow_send(flow *f)
+{
+	uint8_t *buf = malloc(BLOCK);
+	crypto_hash_sha256_state hs;
+	double stop = f->seconds > 0 ? now_s() + f->seconds : 0;
+
+	crypto_hash_sha256_init(&hs);
+	while (buf && !f->why && f->bytes < f->total && !(stop && now_s() >= stop)) {
+		size_t n = f->total - f->bytes < BLOCK ? (size_t)(f->total - f->bytes) : BLOCK;
+
+		if (f->in >= 0) {
+			ssize_t r = read(f->in, buf, BLOCK);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				if (r < 0)
+					f->why = strerror(errno);
+				break;
+			}
+			n = (size_t)r;
+			crypto_hash_sha256_update(&hs, buf, n);
+		} else {
+			pattern(buf, f->seed, f->bytes, n);
+		}
+		if (write_all(f->fd, buf, n) < 0) {
+			f->why = strerror(errno);
+			break;
+		}
+		f->bytes += n;
+		tick(&f->pg, f->bytes, 0);
+	}
+	crypto_hash_sha256_final(&hs, f->sha);
+	free(buf);
+}
+
+/* Reads until EOF (or total bytes), checking the pattern or hashing. */
+static void flow_recv(flow *f)
+{
+	uint8_t *buf = malloc(BLOCK), *want = malloc(BLOCK);
+	crypto_hash_sha256_state hs;
+
+	crypto_hash_sha256_init(&hs);
+	while (buf && want && f->bytes < f->total) {
+		size_t room = f->total - f->bytes < BLOCK ? (size_t)(f->total - f->bytes) : BLOCK;
+		ssize_t n = read(f->fd, buf, room);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			f->why = strerror(errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		if (f->mode == MODE_PATTERN) {
+			pattern(want, f->seed, f->bytes, (size_t)n);
+			if (memcmp(want, buf, (size_t)n) != 0)
+				for (ssize_t i = 0; i < n; i++)
+					f->bad += want[i] != buf[i];
+		} else { /* a file or stdin: checked by its SHA-256 */
+			crypto_hash_sha256_update(&hs, buf, (unsigned long long)n);
+		}
+		if (f->out >= 0 && write_all(f->out, buf, (size_t)n) < 0) {
+			f->why = "writing the output failed";
+			break;
+		}
+		f->bytes += (uint64_t)n;
+		tick(&f->pg, f->bytes, 0);
+	}
+	crypto_hash_sha256_final(&hs, f->sha);
+	free(buf);
+	free(want);
+}
+
+static void *flow_send_thread(void *arg)
+{
+	flow_send(arg);
+	return NULL;
+}
+
+static void *flow_recv_thread(void *arg)
+{
+	flow_recv(arg);
+	return NULL;
+}
+
 /* ---- receiving ---- */
+
+static int receive(int fd)
+{
+	uint8_t hdr[HDR_LEN], verdict[VERDICT_LEN] = { 0 };
+	flow in = { .fd = fd, .in = -1, .out = -1, .total = UNKNOWN_LEN };
+	flow back = { .fd = fd, .in = -1, .out = -1 };
+	pthread_t bt;
+	uint64_t announced;
+	int duplex;
+	const char *why;
+	double t1;
+
+	if (read_full(fd, hdr, HDR_LEN) != HDR_LEN || memcmp(hdr, MAGIC, 8) != 0) {
+		fprintf(stderr, "ri2n-xfer: not a ri2n-xfer sender (bad or missing header)\n");
+		return 1;
+	}
+	in.seed = get64(hdr + 8);
+	announced = get64(hdr + 16);
+	in.mode = hdr[24];
+	duplex = hdr[25];
+	if (opt.out)
+		in.out = strcmp(opt.out, "-") == 0 ? 1 :
+			open(opt.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	in.pg = (progress){ .role = "recv", .fd = fd, .events = 1 };
+	in.pg.t0 = in.pg.last_t = now_s();
+	if (duplex) {
+		back.seed = in.seed ^ BACK_SEED;
+		back.total = announced;
+		back.pg = (progress){ .role = "send-back", .fd = fd, .t0 = in.pg.t0,
+				      .last_t = in.pg.t0 };
+		pthread_create(&bt, NULL, flow_send_thread, &back);
+	}
+	flow_recv(&in);
+	t1 = now_s();
+	tick(&in.pg, in.bytes, 1);
+	if (duplex)
+		pthread_join(bt, NULL);
+	why = in.why;
+	if (!why && announced != UNKNOWN_LEN && in.bytes != announced)
+		why = "stream ended early";
+	if (!why && in.bad)
+		why = "corrupted bytes";
+	if (!why && back.why)
+		why = back.why;
+	/* after our own stream (duplex): what arrived, for the sender to judge */
+	put64(verdict, in.bytes);
+	put64(verdict + 8, in.bad);
+	memcpy(verdict + 16, in.sha, 32);
+	if (write_all(fd, verdict, VERDICT_LEN) < 0 && !why)
+		why = "could not send the verdict";
+	shutdown(fd, SHUT_WR);
+	done_line("recv", in.bytes, t1 - in.pg.t0, !why, why);
+	rail_summary(fd);
+	if (in.bad)
+		fprintf(stderr, "ri2n-xfer: %" PRIu64 " corrupted bytes\n", in.bad);
+	if (in.out > 1)
+		close(in.out);
+	return why ? 1 : 0;
+}
 
 typedef struct rx_job {
 	int fd;
 	struct sockaddr_in peer;
 } rx_job;
-
-static int receive(int fd)
-{
-	uint8_t hdr[HDR_LEN], verdict[VERDICT_LEN] = { 0 }, sha[32];
-	uint8_t *buf = malloc(BLOCK), *want = malloc(BLOCK);
-	crypto_hash_sha256_state hs;
-	uint64_t seed, total, got = 0, bad = 0;
-	progress pg = { .role = "recv", .fd = fd };
-	int mode, out = -1, ok;
-	const char *why = NULL;
-	double t1;
-
-	if (!buf || !want || read_full(fd, hdr, HDR_LEN) != HDR_LEN ||
-	    memcmp(hdr, MAGIC, 8) != 0) {
-		fprintf(stderr, "ri2n-xfer: not a ri2n-xfer sender (bad or missing header)\n");
-		free(buf);
-		free(want);
-		return 1;
-	}
-	seed = get64(hdr + 8);
-	total = get64(hdr + 16);
-	mode = hdr[24];
-	if (opt.out)
-		out = strcmp(opt.out, "-") == 0 ? 1 :
-						  open(opt.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	crypto_hash_sha256_init(&hs);
-	pg.t0 = pg.last_t = now_s();
-	for (;;) {
-		ssize_t n = read(fd, buf, BLOCK);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			why = strerror(errno);
-			break;
-		}
-		if (n == 0)
-			break;
-		if (mode == MODE_PATTERN) {
-			pattern(want, seed, got, (size_t)n);
-			if (memcmp(want, buf, (size_t)n) != 0)
-				for (ssize_t i = 0; i < n; i++)
-					bad += want[i] != buf[i];
-		}
-		else /* a file or stdin: checked by its SHA-256 */
-			crypto_hash_sha256_update(&hs, buf, (unsigned long long)n);
-		if (out >= 0 && write_all(out, buf, (size_t)n) < 0) {
-			why = "writing the output failed";
-			break;
-		}
-		got += (uint64_t)n;
-		tick(&pg, got, 0);
-	}
-	t1 = now_s();
-	tick(&pg, got, 1);
-	crypto_hash_sha256_final(&hs, sha);
-	if (!why && total != UNKNOWN_LEN && got != total)
-		why = "stream ended early";
-	if (!why && bad)
-		why = "corrupted bytes";
-	ok = !why;
-	/* tell the sender what arrived */
-	put64(verdict, got);
-	put64(verdict + 8, bad);
-	memcpy(verdict + 16, sha, 32);
-	if (write_all(fd, verdict, VERDICT_LEN) < 0 && ok)
-		why = "could not send the verdict";
-	done_line("recv", got, t1 - pg.t0, ok, why ? why : (bad ? "corrupted" : NULL));
-	if (bad)
-		fprintf(stderr, "ri2n-xfer: %" PRIu64 " corrupted bytes\n", bad);
-	if (out > 1)
-		close(out);
-	free(buf);
-	free(want);
-	return ok ? 0 : 1;
-}
 
 static void *rx_thread(void *arg)
 {
@@ -295,12 +435,13 @@ static void *rx_thread(void *arg)
 static int serve(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port) };
-	int lfd = ri2n_socket(), rc = 0;
+	int lfd, rc = 0;
 
 	if (opt.bind_addr && inet_pton(AF_INET, opt.bind_addr, &a.sin_addr) != 1) {
 		fprintf(stderr, "ri2n-xfer: --bind %s is not an IPv4 address\n", opt.bind_addr);
 		return 2;
 	}
+	lfd = ri2n_socket();
 	if (lfd < 0 || ri2n_bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    ri2n_listen(lfd, 64) < 0) {
 		fprintf(stderr, "ri2n-xfer: cannot listen on port %d: %s\n", opt.port, strerror(errno));
@@ -315,12 +456,12 @@ static int serve(void)
 
 		j->fd = ri2n_accept(lfd, (struct sockaddr *)&j->peer, &len);
 		if (j->fd < 0) {
-			if (errno == EINTR) {
-				free(j);
-				continue;
-			}
-			fprintf(stderr, "ri2n-xfer: accept: %s\n", strerror(errno));
+			int e = errno;
+
 			free(j);
+			if (e == EINTR)
+				continue;
+			fprintf(stderr, "ri2n-xfer: accept: %s\n", strerror(e));
 			return 3;
 		}
 		if (opt.once) {
@@ -371,16 +512,33 @@ static uint64_t parse_size(const char *s)
 	return (uint64_t)(v * (double)mul);
 }
 
+/* The receiver's verdict on what arrived; NULL if all is well. */
+static const char *check_verdict(int fd, const flow *out)
+{
+	uint8_t v[VERDICT_LEN];
+	ssize_t r = read_full(fd, v, VERDICT_LEN);
+
+	if (r != VERDICT_LEN)
+		return r < 0 ? strerror(errno) : "connection ended before the receiver's verdict";
+	if (get64(v) != out->bytes)
+		return "receiver got a different byte count";
+	if (get64(v + 8) != 0)
+		return "receiver found corrupted bytes";
+	if (out->mode == MODE_DATA && memcmp(v + 16, out->sha, 32) != 0)
+		return "SHA-256 differs";
+	return NULL;
+}
+
 static int send_stream(const char *host, uint64_t total)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port) };
-	uint8_t hdr[HDR_LEN] = { 0 }, verdict[VERDICT_LEN], sha[32];
-	uint8_t *buf = malloc(BLOCK);
-	crypto_hash_sha256_state hs;
-	progress pg = { .role = "send" };
-	uint64_t sent = 0;
-	int fd, in = -1, mode = opt.file ? MODE_DATA : MODE_PATTERN, ok;
+	uint8_t hdr[HDR_LEN] = { 0 };
+	flow out = { .in = -1, .out = -1, .seed = opt.seed, .total = total,
+		     .seconds = opt.seconds };
+	flow back = { .in = -1, .out = -1 };
+	pthread_t bt;
 	const char *why = NULL;
+	int fd, corrupt;
 	double t1;
 
 	if (resolve(host, &a) < 0) {
@@ -388,78 +546,68 @@ static int send_stream(const char *host, uint64_t total)
 		return 2;
 	}
 	if (opt.file) {
-		in = strcmp(opt.file, "-") == 0 ? 0 : open(opt.file, O_RDONLY | O_CLOEXEC);
-		if (in < 0) {
+		out.in = strcmp(opt.file, "-") == 0 ? 0 : open(opt.file, O_RDONLY | O_CLOEXEC);
+		if (out.in < 0) {
 			fprintf(stderr, "ri2n-xfer: %s: %s\n", opt.file, strerror(errno));
 			return 2;
 		}
-		total = UNKNOWN_LEN;
+		out.mode = MODE_DATA;
+		out.total = UNKNOWN_LEN;
 	}
+	if (opt.seconds > 0)
+		out.total = UNKNOWN_LEN;
 	fd = ri2n_socket();
 	if (fd < 0 || ri2n_connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		fprintf(stderr, "ri2n-xfer: cannot connect to %s:%d: %s\n", host, opt.port,
 			strerror(errno));
 		return 3;
 	}
-	pg.fd = fd;
+	out.fd = fd;
+	out.pg = (progress){ .role = "send", .fd = fd, .events = 1 };
 	memcpy(hdr, MAGIC, 8);
 	put64(hdr + 8, opt.seed);
-	put64(hdr + 16, total);
-	hdr[24] = (uint8_t)mode;
-	crypto_hash_sha256_init(&hs);
-	pg.t0 = pg.last_t = now_s();
+	put64(hdr + 16, out.total);
+	hdr[24] = (uint8_t)out.mode;
+	hdr[25] = (uint8_t)opt.duplex;
+	out.pg.t0 = out.pg.last_t = now_s();
 	if (write_all(fd, hdr, HDR_LEN) < 0)
-		why = strerror(errno);
-	while (!why && sent < total) {
-		size_t n = total - sent < BLOCK ? (size_t)(total - sent) : BLOCK;
-
-		if (in >= 0) {
-			ssize_t r = read(in, buf, BLOCK);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				if (r < 0)
-					why = strerror(errno);
-				break;
-			}
-			n = (size_t)r;
-		} else {
-			pattern(buf, opt.seed, sent, n);
-		}
-		if (mode == MODE_DATA)
-			crypto_hash_sha256_update(&hs, buf, n);
-		if (write_all(fd, buf, n) < 0) {
-			why = strerror(errno);
-			break;
-		}
-		sent += n;
-		tick(&pg, sent, 0);
+		out.why = strerror(errno);
+	if (opt.duplex) {
+		back = (flow){ .fd = fd, .in = -1, .out = -1, .seed = opt.seed ^ BACK_SEED,
+			       .total = total };
+		back.pg = (progress){ .role = "recv-back", .fd = fd, .t0 = out.pg.t0,
+				      .last_t = out.pg.t0 };
+		pthread_create(&bt, NULL, flow_recv_thread, &back);
 	}
+	flow_send(&out);
 	shutdown(fd, SHUT_WR);
-	crypto_hash_sha256_final(&hs, sha);
-	/* the receiver's verdict says what really arrived */
-	if (!why) {
-		ssize_t r = read_full(fd, verdict, VERDICT_LEN);
-
-		if (r != VERDICT_LEN)
-			why = r < 0 ? strerror(errno) : "connection ended before the receiver's verdict";
-		else if (get64(verdict) != sent)
-			why = "receiver got a different byte count";
-		else if (get64(verdict + 8) != 0)
-			why = "receiver found corrupted bytes";
-		else if (memcmp(verdict + 16, sha, 32) != 0)
-			why = "SHA-256 differs";
+	if (opt.duplex) {
+		pthread_join(bt, NULL);
+		if (back.why)
+			why = back.why;
+		else if (back.bad)
+			why = "corrupted bytes in the return stream";
+		else if (back.bytes != total)
+			why = "return stream ended early";
 	}
+	if (!why)
+		why = out.why;
+	if (!why)
+		why = check_verdict(fd, &out);
 	t1 = now_s();
-	tick(&pg, sent, 1);
-	ok = !why;
-	done_line("send", sent, t1 - pg.t0, ok, why);
+	tick(&out.pg, out.bytes, 1);
+	done_line("send", out.bytes, t1 - out.pg.t0, !why, why);
+	if (opt.duplex)
+		done_line("recv-back", back.bytes, t1 - out.pg.t0,
+			  !back.why && !back.bad && back.bytes == total, NULL);
+	rail_summary(fd);
 	ri2n_close(fd);
-	free(buf);
-	if (in > 0)
-		close(in);
-	return ok ? 0 : (why && strstr(why, "receiver") ? 1 : 3);
+	if (out.in > 0)
+		close(out.in);
+	if (!why)
+		return 0;
+	corrupt = strstr(why, "receiver") || strstr(why, "corrupt") || strstr(why, "SHA");
+	return corrupt ? 1 : 3;
 }
 
 int main(int argc, char **argv)
@@ -492,6 +640,10 @@ int main(int argc, char **argv)
 			opt.csv_path = NEXT;
 		else if (!strcmp(a, "--quiet"))
 			opt.quiet = 1;
+		else if (!strcmp(a, "--duplex"))
+			opt.duplex = 1;
+		else if (!strcmp(a, "--seconds"))
+			opt.seconds = atof(NEXT);
 		else if (a[0] == '-' && a[1])
 			die_usage();
 		else if (!host)
@@ -514,12 +666,20 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		setvbuf(opt.csv, NULL, _IOLBF, 0);
-		fprintf(opt.csv, "role,t,mbps,bytes,rails\n");
+		fprintf(opt.csv, "role,t,mono,mbps,bytes,rails,data\n");
+	}
+	if (!strcmp(cmd, "clock")) {
+		printf("%.6f\n", now_s());
+		return 0;
+	}
+	if (opt.duplex && (!bytes || opt.file || opt.seconds > 0)) {
+		fprintf(stderr, "ri2n-xfer: --duplex needs BYTES (not --file or --seconds)\n");
+		return 2;
 	}
 	if (!strcmp(cmd, "serve") && !host)
 		rc = serve();
-	else if (!strcmp(cmd, "send") && host && (bytes || opt.file))
-		rc = send_stream(host, bytes ? parse_size(bytes) : 0);
+	else if (!strcmp(cmd, "send") && host && (bytes || opt.file || opt.seconds > 0))
+		rc = send_stream(host, bytes ? parse_size(bytes) : UNKNOWN_LEN);
 	else
 		die_usage();
 	if (opt.csv)

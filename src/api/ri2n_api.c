@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ri2n.h"
@@ -134,6 +136,55 @@ static size_t fill_junk(int fd)
 	return total;
 }
 
+/*
+ * At exit, the engine thread dies with the process, and with it any bytes
+ * still in its rings: what TCP's kernel would go on sending.  So exit waits
+ * (up to RI2N_EXIT_LINGER_MS, 30 s) until every connection has sent its
+ * bytes and its FIN and had them acknowledged.  Descriptors still open are
+ * shut down for writing first: exit would close them anyway.  _exit() and
+ * signals skip this, as they skip every atexit handler.
+ */
+static void drain_at_exit(void);
+
+static void register_drain(void)
+{
+	atexit(drain_at_exit);
+}
+
+static void drain_at_exit(void)
+{
+	const char *env = getenv("RI2N_EXIT_LINGER_MS");
+	long linger_ms = env && *env ? strtol(env, NULL, 10) : 30000;
+	struct timespec t0, t;
+	int pending = 0;
+
+	if (!rn_engine_running())
+		return;
+	pthread_mutex_lock(&g_tab.mu);
+	for (int fd = 0; fd < g_tab.cap; fd++) {
+		struct stat sb;
+		rn_sock *s = g_tab.tab[fd];
+
+		if (s && fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
+		    s->kind == RN_SK_CONNECTED)
+			shutdown(fd, SHUT_WR);
+	}
+	pthread_mutex_unlock(&g_tab.mu);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pending = rn_engine_call(RN_CMD_PENDING, NULL, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (pending <= 0 ||
+		    (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= linger_ms)
+			break;
+		usleep(2000);
+	}
+	if (pending > 0)
+		fprintf(stderr, "ri2n[%d]: exiting with %d connection%s still sending after %ld ms: "
+				"the peer may not get everything\n", (int)getpid(), pending,
+			pending == 1 ? "" : "s", linger_ms);
+}
+
 int ri2n_socket(void)
 {
 	int sv[2], rc;
@@ -143,6 +194,11 @@ int ri2n_socket(void)
 	rc = rn_engine_start();
 	if (rc)
 		return fail(-rc);
+	{
+		static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+		pthread_once(&once, register_drain);
+	}
 	s = rn_sock_new();
 	if (!s)
 		return fail(ENOMEM);
@@ -490,6 +546,8 @@ static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
 	o->tx_bytes = r->tx_bytes;
 	o->rx_packets = r->rx_packets;
 	o->rx_bytes = r->rx_bytes;
+	o->tx_data = r->tx_data;
+	o->rx_data = r->rx_data;
 	o->retransmits = r->retransmits;
 	o->lost = r->lost;
 	o->heartbeats = r->heartbeats;

@@ -19,27 +19,58 @@ static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.po
 
 /* ---- receive counting: the failure detector (paper 3.3.3) ---- */
 
-/* 2 ms: a rail judged by count must also have been silent this long. */
-#define RN_FAIL_SILENCE_NS UINT64_C(2000000)
+/*
+ * A rail judged by count must also have been silent for twice the longest
+ * gap it showed while healthy over the last second or two, within these
+ * bounds: on a loaded host, timers and queues can hold a healthy rail for a
+ * few ms, and a black hole must still be found within 10 ms.
+ */
+#define RN_FAIL_SILENCE_MIN_NS UINT64_C(2000000)
+#define RN_FAIL_SILENCE_MAX_NS UINT64_C(8000000)
+#define RN_GAP_PERIOD_NS UINT64_C(1000000000)
+
+static uint64_t silence_needed(const rn_rail *r)
+{
+	uint64_t g = 2 * (r->gap_cur_ns > r->gap_prev_ns ? r->gap_cur_ns : r->gap_prev_ns);
+
+	return g < RN_FAIL_SILENCE_MIN_NS ? RN_FAIL_SILENCE_MIN_NS :
+	       g > RN_FAIL_SILENCE_MAX_NS ? RN_FAIL_SILENCE_MAX_NS : g;
+}
+
+/* Records the gap before this packet on a working rail. */
+static void note_gap(rn_rail *r, uint64_t now_ns)
+{
+	if (now_ns - r->gap_since_ns >= RN_GAP_PERIOD_NS) {
+		r->gap_prev_ns = r->gap_cur_ns;
+		r->gap_cur_ns = 0;
+		r->gap_since_ns = now_ns;
+	}
+	if (r->rx_up && now_ns - r->last_rx_ns > r->gap_cur_ns)
+		r->gap_cur_ns = now_ns - r->last_rx_ns;
+}
 
 /*
  * Every fail_window packets received, a working rail that brought fewer than
- * fail_min of them has failed.  The sender stripes round robin, so a healthy
- * rail brings its share; a silent black hole brings none.  Two guards keep
- * a healthy rail from being judged by a skewed sample: it must also have
- * been silent for RN_FAIL_SILENCE_NS (a receiver reading its sockets in
- * batches, or a sender holding a congested rail to a small window, skews a
- * window of 100 but not 2 ms), and a rail that just came back is left alone
- * until the sender has had a round trip to use it.
+ * fail_min of them has failed.  The sender stripes round robin (and sends a
+ * keepalive on any rail it passes over for a while), so a healthy rail
+ * brings its share; a silent black hole brings none.  Guards keep a healthy
+ * rail from being judged by a skewed sample: it must fall short in two
+ * windows in a row and have been silent for longer than it ever is when
+ * healthy (silence_needed: a receiver descheduled for a few ms on a busy
+ * host, or a shaper's timer running late, skews one window of 100 but not
+ * two and that long), and a rail that just came back is left alone until the
+ * sender has had a round trip to use it.
  */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
+		int short_now = r->win_rx < c->cfg.fail_min;
 
-		if (r->rx_up && now_ns >= r->grace_until_ns && r->win_rx < c->cfg.fail_min &&
-		    now_ns - r->last_rx_ns >= RN_FAIL_SILENCE_NS)
+		if (r->rx_up && now_ns >= r->grace_until_ns && short_now && r->win_short &&
+		    now_ns - r->last_rx_ns >= silence_needed(r))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
+		r->win_short = (uint8_t)short_now;
 		r->win_rx = 0;
 	}
 	c->win_total = 0;
@@ -51,6 +82,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
+	note_gap(r, now_ns);
 	r->last_rx_ns = now_ns;
 	c->last_rx_any_ns = now_ns;
 	c->st.rx_packets++;

@@ -1,7 +1,7 @@
 /*
  * rn_conn_send.c - datagrams out.  Each call writes the most urgent datagram:
- * handshake, RESET, COOKIE_ACK, LINK_STATE, LINK_ACK, heartbeats, DATA
- * (retransmissions first), a standalone ACK, keepalives.  Any datagram
+ * handshake, RESET, COOKIE_ACK, LINK_STATE, LINK_ACK, heartbeats,
+ * keepalives, DATA (retransmissions first), a standalone ACK.  Any datagram
  * carries the ACK block when one is owed and it fits.
  */
 #include <string.h>
@@ -9,15 +9,28 @@
 #include "rn_conn.h"
 #include "rn_seq.h"
 
+/*
+ * Counts a datagram sent on rail k.  A working rail that went a quarter of
+ * the peer's evaluation window without a packet (its window is small, or
+ * the rail choice passed it over) gets a keepalive, so the peer's receive
+ * count always sees every live rail: only a rail that swallows packets
+ * falls below fail_min.
+ */
 static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 {
 	rn_rail *r = &c->rail[k];
+	uint32_t quarter = c->cfg.fail_window / 4 ? c->cfg.fail_window / 4 : 1;
 
 	r->st.tx_packets++;
 	r->st.tx_bytes += len;
 	r->last_tx_ns = now_ns;
 	c->st.tx_packets++;
+	r->tx_mark = c->st.tx_packets;
 	c->ka_pending &= ~(1u << k);
+	for (int i = 0; i < c->npaths; i++)
+		if (i != k && rn_rail_tx_up(&c->rail[i]) &&
+		    c->st.tx_packets - c->rail[i].tx_mark >= quarter)
+			c->ka_pending |= 1u << i;
 }
 
 static int writable_rail(const rn_conn *c, int k, uint32_t writable)
@@ -283,13 +296,6 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			return write_ctl(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, buf, cap, tx);
 		}
 	}
-	if (c->state == RN_ST_ESTABLISHED) {
-		n = write_data(c, now_ns, writable, buf, cap, tx);
-		if (n != 0)
-			return n;
-	}
-	if (c->ack_pending && c->ack_now && (k = pick(c, ctl)) >= 0)
-		return write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
 	for (k = 0; k < c->npaths; k++) {
 		if (((c->ka_pending >> k) & 1) && writable_rail(c, k, writable)) {
 			c->ka_pending &= ~(1u << k);
@@ -297,6 +303,13 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			return write_ctl(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, buf, cap, tx);
 		}
 	}
+	if (c->state == RN_ST_ESTABLISHED) {
+		n = write_data(c, now_ns, writable, buf, cap, tx);
+		if (n != 0)
+			return n;
+	}
+	if (c->ack_pending && c->ack_now && (k = pick(c, ctl)) >= 0)
+		return write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
 	return 0;
 }
 

@@ -36,6 +36,9 @@ typedef struct rn_rail {
 	/* receive view */
 	uint8_t rx_up;
 	uint32_t win_rx;         /* packets this evaluation window */
+	uint8_t win_short;       /* the last window already brought too few */
+	/* the longest gap between packets on this working rail, this and last second */
+	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
 	uint64_t last_rx_ns;
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
 
@@ -43,6 +46,7 @@ typedef struct rn_rail {
 	uint8_t peer_up;    /* the peer receives on it (LINK_STATE) */
 	uint8_t local_err;  /* the driver saw a hard send error */
 	uint64_t last_tx_ns;
+	uint64_t tx_mark;   /* the connection's packet count at the last send here */
 
 	/* congestion control and RTT */
 	uint32_t cwnd, inflight;

@@ -184,6 +184,8 @@ static int run_cmd(rn_cmd *c)
 		return rn_stream_cmd_connect(c->s, c->arg);
 	case RN_CMD_STATS:
 		return rn_stream_cmd_stats(c->s, c->arg);
+	case RN_CMD_PENDING:
+		return rn_stream_cmd_pending();
 	default:
 		return -EINVAL;
 	}
@@ -329,6 +331,16 @@ static void atfork_child(void)
 	rn_port_forget_all();
 	rn_stream_forget_all();
 	pthread_mutex_unlock(&g.mu);
+}
+
+int rn_engine_running(void)
+{
+	int on;
+
+	pthread_mutex_lock(&g.mu);
+	on = g.started && g.pid == getpid();
+	pthread_mutex_unlock(&g.mu);
+	return on;
 }
 
 int rn_engine_start(void)

@@ -70,6 +70,7 @@ enum rn_cmd_type {
 	RN_CMD_LISTEN,
 	RN_CMD_CONNECT,
 	RN_CMD_STATS,
+	RN_CMD_PENDING, /* how many connections still owe their peer bytes or a FIN */
 };
 
 /*
@@ -80,6 +81,8 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
 
 /* Starts the engine if this process has none (also after fork); 0 or -errno. */
 int rn_engine_start(void);
+/* True if this process's engine runs. */
+int rn_engine_running(void);
 /* The process-wide defaults: environment knobs over the core's defaults. */
 const rn_config *rn_engine_config(void);
 /* This host's rails, as discovered at start. */

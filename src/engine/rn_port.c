@@ -289,6 +289,12 @@ void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st))
 			fn(e->st);
 }
 
+void rn_port_each_all(void (*fn)(struct rn_stream *st))
+{
+	for (rn_port *p = g_ports; p; p = p->next)
+		rn_port_each(p, fn);
+}
+
 static struct rn_stream *lookup(const rn_port *p, uint64_t id)
 {
 	for (pentry *e = (pentry *)p->tab[bucket(p, id)]; e; e = e->next)

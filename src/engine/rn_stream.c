@@ -856,6 +856,24 @@ int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
 	return 0;
 }
 
+static int g_pending;
+
+static void count_pending(rn_stream *st)
+{
+	if (rn_conn_state(st->conn) != RN_ST_ESTABLISHED || rn_conn_error(st->conn))
+		return;
+	/* the user's bytes are not all read, sent and acknowledged with the FIN */
+	if (!st->user_eof || !st->fin_queued || !rn_conn_write_done(st->conn))
+		g_pending++;
+}
+
+int rn_stream_cmd_pending(void)
+{
+	g_pending = 0;
+	rn_port_each_all(count_pending);
+	return g_pending;
+}
+
 void rn_stream_forget_all(void)
 {
 	g_dirty = g_dirty_tail = NULL;

@@ -41,6 +41,7 @@ int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_listen(rn_sock *s);
 int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
+int rn_stream_cmd_pending(void);
 
 /* After fork, in the child: forget the parent's streams, closing only fds. */
 void rn_stream_forget_all(void);
