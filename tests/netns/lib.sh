@@ -1,0 +1,139 @@
+# tests/netns/lib.sh - shared by the namespace tests: a test bed of its own,
+# ri2n-xfer servers and senders in host namespaces, and checks on what they
+# printed.  Sourced; needs bash.
+#
+#   nt_init TAG HOSTS RAILS [RATE]   bed ri2n-TAG-*, removed on exit (also on failure)
+#   nt_serve HOST [xfer args]        ri2n-xfer serve in HOST's namespace (background)
+#   nt_send NAME HOST DST [args]     ri2n-xfer send from HOST to DST's rail-1 address;
+#                                    output in $NT_DIR/NAME.{out,err,csv}; returns its status
+#   nt_send_bg NAME HOST DST [args]  the same in the background (pid in NT_PID)
+#   nt_clock                         CLOCK_MONOTONIC seconds (the CSV's "mono" column)
+#   nt_fail MSG / nt_ok MSG / nt_note MSG
+set -uo pipefail
+
+NT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+NT_XFER=${RI2N_XFER:-$NT_ROOT/build/tools/ri2n-xfer}
+NT_DIR=$(mktemp -d /tmp/ri2n-netns.XXXXXX)
+NT_PIDS=()
+NT_FAILED=0
+
+nt_note() { printf '  %s\n' "$*"; }
+nt_ok() { printf 'ok: %s\n' "$*"; }
+nt_fail() {
+	printf 'FAIL: %s\n' "$*"
+	NT_FAILED=1
+	for f in "$NT_DIR"/*.err; do
+		[ -f "$f" ] || continue
+		printf -- '--- last lines of %s\n' "$(basename "$f")"
+		grep -v '^xfer t=' "$f" | tail -n 15
+	done
+	exit 1
+}
+
+nt_skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+nt_cleanup() {
+	local p
+	for p in "${NT_PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	[ "${NT_KEEP:-0}" = 1 ] || rm -rf "$NT_DIR"
+}
+
+nt_init() { # TAG HOSTS RAILS [RATE]
+	local tag=$1 hosts=$2 rails=$3 rate=${4:-}
+	[ "$(id -u)" -eq 0 ] || nt_skip "namespace tests need root"
+	for t in ip nft tc; do
+		command -v "$t" >/dev/null || nt_skip "$t is not installed"
+	done
+	[ -x "$NT_XFER" ] || nt_skip "ri2n-xfer not built at $NT_XFER"
+	# shellcheck source=../../tools/ri2n-testbed.sh
+	source "$NT_ROOT/tools/ri2n-testbed.sh"
+	set +e # the test bed library turns on -e; checks here handle failures
+	tb_use "$tag"
+	tb_on_exit nt_cleanup
+	tb_cleanup_on_exit
+	if tb_exists; then
+		tb_destroy >/dev/null 2>&1
+	fi
+	if [ -n "$rate" ]; then
+		tb_create --hosts "$hosts" --rails "$rails" --rate "$rate" >/dev/null || nt_fail "test bed"
+	else
+		tb_create --hosts "$hosts" --rails "$rails" >/dev/null || nt_fail "test bed"
+	fi
+	NT_RAILS=$(seq -s, -f 'r%g' 1 "$rails")
+}
+
+nt_clock() { "$NT_XFER" clock; }
+
+nt_addr() { tb_addr "$1" "${2:-1}"; }
+
+nt_serve() { # HOST [args]
+	local host=$1
+	shift
+	RI2N_RAILS=$NT_RAILS ip netns exec "$(tb_ns "$host")" "$NT_XFER" serve --quiet "$@" \
+		>"$NT_DIR/serve$host.out" 2>"$NT_DIR/serve$host.err" &
+	NT_PIDS+=($!)
+	NT_PID=$!
+	sleep 0.3
+}
+
+nt_send() { # NAME HOST DST [args]
+	local name=$1 host=$2 dst=$3
+	shift 3
+	RI2N_RAILS=$NT_RAILS timeout "${NT_TIMEOUT:-120}" ip netns exec "$(tb_ns "$host")" \
+		"$NT_XFER" send "$(nt_addr "$dst")" --csv "$NT_DIR/$name.csv" "$@" \
+		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err"
+}
+
+nt_send_bg() {
+	nt_send "$@" &
+	NT_PIDS+=($!)
+	NT_PID=$!
+}
+
+# The verdict line of a transfer, "yes" or "no".
+nt_verified() { # FILE ROLE
+	awk -v r="$2" '$1=="xfer" && $2=="done" && $3=="role="r {
+		for (i = 1; i <= NF; i++) if ($i ~ /^verified=/) { sub("verified=", "", $i); print $i } }' "$1" | tail -n 1
+}
+
+nt_field() { # FILE KEY: the value of KEY= on the "done role=send|recv" line
+	awk -v k="$2" '$1=="xfer" && $2=="done" {
+		for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2) } }' "$1" | head -n 1
+}
+
+nt_rail_field() { # FILE RAIL KEY: from the per-rail summary line
+	awk -v r="rail=$2" -v k="$3" '$1=="xfer" && $2==r {
+		for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$1"
+}
+
+# The first "xfer event" for RAIL going STATE, as an absolute CLOCK_MONOTONIC time.
+nt_event_mono() { # NAME RAIL STATE [AFTER_MONO]
+	local csv=$NT_DIR/$1.csv err=$NT_DIR/$1.err
+	local t0
+	t0=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$csv")
+	awk -v r="rail=$2" -v s="$3" -v t0="$t0" -v after="${4:-0}" '$1=="xfer" && $2=="event" && $4==r && $5==s {
+		split($3, a, "="); m = t0 + a[2]; if (m >= after) { printf "%.6f\n", m; exit } }' "$err"
+}
+
+# DATA packets the sender put on RAIL in intervals wholly between two times.
+nt_data_between() { # NAME RAIL FROM_MONO TO_MONO
+	awk -F, -v r="$2" -v from="$3" -v to="$4" 'NR > 1 && $1 == "send" {
+		n = split($7, d, ","); if ($3 - 0.1 >= from && $3 <= to && r < n + 1) s += d[r + 1] }
+		END { print s + 0 }' "$NT_DIR/$1.csv"
+}
+
+# The lowest receiver throughput per interval between two times, in Mbit/s.
+nt_min_mbps_between() { # NAME FROM_MONO TO_MONO
+	awk -F, -v from="$2" -v to="$3" 'NR > 1 && $1 == "send" && $3 - 0.1 >= from && $3 <= to {
+		if (min == "" || $4 < min) min = $4 } END { print (min == "" ? -1 : min) }' "$NT_DIR/$1.csv"
+}
+
+nt_require_verified() { # NAME
+	local out=$NT_DIR/$1.out
+	[ "$(nt_verified "$out" send)" = yes ] || nt_fail "$1: transfer not verified: $(grep done "$out")"
+}

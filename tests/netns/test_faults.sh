@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Failure injection on real processes over veth rails in network namespaces.
+#
+#   tests/netns/test_faults.sh SCENARIO      (root; exit 77 = skipped)
+#
+# Each scenario runs a verified ri2n-xfer transfer while a fault happens and
+# checks that every byte arrived and how ri2n reacted, from its own events
+# and per-rail counters (ri2n-xfer prints them), never from wall-clock speed.
+#
+#   blackhole   one of 2 rails silently black-holed, then healed
+#   cable       the cable of the rail the connection was opened on pulled, then back
+#   loss        1%, 5% and 20% random loss on every rail
+#   degraded    a 1 Gbit/s and a 100 Mbit/s rail
+#   flap        a rail going down and up every 200 ms for 5 s
+#   dark-short  every rail black-holed for 2 s (< dead-peer timeout): completes
+#   dark-long   every rail black-holed past the dead-peer timeout: both ends fail
+#   kill        the receiving process killed: the sender fails within the timeout
+#   four-rails  4 rails, two failing at different times
+#   mesh        4 hosts, a stream between every pair, one rail's switch failing
+#   dup         duplication on one rail
+#   stream      256 MiB both ways at once over 2 rails (the engine's basic test)
+source "$(dirname "$0")/lib.sh"
+
+scenario=${1:?usage: test_faults.sh SCENARIO}
+tag=f$(printf '%s' "$scenario" | md5sum | cut -c1-5) # a bed of its own per scenario
+
+# The fault's time and the heal's, and what the sender saw of a rail in between.
+check_outage() { # NAME RAIL T_FAIL T_HEAL
+	local name=$1 rail=$2 tf=$3 th=$4 down up used
+	down=$(nt_event_mono "$name" "$rail" down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
+	[ -n "$down" ] || nt_fail "$name: rail $rail never reported down after the fault"
+	awk -v d="$down" -v h="$th" 'BEGIN { exit !(d < h) }' ||
+		nt_fail "$name: rail $rail reported down only after the heal"
+	used=$(nt_data_between "$name" "$rail" "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th")
+	[ "$used" -eq 0 ] || nt_fail "$name: $used DATA packets on rail $rail while it was down"
+	up=$(nt_event_mono "$name" "$rail" up "$(awk -v t="$th" 'BEGIN{printf "%.6f", t - 0.1}')")
+	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
+	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal"
+}
+
+# Runs a timed transfer from h1 to h2 while `fault_script` runs.
+timed_transfer() { # NAME SECONDS [xfer args]
+	local name=$1 secs=$2
+	shift 2
+	nt_serve 2
+	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
+}
+
+case $scenario in
+stream)
+	nt_init "$tag" 2 2
+	nt_serve 2 --once
+	nt_send stream 1 2 256M --duplex || nt_fail "duplex transfer failed: $(cat "$NT_DIR/stream.out")"
+	nt_require_verified stream
+	[ "$(nt_verified "$NT_DIR/stream.out" recv-back)" = yes ] || nt_fail "return stream not verified"
+	[ "$(nt_verified "$NT_DIR/serve2.out" recv)" = yes ] || nt_fail "server did not verify"
+	for r in 0 1; do
+		[ "$(nt_rail_field "$NT_DIR/stream.out" $r tx_data)" -gt 1000 ] ||
+			nt_fail "rail $r carried almost nothing: striping is broken"
+	done
+	nt_ok "256 MiB each way at once, every byte verified: $(nt_field "$NT_DIR/stream.out" mbps) Mbit/s per direction"
+	;;
+blackhole | cable)
+	nt_init "$tag" 2 2 1gbit
+	rail=1 # testbed rail 2 (r2), ri2n rail 1
+	[ "$scenario" = cable ] && rail=0 # the rail the handshake ran on
+	timed_transfer x 8
+	sleep 2
+	# times are taken once the fault / heal is in place (applying one takes ~10 ms)
+	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
+	tf=$(nt_clock)
+	sleep 2.5
+	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) up; else tb_fault blackhole 1 $((rail + 1)) off; fi
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	check_outage x $rail "$tf" "$th"
+	nt_ok "$scenario: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes), rail left out and taken back"
+	;;
+loss)
+	nt_init "$tag" 2 2 1gbit
+	for p in 1 5 20; do
+		for r in 1 2; do tb_fault loss 1 $r "$p"; done
+		nt_serve 2 --once
+		nt_send loss$p 1 2 64M || nt_fail "transfer at $p% loss failed: $(cat "$NT_DIR/loss$p.out")"
+		nt_require_verified loss$p
+		rt=$(($(nt_rail_field "$NT_DIR/loss$p.out" 0 retransmits) + $(nt_rail_field "$NT_DIR/loss$p.out" 1 retransmits)))
+		[ "$rt" -gt 0 ] || nt_fail "$p% loss but no retransmission: was the loss applied?"
+		nt_note "$p% loss: 64 MiB verified, $(nt_field "$NT_DIR/loss$p.out" mbps) Mbit/s, $rt retransmissions"
+	done
+	nt_ok "loss: every byte verified at 1%, 5% and 20% loss on every rail"
+	;;
+degraded)
+	nt_init "$tag" 2 2 1gbit
+	tb_fault rate 1 2 100mbit
+	tb_fault rate 2 2 100mbit
+	nt_serve 2 --once
+	nt_send x 1 2 256M || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_rail_field "$NT_DIR/x.out" 1 tx_data)" -gt 0 ] || nt_fail "slow rail unused"
+	nt_ok "degraded: 256 MiB verified over 1 Gbit/s + 100 Mbit/s, $(nt_field "$NT_DIR/x.out" mbps) Mbit/s"
+	;;
+flap)
+	nt_init "$tag" 2 2 1gbit
+	timed_transfer x 8
+	sleep 1.5
+	tb_fault flap 1 2 200 5000 >/dev/null
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	downs=$(nt_rail_field "$NT_DIR/x.out" 1 downs)
+	[ "${downs:-0}" -ge 1 ] || nt_fail "flapping rail never seen down"
+	nt_ok "flap: every byte verified while rail 1 flapped ($downs down events)"
+	;;
+dark-short)
+	nt_init "$tag" 2 2 1gbit
+	timed_transfer x 6
+	sleep 1.5
+	for r in 1 2; do tb_fault blackhole 1 $r on; done
+	sleep 2
+	for r in 1 2; do tb_fault blackhole 1 $r off; done
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	nt_ok "dark-short: every rail dark for 2 s, transfer completed and verified"
+	;;
+dark-long)
+	nt_init "$tag" 2 2 1gbit
+	export RI2N_DEAD_PEER_MS=3000
+	nt_serve 2 --once
+	spid=$NT_PID
+	nt_send_bg x 1 2 --seconds 30
+	sleep 1.5
+	t0=$(nt_clock)
+	for r in 1 2; do tb_fault blackhole 1 $r on; done
+	wait "$NT_PID"
+	rc=$?
+	t1=$(nt_clock)
+	[ $rc -eq 3 ] || nt_fail "sender exited $rc, expected 3 (connection failed): $(cat "$NT_DIR/x.out")"
+	grep -q "verified=no" "$NT_DIR/x.out" || nt_fail "sender did not report the failure"
+	wait "$spid"
+	src=$?
+	[ $src -ne 0 ] || nt_fail "receiver reported success on a dead connection"
+	grep -q "verified=no" "$NT_DIR/serve2.out" || nt_fail "receiver did not report the failure"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')
+	awk -v s="$secs" 'BEGIN { exit !(s < 3 + 10) }' || nt_fail "sender took $secs s to give up"
+	nt_ok "dark-long: both ends failed (sender after $secs s, dead-peer timeout 3 s), neither hung"
+	;;
+kill)
+	nt_init "$tag" 2 2 1gbit
+	export RI2N_DEAD_PEER_MS=3000
+	nt_serve 2 --once
+	spid=$NT_PID
+	nt_send_bg x 1 2 --seconds 30
+	sleep 2
+	t0=$(nt_clock)
+	kill -KILL "$spid" # ip netns exec execs ri2n-xfer: this is the receiver itself
+	wait "$spid" 2>/dev/null
+	wait "$NT_PID"
+	rc=$?
+	t1=$(nt_clock)
+	[ $rc -eq 3 ] || nt_fail "sender exited $rc, expected 3: $(cat "$NT_DIR/x.out")"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')
+	awk -v s="$secs" 'BEGIN { exit !(s <= 3 + 5) }' || nt_fail "sender took $secs s to notice"
+	nt_ok "kill: the sender failed $secs s after the receiver was killed (dead-peer timeout 3 s)"
+	;;
+four-rails)
+	nt_init "$tag" 2 4 1gbit
+	timed_transfer x 9
+	sleep 1.5
+	tb_fault blackhole 1 2 on
+	tf2=$(nt_clock)
+	sleep 1.5
+	tb_fault blackhole 1 3 on
+	tf3=$(nt_clock)
+	sleep 2
+	tb_fault blackhole 1 2 off
+	th2=$(nt_clock)
+	sleep 1.5
+	tb_fault blackhole 1 3 off
+	th3=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	check_outage x 1 "$tf2" "$th2"
+	check_outage x 2 "$tf3" "$th3"
+	nt_ok "four-rails: two rails failed at different times, both left out and taken back, every byte verified"
+	;;
+mesh)
+	nt_init "$tag" 4 2 1gbit
+	for h in 1 2 3 4; do nt_serve $h; done
+	pids=()
+	for a in 1 2 3 4; do
+		for b in 1 2 3 4; do
+			[ $a -lt $b ] || continue
+			nt_send_bg m$a$b $a $b --seconds 6 --quiet
+			pids+=("$NT_PID:m$a$b")
+		done
+	done
+	sleep 2
+	tb_fault switch 1 blackhole
+	sleep 2
+	tb_fault switch 1 heal
+	for p in "${pids[@]}"; do
+		wait "${p%%:*}" || nt_fail "stream ${p#*:} failed: $(cat "$NT_DIR/${p#*:}.out")"
+		nt_require_verified "${p#*:}"
+	done
+	nt_ok "mesh: 6 streams between 4 hosts survived rail 1's switch failing, every byte verified"
+	;;
+dup)
+	nt_init "$tag" 2 2 1gbit
+	tb_fault dup 1 1 on
+	nt_serve 2 --once
+	nt_send x 1 2 128M || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	nt_ok "dup: 128 MiB verified with every packet duplicated on rail 0"
+	;;
+*)
+	echo "unknown scenario $scenario" >&2
+	exit 2
+	;;
+esac
+exit 0
