@@ -1,12 +1,145 @@
 #!/usr/bin/env bash
-# The main job (README): builds ri2n and shows a stream surviving a rail
-# that silently black-holes and heals.  Until the engine runs over real
-# sockets this runs the protocol core in the deterministic simulator: two
-# GbE-like rails, rail 1 black-holed at 40 ms and healed at 120 ms.
+# The main job (README): builds ri2n, makes two hosts joined by two rails
+# shaped like Gigabit Ethernet (network namespaces, veth, tbf), streams a
+# verified byte pattern from host 1 to host 2 while rail 1 is silently
+# black-holed at 5 s and healed at 12 s, and shows what happened: a line per
+# 100 ms while it runs, a summary, and a plot (demo-out/demo.png).  It
+# removes the namespaces, links and rules it made, also on failure or Ctrl-C.
+#
+#   ./demo.sh [--seconds N] [--fail-at S] [--heal-at S] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")"
-tools/deps.sh --build
+
+secs=17 fail_at=5 heal_at=12 out=demo-out
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seconds) secs=$2; shift ;;
+	--fail-at) fail_at=$2; shift ;;
+	--heal-at) heal_at=$2; shift ;;
+	--out) out=$2; shift ;;
+	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+[ "$(id -u)" -eq 0 ] || { echo "demo.sh: run as root (it makes network namespaces)" >&2; exit 1; }
+
+tools/deps.sh
+echo "== building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-echo "ri2n simulator: 2 x 1 Gbit/s rails, rail 1 black-holed from 40 to 120 ms"
-RI2N_SIM_TRACE=${RI2N_SIM_TRACE:-10} build/tests/sim/ri2n-sim --seeds 1 --mib 32 blackhole
+xfer=$PWD/build/tools/ri2n-xfer
+mkdir -p "$out"
+rm -f "$out"/recv.csv "$out"/send.csv "$out"/*.log
+
+# shellcheck source=tools/ri2n-testbed.sh
+source tools/ri2n-testbed.sh
+set +e
+tb_use demo
+tb_exists && tb_destroy >/dev/null 2>&1
+tb_cleanup_on_exit
+echo "== test bed: 2 hosts, 2 rails of 1 Gbit/s (tbf), namespaces ri2n-demo-*"
+tb_create --hosts 2 --rails 2 --rate 1gbit >/dev/null || exit 1
+export RI2N_RAILS=r1,r2
+
+ip netns exec "$(tb_ns 2)" "$xfer" serve --once --csv "$out/recv.csv" \
+	>"$out/recv.log" 2>"$out/recv.err" &
+server=$!
+tb_on_exit "kill $server 2>/dev/null"
+sleep 0.3
+echo "== streaming ${secs} s from host 1 to host 2; rail 1 black-holed at ${fail_at} s, healed at ${heal_at} s"
+echo "   (receiver's view: time, goodput over the last 100 ms, rails U=up D=down)"
+t0=$("$xfer" clock)
+ip netns exec "$(tb_ns 1)" "$xfer" send "$(tb_addr 2 1)" --seconds "$secs" --quiet \
+	--csv "$out/send.csv" >"$out/send.log" 2>"$out/send.err" &
+sender=$!
+tb_on_exit "kill $sender 2>/dev/null"
+
+# the receiver's lines as they come, while the faults happen on schedule
+tail -n +1 -f "$out/recv.err" --pid=$server 2>/dev/null | awk '/^xfer t=/ {
+	split($2, t, "="); split($3, m, "="); split($5, r, "=");
+	printf "   %6.1f s  %7.1f Mbit/s  rails %s\n", t[2], m[2], r[2]; fflush() }
+	/^xfer event/ { print "   " $0; fflush() }' &
+viewer=$!
+at() { # wait until S seconds after the start
+	local now
+	now=$("$xfer" clock)
+	sleep "$(awk -v t0="$t0" -v s="$1" -v n="$now" 'BEGIN { d = t0 + s - n; print (d > 0 ? d : 0) }')"
+}
+at "$fail_at"
+tf=$("$xfer" clock) # just before: the fault is in place within the ~10 ms tb_fault takes
+tb_fault blackhole 1 1 on
+echo "   >>> rail 1 of host 1 silently black-holed (link up, every packet dropped)"
+at "$heal_at"
+th=$("$xfer" clock)
+tb_fault blackhole 1 1 off
+echo "   >>> rail 1 healed"
+wait $sender
+src=$?
+wait $server
+rrc=$?
+wait $viewer 2>/dev/null # tail ends with the receiver
+
+# ---- summary, from the receiver's own lines and ri2n's own events ----
+t0r=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$out/recv.csv")
+summary=$(awk -F, -v t0="$t0r" -v tf="$tf" -v th="$th" '
+	NR > 1 && $1 == "recv" {
+		m = $3; v = $4
+		if (m < tf - 0.05 && m > t0 + 0.5) { b += v; nb++ }
+		else if (m > tf + 0.15 && m < th) { d += v; nd++; if (mind == "" || v < mind) mind = v }
+		else if (m > th + 0.7) { a += v; na++ }
+	}
+	END { printf "%.0f %.0f %.0f %.0f", nb ? b / nb : 0, nd ? d / nd : 0, na ? a / na : 0, mind }' "$out/recv.csv")
+read -r before during after mindur <<<"$summary"
+event_after() { # FILE STATE AFTER: first "xfer event rail=0 STATE" at or after a time
+	awk -v s="$2" -v t0="$3" -v after="$4" '$1 == "xfer" && $2 == "event" && $4 == "rail=0" && $5 == s {
+		split($3, a, "="); m = t0 + a[2]; if (m >= after - 0.05) { printf "%.6f", m; exit } }' "$1"
+}
+down=$(event_after "$out/recv.err" down "$t0r" "$tf")
+t0s=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$out/send.csv" 2>/dev/null)
+back=$(event_after "$out/send.err" up "$t0s" "$th")
+ms() { [ -n "$1" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f ms", (a - b) * 1000 }' || echo "not seen"; }
+bytes=$(awk '/done role=recv/ { for (i = 1; i <= NF; i++) if ($i ~ /^bytes=/) print substr($i, 7) }' "$out/recv.log")
+verified=$(awk '/done role=recv/ { for (i = 1; i <= NF; i++) if ($i ~ /^verified=/) print substr($i, 10) }' "$out/recv.log")
+
+echo
+echo "== what happened"
+printf '   goodput before the fault    %6s Mbit/s  (2 rails)\n' "$before"
+printf '   goodput while rail 1 dead   %6s Mbit/s  (lowest 100 ms: %s Mbit/s)\n' "$during" "$mindur"
+printf '   goodput after the heal      %6s Mbit/s\n' "$after"
+printf '   fault detected by receiver  %s after the black hole (at most)\n' "$(ms "$down" "$tf")"
+printf '   rail 1 back in use          %s after the heal (at most)\n' "$(ms "$back" "$th")"
+printf '   bytes verified              %s (%s)\n' "${bytes:-0}" "${verified:-no}"
+
+# ---- the plot ----
+awk -F, -v t0="$t0r" -v tf="$tf" -v th="$th" 'NR > 1 && $1 == "recv" {
+	printf "%.3f %.2f %d %d\n", $2, $4, substr($6, 1, 1) == "U", substr($6, 2, 1) == "U" }' \
+	"$out/recv.csv" >"$out/recv.dat"
+ftime=$(awk -v a="$tf" -v b="$t0r" 'BEGIN { printf "%.2f", a - b }')
+htime=$(awk -v a="$th" -v b="$t0r" 'BEGIN { printf "%.2f", a - b }')
+gnuplot <<EOF 2>/dev/null && echo "   plot: $out/demo.png" || echo "   (no plot: gnuplot failed)"
+set terminal pngcairo size 1100,650 font "DejaVu Sans,11"
+set output "$out/demo.png"
+set multiplot
+set lmargin at screen 0.08; set rmargin at screen 0.97
+set tmargin at screen 0.93; set bmargin at screen 0.36
+set title "ri2n over 2 x 1 Gbit/s rails: rail 1 silently black-holed at ${fail_at} s, healed at ${heal_at} s"
+set ylabel "goodput (Mbit/s, per 100 ms)"
+set yrange [0:2200]; set grid
+set xrange [0:$secs + 0.5]
+set format x ""
+set object 1 rect from $ftime, graph 0 to $htime, graph 1 fc rgb "#ffdddd" fs solid 0.5 noborder behind
+plot "$out/recv.dat" using 1:2 with lines lw 2 lc rgb "#1f5fa8" title "ri2n goodput at the receiver", \
+     1000 with lines dt 2 lc rgb "#888888" title "one rail (1 Gbit/s)"
+unset object 1; unset title
+set tmargin at screen 0.33; set bmargin at screen 0.10
+set xlabel "time (s)"; set format x "%g"
+set ylabel "rail state (receiver)"
+set yrange [-0.5:3.5]; unset grid; unset key
+set ytics ("rail 1 up" 3, "rail 1 down" 2, "rail 2 up" 1, "rail 2 down" 0)
+plot "$out/recv.dat" using 1:(\$3 + 2) with steps lw 3 lc rgb "#2a9d3a", \
+     "$out/recv.dat" using 1:4 with steps lw 3 lc rgb "#2a9d3a"
+unset multiplot
+EOF
+[ "$src" -eq 0 ] && [ "$rrc" -eq 0 ] && [ "$verified" = yes ] || { echo "demo: the transfer failed"; exit 1; }
+echo "== done; the test bed is removed on exit"

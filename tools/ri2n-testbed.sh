@@ -34,6 +34,8 @@
 # free 198.18.<249..200>.0/24 is taken (tb_mgmt_subnet prints it). IPv6 is off in the bed.
 # Shaping (--rate) puts `tbf rate R burst 128kb latency 20ms` on both ends of every rail link:
 # on r<i> in the host (host egress) and on h<k> in the switch (egress towards the host).
+# ARP on the rails retries every TB_ARP_RETRANS_MS (default 100 ms; the kernel's default is
+# 1 s): after an outage long enough to lose the neighbour entry, any transport waits for ARP.
 #
 # Faults (every one reversible, every one applicable under load):
 #   cable HOST RAIL down|up        ip link set dev r<i> down/up in the host (cable pulled)
@@ -64,6 +66,8 @@ TB_TBF_OPTS="burst 128kb latency 20ms"
 TB_DUP_MARK=0x40000000          # marks our duplicate so the egress chain lets it pass
 
 # ---- small helpers (tb__*: internal) ------------------------------------------------------
+TB_ARP_RETRANS_MS=${TB_ARP_RETRANS_MS:-100}
+
 tb__die() { echo "ri2n-testbed: $*" >&2; exit 1; }
 tb__warn() { echo "ri2n-testbed: $*" >&2; }
 tb__do() { "$@" || tb__die "command failed: $*"; }
@@ -240,6 +244,9 @@ tb__plug() {
 	tb__do ip -n "$hns" link add name "r$i" mtu "$mtu" type veth peer name "h$k" mtu "$mtu" netns "$sns"
 	tb__do ip -n "$sns" link set dev "h$k" master br up
 	tb__do ip -n "$hns" addr add "198.18.$i.$k/24" dev "r$i"
+	# ARP retried every ${TB_ARP_RETRANS_MS} ms (kernel default 1 s, as clusters with fast
+	# failover tune it): a neighbour lost in a long outage is found again that fast
+	tb__do ip netns exec "$hns" sysctl -qw "net.ipv4.neigh.r$i.retrans_time_ms=$TB_ARP_RETRANS_MS"
 	tb__do ip -n "$hns" link set dev "r$i" up
 	tb__shape "$hns" "r$i" "$rate"
 	tb__shape "$sns" "h$k" "$rate"

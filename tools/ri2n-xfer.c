@@ -133,9 +133,9 @@ static void rails_str(progress *p, char *rails, size_t rlen, char *data, size_t 
 				      r->tx_data - (i < p->nrails ? p->last_data[i] : 0));
 		if (p->events && r->last_change_ns &&
 		    (i >= p->nrails || r->last_change_ns != p->last_change[i] || r->up != p->up[i]))
-			fprintf(stderr, "xfer event t=%.4f rail=%d %s cause=\"%s\"\n",
+			fprintf(stderr, "xfer event t=%.4f rail=%d %s rx=%s tx=%s cause=\"%s\"\n",
 				(double)r->last_change_ns / 1e9 - p->t0, i, r->up ? "up" : "down",
-				r->last_cause);
+				r->rx_up ? "up" : "down", r->tx_up ? "up" : "down", r->last_cause);
 		p->last_data[i] = r->tx_data;
 		p->last_change[i] = r->last_change_ns;
 		p->up[i] = r->up;

@@ -264,6 +264,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 		return;
 	if (!c->peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
 		c->peer_fin_seen = 1;
+		c->ack_now = 1; /* the peer waits for this ACK to finish: no delay */
 		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 	if (c->fin_acked && c->peer_fin_seen) {
@@ -306,6 +307,13 @@ size_t rn_conn_write_space(const rn_conn *c)
 int rn_conn_write_done(const rn_conn *c)
 {
 	return c->bufs_ready && c->sq.una == c->sq.end;
+}
+
+int rn_conn_owes(const rn_conn *c)
+{
+	if (c->state == RN_ST_CLOSED)
+		return c->rst_pending != 0;
+	return !rn_conn_write_done(c) || c->ack_pending;
 }
 
 ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)

@@ -285,6 +285,8 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 size_t rn_conn_write_space(const rn_conn *c);
 /* True when every byte written has been acknowledged. */
 int rn_conn_write_done(const rn_conn *c);
+/* True while this side still owes the peer something: unacknowledged bytes or FIN, or an ACK. */
+int rn_conn_owes(const rn_conn *c);
 
 /*
  * Looks at the next in-order received bytes without copying: sets *data and

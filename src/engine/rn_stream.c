@@ -860,10 +860,16 @@ static int g_pending;
 
 static void count_pending(rn_stream *st)
 {
-	if (rn_conn_state(st->conn) != RN_ST_ESTABLISHED || rn_conn_error(st->conn))
+	int state = rn_conn_state(st->conn);
+
+	if (state == RN_ST_LINGER || state == RN_ST_CLOSED) {
+		g_pending += rn_conn_owes(st->conn); /* a last ACK or RESET to send */
 		return;
-	/* the user's bytes are not all read, sent and acknowledged with the FIN */
-	if (!st->user_eof || !st->fin_queued || !rn_conn_write_done(st->conn))
+	}
+	if (state != RN_ST_ESTABLISHED)
+		return;
+	/* the user's bytes are not all read, sent and acknowledged with the FIN, or an ACK is owed */
+	if (!st->user_eof || !st->fin_queued || rn_conn_owes(st->conn))
 		g_pending++;
 }
 
