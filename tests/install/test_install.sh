@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs ri2n into a scratch prefix, builds tests/install/contract.c the way
+# a user would (only <ri2n.h> and `pkg-config --cflags --libs ri2n`), and runs
+# it between two namespaces over two rails shaped to 1 Gbit/s: 512 MiB with
+# every word checked, then an 8-byte ping-pong.  Prints the figures.
+#   tests/install/test_install.sh BUILD_DIR     (root; 77 = skipped)
+source "$(dirname "$0")/../netns/lib.sh"
+build=${1:-$NT_ROOT/build}
+prefix=$NT_DIR/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null || nt_fail "cmake --install failed"
+for f in lib/libri2n.so include/ri2n.h lib/pkgconfig/ri2n.pc; do
+	[ -e "$prefix/$f" ] || nt_fail "install lacks $f"
+done
+soname=$(readelf -d "$prefix/lib/libri2n.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libri2n.so.0 ] || nt_fail "SONAME is '$soname'"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# shellcheck disable=SC2046
+cc -O2 -Wall -Werror -o "$NT_DIR/contract" "$NT_ROOT/tests/install/contract.c" \
+	$(pkg-config --cflags --libs ri2n) || nt_fail "the contract program does not build with pkg-config"
+export LD_LIBRARY_PATH=$prefix/lib
+nt_init inst 2 2 1gbit
+run() { # HOST ARGS...
+	local h=$1
+	shift
+	RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns "$h")" "$NT_DIR/contract" "$@"
+}
+run 2 serve 7100 >"$NT_DIR/serve.out" 2>&1 &
+NT_PIDS+=($!)
+sleep 0.3
+out=$(run 1 send "$(tb_addr 2 1)" 7100 512) || nt_fail "512 MiB transfer: $out"
+nt_note "$out"
+run 2 serve 7101 >/dev/null 2>&1 &
+NT_PIDS+=($!)
+sleep 0.3
+out=$(run 1 ping "$(tb_addr 2 1)" 7101 2000) || nt_fail "ping-pong: $out"
+nt_note "$out"
+nt_ok "installed libri2n: the contract program builds with pkg-config and works over 2 rails"
