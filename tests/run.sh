@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, builds, and runs every
 # suite: unit and sim tests, a short fuzz run, the namespace suites (as root),
-# and the unit and sim suites again under ASan+UBSan and TSan.
+# and all of them again under ASan+UBSan and under TSan.
 #
 #   tests/run.sh               everything
 #   tests/run.sh --quick       skip the sanitizer builds
@@ -60,18 +60,24 @@ cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebI
 cmake --build build-fuzz -j"$jobs"
 run_suite "fuzz" build-fuzz -L fuzz -j1
 
+# Debian's hwloc PCI plugin leaks about 1 KB each time a topology is loaded
+# (not ri2n's memory; LeakSanitizer cannot name it once the plugin is unloaded)
+export HWLOC_PLUGINS_BLACKLIST=hwloc_pci
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+sanitized() { # NAME DIR SANITIZER SEEDS
+	step "$1: unit, sim and namespace suites"
+	cmake -S . -B "$2" -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE="$3" -DRI2N_SIM_SEEDS="$4" >/dev/null
+	cmake --build "$2" -j"$jobs"
+	run_suite "$1 unit + sim" "$2" -L 'unit|sim'
+	if [ "$(id -u)" -eq 0 ]; then
+		run_suite "$1 netns" "$2" -L netns -j1
+	fi
+}
 if [ "$quick" -eq 0 ]; then
-	step "ASan+UBSan: unit and sim"
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE=address \
-		-DRI2N_SIM_SEEDS=1-3 >/dev/null
-	cmake --build build-asan -j"$jobs"
-	run_suite "ASan+UBSan unit + sim" build-asan -L 'unit|sim'
-
-	step "TSan: unit and sim"
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE=thread \
-		-DRI2N_SIM_SEEDS=1-2 >/dev/null
-	cmake --build build-tsan -j"$jobs"
-	run_suite "TSan unit + sim" build-tsan -L 'unit|sim'
+	sanitized "ASan+UBSan" build-asan address 1-3
+	sanitized "TSan" build-tsan thread 1-2
 fi
 
 printf '\n==== summary (%d s)\n' $(($(date +%s) - start))
