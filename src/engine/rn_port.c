@@ -21,10 +21,13 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 #define RX_BATCH 64
 #define RX_ROUNDS 16         /* turns over the port's sockets per readiness event */
-#define RX_TURN 16           /* datagrams read from one socket per turn */
+#define RX_TURN 8            /* reads (datagrams, or GRO runs of them) per socket per turn */
 #define SOCK_BUF (8 << 20)   /* kernel buffer per UDP socket: ~5000 datagrams */
 #define GSO_MAX_SEGS 64
 #define GSO_MAX_BYTES 65000
@@ -43,6 +46,7 @@ static struct {
 	struct mmsghdr msgs[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct sockaddr_in from[RX_BATCH];
+	uint8_t ctl[RX_BATCH][CMSG_SPACE(sizeof(int))];
 	uint8_t *buf;
 	size_t bufsz;
 } g_rx;
@@ -91,6 +95,9 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	/* ICMP errors (port unreachable: connection refused) come back to us */
 	setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	/* runs of datagrams may arrive coalesced (split again in read_turn); optional */
+	if (!getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0)
+		setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(u->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return -errno;
 	if (getsockname(u->fd, (struct sockaddr *)&a, &alen) < 0)
@@ -353,7 +360,16 @@ static void drain_errors(rn_usock *u)
 	}
 }
 
-/* Reads up to RX_TURN datagrams from socket idx; returns how many, 0 if none. */
+/* The segment size of a GRO run, 0 for a plain datagram. */
+static size_t gro_size(struct msghdr *h)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO)
+			return (size_t)*(int *)CMSG_DATA(c);
+	return 0;
+}
+
+/* Reads up to RX_TURN datagrams (or runs) from socket idx; returns how many, 0 if none. */
 static int read_turn(rn_port *p, int idx)
 {
 	rn_usock *u = &p->s[idx];
@@ -364,7 +380,8 @@ static int read_turn(rn_port *p, int idx)
 		g_rx.iov[i] = (struct iovec){ g_rx.buf + (size_t)i * g_rx.bufsz, g_rx.bufsz };
 		g_rx.msgs[i].msg_hdr = (struct msghdr){
 			.msg_name = &g_rx.from[i], .msg_namelen = sizeof(g_rx.from[i]),
-			.msg_iov = &g_rx.iov[i], .msg_iovlen = 1 };
+			.msg_iov = &g_rx.iov[i], .msg_iovlen = 1, .msg_control = g_rx.ctl[i],
+			.msg_controllen = sizeof(g_rx.ctl[i]) };
 	}
 	n = recvmmsg(u->fd, g_rx.msgs, RX_TURN, MSG_DONTWAIT, NULL);
 	if (n < 0) {
@@ -375,8 +392,19 @@ static int read_turn(rn_port *p, int idx)
 		return 0;
 	}
 	now = rn_now_ns();
-	for (int i = 0; i < n && p->s[idx].fd >= 0; i++)
-		input(p, idx, &g_rx.from[i], g_rx.iov[i].iov_base, g_rx.msgs[i].msg_len, now);
+	for (int i = 0; i < n && p->s[idx].fd >= 0; i++) {
+		const uint8_t *d = g_rx.iov[i].iov_base;
+		size_t len = g_rx.msgs[i].msg_len, seg = gro_size(&g_rx.msgs[i].msg_hdr);
+
+		/* a GRO run: datagrams of `seg` bytes back to back, the last maybe shorter */
+		while (len > 0 && p->s[idx].fd >= 0) {
+			size_t one = seg && seg < len ? seg : len;
+
+			input(p, idx, &g_rx.from[i], d, one, now);
+			d += one;
+			len -= one;
+		}
+	}
 	return n;
 }
 
