@@ -40,8 +40,10 @@ static void host_event(void *user, const rn_event *ev)
 	sim_host *h = user;
 
 	h->tx_up = ev->tx_up;
-	if (h->nevents < SIM_MAX_EVENTS)
-		h->events[h->nevents++].ev = *ev;
+	if (h->nevents < SIM_MAX_EVENTS) {
+		h->events[h->nevents].ev = *ev;
+		h->events[h->nevents++].rx_packets = h->rx_packets;
+	}
 }
 
 static rn_env host_env(sim_host *h)
@@ -354,13 +356,20 @@ void sim_run(sim *s)
 	}
 }
 
-const rn_event *sim_find_event(const sim_host *h, rn_event_type type, int rail, uint64_t t)
+const sim_event *sim_find_sim_event(const sim_host *h, rn_event_type type, int rail, uint64_t t)
 {
 	for (int i = 0; i < h->nevents; i++) {
 		const rn_event *e = &h->events[i].ev;
 
 		if (e->type == type && e->time_ns >= t && (rail < 0 || e->rail == rail))
-			return e;
+			return &h->events[i];
 	}
 	return NULL;
+}
+
+const rn_event *sim_find_event(const sim_host *h, rn_event_type type, int rail, uint64_t t)
+{
+	const sim_event *e = sim_find_sim_event(h, type, rail, t);
+
+	return e ? &e->ev : NULL;
 }

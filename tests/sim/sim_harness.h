@@ -13,6 +13,7 @@
 
 typedef struct sim_event {
 	rn_event ev;
+	uint64_t rx_packets; /* datagrams this host had received when it happened */
 } sim_event;
 
 typedef struct sim_host {
@@ -69,6 +70,8 @@ void sim_run(sim *s);
 
 /* The first event of a type on a rail at or after t (any rail if rail < 0), or NULL. */
 const rn_event *sim_find_event(const sim_host *h, rn_event_type type, int rail, uint64_t t);
+/* The same, with the host's receive count at the time. */
+const sim_event *sim_find_sim_event(const sim_host *h, rn_event_type type, int rail, uint64_t t);
 
 /* Byte i of the pattern with seed. */
 uint8_t sim_pattern_byte(uint64_t seed, uint64_t i);
