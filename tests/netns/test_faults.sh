@@ -18,6 +18,7 @@
 #   four-rails  4 rails, two failing at different times
 #   mesh        4 hosts, a stream between every pair, one rail's switch failing
 #   dup         duplication on one rail
+#   iface-gone  a rail's interface deleted mid-transfer: that rail fails, nothing crashes
 #   stream      256 MiB both ways at once over 2 rails (the engine's basic test)
 source "$(dirname "$0")/lib.sh"
 
@@ -211,6 +212,16 @@ dup)
 	nt_send x 1 2 128M || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
 	nt_ok "dup: 128 MiB verified with every packet duplicated on rail 0"
+	;;
+iface-gone)
+	nt_init "$tag" 2 2 1gbit
+	timed_transfer x 5
+	sleep 1.5
+	ip -n "$(tb_ns 1)" link del r2 || nt_fail "could not delete r2"
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_rail_field "$NT_DIR/x.out" 1 up)" = 0 ] || nt_fail "rail 1 still up without its interface"
+	nt_ok "iface-gone: rail 1's interface deleted mid-transfer; every byte verified over rail 0"
 	;;
 *)
 	echo "unknown scenario $scenario" >&2
