@@ -137,6 +137,51 @@ struct ri2n_stats {
 /* Fills *st for a connected descriptor.  ENOTCONN before the handshake. */
 RI2N_API int ri2n_stats(int fd, struct ri2n_stats *st);
 
+/* ---- events ---- */
+
+enum ri2n_event_type {
+	RI2N_EVENT_CONNECTED = 1, /* a connection was established (connect or accept) */
+	RI2N_EVENT_RAIL_DOWN,     /* a rail stopped carrying traffic (one way or both) */
+	RI2N_EVENT_RAIL_UP,       /* a rail works both ways again */
+	RI2N_EVENT_CLOSED,        /* a connection ended cleanly */
+	RI2N_EVENT_FAILED,        /* a connection died: error says why */
+};
+
+/* Something that happened to a connection, as ri2n_read_event() returns it. */
+struct ri2n_event {
+	int type;                 /* enum ri2n_event_type */
+	int fd;                   /* the connection's descriptor as the application got it */
+	int rail;                 /* the rail of a rail event, else -1 */
+	int error;                /* RI2N_EVENT_FAILED: ETIMEDOUT, ECONNRESET, ECONNREFUSED */
+	uint64_t time_ns;         /* CLOCK_MONOTONIC time it happened */
+	struct sockaddr_in peer;  /* the peer (the address connected to, or the one accepted from) */
+	struct sockaddr_in local_rail, remote_rail; /* rail events: the rail's two ends */
+	char cause[48];           /* why, a short phrase ("receive count below threshold") */
+	uint64_t missed;          /* events dropped before this one (the queue holds 1024) */
+};
+
+/*
+ * A descriptor that polls readable while events are waiting (for poll/epoll
+ * loops); ri2n keeps the last 1024 events of the process whether or not
+ * anyone reads them.  -1 with errno on failure.  Do not read or close it.
+ */
+RI2N_API int ri2n_event_fd(void);
+/* Takes the oldest waiting event: 1 with *ev filled, 0 if there is none. */
+RI2N_API int ri2n_read_event(struct ri2n_event *ev);
+
+/* ---- logging ---- */
+
+enum ri2n_log_level { RI2N_LOG_DEBUG, RI2N_LOG_INFO, RI2N_LOG_WARN, RI2N_LOG_ERROR, RI2N_LOG_OFF };
+
+/*
+ * Chooses what is logged (default RI2N_LOG_WARN, or RI2N_LOG in the
+ * environment) and where: hook(level, line, arg) for every line, from the
+ * thread that logs (often the engine thread: keep it short), or stderr
+ * when hook is NULL.  Lines are one per event, never one per packet.
+ */
+RI2N_API void ri2n_set_log(int level, void (*hook)(int level, const char *line, void *arg),
+			   void *arg);
+
 /* The library version, "MAJOR.MINOR.PATCH". */
 RI2N_API const char *ri2n_version(void);
 

@@ -19,7 +19,7 @@
  *
  * Lines look like:
  *   xfer t=1.200 mbps=1874.21 bytes=281372672 rails=UD data=8123,0
- *   xfer event t=1.134 rail=1 down cause="receive count below threshold"
+ *   xfer event t=1.134 rail=1 down fd=5 cause="receive count below threshold"
  *   xfer done role=recv bytes=536870912 seconds=2.312 mbps=1857.63 verified=yes
  *   xfer rail=1 local=198.18.2.1 remote=198.18.2.2 up=1 downs=1 ups=1 ...
  * The CSV (--csv) has one row per interval: role,t,mono,mbps,bytes,rails,data.
@@ -110,11 +110,34 @@ typedef struct progress {
 	double t0, last_t;
 	uint64_t last_bytes;
 	int nrails;
-	int up[RI2N_MAX_RAILS];
-	uint64_t last_data[RI2N_MAX_RAILS], last_change[RI2N_MAX_RAILS];
+	uint64_t last_data[RI2N_MAX_RAILS];
 } progress;
 
-/* Rail states and DATA packets sent per rail since the last call; events on change. */
+/*
+ * Prints the events ri2n reported (ri2n_read_event) for this process; the
+ * connection's own, or all of them for a server with several.
+ */
+static void print_events(progress *p)
+{
+	struct ri2n_event e;
+	static const char *const names[] = { "?", "connected", "down", "up", "closed", "failed" };
+
+	while (p->events && ri2n_read_event(&e) == 1) {
+		const char *name = e.type >= 1 && e.type <= 5 ? names[e.type] : "?";
+
+		if (e.missed)
+			fprintf(stderr, "xfer event missed=%llu\n", (unsigned long long)e.missed);
+		if (e.rail >= 0)
+			fprintf(stderr, "xfer event t=%.4f rail=%d %s fd=%d cause=\"%s\"\n",
+				(double)e.time_ns / 1e9 - p->t0, e.rail, name, e.fd, e.cause);
+		else
+			fprintf(stderr, "xfer event t=%.4f conn %s fd=%d%s%s cause=\"%s\"\n",
+				(double)e.time_ns / 1e9 - p->t0, name, e.fd, e.error ? " error=" : "",
+				e.error ? strerror(e.error) : "", e.cause);
+	}
+}
+
+/* Rail states and DATA packets sent per rail since the last call. */
 static void rails_str(progress *p, char *rails, size_t rlen, char *data, size_t dlen)
 {
 	struct ri2n_stats st;
@@ -131,14 +154,7 @@ static void rails_str(progress *p, char *rails, size_t rlen, char *data, size_t 
 		rails[k++] = r->up ? 'U' : 'D';
 		d += (size_t)snprintf(data + d, dlen - d, "%s%" PRIu64, i ? "," : "",
 				      r->tx_data - (i < p->nrails ? p->last_data[i] : 0));
-		if (p->events && r->last_change_ns &&
-		    (i >= p->nrails || r->last_change_ns != p->last_change[i] || r->up != p->up[i]))
-			fprintf(stderr, "xfer event t=%.4f rail=%d %s rx=%s tx=%s cause=\"%s\"\n",
-				(double)r->last_change_ns / 1e9 - p->t0, i, r->up ? "up" : "down",
-				r->rx_up ? "up" : "down", r->tx_up ? "up" : "down", r->last_cause);
 		p->last_data[i] = r->tx_data;
-		p->last_change[i] = r->last_change_ns;
-		p->up[i] = r->up;
 	}
 	rails[k] = 0;
 	p->nrails = st.nrails;
@@ -154,6 +170,7 @@ static void tick(progress *p, uint64_t bytes, int force)
 		return;
 	mbps = t > p->last_t ? (double)(bytes - p->last_bytes) * 8 / (t - p->last_t) / 1e6 : 0;
 	pthread_mutex_lock(&opt.out_mu);
+	print_events(p);
 	rails_str(p, rails, sizeof(rails), data, sizeof(data));
 	if (!opt.quiet)
 		fprintf(stderr, "xfer t=%.3f mbps=%.2f bytes=%" PRIu64 " rails=%s data=%s\n",
@@ -602,6 +619,10 @@ static int send_stream(const char *host, uint64_t total)
 			  !back.why && !back.bad && back.bytes == total, NULL);
 	rail_summary(fd);
 	ri2n_close(fd);
+	usleep(20000); /* the engine reports the close right after the last ACK */
+	pthread_mutex_lock(&opt.out_mu);
+	print_events(&out.pg);
+	pthread_mutex_unlock(&opt.out_mu);
 	if (out.in > 0)
 		close(out.in);
 	if (!why)

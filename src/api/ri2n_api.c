@@ -30,6 +30,7 @@
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_engine.h"
+#include "rn_events.h"
 #include "rn_knobs.h"
 
 static struct {
@@ -608,4 +609,18 @@ int ri2n_stats(int fd, struct ri2n_stats *out)
 	for (int k = 0; k < cs.npaths && k < RI2N_MAX_RAILS; k++)
 		rail_stats(&out->rail[k], &cs.rail[k]);
 	return 0;
+}
+
+int ri2n_event_fd(void)
+{
+	return rn_events_fd();
+}
+
+int ri2n_read_event(struct ri2n_event *ev)
+{
+	if (!ev) {
+		errno = EINVAL;
+		return -1;
+	}
+	return rn_events_read(ev);
 }

@@ -270,6 +270,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 	if (c->fin_acked && c->peer_fin_seen) {
 		c->state = RN_ST_LINGER;
 		c->linger_until_ns = now_ns + c->cfg.linger_ns;
+		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 }
 

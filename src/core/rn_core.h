@@ -137,7 +137,7 @@ typedef enum rn_event_type {
 	RN_EV_RAIL_DOWN,
 	RN_EV_RAIL_UP,
 	RN_EV_PEER_CLOSED, /* the peer finished sending (EOF after its data) */
-	RN_EV_CLOSED,      /* both directions closed cleanly */
+	RN_EV_CLOSED,      /* both directions closed cleanly (entering LINGER) */
 	RN_EV_FAILED,      /* the connection died; err says why */
 } rn_event_type;
 

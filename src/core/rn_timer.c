@@ -159,8 +159,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		return;
 	}
 	if (c->state == RN_ST_LINGER && now_ns >= c->linger_until_ns) {
-		c->state = RN_ST_CLOSED;
-		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
+		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
 	if (c->ack_pending && now_ns >= c->ack_first_ns + c->cfg.ack_delay_ns)

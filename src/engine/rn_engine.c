@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "ri2n.h"
+#include "rn_events.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
+#include "rn_publish.h"
 #include "rn_stream.h"
 
 typedef struct rn_cmd {
@@ -258,6 +260,7 @@ static void *engine_main(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "ri2n-engine");
 	rn_place_thread(g.rails, g.nrails);
+	rn_publish_start();
 	event_base_loop(g.base, EVLOOP_NO_EXIT_ON_EMPTY);
 	return NULL;
 }
@@ -330,6 +333,8 @@ static void atfork_child(void)
 	g.head = g.tail = NULL;
 	rn_port_forget_all();
 	rn_stream_forget_all();
+	rn_events_forget();
+	rn_publish_forget();
 	pthread_mutex_unlock(&g.mu);
 }
 

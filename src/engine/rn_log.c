@@ -8,16 +8,32 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ri2n.h"
 #include "rn_log.h"
 
 static int g_level = RN_LOG_WARN;
+static void (*g_hook)(int, const char *, void *);
+static void *g_hook_arg;
+static int g_set_by_api; /* ri2n_set_log wins over RI2N_LOG */
+
+void ri2n_set_log(int level, void (*hook)(int level, const char *line, void *arg), void *arg)
+{
+	if (level < RN_LOG_DEBUG)
+		level = RN_LOG_DEBUG;
+	if (level > RN_LOG_OFF)
+		level = RN_LOG_OFF;
+	g_level = level;
+	g_hook_arg = arg;
+	g_hook = hook;
+	g_set_by_api = 1;
+}
 
 void rn_log_init(void)
 {
 	static const char *const names[] = { "debug", "info", "warn", "error", "off" };
 	const char *v = getenv("RI2N_LOG");
 
-	if (!v || !*v)
+	if (!v || !*v || g_set_by_api)
 		return;
 	for (int i = 0; i <= RN_LOG_OFF; i++) {
 		if (strcmp(v, names[i]) == 0) {
@@ -53,6 +69,10 @@ void rn_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	if (g_hook) {
+		g_hook(level, line, g_hook_arg);
+		return;
+	}
 	/* one write per line, so lines of several threads do not interleave */
 	n = (int)strlen(line);
 	if (n < (int)sizeof(line) - 1)

@@ -302,6 +302,13 @@ void rn_port_each_all(void (*fn)(struct rn_stream *st))
 		rn_port_each(p, fn);
 }
 
+void rn_port_each_listener(void (*fn)(rn_port *p))
+{
+	for (rn_port *p = g_ports; p; p = p->next)
+		if (p->lis)
+			fn(p);
+}
+
 static struct rn_stream *lookup(const rn_port *p, uint64_t id)
 {
 	for (pentry *e = (pentry *)p->tab[bucket(p, id)]; e; e = e->next)

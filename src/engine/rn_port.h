@@ -72,6 +72,8 @@ int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id);
 /* Calls fn on every connection of the port; of every port. */
 void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st));
 void rn_port_each_all(void (*fn)(struct rn_stream *st));
+/* Calls fn on every port that has a listener. */
+void rn_port_each_listener(void (*fn)(rn_port *p));
 void rn_port_remove(rn_port *p, uint64_t id);
 
 /* Rails (core local indexes) whose socket can take a datagram now. */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rn_events.h"
 #include "rn_log.h"
 #include "rn_stream.h"
 
@@ -30,6 +32,8 @@ typedef struct rn_stream {
 	size_t junk_left;        /* bytes to discard before the user's data */
 	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
 	uint64_t orphan_ns;      /* when the user went away with the stream open */
+	uint64_t created_ns;
+	uint8_t server;          /* accepted, not connected */
 	struct rn_stream *dirty_next;
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;
@@ -129,6 +133,24 @@ static int ensure_globals(void)
 
 static void connected(rn_stream *st);
 
+/* Hands an event to the application's queue (ri2n_read_event). */
+static void post(rn_stream *st, int type, int rail, int error, const char *cause)
+{
+	struct ri2n_event e = { .type = type, .fd = st->sock->user_fd, .rail = rail,
+				.error = error, .time_ns = rn_now_ns(),
+				.peer = sin_of(rn_conn_peer(st->conn)) };
+
+	if (rail >= 0) {
+		rn_conn_stats cs;
+
+		rn_conn_get_stats(st->conn, &cs);
+		e.local_rail = sin_of(cs.rail[rail].local);
+		e.remote_rail = sin_of(cs.rail[rail].remote);
+	}
+	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
+	rn_events_post(&e);
+}
+
 static void on_core_event(void *user, const rn_event *ev)
 {
 	rn_stream *st = user;
@@ -150,11 +172,19 @@ static void on_core_event(void *user, const rn_event *ev)
 		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
 		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
 		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
+		post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
+		     ev->rail, 0, rn_cause_name(ev->cause));
 		break;
 	}
 	case RN_EV_FAILED:
 		if (ev->err != RN_ERR_ABORTED)
 			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
+		if (st->connected)
+			post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
+		break;
+	case RN_EV_CLOSED:
+		rn_info("connection %s closed", st->name);
+		post(st, RI2N_EVENT_CLOSED, -1, 0, "closed");
 		break;
 	default:
 		break;
@@ -194,6 +224,7 @@ static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 	}
 	rn_port_ref(p);
 	name_peer(st, rn_conn_peer(c));
+	st->created_ns = rn_now_ns();
 	return st;
 }
 
@@ -237,6 +268,8 @@ static void stream_free(rn_stream *st)
 	rn_sock *s = st->sock;
 	int err = rn_conn_error(st->conn);
 
+	if (!st->connected && err)
+		rn_info("connect to %s failed: %s", st->name, rn_strerror(err));
 	/* the state first: a user woken by the close below must see why */
 	pthread_mutex_lock(&s->mu);
 	if (s->kind != RN_SK_DEAD) {
@@ -302,6 +335,7 @@ static void connected(rn_stream *st)
 		s->watch_ev = NULL;
 	}
 	rn_info("connected to %s over %d rail%s", st->name, cs.npaths, cs.npaths == 1 ? "" : "s");
+	post(st, RI2N_EVENT_CONNECTED, -1, 0, "connected");
 	rn_engine_dirty(st);
 }
 
@@ -595,6 +629,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	}
 	rn_conn_set_user(c, st);
 	st->connected = 1;
+	st->server = 1;
 	ns->stream = st;
 	ns->kind = RN_SK_CONNECTED;
 	ns->peer = sin_of(ap->from);
@@ -612,6 +647,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	if (send(ls->eng_fd, "a", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		rn_debug("accept wake-up not written: %s", strerror(errno));
 	rn_info("accepted connection from %s", st->name);
+	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
 }
 
@@ -854,6 +890,19 @@ int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
 		return -ENOTCONN;
 	rn_conn_get_stats(s->stream->conn, out);
 	return 0;
+}
+
+void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
+{
+	out->name = st->name;
+	out->fd = st->sock->user_fd;
+	out->server = st->server;
+	out->created_ns = st->created_ns;
+	pthread_mutex_lock(&st->sock->mu);
+	out->local = st->sock->local;
+	out->peer = st->sock->peer;
+	pthread_mutex_unlock(&st->sock->mu);
+	rn_conn_get_stats(st->conn, &out->cs);
 }
 
 static int g_pending;

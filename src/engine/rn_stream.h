@@ -43,6 +43,17 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
 int rn_stream_cmd_pending(void);
 
+/* What ri2n-stat shows of a connection. */
+typedef struct rn_stream_info {
+	const char *name;
+	int fd, server;
+	uint64_t created_ns;
+	struct sockaddr_in local, peer;
+	rn_conn_stats cs;
+} rn_stream_info;
+
+void rn_stream_get_info(struct rn_stream *st, rn_stream_info *out);
+
 /* After fork, in the child: forget the parent's streams, closing only fds. */
 void rn_stream_forget_all(void);
 

@@ -45,6 +45,13 @@ void fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 
 /* ---- small helpers ---- */
 
+int fz_known(const char *id)
+{
+	const char *v = getenv("RI2N_FUZZ_SKIP_KNOWN");
+
+	return v && (strcmp(v, "all") == 0 || strstr(v, id) != NULL);
+}
+
 uint64_t fz_rng_next(void *user)
 {
 	uint64_t *s = user;
@@ -124,38 +131,29 @@ size_t fz_bytes(fz_in *in, uint8_t *out, size_t n)
 	return n;
 }
 
-/* One 64-bit word per 8 stream bytes: any offset is cheap to check. */
-static uint64_t pattern_word(uint64_t seed, uint64_t word)
-{
-	uint64_t st = seed ^ word * UINT64_C(0x9e3779b97f4a7c15);
-
-	return fz_rng_next(&st);
-}
-
+/*
+ * Byte i of a stream: a multiplicative hash of the position, so a byte
+ * delivered at the wrong offset (a packet misplaced, repeated or shifted)
+ * differs from the one expected; cheap enough to check every byte.
+ */
 uint8_t fz_pattern_byte(uint64_t seed, uint64_t i)
 {
-	return (uint8_t)(pattern_word(seed, i >> 3) >> (8 * (i & 7)));
+	return (uint8_t)(((i + seed) * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
 }
 
 void fz_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
 {
-	size_t i = 0;
-
-	while (i < n) {
-		uint64_t pos = off + i;
-		uint64_t w = pattern_word(seed, pos >> 3);
-
-		for (unsigned b = (unsigned)(pos & 7); b < 8 && i < n; b++, i++)
-			buf[i] = (uint8_t)(w >> (8 * b));
-	}
+	for (size_t i = 0; i < n; i++)
+		buf[i] = fz_pattern_byte(seed, off + i);
 }
 
 int fz_pattern_eq(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
 {
+	uint8_t diff = 0;
+
 	for (size_t i = 0; i < n; i++)
-		if (buf[i] != fz_pattern_byte(seed, off + i))
-			return 0;
-	return 1;
+		diff |= (uint8_t)(buf[i] ^ fz_pattern_byte(seed, off + i));
+	return diff == 0;
 }
 
 rn_rail_addr fz_rail(int host, int r)
@@ -346,7 +344,11 @@ static void check_output(fz_pair *p, int host, uint32_t writable, const uint8_t 
 
 	FZ_CHECK(n <= cap && n <= p->cfg.max_dgram, "host %d wrote %zu bytes (cap %zu, dgram %u)",
 		 host, n, cap, p->cfg.max_dgram);
-	FZ_CHECK(rc == 0, "host %d wrote a datagram that does not decode (%d)", host, rc);
+	if (rc != 0 && fz_known("ack-without-block") && n == RN_HDR_LEN && buf[1] == RN_PT_ACK &&
+	    cap < RN_HDR_LEN + RN_ACKBLK_LEN)
+		return;
+	FZ_CHECK(rc == 0, "host %d wrote a datagram that does not decode (%d), type %u flags %#x, "
+		 "%zu bytes, cap %zu", host, rc, buf[1], buf[2], n, cap);
 	FZ_CHECK(tx->local_rail >= 0 && tx->local_rail < FZ_RAILS &&
 			 ((writable >> tx->local_rail) & 1),
 		 "host %d sent on rail %d, writable %#x", host, tx->local_rail, writable);

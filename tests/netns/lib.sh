@@ -37,7 +37,10 @@ nt_skip() {
 
 nt_cleanup() {
 	local p
+	# each background command leads its own process group (setsid): kill it whole,
+	# or a sender outliving `timeout` would go on in a namespace that is gone
 	for p in "${NT_PIDS[@]}"; do
+		kill -9 -- "-$p" 2>/dev/null
 		kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
 	[ "${NT_KEEP:-0}" = 1 ] || rm -rf "$NT_DIR"
@@ -74,7 +77,7 @@ nt_addr() { tb_addr "$1" "${2:-1}"; }
 nt_serve() { # HOST [args]
 	local host=$1
 	shift
-	RI2N_RAILS=$NT_RAILS ip netns exec "$(tb_ns "$host")" "$NT_XFER" serve --quiet "$@" \
+	RI2N_RAILS=$NT_RAILS setsid ip netns exec "$(tb_ns "$host")" "$NT_XFER" serve --quiet "$@" \
 		>"$NT_DIR/serve$host.out" 2>"$NT_DIR/serve$host.err" &
 	NT_PIDS+=($!)
 	NT_PID=$!
@@ -82,17 +85,33 @@ nt_serve() { # HOST [args]
 }
 
 nt_send() { # NAME HOST DST [args]
-	local name=$1 host=$2 dst=$3
+	local name=$1 ns addr
+	ns=$(tb_ns "$2")
+	addr=$(nt_addr "$3")
 	shift 3
-	RI2N_RAILS=$NT_RAILS timeout "${NT_TIMEOUT:-120}" ip netns exec "$(tb_ns "$host")" \
-		"$NT_XFER" send "$(nt_addr "$dst")" --csv "$NT_DIR/$name.csv" "$@" \
+	RI2N_RAILS=$NT_RAILS timeout -s KILL "${NT_TIMEOUT:-120}" ip netns exec "$ns" \
+		"$NT_XFER" send "$addr" --csv "$NT_DIR/$name.csv" "$@" \
 		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err"
 }
 
-nt_send_bg() {
-	nt_send "$@" &
+nt_send_bg() { # the same, in the background, leading its own process group
+	local name=$1 ns addr
+	ns=$(tb_ns "$2")
+	addr=$(nt_addr "$3")
+	shift 3
+	RI2N_RAILS=$NT_RAILS setsid timeout -s KILL "${NT_TIMEOUT:-120}" ip netns exec "$ns" \
+		"$NT_XFER" send "$addr" --csv "$NT_DIR/$name.csv" "$@" \
+		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err" &
 	NT_PIDS+=($!)
 	NT_PID=$!
+}
+
+# The pid of the ri2n-xfer running in HOST's namespace with ROLE (send|serve).
+nt_xfer_pid() { # HOST ROLE
+	local p
+	for p in $(ip netns pids "$(tb_ns "$1")"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "ri2n-xfer $2" && { echo "$p"; return; }
+	done
 }
 
 # The verdict line of a transfer, "yes" or "no".

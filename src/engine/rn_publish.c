@@ -1,0 +1,216 @@
+/*
+ * rn_publish.c - each process's live connection state, for ri2n-stat.
+ *
+ * Every RI2N_STAT_MS (250 ms; 0 turns it off) the engine thread writes a
+ * small text snapshot of its connections and rails to <dir>/<pid>.stat, by
+ * writing a temporary file and renaming it, so a reader never sees half of
+ * one.  <dir> is RI2N_RUN_DIR, else /run/ri2n for root, else
+ * /tmp/ri2n-<uid>.  The file is removed at exit; ri2n-stat ignores files of
+ * processes that are gone (or whose pid was reused: the process start time
+ * is in the file).  Nothing is added to the per-packet path: the counters
+ * are read from the core in the engine thread, off the timer.
+ *
+ * Format (docs/OPERATIONS.md): one record per line, "kind key=value ...",
+ * string values in double quotes.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_log.h"
+#include "rn_port.h"
+#include "rn_publish.h"
+#include "rn_stream.h"
+
+static struct {
+	struct event *ev;
+	struct timeval period;
+	char path[256], tmp[264];
+	unsigned long long start; /* this process's start time, /proc/self/stat field 22 */
+	FILE *f;
+	int nconn;
+	uint64_t now;
+} g;
+
+static unsigned long long proc_start(void)
+{
+	char buf[1024], *p;
+	unsigned long long v = 0;
+	FILE *f = fopen("/proc/self/stat", "re");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the command may contain spaces */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			       "%*d %*d %*d %llu", &v) != 1)
+		v = 0;
+	return v;
+}
+
+static const char *ipport(const struct sockaddr_in *a, char *buf, size_t len)
+{
+	char ip[32];
+
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(a->sin_port));
+	return buf;
+}
+
+static const char *ip_of(rn_addr a, char *buf, size_t len)
+{
+	return rn_ip_str(a.ip, buf, len);
+}
+
+static void write_conn(struct rn_stream *st)
+{
+	rn_stream_info in;
+	char l[48], p[48];
+	const rn_conn_stats *c = &in.cs;
+	uint64_t other = 0;
+	int n = ++g.nconn;
+
+	rn_stream_get_info(st, &in);
+	for (int d = 0; d < RN_DROP__COUNT; d++)
+		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
+		    d != RN_DROP_DUPLICATE)
+			other += c->drops[d];
+	fprintf(g.f, "conn n=%d fd=%d role=%s local=%s peer=%s state=%s age_ms=%llu error=\"%s\" "
+		     "mss=%u app_tx_bytes=%llu app_rx_bytes=%llu tx_packets=%llu rx_packets=%llu "
+		     "retransmits=%llu rto=%llu drops_malformed=%llu drops_source=%llu "
+		     "drops_window=%llu drops_duplicate=%llu drops_other=%llu\n",
+		n, in.fd, in.server ? "server" : "client", ipport(&in.local, l, sizeof(l)),
+		ipport(&in.peer, p, sizeof(p)), rn_state_name(c->state),
+		(unsigned long long)((g.now - in.created_ns) / 1000000),
+		c->err ? rn_strerror(c->err) : "", c->mss, (unsigned long long)c->app_tx_bytes,
+		(unsigned long long)c->app_rx_bytes, (unsigned long long)c->tx_packets,
+		(unsigned long long)c->rx_packets, (unsigned long long)c->retransmits,
+		(unsigned long long)c->rto_events, (unsigned long long)c->drops[RN_DROP_MALFORMED],
+		(unsigned long long)c->drops[RN_DROP_SOURCE],
+		(unsigned long long)c->drops[RN_DROP_WINDOW],
+		(unsigned long long)c->drops[RN_DROP_DUPLICATE], (unsigned long long)other);
+	for (int k = 0; k < c->npaths; k++) {
+		const rn_rail_stats *r = &c->rail[k];
+
+		fprintf(g.f, "rail conn=%d index=%d local=%s remote=%s state=%s rx=%s tx=%s "
+			     "tx_packets=%llu rx_packets=%llu tx_bytes=%llu rx_bytes=%llu "
+			     "tx_data=%llu rx_data=%llu retransmits=%llu lost=%llu heartbeats=%llu "
+			     "keepalives=%llu downs=%u ups=%u cwnd=%u srtt_us=%llu changed_ms_ago=%lld "
+			     "cause=\"%s\"\n",
+			n, k, ip_of(r->local, l, sizeof(l)), ip_of(r->remote, p, sizeof(p)),
+			r->rx_up && r->tx_up ? "up" : "down", r->rx_up ? "up" : "down",
+			r->tx_up ? "up" : "down", (unsigned long long)r->tx_packets,
+			(unsigned long long)r->rx_packets, (unsigned long long)r->tx_bytes,
+			(unsigned long long)r->rx_bytes, (unsigned long long)r->tx_data,
+			(unsigned long long)r->rx_data, (unsigned long long)r->retransmits,
+			(unsigned long long)r->lost, (unsigned long long)r->heartbeats,
+			(unsigned long long)r->keepalives, r->down_events, r->up_events, r->cwnd,
+			(unsigned long long)(r->srtt_ns / 1000),
+			r->last_change_ns ? (long long)((g.now - r->last_change_ns) / 1000000) : -1LL,
+			r->last_change_ns ? rn_cause_name(r->last_cause) : "");
+	}
+}
+
+static void write_listener(rn_port *p)
+{
+	uint64_t drops = p->drops_unknown + p->drops_backlog;
+
+	for (int d = 0; d < RN_DROP__COUNT; d++)
+		drops += p->lis->drops[d];
+	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
+		     "drops_backlog=%llu\n", p->number, p->nsock, p->lsock ? p->lsock->accq_len : 0,
+		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
+		(unsigned long long)drops, (unsigned long long)p->drops_backlog);
+}
+
+static void snapshot(evutil_socket_t fd, short what, void *arg)
+{
+	char cmd[64] = "?";
+	struct timespec rt;
+	FILE *c;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	g.f = fopen(g.tmp, "we");
+	if (!g.f)
+		return;
+	c = fopen("/proc/self/comm", "re");
+	if (c) {
+		if (fgets(cmd, sizeof(cmd), c))
+			cmd[strcspn(cmd, "\n")] = 0;
+		fclose(c);
+	}
+	clock_gettime(CLOCK_REALTIME, &rt);
+	g.now = rn_now_ns();
+	g.nconn = 0;
+	fprintf(g.f, "ri2n-stat 1\nprocess pid=%d start=%llu cmd=\"%s\" time=%lld mono_ms=%llu\n",
+		(int)getpid(), g.start, cmd, (long long)rt.tv_sec,
+		(unsigned long long)(g.now / 1000000));
+	rn_port_each_listener(write_listener);
+	rn_port_each_all(write_conn);
+	if (fclose(g.f) == 0)
+		rename(g.tmp, g.path);
+	else
+		unlink(g.tmp);
+	g.f = NULL;
+}
+
+static void remove_at_exit(void)
+{
+	if (g.path[0] && getpid() == atoi(strrchr(g.path, '/') + 1))
+		unlink(g.path);
+}
+
+void rn_publish_start(void)
+{
+	const char *dir = getenv("RI2N_RUN_DIR"), *ms = getenv("RI2N_STAT_MS");
+	char fallback[64];
+	long period = ms && *ms ? strtol(ms, NULL, 10) : 250;
+	static int registered;
+
+	if (period <= 0)
+		return;
+	if (!dir || !*dir) {
+		if (geteuid() == 0) {
+			dir = "/run/ri2n";
+		} else {
+			snprintf(fallback, sizeof(fallback), "/tmp/ri2n-%u", (unsigned)geteuid());
+			dir = fallback;
+		}
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		rn_debug("not publishing connection state: %s: %s", dir, strerror(errno));
+		return;
+	}
+	snprintf(g.path, sizeof(g.path), "%s/%d.stat", dir, (int)getpid());
+	snprintf(g.tmp, sizeof(g.tmp), "%s.tmp", g.path);
+	g.start = proc_start();
+	g.period = (struct timeval){ period / 1000, (period % 1000) * 1000 };
+	g.ev = event_new(rn_engine_base(), -1, EV_PERSIST, snapshot, NULL);
+	if (!g.ev)
+		return;
+	event_add(g.ev, &g.period);
+	snapshot(-1, 0, NULL);
+	if (!registered) {
+		atexit(remove_at_exit);
+		registered = 1;
+	}
+	rn_debug("publishing connection state to %s every %ld ms", g.path, period);
+}
+
+void rn_publish_forget(void)
+{
+	g.ev = NULL;
+	g.path[0] = 0;
+}
