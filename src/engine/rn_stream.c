@@ -7,6 +7,7 @@
 #include <event2/event.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -468,6 +469,29 @@ static void arm_timer(rn_stream *st, uint64_t now)
 	}
 }
 
+/*
+ * The user closed its end for good (not just shut down writing) while the
+ * peer keeps the connection open: like TCP's orphaned FIN_WAIT_2, wait for
+ * the peer's FIN up to the dead-peer timeout, then reset.  Data arriving
+ * meanwhile finds nobody to read it and resets at once (deliver).
+ */
+static void check_orphan(rn_stream *st, uint64_t now)
+{
+	struct pollfd pf = { .fd = st->fd };
+
+	if (!st->user_eof || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
+		return;
+	if (!st->orphan_ns) {
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+			st->orphan_ns = now;
+		return;
+	}
+	if (now - st->orphan_ns >= st->sock->cfg.dead_peer_ns) {
+		rn_info("connection %s: closed by this side, the peer never closed: reset", st->name);
+		rn_conn_abort(st->conn, now);
+	}
+}
+
 static void service(rn_stream *st, uint64_t now)
 {
 	int more;
@@ -476,6 +500,7 @@ static void service(rn_stream *st, uint64_t now)
 	take(st, now);
 	if (st->user_eof && !st->fin_queued && rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
+	check_orphan(st, now);
 	more = flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
