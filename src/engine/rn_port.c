@@ -273,9 +273,15 @@ int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id)
 	return 0;
 }
 
-void rn_port_remove(rn_port *p, uint64_t id)
+void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id)
 {
 	pentry **pp = (pentry **)&p->tab[bucket(p, id)];
+
+	/* queued datagrams keep no pointer to a stream about to be freed */
+	for (int i = 0; i < p->nsock; i++)
+		for (int k = 0; k < p->s[i].qn; k++)
+			if (p->s[i].q[k].st == st)
+				p->s[i].q[k].st = NULL;
 
 	for (; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id) {

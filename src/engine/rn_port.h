@@ -74,7 +74,8 @@ void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st));
 void rn_port_each_all(void (*fn)(struct rn_stream *st));
 /* Calls fn on every port that has a listener. */
 void rn_port_each_listener(void (*fn)(rn_port *p));
-void rn_port_remove(rn_port *p, uint64_t id);
+/* Removes a connection; its datagrams still queued go out without it. */
+void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id);
 
 /* Rails (core local indexes) whose socket can take a datagram now. */
 uint32_t rn_port_writable(const rn_port *p);

@@ -39,7 +39,8 @@ typedef struct rn_stream {
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;
 
-static rn_stream *g_dirty, *g_dirty_tail;
+static rn_stream *g_dirty, *g_dirty_tail; /* marked, for the next turn */
+static rn_stream *g_turn;                 /* the rest of the turn being serviced */
 static struct event *g_kick;
 static uint8_t *g_scratch;   /* one datagram or one chunk of user data */
 
@@ -99,17 +100,40 @@ void rn_engine_dirty(rn_stream *st)
 
 void rn_stream_service_dirty(void)
 {
-	rn_stream *list = g_dirty;
 	uint64_t now = rn_now_ns();
 
 	/* streams marked while servicing wait for the next turn of the loop */
+	g_turn = g_dirty;
 	g_dirty = g_dirty_tail = NULL;
-	while (list) {
-		rn_stream *st = list;
+	while (g_turn) {
+		rn_stream *st = g_turn;
 
-		list = st->dirty_next;
+		g_turn = st->dirty_next;
 		st->dirty = 0;
 		service(st, now);
+	}
+}
+
+/* Takes a stream about to be freed off the lists that may still hold it. */
+static void undirty(rn_stream *st)
+{
+	rn_stream **pp, *prev = NULL;
+
+	if (!st->dirty)
+		return;
+	for (pp = &g_turn; *pp; pp = &(*pp)->dirty_next) {
+		if (*pp == st) {
+			*pp = st->dirty_next;
+			return;
+		}
+	}
+	for (pp = &g_dirty; *pp; prev = *pp, pp = &(*pp)->dirty_next) {
+		if (*pp == st) {
+			*pp = st->dirty_next;
+			if (g_dirty_tail == st)
+				g_dirty_tail = prev;
+			return;
+		}
 	}
 }
 
@@ -290,7 +314,8 @@ static void stream_free(rn_stream *st)
 		event_free(s->watch_ev);
 		s->watch_ev = NULL;
 	}
-	rn_port_remove(st->port, st->id);
+	undirty(st);
+	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
 	event_free(st->tev);
 	event_free(st->rev);
@@ -956,6 +981,6 @@ int rn_stream_cmd_pending(void)
 
 void rn_stream_forget_all(void)
 {
-	g_dirty = g_dirty_tail = NULL;
+	g_dirty = g_dirty_tail = g_turn = NULL;
 	g_kick = NULL;
 }
