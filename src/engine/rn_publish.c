@@ -124,11 +124,17 @@ static void write_conn(struct rn_stream *st)
 static void write_listener(rn_port *p)
 {
 	uint64_t drops = p->drops_unknown + p->drops_backlog;
+	int queued = 0;
 
 	for (int d = 0; d < RN_DROP__COUNT; d++)
 		drops += p->lis->drops[d];
+	if (p->lsock) { /* accq_len is shared with ri2n_accept: under the socket's mutex */
+		pthread_mutex_lock(&p->lsock->mu);
+		queued = p->lsock->accq_len;
+		pthread_mutex_unlock(&p->lsock->mu);
+	}
 	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
-		     "drops_backlog=%llu\n", p->number, p->nsock, p->lsock ? p->lsock->accq_len : 0,
+		     "drops_backlog=%llu\n", p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
 		(unsigned long long)drops, (unsigned long long)p->drops_backlog);
 }

@@ -283,9 +283,38 @@ static void close_user_end(rn_stream *st, int reset)
 		close_with_reset(st);
 	event_del(st->rev);
 	event_del(st->wev);
+	/* not connected yet: the close watch is on this end too; off the loop before
+	 * the close frees the number for another thread's next socket */
+	if (st->sock->watch_ev) {
+		event_free(st->sock->watch_ev);
+		st->sock->watch_ev = NULL;
+	}
 	rn_fd_close(st->fd);
 	st->fd = -1;
 	st->sock->eng_fd = -1;
+}
+
+/*
+ * Records that the connection ended, and why, where the API reads it.  Must
+ * come before the user's end is closed: a user woken by that close (poll
+ * after a non-blocking connect, read) must find SO_ERROR already set.
+ */
+static void record_end(rn_stream *st)
+{
+	rn_sock *s = st->sock;
+	int err = rn_conn_error(st->conn);
+
+	pthread_mutex_lock(&s->mu);
+	if (s->kind != RN_SK_DEAD) {
+		s->kind = RN_SK_DEAD;
+		if (err && err != RN_ERR_ABORTED) {
+			/* SO_ERROR tells why: ECONNREFUSED, ETIMEDOUT, ECONNRESET */
+			s->dead_error = err_to_errno(err);
+			s->so_error = s->dead_error;
+		}
+	}
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void stream_free(rn_stream *st)
@@ -296,17 +325,9 @@ static void stream_free(rn_stream *st)
 	if (!st->connected && err)
 		rn_info("connect to %s failed: %s", st->name, rn_strerror(err));
 	/* the state first: a user woken by the close below must see why */
+	record_end(st);
 	pthread_mutex_lock(&s->mu);
-	if (s->kind != RN_SK_DEAD) {
-		s->kind = RN_SK_DEAD;
-		if (err && err != RN_ERR_ABORTED) {
-			/* SO_ERROR tells why: ECONNREFUSED, ETIMEDOUT, ECONNRESET */
-			s->dead_error = err_to_errno(err);
-			s->so_error = s->dead_error;
-		}
-	}
 	s->stream = NULL;
-	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	/* an unconnected end still holds the junk bytes: closing it resets anyway */
 	close_user_end(st, err != 0 && st->connected);
@@ -382,6 +403,7 @@ static void deliver(rn_stream *st, uint64_t now)
 			return;
 		}
 		if (n < 0) { /* the connection died: the user reads an error, never EOF */
+			record_end(st); /* SO_ERROR set before the close wakes the user */
 			close_user_end(st, 1);
 			return;
 		}

@@ -1,0 +1,138 @@
+/*
+ * test_api.c - the socket API's semantics, end to end: what include/ri2n.h
+ * and docs/API.md promise a program that links -lri2n.
+ *
+ * Runs inside a network namespace with two rails, r1 198.18.1.1/24 and r2
+ * 198.18.2.1/24 (tests/api/run.sh makes it).  Both ends of every connection
+ * live in this process or in processes it forks; datagrams between the two
+ * local addresses go over loopback, which is all API semantics need.
+ *
+ * Every wait is bounded (poll with a timeout, connect timeouts, a watchdog per
+ * test): a broken contract fails a test, it never hangs the suite.  Times are
+ * asserted only as generous upper bounds (two shared cores, sanitizers).
+ *
+ *   test_api [FILTER [SKIP]]  every test, or those matching FILTER ("*death*")
+ *                             and not SKIP ("*slow_acceptor*")
+ *
+ * The tests, by feature: api_connect.c (connect, accept, bind, backlog),
+ * api_calls.c (bad arguments, options), api_stream.c (EOF, death, reset,
+ * non-blocking and vector I/O), api_process.c (threads, fork, events).
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "api_harness.h"
+
+#define WATCHDOG_S 100 /* no single test may take longer */
+
+/* ---- the watchdog: no test hangs the suite ---- */
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "test_api: a test ran past its watchdog; aborting\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(124);
+}
+
+static int arm_watchdog(void **state)
+{
+	(void)state;
+	alarm(WATCHDOG_S);
+	return 0;
+}
+
+static int disarm_watchdog(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+#if defined(__SANITIZE_THREAD__)
+/*
+ * Forked children start an engine thread of their own (ri2n.h: after fork
+ * the child starts its own engine on first use).  TSan refuses new threads
+ * after a multi-threaded fork unless told otherwise; TSAN_OPTIONS still wins.
+ */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#endif
+
+/* The rails are there: the engine starts. */
+static int group_setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	fd = ri2n_socket();
+	if (fd < 0) {
+		print_error("ri2n_socket: %s: are r1 and r2 up (tests/api/run.sh)?\n",
+			    strerror(errno));
+		return -1;
+	}
+	ri2n_close(fd);
+	return 0;
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+
+int main(int argc, char **argv)
+{
+	static const struct CMUnitTest tests[] = {
+		/* api_connect.c */
+		T(test_blocking_round_trip),
+		T(test_connect_rail2_address),
+		T(test_bind_one_rail),
+		T(test_nonblocking_connect),
+		T(test_connect_refused),
+		T(test_connect_unreachable_and_timeout),
+		T(test_connect_eintr),
+		T(test_bind),
+		T(test_bind_then_connect),
+		T(test_accept_backlog),
+		T(test_accept_backlog_slow_acceptor),
+		/* api_calls.c */
+		T(test_bad_descriptors),
+		T(test_bad_addresses),
+		T(test_bad_states),
+		T(test_options),
+		T(test_options_fixed_after_connect),
+		T(test_options_from_environment),
+		/* api_stream.c */
+		T(test_clean_eof),
+		T(test_half_close),
+		T(test_death_of_acceptor),
+		T(test_death_of_connector),
+		T(test_reset),
+		T(test_orphan_reset),
+		T(test_listener_close),
+		T(test_nonblocking_io),
+		T(test_vector_io),
+		/* api_process.c */
+		T(test_threads),
+		T(test_fork),
+		T(test_events),
+	};
+
+	harness_init();
+	/* the rails of run.sh's namespace, unless the caller chose */
+	setenv("RI2N_RAILS", "r1,r2", 0);
+	/* a test that leaves a connection owing bytes must not stall exit for 30 s */
+	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
+	signal(SIGALRM, on_alarm);
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	if (argc > 2)
+		cmocka_set_skip_filter(argv[2]);
+	return cmocka_run_group_tests_name("ri2n API semantics", tests, group_setup, NULL);
+}
