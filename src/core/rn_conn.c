@@ -158,6 +158,28 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	return 0;
 }
 
+/*
+ * Back to INIT: the cookie is about to go stale at the listener (a full
+ * accept queue keeps dropping our COOKIE_ECHO), so fetch a fresh one.  The
+ * rails and rings set up from the old INIT_ACK are dropped.
+ */
+void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
+{
+	const rn_mem *mem = &c->env.mem;
+
+	rn_sndq_free(&c->sq, mem);
+	rn_rob_free(&c->rq, mem);
+	for (int k = 0; k < RN_MAX_RAILS; k++)
+		rn_rail_free(&c->rail[k], mem);
+	memset(c->rail, 0, sizeof(c->rail));
+	c->npaths = 0;
+	c->bufs_ready = 0;
+	c->state = RN_ST_INIT_SENT;
+	c->hs_tries = 0;
+	c->hs_due = 1;
+	c->hs_next_ns = now_ns;
+}
+
 uint32_t rn_conn_paths_mask(const rn_conn *c)
 {
 	return c->npaths ? (uint32_t)((1u << c->npaths) - 1) : 0;

@@ -33,6 +33,7 @@ struct rn_conn {
 	uint64_t hs_start_ns, hs_next_ns;
 	uint8_t hs_tries, hs_due;
 	uint8_t cookie[RN_COOKIE_LEN];
+	uint64_t cookie_ns;    /* when the INIT_ACK carrying the cookie arrived */
 	uint8_t cookie_ack_due;
 
 	/* negotiated */
@@ -96,6 +97,7 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns);
 void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause cause,
 		    uint64_t now_ns);
 void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
+void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
 int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);

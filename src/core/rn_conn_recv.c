@@ -319,6 +319,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 			return RN_ERR_DROP;
 		}
 		c->rtt_ns = now_ns - c->hs_start_ns;
+		c->cookie_ns = now_ns;
 		c->state = RN_ST_COOKIE_SENT;
 		c->hs_due = 1;
 		c->hs_tries = 0;
@@ -340,6 +341,10 @@ static void establish(rn_conn *c, uint64_t now_ns)
 	c->state = RN_ST_ESTABLISHED;
 	c->st.established_ns = now_ns;
 	c->hs_due = 0;
+	/* a long wait in the listener's queue is not silence on the rails */
+	c->last_rx_any_ns = now_ns;
+	for (int k = 0; k < c->npaths; k++)
+		c->rail[k].last_rx_ns = c->rail[k].last_tx_ns = now_ns;
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
 

@@ -5,7 +5,10 @@
  * rn_conn_on_timer() when it passes.  The timers (defaults in rn_config.c):
  *
  *   handshake     INIT / COOKIE_ECHO resent at 250 ms, doubling to 2 s;
- *                 the connect fails after connect_timeout (30 s).
+ *                 a cookie 5 s old (a full accept queue kept dropping the
+ *                 COOKIE_ECHO) is dropped for a fresh INIT, as the
+ *                 listener's lasts 10 s; the connect fails after
+ *                 connect_timeout (30 s).
  *   ack delay     an owed ACK goes out at most ack_delay (200 us) after the
  *                 first packet it covers, if ack_every packets did not
  *                 trigger it first: few ACKs under load, prompt ones when idle.
@@ -35,6 +38,8 @@
 #define RN_HS_FIRST_NS UINT64_C(250000000) /* 250 ms */
 #define RN_HS_MAX_NS UINT64_C(2000000000)  /* 2 s */
 #define RN_LS_MIN_NS UINT64_C(5000000)     /* 5 ms */
+/* 5 s: half the listener's cookie life (rn_listen.c); then a fresh INIT. */
+#define RN_COOKIE_RESTART_NS UINT64_C(5000000000)
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -90,7 +95,9 @@ uint64_t rn_conn_expiry(const rn_conn *c)
 	switch (c->state) {
 	case RN_ST_INIT_SENT:
 	case RN_ST_COOKIE_SENT:
-		return min64(c->hs_next_ns, c->hs_start_ns + c->cfg.connect_timeout_ns);
+		return min64(min64(c->hs_next_ns, c->hs_start_ns + c->cfg.connect_timeout_ns),
+			     c->state == RN_ST_COOKIE_SENT ? c->cookie_ns + RN_COOKIE_RESTART_NS :
+							     UINT64_MAX);
 	case RN_ST_ESTABLISHED:
 	case RN_ST_LINGER:
 		return established_expiry(c);
@@ -105,6 +112,10 @@ static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
 
 	if (now_ns >= c->hs_start_ns + c->cfg.connect_timeout_ns) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+		return;
+	}
+	if (c->state == RN_ST_COOKIE_SENT && now_ns - c->cookie_ns >= RN_COOKIE_RESTART_NS) {
+		rn_conn_restart_handshake(c, now_ns);
 		return;
 	}
 	if (now_ns < c->hs_next_ns)

@@ -168,6 +168,7 @@ void rn_sock_unref(rn_sock *s)
 		return;
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	free(s->final);
 	free(s);
 }
 

@@ -57,6 +57,7 @@ typedef struct rn_sock {
 	/* engine thread only */
 	struct rn_port *port;
 	struct rn_stream *stream;
+	rn_conn_stats *final;      /* the connection's counters when it ended (ri2n_stats) */
 	struct event *watch_ev;    /* not connected: watches B for the user's close */
 } rn_sock;
 

@@ -202,10 +202,13 @@ static void on_core_event(void *user, const rn_event *ev)
 		break;
 	}
 	case RN_EV_FAILED:
-		if (ev->err != RN_ERR_ABORTED)
+		if (ev->err != RN_ERR_ABORTED && st->connected)
 			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
-		if (st->connected)
-			post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
+		else if (ev->err != RN_ERR_ABORTED)
+			rn_info("connect to %s failed: %s", st->name,
+				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
+							     rn_strerror(ev->err));
+		post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
 		break;
 	case RN_EV_CLOSED:
 		rn_info("connection %s closed", st->name);
@@ -322,10 +325,10 @@ static void stream_free(rn_stream *st)
 	rn_sock *s = st->sock;
 	int err = rn_conn_error(st->conn);
 
-	if (!st->connected && err)
-		rn_info("connect to %s failed: %s", st->name, rn_strerror(err));
 	/* the state first: a user woken by the close below must see why */
 	record_end(st);
+	if (st->connected && !s->final && (s->final = malloc(sizeof(*s->final))))
+		rn_conn_get_stats(st->conn, s->final);
 	pthread_mutex_lock(&s->mu);
 	s->stream = NULL;
 	pthread_mutex_unlock(&s->mu);
@@ -958,6 +961,10 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
 {
+	if (!s->stream && s->final) { /* ended: its last counters and why */
+		*out = *s->final;
+		return 0;
+	}
 	if (!s->stream)
 		return -ENOTCONN;
 	rn_conn_get_stats(s->stream->conn, out);
