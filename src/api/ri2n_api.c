@@ -32,6 +32,7 @@
 #include "rn_engine.h"
 #include "rn_events.h"
 #include "rn_knobs.h"
+#include "rn_stream.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -152,12 +153,29 @@ static void register_drain(void)
 	atexit(drain_at_exit);
 }
 
+/* Polls the engine with RN_CMD_PENDING(mode) until it says 0 or ms pass; the last count. */
+static int wait_pending(int mode, long ms)
+{
+	struct timespec t0, t;
+	int pending;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pending = rn_engine_call(RN_CMD_PENDING, NULL, &mode);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (pending <= 0 ||
+		    (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			return pending;
+		usleep(2000);
+		mode = mode == RN_EXIT_RESET ? RN_EXIT_OWED : mode; /* reset once, then wait */
+	}
+}
+
 static void drain_at_exit(void)
 {
 	const char *env = getenv("RI2N_EXIT_LINGER_MS");
 	long linger_ms = env && *env ? strtol(env, NULL, 10) : 30000;
-	struct timespec t0, t;
-	int pending = 0;
+	int pending;
 
 	if (!rn_engine_running())
 		return;
@@ -171,19 +189,19 @@ static void drain_at_exit(void)
 			shutdown(fd, SHUT_WR);
 	}
 	pthread_mutex_unlock(&g_tab.mu);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		pending = rn_engine_call(RN_CMD_PENDING, NULL, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (pending <= 0 ||
-		    (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= linger_ms)
-			break;
-		usleep(2000);
-	}
+	/* our bytes and FIN delivered, every ACK owed sent */
+	pending = wait_pending(RN_EXIT_OWED, linger_ms);
 	if (pending > 0)
 		fprintf(stderr, "ri2n[%d]: exiting with %d connection%s still sending after %ld ms: "
 				"the peer may not get everything\n", (int)getpid(), pending,
 			pending == 1 ? "" : "s", linger_ms);
+	/*
+	 * Peers that have not closed their side get a moment to, then a RESET:
+	 * nobody will answer their FIN or data once this process is gone, and
+	 * a reset tells them now rather than after their dead-peer timeout.
+	 */
+	if (wait_pending(RN_EXIT_OPEN, linger_ms < 1000 ? linger_ms : 1000) > 0)
+		wait_pending(RN_EXIT_RESET, 200);
 }
 
 int ri2n_socket(void)
@@ -476,9 +494,12 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 					    name == SO_REUSEPORT)) ||
 		   (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_QUICKACK))) {
 		err = val ? 0 : EINVAL; /* ri2n keeps rails alive and never delays writes */
-	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF ||
-					   name == SO_RCVLOWAT || name == SO_SNDTIMEO ||
-					   name == SO_RCVTIMEO)) {
+	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE)) {
+		/* a bigger send buffer must still be full until connected */
+		rn_sock_unref(s);
+		return rn_api_set_sndbuf(fd, name, val, len);
+	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_RCVLOWAT ||
+					   name == SO_SNDTIMEO || name == SO_RCVTIMEO)) {
 		err = setsockopt(fd, level, name, val, len) < 0 ? errno : 0; /* the user's end */
 	} else {
 		err = ENOPROTOOPT;
@@ -623,4 +644,151 @@ int ri2n_read_event(struct ri2n_event *ev)
 		return -1;
 	}
 	return rn_events_read(ev);
+}
+
+/* ---- descriptor numbers, for the LD_PRELOAD shim (src/shim) ---- */
+
+#include <sys/syscall.h>
+
+/*
+ * The shim turns a program's TCP socket into a ri2n socket at connect() or
+ * listen() time, on the number the program already holds, and follows the
+ * program's dup()s and close()s.  These calls keep the table above in step.
+ * They use the raw system calls for dup3/close, so that an interposed dup3
+ * or close (the shim's own) never sees them.
+ */
+int rn_api_move(int fd, int to, int flags)
+{
+	int err, kind, rc;
+	rn_sock *s;
+
+	if (to < 0 || to == fd || (flags & ~O_CLOEXEC))
+		return fail(EINVAL);
+	s = lookup(fd, &err);
+	if (!s)
+		return fail(err);
+	pthread_mutex_lock(&s->mu);
+	kind = s->kind;
+	pthread_mutex_unlock(&s->mu);
+	if (kind != RN_SK_NEW && kind != RN_SK_LISTEN) {
+		/* a connection is named by its number in the engine's events */
+		rn_sock_unref(s);
+		return fail(EINVAL);
+	}
+	if (syscall(SYS_dup3, fd, to, flags) < 0) {
+		err = errno;
+		rn_sock_unref(s);
+		return fail(err);
+	}
+	rc = tab_install(to, s); /* our reference moves to the table */
+	if (rc) {
+		syscall(SYS_close, to);
+		rn_sock_unref(s);
+		return fail(-rc);
+	}
+	/* the engine reads it unlocked; it has no connection to name yet */
+	__atomic_store_n(&s->user_fd, to, __ATOMIC_RELAXED);
+	rn_api_forget(fd);
+	syscall(SYS_close, fd);
+	return to;
+}
+
+int rn_api_dup(int fd, int dup)
+{
+	struct stat sb;
+	int err, rc;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return fail(err);
+	if (fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
+		rn_sock_unref(s);
+		return fail(EINVAL);
+	}
+	rc = tab_install(dup, s); /* the lookup's reference moves to the table */
+	if (rc) {
+		rn_sock_unref(s);
+		return fail(-rc);
+	}
+	return 0;
+}
+
+void rn_api_forget(int fd)
+{
+	rn_sock *s = NULL;
+
+	pthread_mutex_lock(&g_tab.mu);
+	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
+		s = g_tab.tab[fd];
+		g_tab.tab[fd] = NULL;
+		/*
+		 * The engine resets the user's end through s->user_fd (see
+		 * close_with_reset in rn_stream.c): if that was this number, point
+		 * it at another number still holding the same socket, if any.
+		 */
+		if (__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED) == fd) {
+			for (int o = 0; o < g_tab.cap; o++) {
+				struct stat sb;
+
+				if (g_tab.tab[o] == s && fstat(o, &sb) == 0 && sb.st_ino == s->ino &&
+				    sb.st_dev == s->dev) {
+					__atomic_store_n(&s->user_fd, o, __ATOMIC_RELAXED);
+					break;
+				}
+			}
+		}
+	}
+	pthread_mutex_unlock(&g_tab.mu);
+	if (s)
+		rn_sock_unref(s);
+}
+
+int rn_api_rail_match(in_addr_t ip, int exact)
+{
+	const rn_rail_info *rails;
+	uint32_t h = ntohl(ip);
+	int n, rc = rn_engine_start();
+
+	if (rc)
+		return rc;
+	n = rn_engine_rails(&rails);
+	if (h == INADDR_ANY)
+		return n > 0;
+	for (int i = 0; i < n; i++) {
+		uint32_t mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
+
+		if (exact ? rails[i].ip == h : (rails[i].ip & mask) == (h & mask))
+			return 1;
+	}
+	return 0;
+}
+
+int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
+{
+	int err, kind;
+	rn_sock *s;
+
+	if (name != SO_SNDBUF && name != SO_SNDBUFFORCE)
+		return fail(EINVAL);
+	s = lookup(fd, &err);
+	if (!s)
+		return fail(err);
+	/* the raw call: an interposed setsockopt (the shim's) may be what called us */
+	if (syscall(SYS_setsockopt, fd, SOL_SOCKET, name, val, len) < 0) {
+		err = errno;
+		rn_sock_unref(s);
+		return fail(err);
+	}
+	pthread_mutex_lock(&s->mu);
+	kind = s->kind;
+	pthread_mutex_unlock(&s->mu);
+	/*
+	 * A larger buffer would make A writable before the handshake ends: fill
+	 * it up too.  The engine takes s->junk at connect or listen, which the
+	 * caller has not asked for yet (the command queue orders it after this).
+	 */
+	if (kind == RN_SK_NEW)
+		s->junk += fill_junk(fd);
+	rn_sock_unref(s);
+	return 0;
 }

@@ -11,4 +11,43 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 
+/* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
+
+#include <netinet/in.h>
+
+/*
+ * Moves ri2n socket `fd` to number `to` as dup3(fd, to, flags) would
+ * (closing what `to` was), registers it under `to` and closes `fd`.  Only a
+ * socket not yet connecting, or listening (a connection is named by its
+ * number).  flags: 0 or O_CLOEXEC.  Returns `to`, or -1 with errno
+ * (EBADF, ENOTSOCK, EINVAL).
+ */
+int rn_api_move(int fd, int to, int flags);
+/*
+ * Registers `dup`, a duplicate the caller made of ri2n socket fd (dup,
+ * dup2, dup3, F_DUPFD), under its own number.  0, or -1 with errno (EINVAL:
+ * `dup` is not the same socket).
+ */
+int rn_api_dup(int fd, int dup);
+/*
+ * Forgets number fd (about to be closed or reused) without closing it; if the
+ * engine knew the socket by that number, it knows it by another registered
+ * duplicate from now on.
+ */
+void rn_api_forget(int fd);
+/*
+ * Whether ip (network order) is in the subnet of one of this host's rails, or
+ * with `exact` is a rail's own address; INADDR_ANY: whether there is a rail.
+ * Starts the engine.  1, 0, or -errno (no rails).
+ */
+int rn_api_rail_match(in_addr_t ip, int exact);
+
+/*
+ * setsockopt(fd, SOL_SOCKET, name, ...) for SO_SNDBUF or SO_SNDBUFFORCE on a
+ * ri2n socket, keeping a socket not yet connecting unwritable until the
+ * handshake ends (a larger buffer is filled with junk too, see ri2n_api.c).
+ * 0, or -1 with errno.
+ */
+int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len);
+
 #endif

@@ -188,7 +188,7 @@ static int run_cmd(rn_cmd *c)
 	case RN_CMD_STATS:
 		return rn_stream_cmd_stats(c->s, c->arg);
 	case RN_CMD_PENDING:
-		return rn_stream_cmd_pending();
+		return rn_stream_cmd_pending(c->arg ? *(int *)c->arg : 0);
 	default:
 		return -EINVAL;
 	}

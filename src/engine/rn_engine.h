@@ -71,7 +71,7 @@ enum rn_cmd_type {
 	RN_CMD_LISTEN,
 	RN_CMD_CONNECT,
 	RN_CMD_STATS,
-	RN_CMD_PENDING, /* how many connections still owe their peer bytes or a FIN */
+	RN_CMD_PENDING, /* at exit: connections owing, open, reset (arg: int *, RN_EXIT_*) */
 };
 
 /*

@@ -42,6 +42,10 @@ void rn_place_thread(const rn_rail_info *rails, int nrails)
 	if (hwloc_topology_init(&topo) < 0)
 		return;
 	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* only the PCI locality of NICs matters: the GL plugin would probe X
+	 * displays (TCP connects to 127.0.0.1:6000+), OpenCL would load drivers */
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
 	if (hwloc_topology_load(topo) < 0) {
 		hwloc_topology_destroy(topo);
 		return;

@@ -198,6 +198,7 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 			rc = open_all(p, rails, which, n, number, same_number);
 		if (rc == 0) {
 			p->number = same_number ? p->addrs[0].port : 0;
+			p->mask = mask;
 			p->next = g_ports;
 			g_ports = p;
 			return p;

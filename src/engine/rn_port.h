@@ -50,6 +50,8 @@ typedef struct rn_port {
 	uint32_t dgram;         /* buffer size of one datagram */
 	rn_listener *lis;
 	rn_sock *lsock;
+	rn_sock *owner;         /* the socket bound to it; NULL once only connections hold it */
+	uint32_t mask;          /* engine rails it was opened on */
 	struct rn_stream **tab; /* connections by id: open addressing */
 	uint32_t tabcap, tabn;
 	int refs;

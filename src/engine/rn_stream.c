@@ -161,7 +161,7 @@ static void connected(rn_stream *st);
 /* Hands an event to the application's queue (ri2n_read_event). */
 static void post(rn_stream *st, int type, int rail, int error, const char *cause)
 {
-	struct ri2n_event e = { .type = type, .fd = st->sock->user_fd, .rail = rail,
+	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
 				.error = error, .time_ns = rn_now_ns(),
 				.peer = sin_of(rn_conn_peer(st->conn)) };
 
@@ -266,7 +266,7 @@ static void close_with_reset(rn_stream *st)
 {
 	rn_sock *s = st->sock;
 	struct stat sb;
-	int d = fcntl(s->user_fd, F_DUPFD_CLOEXEC, 0);
+	int d = fcntl(__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED), F_DUPFD_CLOEXEC, 0);
 
 	if (d >= 0) {
 		if (fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev) {
@@ -356,6 +356,20 @@ static void connected(rn_stream *st)
 	rn_sock *s = st->sock;
 	rn_conn_stats cs;
 
+	st->connected = 1;
+	rn_conn_get_stats(st->conn, &cs);
+	/* the state before the junk goes: a user woken by writability must find it */
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_CONNECTED;
+	for (int k = 0; k < cs.npaths; k++) {
+		if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
+			s->local = sin_of(cs.rail[k].local);
+			break;
+		}
+	}
+	s->peer = sin_of(rn_conn_peer(st->conn));
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 	/* discard the bytes that held the user's descriptor unwritable */
 	while (st->junk_left > 0) {
 		ssize_t n = recv(st->fd, g_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
@@ -365,21 +379,6 @@ static void connected(rn_stream *st)
 			break;
 		st->junk_left -= (size_t)n;
 	}
-	st->connected = 1;
-	rn_conn_get_stats(st->conn, &cs);
-	pthread_mutex_lock(&s->mu);
-	s->kind = RN_SK_CONNECTED;
-	if (cs.npaths > 0) {
-		for (int k = 0; k < cs.npaths; k++) {
-			if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
-				s->local = sin_of(cs.rail[k].local);
-				break;
-			}
-		}
-	}
-	s->peer = sin_of(rn_conn_peer(st->conn));
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
 	if (s->watch_ev) {
 		event_free(s->watch_ev);
 		s->watch_ev = NULL;
@@ -786,6 +785,8 @@ static void watched_closed(rn_sock *s)
 			drop_accept_queue(s);
 			rn_sock_unref(s); /* the listener's reference */
 		}
+		if (s->port->owner == s)
+			s->port->owner = NULL;
 		rn_port_unref(s->port);
 		s->port = NULL;
 	}
@@ -862,11 +863,22 @@ int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
 		return err;
 	if (s->bound || s->kind != RN_SK_NEW)
 		return -EINVAL;
-	if (number && rn_port_find_number(number))
-		return -EADDRINUSE;
-	p = rn_port_open(mask, number, 1, &err);
-	if (!p)
-		return err;
+	p = number ? rn_port_find_number(number) : NULL;
+	if (p) {
+		/*
+		 * Held only by connections of a closed listener (lingering, or still
+		 * running): a new listener may take it over, as TCP's SO_REUSEADDR
+		 * lets it; the connections go on, demultiplexed by id.
+		 */
+		if (p->owner || p->mask != mask)
+			return -EADDRINUSE;
+		rn_port_ref(p);
+	} else {
+		p = rn_port_open(mask, number, 1, &err);
+		if (!p)
+			return err;
+	}
+	p->owner = s;
 	s->port = p;
 	pthread_mutex_lock(&s->mu);
 	s->bound = 1;
@@ -974,7 +986,7 @@ int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
 void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
 {
 	out->name = st->name;
-	out->fd = st->sock->user_fd;
+	out->fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED);
 	out->server = st->server;
 	out->created_ns = st->created_ns;
 	pthread_mutex_lock(&st->sock->mu);
@@ -984,11 +996,29 @@ void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
 	rn_conn_get_stats(st->conn, &out->cs);
 }
 
-static int g_pending;
+static int g_pending, g_exit_mode;
 
+/*
+ * At exit (see drain_at_exit in ri2n_api.c), by mode:
+ *   RN_EXIT_OWED   connections that still owe the peer bytes, a FIN, an ACK
+ *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
+ *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
+ *                  then count what still has a RESET or ACK to send
+ */
 static void count_pending(rn_stream *st)
 {
 	int state = rn_conn_state(st->conn);
+
+	if (g_exit_mode == RN_EXIT_OPEN) {
+		g_pending += state == RN_ST_ESTABLISHED;
+		return;
+	}
+	if (g_exit_mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
+		rn_conn_abort(st->conn, rn_now_ns());
+		rn_engine_dirty(st);
+		g_pending++;
+		return;
+	}
 
 	if (state == RN_ST_LINGER || state == RN_ST_CLOSED) {
 		g_pending += rn_conn_owes(st->conn); /* a last ACK or RESET to send */
@@ -1001,9 +1031,10 @@ static void count_pending(rn_stream *st)
 		g_pending++;
 }
 
-int rn_stream_cmd_pending(void)
+int rn_stream_cmd_pending(int mode)
 {
 	g_pending = 0;
+	g_exit_mode = mode;
 	rn_port_each_all(count_pending);
 	return g_pending;
 }

@@ -41,7 +41,8 @@ int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_listen(rn_sock *s);
 int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
-int rn_stream_cmd_pending(void);
+enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET };
+int rn_stream_cmd_pending(int mode);
 
 /* What ri2n-stat shows of a connection. */
 typedef struct rn_stream_info {

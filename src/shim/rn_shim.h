@@ -1,0 +1,145 @@
+/*
+ * rn_shim.h - the LD_PRELOAD interposer behind ri2n-run (libri2n-run.so).
+ *
+ * A program's IPv4 TCP socket stays a real TCP socket until the program
+ * calls connect() or listen() on it; then, if the policy says so
+ * (rn_shim_policy.c), the shim creates a ri2n socket, binds and configures
+ * it as the program configured the TCP socket, and moves it onto the
+ * program's descriptor number (rn_api_move), replacing the TCP socket.
+ * From there read/write/poll/epoll/shutdown are the kernel's own (the
+ * descriptor is ri2n's socketpair end); the socket calls are answered here
+ * (rn_shim_sock.c, rn_shim_opt.c) from ri2n and from what the shim
+ * remembers per descriptor number (rn_shim_tab.c).
+ *
+ * AF_INET6 sockets take part when they can carry IPv4: a listener bound to
+ * "::" (not IPV6_V6ONLY) or to a v4-mapped address, a connect to a v4-mapped
+ * address.  Such sockets see their addresses as v4-mapped sockaddr_in6.
+ */
+#ifndef RN_SHIM_H
+#define RN_SHIM_H
+
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+/* ---- the real calls (rn_shim_real.c) ---- */
+
+typedef struct rn_shim_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*close)(int);
+	int (*close_range)(unsigned int, unsigned int, int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
+} rn_shim_real;
+
+/* The next definitions after ours (libc's), resolved on first use. */
+const rn_shim_real *rn_shim_real_get(void);
+#define RN_REAL (rn_shim_real_get())
+
+/* ---- what the shim remembers per descriptor number (rn_shim_tab.c) ---- */
+
+enum rn_shim_kind {
+	RN_SHIM_NONE,  /* not ours: every call passes through */
+	RN_SHIM_TCP,   /* a TCP socket that may still become ri2n at connect/listen */
+	RN_SHIM_RI2N,  /* a ri2n socket: listening, connecting or connected */
+};
+
+#define RN_SHIM_MAXOPT 12 /* options remembered per socket */
+
+/* An option the program set: replayed at conversion, or answered by getsockopt. */
+typedef struct rn_shim_opt {
+	int level, name;
+	socklen_t len;
+	unsigned char val[16];
+} rn_shim_opt;
+
+typedef struct rn_shim_ent {
+	int kind;              /* rn_shim_kind */
+	int family;            /* AF_INET or AF_INET6: how addresses are shown */
+	int listening;         /* a ri2n listener */
+	dev_t dev;
+	ino_t ino;             /* the open file at this number (tells a reused number) */
+	int have_local, have_peer;
+	struct sockaddr_in local, peer; /* last known: they also answer in a forked child */
+	int nopt;
+	rn_shim_opt opt[RN_SHIM_MAXOPT];
+} rn_shim_ent;
+
+/*
+ * Copies the entry of fd into *e if there is one and fd still is the same
+ * open file (else the stale entry is dropped).  1 if found, 0 if not.
+ * Keeps errno.
+ */
+int rn_shim_tab_get(int fd, rn_shim_ent *e);
+/*
+ * Whether this process owns the table (fork() hands it to the child; a
+ * vfork()ed child, sharing the parent's memory, does not own it).  While not,
+ * the shim passes every call through and the calls below do nothing.
+ */
+int rn_shim_tab_mine(void);
+/* Whether fd has an entry, without checking it (async-signal-safe, lock-free). */
+int rn_shim_tab_has(int fd);
+/* Stores *e as fd's entry, stamped with fd's device and inode.  Keeps errno. */
+void rn_shim_tab_set(int fd, const rn_shim_ent *e);
+/* Drops fd's entry; returns the kind it had (RN_SHIM_NONE if none).  Keeps errno. */
+int rn_shim_tab_drop(int fd);
+/* Remembers an option set on fd (replacing an earlier value). */
+void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len);
+/* Remembers fd's local (peer == 0) or peer address. */
+void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a);
+/* The remembered option, or NULL. */
+const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name);
+
+/* ---- which sockets become ri2n (rn_shim_policy.c) ---- */
+
+/*
+ * Whether a connect to dst (from a socket bound to `bound`, or NULL) goes
+ * over ri2n; if not, *why says why.  Starts ri2n's engine to learn the rails.
+ */
+int rn_shim_policy_connect(const struct sockaddr_in *dst, const struct sockaddr_in *bound,
+			   const char **why);
+/* Whether a listener bound to `local` (port 0: not bound) becomes ri2n. */
+int rn_shim_policy_listen(const struct sockaddr_in *local, const char **why);
+/* RI2N_RUN_VERBOSE: one line per decision on stderr. */
+int rn_shim_verbose(void);
+void rn_shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- addresses (rn_shim_addr.c) ---- */
+
+/*
+ * The IPv4 view of a socket address: AF_INET as is, AF_INET6 "::" as
+ * 0.0.0.0 and ::ffff:a.b.c.d as a.b.c.d.  0, or -1 when it has none (a real
+ * IPv6 address, another family, or too short).
+ */
+int rn_shim_addr_to4(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out);
+/* Writes in4 as `family` shows it (v4-mapped for AF_INET6), truncated as the kernel does. */
+void rn_shim_addr_put(int family, const struct sockaddr_in *in4, struct sockaddr *a, socklen_t *len);
+/* "198.18.1.2:5201" */
+const char *rn_shim_addr_str(const struct sockaddr_in *a, char *buf, size_t len);
+int rn_shim_addr_is_loopback(const struct sockaddr_in *a);
+
+/* ---- options (rn_shim_opt.c, rn_shim_tcpinfo.c) ---- */
+
+/* setsockopt / getsockopt on a ri2n socket. */
+int rn_shim_opt_set(int fd, const rn_shim_ent *e, int level, int name, const void *val,
+		    socklen_t len);
+int rn_shim_opt_get(int fd, const rn_shim_ent *e, int level, int name, void *val, socklen_t *len);
+/* Replays on a new ri2n socket the options the program set on its TCP socket. */
+void rn_shim_opt_replay(int fd, const rn_shim_ent *e);
+/* TCP_INFO for a ri2n socket, filled from ri2n_stats(). */
+int rn_shim_tcpinfo(int fd, const rn_shim_ent *e, void *val, socklen_t *len);
+
+#endif

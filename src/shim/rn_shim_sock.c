@@ -1,0 +1,431 @@
+/*
+ * rn_shim_sock.c - the interposed socket calls that make, convert, follow
+ * and close sockets: socket, bind, listen, connect, accept, accept4, close,
+ * close_range, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC).
+ *
+ * A TCP socket becomes ri2n when the program calls connect() or listen() on
+ * it (the shim cannot know earlier where it will go): a ri2n socket is made,
+ * given the options the program set and its bound port, and moved onto the
+ * program's descriptor number, which keeps its O_NONBLOCK and FD_CLOEXEC.
+ * Anything the policy leaves alone passes through, and so does every call on
+ * a descriptor the shim does not know; ri2n's own engine, statically linked
+ * into this library, goes through these same functions and is one of those.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ri2n.h"
+#include "rn_api.h"
+#include "rn_shim.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define RN_SHIM_API __attribute__((visibility("default")))
+
+/* fd is closed or replaced: forget what the shim and ri2n knew of the number. */
+static void forget(int fd)
+{
+	if (rn_shim_tab_drop(fd) == RN_SHIM_RI2N)
+		rn_api_forget(fd);
+}
+
+/* nfd was just made a duplicate of old (dup, dup2, dup3, F_DUPFD). */
+static void after_dup(int old, int nfd)
+{
+	rn_shim_ent e;
+	int saved = errno;
+
+	forget(nfd);
+	if (rn_shim_tab_get(old, &e)) {
+		if (e.kind == RN_SHIM_TCP) {
+			/* converting one number would leave the other on the TCP socket */
+			rn_shim_tab_drop(old);
+			rn_shim_log("fd %d: duplicated to %d before connect/listen: stays TCP", old, nfd);
+		} else {
+			/* ENOTSOCK in a forked child: the parent's engine serves it, as is */
+			rn_api_dup(old, nfd);
+			rn_shim_tab_set(nfd, &e);
+		}
+	}
+	errno = saved;
+}
+
+static int v6only(int fd)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	return RN_REAL->getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0 && v;
+}
+
+/* The socket's bound address in IPv4 terms (0.0.0.0:0 if none or IPv6). */
+static void bound_of(int fd, struct sockaddr_in *out)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (RN_REAL->getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, out) < 0) {
+		memset(out, 0, sizeof(*out));
+		out->sin_family = AF_INET;
+	}
+}
+
+/* Moves ri2n socket n onto the program's number fd, keeping fd's O_NONBLOCK and FD_CLOEXEC. */
+static int take_number(int n, int fd)
+{
+	int fl = RN_REAL->fcntl(fd, F_GETFL), fdfl = RN_REAL->fcntl(fd, F_GETFD);
+
+	if (fl < 0 || fdfl < 0)
+		return -1;
+	if (rn_api_move(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+		return -1;
+	if (fl & O_NONBLOCK)
+		RN_REAL->fcntl(fd, F_SETFL, RN_REAL->fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* Gives up a half-made ri2n socket, keeping errno. */
+static int give_up(int n, int fd, const char *what)
+{
+	int err = errno;
+
+	if (n >= 0)
+		ri2n_close(n);
+	rn_shim_log("fd %d: %s over ri2n failed: %s", fd, what, strerror(err));
+	errno = err;
+	return -1;
+}
+
+/*
+ * Whether this is ri2n's engine thread: what it does is ri2n's business (its
+ * hwloc probing X displays over TCP, say), never converted or logged.
+ */
+static int engine_thread(void)
+{
+	static __thread int is = -1;
+
+	if (is < 0) {
+		char name[16] = "";
+
+		prctl(PR_GET_NAME, name, 0, 0, 0);
+		is = strcmp(name, "ri2n-engine") == 0;
+	}
+	return is;
+}
+
+RN_SHIM_API int socket(int domain, int type, int protocol)
+{
+	int fd = RN_REAL->socket(domain, type, protocol);
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return fd;
+	forget(fd); /* a number closed behind our back and given out again */
+	if ((domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
+	    (protocol == 0 || protocol == IPPROTO_TCP) && !engine_thread()) {
+		rn_shim_ent e = { .kind = RN_SHIM_TCP, .family = domain };
+
+		rn_shim_tab_set(fd, &e);
+	}
+	return fd;
+}
+
+RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	rn_shim_ent e;
+
+	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N) {
+		errno = EINVAL; /* already listening or connecting, as TCP says */
+		return -1;
+	}
+	/* a TCP socket is bound for real: errors are the kernel's, and listen/connect read it back */
+	return RN_REAL->bind(fd, addr, len);
+}
+
+/*
+ * ri2n_bind for a listener.  ri2n keeps the port of a closed listener while
+ * connections accepted from it live, and each of those 1 s after it closed
+ * (its TIME_WAIT): binding the port again fails with EADDRINUSE meanwhile,
+ * where TCP with SO_REUSEADDR succeeds (iperf3 -s listens anew right after
+ * each test).  With SO_REUSEADDR set, wait up to 3 s for the port.
+ */
+static int bind_listener(int n, const rn_shim_ent *e, const struct sockaddr_in *a)
+{
+	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
+	int reuse = 0;
+
+	if (o && o->len >= sizeof(int))
+		memcpy(&reuse, o->val, sizeof(int));
+
+	for (int i = 0;; i++) {
+		if (ri2n_bind(n, (const struct sockaddr *)a, sizeof(*a)) == 0)
+			return 0;
+		if (errno != EADDRINUSE || !reuse || !a->sin_port || i == 150)
+			return -1;
+		usleep(20000);
+	}
+}
+
+static int listen_convert(int fd, const rn_shim_ent *e, struct sockaddr_in *local, int backlog)
+{
+	/* every rail: a listener on one rail's address still stripes over all of them */
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = local->sin_port };
+	struct sockaddr_in got;
+	socklen_t gl = sizeof(got);
+	rn_shim_ent ne = *e;
+	char as[64];
+	int n = ri2n_socket();
+
+	if (n < 0)
+		return give_up(-1, fd, "listen");
+	if (bind_listener(n, e, &any) < 0 || ri2n_listen(n, backlog) < 0)
+		return give_up(n, fd, "listen");
+	rn_shim_opt_replay(n, e);
+	if (take_number(n, fd) < 0)
+		return give_up(n, fd, "listen");
+	if (ri2n_getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+		local->sin_port = got.sin_port; /* the port ri2n chose if the program bound none */
+	ne.kind = RN_SHIM_RI2N;
+	ne.listening = 1;
+	ne.local = *local;
+	ne.have_local = 1;
+	rn_shim_tab_set(fd, &ne);
+	rn_shim_log("fd %d: listening on %s over ri2n", fd, rn_shim_addr_str(local, as, sizeof(as)));
+	return 0;
+}
+
+RN_SHIM_API int listen(int fd, int backlog)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in local;
+	socklen_t sl = sizeof(ss);
+	const char *why = "not IPv4";
+	char as[64] = "?";
+	rn_shim_ent e;
+
+	if (!rn_shim_tab_get(fd, &e))
+		return RN_REAL->listen(fd, backlog);
+	if (e.kind == RN_SHIM_RI2N)
+		return ri2n_listen(fd, backlog);
+	if (RN_REAL->getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, &local) < 0)
+		goto stays;
+	rn_shim_addr_str(&local, as, sizeof(as));
+	if (e.family == AF_INET6 && v6only(fd)) {
+		why = "IPV6_V6ONLY";
+		goto stays;
+	}
+	if (!rn_shim_policy_listen(&local, &why))
+		goto stays;
+	return listen_convert(fd, &e, &local, backlog);
+stays:
+	rn_shim_tab_drop(fd);
+	rn_shim_log("fd %d: listen on %s stays TCP (%s)", fd, as, why);
+	return RN_REAL->listen(fd, backlog);
+}
+
+static int connect_convert(int fd, const rn_shim_ent *e, const struct sockaddr_in *dst,
+			   const struct sockaddr_in *bound)
+{
+	rn_shim_ent ne = *e;
+	char as[64];
+	int n = ri2n_socket();
+
+	if (n < 0)
+		return give_up(-1, fd, "connect");
+	rn_shim_opt_replay(n, e);
+	if (bound->sin_port) {
+		/* a source port asked for; a source address alone is not: ri2n uses every rail */
+		struct sockaddr_in b = { .sin_family = AF_INET, .sin_port = bound->sin_port };
+
+		if (ri2n_bind(n, (struct sockaddr *)&b, sizeof(b)) < 0)
+			return give_up(n, fd, "bind");
+	}
+	if (take_number(n, fd) < 0)
+		return give_up(n, fd, "connect");
+	ne.kind = RN_SHIM_RI2N;
+	ne.peer = *dst;
+	ne.have_peer = 1;
+	rn_shim_tab_set(fd, &ne);
+	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
+	return ri2n_connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
+}
+
+RN_SHIM_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in dst, bound;
+	const char *why = "not an IPv4 destination";
+	char as[64] = "?";
+	rn_shim_ent e;
+
+	if (!rn_shim_tab_get(fd, &e) || !addr || addr->sa_family == AF_UNSPEC)
+		return RN_REAL->connect(fd, addr, len);
+	if (e.kind == RN_SHIM_RI2N) {
+		if (rn_shim_addr_to4(addr, len, &dst) < 0)
+			return ri2n_connect(fd, addr, len); /* its error, as for any bad address */
+		return ri2n_connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+	}
+	if (addr->sa_family != e.family || rn_shim_addr_to4(addr, len, &dst) < 0)
+		goto stays;
+	rn_shim_addr_str(&dst, as, sizeof(as));
+	if (e.family == AF_INET6 && v6only(fd)) {
+		why = "IPV6_V6ONLY";
+		goto stays;
+	}
+	bound_of(fd, &bound);
+	if (!rn_shim_policy_connect(&dst, &bound, &why))
+		goto stays;
+	return connect_convert(fd, &e, &dst, &bound);
+stays:
+	rn_shim_tab_drop(fd);
+	rn_shim_log("fd %d: connect to %s stays TCP (%s)", fd, as, why);
+	return RN_REAL->connect(fd, addr, len);
+}
+
+static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, socklen_t *len,
+		       int flags)
+{
+	struct sockaddr_in from, local;
+	socklen_t fl = sizeof(from), ll = sizeof(local);
+	rn_shim_ent ne = { .kind = RN_SHIM_RI2N, .family = e->family };
+	char as[64];
+	int nfd;
+
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
+		errno = EINVAL;
+		return -1;
+	}
+	nfd = rn_api_accept(fd, (struct sockaddr *)&from, &fl, flags);
+	if (nfd < 0) {
+		if (errno == ENOTSOCK)
+			rn_shim_log("fd %d: accept on a ri2n listener this process did not open "
+				    "(inherited across fork?): only the listening process accepts", fd);
+		return -1;
+	}
+	/* accepted sockets inherit the listener's options, as with TCP */
+	memcpy(ne.opt, e->opt, sizeof(ne.opt));
+	ne.nopt = e->nopt;
+	rn_shim_opt_replay(nfd, &ne);
+	ne.peer = from;
+	ne.have_peer = 1;
+	if (ri2n_getsockname(nfd, (struct sockaddr *)&local, &ll) == 0) {
+		ne.local = local;
+		ne.have_local = 1;
+	}
+	rn_shim_tab_set(nfd, &ne);
+	if (addr && len)
+		rn_shim_addr_put(e->family, &from, addr, len);
+	rn_shim_log("fd %d: accepted %s over ri2n on fd %d", fd,
+		    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
+	return nfd;
+}
+
+RN_SHIM_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	rn_shim_ent e;
+	int nfd;
+
+	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N)
+		return accept_ri2n(fd, &e, addr, len, flags);
+	nfd = RN_REAL->accept4(fd, addr, len, flags);
+	if (nfd >= 0)
+		forget(nfd);
+	return nfd;
+}
+
+RN_SHIM_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	rn_shim_ent e;
+	int nfd;
+
+	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N)
+		return accept_ri2n(fd, &e, addr, len, 0);
+	nfd = RN_REAL->accept(fd, addr, len);
+	if (nfd >= 0)
+		forget(nfd);
+	return nfd;
+}
+
+RN_SHIM_API int close(int fd)
+{
+	if (rn_shim_tab_has(fd))
+		forget(fd);
+	return RN_REAL->close(fd);
+}
+
+RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
+{
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine())
+		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
+			if (rn_shim_tab_has((int)fd))
+				forget((int)fd);
+	return RN_REAL->close_range(first, last, flags);
+}
+
+RN_SHIM_API int dup(int old)
+{
+	int nfd = RN_REAL->dup(old);
+
+	if (nfd >= 0)
+		after_dup(old, nfd);
+	return nfd;
+}
+
+RN_SHIM_API int dup2(int old, int nfd)
+{
+	int rc = RN_REAL->dup2(old, nfd);
+
+	if (rc >= 0 && old != nfd)
+		after_dup(old, nfd);
+	return rc;
+}
+
+RN_SHIM_API int dup3(int old, int nfd, int flags)
+{
+	int rc = RN_REAL->dup3(old, nfd, flags);
+
+	if (rc >= 0)
+		after_dup(old, nfd);
+	return rc;
+}
+
+static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int rc = real(fd, cmd, arg);
+
+	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		after_dup(fd, rc);
+	return rc;
+}
+
+RN_SHIM_API int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	/* the third argument is an int, a pointer or absent: a word either way (as glibc reads it) */
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_common(RN_REAL->fcntl, fd, cmd, arg);
+}
+
+RN_SHIM_API int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_common(RN_REAL->fcntl64, fd, cmd, arg);
+}

@@ -1,0 +1,214 @@
+/*
+ * rn_shim_tab.c - what the shim remembers about each descriptor number it
+ * cares about: a TCP socket that may still become ri2n, or a ri2n socket.
+ *
+ * Most calls the shim sees are on descriptors it does not care about (the
+ * engine's own, files, pipes), so "is there an entry?" is a lock-free look
+ * at a two-level table (pages of 1024 slots, allocated on first use, never
+ * freed), safe even from a signal handler's close().  Entries are read and
+ * written under one mutex, as copies.  Each entry carries the device and
+ * inode of the open file it describes: a number the program closed behind
+ * our back (a close the shim did not see, e.g. glibc's fclose) and got
+ * again for something else is told apart and forgotten.
+ *
+ * The table belongs to one process.  A vfork()ed child (posix_spawn,
+ * Python's subprocess) shares our memory until it execs and calls close,
+ * dup2 or close_range on the way: it must not touch the parent's table, so
+ * in any process that is not the owner (no fork handler ran: vfork, clone)
+ * the shim knows nothing and everything passes through.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rn_shim.h"
+
+#define PAGE_BITS 10
+#define PAGE_SIZE (1 << PAGE_BITS)
+#define NPAGES 1024 /* 1M descriptors, the kernel's usual nr_open */
+
+static struct {
+	pthread_mutex_t mu;
+	rn_shim_ent **page[NPAGES]; /* page[i][j]: number i * PAGE_SIZE + j */
+	pid_t owner;                /* the process this memory is the table of */
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
+
+static void atfork_child(void)
+{
+	/* entries stay valid in a forked child: the descriptors are inherited */
+	g.owner = getpid();
+	pthread_mutex_unlock(&g.mu);
+}
+
+__attribute__((constructor)) static void tab_init(void)
+{
+	g.owner = getpid();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+int rn_shim_tab_mine(void)
+{
+	return getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
+}
+
+/* The slot of fd, NULL if its page does not exist (and `make` is 0). Under g.mu to make. */
+static rn_shim_ent **slot(int fd, int make)
+{
+	rn_shim_ent **p;
+
+	if (fd < 0 || fd >= NPAGES * PAGE_SIZE)
+		return NULL;
+	p = __atomic_load_n(&g.page[fd >> PAGE_BITS], __ATOMIC_ACQUIRE);
+	if (!p && make) {
+		p = calloc(PAGE_SIZE, sizeof(*p));
+		if (!p)
+			return NULL;
+		__atomic_store_n(&g.page[fd >> PAGE_BITS], p, __ATOMIC_RELEASE);
+	}
+	return p ? &p[fd & (PAGE_SIZE - 1)] : NULL;
+}
+
+int rn_shim_tab_has(int fd)
+{
+	rn_shim_ent **s = slot(fd, 0);
+
+	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL;
+}
+
+int rn_shim_tab_get(int fd, rn_shim_ent *e)
+{
+	int saved = errno, found = 0;
+	struct stat sb;
+	rn_shim_ent **s, *stale = NULL;
+
+	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
+		return 0;
+	if (fstat(fd, &sb) < 0)
+		memset(&sb, 0, sizeof(sb));
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s) {
+		if ((*s)->dev == sb.st_dev && (*s)->ino == sb.st_ino && sb.st_ino) {
+			*e = **s;
+			found = 1;
+		} else {
+			stale = *s;
+			__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	free(stale);
+	errno = saved;
+	return found;
+}
+
+void rn_shim_tab_set(int fd, const rn_shim_ent *e)
+{
+	int saved = errno;
+	struct stat sb;
+	rn_shim_ent *n, *old = NULL, **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	n = malloc(sizeof(*n));
+	if (!n || fstat(fd, &sb) < 0) {
+		free(n);
+		rn_shim_tab_drop(fd);
+		errno = saved;
+		return;
+	}
+	*n = *e;
+	n->dev = sb.st_dev;
+	n->ino = sb.st_ino;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 1);
+	if (s) {
+		old = *s;
+		__atomic_store_n(s, n, __ATOMIC_RELEASE);
+		n = NULL;
+	}
+	pthread_mutex_unlock(&g.mu);
+	free(old);
+	free(n);
+	errno = saved;
+}
+
+int rn_shim_tab_drop(int fd)
+{
+	int saved = errno, kind = RN_SHIM_NONE;
+	rn_shim_ent **s, *old = NULL;
+
+	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
+		return RN_SHIM_NONE;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s) {
+		old = *s;
+		kind = old->kind;
+		__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&g.mu);
+	free(old);
+	errno = saved;
+	return kind;
+}
+
+void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	rn_shim_ent **s;
+
+	if (!val || len > sizeof(((rn_shim_opt *)0)->val) || !rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s) {
+		rn_shim_ent *e = *s;
+		int i;
+
+		for (i = 0; i < e->nopt; i++)
+			if (e->opt[i].level == level && e->opt[i].name == name)
+				break;
+		if (i < RN_SHIM_MAXOPT) {
+			e->opt[i] = (rn_shim_opt){ .level = level, .name = name, .len = len };
+			memcpy(e->opt[i].val, val, len);
+			if (i == e->nopt)
+				e->nopt++;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+}
+
+void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a)
+{
+	rn_shim_ent **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s) {
+		if (peer) {
+			(*s)->peer = *a;
+			(*s)->have_peer = 1;
+		} else {
+			(*s)->local = *a;
+			(*s)->have_local = 1;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+}
+
+const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name)
+{
+	for (int i = 0; i < e->nopt; i++)
+		if (e->opt[i].level == level && e->opt[i].name == name)
+			return &e->opt[i];
+	return NULL;
+}

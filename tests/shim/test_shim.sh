@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Unmodified TCP programs under ri2n-run in namespaces on 2 rails (root;
+# exit 77 = skipped).
+#
+#   tests/shim/test_shim.sh SCENARIO
+#
+#   iperf3  iperf3 -s -1 (a dual-stack "::" listener) and iperf3 -c, both
+#           under ri2n-run: a run, a reverse run, and a run with rail 2
+#           black-holed for 2.5 s in the middle; ri2n must carry every stream
+#           (iperf3's JSON names "ri2n" as the congestion control; ri2n-stat
+#           shows both rails carrying the data connection) and every run must
+#           complete
+#   nc      netcat-openbsd moves 64 MiB, sha256 compared; again with rail 2
+#           black-holed mid-transfer (rails slowed to 100 Mbit/s so that the
+#           transfer lasts long enough)
+#   http    python3 -m http.server and curl: a 64 MiB download, sha256
+#           compared; again with rail 2 black-holed mid-transfer
+#   probe   shim_probe: non-blocking connect + epoll + SO_ERROR, refused
+#           connects, dup2/F_DUPFD/close_range, resets, forked server and
+#           client children, an inetd-style exec, threads, sendfile/splice,
+#           options, TCP_INFO, v4-mapped IPv6, a vfork()ed child's
+#           close_range, RI2N_RUN_PORTS
+#
+# Speed is not asserted (bench/ measures it); the figures are printed.
+# Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
+# RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
+source "$(dirname "$0")/../netns/lib.sh"
+
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe}
+RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
+STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
+PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
+tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+
+[ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
+if [ -n "${RI2N_RUN_LIB:-}" ]; then
+	[ -f "$RI2N_RUN_LIB" ] || nt_skip "libri2n-run.so not built at $RI2N_RUN_LIB"
+	export RI2N_RUN_LIB
+fi
+need() { for t in "$@"; do command -v "$t" >/dev/null || nt_skip "$t is not installed"; done; }
+need sha256sum timeout setsid
+
+# st_bg NAME HOST CMD...: CMD under ri2n-run (verbose) in HOST's namespace, in the
+# background, leading its own process group; stdout NAME.out, stderr NAME.err, pid ST_PID.
+st_bg() {
+	local name=$1 ns
+	ns=$(tb_ns "$2")
+	shift 2
+	RI2N_RAILS=$NT_RAILS RI2N_LOG=warn setsid timeout -s KILL "${ST_TIMEOUT:-120}" \
+		ip netns exec "$ns" "$RUN" --verbose -- "$@" \
+		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err" &
+	ST_PID=$!
+	NT_PIDS+=("$ST_PID")
+}
+
+# st_fg NAME HOST CMD...: the same in the foreground; returns CMD's status.
+st_fg() {
+	local name=$1 ns
+	ns=$(tb_ns "$2")
+	shift 2
+	RI2N_RAILS=$NT_RAILS RI2N_LOG=warn timeout -s KILL "${ST_TIMEOUT:-120}" \
+		ip netns exec "$ns" "$RUN" --verbose -- "$@" \
+		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err"
+}
+
+# The pid of the process in HOST's namespace whose command line starts with WORDS.
+st_pid_of() { # HOST WORDS
+	local p
+	for p in $(ip netns pids "$(tb_ns "$1")"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$2" && { echo "$p"; return; }
+	done
+}
+
+# Waits until something in HOST's namespace listens on PORT (TCP or ri2n's UDP).
+st_wait_listen() { # HOST PORT
+	for _ in $(seq 50); do
+		ip netns exec "$(tb_ns "$1")" ss -Htuln "sport = :$2" | grep -q . && return 0
+		sleep 0.1
+	done
+	nt_fail "nothing listens on port $2 in host $1"
+}
+
+# Requires the verbose lines saying both ends went over ri2n.
+st_require_ri2n() { # CLIENT_NAME SERVER_NAME
+	grep -q "connect to .* over ri2n" "$NT_DIR/$1.err" ||
+		nt_fail "$1: the client's connection did not go over ri2n: $(grep ri2n-run "$NT_DIR/$1.err")"
+	grep -q "accepted .* over ri2n" "$NT_DIR/$2.err" ||
+		nt_fail "$2: the server accepted nothing over ri2n: $(grep ri2n-run "$NT_DIR/$2.err")"
+}
+
+# Requires ri2n's warnings (either end) to show rail 2 going down and coming back.
+st_require_failover() { # NAME...
+	local n down=0 up=0
+	for n in "$@"; do
+		grep -Eq 'rail 1 \(198\.18\.2\.[0-9]+ -> 198\.18\.2\.[0-9]+\) down' "$NT_DIR/$n.err" && down=1
+		grep -Eq 'rail 1 \(198\.18\.2\.[0-9]+ -> 198\.18\.2\.[0-9]+\) up' "$NT_DIR/$n.err" && up=1
+	done
+	[ $down = 1 ] || nt_fail "no end reported rail 2 down during the black hole"
+	[ $up = 1 ] || nt_fail "no end reported rail 2 up again after the heal"
+}
+
+# Black-holes rail 2 of host 1 after BEFORE s, for FOR s.
+st_blackhole() { # BEFORE FOR
+	sleep "$1"
+	tb_fault blackhole 1 2 on
+	sleep "$2"
+	tb_fault blackhole 1 2 off
+}
+
+st_sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# Stops a server started with st_bg (its whole process group), quietly.
+st_stop() { # PID
+	kill -TERM -- "-$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# ---- iperf3 ----
+
+# iperf3's JSON (stdin): "BITS_PER_SECOND CONGESTION ZERO_INTERVALS"
+iperf_summary() {
+	python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+e = d["end"]
+bps = e["sum_received"]["bits_per_second"]
+zero = sum(1 for i in d["intervals"] if i["sum"]["bits_per_second"] == 0)
+print(int(bps), e.get("sender_tcp_congestion", "?"), zero)'
+}
+
+# iperf_start NAME PORT SECONDS [client args]: a one-off server (iperf3 -s -1) in host 2
+# and the client in host 1, both in the background (client pid in ST_PID, server's
+# in ST_SRV).  A fresh server per run: see the note in scenario_iperf3.
+iperf_start() {
+	local name=$1 port=$2 secs=$3
+	shift 3
+	# no -4: iperf3 listens on "::" (dual stack), which the shim takes for IPv4
+	st_bg ${name}_srv 2 iperf3 -s -1 -p "$port"
+	ST_SRV=$ST_PID
+	st_wait_listen 2 "$port"
+	st_bg "$name" 1 iperf3 -c "$(nt_addr 2)" -p "$port" -t "$secs" -J "$@"
+}
+
+# Waits for the client NAME and its server and checks the figures; sets ST_MBPS, ST_ZERO.
+iperf_check() { # NAME CLIENT_PID SERVER_PID
+	local name=$1 bps cc zero
+	wait "$2" || nt_fail "$name: iperf3 client failed: $(tail -n 20 "$NT_DIR/$name.out")"
+	wait "$3" || nt_fail "$name: iperf3 server failed: $(tail -n 20 "$NT_DIR/${name}_srv.out")"
+	read -r bps cc zero < <(iperf_summary <"$NT_DIR/$name.out") ||
+		nt_fail "$name: iperf3's JSON unreadable"
+	[ "$cc" = ri2n ] || nt_fail "$name: congestion control '$cc': the data stream was not ri2n's"
+	# sane: something moved, and no more than 2 rails of 1 Gbit/s can carry
+	[ "$bps" -gt 0 ] && [ "$bps" -le 2100000000 ] || nt_fail "$name: $bps bit/s is not a sane figure"
+	st_require_ri2n "$name" "${name}_srv"
+	ST_MBPS=$((bps / 1000000))
+	ST_ZERO=$zero
+}
+
+# "state:rx_data state:rx_data" for the server connection that received the most.
+stat_rails() { # PID
+	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+best, most = "", 0
+for p in d["processes"]:
+    for c in p["connections"]:
+        if c["app_rx_bytes"] > most:
+            most = c["app_rx_bytes"]
+            best = " ".join("%s:%d" % (x["state"], x["rx_data"]) for x in c["rails"])
+print(best)'
+}
+
+scenario_iperf3() {
+	local spid rails cpid
+	need iperf3 python3
+	[ -x "$STAT" ] || nt_skip "ri2n-stat not built at $STAT"
+	nt_init "$tag" 2 2 1gbit
+	# A fresh one-off server per run: a persistent `iperf3 -s` listens anew after
+	# each test, which fails while a connection of the last test still holds the
+	# port (ri2n: a peer that exits before acknowledging our FIN leaves the
+	# connection, and its port, until the dead-peer timeout).
+
+	# a plain run, with ri2n-stat looking at the server's connections half-way
+	iperf_start plain 5201 6
+	cpid=$ST_PID
+	sleep 3
+	spid=$(st_pid_of 2 "iperf3 -s")
+	[ -n "$spid" ] || nt_fail "iperf3 server process not found"
+	rails=$(stat_rails "$spid")
+	iperf_check plain "$cpid" "$ST_SRV"
+	read -r -a r <<<"$rails"
+	[ ${#r[@]} -eq 2 ] || nt_fail "ri2n-stat: the data connection should use 2 rails: '$rails'"
+	for x in "${r[@]}"; do
+		[ "${x#*:}" -gt 1000 ] || nt_fail "ri2n-stat: a rail carried almost no data: '$rails'"
+	done
+	nt_note "iperf3 -c over ri2n: $ST_MBPS Mbit/s on 2 rails of 1 Gbit/s (ri2n-stat, rail state:DATA packets: $rails)"
+
+	iperf_start reverse 5202 3 -R
+	iperf_check reverse "$ST_PID" "$ST_SRV"
+	nt_note "iperf3 -R (the server sends): $ST_MBPS Mbit/s"
+
+	iperf_start blackhole 5203 8 -i 0.5
+	cpid=$ST_PID
+	st_blackhole 2.5 2.5
+	iperf_check blackhole "$cpid" "$ST_SRV"
+	[ "$ST_ZERO" -eq 0 ] || nt_fail "blackhole: $ST_ZERO half-second intervals moved nothing"
+	st_require_failover blackhole blackhole_srv
+	nt_note "iperf3 with rail 2 black-holed for 2.5 s: completed, $ST_MBPS Mbit/s overall, no empty interval"
+	nt_ok "iperf3: unmodified client and server over ri2n, also through a black-holed rail"
+}
+
+# ---- netcat ----
+
+nc_run() { # NAME PORT FILE
+	local name=$1 port=$2 file=$3 spid
+	# the listener's stdin is /dev/null: it exits when the sender's stream ends
+	st_bg ${name}_srv 2 nc -l "$port" </dev/null
+	spid=$ST_PID
+	st_wait_listen 2 "$port"
+	st_fg ${name}_cli 1 nc -N "$(nt_addr 2)" "$port" <"$file" || nt_fail "$name: nc sender failed"
+	wait "$spid" || nt_fail "$name: nc listener failed"
+	[ "$(st_sha "$NT_DIR/${name}_srv.out")" = "$(st_sha "$file")" ] ||
+		nt_fail "$name: sha256 differs ($(stat -c %s "$NT_DIR/${name}_srv.out") bytes arrived)"
+	st_require_ri2n ${name}_cli ${name}_srv
+}
+
+scenario_nc() {
+	need nc
+	nc -h 2>&1 | grep -qi openbsd || nt_skip "nc is not netcat-openbsd"
+	nt_init "$tag" 2 2 1gbit
+	head -c 64M /dev/urandom >"$NT_DIR/file"
+	nc_run plain 7000 "$NT_DIR/file"
+	nt_note "nc: 64 MiB, sha256 matches"
+
+	for r in 1 2; do tb_fault rate 1 $r 100mbit; done
+	st_blackhole 1 1.5 &
+	local fpid=$!
+	nc_run blackhole 7001 "$NT_DIR/file"
+	wait $fpid
+	st_require_failover blackhole_cli blackhole_srv
+	nt_ok "nc: 64 MiB moved with a matching sha256, also with rail 2 black-holed mid-transfer"
+}
+
+# ---- python http.server and curl ----
+
+http_get() { # NAME URL
+	if [ -n "$ST_PYCLIENT" ]; then
+		st_fg "$1" 1 "$ST_PYCLIENT" -c '
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=100) as r, open(sys.argv[2], "wb") as f:
+    while True:
+        b = r.read(1 << 20)
+        if not b:
+            break
+        f.write(b)
+' "$2" "$NT_DIR/$1.body" || nt_fail "$1: the python client failed: $(tail -n 5 "$NT_DIR/$1.err")"
+		echo 0 >"$NT_DIR/$1.out"
+	else
+		st_fg "$1" 1 curl -sS --max-time 100 -o "$NT_DIR/$1.body" -w '%{speed_download}\n' "$2" ||
+			nt_fail "$1: curl failed: $(tail -n 5 "$NT_DIR/$1.err")"
+	fi
+	[ "$(st_sha "$NT_DIR/$1.body")" = "$(st_sha "$NT_DIR/www/file")" ] ||
+		nt_fail "$1: sha256 differs ($(stat -c %s "$NT_DIR/$1.body") bytes)"
+}
+
+scenario_http() {
+	local py spid
+	need curl
+	py=$(command -v /usr/bin/python3 python3 | head -n 1)
+	[ -n "$py" ] || nt_skip "python3 is not installed"
+	ST_PYCLIENT=
+	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -q libasan; then
+		# curl hangs in setlocale with libasan preloaded (with or without the shim)
+		ST_PYCLIENT=$py
+		nt_note "sanitizer build: python's urllib instead of curl as the client"
+	fi
+	nt_init "$tag" 2 2 1gbit
+	mkdir -p "$NT_DIR/www"
+	head -c 64M /dev/urandom >"$NT_DIR/www/file"
+	st_bg server 2 "$py" -m http.server 8000 --directory "$NT_DIR/www"
+	spid=$ST_PID
+	st_wait_listen 2 8000
+	http_get plain "http://$(nt_addr 2):8000/file"
+	st_require_ri2n plain server
+	if [ -n "$ST_PYCLIENT" ]; then
+		nt_note "urllib from python3 -m http.server: 64 MiB, sha256 matches"
+	else
+		nt_note "curl from python3 -m http.server: 64 MiB, sha256 matches, $(awk '{printf "%d", $1 * 8 / 1e6}' "$NT_DIR/plain.out") Mbit/s"
+	fi
+
+	for r in 1 2; do tb_fault rate 1 $r 100mbit; done
+	st_blackhole 1 1.5 &
+	local fpid=$!
+	http_get blackhole "http://$(nt_addr 2):8000/file"
+	wait $fpid
+	st_require_failover blackhole server
+	st_stop "$spid"
+	nt_ok "http: 64 MiB downloaded with a matching sha256, also with rail 2 black-holed mid-transfer"
+}
+
+# ---- shim_probe ----
+
+scenario_probe() {
+	[ -x "$PROBE" ] || nt_skip "shim_probe not built at $PROBE"
+	nt_init "$tag" 2 2 1gbit
+	# 9002 is left out: it must stay TCP at both ends; 9003 must be refused over ri2n
+	export RI2N_RUN_PORTS=9000,9001,9003
+	st_bg server 2 "$PROBE" serve 9000
+	local srv=$ST_PID
+	st_wait_listen 2 9002
+	st_fg check 1 "$PROBE" check "$(nt_addr 2)" 9000
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/check.out"
+	[ $rc -eq 0 ] || nt_fail "shim_probe: $(grep -c FAIL "$NT_DIR/check.out") check(s) failed"
+	grep -q "^listening ri2n ri2n tcp" "$NT_DIR/server.out" ||
+		nt_fail "probe listeners: '$(head -n 1 "$NT_DIR/server.out")', want 'listening ri2n ri2n tcp'"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the probe server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "probe: $(grep -c '^ok' "$NT_DIR/check.out") socket behaviours kept under ri2n-run"
+}
+
+case $scenario in
+iperf3 | nc | http | probe) "scenario_$scenario" ;;
+*) echo "unknown scenario $scenario" >&2; exit 2 ;;
+esac
