@@ -209,7 +209,8 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
 				continue;
 			}
 			s = rn_sndq_slot(&c->sq, t->seq);
-			if (rn_seq_lt(t->idx + RN_REORDER_THRESH - 1, r->acked_idx)) {
+			/* acked_idx is one past the highest index acked: idx + THRESH acked */
+			if (rn_seq_lt(t->idx + RN_REORDER_THRESH, r->acked_idx)) {
 				/* later packets on this rail arrived: lost */
 			} else if (now_ns - (s->sent_ns > r->last_ack_ns ? s->sent_ns : r->last_ack_ns) >=
 				   rto) {

@@ -114,10 +114,9 @@ static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
-	if (c->state == RN_ST_COOKIE_SENT && now_ns - c->cookie_ns >= RN_COOKIE_RESTART_NS) {
+	/* the fresh INIT is due now; fall through to arm its retry, or it goes twice */
+	if (c->state == RN_ST_COOKIE_SENT && now_ns - c->cookie_ns >= RN_COOKIE_RESTART_NS)
 		rn_conn_restart_handshake(c, now_ns);
-		return;
-	}
 	if (now_ns < c->hs_next_ns)
 		return;
 	gap = RN_HS_FIRST_NS << (c->hs_tries < 4 ? c->hs_tries : 4);
@@ -176,6 +175,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->ack_pending && now_ns >= c->ack_first_ns + c->cfg.ack_delay_ns)
 		c->ack_now = 1;
 	rn_conn_detect_losses(c, now_ns);
-	on_link_state_timer(c, now_ns);
+	/* rail timers first: a rail they fail is a LINK_STATE whose retry is armed below */
 	on_rail_timers(c, now_ns);
+	on_link_state_timer(c, now_ns);
 }

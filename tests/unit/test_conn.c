@@ -1,0 +1,1291 @@
+/*
+ * test_conn.c - a connection between two endpoints wired back to back in
+ * memory (unit_net.c): handshake, data, source checks, ACK validation, loss
+ * recovery, flow control, failure detection, LINK_STATE, heartbeats,
+ * keepalives, dead peer, reset and close.
+ *
+ * Times are literal: the client connects at t0 and every datagram takes
+ * D = 100 us, so the handshake runs INIT t0, INIT_ACK t0+D, COOKIE_ECHO
+ * t0+2D, server established t0+3D, client established t0+4D.
+ */
+#include "unit_net.h"
+
+#include "rn_conn.h" /* a few checks read the send ring's marks */
+
+static const uint64_t t0 = UT_T0;
+#define D UN_DELAY_NS
+#define MSS (1472 - RN_HDR_LEN)
+
+static un_net *pair(int nrails, uint64_t *t_est)
+{
+	un_net *n = un_new(nrails);
+	uint64_t t = un_handshake(n, t0);
+
+	if (t_est)
+		*t_est = t;
+	return n;
+}
+
+static rn_conn *cl(un_net *n) { return n->side[UN_CLIENT].c; }
+static rn_conn *sv(un_net *n) { return n->side[UN_SERVER].c; }
+
+static rn_conn_stats stats(rn_conn *c)
+{
+	rn_conn_stats st;
+
+	rn_conn_get_stats(c, &st);
+	return st;
+}
+
+/* Sequence numbers of side s's DATA on `path` (-1 any) sent in [from, to], in send order. */
+static int data_seqs(const un_net *n, int s, int path, uint64_t from, uint64_t to,
+		     uint32_t *out, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < n->nlog && k < max; i++) {
+		const un_rec *r = &n->log[i];
+
+		if (r->from == s && r->type == RN_PT_DATA && (path < 0 || r->path == path) &&
+		    r->sent_ns >= from && r->sent_ns <= to)
+			out[k++] = r->seq;
+	}
+	return k;
+}
+
+/* ---- setup and handshake ---- */
+
+static void test_conn_connect_args(void **state)
+{
+	un_net *n = un_new(2);
+	un_side *c = &n->side[UN_CLIENT];
+	rn_addr srv = un_addr(n, UN_SERVER, 0);
+	rn_config bad = c->cfg;
+	rn_env norng = c->env;
+	rn_conn *conn = (rn_conn *)&conn;
+
+	(void)state;
+	bad.snd_slots = 1000;
+	norng.rng = NULL;
+	/* no local rail in the peer's subnet */
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, c->nrails,
+					 (rn_addr){ UT_IP(192, 168, 0, 1), UN_PORT }, t0),
+			 RN_ERR_NOROUTE);
+	assert_null(conn);
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 0, srv, t0),
+			 RN_ERR_INVAL);
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, RN_MAX_RAILS + 1, srv,
+					 t0), RN_ERR_INVAL);
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 2,
+					 (rn_addr){ 0, UN_PORT }, t0), RN_ERR_INVAL);
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 2,
+					 (rn_addr){ srv.ip, 0 }, t0), RN_ERR_INVAL);
+	assert_int_equal(rn_conn_connect(&conn, &bad, &c->env, c->rails, 2, srv, t0), RN_ERR_INVAL);
+	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &norng, c->rails, 2, srv, t0),
+			 RN_ERR_INVAL);
+	assert_null(conn);
+	/* none of them allocated anything */
+	assert_int_equal(c->um.allocs, 0);
+	/* the INIT leaves on the rail in the peer's subnet, whichever that is */
+	assert_int_equal(rn_conn_connect(&c->c, &c->cfg, &c->env, c->rails, 2,
+					 un_addr(n, UN_SERVER, 1), t0), 0);
+	assert_int_equal(un_flush(n, UN_CLIENT, t0), 1);
+	assert_int_equal(n->log[0].type, RN_PT_INIT);
+	assert_int_equal(n->log[0].src_rail, 1);
+	assert_int_equal(n->log[0].dst_rail, 1);
+	un_del(n);
+}
+
+/* Out of memory at any allocation: an error, and nothing leaks. */
+static void test_conn_nomem(void **state)
+{
+	un_net *n = un_new(2);
+	un_side *cs = &n->side[UN_CLIENT], *ss = &n->side[UN_SERVER];
+	rn_accept_params ap;
+	uint8_t reply[UN_DGRAM];
+	size_t rlen;
+	rn_conn *c = (rn_conn *)&c;
+	long ok;
+	const uint8_t *d;
+
+	(void)state;
+	cs->um.fail_after = 0;
+	assert_int_equal(un_connect(n, t0), RN_ERR_NOMEM);
+	assert_null(cs->c);
+	cs->um.fail_after = -1;
+
+	/* the server: every allocation of accept fails in turn */
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 2 * D);
+	assert_int_equal(n->nq, 1);
+	assert_int_equal(n->q[0].rec.type, RN_PT_COOKIE_ECHO);
+	assert_int_equal(rn_listener_recv(&ss->lis, t0 + 3 * D, 0, n->q[0].src, n->q[0].data,
+					  n->q[0].rec.len, reply, sizeof(reply), &rlen, &ap),
+			 RN_LISTEN_ACCEPT);
+	for (ok = 0;; ok++) {
+		int rc;
+
+		ss->um.fail_after = ok;
+		rc = rn_conn_accept(&c, &ap, &ss->env, t0 + 3 * D);
+		assert_true(ss->um.allocs == ss->um.frees || rc == 0);
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, RN_ERR_NOMEM);
+		assert_null(c);
+		assert_true(ok < 100);
+	}
+	/* the connection, one send-order FIFO per rail, and two rings of three arrays */
+	assert_int_equal(ok, 1 + 2 + 3 + 3);
+	rn_conn_del(c);
+	ss->um.fail_after = -1;
+	un_del(n);
+
+	/* the client: the rails for the INIT_ACK cannot be allocated */
+	n = un_new(2);
+	cs = &n->side[UN_CLIENT];
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	cs->um.fail_after = 0;
+	un_run(n, t0 + 2 * D);
+	assert_int_equal(rn_conn_state(cs->c), RN_ST_CLOSED);
+	assert_non_null(un_event(n, UN_CLIENT, RN_EV_FAILED, -1, 0));
+	assert_true(rn_conn_error(cs->c) < 0);
+	assert_true(rn_conn_peek(cs->c, &d) < 0 && rn_conn_peek(cs->c, &d) != RN_ERR_AGAIN);
+	/* it never had a connection at the server: no RESET, no COOKIE_ECHO */
+	assert_int_equal(un_count(n, UN_CLIENT, 0, -1, t0 + 2 * D, UINT64_MAX), 0);
+	assert_true(rn_conn_expiry(cs->c) == UINT64_MAX);
+	un_del(n);
+}
+
+static void test_conn_handshake(void **state)
+{
+	un_net *n = un_new(2);
+	const rn_event *ce, *se;
+	const un_rec *r;
+	const uint8_t *d;
+
+	(void)state;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_INIT_SENT);
+	/* nothing flows before the handshake completes */
+	assert_int_equal(rn_conn_write(cl(n), t0, "x", 1), RN_ERR_STATE);
+	assert_int_equal(rn_conn_peek(cl(n), &d), RN_ERR_AGAIN);
+	assert_int_equal(rn_conn_shutdown(cl(n), t0), RN_ERR_STATE);
+	assert_int_equal(rn_conn_write_space(cl(n)), 0);
+	un_run(n, t0 + 2 * D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	/* the listener kept nothing for the INIT */
+	assert_null(sv(n));
+	un_run(n, t0 + 10 * UT_MS);
+
+	r = un_find(n, UN_CLIENT, RN_PT_INIT, -1, 0, 0);
+	assert_non_null(r);
+	assert_true(r->sent_ns == t0);
+	assert_int_equal(r->len, RN_INIT_LEN);
+	r = un_find(n, UN_SERVER, RN_PT_INIT_ACK, -1, 0, 0);
+	assert_non_null(r);
+	assert_true(r->sent_ns == t0 + D);
+	assert_true(r->len <= RN_INIT_LEN);
+	r = un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 0);
+	assert_non_null(r);
+	assert_true(r->sent_ns == t0 + 2 * D);
+	r = un_find(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, 0);
+	assert_non_null(r);
+	assert_true(r->sent_ns == t0 + 3 * D);
+	/* each exactly once */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, UINT64_MAX), 1);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, UINT64_MAX), 1);
+
+	se = un_event(n, UN_SERVER, RN_EV_ESTABLISHED, -1, 0);
+	ce = un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0);
+	assert_non_null(se);
+	assert_non_null(ce);
+	assert_true(se->time_ns == t0 + 3 * D);
+	assert_true(ce->time_ns == t0 + 4 * D);
+	/* both rails up both ways from the start */
+	assert_int_equal(ce->rx_up, 0x3);
+	assert_int_equal(ce->tx_up, 0x3);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_ESTABLISHED), 1);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_ESTABLISHED), 1);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_mss(cl(n)), MSS);
+	assert_int_equal(rn_conn_mss(sv(n)), MSS);
+	assert_int_equal(stats(cl(n)).npaths, 2);
+	assert_int_equal(stats(sv(n)).npaths, 2);
+	/* both ends number the rails alike */
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(stats(cl(n)).rail[k].remote.ip, n->side[UN_SERVER].rails[k].ip);
+		assert_int_equal(stats(sv(n)).rail[k].remote.ip, n->side[UN_CLIENT].rails[k].ip);
+	}
+	assert_int_equal(rn_conn_peer(sv(n)).ip, un_addr(n, UN_CLIENT, 0).ip);
+	assert_int_equal(rn_conn_peer(sv(n)).port, un_addr(n, UN_CLIENT, 0).port);
+	assert_int_equal(rn_conn_peek(cl(n), &d), RN_ERR_AGAIN);
+	for (int d2 = 0; d2 < RN_DROP__COUNT; d2++) {
+		assert_int_equal(stats(cl(n)).drops[d2], 0);
+		assert_int_equal(stats(sv(n)).drops[d2], 0);
+	}
+	un_del(n);
+}
+
+static int drop_first_of_type(un_net *n, const un_rec *r, void *arg)
+{
+	int *type = arg;
+
+	(void)n;
+	if (*type && r->type == *type) {
+		*type = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* The INIT_ACK is lost: the client says INIT again after 250 ms, and that completes. */
+static void test_conn_init_ack_lost(void **state)
+{
+	un_net *n = un_new(2);
+	int type = RN_PT_INIT_ACK;
+	const un_rec *r;
+
+	(void)state;
+	n->filter = drop_first_of_type;
+	n->filter_arg = &type;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 10 * UT_MS);
+	assert_true(rn_conn_expiry(cl(n)) == t0 + 250 * UT_MS);
+	un_run(n, t0 + 250 * UT_MS - 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 1);
+	un_run(n, t0 + 300 * UT_MS);
+	r = un_find(n, UN_CLIENT, RN_PT_INIT, -1, 0, 1);
+	assert_non_null(r);
+	assert_true(r->sent_ns == t0 + 250 * UT_MS);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 2);
+	assert_non_null(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0));
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns ==
+		    t0 + 250 * UT_MS + 4 * D);
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	un_del(n);
+}
+
+/* The COOKIE_ACK is lost but the server's first data arrives: that establishes the client. */
+static void test_conn_cookie_ack_lost_data(void **state)
+{
+	un_net *n = un_new(2);
+	int type = RN_PT_COOKIE_ACK;
+
+	(void)state;
+	n->filter = drop_first_of_type;
+	n->filter_arg = &type;
+	n->side[UN_SERVER].to_send = 3000;
+	n->side[UN_CLIENT].reading = 1;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 20 * UT_MS);
+	assert_int_equal(type, 0); /* the COOKIE_ACK was dropped */
+	assert_non_null(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0));
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == t0 + 4 * D);
+	/* and the data that established it was not lost */
+	assert_int_equal(n->side[UN_CLIENT].recvd, 3000);
+	assert_int_equal(n->side[UN_CLIENT].mismatches, 0);
+	un_del(n);
+}
+
+/* The COOKIE_ACK is lost and the server is quiet: the resent COOKIE_ECHO gets another. */
+static void test_conn_cookie_ack_lost_resent(void **state)
+{
+	un_net *n = un_new(2);
+	int type = RN_PT_COOKIE_ACK;
+	const uint64_t echo2 = t0 + 2 * D + 250 * UT_MS;
+
+	(void)state;
+	/* keepalives later than the COOKIE_ECHO timer, so only that can save it */
+	for (int s = 0; s < 2; s++) {
+		n->side[s].cfg.keepalive_ns = 1 * UT_S;
+		n->side[s].cfg.rail_timeout_ns = 3500 * UT_MS;
+	}
+	n->filter = drop_first_of_type;
+	n->filter_arg = &type;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 200 * UT_MS);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	un_run(n, t0 + 400 * UT_MS);
+	assert_non_null(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 1));
+	assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 1)->sent_ns == echo2);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, UINT64_MAX), 2);
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == echo2 + 2 * D);
+	/* the server did not make a second connection or a second event */
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_ESTABLISHED), 1);
+	assert_int_equal(n->side[UN_SERVER].lis.accepts, 1);
+	un_del(n);
+}
+
+/* ---- data ---- */
+
+static void test_conn_data_both_ways(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t up = 300000, down = 200000;
+
+	(void)state;
+	n->side[UN_CLIENT].to_send = up;
+	n->side[UN_SERVER].to_send = down;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].reading = 1;
+		n->side[s].shut_when_done = 1;
+	}
+	un_run(n, t_est + 2 * UT_S);
+	assert_int_equal(n->side[UN_SERVER].recvd, up);
+	assert_int_equal(n->side[UN_CLIENT].recvd, down);
+	for (int s = 0; s < 2; s++) {
+		rn_conn_stats st = stats(n->side[s].c);
+
+		assert_int_equal(n->side[s].mismatches, 0);
+		assert_true(n->side[s].eof);
+		assert_int_equal(n->side[s].err, 0);
+		/* striped: both rails carried data */
+		assert_true(un_count(n, s, RN_PT_DATA, 0, 0, UINT64_MAX) > 10);
+		assert_true(un_count(n, s, RN_PT_DATA, 1, 0, UINT64_MAX) > 10);
+		assert_int_equal(st.drops[RN_DROP_WINDOW], 0);
+		assert_int_equal(st.drops[RN_DROP_MALFORMED], 0);
+		assert_int_equal(st.drops[RN_DROP_SOURCE], 0);
+		/* a lossless network needs no retransmission */
+		assert_int_equal(st.retransmits, 0);
+		assert_true(rn_conn_write_done(n->side[s].c));
+	}
+	assert_int_equal(stats(cl(n)).app_tx_bytes, up);
+	assert_int_equal(stats(sv(n)).app_rx_bytes, up);
+	un_del(n);
+}
+
+/* Sequence numbers that start just below 2^32 on both sides. */
+static void test_conn_seq_wrap(void **state)
+{
+	un_net *n = un_new(2);
+	uint32_t seqs[1024];
+	int k, low = 0, high = 0;
+
+	(void)state;
+	/* client: id drawn, isn forced; server: secret (2), id drawn, isn forced */
+	n->side[UN_CLIENT].rng = (ut_rng){ .state = 5, .forced = { 0, 0xfffffff0 }, .nforced = 2 };
+	n->side[UN_SERVER].rng = (ut_rng){ .state = 6, .forced = { 0, 0, 0, 0xffffffe0 },
+					   .nforced = 4 };
+	un_handshake(n, t0);
+	for (int s = 0; s < 2; s++) {
+		n->side[s].to_send = 200 * MSS + 17;
+		n->side[s].reading = 1;
+		n->side[s].shut_when_done = 1;
+	}
+	un_run(n, n->now + 1 * UT_S);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(n->side[s].recvd, 200 * MSS + 17);
+		assert_int_equal(n->side[s].mismatches, 0);
+		assert_true(n->side[s].eof);
+	}
+	k = data_seqs(n, UN_CLIENT, -1, 0, UINT64_MAX, seqs, 1024);
+	for (int i = 0; i < k; i++) {
+		low += seqs[i] < 0x1000;
+		high += seqs[i] >= 0xfffffff0;
+	}
+	assert_true(low > 0 && high > 0);
+	un_del(n);
+}
+
+/* ---- what the receiver refuses ---- */
+
+typedef struct src_case {
+	const char *name;
+	int local_rail; /* where it arrives */
+	rn_addr from;
+	int path;       /* rail index in the header */
+	int want;       /* 0 or RN_ERR_DROP (RN_DROP_SOURCE) */
+} src_case;
+
+static void test_conn_wrong_source(void **state)
+{
+	un_net *n = pair(2, NULL);
+	const rn_addr c0 = un_addr(n, UN_CLIENT, 0), c1 = un_addr(n, UN_CLIENT, 1);
+	const src_case cases[] = {
+		{ "another port", 0, { c0.ip, (uint16_t)(c0.port + 1) }, 0, RN_ERR_DROP },
+		{ "another address", 0, { c0.ip + 5, c0.port }, 0, RN_ERR_DROP },
+		{ "rail 1's address on rail 0", 0, c1, 0, RN_ERR_DROP },
+		{ "right address, wrong local rail", 1, c0, 0, RN_ERR_DROP },
+		{ "header names rail 1, came on rail 0", 0, c0, 1, RN_ERR_DROP },
+		{ "header names a rail that does not exist", 0, c0, 2, RN_ERR_DROP },
+		{ "header names rail 255", 0, c0, 255, RN_ERR_DROP },
+		{ "right on rail 0", 0, c0, 0, 0 },
+		{ "right on rail 1", 1, c1, 1, 0 },
+	};
+	const uint64_t t1 = n->now + 1 * UT_MS;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const src_case *tc = &cases[i];
+		rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = (uint8_t)tc->path,
+			     .dst = rn_conn_id(sv(n)), .ts = 1 };
+		rn_conn_stats before = stats(sv(n)), after;
+		int rc = un_inject(n, UN_SERVER, t1, tc->local_rail, tc->from, &h, NULL, NULL, 0);
+
+		after = stats(sv(n));
+		if (rc != tc->want)
+			fail_msg("case \"%s\": got %d, want %d", tc->name, rc, tc->want);
+		if (tc->want) {
+			assert_true(after.drops[RN_DROP_SOURCE] == before.drops[RN_DROP_SOURCE] + 1);
+			/* a dropped packet is not evidence that a rail works */
+			assert_true(after.rx_packets == before.rx_packets);
+		} else {
+			assert_true(after.rail[tc->path].rx_packets ==
+				    before.rail[tc->path].rx_packets + 1);
+		}
+	}
+	un_del(n);
+}
+
+/* Other datagrams a connection must not take. */
+static void test_conn_foreign_packets(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	uint8_t body[RN_HELLO_FIXED + 8 + RN_COOKIE_LEN] = { 0 };
+	rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = 0, .dst = rn_conn_id(cl(n)) + 1 };
+	uint8_t junk[10] = { 1, 2, 3 };
+	rn_conn_stats st;
+
+	(void)state;
+	/* another connection's id */
+	assert_int_equal(un_inject(n, UN_CLIENT, t1, 0, un_addr(n, UN_SERVER, 0), &h, NULL, NULL, 0),
+			 RN_ERR_DROP);
+	/* an INIT_ACK once past the handshake */
+	h = (rn_hdr){ .type = RN_PT_INIT_ACK, .path = 0xff, .dst = rn_conn_id(cl(n)) };
+	assert_int_equal(un_inject(n, UN_CLIENT, t1, 0, un_addr(n, UN_SERVER, 0), &h, NULL, body,
+				   sizeof(body)), RN_ERR_DROP);
+	/* not a datagram at all */
+	assert_int_equal(rn_conn_recv(cl(n), t1, 0, un_addr(n, UN_SERVER, 0), junk, sizeof(junk)),
+			 RN_ERR_DROP);
+	st = stats(cl(n));
+	assert_int_equal(st.drops[RN_DROP_UNKNOWN_CONN], 1);
+	assert_int_equal(st.drops[RN_DROP_TYPE], 1);
+	assert_int_equal(st.drops[RN_DROP_MALFORMED], 1);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+	un_del(n);
+}
+
+typedef struct ack_case {
+	const char *name;
+	int64_t ack_delta;  /* ack - sq.nxt */
+	int64_t wnd_delta;  /* wnd - ack */
+	int want;
+} ack_case;
+
+/* An ACK must acknowledge only what was sent, with a sane window. */
+static void test_conn_ack_window(void **state)
+{
+	static const ack_case cases[] = {
+		{ "one past what was sent", 1, 64, RN_ERR_DROP },
+		{ "written but never sent", 3, 64, RN_ERR_DROP },
+		{ "far ahead", 100000, 64, RN_ERR_DROP },
+		{ "older than a whole ring", -(2048 + 4), 64, RN_ERR_DROP },
+		{ "window edge below the ACK", 0, -1, RN_ERR_DROP },
+		{ "window larger than any ring", 0, RN_MAX_SLOTS + 1, RN_ERR_DROP },
+		{ "an old ACK is fine", -3, 64, 0 },
+		{ "everything sent, acked", 0, 2048, 0 },
+	};
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+	uint64_t t1 = t_est + 1 * UT_MS;
+	uint32_t nxt;
+
+	(void)state;
+	n->filter = un_drop_all; /* the data stays in flight */
+	assert_int_equal(rn_conn_write(c, t1, "abcdefgh", 8), 8);
+	un_flush(n, UN_CLIENT, t1);
+	n->side[UN_CLIENT].writable = 0;
+	for (int i = 0; i < 3; i++) {
+		/* three more packets that stay unsent: the rails are not writable */
+		static uint8_t big[MSS];
+
+		assert_int_equal(rn_conn_write(c, t1, big, MSS), MSS);
+	}
+	nxt = c->sq.nxt;
+	assert_int_equal(nxt - c->isn, 1);
+	assert_int_equal(c->sq.end - nxt, 3);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const ack_case *tc = &cases[i];
+		uint32_t ack = nxt + (uint32_t)tc->ack_delta;
+		rn_ackblk ab = { .ack = ack, .wnd = ack + (uint32_t)tc->wnd_delta };
+		rn_hdr h = { .type = RN_PT_ACK, .path = 0, .dst = rn_conn_id(c) };
+		uint64_t before = stats(c).drops[RN_DROP_WINDOW];
+		int rc = un_inject(n, UN_CLIENT, t1 + 10, 0, un_addr(n, UN_SERVER, 0), &h, &ab,
+				   NULL, 0);
+
+		if (rc != tc->want)
+			fail_msg("case \"%s\": got %d, want %d", tc->name, rc, tc->want);
+		assert_true(stats(c).drops[RN_DROP_WINDOW] == before + (tc->want ? 1 : 0));
+		/* a refused ACK acknowledged nothing */
+		if (tc->want)
+			assert_int_equal(c->sq.una, c->isn);
+	}
+	/* the last, valid one acknowledged the packet in flight */
+	assert_int_equal(c->sq.una, nxt);
+	un_del(n);
+}
+
+/* A duplicate tells the receiver its ACK was lost: it acknowledges at once. */
+static void test_conn_duplicate_data(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
+		     .seq = cl(n)->isn, .ts = 5 };
+
+	(void)state;
+	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
+				   5), 0);
+	/* one packet: the ACK waits for ack_delay */
+	assert_int_equal(un_flush(n, UN_SERVER, t1), 0);
+	assert_int_equal(un_inject(n, UN_SERVER, t1 + 10, 0, un_addr(n, UN_CLIENT, 0), &h, NULL,
+				   "HELLO", 5), RN_ERR_DROP);
+	assert_int_equal(stats(sv(n)).drops[RN_DROP_DUPLICATE], 1);
+	assert_int_equal(stats(sv(n)).dup_data, 1);
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + 10), 1);
+	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
+	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->isn + 1);
+	un_del(n);
+}
+
+/* ---- loss recovery ---- */
+
+/*
+ * Per-rail loss detection, exactly: 8 packets on rail 0 only; selective ACKs
+ * for the 2nd, 3rd, then 4th.  The first is lost once three packets sent
+ * after it on its rail are acknowledged (docs/PROTOCOL.md), not before.
+ */
+static void test_conn_loss_three_later_acked(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	static uint8_t buf[8 * MSS];
+	const uint64_t sacks[] = { 0x1, 0x3, 0x7 }; /* seq isn+1, +2, +3 */
+	uint32_t isn = c->isn;
+	int before;
+
+	(void)state;
+	n->filter = un_drop_all;
+	n->side[UN_CLIENT].writable = 0x1;
+	assert_int_equal(rn_conn_write(c, t1, buf, sizeof(buf)), sizeof(buf));
+	assert_int_equal(un_flush(n, UN_CLIENT, t1), 8);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 0, t1, t1), 8);
+	for (int i = 0; i < 3; i++) {
+		uint64_t w = sacks[i];
+		rn_ackblk ab = { .ack = isn, .wnd = isn + 2048, .nwords = 1, .words = &w };
+		rn_hdr h = { .type = RN_PT_ACK, .path = 0, .dst = rn_conn_id(c) };
+		uint64_t t = t1 + (uint64_t)(i + 1) * 10 * UT_US;
+
+		assert_int_equal(un_inject(n, UN_CLIENT, t, 0, un_addr(n, UN_SERVER, 0), &h, &ab,
+					   NULL, 0), 0);
+		before = n->nlog;
+		un_flush(n, UN_CLIENT, t);
+		if (i < 2) {
+			if (un_count(n, UN_CLIENT, RN_PT_DATA, -1, t, t))
+				fail_msg("declared lost with only %d later packets acked", i + 1);
+			assert_int_equal(stats(c).rail[0].lost, 0);
+		} else {
+			const un_rec *r = un_find(n, UN_CLIENT, RN_PT_DATA, -1, t, 0);
+
+			assert_non_null(r);
+			assert_int_equal(r->seq, isn);
+			assert_int_equal(n->nlog - before, 1);
+			assert_int_equal(stats(c).rail[0].lost, 1);
+			assert_int_equal(stats(c).retransmits, 1);
+		}
+	}
+	un_del(n);
+}
+
+static int drop_first_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
+/* A lost packet is found by later ACKs (no RTO) and resent on the other rail. */
+static void test_conn_loss_resent_other_rail(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	int left = 1;
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	const un_rec *first, *again;
+	uint32_t seq;
+
+	(void)state;
+	n->side[UN_CLIENT].to_send = 12 * MSS;
+	n->side[UN_SERVER].reading = 1;
+	n->filter = drop_first_data;
+	n->filter_arg = &left;
+	un_run(n, t1);
+	un_run(n, t1 + 50 * UT_MS);
+	first = un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0);
+	assert_non_null(first);
+	assert_true(first->dropped);
+	seq = first->seq;
+	again = NULL;
+	for (int i = 0; i < n->nlog; i++)
+		if (&n->log[i] != first && n->log[i].from == UN_CLIENT &&
+		    n->log[i].type == RN_PT_DATA && n->log[i].seq == seq)
+			again = &n->log[i];
+	assert_non_null(again);
+	assert_int_not_equal(again->path, first->path);
+	/* found by the ACKs of later packets, well before any RTO (20 ms at least) */
+	assert_true(again->sent_ns - first->sent_ns < 1 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 1);
+	assert_int_equal(stats(cl(n)).rto_events, 0);
+	assert_int_equal(stats(cl(n)).rail[first->path].lost, 1);
+	assert_int_equal(n->side[UN_SERVER].recvd, 12 * MSS);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	un_del(n);
+}
+
+/* ---- flow control ---- */
+
+static void test_conn_flow_control(void **state)
+{
+	un_net *n = un_new(2);
+	const uint64_t total = 200 * (uint64_t)MSS;
+	uint32_t seqs[4096], isn, max_off = 0;
+	int k;
+
+	(void)state;
+	n->side[UN_SERVER].cfg.rcv_slots = 64;
+	n->side[UN_CLIENT].cfg.snd_slots = 256;
+	un_handshake(n, t0);
+	isn = cl(n)->isn;
+	n->side[UN_CLIENT].to_send = total;
+	/* the receiver does not read: the sender must stop at its window edge */
+	un_run(n, n->now + 200 * UT_MS);
+	k = data_seqs(n, UN_CLIENT, -1, 0, UINT64_MAX, seqs, 4096);
+	for (int i = 0; i < k; i++)
+		if (seqs[i] - isn > max_off)
+			max_off = seqs[i] - isn;
+	assert_int_equal(max_off, 63);
+	assert_int_equal(stats(sv(n)).drops[RN_DROP_WINDOW], 0);
+	assert_false(rn_conn_write_done(cl(n)));
+	/* no data was resent: waiting for the window is not a loss */
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	/* reading reopens the window; everything arrives, never beyond the edge */
+	n->side[UN_SERVER].reading = 1;
+	un_run(n, n->now + 2 * UT_S);
+	assert_int_equal(n->side[UN_SERVER].recvd, total);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	assert_int_equal(stats(sv(n)).drops[RN_DROP_WINDOW], 0);
+	assert_true(rn_conn_write_done(cl(n)));
+	un_del(n);
+}
+
+/* ---- failure detection by receive counting ---- */
+
+typedef struct count_case {
+	const char *name;
+	uint64_t start_ns;    /* first packet this long after the server accepted */
+	uint64_t spacing_ns;
+	int rail1_per_100;    /* of every 100 packets, this many come on rail 1 */
+	int total;
+	int down_at;          /* the packet (1-based) whose arrival fails rail 1; 0: never */
+} count_case;
+
+static void test_conn_rx_count_failure(void **state)
+{
+	static const count_case cases[] = {
+		/* two windows of 100 short, silent for > 2 ms: the second window fails it */
+		{ "rail 1 silent", 10 * UT_MS, 10 * UT_US, 0, 300, 200 },
+		/* fail_min = 2 is enough */
+		{ "two of every 100 on rail 1", 10 * UT_MS, 10 * UT_US, 2, 400, 0 },
+		/* short in windows 1..3, but silent for 2 ms only by window 4 */
+		{ "silent, not yet for 2 ms", 100 * UT_US, 5 * UT_US, 0, 500, 400 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const count_case *tc = &cases[i];
+		un_net *n = pair(2, NULL);
+		const uint64_t t_acc = t0 + 3 * D;
+		const rn_event *ev;
+		int down_at = 0;
+
+		for (int p = 1; p <= tc->total && !down_at; p++) {
+			uint64_t t = t_acc + tc->start_ns + (uint64_t)(p - 1) * tc->spacing_ns;
+			int rail = (p - 1) % 100 < tc->rail1_per_100;
+
+			assert_int_equal(un_inject_ctl(n, UN_SERVER, t, rail, RN_PT_KEEPALIVE, NULL, 0),
+					 0);
+			if (un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0))
+				down_at = p;
+		}
+		if (down_at != tc->down_at)
+			fail_msg("case \"%s\": rail down at packet %d, want %d", tc->name, down_at,
+				 tc->down_at);
+		if (!down_at) {
+			un_del(n);
+			continue;
+		}
+		ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0);
+		assert_int_equal(ev->rail, 1);
+		assert_int_equal(ev->cause, RN_CAUSE_RX_COUNT);
+		assert_int_equal(ev->rx_up, 0x1);
+		assert_int_equal(ev->tx_up, 0x3);
+		assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 1);
+		/* the peer is told at once, on every rail (the failed one may work one way) */
+		un_flush(n, UN_SERVER, ev->time_ns);
+		for (int r = 0; r < 2; r++) {
+			const un_rec *ls = un_find(n, UN_SERVER, RN_PT_LINK_STATE, r, ev->time_ns, 0);
+			const uint8_t want[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
+
+			assert_non_null(ls);
+			assert_memory_equal(ls->head, want, sizeof(want));
+			assert_int_equal(un_count(n, UN_SERVER, RN_PT_LINK_STATE, r, ev->time_ns,
+						  ev->time_ns), 1);
+		}
+		un_del(n);
+	}
+}
+
+/* A heartbeat arriving on a failed rail brings it back, and the peer is told. */
+static void test_conn_heartbeat_marks_up(void **state)
+{
+	un_net *n = pair(2, NULL);
+	const uint64_t t1 = t0 + 10 * UT_MS;
+	const uint8_t want[8] = { 0, 0, 0, 2, 0x3, 0, 0, 0 };
+	const rn_event *ev;
+	uint64_t t = t1;
+
+	(void)state;
+	for (int p = 0; p < 200; p++, t += 10 * UT_US)
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, NULL, 0);
+	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
+	assert_non_null(ev);
+	assert_true(ev->time_ns == t);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SEEN);
+	assert_int_equal(ev->rx_up, 0x3);
+	un_flush(n, UN_SERVER, t);
+	for (int r = 0; r < 2; r++) {
+		const un_rec *ls = un_find(n, UN_SERVER, RN_PT_LINK_STATE, r, t, 0);
+
+		assert_non_null(ls);
+		assert_memory_equal(ls->head, want, sizeof(want));
+	}
+	un_del(n);
+}
+
+/* ---- LINK_STATE from the peer, heartbeats ---- */
+
+static void test_conn_link_state_applied(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+	const uint64_t t1 = t_est + 1 * UT_MS, t2 = t1 + 10 * UT_US;
+	const uint8_t ls[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
+	static uint8_t buf[8 * MSS];
+	uint32_t on1[8], again[16];
+	const rn_event *ev;
+	const un_rec *ack;
+	int k1, k;
+
+	(void)state;
+	n->filter = un_drop_all; /* everything stays in flight */
+	assert_int_equal(rn_conn_write(c, t1, buf, sizeof(buf)), sizeof(buf));
+	assert_int_equal(un_flush(n, UN_CLIENT, t1), 8);
+	k1 = data_seqs(n, UN_CLIENT, 1, t1, t1, on1, 8);
+	assert_int_equal(k1, 4);
+
+	/* the server says: I do not receive on rail 1 */
+	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t2, 0, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_PEER);
+	assert_int_equal(ev->tx_up, 0x1);
+	assert_int_equal(ev->rx_up, 0x3);
+	/* what was in flight on rail 1 is lost, resent on rail 0 at once */
+	assert_int_equal(stats(c).rail[1].lost, 4);
+	assert_int_equal(stats(c).rail[1].inflight, 0);
+	un_flush(n, UN_CLIENT, t2);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 1, t2, t2), 0);
+	k = data_seqs(n, UN_CLIENT, 0, t2, t2, again, 16);
+	assert_int_equal(k, 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(again[i], on1[i]);
+	ack = un_find(n, UN_CLIENT, RN_PT_LINK_ACK, -1, t2, 0);
+	assert_non_null(ack);
+	assert_memory_equal(ack->head, ls, 4);
+	/* an old copy of the same LINK_STATE changes nothing but is acked again */
+	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t2, 1, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 1);
+	/* heartbeats start at once, on every rail */
+	assert_true(rn_conn_expiry(c) == t2);
+	un_timer(n, UN_CLIENT, t2);
+	un_flush(n, UN_CLIENT, t2);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 0, t2, t2), 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, t2), 1);
+	/* new data: rail 0 only */
+	assert_int_equal(rn_conn_write(c, t2 + 1, buf, 6 * MSS), 6 * MSS);
+	assert_int_equal(un_flush(n, UN_CLIENT, t2 + 1), 6);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 0, t2 + 1, t2 + 1), 6);
+	un_del(n);
+}
+
+/* While a rail cannot be sent on, heartbeats go out on every rail each heartbeat_ns. */
+static void test_conn_heartbeats_while_down(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	const uint8_t ls[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
+
+	(void)state;
+	n->filter = un_drop_all;
+	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t1, 0, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
+	n->now = t1;
+	un_run(n, t1 + 250 * UT_MS);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, t1 + 250 * UT_MS), 3);
+		for (int k = 0; k < 3; k++)
+			assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, k)->sent_ns ==
+				    t1 + (uint64_t)k * 100 * UT_MS);
+	}
+	assert_int_equal(stats(cl(n)).rail[1].heartbeats, 3);
+	/* the server never lost a rail: it sends none */
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_HEARTBEAT, -1, 0, UINT64_MAX), 0);
+	un_del(n);
+}
+
+/* ---- liveness ---- */
+
+/* An idle rail gets a KEEPALIVE after keepalive_ns without sending. */
+static void test_conn_keepalive(void **state)
+{
+	un_net *n = pair(2, NULL);
+	const uint64_t tx0 = t0 + 4 * D; /* establishing counts as the client's last send */
+	const uint64_t tw = t0 + 150 * UT_MS;
+
+	(void)state;
+	n->side[UN_SERVER].reading = 1;
+	un_run(n, tx0 + 100 * UT_MS - 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, -1, 0, UINT64_MAX), 0);
+	un_run(n, tw - 1);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, UINT64_MAX), 1);
+		assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, 0)->sent_ns ==
+			    tx0 + 100 * UT_MS);
+	}
+	/* data on rail 0 at tw postpones rail 0's next keepalive, not rail 1's */
+	n->now = tw; /* nothing is due in between */
+	n->side[UN_CLIENT].to_send = 100;
+	un_run(n, t0 + 400 * UT_MS);
+	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0)->path, 0);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, 0, tw, 0)->sent_ns == tw + 100 * UT_MS);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, tw, 0)->sent_ns == tx0 + 200 * UT_MS);
+	assert_int_equal(stats(cl(n)).rail[1].keepalives, 3);
+	/* keepalives keep every rail judged alive */
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 0);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 0);
+	un_del(n);
+}
+
+static int drop_client_rail1(un_net *n, const un_rec *r, void *arg)
+{
+	int *broken = arg;
+
+	(void)n;
+	return *broken && r->from == UN_CLIENT && r->src_rail == 1;
+}
+
+/*
+ * Client -> server on rail 1 black-holes from the start: the server finds it
+ * silent after rail_timeout, tells the client, the client heartbeats; the
+ * rail heals and the next heartbeat brings it back on both sides.
+ */
+static void test_conn_rail_silence_and_heal(void **state)
+{
+	un_net *n = un_new(2);
+	int broken = 1;
+	const uint64_t t_acc = t0 + 3 * D;
+	const uint64_t t_down = t_acc + 350 * UT_MS;
+	const uint64_t t_ls = t_down + D;
+	const rn_event *ev;
+
+	(void)state;
+	n->filter = drop_client_rail1;
+	n->filter_arg = &broken;
+	un_handshake(n, t0);
+	un_run(n, t_down - 1);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 0);
+	un_run(n, t_down);
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->rail, 1);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SILENCE);
+	assert_true(ev->time_ns == t_down);
+	un_run(n, t_ls + 150 * UT_MS);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->rail, 1);
+	assert_int_equal(ev->cause, RN_CAUSE_PEER);
+	assert_true(ev->time_ns == t_ls);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t_ls, t_ls + 150 * UT_MS), 2);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, 0, 1)->sent_ns == t_ls + 100 * UT_MS);
+	/* the server's LINK_STATE was acknowledged: not resent for ever */
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_LINK_STATE, -1, t_down + 50 * UT_MS,
+				  UINT64_MAX), 0);
+
+	broken = 0;
+	un_run(n, t_ls + 400 * UT_MS);
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SEEN);
+	assert_true(ev->time_ns == t_ls + 200 * UT_MS + D);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_UP, 1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_PEER);
+	assert_true(ev->time_ns == t_ls + 200 * UT_MS + 2 * D);
+	assert_int_equal(ev->tx_up, 0x3);
+	/* all rails work again: the heartbeats stop */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, -1, t_ls + 200 * UT_MS + 3 * D,
+				  UINT64_MAX), 0);
+	un_del(n);
+}
+
+/* All rails silent: the connection dies after dead_peer_ns with an error, never EOF. */
+static void test_conn_dead_peer(void **state)
+{
+	un_net *n = pair(2, NULL);
+	const uint64_t cl_dead = t0 + 4 * D + 30 * UT_S; /* last heard: COOKIE_ACK */
+	const uint64_t sv_dead = t0 + 3 * D + 30 * UT_S; /* last heard: accept */
+	const rn_event *ev;
+	const uint8_t *d;
+
+	(void)state;
+	n->filter = un_drop_all;
+	un_run(n, sv_dead - 1);
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_peek(sv(n), &d), RN_ERR_AGAIN);
+	un_run(n, cl_dead);
+	for (int s = 0; s < 2; s++) {
+		rn_conn *c = n->side[s].c;
+		uint64_t when = s == UN_CLIENT ? cl_dead : sv_dead;
+
+		ev = un_event(n, s, RN_EV_FAILED, -1, 0);
+		assert_non_null(ev);
+		assert_true(ev->time_ns == when);
+		assert_int_equal(ev->err, RN_ERR_TIMEDOUT);
+		assert_int_equal(rn_conn_state(c), RN_ST_CLOSED);
+		assert_int_equal(rn_conn_error(c), RN_ERR_TIMEDOUT);
+		assert_int_equal(rn_conn_peek(c, &d), RN_ERR_TIMEDOUT);
+		assert_int_equal(rn_conn_write(c, when, "x", 1), RN_ERR_TIMEDOUT);
+		/* a RESET on every rail, in case the peer is alive but cut off one way */
+		assert_int_equal(un_count(n, s, RN_PT_RESET, 0, when, when), 1);
+		assert_int_equal(un_count(n, s, RN_PT_RESET, 1, when, when), 1);
+		assert_true(rn_conn_expiry(c) == UINT64_MAX);
+		assert_int_equal(rn_conn_owes(c), 0);
+	}
+	un_del(n);
+}
+
+/* ---- reset and abort ---- */
+
+static void test_conn_abort_and_reset(void **state)
+{
+	un_net *n = un_new(3);
+	uint64_t t_est, t1;
+	const uint8_t reason[4] = { 0, 25, 0, 0 }; /* -RN_ERR_ABORTED */
+	const rn_event *ev;
+	const uint8_t *d;
+
+	(void)state;
+	t_est = un_handshake(n, t0);
+	t1 = t_est + 1 * UT_MS;
+	n->now = t1;
+	rn_conn_abort(sv(n), t1);
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_CLOSED);
+	assert_int_equal(rn_conn_peek(sv(n), &d), RN_ERR_ABORTED);
+	assert_int_equal(rn_conn_write(sv(n), t1, "x", 1), RN_ERR_ABORTED);
+	ev = un_event(n, UN_SERVER, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_ABORTED);
+	assert_true(rn_conn_owes(sv(n)));
+	/* a RESET on every rail, saying why */
+	assert_int_equal(un_flush(n, UN_SERVER, t1), 3);
+	for (int r = 0; r < 3; r++) {
+		const un_rec *rs = un_find(n, UN_SERVER, RN_PT_RESET, r, t1, 0);
+
+		assert_non_null(rs);
+		assert_memory_equal(rs->head, reason, 4);
+	}
+	assert_false(rn_conn_owes(sv(n)));
+	/* the first to arrive resets the client; the others find it closed */
+	un_run(n, t1 + 10 * UT_MS);
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_true(ev->time_ns == t1 + D);
+	assert_int_equal(ev->err, RN_ERR_RESET);
+	assert_int_equal(rn_conn_peek(cl(n), &d), RN_ERR_RESET);
+	assert_int_equal(rn_conn_write(cl(n), t1 + D, "x", 1), RN_ERR_RESET);
+	assert_int_equal(stats(cl(n)).drops[RN_DROP_STATE], 2);
+	/* a reset is not answered with a reset */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_RESET, -1, 0, UINT64_MAX), 0);
+	un_del(n);
+}
+
+/* Data received before the RESET can still be read; then the error. */
+static void test_conn_reset_after_data(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	uint8_t buf[16];
+
+	(void)state;
+	assert_int_equal(rn_conn_write(sv(n), t1, "last words", 10), 10);
+	un_flush(n, UN_SERVER, t1);
+	rn_conn_abort(sv(n), t1 + 1);
+	un_flush(n, UN_SERVER, t1 + 1);
+	un_deliver(n, t1 + 1 + D);
+	assert_int_equal(rn_conn_read(cl(n), t1 + 1 + D, buf, sizeof(buf)), 10);
+	assert_memory_equal(buf, "last words", 10);
+	assert_int_equal(rn_conn_read(cl(n), t1 + 1 + D, buf, sizeof(buf)), RN_ERR_RESET);
+	un_del(n);
+}
+
+/* ---- close ---- */
+
+static void test_conn_graceful_close(void **state)
+{
+	uint64_t t_est, t_closed[2];
+	un_net *n = pair(2, &t_est);
+	const uint8_t *d;
+
+	(void)state;
+	n->side[UN_CLIENT].to_send = 10000;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].reading = 1;
+		n->side[s].shut_when_done = 1;
+	}
+	un_run(n, t_est + 100 * UT_MS);
+	for (int s = 0; s < 2; s++) {
+		rn_conn *c = n->side[s].c;
+		const rn_event *ev = un_event(n, s, RN_EV_CLOSED, -1, 0);
+
+		assert_true(n->side[s].eof);
+		assert_int_equal(n->side[s].err, 0);
+		assert_non_null(un_event(n, s, RN_EV_PEER_CLOSED, -1, 0));
+		assert_non_null(ev);
+		t_closed[s] = ev->time_ns;
+		assert_int_equal(rn_conn_state(c), RN_ST_LINGER);
+		/* EOF, not an error */
+		assert_int_equal(rn_conn_peek(c, &d), 0);
+		assert_int_equal(rn_conn_error(c), 0);
+		assert_int_equal(rn_conn_write(c, n->now, "x", 1), RN_ERR_SHUT);
+		assert_true(rn_conn_write_done(c));
+		assert_int_equal(un_event_count(n, s, RN_EV_FAILED), 0);
+	}
+	assert_int_equal(n->side[UN_SERVER].recvd, 10000);
+	/* LINGER for linger_ns, then CLOSED (in time order: both may end at once) */
+	for (int i = 0; i < 2; i++) {
+		uint64_t e0 = t_closed[0] + n->side[0].cfg.linger_ns;
+		uint64_t e1 = t_closed[1] + n->side[1].cfg.linger_ns;
+		uint64_t end = i == 0 ? (e0 < e1 ? e0 : e1) : (e0 < e1 ? e1 : e0);
+
+		if (i == 1 && e0 == e1)
+			break;
+		un_run(n, end - 1);
+		for (int s = 0; s < 2; s++)
+			if (t_closed[s] + n->side[s].cfg.linger_ns == end)
+				assert_int_equal(rn_conn_state(n->side[s].c), RN_ST_LINGER);
+		un_run(n, end);
+		for (int s = 0; s < 2; s++) {
+			if (t_closed[s] + n->side[s].cfg.linger_ns != end)
+				continue;
+			assert_int_equal(rn_conn_state(n->side[s].c), RN_ST_CLOSED);
+			assert_int_equal(rn_conn_peek(n->side[s].c, &d), 0);
+			assert_int_equal(rn_conn_error(n->side[s].c), 0);
+			/* a clean close sends no RESET */
+			assert_false(rn_conn_owes(n->side[s].c));
+		}
+	}
+	for (int s = 0; s < 2; s++)
+		assert_int_equal(un_count(n, s, RN_PT_RESET, -1, 0, UINT64_MAX), 0);
+	un_del(n);
+}
+
+static void test_conn_write_after_shutdown(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+
+	(void)state;
+	assert_int_equal(rn_conn_write(c, t1, "abc", 3), 3);
+	assert_int_equal(rn_conn_shutdown(c, t1), 0);
+	assert_int_equal(rn_conn_write(c, t1, "d", 1), RN_ERR_SHUT);
+	assert_int_equal(rn_conn_write_space(c), 0);
+	/* shutting down twice is harmless */
+	assert_int_equal(rn_conn_shutdown(c, t1), 0);
+	/* the peer still gets the bytes written before, then EOF */
+	n->side[UN_SERVER].reading = 1;
+	n->now = t1;
+	un_run(n, t1 + 10 * UT_MS);
+	assert_int_equal(n->side[UN_SERVER].recvd, 3);
+	assert_true(n->side[UN_SERVER].eof);
+	/* the other direction stays open */
+	assert_int_equal(rn_conn_write(sv(n), n->now, "e", 1), 1);
+	un_del(n);
+}
+
+/* ---- refused ---- */
+
+static void test_conn_refused(void **state)
+{
+	un_net *n = un_new(2);
+	const uint8_t *d;
+	const rn_event *ev;
+
+	(void)state;
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 1 * UT_MS);
+	rn_conn_refused(cl(n), t0 + 1 * UT_MS);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_CLOSED);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_REFUSED);
+	assert_int_equal(rn_conn_peek(cl(n), &d), RN_ERR_REFUSED);
+	assert_int_equal(rn_conn_write(cl(n), t0 + 1 * UT_MS, "x", 1), RN_ERR_REFUSED);
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_REFUSED);
+	/* nobody to reset */
+	assert_int_equal(un_flush(n, UN_CLIENT, t0 + 1 * UT_MS), 0);
+	assert_true(rn_conn_expiry(cl(n)) == UINT64_MAX);
+	un_del(n);
+}
+
+/* ICMP can be forged: once the peer has answered, "refused" is ignored. */
+static void test_conn_refused_ignored(void **state)
+{
+	uint64_t t_est;
+	un_net *n = un_new(2);
+
+	(void)state;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 2 * D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	rn_conn_refused(cl(n), t0 + 2 * D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	un_run(n, t0 + 1 * UT_MS);
+	t_est = un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns;
+	rn_conn_refused(cl(n), t_est + 1);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_error(cl(n)), 0);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_FAILED), 0);
+	un_del(n);
+}
+
+/* ---- local send errors ---- */
+
+static void test_conn_rail_error(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	static uint8_t buf[6 * MSS];
+	const rn_event *ev;
+
+	(void)state;
+	n->filter = un_drop_all;
+	rn_conn_rail_error(c, t1, 1);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_LOCAL);
+	assert_int_equal(ev->tx_up, 0x1);
+	/* our receive view did not change: no LINK_STATE */
+	assert_int_equal(ev->rx_up, 0x3);
+	assert_int_equal(stats(c).rail[1].last_cause, RN_CAUSE_LOCAL);
+	/* a second report changes nothing */
+	rn_conn_rail_error(c, t1, 1);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 1);
+	assert_int_equal(rn_conn_write(c, t1, buf, sizeof(buf)), sizeof(buf));
+	un_flush(n, UN_CLIENT, t1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 0, t1, t1), 6);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 1, t1, t1), 0);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1, t1), 0);
+	/* a packet arriving on that rail shows the interface works again */
+	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t1 + 10, 1, RN_PT_KEEPALIVE, NULL, 0), 0);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_UP, 1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SEEN);
+	assert_int_equal(ev->tx_up, 0x3);
+	/* and it carries data again */
+	assert_int_equal(rn_conn_write(c, t1 + 20, buf, 4 * MSS), 4 * MSS);
+	un_flush(n, UN_CLIENT, t1 + 20);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_DATA, 1, t1 + 20, t1 + 20) > 0);
+	/* a report for a rail the connection does not use is ignored */
+	rn_conn_rail_error(c, t1 + 30, 5);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 1);
+	un_del(n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_conn_connect_args),
+		cmocka_unit_test(test_conn_nomem),
+		cmocka_unit_test(test_conn_handshake),
+		cmocka_unit_test(test_conn_init_ack_lost),
+		cmocka_unit_test(test_conn_cookie_ack_lost_data),
+		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
+		cmocka_unit_test(test_conn_data_both_ways),
+		cmocka_unit_test(test_conn_seq_wrap),
+		cmocka_unit_test(test_conn_wrong_source),
+		cmocka_unit_test(test_conn_foreign_packets),
+		cmocka_unit_test(test_conn_ack_window),
+		cmocka_unit_test(test_conn_duplicate_data),
+		cmocka_unit_test(test_conn_loss_three_later_acked),
+		cmocka_unit_test(test_conn_loss_resent_other_rail),
+		cmocka_unit_test(test_conn_flow_control),
+		cmocka_unit_test(test_conn_rx_count_failure),
+		cmocka_unit_test(test_conn_heartbeat_marks_up),
+		cmocka_unit_test(test_conn_link_state_applied),
+		cmocka_unit_test(test_conn_heartbeats_while_down),
+		cmocka_unit_test(test_conn_keepalive),
+		cmocka_unit_test(test_conn_rail_silence_and_heal),
+		cmocka_unit_test(test_conn_dead_peer),
+		cmocka_unit_test(test_conn_abort_and_reset),
+		cmocka_unit_test(test_conn_reset_after_data),
+		cmocka_unit_test(test_conn_graceful_close),
+		cmocka_unit_test(test_conn_write_after_shutdown),
+		cmocka_unit_test(test_conn_refused),
+		cmocka_unit_test(test_conn_refused_ignored),
+		cmocka_unit_test(test_conn_rail_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

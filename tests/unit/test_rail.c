@@ -1,0 +1,529 @@
+/*
+ * test_rail.c - rail pairing by subnet, the rail choice, and one rail's
+ * congestion window, RTT and RTO.
+ */
+#include "unit_common.h"
+
+#include "rn_rail.h"
+
+#define A(a, b, c, d, pfx) { UT_IP(a, b, c, d), 7000, pfx }
+
+/* ---- subnets and pairing ---- */
+
+typedef struct subnet_case {
+	uint32_t a, b;
+	uint8_t prefix;
+	int want;
+} subnet_case;
+
+static void test_rail_same_subnet(void **state)
+{
+	static const subnet_case cases[] = {
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 1, 2), 24, 1 },
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 2, 1), 24, 0 },
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 2, 1), 16, 1 },
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 1, 129), 25, 0 },
+		/* /32: only the address itself */
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 1, 1), 32, 1 },
+		{ UT_IP(10, 0, 1, 1), UT_IP(10, 0, 1, 2), 32, 0 },
+		/* /31: a point-to-point pair */
+		{ UT_IP(10, 0, 0, 2), UT_IP(10, 0, 0, 3), 31, 1 },
+		{ UT_IP(10, 0, 0, 1), UT_IP(10, 0, 0, 2), 31, 0 },
+		/* /1: only the top bit counts */
+		{ UT_IP(10, 0, 0, 1), UT_IP(127, 255, 255, 255), 1, 1 },
+		{ UT_IP(10, 0, 0, 1), UT_IP(128, 0, 0, 1), 1, 0 },
+		{ UT_IP(128, 0, 0, 0), UT_IP(255, 255, 255, 255), 1, 1 },
+		/* /0 would match everything: never a subnet */
+		{ UT_IP(10, 0, 0, 1), UT_IP(10, 0, 0, 1), 0, 0 },
+		{ UT_IP(10, 0, 0, 1), UT_IP(200, 0, 0, 1), 0, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const subnet_case *tc = &cases[i];
+		int got = rn_rail_same_subnet(tc->a, tc->b, tc->prefix);
+
+		if (got != tc->want)
+			fail_msg("case %zu: %08x %08x /%u: got %d", i, tc->a, tc->b, tc->prefix, got);
+		/* symmetric */
+		assert_int_equal(rn_rail_same_subnet(tc->b, tc->a, tc->prefix), got);
+	}
+}
+
+typedef struct match_case {
+	const char *name;
+	int nlocal, nremote;
+	rn_rail_addr local[4], remote[4];
+	int npairs;
+	int pairs[4][2];
+} match_case;
+
+static const match_case match_cases[] = {
+	{ "same order", 2, 2, { A(10, 0, 1, 1, 24), A(10, 0, 2, 1, 24) },
+	  { A(10, 0, 1, 2, 24), A(10, 0, 2, 2, 24) }, 2, { { 0, 0 }, { 1, 1 } } },
+	{ "remote in the other order", 2, 2, { A(10, 0, 1, 1, 24), A(10, 0, 2, 1, 24) },
+	  { A(10, 0, 2, 2, 24), A(10, 0, 1, 2, 24) }, 2, { { 0, 1 }, { 1, 0 } } },
+	/* pairs follow the local order: both ends number rails by the client's list */
+	{ "local in the other order", 2, 2, { A(10, 0, 2, 1, 24), A(10, 0, 1, 1, 24) },
+	  { A(10, 0, 1, 2, 24), A(10, 0, 2, 2, 24) }, 2, { { 0, 1 }, { 1, 0 } } },
+	{ "local rail with no partner", 3, 2,
+	  { A(10, 0, 1, 1, 24), A(10, 0, 3, 1, 24), A(10, 0, 2, 1, 24) },
+	  { A(10, 0, 1, 2, 24), A(10, 0, 2, 2, 24) }, 2, { { 0, 0 }, { 2, 1 } } },
+	{ "remote rail with no partner", 2, 3, { A(10, 0, 1, 1, 24), A(10, 0, 2, 1, 24) },
+	  { A(10, 0, 9, 2, 24), A(10, 0, 2, 2, 24), A(10, 0, 1, 2, 24) }, 2,
+	  { { 0, 2 }, { 1, 1 } } },
+	/* one local rail takes one remote rail, the first one */
+	{ "two remote rails in one subnet", 1, 2, { A(10, 0, 1, 1, 24) },
+	  { A(10, 0, 1, 2, 24), A(10, 0, 1, 3, 24) }, 1, { { 0, 0 } } },
+	/* a remote rail is used once: the second local rail gets the second */
+	{ "two rails in one subnet on both sides", 2, 2, { A(10, 0, 1, 1, 24), A(10, 0, 1, 5, 24) },
+	  { A(10, 0, 1, 2, 24), A(10, 0, 1, 3, 24) }, 2, { { 0, 0 }, { 1, 1 } } },
+	{ "two local rails, one remote", 2, 1, { A(10, 0, 1, 1, 24), A(10, 0, 1, 5, 24) },
+	  { A(10, 0, 1, 2, 24) }, 1, { { 0, 0 } } },
+	/* different prefixes: the shorter one decides */
+	{ "/24 and /16", 1, 1, { A(10, 0, 1, 1, 24) }, { A(10, 0, 2, 2, 16) }, 1, { { 0, 0 } } },
+	{ "/25 and /24", 1, 1, { A(10, 0, 1, 1, 25) }, { A(10, 0, 1, 200, 24) }, 1, { { 0, 0 } } },
+	{ "/16 and /24, different /16", 1, 1, { A(10, 1, 1, 1, 16) }, { A(10, 2, 1, 1, 24) }, 0,
+	  { { 0 } } },
+	{ "/32 and /24", 1, 1, { A(10, 0, 1, 1, 32) }, { A(10, 0, 1, 2, 24) }, 1, { { 0, 0 } } },
+	{ "no common subnet", 2, 2, { A(10, 0, 1, 1, 24), A(10, 0, 2, 1, 24) },
+	  { A(10, 0, 3, 2, 24), A(10, 0, 4, 2, 24) }, 0, { { 0 } } },
+};
+
+static void test_rail_match(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(match_cases) / sizeof(match_cases[0]); i++) {
+		const match_case *tc = &match_cases[i];
+		int pairs[RN_MAX_RAILS][2];
+		int n = rn_rail_match(tc->local, tc->nlocal, tc->remote, tc->nremote, pairs);
+
+		if (n != tc->npairs)
+			fail_msg("case \"%s\": %d pairs, want %d", tc->name, n, tc->npairs);
+		for (int k = 0; k < n; k++)
+			if (pairs[k][0] != tc->pairs[k][0] || pairs[k][1] != tc->pairs[k][1])
+				fail_msg("case \"%s\": pair %d is (%d,%d), want (%d,%d)", tc->name, k,
+					 pairs[k][0], pairs[k][1], tc->pairs[k][0], tc->pairs[k][1]);
+	}
+}
+
+/* Eight rails each side, listed in opposite orders. */
+static void test_rail_match_eight(void **state)
+{
+	rn_rail_addr l[RN_MAX_RAILS], r[RN_MAX_RAILS];
+	int pairs[RN_MAX_RAILS][2];
+
+	(void)state;
+	for (int i = 0; i < RN_MAX_RAILS; i++) {
+		l[i] = (rn_rail_addr){ UT_IP(10, 1, i, 1), 1, 24 };
+		r[RN_MAX_RAILS - 1 - i] = (rn_rail_addr){ UT_IP(10, 1, i, 2), 2, 24 };
+	}
+	assert_int_equal(rn_rail_match(l, RN_MAX_RAILS, r, RN_MAX_RAILS, pairs), RN_MAX_RAILS);
+	for (int i = 0; i < RN_MAX_RAILS; i++) {
+		assert_int_equal(pairs[i][0], i);
+		assert_int_equal(pairs[i][1], RN_MAX_RAILS - 1 - i);
+	}
+}
+
+/* ---- the rail choice ---- */
+
+typedef struct choose_case {
+	uint32_t usable;
+	int nrails;
+	unsigned start;
+	int want;
+} choose_case;
+
+static void test_rail_choose(void **state)
+{
+	static const choose_case cases[] = {
+		{ 0x3, 2, 0, 0 },
+		{ 0x3, 2, 1, 1 },
+		{ 0x3, 2, 2, 0 },        /* the cursor wraps */
+		{ 0x2, 2, 0, 1 },        /* skips an unusable rail */
+		{ 0x1, 2, 1, 0 },        /* ...wrapping around to find one */
+		{ 0x5, 3, 1, 2 },
+		{ 0x5, 3, 3, 0 },
+		{ 0x6, 4, 3, 1 },
+		{ 0xff, 8, 7, 7 },
+		{ 0x80, 8, 0, 7 },
+		{ 0x3, 2, UINT32_MAX, 1 },
+		{ 0x0, 4, 0, -1 },       /* nothing usable */
+		{ 0x8, 3, 0, -1 },       /* a bit past the last rail means nothing */
+		{ 0x1, 0, 0, -1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const choose_case *tc = &cases[i];
+		int got = rn_rail_choose(tc->usable, tc->nrails, tc->start);
+
+		if (got != tc->want)
+			fail_msg("case %zu: usable %#x of %d from %u: got %d, want %d", i, tc->usable,
+				 tc->nrails, tc->start, got, tc->want);
+	}
+}
+
+/* The caller's cursor after each choice makes a round robin over usable rails. */
+static void test_rail_choose_round_robin(void **state)
+{
+	static const int want[] = { 0, 1, 3, 0, 1, 3, 0 };
+	unsigned cursor = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		int k = rn_rail_choose(0xb, 4, cursor);
+
+		assert_int_equal(k, want[i]);
+		cursor = (unsigned)k + 1;
+	}
+}
+
+/* ---- one rail's congestion state ---- */
+
+typedef struct rail_fix {
+	ut_mem um;
+	rn_mem mem;
+	rn_config cfg;
+	rn_rail r;
+} rail_fix;
+
+static rail_fix *rail_new(uint32_t init_cwnd)
+{
+	rail_fix *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->mem = ut_mem_of(&f->um);
+	rn_config_default(&f->cfg);
+	assert_int_equal(rn_rail_init(&f->r, &f->mem, 1024, init_cwnd), 0);
+	return f;
+}
+
+static void rail_del(rail_fix *f)
+{
+	rn_rail_free(&f->r, &f->mem);
+	assert_int_equal(f->um.allocs, f->um.frees);
+	free(f);
+}
+
+static void send_n(rn_rail *r, uint32_t n, uint64_t now)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rn_rail_on_send(r, 1000 + r->tx_idx, now);
+}
+
+static void ack_range(rail_fix *f, uint32_t from, uint32_t to, uint64_t now)
+{
+	for (uint32_t i = from; i < to; i++)
+		rn_rail_on_acked(&f->r, i, &f->cfg, 1 << 16, now);
+}
+
+static void test_rail_init_and_send(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	assert_int_equal(r->cwnd, 32);
+	assert_true(r->rx_up && r->peer_up && rn_rail_tx_up(r));
+	assert_true(rn_rail_has_room(r));
+	assert_int_equal(rn_rail_on_send(r, 77, t0), 0);
+	assert_int_equal(rn_rail_on_send(r, 78, t0 + 5), 1);
+	assert_int_equal(r->inflight, 2);
+	assert_int_equal(r->last_tx_ns, t0 + 5);
+	/* the send-order FIFO, for per-rail loss detection */
+	assert_int_equal(r->ftail - r->fhead, 2);
+	assert_int_equal(r->fifo[0].seq, 77);
+	assert_int_equal(r->fifo[1].seq, 78);
+	assert_int_equal(r->fifo[1].idx, 1);
+	/* an ACK of the second: acked_idx is one past the highest */
+	rn_rail_on_acked(r, 1, &f->cfg, 1 << 16, t0 + 10);
+	assert_int_equal(r->acked_idx, 2);
+	assert_int_equal(r->last_ack_ns, t0 + 10);
+	/* an older one later does not move it back */
+	rn_rail_on_acked(r, 0, &f->cfg, 1 << 16, t0 + 11);
+	assert_int_equal(r->acked_idx, 2);
+	assert_int_equal(r->inflight, 0);
+	/* and inflight never goes below zero */
+	rn_rail_on_acked(r, 0, &f->cfg, 1 << 16, t0 + 12);
+	assert_int_equal(r->inflight, 0);
+	/* a send error or the peer's verdict stops sending */
+	r->local_err = 1;
+	assert_false(rn_rail_tx_up(r));
+	r->local_err = 0;
+	r->peer_up = 0;
+	assert_false(rn_rail_tx_up(r));
+	rail_del(f);
+}
+
+/* Startup doubles the window per round while the window limits and no queue shows. */
+static void test_rail_cwnd_grows(void **state)
+{
+	rail_fix *f = rail_new(8);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	send_n(r, 8, t0);
+	assert_true(r->cwnd_limited);
+	assert_false(rn_rail_has_room(r));
+	rn_rail_on_owd(r, 500, &f->cfg, t0 + 100 * UT_US);
+	ack_range(f, 0, 1, t0 + 200 * UT_US);
+	assert_int_equal(r->cwnd, 16);
+	ack_range(f, 1, 8, t0 + 210 * UT_US);
+	/* no new round ended inside it */
+	assert_int_equal(r->cwnd, 16);
+	assert_true(rn_rail_has_room(r));
+
+	/* a round that did not fill the window: no growth, whatever the queue */
+	send_n(r, 4, t0 + 300 * UT_US);
+	rn_rail_on_owd(r, 500, &f->cfg, t0 + 400 * UT_US);
+	ack_range(f, 8, 12, t0 + 500 * UT_US);
+	assert_int_equal(r->cwnd, 16);
+
+	/* a full round with no delay sample: no evidence, no growth */
+	send_n(r, 16, t0 + 600 * UT_US);
+	ack_range(f, 12, 13, t0 + 700 * UT_US);
+	assert_int_equal(r->cwnd, 16);
+
+	/* the same with a sample under the target: doubles again */
+	ack_range(f, 13, 28, t0 + 710 * UT_US);
+	send_n(r, 16, t0 + 720 * UT_US);
+	rn_rail_on_owd(r, 600, &f->cfg, t0 + 800 * UT_US); /* 100 us of queue */
+	ack_range(f, 28, 29, t0 + 900 * UT_US);
+	assert_int_equal(r->cwnd, 32);
+	rail_del(f);
+}
+
+/* After startup the window grows by an eighth per round, up to max_cwnd. */
+static void test_rail_cwnd_grows_slowly_after_startup(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	send_n(r, 32, t0);
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
+	/* 3 ms: over half the 4 ms target ends startup, under the target does not shrink */
+	rn_rail_on_owd(r, 4000, &f->cfg, t0 + 2);
+	assert_false(r->startup);
+	assert_int_equal(r->latest_q_ns, 3 * UT_MS);
+	rn_rail_on_acked(r, 0, &f->cfg, 1 << 16, t0 + 3);
+	assert_int_equal(r->cwnd, 36);
+	/* the cap */
+	ack_range(f, 1, 32, t0 + 4);
+	send_n(r, 36, t0 + 5);
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 6);
+	rn_rail_on_acked(r, 32, &f->cfg, 38, t0 + 7);
+	assert_int_equal(r->cwnd, 38);
+	rail_del(f);
+}
+
+typedef struct queue_case {
+	uint32_t q_us;   /* one-way queueing delay sampled over a round */
+	uint32_t cwnd;   /* window before */
+	uint32_t want;   /* window after the round */
+} queue_case;
+
+/* A round whose smallest queue sample exceeds queue_target shrinks the window. */
+static void test_rail_cwnd_shrinks_on_queue(void **state)
+{
+	static const queue_case cases[] = {
+		{ 8000, 32, 16 },   /* twice the target: half */
+		{ 5000, 32, 25 },   /* 32 * 4/5 */
+		{ 4100, 32, 31 },
+		{ 40000, 32, 16 },  /* never below half in one round */
+		{ 4000, 32, 32 },   /* at the target: fine */
+		{ 40000, 4, 4 },    /* never below 4 packets */
+		{ 40000, 6, 4 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const queue_case *tc = &cases[i];
+		rail_fix *f = rail_new(tc->cwnd);
+		rn_rail *r = &f->r;
+		const uint64_t t0 = UT_T0;
+
+		/* a first round that learns the delay floor */
+		send_n(r, 2, t0);
+		rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
+		ack_range(f, 0, 1, t0 + 2);
+		assert_int_equal(r->cwnd, tc->cwnd);
+		/* a round with only queued samples */
+		rn_rail_on_owd(r, 1000 + tc->q_us, &f->cfg, t0 + 3);
+		ack_range(f, 1, 2, t0 + 4);
+		send_n(r, 1, t0 + 5);
+		ack_range(f, 2, 3, t0 + 6);
+		if (r->cwnd != tc->want)
+			fail_msg("case %zu: queue %u us, cwnd %u: got %u, want %u", i, tc->q_us,
+				 tc->cwnd, r->cwnd, tc->want);
+		rail_del(f);
+	}
+}
+
+/* One sample without a queue in the round proves the rail is not over its target. */
+static void test_rail_cwnd_round_minimum(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	send_n(r, 2, t0);
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
+	ack_range(f, 0, 1, t0 + 2);
+	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 3);
+	rn_rail_on_owd(r, 1000 + 100, &f->cfg, t0 + 4);
+	assert_int_equal(r->latest_q_ns, 100 * UT_US);
+	send_n(r, 1, t0 + 5);
+	ack_range(f, 1, 3, t0 + 6);
+	assert_int_equal(r->cwnd, 32);
+	rail_del(f);
+}
+
+/* A loss shrinks the window only when the rail shows a queue, once per event. */
+static void test_rail_loss(void **state)
+{
+	rail_fix *f = rail_new(20);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	send_n(r, 10, t0);
+	/* no delay sample at all: noise on the wire */
+	rn_rail_on_lost(r, 0, &f->cfg);
+	assert_int_equal(r->cwnd, 20);
+	assert_int_equal(r->inflight, 9);
+	assert_int_equal(r->st.lost, 1);
+	/* 1.9 ms of queue: under half the 4 ms target, still not congestion */
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
+	rn_rail_on_owd(r, 2900, &f->cfg, t0 + 2);
+	rn_rail_on_lost(r, 1, &f->cfg);
+	assert_int_equal(r->cwnd, 20);
+	assert_true(r->startup);
+	/* 3 ms: congestion */
+	rn_rail_on_owd(r, 4000, &f->cfg, t0 + 3);
+	rn_rail_on_lost(r, 2, &f->cfg);
+	assert_int_equal(r->cwnd, 14);
+	assert_false(r->startup);
+	/* more losses of packets sent before the reaction: the same event */
+	rn_rail_on_lost(r, 3, &f->cfg);
+	rn_rail_on_lost(r, 9, &f->cfg);
+	assert_int_equal(r->cwnd, 14);
+	assert_int_equal(r->st.lost, 5);
+	/* a loss of a packet sent after it: a new event */
+	send_n(r, 1, t0 + 4);
+	rn_rail_on_lost(r, 10, &f->cfg);
+	assert_int_equal(r->cwnd, 9);
+	/* never below 4 packets */
+	for (int i = 0; i < 5; i++) {
+		send_n(r, 1, t0 + 5);
+		rn_rail_on_lost(r, r->tx_idx - 1, &f->cfg);
+	}
+	assert_int_equal(r->cwnd, 4);
+	rail_del(f);
+}
+
+static void test_rail_rto(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	rn_config cfg = f->cfg;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	/* no sample yet: 100 ms */
+	assert_true(rn_rail_rto(r, &cfg) == 100 * UT_MS);
+	cfg.rto_min_ns = 200 * UT_MS;
+	assert_true(rn_rail_rto(r, &cfg) == 200 * UT_MS);
+	cfg.rto_min_ns = 20 * UT_MS;
+	/* 1 ms of RTT: srtt + 4 rttvar = 3 ms, held up by the 20 ms floor */
+	rn_rail_on_rtt(r, 1 * UT_MS, t0);
+	assert_true(r->srtt_ns == 1 * UT_MS);
+	assert_true(r->rttvar_ns == 500 * UT_US);
+	assert_true(rn_rail_rto(r, &cfg) == 20 * UT_MS);
+	cfg.rto_min_ns = 1 * UT_MS;
+	assert_true(rn_rail_rto(r, &cfg) == 3 * UT_MS);
+	/* backoff doubles, up to 64 times */
+	r->rto_backoff = 1;
+	assert_true(rn_rail_rto(r, &cfg) == 6 * UT_MS);
+	r->rto_backoff = 3;
+	assert_true(rn_rail_rto(r, &cfg) == 24 * UT_MS);
+	r->rto_backoff = 6;
+	assert_true(rn_rail_rto(r, &cfg) == 192 * UT_MS);
+	r->rto_backoff = 20;
+	assert_true(rn_rail_rto(r, &cfg) == 192 * UT_MS);
+	/* a new sample ends the backoff */
+	rn_rail_on_rtt(r, 1 * UT_MS, t0 + 1);
+	assert_int_equal(r->rto_backoff, 0);
+	rail_del(f);
+}
+
+static void test_rail_rtt_estimates(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	rn_rail_on_rtt(r, 100 * UT_MS, t0);
+	assert_true(rn_rail_rto(r, &f->cfg) == 300 * UT_MS);
+	rn_rail_on_rtt(r, 200 * UT_MS, t0 + 1 * UT_S);
+	/* RFC 6298: rttvar = 3/4 rttvar + 1/4 |err|, srtt = 7/8 srtt + 1/8 rtt */
+	assert_true(r->rttvar_ns == 62500 * UT_US);
+	assert_true(r->srtt_ns == 112500 * UT_US);
+	assert_true(r->min_rtt_ns == 100 * UT_MS);
+	rn_rail_on_rtt(r, 50 * UT_MS, t0 + 2 * UT_S);
+	assert_true(r->min_rtt_ns == 50 * UT_MS);
+	/* the floor is re-learned after 10 s, as routes change */
+	rn_rail_on_rtt(r, 80 * UT_MS, t0 + 5 * UT_S);
+	assert_true(r->min_rtt_ns == 50 * UT_MS);
+	rn_rail_on_rtt(r, 80 * UT_MS, t0 + 13 * UT_S);
+	assert_true(r->min_rtt_ns == 80 * UT_MS);
+	rail_del(f);
+}
+
+/* One-way delay: the floor cancels the clock offset; it wraps with the 32-bit us clock. */
+static void test_rail_owd_wrap(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+
+	(void)state;
+	rn_rail_on_owd(r, 0xfffffff0, &f->cfg, t0);
+	assert_int_equal(r->latest_q_ns, 0);
+	/* 0x20 us later in wrapping arithmetic: a 32 us queue, not 4000 s */
+	rn_rail_on_owd(r, 0x10, &f->cfg, t0 + 1);
+	assert_int_equal(r->latest_q_ns, 32 * UT_US);
+	/* a smaller delay lowers the floor */
+	rn_rail_on_owd(r, 0xffffff00, &f->cfg, t0 + 2);
+	assert_int_equal(r->owd_min, 0xffffff00);
+	assert_int_equal(r->latest_q_ns, 0);
+	rail_del(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rail_same_subnet),
+		cmocka_unit_test(test_rail_match),
+		cmocka_unit_test(test_rail_match_eight),
+		cmocka_unit_test(test_rail_choose),
+		cmocka_unit_test(test_rail_choose_round_robin),
+		cmocka_unit_test(test_rail_init_and_send),
+		cmocka_unit_test(test_rail_cwnd_grows),
+		cmocka_unit_test(test_rail_cwnd_grows_slowly_after_startup),
+		cmocka_unit_test(test_rail_cwnd_shrinks_on_queue),
+		cmocka_unit_test(test_rail_cwnd_round_minimum),
+		cmocka_unit_test(test_rail_loss),
+		cmocka_unit_test(test_rail_rto),
+		cmocka_unit_test(test_rail_rtt_estimates),
+		cmocka_unit_test(test_rail_owd_wrap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

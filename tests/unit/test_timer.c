@@ -1,0 +1,398 @@
+/*
+ * test_timer.c - rn_conn_expiry / rn_conn_on_timer with literal timestamps:
+ * handshake retries and give-up, ACK delay, RTO and its backoff, LINK_STATE
+ * retries, and the contract that a timer which ran is not due again at once
+ * unless it left something to send.
+ */
+#include "unit_net.h"
+
+#include "rn_conn.h"
+
+static const uint64_t t0 = UT_T0;
+#define D UN_DELAY_NS
+#define MS UT_MS
+#define MSS (1472 - RN_HDR_LEN)
+
+/* INIT 250 ms after the first, doubling to 2 s; the connect gives up at connect_timeout. */
+static void test_timer_handshake_schedule(void **state)
+{
+	static const uint64_t at_ms[] = { 0, 250, 750, 1750, 3750, 5750, 7750, 9750 };
+	const size_t nat = sizeof(at_ms) / sizeof(at_ms[0]);
+	un_net *n = un_new(2);
+	rn_conn *c;
+	const rn_event *ev;
+	const uint8_t *d;
+
+	(void)state;
+	n->side[UN_CLIENT].cfg.connect_timeout_ns = 10 * UT_S;
+	/* nobody listens and nothing answers: INITs vanish */
+	assert_int_equal(un_connect(n, t0), 0);
+	c = n->side[UN_CLIENT].c;
+	/* due at once: the first INIT */
+	assert_true(rn_conn_expiry(c) == t0);
+	un_run(n, t0 + 10 * UT_S - 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), (int)nat);
+	for (size_t i = 0; i < nat; i++) {
+		const un_rec *r = un_find(n, UN_CLIENT, RN_PT_INIT, -1, 0, (int)i);
+
+		if (r->sent_ns != t0 + at_ms[i] * MS)
+			fail_msg("INIT %zu at %llu ms, want %llu ms", i,
+				 (unsigned long long)((r->sent_ns - t0) / MS),
+				 (unsigned long long)at_ms[i]);
+	}
+	/* the next retry would be at 11.75 s: the timeout comes first */
+	assert_true(rn_conn_expiry(c) == t0 + 10 * UT_S);
+	assert_int_equal(rn_conn_state(c), RN_ST_INIT_SENT);
+	un_run(n, t0 + 10 * UT_S);
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_true(ev->time_ns == t0 + 10 * UT_S);
+	assert_int_equal(ev->err, RN_ERR_TIMEDOUT);
+	assert_int_equal(rn_conn_state(c), RN_ST_CLOSED);
+	assert_int_equal(rn_conn_peek(c, &d), RN_ERR_TIMEDOUT);
+	assert_int_equal(rn_conn_write(c, t0 + 10 * UT_S, "x", 1), RN_ERR_TIMEDOUT);
+	/* never had a connection: nothing to reset, nothing more to time */
+	assert_int_equal(un_flush(n, UN_CLIENT, t0 + 10 * UT_S), 0);
+	assert_true(rn_conn_expiry(c) == UINT64_MAX);
+	un_del(n);
+}
+
+static int drop_cookie_echo(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return r->type == RN_PT_COOKIE_ECHO;
+}
+
+/* The server answered but the COOKIE_ECHO never gets through: same retries, same give-up. */
+static void test_timer_handshake_timeout_cookie_sent(void **state)
+{
+	un_net *n = un_new(2);
+	const rn_event *ev;
+
+	(void)state;
+	n->side[UN_CLIENT].cfg.connect_timeout_ns = 3 * UT_S;
+	n->filter = drop_cookie_echo;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 3 * UT_S);
+	/* counted from the connect, not from the INIT_ACK */
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_true(ev->time_ns == t0 + 3 * UT_S);
+	assert_int_equal(ev->err, RN_ERR_TIMEDOUT);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 1);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 0)->sent_ns == t0 + 2 * D);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 1)->sent_ns ==
+		    t0 + 2 * D + 250 * MS);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 2)->sent_ns ==
+		    t0 + 2 * D + 750 * MS);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, UINT64_MAX), 4);
+	un_del(n);
+}
+
+/*
+ * The COOKIE_ECHO never gets through (say the server's accept queue is full):
+ * 5 s after the INIT_ACK, half the listener's 10 s cookie life, the client
+ * starts over with a fresh INIT instead of echoing a cookie about to expire.
+ */
+static void test_timer_cookie_restart(void **state)
+{
+	static const uint64_t echo_ms[] = { 0, 250, 750, 1750, 3750 };
+	un_net *n = un_new(2);
+	const uint64_t t_ack = t0 + 2 * D, t_restart = t_ack + 5 * UT_S;
+	rn_conn *c;
+
+	(void)state;
+	n->filter = drop_cookie_echo;
+	n->check_expiry = 1;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	c = n->side[UN_CLIENT].c;
+	un_run(n, t_restart - 1);
+	assert_int_equal(rn_conn_state(c), RN_ST_COOKIE_SENT);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, UINT64_MAX), 5);
+	for (int k = 0; k < 5; k++)
+		assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, k)->sent_ns ==
+			    t_ack + echo_ms[k] * MS);
+	assert_true(rn_conn_expiry(c) == t_restart);
+	un_run(n, t_restart);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 2);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_INIT, -1, 0, 1)->sent_ns == t_restart);
+	/* once: the timer that restarted also armed the INIT's retry */
+	assert_int_equal(n->refire, 0);
+	assert_int_equal(n->expiry_violations, 0);
+	assert_true(rn_conn_expiry(c) == t_restart + 250 * MS);
+	/* a fresh INIT_ACK, a fresh cookie echoed */
+	un_run(n, t_restart + 2 * D);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_INIT_ACK, -1, 0, UINT64_MAX), 2);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 5)->sent_ns ==
+		    t_restart + 2 * D);
+	/* once the echo gets through, the connection opens normally */
+	n->filter = NULL;
+	un_run(n, t_restart + 300 * MS);
+	assert_int_equal(rn_conn_state(c), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_state(n->side[UN_SERVER].c), RN_ST_ESTABLISHED);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_ESTABLISHED), 1);
+	un_del(n); /* and the rails of the first attempt were not leaked */
+}
+
+/* One packet: its ACK waits ack_delay (200 us), to the nanosecond. */
+static void test_timer_ack_delay(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 1 * MS, ta = t1 + D;
+	rn_conn *s;
+	const un_rec *r;
+
+	(void)state;
+	s = n->side[UN_SERVER].c;
+	assert_int_equal(rn_conn_write(n->side[UN_CLIENT].c, t1, "ping", 4), 4);
+	assert_int_equal(un_flush(n, UN_CLIENT, t1), 1);
+	un_deliver(n, ta);
+	assert_true(rn_conn_owes(s));
+	assert_true(rn_conn_expiry(s) == ta + 200 * UT_US);
+	assert_int_equal(un_flush(n, UN_SERVER, ta), 0);
+	un_timer(n, UN_SERVER, ta + 200 * UT_US - 1);
+	assert_int_equal(un_flush(n, UN_SERVER, ta + 200 * UT_US - 1), 0);
+	un_timer(n, UN_SERVER, ta + 200 * UT_US);
+	assert_int_equal(un_flush(n, UN_SERVER, ta + 200 * UT_US), 1);
+	r = &n->log[n->nlog - 1];
+	assert_int_equal(r->type, RN_PT_ACK);
+	assert_int_equal(r->ack, n->side[UN_CLIENT].c->isn + 1);
+	assert_false(rn_conn_owes(s));
+	/* nothing owed any more: the next expiry is a keepalive, far off */
+	assert_true(rn_conn_expiry(s) > ta + 50 * MS);
+	un_del(n);
+}
+
+/* ack_every (8) packets are acknowledged at once, 7 are not. */
+static void test_timer_ack_every(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 1 * MS;
+	static uint8_t buf[8 * MSS];
+	rn_conn *c = n->side[UN_CLIENT].c;
+
+	(void)state;
+	assert_int_equal(rn_conn_write(c, t1, buf, 7 * MSS), 7 * MSS);
+	assert_int_equal(un_flush(n, UN_CLIENT, t1), 7);
+	un_deliver(n, t1 + D);
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + D), 0);
+	assert_int_equal(rn_conn_write(c, t1 + 1, buf, MSS), MSS);
+	assert_int_equal(un_flush(n, UN_CLIENT, t1 + 1), 1);
+	un_deliver(n, t1 + 1 + D);
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + 1 + D), 1);
+	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
+	assert_int_equal(n->log[n->nlog - 1].ack, c->isn + 8);
+	un_del(n);
+}
+
+static int drop_n_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * One rail, one packet lost twice: without later packets to show the loss
+ * the RTO finds it, 100 ms before any RTT sample, doubled the second time.
+ */
+static void test_timer_rto_backoff(void **state)
+{
+	un_net *n = un_new(1);
+	int left = 2;
+	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 1 * MS;
+	rn_conn *c = n->side[UN_CLIENT].c;
+	rn_conn_stats st;
+
+	(void)state;
+	n->filter = drop_n_data;
+	n->filter_arg = &left;
+	n->side[UN_SERVER].reading = 1;
+	n->now = t1;
+	assert_int_equal(rn_conn_write(c, t1, "lost twice", 10), 10);
+	un_run(n, t1 + 1 * UT_S);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, 0, UINT64_MAX), 3);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0)->sent_ns == t1);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 1)->sent_ns == t1 + 100 * MS);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 2)->sent_ns == t1 + 300 * MS);
+	rn_conn_get_stats(c, &st);
+	assert_int_equal(st.rto_events, 2);
+	assert_int_equal(st.retransmits, 2);
+	assert_int_equal(n->side[UN_SERVER].recvd, 10);
+	un_del(n);
+}
+
+/* LINK_STATE is resent until acknowledged: 5 ms, then doubling up to heartbeat_ns. */
+static void test_timer_link_state_retries(void **state)
+{
+	static const uint64_t at_ms[] = { 0, 5, 15, 35, 75, 155, 255 };
+	un_net *n = un_new(2);
+	uint64_t t = un_handshake(n, t0) + 10 * MS;
+
+	(void)state;
+	n->filter = un_drop_all;
+	for (int p = 0; p < 200; p++, t += 10 * UT_US)
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, NULL, 0);
+	t -= 10 * UT_US;
+	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
+	n->now = t;
+	un_run(n, t + 300 * MS);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(un_count(n, UN_SERVER, RN_PT_LINK_STATE, r, t, t + 300 * MS), 7);
+		for (int k = 0; k < 7; k++) {
+			const un_rec *ls = un_find(n, UN_SERVER, RN_PT_LINK_STATE, r, t, k);
+
+			if (ls->sent_ns != t + at_ms[k] * MS)
+				fail_msg("rail %d copy %d at %.3f ms, want %llu ms", r, k,
+					 (double)(ls->sent_ns - t) / 1e6, (unsigned long long)at_ms[k]);
+		}
+	}
+	un_del(n);
+}
+
+/* ---- the expiry contract, over whole scenarios ---- */
+
+typedef struct scen {
+	const char *name;
+	void (*setup)(un_net *n, void *arg);
+	uint64_t run_ns;
+} scen;
+
+static int every_37th_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *k = arg;
+
+	(void)n;
+	return r->type == RN_PT_DATA && ++*k % 37 == 0;
+}
+
+static int rail1_dark(un_net *n, const un_rec *r, void *arg)
+{
+	(void)arg;
+	/* dark for the first 1.5 s after connecting */
+	return r->src_rail == 1 && n->now < t0 + 1500 * MS;
+}
+
+static void sc_idle(un_net *n, void *arg) { (void)n; (void)arg; }
+
+static void sc_lossy(un_net *n, void *arg)
+{
+	n->filter = every_37th_data;
+	n->filter_arg = arg;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].to_send = 500 * MSS;
+		n->side[s].reading = 1;
+		n->side[s].shut_when_done = 1;
+	}
+}
+
+static void sc_dark_rail(un_net *n, void *arg)
+{
+	(void)arg;
+	n->filter = rail1_dark;
+	n->side[UN_CLIENT].to_send = 2000 * MSS;
+	n->side[UN_SERVER].reading = 1;
+}
+
+static void sc_dead(un_net *n, void *arg)
+{
+	(void)arg;
+	n->filter = un_drop_all;
+	n->side[UN_CLIENT].to_send = 100 * MSS;
+}
+
+static void sc_close(un_net *n, void *arg)
+{
+	(void)arg;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].to_send = 20 * MSS;
+		n->side[s].reading = 1;
+		n->side[s].shut_when_done = 1;
+	}
+}
+
+static void sc_backpressure(un_net *n, void *arg)
+{
+	(void)arg;
+	/* the server's rail 1 never takes a datagram, the client's takes none at all */
+	n->side[UN_SERVER].writable = 0x1;
+	n->side[UN_CLIENT].writable = 0x0;
+	n->side[UN_SERVER].to_send = 50 * MSS;
+}
+
+static void test_timer_expiry_not_in_past(void **state)
+{
+	static const scen scens[] = {
+		{ "idle", sc_idle, 2 * UT_S },
+		{ "lossy transfer both ways", sc_lossy, 3 * UT_S },
+		{ "a rail dark, then healed", sc_dark_rail, 3 * UT_S },
+		{ "peer dead", sc_dead, 31 * UT_S },
+		{ "graceful close and linger", sc_close, 3 * UT_S },
+		{ "no writable rail", sc_backpressure, 2 * UT_S },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(scens) / sizeof(scens[0]); i++) {
+		un_net *n = un_new(2);
+		int k = 0;
+		uint64_t t_est = un_handshake(n, t0);
+
+		n->check_expiry = 1;
+		scens[i].setup(n, &k);
+		un_run(n, t_est + scens[i].run_ns);
+		if (n->expiry_violations)
+			fail_msg("scenario \"%s\": %d times the expiry was due after on_timer with "
+				 "nothing to send (first at +%.6f ms, side %d)", scens[i].name,
+				 n->expiry_violations, (double)(n->first_violation_ns - t0) / 1e6,
+				 n->first_violation_side);
+		/* nor due again at once after sending what it owed (a LINK_STATE twice) */
+		if (n->refire)
+			fail_msg("scenario \"%s\": %d timer runs were due again at once after "
+				 "their datagrams went out (first at +%.6f ms, side %d)", scens[i].name,
+				 n->refire, (double)(n->first_refire_ns - t0) / 1e6,
+				 n->first_refire_side);
+		un_del(n);
+	}
+}
+
+/* A closed connection has no timer and on_timer does nothing. */
+static void test_timer_closed(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t_est = un_handshake(n, t0);
+	rn_conn *c = n->side[UN_CLIENT].c;
+
+	(void)state;
+	rn_conn_abort(c, t_est + 1);
+	assert_true(rn_conn_expiry(c) == UINT64_MAX);
+	rn_conn_on_timer(c, t_est + 100 * UT_S);
+	assert_int_equal(rn_conn_state(c), RN_ST_CLOSED);
+	assert_int_equal(rn_conn_error(c), RN_ERR_ABORTED);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_FAILED), 1);
+	un_del(n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_timer_handshake_schedule),
+		cmocka_unit_test(test_timer_handshake_timeout_cookie_sent),
+		cmocka_unit_test(test_timer_cookie_restart),
+		cmocka_unit_test(test_timer_ack_delay),
+		cmocka_unit_test(test_timer_ack_every),
+		cmocka_unit_test(test_timer_rto_backoff),
+		cmocka_unit_test(test_timer_link_state_retries),
+		cmocka_unit_test(test_timer_expiry_not_in_past),
+		cmocka_unit_test(test_timer_closed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

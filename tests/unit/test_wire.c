@@ -1,0 +1,521 @@
+/*
+ * test_wire.c - the datagram format: every packet type round-trips, and every
+ * malformed datagram is rejected with the drop reason the core counts.
+ */
+#include "unit_common.h"
+
+#include "rn_wire.h"
+
+enum { WIRE_OK = -1 };
+static const uint64_t DST = UINT64_C(0x0123456789abcdef);
+
+/* The rn_drop a decode returned, or WIRE_OK. */
+static int decode_result(rn_pkt *p, const uint8_t *buf, size_t len)
+{
+	int rc = rn_wire_decode(p, buf, len);
+
+	if (rc == 0)
+		return WIRE_OK;
+	assert_true(rc < 0 && rc >= -RN_DROP__COUNT);
+	return -rc - 1;
+}
+
+static void put_be(uint8_t *p, int width, uint64_t v)
+{
+	for (int i = width - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* ---- round trip ---- */
+
+typedef struct rt_case {
+	const char *name;
+	uint8_t type, flags;
+	uint64_t dst;
+	int ack;           /* with an ACK block */
+	unsigned nwords;   /* SACK words in it */
+	size_t plen;
+} rt_case;
+
+static const rt_case rt_cases[] = {
+	{ "DATA", RN_PT_DATA, 0, DST, 0, 0, 1000 },
+	{ "DATA + ACK", RN_PT_DATA, 0, DST, 1, 0, 1000 },
+	{ "DATA + ACK + 3 SACK words", RN_PT_DATA, 0, DST, 1, 3, 7 },
+	{ "DATA FIN", RN_PT_DATA, RN_F_FIN, DST, 0, 0, 0 },
+	{ "DATA FIN + ACK + SACK", RN_PT_DATA, RN_F_FIN, DST, 1, 2, 0 },
+	{ "ACK", RN_PT_ACK, 0, DST, 1, 0, 0 },
+	{ "ACK + 1 SACK word", RN_PT_ACK, 0, DST, 1, 1, 0 },
+	{ "ACK + 128 SACK words (the most)", RN_PT_ACK, 0, DST, 1, RN_MAX_SACK_WORDS, 0 },
+	{ "INIT padded exactly", RN_PT_INIT, 0, 0, 0, 0, RN_INIT_LEN - RN_HDR_LEN },
+	{ "INIT padded more", RN_PT_INIT, 0, 0, 0, 0, 400 },
+	{ "INIT_ACK", RN_PT_INIT_ACK, 0, DST, 0, 0, RN_HELLO_FIXED + 8 + RN_COOKIE_LEN },
+	{ "COOKIE_ECHO", RN_PT_COOKIE_ECHO, 0, DST, 0, 0, RN_HELLO_FIXED + 16 + RN_COOKIE_LEN },
+	{ "COOKIE_ACK", RN_PT_COOKIE_ACK, 0, DST, 0, 0, 0 },
+	{ "COOKIE_ACK + ACK", RN_PT_COOKIE_ACK, 0, DST, 1, 1, 0 },
+	{ "LINK_STATE", RN_PT_LINK_STATE, 0, DST, 0, 0, RN_LINK_STATE_LEN },
+	{ "LINK_STATE + ACK", RN_PT_LINK_STATE, 0, DST, 1, 2, RN_LINK_STATE_LEN },
+	{ "LINK_ACK", RN_PT_LINK_ACK, 0, DST, 0, 0, RN_LINK_ACK_LEN },
+	{ "LINK_ACK + ACK", RN_PT_LINK_ACK, 0, DST, 1, 0, RN_LINK_ACK_LEN },
+	{ "HEARTBEAT", RN_PT_HEARTBEAT, 0, DST, 0, 0, 0 },
+	{ "HEARTBEAT + ACK", RN_PT_HEARTBEAT, 0, DST, 1, 4, 0 },
+	{ "KEEPALIVE", RN_PT_KEEPALIVE, 0, DST, 0, 0, 0 },
+	{ "KEEPALIVE + ACK", RN_PT_KEEPALIVE, 0, DST, 1, 0, 0 },
+	{ "RESET", RN_PT_RESET, 0, DST, 0, 0, RN_RESET_LEN },
+	{ "RESET + ACK", RN_PT_RESET, 0, DST, 1, 1, RN_RESET_LEN },
+};
+
+static void test_wire_round_trip(void **state)
+{
+	static uint8_t buf[4096], payload[1024];
+	uint64_t words[RN_MAX_SACK_WORDS];
+
+	(void)state;
+	for (unsigned i = 0; i < RN_MAX_SACK_WORDS; i++)
+		words[i] = UINT64_C(0x8000000000000001) ^
+			   ((uint64_t)i * UINT64_C(0x0101010101010101));
+	for (size_t i = 0; i < sizeof(rt_cases) / sizeof(rt_cases[0]); i++) {
+		const rt_case *tc = &rt_cases[i];
+		rn_hdr h = { .type = tc->type, .flags = tc->flags, .path = 5, .dst = tc->dst,
+			     .seq = 0xfffffffe, .ts = 0x12345678 };
+		rn_ackblk ab = { .ack = 0xdeadbeef, .wnd = 0xdeadbeef + 2048, .ts_echo = 77,
+				 .ts_rx = 0x87654321, .echo_path = 3, .nwords = (uint16_t)tc->nwords,
+				 .words = words };
+		rn_pkt p;
+		ssize_t n;
+
+		/* INIT carries zero padding after its parameters; others any bytes */
+		for (size_t b = 0; b < tc->plen; b++)
+			payload[b] = tc->type == RN_PT_INIT ? 0 : (uint8_t)(b * 7 + 1);
+		n = rn_wire_encode(buf, sizeof(buf), &h, tc->ack ? &ab : NULL, payload, tc->plen);
+		print_message("case %s\n", tc->name);
+		assert_int_equal(n, rn_wire_size(tc->ack, tc->nwords, tc->plen));
+		assert_int_equal(decode_result(&p, buf, (size_t)n), WIRE_OK);
+		assert_int_equal(p.type, tc->type);
+		assert_int_equal(p.flags, tc->flags | (tc->ack ? RN_F_ACK : 0));
+		assert_int_equal(p.path, 5);
+		assert_true(p.dst == tc->dst);
+		assert_int_equal(p.seq, 0xfffffffe);
+		assert_int_equal(p.ts, 0x12345678);
+		assert_int_equal(p.len, tc->plen);
+		assert_ptr_equal(p.payload, buf + n - (ssize_t)tc->plen);
+		if (tc->plen)
+			assert_memory_equal(p.payload, payload, tc->plen);
+		if (tc->ack) {
+			assert_int_equal(p.ack, 0xdeadbeef);
+			assert_int_equal(p.wnd, 0xdeadbeef + 2048);
+			assert_int_equal(p.ts_echo, 77);
+			assert_int_equal(p.ts_rx, 0x87654321);
+			assert_int_equal(p.echo_path, 3);
+			assert_int_equal(p.nwords, tc->nwords);
+			for (unsigned w = 0; w < tc->nwords; w++)
+				assert_true(rn_wire_sack_word(&p, w) == words[w]);
+		} else {
+			assert_int_equal(p.nwords, 0);
+		}
+		/* a word past the ones sent reads as "nothing received" */
+		assert_true(rn_wire_sack_word(&p, tc->nwords) == 0);
+	}
+}
+
+/* Header fields sit where docs/PROTOCOL.md puts them, big-endian. */
+static void test_wire_layout(void **state)
+{
+	uint8_t buf[64];
+	rn_hdr h = { .type = RN_PT_DATA, .path = 2, .dst = DST, .seq = 0x01020304,
+		     .ts = 0x0a0b0c0d };
+	const uint8_t want[24] = { 1, RN_PT_DATA, 0, 2, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
+				   0xef, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d, 0, 3, 0, 0 };
+
+	(void)state;
+	assert_int_equal(rn_wire_encode(buf, sizeof(buf), &h, NULL, "xyz", 3), 27);
+	assert_memory_equal(buf, want, sizeof(want));
+	assert_memory_equal(buf + 24, "xyz", 3);
+	assert_true(rn_wire_peek_dst(buf, 27) == DST);
+	assert_true(rn_wire_peek_dst(buf, RN_HDR_LEN) == DST);
+	/* too short to tell: 0, which no connection uses */
+	assert_true(rn_wire_peek_dst(buf, RN_HDR_LEN - 1) == 0);
+}
+
+/* The encoder never writes past cap, whatever is too long. */
+static void test_wire_encode_nobuf(void **state)
+{
+	uint8_t buf[256], payload[100] = { 0 };
+	uint64_t words[2] = { 1, 2 };
+	rn_hdr h = { .type = RN_PT_DATA, .dst = DST };
+	rn_ackblk ab = { .nwords = 2, .words = words };
+	size_t need = rn_wire_size(1, 2, 100);
+
+	(void)state;
+	assert_int_equal(need, 24 + 20 + 16 + 100);
+	memset(buf, 0xee, sizeof(buf));
+	assert_int_equal(rn_wire_encode(buf, need - 1, &h, &ab, payload, 100), RN_ERR_NOBUF);
+	/* nothing was written on failure */
+	for (size_t i = 0; i < sizeof(buf); i++)
+		assert_int_equal(buf[i], 0xee);
+	assert_int_equal(rn_wire_encode(buf, need, &h, &ab, payload, 100), (ssize_t)need);
+	assert_int_equal(buf[need], 0xee);
+	assert_int_equal(rn_wire_encode(buf, RN_HDR_LEN - 1, &h, NULL, NULL, 0), RN_ERR_NOBUF);
+	/* a payload the 16-bit length field cannot carry */
+	assert_int_equal(rn_wire_encode(buf, SIZE_MAX, &h, NULL, payload, 65536), RN_ERR_NOBUF);
+}
+
+/* ---- strict decoding: a table of malformed datagrams ---- */
+
+typedef struct poke {
+	int off; /* byte offset; 0 with width 0: none */
+	int width;
+	uint64_t val;
+} poke;
+
+typedef struct bad_case {
+	const char *name;
+	uint8_t type, flags;
+	uint64_t dst;
+	int ack;
+	unsigned nwords;
+	size_t plen;
+	poke pk[2];
+	long trunc;   /* >= 0: cut the datagram to this many bytes */
+	size_t extra; /* zero bytes appended */
+	int want;     /* rn_drop, or WIRE_OK */
+} bad_case;
+
+#define NOCUT (-1)
+#define HDR RN_HDR_LEN
+#define AB RN_HDR_LEN /* offset of the ACK block */
+
+static const bad_case bad_cases[] = {
+	/* lengths of the datagram itself */
+	{ "empty", RN_PT_DATA, 0, DST, 0, 0, 10, {{0}}, 0, 0, RN_DROP_MALFORMED },
+	{ "one byte short of a header", RN_PT_KEEPALIVE, 0, DST, 0, 0, 0, {{0}}, HDR - 1, 0,
+	  RN_DROP_MALFORMED },
+	/* version comes first: a future version may change everything after it */
+	{ "version 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 0 }}, NOCUT, 0, RN_DROP_VERSION },
+	{ "version 2", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 2 }}, NOCUT, 0, RN_DROP_VERSION },
+	{ "version before type", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 2 }, { 1, 1, 99 }}, NOCUT,
+	  0, RN_DROP_VERSION },
+	{ "version before length", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 9 }}, HDR + 3, 0,
+	  RN_DROP_VERSION },
+	{ "type 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 0 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 12", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 12 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
+	/* reserved bits must be zero so they can be given a meaning later */
+	{ "flag 0x04", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x04 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "flag 0x80", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x80 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "header byte 22", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 22, 1, 1 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "header byte 23", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 23, 1, 0x80 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "ACK block byte 17", RN_PT_ACK, 0, DST, 1, 0, 0, {{ AB + 17, 1, 1 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	/* flags on the wrong type */
+	{ "FIN on HEARTBEAT", RN_PT_HEARTBEAT, RN_F_FIN, DST, 0, 0, 0, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "FIN on ACK", RN_PT_ACK, RN_F_FIN, DST, 1, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "FIN on RESET", RN_PT_RESET, RN_F_FIN, DST, 0, 0, RN_RESET_LEN, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "FIN with payload", RN_PT_DATA, RN_F_FIN, DST, 0, 0, 10, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "DATA without payload or FIN", RN_PT_DATA, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "ACK without ACK block", RN_PT_ACK, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "ACK flag on INIT", RN_PT_INIT, 0, 0, 1, 0, RN_INIT_LEN - HDR - RN_ACKBLK_LEN, {{0}},
+	  NOCUT, 0, RN_DROP_MALFORMED },
+	{ "ACK flag on INIT_ACK", RN_PT_INIT_ACK, 0, DST, 1, 0, 56, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "ACK flag on COOKIE_ECHO", RN_PT_COOKIE_ECHO, 0, DST, 1, 0, 64, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	/* the payload length must match exactly, both ways */
+	{ "length field one more", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 20, 2, 11 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "length field one less", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 20, 2, 9 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "length field 65535", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 20, 2, 65535 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "a trailing byte", RN_PT_DATA, 0, DST, 0, 0, 10, {{0}}, NOCUT, 1, RN_DROP_MALFORMED },
+	{ "payload cut short", RN_PT_DATA, 0, DST, 0, 0, 10, {{0}}, HDR + 5, 0,
+	  RN_DROP_MALFORMED },
+	{ "payload with ACK block, length one less", RN_PT_DATA, 0, DST, 1, 1, 10,
+	  {{ 20, 2, 9 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	/* the ACK block must be all there before it is read */
+	{ "ACK flag, no block", RN_PT_HEARTBEAT, 0, DST, 0, 0, 0, {{ 2, 1, RN_F_ACK }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "ACK block truncated", RN_PT_ACK, 0, DST, 1, 0, 0, {{0}}, AB + RN_ACKBLK_LEN - 1, 0,
+	  RN_DROP_MALFORMED },
+	{ "SACK words truncated", RN_PT_ACK, 0, DST, 1, 2, 0, {{0}}, AB + RN_ACKBLK_LEN + 15, 0,
+	  RN_DROP_MALFORMED },
+	{ "SACK count larger than the words", RN_PT_ACK, 0, DST, 1, 2, 0, {{ AB + 18, 2, 3 }},
+	  NOCUT, 0, RN_DROP_MALFORMED },
+	/* 129 words, all present: refused by count, not by length */
+	{ "129 SACK words", RN_PT_ACK, 0, DST, 1, 0, 0, {{ AB + 18, 2, 129 }}, NOCUT, 129 * 8,
+	  RN_DROP_MALFORMED },
+	{ "65535 SACK words", RN_PT_ACK, 0, DST, 1, 0, 0, {{ AB + 18, 2, 65535 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	/* INIT: padded so no reply is larger, and addressed to nobody */
+	{ "INIT 100 bytes", RN_PT_INIT, 0, 0, 0, 0, 100 - HDR, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "INIT one byte short", RN_PT_INIT, 0, 0, 0, 0, RN_INIT_LEN - HDR - 1, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "INIT exactly padded", RN_PT_INIT, 0, 0, 0, 0, RN_INIT_LEN - HDR, {{0}}, NOCUT, 0,
+	  WIRE_OK },
+	{ "INIT with a destination", RN_PT_INIT, 0, 5, 0, 0, RN_INIT_LEN - HDR, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "INIT_ACK shorter than hello + cookie", RN_PT_INIT_ACK, 0, DST, 0, 0,
+	  RN_HELLO_FIXED + RN_COOKIE_LEN - 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "INIT_ACK hello + cookie", RN_PT_INIT_ACK, 0, DST, 0, 0, RN_HELLO_FIXED + RN_COOKIE_LEN,
+	  {{0}}, NOCUT, 0, WIRE_OK },
+	{ "COOKIE_ECHO short", RN_PT_COOKIE_ECHO, 0, DST, 0, 0, RN_HELLO_FIXED, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	/* destination 0 is "no connection": only INIT may carry it */
+	{ "DATA to 0", RN_PT_DATA, 0, 0, 0, 0, 10, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "ACK to 0", RN_PT_ACK, 0, 0, 1, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "INIT_ACK to 0", RN_PT_INIT_ACK, 0, 0, 0, 0, 56, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "COOKIE_ECHO to 0", RN_PT_COOKIE_ECHO, 0, 0, 0, 0, 64, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "HEARTBEAT to 0", RN_PT_HEARTBEAT, 0, 0, 0, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "RESET to 0", RN_PT_RESET, 0, 0, 0, 0, RN_RESET_LEN, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	/* fixed payload lengths of the control packets */
+	{ "LINK_STATE 7", RN_PT_LINK_STATE, 0, DST, 0, 0, 7, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "LINK_STATE 9", RN_PT_LINK_STATE, 0, DST, 0, 0, 9, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "LINK_STATE 0", RN_PT_LINK_STATE, 0, DST, 1, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "LINK_ACK 3", RN_PT_LINK_ACK, 0, DST, 0, 0, 3, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "LINK_ACK 5", RN_PT_LINK_ACK, 0, DST, 0, 0, 5, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "RESET 0", RN_PT_RESET, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "RESET 8", RN_PT_RESET, 0, DST, 0, 0, 8, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "COOKIE_ACK 1", RN_PT_COOKIE_ACK, 0, DST, 0, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "HEARTBEAT 1", RN_PT_HEARTBEAT, 0, DST, 0, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "KEEPALIVE 4", RN_PT_KEEPALIVE, 0, DST, 0, 0, 4, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "ACK with payload", RN_PT_ACK, 0, DST, 1, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+};
+
+static size_t build_case(uint8_t *buf, size_t cap, const bad_case *tc)
+{
+	static uint8_t payload[2048];
+	uint64_t words[4] = { 1, 2, 3, 4 };
+	rn_hdr h = { .type = tc->type, .flags = tc->flags, .path = 1, .dst = tc->dst, .seq = 9 };
+	rn_ackblk ab = { .ack = 1, .wnd = 100, .nwords = (uint16_t)tc->nwords, .words = words };
+	ssize_t n;
+	size_t len;
+
+	memset(payload, 0, sizeof(payload));
+	n = rn_wire_encode(buf, cap, &h, tc->ack ? &ab : NULL, payload, tc->plen);
+	assert_true(n > 0);
+	len = (size_t)n;
+	for (int i = 0; i < 2; i++)
+		if (tc->pk[i].width)
+			put_be(buf + tc->pk[i].off, tc->pk[i].width, tc->pk[i].val);
+	memset(buf + len, 0, tc->extra);
+	len += tc->extra;
+	if (tc->trunc >= 0)
+		len = (size_t)tc->trunc;
+	return len;
+}
+
+static void test_wire_decode_rejects(void **state)
+{
+	static uint8_t buf[4096];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const bad_case *tc = &bad_cases[i];
+		size_t len = build_case(buf, sizeof(buf), tc);
+		rn_pkt p;
+		int got = decode_result(&p, buf, len);
+
+		if (got != tc->want)
+			fail_msg("case \"%s\": got %s, want %s", tc->name,
+				 got == WIRE_OK ? "accepted" : rn_drop_name((rn_drop)got),
+				 tc->want == WIRE_OK ? "accepted" : rn_drop_name((rn_drop)tc->want));
+	}
+}
+
+/* The largest UDP payload is the largest datagram; one more byte cannot be real. */
+static void test_wire_decode_size_limit(void **state)
+{
+	static uint8_t buf[RN_MAX_DGRAM + 16], payload[RN_MAX_DGRAM];
+	rn_hdr h = { .type = RN_PT_DATA, .dst = DST };
+	size_t plen = RN_MAX_DGRAM - RN_HDR_LEN;
+	rn_pkt p;
+
+	(void)state;
+	assert_int_equal(rn_wire_encode(buf, sizeof(buf), &h, NULL, payload, plen),
+			 RN_MAX_DGRAM);
+	assert_int_equal(decode_result(&p, buf, RN_MAX_DGRAM), WIRE_OK);
+	assert_int_equal(p.len, plen);
+	assert_int_equal(decode_result(&p, buf, RN_MAX_DGRAM + 1), RN_DROP_MALFORMED);
+}
+
+/* ---- handshake parameters ---- */
+
+static rn_hello hello2(void)
+{
+	rn_hello h = { .id = UINT64_C(0xfedcba9876543210), .isn = 0x80000001, .slots = 1024,
+		       .max_dgram = 9000, .nrails = 2 };
+
+	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24 };
+	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32 };
+	return h;
+}
+
+static void test_wire_hello_round_trip(void **state)
+{
+	uint8_t buf[512], cookie[RN_COOKIE_LEN];
+	rn_hello h = hello2(), d;
+	ssize_t n;
+
+	(void)state;
+	for (int i = 0; i < RN_COOKIE_LEN; i++)
+		cookie[i] = (uint8_t)(0xa0 + i);
+	/* with a cookie (INIT_ACK, COOKIE_ECHO): nothing may follow it */
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, cookie);
+	assert_int_equal(n, RN_HELLO_FIXED + 2 * RN_RAIL_WIRE_LEN + RN_COOKIE_LEN);
+	assert_int_equal(rn_wire_read_hello(&d, buf, (size_t)n, 1), 0);
+	assert_true(d.id == h.id);
+	assert_int_equal(d.isn, h.isn);
+	assert_int_equal(d.slots, 1024);
+	assert_int_equal(d.max_dgram, 9000);
+	assert_int_equal(d.nrails, 2);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(d.rails[r].ip, h.rails[r].ip);
+		assert_int_equal(d.rails[r].port, h.rails[r].port);
+		assert_int_equal(d.rails[r].prefix, h.rails[r].prefix);
+	}
+	assert_non_null(d.cookie);
+	assert_memory_equal(d.cookie, cookie, RN_COOKIE_LEN);
+	/* the cookie MAC covers exactly the parameters before the cookie */
+	assert_ptr_equal(d.raw, buf);
+	assert_int_equal(d.raw_len, RN_HELLO_FIXED + 2 * RN_RAIL_WIRE_LEN);
+
+	/* without (INIT): zero padding to any length is allowed */
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
+	assert_int_equal(n, RN_HELLO_FIXED + 2 * RN_RAIL_WIRE_LEN);
+	memset(buf + n, 0, sizeof(buf) - (size_t)n);
+	assert_int_equal(rn_wire_read_hello(&d, buf, (size_t)n, 0), 0);
+	assert_null(d.cookie);
+	assert_int_equal(rn_wire_read_hello(&d, buf, RN_INIT_LEN - RN_HDR_LEN, 0), 0);
+	assert_int_equal(d.rails[1].prefix, 32);
+}
+
+/* Eight rails, the most a host has, all survive the trip in order. */
+static void test_wire_hello_eight_rails(void **state)
+{
+	uint8_t buf[512];
+	rn_hello h = hello2(), d;
+	ssize_t n;
+
+	(void)state;
+	h.nrails = RN_MAX_RAILS;
+	for (int r = 0; r < RN_MAX_RAILS; r++)
+		h.rails[r] = (rn_rail_addr){ UT_IP(192, 168, r, 7), (uint16_t)(1 + r),
+					     (uint8_t)(1 + r * 4) };
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
+	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL_WIRE_LEN);
+	/* it still fits an INIT: the INIT length bounds every reply */
+	assert_true(RN_HDR_LEN + n + RN_COOKIE_LEN <= RN_INIT_LEN);
+	assert_int_equal(rn_wire_read_hello(&d, buf, (size_t)n, 0), 0);
+	for (int r = 0; r < RN_MAX_RAILS; r++) {
+		assert_int_equal(d.rails[r].ip, h.rails[r].ip);
+		assert_int_equal(d.rails[r].port, 1 + r);
+		assert_int_equal(d.rails[r].prefix, 1 + r * 4);
+	}
+}
+
+static void test_wire_hello_nobuf(void **state)
+{
+	uint8_t buf[512], cookie[RN_COOKIE_LEN] = { 0 };
+	rn_hello h = hello2();
+	size_t need = RN_HELLO_FIXED + 2 * RN_RAIL_WIRE_LEN + RN_COOKIE_LEN;
+
+	(void)state;
+	assert_int_equal(rn_wire_write_hello(buf, need - 1, &h, cookie), RN_ERR_NOBUF);
+	assert_int_equal(rn_wire_write_hello(buf, need, &h, cookie), (ssize_t)need);
+	/* more rails than the format carries */
+	h.nrails = RN_MAX_RAILS + 1;
+	assert_int_equal(rn_wire_write_hello(buf, sizeof(buf), &h, NULL), RN_ERR_NOBUF);
+}
+
+typedef struct hello_case {
+	const char *name;
+	poke pk;
+	long len;        /* bytes given to the reader; -1: the whole INIT body */
+	int with_cookie;
+	int want;
+} hello_case;
+
+#define R0 RN_HELLO_FIXED                    /* first rail */
+#define R1 (RN_HELLO_FIXED + RN_RAIL_WIRE_LEN) /* second rail */
+#define BODY (RN_HELLO_FIXED + 2 * RN_RAIL_WIRE_LEN)
+
+static const hello_case hello_cases[] = {
+	{ "valid INIT body", { 0, 0, 0 }, -1, 0, WIRE_OK },
+	{ "valid, no padding", { 0, 0, 0 }, BODY, 0, WIRE_OK },
+	{ "id 0", { 0, 8, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "nrails 0", { 20, 1, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "nrails 9", { 20, 1, 9 }, -1, 0, RN_DROP_MALFORMED },
+	{ "reserved byte 21", { 21, 1, 1 }, -1, 0, RN_DROP_MALFORMED },
+	{ "reserved byte 23", { 23, 1, 0x40 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 100: not a power of two", { 12, 4, 100 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 96: not a power of two", { 12, 4, 96 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 32: below the minimum", { 12, 4, 32 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 0", { 12, 4, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 2^17: above the maximum", { 12, 4, 1u << 17 }, -1, 0, RN_DROP_MALFORMED },
+	{ "slots 64: the minimum", { 12, 4, 64 }, -1, 0, WIRE_OK },
+	{ "slots 2^16: the maximum", { 12, 4, 1u << 16 }, -1, 0, WIRE_OK },
+	{ "max_dgram 255", { 16, 4, 255 }, -1, 0, RN_DROP_MALFORMED },
+	{ "max_dgram 65508", { 16, 4, 65508 }, -1, 0, RN_DROP_MALFORMED },
+	{ "rail prefix 0", { R0 + 6, 1, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "rail prefix 33", { R0 + 6, 1, 33 }, -1, 0, RN_DROP_MALFORMED },
+	{ "rail prefix 1", { R0 + 6, 1, 1 }, -1, 0, WIRE_OK },
+	{ "rail ip 0", { R0, 4, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "rail port 0", { R0 + 4, 2, 0 }, -1, 0, RN_DROP_MALFORMED },
+	{ "rail reserved byte", { R0 + 7, 1, 1 }, -1, 0, RN_DROP_MALFORMED },
+	{ "second rail prefix 33", { R1 + 6, 1, 33 }, -1, 0, RN_DROP_MALFORMED },
+	{ "second rail ip 0", { R1, 4, 0 }, -1, 0, RN_DROP_MALFORMED },
+	/* INIT padding must be zero: nothing may hide in it */
+	{ "INIT padding byte set", { BODY + 10, 1, 1 }, -1, 0, RN_DROP_MALFORMED },
+	{ "INIT last padding byte set", { RN_INIT_LEN - RN_HDR_LEN - 1, 1, 0x80 }, -1, 0,
+	  RN_DROP_MALFORMED },
+	{ "shorter than the fixed part", { 0, 0, 0 }, RN_HELLO_FIXED - 1, 0, RN_DROP_MALFORMED },
+	{ "rail list cut", { 0, 0, 0 }, BODY - 1, 0, RN_DROP_MALFORMED },
+	/* with a cookie the length is exact */
+	{ "cookie", { 0, 0, 0 }, BODY + RN_COOKIE_LEN, 1, WIRE_OK },
+	{ "cookie cut", { 0, 0, 0 }, BODY + RN_COOKIE_LEN - 1, 1, RN_DROP_MALFORMED },
+	{ "byte after the cookie", { 0, 0, 0 }, BODY + RN_COOKIE_LEN + 1, 1, RN_DROP_MALFORMED },
+};
+
+static void test_wire_hello_rejects(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(hello_cases) / sizeof(hello_cases[0]); i++) {
+		const hello_case *tc = &hello_cases[i];
+		uint8_t buf[RN_INIT_LEN];
+		rn_hello h = hello2(), d;
+		size_t len = tc->len < 0 ? RN_INIT_LEN - RN_HDR_LEN : (size_t)tc->len;
+		int rc;
+
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(rn_wire_write_hello(buf, sizeof(buf), &h, NULL), BODY);
+		if (tc->pk.width)
+			put_be(buf + tc->pk.off, tc->pk.width, tc->pk.val);
+		rc = rn_wire_read_hello(&d, buf, len, tc->with_cookie);
+		rc = rc == 0 ? WIRE_OK : -rc - 1;
+		if (rc != tc->want)
+			fail_msg("case \"%s\": got %d, want %d", tc->name, rc, tc->want);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wire_round_trip),
+		cmocka_unit_test(test_wire_layout),
+		cmocka_unit_test(test_wire_encode_nobuf),
+		cmocka_unit_test(test_wire_decode_rejects),
+		cmocka_unit_test(test_wire_decode_size_limit),
+		cmocka_unit_test(test_wire_hello_round_trip),
+		cmocka_unit_test(test_wire_hello_eight_rails),
+		cmocka_unit_test(test_wire_hello_nobuf),
+		cmocka_unit_test(test_wire_hello_rejects),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
