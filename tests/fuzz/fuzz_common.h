@@ -11,7 +11,7 @@
  *     gen_corpus are valid in the fuzz targets.
  *
  * Everything the pair does to a connection goes through the fz_* calls
- * below, and each of them checks the invariants listed in fuzz_common.c.
+ * below, and each of them checks the invariants listed in fuzz_pair.c.
  */
 #ifndef FUZZ_COMMON_H
 #define FUZZ_COMMON_H
@@ -42,6 +42,7 @@ enum {
 	FZ_MAX_PKT = 1024, /* largest datagram a fuzz op injects */
 	FZ_POOL = 32,      /* datagrams the pair keeps for replay and mutation */
 	FZ_SEQMAP = 4096,  /* DATA packets remembered per direction */
+	FZ_MAX_IDS = 1024, /* server ids remembered (more: not checked) */
 	FZ_SERVER_PORT = 7000,
 	FZ_CLIENT_PORT = 40000, /* + rail index */
 };
@@ -50,6 +51,15 @@ enum {
 #define FZ_T0 UINT64_C(1000000000000)
 /* Clock steps of the pair itself (handshake, pump rounds). */
 #define FZ_STEP_NS UINT64_C(100000) /* 100 us */
+/*
+ * fz_drain's bounds: the dead-peer timeout (30 s) of simulated time, at most
+ * 20000 steps.  Over a clean network keepalives keep the peer alive, so a
+ * stream stuck longer than that would be a silent hang.
+ */
+#ifndef FZ_DRAIN_NS /* -DFZ_DRAIN_NS=... to see how long a stall lasts */
+#define FZ_DRAIN_NS UINT64_C(30000000000)
+#endif
+#define FZ_DRAIN_ROUNDS 20000
 /* Times never go past this: 2^62 ns is 146 years. */
 #define FZ_TIME_MAX (UINT64_C(1) << 62)
 
@@ -98,6 +108,9 @@ size_t fz_bytes(fz_in *in, uint8_t *out, size_t n);
 uint8_t fz_pattern_byte(uint64_t seed, uint64_t i);
 void fz_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
 int fz_pattern_eq(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
+
+/* A code that ends a connection (rn_core.h: at or below RN_ERR__FATAL). */
+int fz_is_fatal(int err);
 
 /* Rail r of host h (0 client, 1 server): 198.18.(r+1).(h+1)/24. */
 rn_rail_addr fz_rail(int host, int r);
@@ -169,15 +182,32 @@ struct fz_pair {
 	fz_pkt pool[FZ_POOL];
 	unsigned npool, pool_next;
 	int nevents;
+	int forged_hs; /* the client took a forged INIT_ACK: addresses are unchecked */
+	int forged_any; /* a datagram the pair never sent got past the address checks */
+	uint64_t drain_ns; /* how long fz_drain took */
+	uint64_t ids[FZ_MAX_IDS]; /* server ids the listener gave out (INIT_ACK) */
+	unsigned nids;
+	uint64_t acc[FZ_MAX_IDS]; /* ids of the server connections accepted */
+	unsigned nacc;
+	uint64_t client_dst; /* id the client addressed last */
 	fz_tap tap; /* sees every datagram the pair sends (gen_corpus) */
 	void *tap_arg;
 };
 
+/* How far fz_pair_open_at takes the handshake. */
+enum fz_stage {
+	FZ_STAGE_INIT_SENT,   /* client INIT written, held; no server connection */
+	FZ_STAGE_COOKIE_SENT, /* INIT_ACK delivered, COOKIE_ECHO written, held */
+	FZ_STAGE_ESTABLISHED, /* both ends established */
+};
+
 /*
  * Connects a client (host 0) to a server (host 1) through the listener,
- * deterministically; the handshake datagrams are in the pool.  Fails the
- * run if the handshake does not complete.
+ * deterministically, as far as `stage`; the handshake datagrams are in the
+ * pool.  Fails the run if a step does not happen.  fz_pair_open goes all
+ * the way.
  */
+void fz_pair_open_at(fz_pair *p, int stage);
 void fz_pair_open(fz_pair *p);
 /* Frees both connections and checks every allocation was returned. */
 void fz_pair_close(fz_pair *p);
@@ -223,6 +253,15 @@ void fz_pump(fz_pair *p, int rounds, uint32_t drop_rails);
 
 /* Advances the clock (saturating at FZ_TIME_MAX). */
 void fz_advance(fz_pair *p, uint64_t dt_ns);
+
+/*
+ * Liveness: unless a connection died or a forged datagram was accepted
+ * (which may, say, acknowledge data that never arrived), a clean network
+ * (every rail writable, nothing lost, timers run) must deliver every byte
+ * written and every FIN within FZ_DRAIN_NS of simulated time (drain_ns
+ * says how long it took).
+ */
+void fz_drain(fz_pair *p);
 
 /* Invariants checked after every operation. */
 void fz_pair_check(fz_pair *p);

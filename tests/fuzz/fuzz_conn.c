@@ -4,14 +4,18 @@
  * Each input starts from the same established pair (fz_pair_open: client
  * and server over 2 rails, fixed seeds and timestamps) that has exchanged
  * some data, with half of the client's last burst and the server's answer
- * still in flight.  The input is then a sequence of operations (fuzz_ops.h):
+ * still in flight; or, if its first byte says so (fuzz_ops.h), from the
+ * client halfway through the handshake, its INIT or COOKIE_ECHO held.
+ * The rest of the input is a sequence of operations (fuzz_ops.h):
  * datagrams delivered to either end (raw, crafted from fields, or real ones
  * replayed or mutated, from the right or a wrong address), clock steps,
  * rn_conn_write_pkt with its output delivered, dropped, held or doubled,
  * application writes and reads, timers, shutdown, abort, rail errors.
  * fz_pair_check and the fz_* calls assert the invariants listed in
- * fuzz_common.c after every operation.
+ * fuzz_pair.c after every operation.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
@@ -199,17 +203,17 @@ static void op_flush(fz_pair *p, fz_in *in, int x)
 	uint8_t m = fz_u8(in);
 	unsigned max = ((m >> 2) & 7) + 1;
 	size_t cap = (m & 32) ? fz_u8(in) : FZ_CAP;
-	uint8_t fates = 0;
+	uint8_t fates[2];
 
+	/* read up front, so a script's next op does not depend on what was sent */
+	fates[0] = fz_u8(in);
+	fates[1] = max > 4 ? fz_u8(in) : 0;
 	for (unsigned i = 0; i < max; i++) {
+		int fate = (fates[i / 4] >> (2 * (i % 4))) & 3;
 		fz_pkt *k, copy;
-		int fate;
 
 		if (fz_write_pkt(p, x, m & 3, cap, &k) <= 0)
 			return;
-		if (i % 4 == 0)
-			fates = fz_u8(in);
-		fate = (fates >> (2 * (i % 4))) & 3;
 		if (fate == FZC_FATE_HOLD)
 			continue;
 		k->held = 0;
@@ -281,16 +285,19 @@ static void run_op(fz_pair *p, fz_in *in)
 		fz_app_shutdown(p, x);
 		break;
 	case FZC_RAIL_ERROR:
-		rn_conn_rail_error(c, p->now, r);
+		if (c) /* no server connection before the handshake ends */
+			rn_conn_rail_error(c, p->now, r);
 		break;
 	case FZC_ABORT:
-		rn_conn_abort(c, p->now);
+		if (c)
+			rn_conn_abort(c, p->now);
 		break;
 	case FZC_DELIVER_HELD:
 		deliver_held(p, r);
 		break;
 	case FZC_REFUSED:
-		rn_conn_refused(c, p->now);
+		if (c)
+			rn_conn_refused(c, p->now);
 		break;
 	default: /* FZC_CHECK */
 		break;
@@ -302,12 +309,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_pair *p = &g_pair;
 	fz_in in = { data, size };
 
-	fz_pair_open(p);
-	setup_traffic(p);
+	/* the first byte: where the run starts (mostly from an established pair) */
+	switch (fz_u8(&in) & 3) {
+	case FZC_START_INIT_SENT:
+		fz_pair_open_at(p, FZ_STAGE_INIT_SENT);
+		break;
+	case FZC_START_COOKIE_SENT:
+		fz_pair_open_at(p, FZ_STAGE_COOKIE_SENT);
+		break;
+	default:
+		fz_pair_open(p);
+		setup_traffic(p);
+		break;
+	}
 	fz_pair_check(p);
 	for (int ops = 0; in.n > 0 && ops < MAX_OPS; ops++) {
 		run_op(p, &in);
 		fz_pair_check(p);
+	}
+	fz_drain(p);
+	if (getenv("RI2N_FUZZ_VERBOSE")) { /* what an input did, to check a seed does its job */
+		printf("  drain %.3f s%s; client addresses %#llx, server is %#llx\n",
+		       (double)p->drain_ns / 1e9,
+		       p->forged_any ? " (skipped: forged datagrams taken)" : "",
+		       (unsigned long long)p->client_dst, (unsigned long long)conn_id(p, 1));
+		for (int i = 0; i < 2; i++)
+			printf("  host %d: state %s (%s), wrote %llu, read %llu%s%s\n", i,
+			       p->h[i].conn ? rn_state_name(rn_conn_state(p->h[i].conn)) : "none",
+			       p->h[i].conn ? rn_strerror(rn_conn_error(p->h[i].conn)) : "-",
+			       (unsigned long long)p->h[i].written, (unsigned long long)p->h[i].recvd,
+			       p->h[i].eof ? ", end of stream" : "", p->h[i].tainted ? ", tainted" : "");
 	}
 	fz_pair_close(p);
 	return 0;

@@ -12,7 +12,8 @@
 #define FUZZ_OPS_H
 
 /*
- * fuzz_conn: op byte = op | x << 4 | r << 5 | a << 6, where x is the host
+ * fuzz_conn: the first byte picks the start (FZC_START_*, low 2 bits), then
+ * operations follow.  op byte = op | x << 4 | r << 5 | a << 6, where x is the host
  * acted on or delivered to (0 client, 1 server), r a rail, a the source
  * address choice of fz_from() (0 the real peer rail address).
  */
@@ -38,10 +39,10 @@ enum fzc_op {
 	FZC_CRAFT = 3,
 	/* u8 v: the clock moves (v + 1) << (3 * (op >> 4)) ns (up to 2^53 ns) */
 	FZC_TIME = 4,
-	/* u8 m: rn_conn_write_pkt on x with writable rails m & 3, up to
-	 * ((m >> 2) & 7) + 1 datagrams; if m & 32, u8 c: a buffer of c bytes.  Each
-	 * datagram's fate takes 2 bits of a u8 read every 4 datagrams:
-	 * FZC_FATE_*. */
+	/* u8 m, [u8 c], u8 fates[1 or 2]: rn_conn_write_pkt on x with
+	 * writable rails m & 3, up to max = ((m >> 2) & 7) + 1 datagrams, into a
+	 * buffer of c bytes if m & 32; datagram i's fate (FZC_FATE_*) is 2 bits
+	 * of fates[i / 4] from bit 2 * (i % 4); fates[1] only if max > 4. */
 	FZC_FLUSH = 5,
 	/* u8 n: x writes (n + 1) * 64 pattern bytes */
 	FZC_WRITE = 6,
@@ -61,6 +62,10 @@ enum fzc_op {
 };
 
 enum {
+	FZC_START_ESTABLISHED = 0, /* 1 too: established, data in flight */
+	FZC_START_INIT_SENT = 2,   /* the client's INIT held in the pool */
+	FZC_START_COOKIE_SENT = 3, /* the client's COOKIE_ECHO held in the pool */
+
 	FZC_FIX_DST = 1,     /* patch x's connection id into bytes 4..11 */
 	FZC_FIX_HEADER = 2,  /* version 1, reserved zero, length field to fit */
 	FZC_FIX_PATH = 4,    /* path byte = r */

@@ -17,7 +17,8 @@
  *     scripts (real and built INITs and COOKIE_ECHOs, stale cookies, small
  *     reply buffers, bad rails).
  * Everything is seeded: the same core writes the same files.  Fails if a
- * packet type never appeared.
+ * packet type (or DATA with SACK words, ACK with SACK words, FIN) never
+ * appeared: a change to the core may call for a change to the scenarios.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -155,6 +156,13 @@ static void putn(script *s, const uint8_t *d, size_t n)
 		put8(s, d[i]);
 }
 
+/* fuzz_conn: a new input, starting at `start` */
+static void conn_begin(script *s, int start)
+{
+	s->n = 0;
+	put8(s, (unsigned)start);
+}
+
 /* fuzz_conn op byte */
 static void cop(script *s, int op, int x, int r, int a)
 {
@@ -165,6 +173,20 @@ static void cop(script *s, int op, int x, int r, int a)
 static void lop(script *s, int op, int rsel, int a)
 {
 	put8(s, (unsigned)(op | rsel << 3 | a << 5));
+}
+
+/* fuzz_conn: FZC_FLUSH of up to max (1-8) datagrams, each with fate `fate` */
+static void cflush(script *s, int x, unsigned writable, unsigned max, int cap, int fate)
+{
+	unsigned f = (unsigned)fate * 0x55;
+
+	cop(s, FZC_FLUSH, x, 0, 0);
+	put8(s, writable | (max - 1) << 2 | (cap >= 0 ? 32 : 0));
+	if (cap >= 0)
+		put8(s, (unsigned)cap);
+	put8(s, f);
+	if (max > 4)
+		put8(s, f);
 }
 
 /* fuzz_conn: the clock moves about ms milliseconds */
@@ -197,6 +219,14 @@ static void scenario_stream(fz_pair *p)
 	/* two DATA of a burst are lost: SACK words, then retransmissions */
 	fz_app_write(p, 0, 6000);
 	fz_app_write(p, 1, 3000);
+	for (int i = 0; fz_write_pkt(p, 0, 3, FZ_CAP, &k) > 0; i++) {
+		k->held = 0;
+		if (i != 0 && i != 5)
+			fz_deliver_pkt(p, k);
+	}
+	fz_pump(p, 30, 0);
+	/* again with the server idle: standalone ACKs with SACK words */
+	fz_app_write(p, 0, 6000);
 	for (int i = 0; fz_write_pkt(p, 0, 3, FZ_CAP, &k) > 0; i++) {
 		k->held = 0;
 		if (i != 0 && i != 5)
@@ -243,12 +273,12 @@ static void conn_scripts(void)
 {
 	script s;
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_PUMP, 0, 0, 0);
 	put8(&s, 9);
 	save("fuzz_conn", "pump", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_WRITE, 0, 0, 0);
 	put8(&s, 255);
 	cop(&s, FZC_WRITE, 1, 0, 0);
@@ -262,7 +292,7 @@ static void conn_scripts(void)
 	save("fuzz_conn", "write_pump_read", &s);
 
 	for (int r = 0; r < 2; r++) {
-		s = (script){ .n = 0 };
+		conn_begin(&s, FZC_START_ESTABLISHED);
 		cop(&s, FZC_DELIVER_HELD, 0, r, 0);
 		cop(&s, FZC_PUMP, 0, 0, 0);
 		put8(&s, 5);
@@ -270,13 +300,10 @@ static void conn_scripts(void)
 	}
 
 	/* a whole flight lost: the RTO fires */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_WRITE, 0, 0, 0);
 	put8(&s, 120);
-	cop(&s, FZC_FLUSH, 0, 0, 0);
-	put8(&s, 3 | 7 << 2);
-	put8(&s, 0x55);
-	put8(&s, 0x55);
+	cflush(&s, 0, 3, 8, -1, FZC_FATE_DROP);
 	ctime_ms(&s, 150);
 	cop(&s, FZC_TIMER, 0, 0, 0);
 	cop(&s, FZC_PUMP, 0, 0, 0);
@@ -284,22 +311,19 @@ static void conn_scripts(void)
 	save("fuzz_conn", "loss_rto", &s);
 
 	/* datagrams out of a flush: each fate once, then a small buffer */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_WRITE, 0, 0, 0);
 	put8(&s, 60);
 	cop(&s, FZC_FLUSH, 0, 0, 0);
 	put8(&s, 3 | 3 << 2);
 	put8(&s, 0xe4); /* deliver, drop, hold, twice */
-	cop(&s, FZC_FLUSH, 1, 0, 0);
-	put8(&s, 1 | 32);
-	put8(&s, 60);
-	cop(&s, FZC_FLUSH, 1, 0, 0);
-	put8(&s, 2);
+	cflush(&s, 1, 1, 1, 60, FZC_FATE_DELIVER);
+	cflush(&s, 1, 2, 1, -1, FZC_FATE_DELIVER);
 	cop(&s, FZC_DELIVER_HELD, 0, 0, 0);
 	save("fuzz_conn", "flush_fates", &s);
 
 	/* rail 1 cut off: failure detected, LINK_STATE, heartbeats, recovery */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	for (int i = 0; i < 4; i++) {
 		ctime_ms(&s, 120);
 		cop(&s, FZC_PUMP, 0, 0, 2);
@@ -312,7 +336,7 @@ static void conn_scripts(void)
 	put8(&s, 8);
 	save("fuzz_conn", "rail_cut", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_RAIL_ERROR, 0, 1, 0);
 	cop(&s, FZC_PUMP, 0, 0, 0);
 	put8(&s, 4);
@@ -322,7 +346,7 @@ static void conn_scripts(void)
 	put8(&s, 4);
 	save("fuzz_conn", "rail_error", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_SHUTDOWN, 0, 0, 0);
 	cop(&s, FZC_SHUTDOWN, 1, 0, 0);
 	cop(&s, FZC_PUMP, 0, 0, 0);
@@ -334,17 +358,16 @@ static void conn_scripts(void)
 	put8(&s, 10);
 	save("fuzz_conn", "fin_linger_close", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_ABORT, 0, 0, 0);
-	cop(&s, FZC_FLUSH, 0, 0, 0);
-	put8(&s, 3 | 3 << 2);
+	cflush(&s, 0, 3, 4, -1, FZC_FATE_DELIVER);
 	cop(&s, FZC_READ, 1, 0, 0);
 	put8(&s, 255);
 	cop(&s, FZC_WRITE, 1, 0, 0);
 	put8(&s, 1);
 	save("fuzz_conn", "abort", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	ctime_ms(&s, 31000);
 	cop(&s, FZC_TIMER, 0, 0, 0);
 	cop(&s, FZC_TIMER, 1, 0, 0);
@@ -352,13 +375,13 @@ static void conn_scripts(void)
 	save("fuzz_conn", "dead_peer", &s);
 
 	/* every pool datagram again, then each mutated once, from each address */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	for (int i = 0; i < FZ_POOL; i++) {
 		cop(&s, FZC_REPLAY, 0, 0, 0);
 		put8(&s, (unsigned)i);
 	}
 	save("fuzz_conn", "replay_pool", &s);
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	for (int i = 0; i < FZ_POOL; i++) {
 		cop(&s, FZC_MUTATE, 0, i & 1, (i >> 1) & 3);
 		put8(&s, (unsigned)i);
@@ -369,7 +392,7 @@ static void conn_scripts(void)
 	save("fuzz_conn", "mutate_pool", &s);
 
 	/* crafted: an ACK with two SACK words, DATA with the real bytes, LINK_STATE */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_CRAFT, 0, 0, 0);
 	put8(&s, RN_PT_ACK - 1);
 	put8(&s, FZC_CRAFT_ACK | 2 << FZC_CRAFT_WORDS_SHIFT);
@@ -383,7 +406,7 @@ static void conn_scripts(void)
 	put64(&s, 0);
 	save("fuzz_conn", "craft_ack_sack", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_CRAFT, 1, 1, 0);
 	put8(&s, RN_PT_DATA - 1);
 	put8(&s, FZC_CRAFT_PATTERN);
@@ -392,7 +415,7 @@ static void conn_scripts(void)
 	put8(&s, 255);
 	save("fuzz_conn", "craft_data_real", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_CRAFT, 0, 0, 0);
 	put8(&s, RN_PT_LINK_STATE - 1);
 	put8(&s, FZC_CRAFT_ACK);
@@ -404,13 +427,12 @@ static void conn_scripts(void)
 	put8(&s, 1);
 	put32(&s, 7);      /* version */
 	put32(&s, 0x01000000); /* rail 0 only */
-	cop(&s, FZC_FLUSH, 0, 0, 0);
-	put8(&s, 3 | 7 << 2);
+	cflush(&s, 0, 3, 8, -1, FZC_FATE_DELIVER);
 	ctime_ms(&s, 120);
 	cop(&s, FZC_TIMER, 0, 0, 0);
 	save("fuzz_conn", "craft_link_state", &s);
 
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	cop(&s, FZC_RAW, 1, 1, 0);
 	put8(&s, FZC_FIX_DST | FZC_FIX_HEADER | FZC_FIX_PATH);
 	put16(&s, 24 + 20 + 8 + 100);
@@ -419,7 +441,7 @@ static void conn_scripts(void)
 	save("fuzz_conn", "raw_fixed", &s);
 
 	/* every clock scale, with timers */
-	s = (script){ .n = 0 };
+	conn_begin(&s, FZC_START_ESTABLISHED);
 	for (int hi = 0; hi < 12; hi++) {
 		cop(&s, FZC_TIME, hi & 1, (hi >> 1) & 1, hi >> 2);
 		put8(&s, 0x10);
@@ -428,6 +450,46 @@ static void conn_scripts(void)
 		put8(&s, 1);
 	}
 	save("fuzz_conn", "time_scales", &s);
+
+	/* the handshake: held datagrams delivered, retransmissions, timeout */
+	conn_begin(&s, FZC_START_INIT_SENT);
+	cop(&s, FZC_DELIVER_HELD, 0, 0, 0);
+	cop(&s, FZC_DELIVER_HELD, 0, 0, 0);
+	cflush(&s, 0, 3, 4, -1, FZC_FATE_DELIVER);
+	cflush(&s, 1, 3, 4, -1, FZC_FATE_DELIVER);
+	cop(&s, FZC_PUMP, 0, 0, 0);
+	put8(&s, 3);
+	save("fuzz_conn", "hs_complete", &s);
+
+	conn_begin(&s, FZC_START_INIT_SENT);
+	ctime_ms(&s, 300);
+	cop(&s, FZC_TIMER, 0, 0, 0);
+	cflush(&s, 0, 3, 1, -1, FZC_FATE_HOLD);
+	cop(&s, FZC_DELIVER_HELD, 0, 1, 0);
+	cop(&s, FZC_DELIVER_HELD, 0, 0, 0);
+	cop(&s, FZC_PUMP, 0, 0, 0);
+	put8(&s, 3);
+	save("fuzz_conn", "hs_init_resent", &s);
+
+	conn_begin(&s, FZC_START_COOKIE_SENT);
+	for (int i = 0; i < 6; i++) {
+		ctime_ms(&s, 2100);
+		cop(&s, FZC_TIMER, 0, 0, 0);
+		cflush(&s, 0, 3, 1, -1, FZC_FATE_HOLD);
+	}
+	ctime_ms(&s, 31000);
+	cop(&s, FZC_TIMER, 0, 0, 0);
+	save("fuzz_conn", "hs_timeout", &s);
+
+	/* the server's COOKIE_ACK is lost: its first DATA establishes the client */
+	conn_begin(&s, FZC_START_COOKIE_SENT);
+	cop(&s, FZC_DELIVER_HELD, 0, 0, 0);
+	cflush(&s, 1, 3, 1, -1, FZC_FATE_DROP);
+	cop(&s, FZC_WRITE, 1, 0, 0);
+	put8(&s, 3);
+	cop(&s, FZC_PUMP, 0, 0, 0);
+	put8(&s, 3);
+	save("fuzz_conn", "hs_cookie_ack_lost", &s);
 }
 
 /* ---- fuzz_listen scripts ---- */
@@ -535,9 +597,13 @@ static void datagram_inputs(void)
 {
 	for (int i = 0; i < g_nkept; i++) {
 		const kept *k = &g_kept[i];
-		script s = { .n = 0 };
+		script s;
 
 		write_file("fuzz_wire", k->name, k->data, k->len);
+		/* handshake replies to a client that waits for them */
+		conn_begin(&s, k->data[1] == RN_PT_INIT_ACK     ? FZC_START_INIT_SENT :
+			       k->data[1] == RN_PT_COOKIE_ACK ? FZC_START_COOKIE_SENT :
+								FZC_START_ESTABLISHED);
 		cop(&s, FZC_RAW, 1 - k->host, k->rail, 0);
 		put8(&s, 0);
 		put16(&s, (unsigned)k->len);
@@ -554,6 +620,9 @@ static void datagram_inputs(void)
 int main(int argc, char **argv)
 {
 	static const char *const targets[] = { "fuzz_wire", "fuzz_conn", "fuzz_listen" };
+	/* kinds beyond one per type: DATA with and without ACK block and SACK words, FIN */
+	static const char *const required[] = { "data", "data_ack", "data_ack_sack", "ack_sack",
+						 "data_fin" };
 	char path[4096];
 	int missing = 0;
 
@@ -573,6 +642,19 @@ int main(int argc, char **argv)
 	for (uint8_t t = 1; t <= RN_PT__MAX; t++) {
 		if (!((g_types >> t) & 1)) {
 			fprintf(stderr, "no %s datagram was sent\n", type_name(t));
+			missing = 1;
+		}
+	}
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		int found = 0;
+
+		for (int j = 0; j < g_nkept && !found; j++)
+			found = strncmp(g_kept[j].name, required[i], strlen(required[i])) == 0 &&
+				g_kept[j].name[strlen(required[i])] == '_' &&
+				g_kept[j].name[strlen(required[i]) + 1] >= '0' &&
+				g_kept[j].name[strlen(required[i]) + 1] <= '9';
+		if (!found) {
+			fprintf(stderr, "no %s datagram was sent\n", required[i]);
 			missing = 1;
 		}
 	}

@@ -8,7 +8,8 @@ include_guard(GLOBAL)
 set(RI2N_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen)
 
-add_library(rn_fuzz_common STATIC ${RI2N_FUZZ_DIR}/fuzz_common.c)
+add_library(rn_fuzz_common STATIC ${RI2N_FUZZ_DIR}/fuzz_common.c ${RI2N_FUZZ_DIR}/fuzz_pair.c
+  ${RI2N_FUZZ_DIR}/fuzz_drive.c)
 target_link_libraries(rn_fuzz_common PUBLIC rn_core)
 target_include_directories(rn_fuzz_common PUBLIC ${RI2N_FUZZ_DIR})
 

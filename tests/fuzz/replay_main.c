@@ -7,7 +7,8 @@
  *
  * A directory stands for the regular files in it (sorted, not recursive);
  * a path that does not exist is skipped (tests/fuzz/crashes/<target> need
- * not exist).  Fails if no input at all was run; an invariant that fails
+ * not exist).  RI2N_FUZZ_VERBOSE=1 names each input as it runs.  Fails if
+ * no input at all was run; an invariant that fails
  * aborts with its message, like under libFuzzer.
  */
 #include <dirent.h>
@@ -44,6 +45,10 @@ static int run_file(const char *path)
 		len += n;
 	} while (n > 0);
 	fclose(f);
+	if (getenv("RI2N_FUZZ_VERBOSE")) {
+		printf("%s (%zu bytes)\n", path, len);
+		fflush(stdout); /* an invariant that fails aborts */
+	}
 	/* an exact copy, so that reads past the input are caught as under libFuzzer */
 	{
 		uint8_t *exact = malloc(len ? len : 1);
