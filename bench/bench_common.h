@@ -1,0 +1,73 @@
+/*
+ * bench_common.h - what ri2n-pingpong and ri2n-stream share: clocks, sizes,
+ * and one way to open a stream connection over ri2n or plain TCP (or a UDP
+ * socket), so that both transports run the very same code afterwards.
+ */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum bench_transport { BT_RI2N, BT_TCP, BT_UDP };
+
+/* The transport's name as printed and written to CSV: "ri2n", "tcp", "udp". */
+const char *bench_transport_name(int t);
+
+/* CLOCK_MONOTONIC in seconds / nanoseconds (the same clock ri2n's events use). */
+double bench_now_s(void);
+uint64_t bench_now_ns(void);
+
+/* "4096", "64k", "4M", "1G" (powers of 1024) -> bytes; -1 if it is not a size. */
+int64_t bench_parse_size(const char *s);
+
+/* Fills *a with HOST (dotted quad or a name) and PORT; -1 if it does not resolve. */
+int bench_resolve(const char *host, int port, struct sockaddr_in *a);
+
+/*
+ * A listening stream socket on PORT (LOCAL: an address, or NULL for all): ri2n
+ * or TCP (TCP_NODELAY is set on what it accepts).  -1 with a message on stderr.
+ */
+int bench_listen(int transport, const char *local, int port);
+
+/* Accepts one connection on LFD (a bench_listen() descriptor); -1 with errno. */
+int bench_accept(int transport, int lfd);
+
+/* A connected stream to HOST:PORT over ri2n or TCP (TCP_NODELAY); -1 + message. */
+int bench_connect(int transport, const char *host, int port);
+
+/* A UDP socket bound to LOCAL:PORT (server), or connected to HOST:PORT (client). */
+int bench_udp_bind(const char *local, int port);
+int bench_udp_connect(const char *host, int port);
+
+/* Closes a descriptor from the functions above. */
+void bench_close(int transport, int fd);
+
+/*
+ * Reads exactly n bytes (0: all read, -1: error or early end of stream with
+ * errno set, ECONNRESET for the end).  busy: the descriptor is O_NONBLOCK
+ * and EAGAIN is retried at once in a loop (no sleep in the kernel).
+ */
+int bench_read_full(int fd, void *buf, size_t n, int busy);
+
+/* Writes exactly n bytes; busy as above.  0 or -1 with errno. */
+int bench_write_all(int fd, const void *buf, size_t n, int busy);
+
+/* Sets or clears O_NONBLOCK; -1 with errno. */
+int bench_set_nonblock(int fd, int on);
+
+/* ---- the stream pattern: byte i depends only on the seed and i ---- */
+
+/* Fills buf with the pattern bytes [off, off + n). */
+void bench_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
+
+/* How many bytes of buf differ from the pattern at [off, off + n). */
+uint64_t bench_pattern_check(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
+
+/* Big-endian 64-bit load/store for the small headers the programs exchange. */
+void bench_put64(uint8_t *p, uint64_t v);
+uint64_t bench_get64(const uint8_t *p);
+
+#endif

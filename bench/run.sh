@@ -1,0 +1,930 @@
+#!/usr/bin/env bash
+# bench/run.sh - ri2n side by side with single-rail TCP, MPTCP, plain UDP/TCP latency.
+#
+#   bench/run.sh [--quick | --smoke] [--reps N] [--out DIR] [--only LIST] [--bin-dir DIR] [--keep]
+#
+#   (default)  the full run: every figure 3 times, median and spread (about 20 minutes)
+#   --quick    every figure once, shorter runs (under 10 minutes on 2 cores)
+#   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
+#   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
+#   --out DIR  where results go (default bench/results; smoke: a temporary directory)
+#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency
+#   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D
+#              instead of building them (cmake -S bench -B build-bench)
+#   --keep     keep the per-run logs (OUT/raw) even after a successful smoke run
+#
+# Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
+# 198.18.<i>.0/24 in namespaces ri2n-bN*-*, nothing else is touched) and writes OUT/summary.md,
+# throughput.csv, latency.csv, failover.csv, failover_events.csv, failover.png, latency.png.
+# bench/README.md says what each figure means. A step that fails is reported in summary.md
+# with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+TESTBED=$ROOT/tools/ri2n-testbed.sh
+
+mode=full reps="" out="" only="" bindir="" keep=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) mode=quick ;;
+	--smoke) mode=smoke ;;
+	--full) mode=full ;;
+	--reps) reps=${2:?--reps N}; shift ;;
+	--out) out=${2:?--out DIR}; shift ;;
+	--only) only=${2:?--only LIST}; shift ;;
+	--bin-dir) bindir=${2:?--bin-dir DIR}; shift ;;
+	--keep) keep=1 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench/run.sh: needs root (it makes network namespaces)"
+	[ "$mode" = smoke ] && exit 77 # ctest's "skipped"
+	exit 1
+fi
+
+# ---- what each mode runs ---------------------------------------------------------------
+case $mode in
+full)
+	: "${reps:=3}"
+	TP_SECS=10 SINGLE_SECS=10 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
+	PP_ITERS=2000 PP_BUDGET=64M PP_SIZES="" SP_SECS=2
+	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
+	BUSY_SIZES="8,1k,64k"
+	;;
+quick)
+	: "${reps:=1}"
+	TP_SECS=5 SINGLE_SECS=4 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
+	PP_ITERS=1000 PP_BUDGET=16M PP_SIZES="" SP_SECS=1
+	SP_SIZES_UDP="14 1024" SP_SIZES_TCP="14 1024 16384"
+	BUSY_SIZES=""
+	;;
+smoke)
+	: "${reps:=1}"
+	TP_SECS=1 SINGLE_SECS=1 FO_SECS=4 FO_FAULT=1 FO_HEAL=2.5
+	PP_ITERS=50 PP_BUDGET=4M PP_SIZES="1,8,1k,64k,1M" SP_SECS=1
+	SP_SIZES_UDP="14" SP_SIZES_TCP="14"
+	BUSY_SIZES=""
+	: "${only:=tp2,failover,latency}"
+	;;
+esac
+if [ -z "$out" ]; then
+	if [ "$mode" = smoke ]; then out=$(mktemp -d /tmp/ri2n-bench-smoke.XXXXXX); else out=$HERE/results; fi
+fi
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+RAW=$out/raw
+rm -rf "$RAW"
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png}
+mkdir -p "$RAW"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,latency}"
+want() { [[ ",$only," == *",$1,"* ]]; }
+
+START=$(date +%s)
+START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+log() { printf '[%4ds] %s\n' "$(($(date +%s) - START))" "$*"; }
+
+# ---- step bookkeeping: a failed step is recorded, never fatal ---------------------------
+STEP_NAMES=() STEP_STATUS=() STEP_REASONS=()
+FAIL_REASON=""
+fail() { FAIL_REASON="$*"; return 1; }
+record_step() {
+	STEP_NAMES+=("$1") STEP_STATUS+=("$2") STEP_REASONS+=("${3:-}") STEP_LOADS+=("${STEP_LOAD_NOW:-$(load1)}")
+	STEP_LOAD_NOW=""
+}
+# step NAME FUNCTION ARGS...: runs it, prints and records the outcome
+load1() { cut -d' ' -f1 /proc/loadavg; }
+STEP_LOADS=() STEP_LOAD_NOW="" OTHERS=""
+# Processes busy right now (between steps none of ours is): other people's work on the machine
+others_busy() {
+	local o
+	o=$(top -b -n 2 -d 0.3 -w 200 2>/dev/null | awk '/^top -/ { f++ } f == 2 && $1 ~ /^[0-9]+$/ && $9 + 0 > 20 { print $12 }' |
+		grep -vE '^(top|ri2n-stream|ri2n-pingpong|iperf3|sockperf|nft)$' | sort -u | tr '\n' ' ')
+	for o in $o; do [[ " $OTHERS " == *" $o "* ]] || OTHERS+="${OTHERS:+ }$o"; done
+}
+step() {
+	local name=$1 rc
+	shift
+	others_busy
+	STEP_LOAD_NOW=$(load1)
+	log "== $name (load average $STEP_LOAD_NOW)"
+	FAIL_REASON=""
+	"$@"
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		record_step "$name" ok
+	elif [ $rc -eq 77 ]; then
+		log "   skipped: $FAIL_REASON"
+		record_step "$name" skipped "$FAIL_REASON"
+	else
+		log "   step failed: ${FAIL_REASON:-exit status $rc}"
+		record_step "$name" failed "${FAIL_REASON:-exit status $rc}"
+	fi
+	return 0
+}
+skip() { FAIL_REASON="$*"; return 77; }
+
+# ---- results: one metrics file, aggregated at the end --------------------------------------
+METRICS=$RAW/metrics.tsv
+: >"$METRICS"
+put() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$METRICS"; } # FIG SYS REP METRIC VALUE
+# agg FIG SYS METRIC -> "median min max n" (nothing if there is no value)
+agg() {
+	awk -F'\t' -v f="$1" -v s="$2" -v m="$3" '$1 == f && $2 == s && $4 == m && $5 != "" { print $5 }' "$METRICS" |
+		sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit
+			med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%s %s %s %d\n", med, v[1], v[NR], NR }'
+}
+med() { agg "$@" | awk '{ print $1 }'; }
+# fmtv FIG SYS METRIC [DECIMALS]: "1910" or "1910 [1902-1915]" over repetitions, "n/a" if none
+fmtv() {
+	local a
+	a=$(agg "$1" "$2" "$3")
+	[ -n "$a" ] || { echo "n/a"; return; }
+	awk -v a="$a" -v d="${4:-0}" 'BEGIN { split(a, x, " ")
+		if (x[4] > 1) printf "%.*f [%.*f–%.*f]", d, x[1], d, x[2], d, x[3]
+		else printf "%.*f", d, x[1] }'
+}
+ratio() { # A B -> A/B with 3 decimals, or n/a
+	awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.3f", a / b }'
+}
+sval() { printf '%s' "$(awk -F'\t' -v f="$1" -v s="$2" -v m="$3" '$1 == f && $2 == s && $4 == m { v = $5 } END { print v }' "$METRICS")"; }
+
+# ---- tools ---------------------------------------------------------------------------------
+log "ri2n bench, mode $mode, $reps repetition(s), figures: $only; results in $out"
+if [ "$mode" != smoke ]; then
+	log "== dependencies (tools/deps.sh, mptcpize)"
+	"$ROOT/tools/deps.sh" || log "   tools/deps.sh failed: steps needing missing tools will fail"
+	if ! command -v mptcpize >/dev/null; then
+		log "   installing mptcpize (Debian package mptcpize)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mptcpize >/dev/null 2>&1 ||
+			log "   could not install mptcpize: the MPTCP steps will fail"
+	fi
+fi
+have() { command -v "$1" >/dev/null 2>&1; }
+# need TOOL WHY: a missing tool fails the step, or skips it in a smoke run (it tests our programs)
+need() {
+	have "$1" && return 0
+	if [ "$mode" = smoke ]; then skip "$1 is not installed"; else fail "$1 is not installed ($2)"; fi
+}
+# sub CMD...: one part of a figure; a failure is remembered (SUB_FAIL) and the figure goes on
+sub() {
+	local rc
+	FAIL_REASON=""
+	"$@"
+	rc=$?
+	case $rc in
+	0) ;;
+	77) log "   skipped: $FAIL_REASON" ;;
+	*) log "   FAILED: ${FAIL_REASON:-exit status $rc}"; SUB_FAIL=1; SUB_REASON=${FAIL_REASON:-exit status $rc} ;;
+	esac
+	return 0
+}
+sub_begin() { SUB_FAIL=0 SUB_REASON=""; }
+sub_end() { FAIL_REASON=$SUB_REASON; return $SUB_FAIL; }
+
+if [ -n "$bindir" ]; then
+	STREAM=$bindir/ri2n-stream PINGPONG=$bindir/ri2n-pingpong
+	step "build (using $bindir)" true
+else
+	build() {
+		log "   cmake -S bench -B build-bench (the library, tools and bench programs)"
+		cmake -S "$HERE" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$RAW/build.log" 2>&1 &&
+			cmake --build "$ROOT/build-bench" -j"$(nproc)" >>"$RAW/build.log" 2>&1 ||
+			fail "build failed: $(grep -m3 -iE 'error' "$RAW/build.log" | tr '\n' ' ')"
+	}
+	step "build" build
+	STREAM=$ROOT/build-bench/ri2n-stream PINGPONG=$ROOT/build-bench/ri2n-pingpong
+fi
+if [ ! -x "$STREAM" ] || [ ! -x "$PINGPONG" ]; then
+	log "no bench programs ($STREAM, $PINGPONG): nothing to run"
+	record_step "bench programs present" failed "missing $STREAM or $PINGPONG"
+fi
+
+# ---- test beds and processes, removed on exit ---------------------------------------------
+# shellcheck source=../tools/ri2n-testbed.sh
+source "$TESTBED"
+set +e # the test bed library is sourced; failures here are handled step by step
+BG_PIDS=()
+kill_bg() {
+	local p
+	for p in "${BG_PIDS[@]}"; do
+		kill -9 -- "-$p" 2>/dev/null
+		kill -9 "$p" 2>/dev/null
+	done
+	BG_PIDS=()
+}
+tb_on_exit kill_bg
+# bg OUT ERR CMD...: CMD in the background, leading its own process group (pid in BG)
+bg() {
+	local o=$1 e=$2
+	shift 2
+	setsid "$@" >"$o" 2>"$e" </dev/null &
+	BG=$!
+	BG_PIDS+=("$BG")
+}
+stop_bg() { kill -TERM -- "-$1" 2>/dev/null; sleep 0.1; kill -9 -- "-$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# wait_exit PID SECONDS: wait for a background process, kill it if it takes longer
+wait_exit() {
+	local n=$(($2 * 20))
+	while kill -0 "$1" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
+	if kill -0 "$1" 2>/dev/null; then
+		stop_bg "$1"
+		return 124
+	fi
+	wait "$1"
+}
+
+BED="" BED_RAILS=0
+hns() { echo "ri2n-$BED-h$1"; }
+haddr() { echo "198.18.$2.$1"; } # HOST RAIL
+rails_list() { seq -s, -f 'r%g' 1 "$BED_RAILS"; }
+# wait_port HOST PORT: until something listens on PORT in HOST's namespace (5 s at most)
+wait_port() {
+	local n
+	for n in $(seq 100); do
+		[ -n "$(ip netns exec "$(hns "$1")" ss -Hln "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+PORT=7200
+next_port() { PORT=$((PORT + 1)); }
+
+# make_bed TAG RAILS RATE: a fresh 2-host bed with MPTCP endpoints for every extra rail
+make_bed() {
+	local tag=$1 n=$2 rate=$3 i
+	[ -n "$BED" ] && drop_bed
+	tb_use "$tag"
+	tb_exists && tb_destroy >/dev/null 2>&1
+	log "   test bed $tag: 2 hosts, $n rails, rate $rate (namespaces ri2n-$tag-*)"
+	if [ "$rate" = off ]; then
+		tb_create --hosts 2 --rails "$n" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+	else
+		tb_create --hosts 2 --rails "$n" --rate "$rate" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+	fi
+	tb_cleanup_on_exit "$tag"
+	BED=$tag BED_RAILS=$n
+	# MPTCP: limits on both hosts, a subflow endpoint per extra rail on the client (host 1,
+	# bound to the rail's device) and a signal endpoint per extra rail on the server (host 2)
+	for h in 1 2; do
+		ip netns exec "$(hns $h)" sysctl -qw net.mptcp.enabled=1
+		ip -n "$(hns $h)" mptcp limits set subflows 8 add_addr_accepted 8
+	done
+	for ((i = 2; i <= n; i++)); do
+		ip -n "$(hns 1)" mptcp endpoint add "$(haddr 1 $i)" dev "r$i" subflow
+		ip -n "$(hns 2)" mptcp endpoint add "$(haddr 2 $i)" dev "r$i" signal
+	done
+	return 0
+}
+drop_bed() {
+	[ -n "$BED" ] || return 0
+	kill_bg
+	tb_use "$BED"
+	tb_destroy >/dev/null 2>&1
+	BED="" BED_RAILS=0
+}
+bed_step() { # TAG RAILS RATE
+	make_bed "$@" || fail "could not create test bed $1"
+}
+
+# Bytes host 1 sent on each rail (interface counters): "b1 b2 ..."
+rail_tx() { # host 1's namespace has its own sysfs view through ip netns exec
+	ip netns exec "$(hns 1)" sh -c 'for i in $(seq 1 '"$BED_RAILS"'); do cat /sys/class/net/r$i/statistics/tx_bytes; done' | tr '\n' ' '
+}
+# share "b1 b2.." "a1 a2..": each rail's percentage of the bytes sent, "50/50"
+share() {
+	awk -v b="$1" -v a="$2" 'BEGIN { n = split(b, x, " "); split(a, y, " ")
+		for (i = 1; i <= n; i++) { d[i] = y[i] - x[i]; s += d[i] }
+		for (i = 1; i <= n; i++) printf "%s%.0f", (i > 1 ? "/" : ""), (s > 0 ? 100 * d[i] / s : 0) }'
+}
+# MPTCP subflows carrying data on host 1 now: "r1:1 r2:2"
+mptcp_subflows() {
+	ip netns exec "$(hns 1)" ss -Htni 2>/dev/null | awk '
+		/^[A-Z]/ { la = $4 }
+		/tcp-ulp-mptcp/ { for (i = 1; i <= NF; i++) if ($i ~ /^bytes_acked:/) { split($i, a, ":")
+			if (a[2] > 1000000) { split(la, o, "."); n[o[3]]++ } } }
+		END { for (r = 1; r <= 8; r++) if (n[r]) printf "%sr%d:%d", s++ ? " " : "", r, n[r] }'
+}
+
+# ---- throughput ----------------------------------------------------------------------------
+TP_CSV=$out/throughput.csv
+echo "figure,system,rep,mbps,cpu_send_pct,cpu_recv_pct,rail_share_pct,subflows,verified,seconds" >"$TP_CSV"
+tp_row() { # FIG SYS REP MBPS CPUS CPUR SHARE SUBFLOWS VERIFIED SECS
+	echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,${10}" >>"$TP_CSV"
+	put "$1" "$2" "$3" mbps "$4"
+	[ -n "$5" ] && put "$1" "$2" "$3" cpu_send "$5"
+	[ -n "$6" ] && put "$1" "$2" "$3" cpu_recv "$6"
+	put "$1" "$2" "$3" share "$7"
+	return 0
+}
+
+# ri2n_tp FIG REP SECS [stream args]: ri2n-stream over every rail of the bed
+ri2n_tp() {
+	local fig=$1 rep=$2 secs=$3 name rails b a rc mbps cs cr sh
+	shift 3
+	name=$RAW/$fig-ri2n-$rep
+	rails=$(rails_list)
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env RI2N_RAILS="$rails" \
+		"$STREAM" serve --once --quiet --port "$PORT" --csv "$name.recv.csv"
+	local srv=$BG
+	wait_port 2 "$PORT" || { stop_bg $srv; fail "ri2n-stream server did not start: $(head -c 300 "$name.srv.err")"; return; }
+	b=$(rail_tx)
+	timeout -s KILL $((${secs%.*} + 40)) ip netns exec "$(hns 1)" env RI2N_RAILS="$rails" \
+		"$STREAM" send "$(haddr 2 1)" --port "$PORT" --seconds "$secs" --quiet --csv "$name.send.csv" "$@" \
+		>"$name.out" 2>"$name.err"
+	rc=$?
+	a=$(rail_tx)
+	wait_exit $srv 10
+	[ $rc -eq 0 ] || { fail "ri2n-stream send exited $rc: $(grep -m1 done "$name.out") $(grep -v '^stream' "$name.err" | head -c 300)"; return; }
+	grep -q 'verified=\(yes\|unchecked\)' "$name.srv.out" || { fail "receiver: $(cat "$name.srv.out")"; return; }
+	# steady goodput: the receiver's bytes from 1 s after the start to the last full interval
+	mbps=$(awk -F, -v s="$secs" 'NR > 1 && $1 == "recv" { if ($2 >= 1.0 && m1 == "") { m1 = $3; b1 = $5 }
+		if ($2 <= s - 0.02) { m2 = $3; b2 = $5 } }
+		END { if (m1 != "" && m2 > m1) printf "%.1f", (b2 - b1) * 8 / (m2 - m1) / 1e6
+		      else if (m2 != "") printf "%.1f", b2 * 8 / s / 1e6 }' "$name.recv.csv")
+	cs=$(cpu_pct "$name.out")
+	cr=$(cpu_pct "$name.srv.out")
+	sh=$(share "$b" "$a")
+	tp_row "$fig" ri2n "$rep" "$mbps" "$cs" "$cr" "$sh" "" "$(field verified "$name.srv.out")" "$secs"
+	log "   ri2n: $mbps Mbit/s (rails $sh %, cpu send/recv $cs/$cr %), $(field verified "$name.srv.out")"
+	LAST_MBPS=$mbps
+}
+field() { awk -v k="$1" '/done/ { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) v = substr($i, length(k) + 2) } END { print v }' "$2"; }
+cpu_pct() { awk '/done/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+	END { if (v["seconds"] > 0) printf "%.0f", 100 * (v["cpu_user"] + v["cpu_sys"]) / v["seconds"] }' "$1"; }
+
+# jget FILE a.b.c: a value from a JSON file (iperf3 -J), nothing if it is not there
+jget() {
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else v)' "$1" "$2" 2>/dev/null
+}
+
+# iperf_tp FIG SYS REP SECS DST_RAIL [mptcp]: iperf3 from host 1 to host 2's address on a rail
+iperf_tp() {
+	local fig=$1 sys=$2 rep=$3 secs=$4 rail=$5 mp=${6:-} name wrap=() b a rc mbps cs cr sh sub
+	name=$RAW/$fig-$sys-$rep
+	need iperf3 "apt-get install iperf3" || return
+	if [ -n "$mp" ]; then
+		need mptcpize "apt-get install mptcpize" || return
+		wrap=(mptcpize run)
+	fi
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" "${wrap[@]}" iperf3 -s -1 -p "$PORT"
+	local srv=$BG
+	wait_port 2 "$PORT" || { stop_bg $srv; fail "iperf3 server did not start"; return; }
+	b=$(rail_tx)
+	( sleep "$(awk -v s="$secs" 'BEGIN { print s / 2 + 1 }')"; mptcp_subflows >"$name.subflows" ) &
+	local snap=$!
+	timeout -s KILL $((secs + 30)) ip netns exec "$(hns 1)" "${wrap[@]}" iperf3 -c "$(haddr 2 "$rail")" \
+		-p "$PORT" -t "$secs" -O 1 -J >"$name.json" 2>"$name.err"
+	rc=$?
+	a=$(rail_tx)
+	wait $snap 2>/dev/null
+	wait_exit $srv 10
+	[ $rc -eq 0 ] || { fail "iperf3 exited $rc: $(jget "$name.json" error) $(head -c 300 "$name.err")"; return; }
+	mbps=$(jget "$name.json" end.sum_received.bits_per_second | awk '{ printf "%.1f", $1 / 1e6 }')
+	cs=$(jget "$name.json" end.cpu_utilization_percent.host_total | awk '{ printf "%.0f", $1 }')
+	cr=$(jget "$name.json" end.cpu_utilization_percent.remote_total | awk '{ printf "%.0f", $1 }')
+	[ -n "$mbps" ] || { fail "no result in iperf3's JSON ($name.json)"; return; }
+	sh=$(share "$b" "$a")
+	sub=""
+	[ -n "$mp" ] && sub=$(cat "$name.subflows" 2>/dev/null)
+	tp_row "$fig" "$sys" "$rep" "$mbps" "$cs" "$cr" "$sh" "$sub" "" "$secs"
+	log "   $sys: $mbps Mbit/s (rails $sh %${mp:+, subflows carrying data: ${sub:-none seen}}, cpu send/recv $cs/$cr %)"
+	if [ -n "$mp" ]; then
+		local used
+		used=$(awk -v s="$sh" 'BEGIN { n = split(s, x, "/"); for (i = 1; i <= n; i++) u += x[i] >= 5; print u }')
+		put "$fig" "$sys" "$rep" rails_used "$used"
+		[ "$used" -eq "$BED_RAILS" ] || log "   WARNING: MPTCP used $used of $BED_RAILS rails (shares $sh %)"
+	fi
+}
+
+# A throughput figure: ri2n, every single rail with TCP, MPTCP; SUM of the single rails.
+tp_figure() { # FIG REP [ri2n-stream args]
+	local fig=$1 rep=$2 i s=0 v
+	shift 2
+	sub_begin
+	sub ri2n_tp "$fig" "$rep" "$((TP_SECS + 1))" "$@"
+	for ((i = 1; i <= BED_RAILS; i++)); do
+		sub iperf_tp "$fig" "tcp-r$i" "$rep" "$SINGLE_SECS" "$i"
+		v=$(awk -F'\t' -v f="$fig" -v s="tcp-r$i" -v r="$rep" '$1 == f && $2 == s && $3 == r && $4 == "mbps" { print $5 }' "$METRICS")
+		if [ -n "$v" ] && [ -n "$s" ]; then s=$(awk -v a="$s" -v b="$v" 'BEGIN { print a + b }'); else s=""; fi
+	done
+	if [ -n "$s" ]; then
+		put "$fig" tcp-sum "$rep" mbps "$s"
+		echo "$fig,tcp-sum,$rep,$s,,,,,," >>"$TP_CSV"
+	fi
+	sub iperf_tp "$fig" mptcp "$rep" "$TP_SECS" 1 mptcp
+	sub_end
+}
+
+# A figure with a condition on every rail: ri2n and MPTCP only.
+cond_figure() { # FIG REP
+	sub_begin
+	sub ri2n_tp "$1" "$2" "$((TP_SECS + 1))"
+	sub iperf_tp "$1" mptcp "$2" "$TP_SECS" 1 mptcp
+	sub_end
+}
+
+degraded_figure() { # REP: rail 2 of host 1 at 250 Mbit/s (both directions of its link)
+	local rep=$1 s1 s2
+	tb_fault rate 1 2 250mbit || { fail "tb_fault rate 1 2 250mbit failed"; return; }
+	sub_begin
+	sub ri2n_tp degraded "$rep" "$((TP_SECS + 1))"
+	sub iperf_tp degraded mptcp "$rep" "$TP_SECS" 1 mptcp
+	sub iperf_tp degraded tcp-r1 "$rep" "$SINGLE_SECS" 1
+	sub iperf_tp degraded tcp-r2 "$rep" "$SINGLE_SECS" 2
+	tb_fault rate 1 2 off
+	s1=$(sval degraded tcp-r1 mbps) s2=$(sval degraded tcp-r2 mbps)
+	[ -n "$s1" ] && [ -n "$s2" ] && put degraded tcp-sum "$rep" mbps "$(awk -v a="$s1" -v b="$s2" 'BEGIN { print a + b }')"
+	sub_end
+}
+
+loss_figure() { # REP PERCENT
+	local rep=$1 p=$2 i rc
+	for ((i = 1; i <= BED_RAILS; i++)); do tb_fault loss 1 "$i" "$p" || { fail "tb_fault loss failed"; return; }; done
+	cond_figure "loss$p" "$rep"
+	rc=$?
+	for ((i = 1; i <= BED_RAILS; i++)); do tb_fault loss 1 "$i" 0; done
+	return $rc
+}
+
+# ---- failover ------------------------------------------------------------------------------
+FO_CSV=$out/failover.csv
+FO_EV=$out/failover_events.csv
+echo "system,rep,t,mbps,rail1_state,rail2_state,rail1_mbps,rail2_mbps,rail1_pkts,rail2_pkts" >"$FO_CSV"
+echo "system,rep,what,t,ms_after" >"$FO_EV"
+
+# failover SYS REP: rail 2 of host 1 black-holed at FO_FAULT s, healed at FO_HEAL s
+failover() {
+	local sys=$1 rep=$2 name wrap=() targs=() rails t0 tf tf0 th th0 rc m
+	name=$RAW/failover-$sys-$rep
+	rails=$(rails_list)
+	if [ "$sys" = mptcp ]; then
+		need mptcpize "apt-get install mptcpize" || return
+		wrap=(mptcpize run) targs=(--tcp --rails "$BED_RAILS")
+	fi
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env RI2N_RAILS="$rails" "${wrap[@]}" \
+		"$STREAM" serve --once --quiet --port "$PORT" --csv "$name.recv.csv" "${targs[@]}"
+	local srv=$BG
+	wait_port 2 "$PORT" || { stop_bg $srv; fail "server did not start: $(head -c 300 "$name.srv.err")"; return; }
+	# nft monitor in rail 2's switch: when the drop rule really went in (a new ruleset
+	# generation) and when it went out, to the millisecond (the command takes tens of ms)
+	bg "$name.nft" "$name.nft.err" sh -c "ip netns exec ri2n-$BED-sw2 stdbuf -oL nft monitor | '$STREAM' stamp"
+	local mon=$BG
+	sleep 0.2
+	timeout -s KILL $((${FO_SECS%.*} + 40)) ip netns exec "$(hns 1)" env RI2N_RAILS="$rails" "${wrap[@]}" \
+		"$STREAM" send "$(haddr 2 1)" --port "$PORT" --seconds "$FO_SECS" --quiet --csv "$name.send.csv" \
+		"${targs[@]}" \
+		--fault-at "$FO_FAULT" --fault-cmd "$TESTBED --tag $BED fault blackhole 1 2 on" \
+		--heal-at "$FO_HEAL" --heal-cmd "$TESTBED --tag $BED fault blackhole 1 2 off" \
+		>"$name.out" 2>"$name.err"
+	rc=$?
+	stop_bg $mon
+	wait_exit $srv 10
+	tb_fault blackhole 1 2 off >/dev/null 2>&1 # whatever happened, heal
+	[ $rc -eq 0 ] || { fail "$sys stream exited $rc: $(grep -m1 done "$name.out") $(grep -v '^stream' "$name.err" | head -c 300)"; return; }
+	tf=$(awk '/stream fault what=fault/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_end=/) print substr($i, 10) }' "$name.err")
+	tf0=$(awk '/stream fault what=fault/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_start=/) print substr($i, 12) }' "$name.err")
+	th=$(awk '/stream fault what=heal/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_end=/) print substr($i, 10) }' "$name.err")
+	th0=$(awk '/stream fault what=heal/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_start=/) print substr($i, 12) }' "$name.err")
+	[ -n "$tf" ] && [ -n "$th" ] || { fail "the fault or the heal did not run: $(grep 'stream fault' "$name.err")"; return; }
+	# in place: the earlier of the command's end and the monitor's "new generation" line
+	# after the black hole chain was added (removed); the monitor sees it ~1 ms late at most
+	local mf mh
+	mf=$(awk -v a="$tf0" '$1 >= a - 0.001 && / add chain .* bh_h1 / { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
+	mh=$(awk -v a="$th0" '$1 >= a - 0.001 && / delete chain .* bh_h1/ { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
+	[ -n "$mf" ] && tf=$(awk -v a="$tf" -v b="$mf" 'BEGIN { printf "%.6f", (b < a ? b : a) }')
+	[ -n "$mh" ] && th=$(awk -v a="$th" -v b="$mh" 'BEGIN { printf "%.6f", (b < a ? b : a) }')
+	[ -n "$mf" ] || log "   (no nft monitor line for the fault: timing from the command's end)"
+	grep -q 'stream fault.* rc=0' "$name.err" || { fail "a fault command failed: $(grep 'stream fault' "$name.err")"; return; }
+	t0=$(awk -F, 'NR == 2 { printf "%.6f", $3 - $2 }' "$name.recv.csv")
+	# per-100 ms rows for the plot and the CSV
+	awk -F, -v sys="$sys" -v rep="$rep" 'NR > 1 && $1 == "recv" {
+		split($7, mb, ";"); split($8, pk, ";")
+		printf "%s,%s,%.3f,%.2f,%s,%s,%s,%s,%s,%s\n", sys, rep, $2, $4, substr($6, 1, 1), substr($6, 2, 1),
+			mb[1], mb[2], pk[1], pk[2] }' "$name.recv.csv" >>"$FO_CSV"
+	# the figures, from the receiver's intervals (each ends at "mono", 100 ms long)
+	m=$(awk -F, -v tf="$tf" -v th="$th" -v t0="$t0" -v secs="$FO_SECS" -v one=1000 '
+		NR > 1 && $1 == "recv" { mono = $3; v = $4; split($8, pk, ";"); end = t0 + secs - 0.02
+			if (mono > tf && mono - 0.1 < th) { if (mo == "" || v < mo) mo = v }
+			if (mono > tf && mono <= end) { if (ma == "" || v < ma) ma = v; if (v < 0.4 * one) below += 0.1 }
+			if (mono > th && mono <= end && back == "" && pk[2] > 0) back = mono - th
+			if (mono > th && mono <= end && agg == "" && v >= 1.5 * one) agg = mono - th
+			if (mono - 0.1 >= t0 + 1 && mono <= tf) { sb += v; nb++ }
+			if (mono - 0.1 >= tf + 0.3 && mono <= th) { sd += v; nd++ }
+		}
+		END { printf "%s %s %.1f %s %s %s %s", (mo == "" ? "NA" : mo), (ma == "" ? "NA" : ma), below,
+			(back == "" ? "NA" : sprintf("%.0f", back * 1000)), (agg == "" ? "NA" : sprintf("%.0f", agg * 1000)),
+			(nb ? sprintf("%.0f", sb / nb) : "NA"), (nd ? sprintf("%.0f", sd / nd) : "NA") }' "$name.recv.csv")
+	local min_out min_all below back aggb before during v
+	read -r min_out min_all below back aggb before during <<<"${m//NA/-}"
+	for v in min_out min_all below back aggb before during; do [ "${!v}" = - ] && printf -v "$v" '%s' ""; done
+	put failover "$sys" "$rep" min_outage "$min_out"
+	put failover "$sys" "$rep" min_all "$min_all"
+	put failover "$sys" "$rep" below40 "$below"
+	put failover "$sys" "$rep" data_back_ms "$back"
+	put failover "$sys" "$rep" agg_back_ms "$aggb"
+	put failover "$sys" "$rep" before "$before"
+	put failover "$sys" "$rep" during "$during"
+	put failover "$sys" "$rep" fault_cmd_ms "$(awk -v a="$tf0" -v b="$tf" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
+	put failover "$sys" "$rep" verified "$(field verified "$name.srv.out")"
+	{
+		echo "$sys,$rep,fault_cmd_start,$(awk -v a="$tf0" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),"
+		echo "$sys,$rep,fault_in_place,$(awk -v a="$tf" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),0"
+		echo "$sys,$rep,heal_cmd_start,$(awk -v a="$th0" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),"
+		echo "$sys,$rep,heal_in_place,$(awk -v a="$th" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),0"
+	} >>"$FO_EV"
+	local det="" up="" line
+	if [ "$sys" = ri2n ]; then
+		# ri2n's own events (CLOCK_MONOTONIC): the first "rail=1 down" on either side after the
+		# fault, and the sender's first "rail=1 up" after the heal (ri2n rail 1 = bed rail 2)
+		det=$(cat "$name.err" "$name.srv.err" | awk -v a="$tf0" -v tf="$tf" '/stream event/ && / rail=1 down/ {
+			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6)
+			if (m >= a - 0.005 && (d == "" || m < d)) d = m } END { if (d != "") printf "%.1f", (d - tf) * 1000 }')
+		up=$(awk -v a="$th0" -v th="$th" '/stream event/ && / rail=1 up/ {
+			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6)
+			if (m >= a - 0.005 && u == "") u = m } END { if (u != "") printf "%.1f", (u - th) * 1000 }' "$name.err")
+		put failover ri2n "$rep" detect_ms "$det"
+		put failover ri2n "$rep" up_ms "$up"
+		for line in "detected_down,$det" "up_event,$up"; do
+			local ms=${line#*,}
+			[ -n "$ms" ] && echo "$sys,$rep,${line%%,*},$(awk -v a="$tf" -v b="$th" -v m="$ms" -v t="$t0" -v w="${line%%,*}" \
+				'BEGIN { printf "%.4f", (w == "up_event" ? b : a) - t + m / 1000 }'),$ms" >>"$FO_EV"
+		done
+	fi
+	[ -n "$back" ] && echo "$sys,$rep,rail2_data_back_bin_end,$(awk -v b="$th" -v m="$back" -v t="$t0" 'BEGIN { printf "%.4f", b - t + m / 1000 }'),$back" >>"$FO_EV"
+	log "   $sys: before $before, during $during Mbit/s; lowest 100 ms bin: outage $min_out, fault..end $min_all Mbit/s;" \
+		"below 400 Mbit/s: $below s${det:+; detected in $det ms}${up:+; up event $up ms after the heal};" \
+		"rail 2 data again in the bin ending ${back:-never} ms after the heal; verified $(field verified "$name.srv.out")"
+}
+
+# ---- latency -------------------------------------------------------------------------------
+LAT_CSV=$out/latency.csv
+echo "system,wait,rep,size,iterations,median_us,p99_us,min_us,mean_us" >"$LAT_CSV"
+
+# pingpong SYS REP [WAIT]: ri2n-pingpong; host 1 pinned to CPU 0, host 2 to CPU 1 (two one-core
+# hosts) for blocking reads; busy polling runs unpinned (ri2n's engine thread needs a core too)
+pingpong() {
+	local sys=$1 rep=$2 wait=${3:-block} name targ=() pin1=() pin2=() sizes=() rc
+	name=$RAW/latency-$sys-$wait-$rep
+	case $sys in tcp) targ=(--tcp) ;; udp) targ=(--udp) ;; esac
+	if [ "$wait" = busy ]; then
+		targ+=(--busy-poll) sizes=(--sizes "$BUSY_SIZES")
+	else
+		pin1=(taskset -c 0) pin2=(taskset -c 1)
+		[ -n "$PP_SIZES" ] && sizes=(--sizes "$PP_SIZES")
+	fi
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env RI2N_RAILS="$(rails_list)" "${pin2[@]}" \
+		"$PINGPONG" serve --once --port "$PORT" "${targ[@]}"
+	local srv=$BG
+	if [ "$sys" = udp ]; then sleep 0.3; else wait_port 2 "$PORT" || { stop_bg $srv; fail "server did not start: $(head -c 300 "$name.srv.err")"; return; }; fi
+	timeout -s KILL 300 ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" "${pin1[@]}" \
+		"$PINGPONG" client "$(haddr 2 1)" --port "$PORT" "${targ[@]}" --iterations "$PP_ITERS" \
+		--budget "$PP_BUDGET" "${sizes[@]}" --csv "$name.csv" >"$name.out" 2>"$name.err"
+	rc=$?
+	wait_exit $srv 5
+	[ $rc -eq 0 ] || { fail "ri2n-pingpong $sys exited $rc: $(head -c 300 "$name.err")"; return; }
+	awk -F, -v s="$sys" -v r="$rep" 'NR > 1 && $5 != "n/a" { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", s, $2, r, $3, $4, $5, $6, $7, $8 }' \
+		"$name.csv" >>"$LAT_CSV"
+	awk -F, -v s="$sys" -v r="$rep" -v w="$wait" 'NR > 1 && $5 != "n/a" {
+		printf "lat-%s\t%s\t%s\tmed_%s\t%s\nlat-%s\t%s\t%s\tp99_%s\t%s\n", w, s, r, $3, $5, w, s, r, $3, $6 }' \
+		"$name.csv" >>"$METRICS"
+	log "   $sys ($wait): $(awk -F, 'NR > 1 && $5 != "n/a" { printf "%s B %s us; ", $3, $5 }' "$name.csv" | cut -c1-200)"
+}
+
+# sockperf_lat SYS REP: sockperf ping-pong (UDP, or TCP) at each size, pinned like above
+sockperf_lat() {
+	local sys=$1 rep=$2 proto=() sizes sz name rc
+	need sockperf "apt-get install sockperf" || return
+	if [ "$sys" = sockperf-tcp ]; then proto=(--tcp) sizes=$SP_SIZES_TCP; else sizes=$SP_SIZES_UDP; fi
+	name=$RAW/latency-$sys-$rep
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" taskset -c 1 sockperf server "${proto[@]}" \
+		-i "$(haddr 2 1)" -p "$PORT"
+	local srv=$BG
+	sleep 0.5
+	for sz in $sizes; do
+		timeout -s KILL $((SP_SECS + 30)) ip netns exec "$(hns 1)" taskset -c 0 sockperf ping-pong "${proto[@]}" \
+			-i "$(haddr 2 1)" -p "$PORT" -m "$sz" -t "$SP_SECS" >"$name-$sz.out" 2>&1
+		rc=$?
+		[ $rc -eq 0 ] || { stop_bg $srv; fail "sockperf ping-pong -m $sz exited $rc: $(grep -m2 -i error "$name-$sz.out")"; return; }
+		# sockperf prints half round trips (one-way latency) in usec
+		awk -v s="$sys" -v r="$rep" -v z="$sz" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
+			/<MIN> observation/ { mn = $NF } /avg-latency=/ { match($0, /avg-latency=[0-9.]+/); avg = substr($0, RSTART + 12, RLENGTH - 12) }
+			END { if (med != "") printf "%s,block,%s,%s,,%s,%s,%s,%s\n", s, r, z, med, p99, mn, avg }' "$name-$sz.out" >>"$LAT_CSV"
+		awk -v s="$sys" -v r="$rep" -v z="$sz" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
+			END { if (med != "") printf "lat-block\t%s\t%s\tmed_%s\t%s\nlat-block\t%s\t%s\tp99_%s\t%s\n", s, r, z, med, s, r, z, p99 }' \
+			"$name-$sz.out" >>"$METRICS"
+	done
+	stop_bg $srv
+	log "   $sys: $(awk -F, -v s="$sys" -v r="$rep" '$1 == s && $3 == r { printf "%s B %s us; ", $4, $6 }' "$LAT_CSV")"
+}
+
+latency_figure() { # REP
+	local rep=$1 s
+	sub_begin
+	for s in ri2n tcp udp; do sub pingpong "$s" "$rep"; done
+	if [ -n "$BUSY_SIZES" ]; then
+		for s in ri2n tcp udp; do sub pingpong "$s" "$rep" busy; done
+	fi
+	for s in sockperf-udp sockperf-tcp; do sub sockperf_lat "$s" "$rep"; done
+	sub_end
+}
+
+# ---- the run -------------------------------------------------------------------------------
+if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
+	if want tp2 || want degraded || want loss || want failover || want latency; then
+		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
+		if [ "$BED" = bn2g ]; then
+			for rep in $(seq "$reps"); do
+				want tp2 && step "goodput, 2 x GbE (rep $rep)" tp_figure tp2 "$rep"
+				want degraded && step "goodput, degraded pair 1 Gbit/s + 250 Mbit/s (rep $rep)" degraded_figure "$rep"
+				if want loss; then
+					step "goodput, 1% loss on every rail (rep $rep)" loss_figure "$rep" 1
+					step "goodput, 5% loss on every rail (rep $rep)" loss_figure "$rep" 5
+				fi
+				if want failover; then
+					step "failover, ri2n: rail 2 black-holed at ${FO_FAULT} s, healed at ${FO_HEAL} s (rep $rep)" failover ri2n "$rep"
+					if [ "$mode" = smoke ] && ! have mptcpize; then
+						record_step "failover, mptcp (rep $rep)" skipped "mptcpize is not installed"
+					else
+						step "failover, MPTCP: the same (rep $rep)" failover mptcp "$rep"
+					fi
+				fi
+				want latency && step "latency vs message size (rep $rep)" latency_figure "$rep"
+			done
+		fi
+		drop_bed
+	fi
+	if want tp4; then
+		step "test bed: 4 rails x 1 Gbit/s" bed_step bn4g 4 1gbit
+		if [ "$BED" = bn4g ]; then
+			for rep in $(seq "$reps"); do step "goodput, 4 x GbE (rep $rep)" tp_figure tp4 "$rep"; done
+		fi
+		drop_bed
+	fi
+	if want veth; then
+		step "test bed: 2 unshaped veth rails" bed_step bn2u 2 off
+		if [ "$BED" = bn2u ]; then
+			for rep in $(seq "$reps"); do step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify; done
+		fi
+		drop_bed
+	fi
+fi
+
+# ---- plots ---------------------------------------------------------------------------------
+plots() {
+	have gnuplot || { fail "gnuplot is not installed"; return; }
+	local ok=0 f
+	if [ "$(wc -l <"$FO_CSV")" -gt 1 ]; then
+		local fr hr
+		fr=$(awk -F, '$1 == "ri2n" && $2 == 1 && $3 == "fault_in_place" { print $4 }' "$FO_EV")
+		hr=$(awk -F, '$1 == "ri2n" && $2 == 1 && $3 == "heal_in_place" { print $4 }' "$FO_EV")
+		: "${fr:=$FO_FAULT}" "${hr:=$FO_HEAL}"
+		for s in ri2n mptcp; do
+			awk -F, -v s="$s" '$1 == s && $2 == 1 { printf "%s %s %d %d\n", $3, $4, ($6 == "U"), (($10 + 0) > 0) }' "$FO_CSV" >"$RAW/fo-$s.dat"
+		done
+		gnuplot >"$RAW/gnuplot-failover.log" 2>&1 <<EOF || { ok=1; FAIL_REASON="gnuplot failed on failover.png: $(head -c 200 "$RAW/gnuplot-failover.log")"; }
+set terminal pngcairo size 1200,720 font "DejaVu Sans,11"
+set output "$out/failover.png"
+set multiplot
+set lmargin at screen 0.15; set rmargin at screen 0.97
+set tmargin at screen 0.93; set bmargin at screen 0.40
+set title "2 rails x 1 Gbit/s: rail 2 silently black-holed at ${FO_FAULT} s, healed at ${FO_HEAL} s (receiver goodput per 100 ms, run 1)"
+set ylabel "goodput (Mbit/s per 100 ms)"
+set yrange [0:2900<*]; set grid
+set xrange [0:${FO_SECS}]
+set format x ""
+set key top right opaque box
+set object 1 rect from $fr, graph 0 to $hr, graph 1 fc rgb "#ffdddd" fs solid 0.5 noborder behind
+plot "$RAW/fo-ri2n.dat" using 1:2 with fsteps lw 2 lc rgb "#1f5fa8" title "ri2n", \
+     "$RAW/fo-mptcp.dat" using 1:2 with fsteps lw 2 lc rgb "#d9730d" title "MPTCP (mptcpize ri2n-stream --tcp)", \
+     1000 with lines dt 2 lc rgb "#666666" title "one rail (1 Gbit/s)", \
+     400 with lines dt 3 lc rgb "#cc0000" title "40% of the surviving rail (400 Mbit/s)"
+unset object 1; unset title
+set tmargin at screen 0.37; set bmargin at screen 0.09
+set xlabel "time since the start of the stream (s)"; set format x "%g"
+set ylabel "rail 2"
+set yrange [-0.6:5.6]; unset grid; set key off
+set ytics ("rail 2 black-holed" 5, "ri2n: rail 2 up" 3.5, "ri2n: data on rail 2" 2, "MPTCP: data on rail 2" 0.5) font ",9"
+set object 2 rect from $fr, 4.7 to $hr, 5.3 fc rgb "#cc0000" fs solid 0.8 noborder
+plot "$RAW/fo-ri2n.dat" using 1:(\$3 * 0.9 + 3.05) with fsteps lw 3 lc rgb "#1f5fa8", \
+     "$RAW/fo-ri2n.dat" using 1:(\$4 * 0.9 + 1.55) with fsteps lw 3 lc rgb "#1f5fa8", \
+     "$RAW/fo-mptcp.dat" using 1:(\$4 * 0.9 + 0.05) with fsteps lw 3 lc rgb "#d9730d"
+unset multiplot
+EOF
+	fi
+	if [ "$(wc -l <"$LAT_CSV")" -gt 1 ]; then
+		for s in ri2n tcp udp sockperf-udp sockperf-tcp; do
+			# per size, the median over repetitions of each run's median
+			awk -F, -v s="$s" '$1 == s && $2 == "block" { print $4, $6 }' "$LAT_CSV" | sort -k1,1n -k2,2g |
+				awk '{ v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+					END { for (i = 1; i <= n; i++) { z = order[i]; k = split(v[z], x, " ")
+						printf "%s %s\n", z, (k % 2 ? x[(k + 1) / 2] : (x[k / 2] + x[k / 2 + 1]) / 2) } }' \
+				>"$RAW/lat-$s.dat"
+		done
+		gnuplot >"$RAW/gnuplot-latency.log" 2>&1 <<EOF || { ok=1; FAIL_REASON="gnuplot failed on latency.png: $(head -c 200 "$RAW/gnuplot-latency.log")"; }
+set terminal pngcairo size 1100,700 font "DejaVu Sans,11"
+set output "$out/latency.png"
+set title "One-way latency (half round trip, median), 2 rails x 1 Gbit/s, blocking reads"
+set xlabel "message size (bytes)"
+set ylabel "one-way latency (µs)"
+set logscale xy 2
+set logscale y 10
+set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256, "1K" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576, "4M" 4194304)
+set format y "%g"
+set grid xtics ytics mytics
+set key top left opaque box
+set xrange [0.8:6e6]
+plot "$RAW/lat-ri2n.dat" using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f5fa8" title "ri2n (2 rails, ri2n-pingpong)", \
+     "$RAW/lat-tcp.dat" using 1:2 with linespoints lw 2 pt 5 lc rgb "#2a9d3a" title "TCP, 1 rail (ri2n-pingpong --tcp)", \
+     "$RAW/lat-udp.dat" using 1:2 with linespoints lw 2 pt 9 lc rgb "#d9730d" title "UDP, 1 rail (ri2n-pingpong --udp, <= 1472 B)", \
+     "$RAW/lat-sockperf-udp.dat" using 1:2 with points pt 8 ps 1.6 lc rgb "#d9730d" title "sockperf UDP", \
+     "$RAW/lat-sockperf-tcp.dat" using 1:2 with points pt 4 ps 1.6 lc rgb "#2a9d3a" title "sockperf TCP"
+EOF
+	fi
+	return $ok
+}
+step "plots (failover.png, latency.png)" plots
+
+# ---- summary.md ----------------------------------------------------------------------------
+summary() {
+	local S=$out/summary.md fig label r m s1 s2 cpu
+	local cpu_model
+	cpu_model=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+	{
+		echo "# ri2n benchmark summary"
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); mode: **$mode**, $reps repetition(s) of each figure" \
+			"(values: median [min–max] over repetitions); run time $(($(date +%s) - START)) s"
+		echo "- machine: $(nproc) CPUs ($cpu_model), kernel $(uname -r); load average at the start $START_LOAD, at the end $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "- other processes sharing the machine during the run (more than 20% of a CPU when sampled at each step): ${OTHERS:-none seen}"
+		echo "- ri2n commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (work tree has changes)');" \
+			"TCP congestion control in the beds: $(sysctl -n net.ipv4.tcp_congestion_control); iperf3 $(iperf3 --version 2>/dev/null | awk 'NR == 1 { print $2 }'), sockperf $(sockperf --version 2>/dev/null | awk '/version/ { print $3; exit }' | tr -d ',')"
+		echo "- test beds: 2 hosts in network namespaces, each rail its own bridge; GbE rails are" \
+			"\`tbf rate 1gbit burst 128kb latency 20ms\` on both ends, MTU 1500 (tools/ri2n-testbed.sh)"
+		echo
+		echo "## Throughput (goodput at the receiver, Mbit/s)"
+		echo
+		echo "ri2n: ri2n-stream (every byte verified, except on unshaped veth: \`--no-verify\`), steady state after 1 s." \
+			"TCP per rail and MPTCP: iperf3 (\`-O 1\`: the first second left out), MPTCP under \`mptcpize run\`." \
+			"\"rails\" is each rail's share of the bytes host 1 sent (interface counters)."
+		echo
+		echo "| figure | ri2n | MPTCP | sum of single-rail TCP | ri2n / MPTCP | ri2n / sum TCP | ri2n rails % | MPTCP rails % (subflows) |"
+		echo "|---|---|---|---|---|---|---|---|"
+		for fig in tp2 tp4 veth degraded loss1 loss5; do
+			case $fig in
+			tp2) label="2 x 1 Gbit/s" ;; tp4) label="4 x 1 Gbit/s" ;; veth) label="2 unshaped veth rails" ;;
+			degraded) label="1 Gbit/s + 250 Mbit/s" ;; loss1) label="2 x 1 Gbit/s, 1% loss each" ;;
+			loss5) label="2 x 1 Gbit/s, 5% loss each" ;;
+			esac
+			[ -n "$(agg $fig ri2n mbps)$(agg $fig mptcp mbps)" ] || continue
+			echo "| $label | $(fmtv $fig ri2n mbps) | $(fmtv $fig mptcp mbps) | $(fmtv $fig tcp-sum mbps) |" \
+				"$(ratio "$(med $fig ri2n mbps)" "$(med $fig mptcp mbps)") | $(ratio "$(med $fig ri2n mbps)" "$(med $fig tcp-sum mbps)") |" \
+				"$(sval $fig ri2n share) | $(sval $fig mptcp share) ($(awk -F, -v f=$fig '$1 == f && $2 == "mptcp" { s = $8 } END { print s }' "$TP_CSV")) |"
+		done
+		echo
+		if [ -n "$(agg tp2 tcp-r1 mbps)" ]; then
+			echo "Single-rail TCP (iperf3): $(for fig in tp2 tp4 veth degraded; do
+				for r in 1 2 3 4; do [ -n "$(agg $fig tcp-r$r mbps)" ] && printf '%s rail %s: %s; ' "$fig" "$r" "$(fmtv $fig tcp-r$r mbps)"; done
+			done | sed 's/; $/./')"
+			echo
+		fi
+		if [ -n "$(agg veth ri2n mbps)" ]; then
+			echo "Unshaped veth: each single-rail TCP run has the whole machine to itself, so their sum is no ceiling there." \
+				"CPU (% of one CPU, sender / receiver process; kernel softirq work is only partly charged to them):" \
+				"ri2n $(fmtv veth ri2n cpu_send) / $(fmtv veth ri2n cpu_recv), MPTCP $(fmtv veth mptcp cpu_send) / $(fmtv veth mptcp cpu_recv)," \
+				"TCP rail 1 $(fmtv veth tcp-r1 cpu_send) / $(fmtv veth tcp-r1 cpu_recv)."
+			echo
+		fi
+		echo "## Failover: rail 2 of 2 silently black-holed at ${FO_FAULT} s, healed at ${FO_HEAL} s (stream of ${FO_SECS} s)"
+		echo
+		echo "Both through ri2n-stream (MPTCP: \`mptcpize run ri2n-stream --tcp\`, per-subflow counters from" \
+			"MPTCP_TCPINFO). Times are from the moment the drop rule went in (or out): the new nftables ruleset" \
+			"generation as \`nft monitor\` in the rail's switch saw it (at most a millisecond or two late), or the end of the" \
+			"test bed's command if that came first (the command takes $(fmtv failover ri2n fault_cmd_ms) ms)." \
+			"Bins are 100 ms at the receiver; \"data back\" is the end of the first bin in which rail 2 delivered data."
+		echo
+		echo "| system | before (Mbit/s) | during outage | lowest bin, outage | lowest bin, fault..end | time below 400 Mbit/s (s) | detection (ms) | up event after heal (ms) | rail 2 data back (ms, bin end) | back above 1.5 rails (ms) | verified |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		for s in ri2n mptcp; do
+			[ -n "$(agg failover $s min_all)" ] || continue
+			echo "| $s | $(fmtv failover $s before) | $(fmtv failover $s during) | $(fmtv failover $s min_outage) | $(fmtv failover $s min_all) |" \
+				"$(fmtv failover $s below40 1) | $(fmtv failover $s detect_ms 1) | $(fmtv failover $s up_ms 1) | $(fmtv failover $s data_back_ms) |" \
+				"$(fmtv failover $s agg_back_ms) | $(awk -F'\t' -v s=$s '$1 == "failover" && $2 == s && $4 == "verified" { printf "%s%s", n++ ? "," : "", $5 }' "$METRICS") |"
+		done
+		echo
+		echo "## Latency: one-way (half round trip), µs, median [p99]; blocking reads"
+		echo
+		echo "ri2n-pingpong for ri2n (2 rails), TCP (TCP_NODELAY) and UDP (one datagram, so only up to 1472 B)" \
+			"over rail 1, the same code and wait mode; sockperf as an outside reference. Host 1 pinned to CPU 0," \
+			"host 2 to CPU 1 (two one-core hosts; ri2n's engine thread shares its host's core)."
+		echo
+		echo "| size (B) | ri2n | TCP | UDP | sockperf UDP | sockperf TCP | ri2n / TCP | ri2n / UDP |"
+		echo "|---|---|---|---|---|---|---|---|"
+		local z
+		for z in $(awk -F'\t' '$1 == "lat-block" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
+			echo "| $z | $(latcell ri2n $z) | $(latcell tcp $z) | $(latcell udp $z) | $(latcell sockperf-udp $z) | $(latcell sockperf-tcp $z) |" \
+				"$(ratio "$(med lat-block ri2n med_$z)" "$(med lat-block tcp med_$z)") | $(ratio "$(med lat-block ri2n med_$z)" "$(med lat-block udp med_$z)") |"
+		done
+		if [ -n "$(awk -F'\t' '$1 == "lat-busy"' "$METRICS")" ]; then
+			echo
+			echo "Busy polling (\`--busy-poll\`, unpinned), median µs: $(for z in $(awk -F'\t' '$1 == "lat-busy" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
+				printf '%s B: ri2n %s, TCP %s, UDP %s; ' "$z" "$(fmtv lat-busy ri2n med_$z 1)" "$(fmtv lat-busy tcp med_$z 1)" "$(fmtv lat-busy udp med_$z 1)"; done | sed 's/; $/./')"
+		fi
+		echo
+		echo "## Targets (DESIGN.md)"
+		echo
+		echo "| target | measured | verdict |"
+		echo "|---|---|---|"
+		targets
+		echo
+		echo "## Steps"
+		echo
+		echo "The load average when each step began tells whether something else ran on the machine (2 CPUs;" \
+			"the bench itself adds up to ~2 while it runs)."
+		echo
+		echo "| step | status | load average | reason |"
+		echo "|---|---|---|---|"
+		local i
+		for i in "${!STEP_NAMES[@]}"; do
+			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
+		done
+		echo
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png; per-run logs in raw/."
+	} >"$S"
+}
+latcell() { # SYS SIZE
+	local m p
+	m=$(med lat-block "$1" "med_$2")
+	p=$(med lat-block "$1" "p99_$2")
+	[ -n "$m" ] || { echo "n/a"; return; }
+	awk -v m="$m" -v p="$p" 'BEGIN { printf "%.1f [%.1f]", m, p }'
+}
+# verdict MEASURED_OK: "met", "not met" or "not measured"
+verdict() { case $1 in 1) echo "**met**" ;; 0) echo "**not met**" ;; *) echo "not measured" ;; esac; }
+numcmp() { awk -v a="${1:-}" -v op="$2" -v b="${3:-}" 'BEGIN { if (a == "" || b == "" || a == "n/a" || b == "n/a") { print "x"; exit }
+	if (op == ">=") print (a + 0 >= b + 0) ? 1 : 0; else print (a + 0 <= b + 0) ? 1 : 0 }'; }
+targets() {
+	local r m s v a b
+	r=$(med tp2 ri2n mbps) s=$(med tp2 tcp-sum mbps) m=$(med tp2 mptcp mbps)
+	a=$(numcmp "$r" ">=" "$(awk -v s="$s" 'BEGIN { if (s != "") print 0.985 * s }')")
+	b=$(numcmp "$r" ">=" "$m")
+	v=x; [ "$a" != x ] && [ "$b" != x ] && v=$((a && b))
+	echo "| 2 x 1 Gbit/s: >= 98.5% of 2x single-rail TCP and >= MPTCP | ri2n ${r:-n/a}, $(ratio "$r" "$s") of TCP sum, MPTCP ${m:-n/a} | $(verdict $v) |"
+	r=$(med tp4 ri2n mbps) s=$(med tp4 tcp-sum mbps)
+	echo "| 4 x 1 Gbit/s: >= 97% of 4x single-rail TCP | ri2n ${r:-n/a}, $(ratio "$r" "$s") of TCP sum | $(verdict "$(numcmp "$(ratio "$r" "$s")" ">=" 0.97)") |"
+	a=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "min_all" && $5 != "" { if (m == "" || $5 < m) m = $5 } END { print m }' "$METRICS")
+	b=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "detect_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
+	v=x; [ -n "$a" ] && [ -n "$b" ] && v=$(( $(numcmp "$a" ">=" 400) && $(numcmp "$b" "<=" 10) ))
+	echo "| black hole under load: no 100 ms bin below 40% of the surviving rail (400 Mbit/s), detection <= 10 ms | worst bin from the fault to the end ${a:-n/a} Mbit/s, worst detection ${b:-n/a} ms (MPTCP worst bin $(awk -F'\t' '$1 == "failover" && $2 == "mptcp" && $4 == "min_all" && $5 != "" { if (m == "" || $5 < m) m = $5 } END { print m }' "$METRICS")) | $(verdict $v) |"
+	a=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "up_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
+	b=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "data_back_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
+	echo "| healed rail back in use <= 300 ms after the heal | worst up event ${a:-n/a} ms, data on the rail in the bin ending ${b:-n/a} ms after (MPTCP: $(fmtv failover mptcp data_back_ms) ms) | $(verdict "$(numcmp "$a" "<=" 300)") |"
+	r=$(med degraded ri2n mbps)
+	echo "| degraded pair 1 Gbit/s + 250 Mbit/s: >= 95% of 1.25 Gbit/s (1187.5 Mbit/s) | ri2n ${r:-n/a} ($(ratio "$r" 1250) of 1250; the two rails alone with TCP: $(med degraded tcp-sum mbps). Framing caps goodput near 95.6% of the rate (1448 of 1514 bytes for TCP), so this target leaves almost no room) | $(verdict "$(numcmp "$r" ">=" 1187.5)") |"
+	r=$(med loss5 ri2n mbps) s=$(med tp2 ri2n mbps)
+	echo "| 5% random loss on every rail: >= 90% of the loss-free goodput | ri2n ${r:-n/a} vs ${s:-n/a} loss-free: $(ratio "$r" "$s") | $(verdict "$(numcmp "$(ratio "$r" "$s")" ">=" 0.90)") |"
+	r=$(med lat-block ri2n med_8) s=$(med lat-block tcp med_8)
+	echo "| 8-byte one-way latency, blocking reads: <= 1.5x plain TCP (same program, same run) | ri2n ${r:-n/a} µs, TCP ${s:-n/a} µs: $(ratio "$r" "$s")x | $(verdict "$(numcmp "$(ratio "$r" "$s")" "<=" 1.5)") |"
+	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | not part of this suite yet (no MPI benchmark) | not measured |"
+	r=$(med veth ri2n mbps) m=$(med veth mptcp mbps)
+	echo "| unshaped veth, 2 rails: >= 0.5x MPTCP goodput | ri2n ${r:-n/a}, MPTCP ${m:-n/a}: $(ratio "$r" "$m")x | $(verdict "$(numcmp "$(ratio "$r" "$m")" ">=" 0.5)") |"
+	local done_lines nt nv nu nbad no nov
+	done_lines=$(cat "$RAW"/*.srv.out 2>/dev/null | grep 'stream done role=recv')
+	nt=$(grep -c 'transport=ri2n' <<<"$done_lines")
+	nv=$(grep 'transport=ri2n' <<<"$done_lines" | grep -c 'verified=yes')
+	nu=$(grep 'transport=ri2n' <<<"$done_lines" | grep -c 'verified=unchecked')
+	nbad=$((nt - nv - nu))
+	no=$(grep -vc 'transport=ri2n' <<<"$done_lines")
+	nov=$(grep -v 'transport=ri2n' <<<"$done_lines" | grep -c 'verified=yes')
+	v=x; [ "$nt" -gt 0 ] && v=$((nbad == 0))
+	echo "| bytes lost or corrupted: 0 | ri2n: $nv of $nt transfers verified byte for byte, $nu unchecked (\`--no-verify\` on unshaped veth), $nbad failed (MPTCP/TCP through ri2n-stream: $nov of $no verified) | $(verdict $v) |"
+}
+summary
+log "summary: $out/summary.md"
+
+nfail=0
+for i in "${!STEP_STATUS[@]}"; do [ "${STEP_STATUS[$i]}" = failed ] && nfail=$((nfail + 1)); done
+drop_bed
+if [ "$mode" = smoke ] && [ $nfail -eq 0 ] && [ $keep -eq 0 ]; then
+	rm -rf "$RAW"
+fi
+if [ $nfail -gt 0 ]; then
+	log "$nfail step(s) failed (see $out/summary.md)"
+	exit 1
+fi
+log "done in $(($(date +%s) - START)) s"
+exit 0
