@@ -1,0 +1,265 @@
+/*
+ * btl_ri2n.h - the ri2n BTL: Open MPI's byte transfer layer over ri2n.
+ *
+ * One module, one endpoint per peer process.  Each endpoint rides one ri2n
+ * connection (a reliable byte stream that stripes over every rail and fails
+ * over inside itself), so Open MPI sees one reliable path per peer.  BTL
+ * fragments are framed on the stream with an 8-byte header (length, tag).
+ *
+ * No engine thread: the component's progress function, which MPI calls
+ * whenever it polls, drives the sans-I/O core inline (datagrams in, timers,
+ * datagrams out).  A "keeper" thread only steps in when MPI has not polled
+ * for a while (a long computation), so ACKs, keepalives and handshakes go on
+ * and a busy peer is not taken for dead; it never calls into the PML.
+ *
+ * Files: _component (MCA glue, progress, keeper), _params (MCA variables),
+ * _module (the BTL functions), _endpoint (peers and their connections),
+ * _stream (framing, send queue, delivery), _io (UDP sockets), _frag.
+ */
+#ifndef BTL_RI2N_H
+#define BTL_RI2N_H
+
+#include "opal_config.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/util/proc.h"
+
+#include "btl_ri2n_io.h"
+#include "rn_core.h"
+#include "rn_rails.h"
+
+BEGIN_C_DECLS
+
+/* Stream frame header: u32 payload length (big-endian), u8 tag, u8 type, u16 0. */
+enum {
+	RI2N_HDR_LEN = 8,
+	RI2N_FT_FRAG = 1,     /* a BTL fragment for the callback of its tag */
+	RI2N_FT_HELLO = 2,    /* the connecting process's name, first on every stream */
+	RI2N_HELLO_LEN = 12,  /* magic, jobid, vpid */
+	RI2N_MAX_FRAME = 64 << 20, /* longer frames are a protocol error */
+};
+
+#define RI2N_MAGIC 0x52324e42u /* "R2NB": modex blobs, hellos and nudges */
+
+/* Endpoint states. */
+enum ri2n_ep_state {
+	RI2N_EP_IDLE,       /* no connection and nothing to send */
+	RI2N_EP_CONNECTING, /* we connect: handshake under way (maybe a retry) */
+	RI2N_EP_WAITING,    /* the peer connects: nudged it, waiting for its hello */
+	RI2N_EP_OPEN,       /* stream up (hello written or read) */
+	RI2N_EP_CLOSED,     /* the peer closed cleanly, or we finalized */
+	RI2N_EP_FAILED,     /* dead; the error callback was called */
+};
+
+typedef struct mca_btl_ri2n_frag_t mca_btl_ri2n_frag_t;
+typedef struct ri2n_link ri2n_link;
+
+/* One ri2n connection and the receive side of its stream. */
+struct ri2n_link {
+	rn_conn *conn;
+	uint64_t id;                          /* rn_conn_id: datagrams carry it */
+	struct mca_btl_base_endpoint_t *ep;   /* NULL: accepted, hello not read yet */
+	struct mca_btl_ri2n_module_t *mod;
+	ri2n_link *next, *prev;               /* the module's list of links */
+	ri2n_link *hnext;                     /* id hash chain */
+	uint64_t expiry_ns;                   /* cached rn_conn_expiry */
+	uint64_t created_ns;
+	uint8_t initiator;  /* we connected */
+	uint8_t hello_done; /* initiator: hello written; acceptor: hello read */
+	uint8_t eof;        /* the peer finished its stream */
+	uint8_t dead;       /* to be reaped by the next progress */
+	uint8_t dirty;      /* got input: deliver and flush */
+	int rail;           /* initiator: index into ep->peer of the INIT's address */
+	/* receive framing: a header split over packets, a frame copied whole */
+	uint8_t hdr[RI2N_HDR_LEN];
+	uint32_t hdr_have;
+	uint8_t *rbuf;
+	size_t rcap, rlen, rneed;
+	uint8_t rtag, rtype;
+};
+
+/* One peer process. */
+struct mca_btl_base_endpoint_t {
+	opal_process_name_t name;
+	opal_proc_t *proc;          /* NULL until the PML adds the peer (add_procs) */
+	struct mca_btl_ri2n_module_t *mod;
+	struct mca_btl_base_endpoint_t *next; /* the module's list */
+	int is_self;                /* this process: delivered in memory */
+	int state;                  /* enum ri2n_ep_state */
+	int initiator;              /* our name is lower: we connect */
+	int was_open;               /* a stream to it was up once: its death is fatal */
+	ri2n_link *link;
+	rn_addr peer[RN_MAX_RAILS]; /* the peer's rail addresses (modex or nudges) */
+	int npeer;
+	int next_rail;              /* where the next connect attempt goes */
+	uint64_t deadline_ns;       /* connecting / waiting gives up */
+	uint64_t nudge_next_ns, nudge_gap_ns;
+	opal_list_t sendq;          /* fragments not yet wholly in the stream */
+	size_t queued_frags;
+	char desc[128];             /* "rank 1 (jobid 0x..., host h)" for messages */
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_ri2n_endpoint_t;
+
+/* A fatal error to report to the PML once the lock is released. */
+typedef struct ri2n_fatal {
+	opal_proc_t *proc;
+	char msg[1024];
+} ri2n_fatal;
+
+#define RI2N_MAX_FATAL 8
+#define RI2N_IDTAB 256 /* id hash buckets (power of two) */
+
+typedef struct mca_btl_ri2n_module_t {
+	mca_btl_base_module_t super;
+	mca_btl_base_module_error_cb_fn_t error_cb;
+	pthread_mutex_t lock;       /* recursive: PML callbacks send from inside progress */
+	int ready;
+	int depth;                  /* lock nesting of the holder */
+	int in_progress;            /* guards against progress re-entered from a callback */
+	int finalizing;
+	rn_config cfg;
+	rn_env env;
+	rn_listener lis;
+	ri2n_io io;
+	rn_rail_info rails[RN_MAX_RAILS];
+	int nrails;
+	opal_process_name_t me;
+	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
+	mca_btl_ri2n_endpoint_t *self_ep;
+	ri2n_link *links;              /* every connection */
+	ri2n_link *idtab[RI2N_IDTAB];
+	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
+	uint64_t core_now;             /* latest time given to the core: time never goes back */
+	ri2n_fatal fatal[RI2N_MAX_FATAL];
+	int nfatal;
+	pthread_t keeper;
+	int keeper_on, keeper_stop;
+	uint8_t scratch[4096];         /* packing small non-contiguous sendi payloads */
+	/* counters for the verbose summary at finalize */
+	uint64_t frames_in, frames_zero_copy, frames_copied, frames_out, bytes_out, bytes_in;
+	uint64_t rail_events;
+} mca_btl_ri2n_module_t;
+
+/* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
+typedef struct ri2n_params {
+	char *if_include;     /* rails: interfaces or addresses (else RI2N_RAILS, else all) */
+	int heartbeat_ms, keepalive_ms, rail_timeout_ms, dead_peer_ms, connect_timeout_ms;
+	int fail_window, fail_min, mtu, sndbuf, rcvbuf;
+	int attempt_ms;       /* one connect attempt on one rail before trying the next */
+	int keeper_ms;        /* keeper period; 0: no keeper thread */
+	int gso, gro;         /* UDP segmentation / receive offload */
+	int rx_ts;            /* datagrams timed by the kernel's arrival stamp */
+	char *log;            /* ri2n log level: debug, info, warn, error, off */
+	int verbose;          /* print a per-process summary at finalize */
+	int free_list_num, free_list_max, free_list_inc;
+} ri2n_params;
+
+typedef struct mca_btl_ri2n_component_t {
+	mca_btl_base_component_3_0_0_t super;
+	ri2n_params p;
+	opal_free_list_t frags_eager; /* alloc/prepare_src up to the eager limit */
+	opal_free_list_t frags_max;   /* up to the max send size */
+	opal_free_list_t frags_user;  /* no buffer: segment 1 points at the user's data */
+} mca_btl_ri2n_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_ri2n_component_t mca_btl_ri2n_component;
+extern mca_btl_ri2n_module_t mca_btl_ri2n_module;
+
+/* ---- btl_ri2n_params.c ---- */
+
+/* Registers every btl_ri2n_* variable and the module's BTL defaults. */
+int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m);
+/* The ri2n configuration: library defaults, RI2N_* variables, then MCA values. */
+int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *err, size_t len);
+
+/* ---- btl_ri2n_module.c ---- */
+
+/* Sets up the module's sockets, listener and modex; 0 or an OPAL error. */
+int ri2n_module_init(mca_btl_ri2n_module_t *m);
+/* Local completion of a sent fragment: the PML's callback if asked, then the free. */
+void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status);
+/* The module's lock (recursive: PML callbacks send from inside progress).
+ * The outermost unlock reports fatal errors found meanwhile to the PML. */
+void ri2n_lock(mca_btl_ri2n_module_t *m);
+int ri2n_trylock(mca_btl_ri2n_module_t *m);
+void ri2n_unlock(mca_btl_ri2n_module_t *m);
+/*
+ * Lets go of the lock around a call into the PML (a PML lock held by another
+ * thread that calls btl_send would otherwise deadlock with us); returns the
+ * nesting to give ri2n_reacquire.  in_progress stays set meanwhile, so other
+ * threads' progress and the keeper keep out of the stream being delivered.
+ */
+int ri2n_release(mca_btl_ri2n_module_t *m);
+void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth);
+
+/* ---- btl_ri2n_component.c ---- */
+
+/* Stops and joins the keeper thread (finalize). */
+void ri2n_keeper_stop(mca_btl_ri2n_module_t *m);
+
+/* ---- btl_ri2n_endpoint.c ---- */
+
+uint64_t ri2n_now_ns(void);
+/* The current time for a call into the core (lock held): never below one given before. */
+uint64_t ri2n_core_now(mca_btl_ri2n_module_t *m);
+/* The endpoint of a peer name, created (with no proc yet) if `create`. */
+mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+				      int create);
+void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep);
+/* Sets ep->desc ("rank 1 on host (name)") from what is known of the peer. */
+void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep);
+/* True for a nudge datagram (not ri2n's: those start with version 1). */
+int ri2n_is_nudge(const uint8_t *d, size_t len);
+/* Makes the endpoint start connecting (or nudge the peer) if it is idle. */
+void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
+/* Connection attempts, nudges and failures due at `now`; `main`: the MPI thread. */
+void ri2n_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main);
+/* A datagram that is not ri2n's: a nudge from a peer that wants us to connect. */
+void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+		      size_t len, uint64_t now);
+/* A hello named the peer on an accepted link: bind it to the endpoint. */
+int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,
+		 uint64_t now);
+/* Looks at a link's state after the core ran: failures, closes, reconnects. */
+void ri2n_link_check(ri2n_link *l, uint64_t now);
+/* A new link for conn; inserted in the module's tables. */
+ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now);
+ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id);
+/* Frees links marked dead. */
+void ri2n_links_reap(mca_btl_ri2n_module_t *m);
+void ri2n_link_free(ri2n_link *l);
+/* Queues a fatal error for the PML (reported outside the lock). */
+void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
+/* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */
+void ri2n_link_rails_str(const ri2n_link *l, char *buf, size_t len);
+/* Core events: rail down/up, failures, for the log. */
+void ri2n_on_core_event(void *user, const rn_event *ev);
+
+/* ---- btl_ri2n_stream.c ---- */
+
+/* Delivers every complete frame the link has in order (MPI thread only). */
+int ri2n_stream_deliver(ri2n_link *l, uint64_t now);
+/* Moves queued fragments into the stream; completes them (MPI thread only). */
+int ri2n_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
+/* Writes the initiator's hello once the connection is up. */
+void ri2n_stream_hello(ri2n_link *l, uint64_t now);
+/* Sends what the core has to send on this link. */
+void ri2n_stream_flush(ri2n_link *l, uint64_t now);
+/* Writes as much of a fragment as fits; 1 when whole, 0 when the ring is full, <0 error. */
+int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now);
+/* One pass of the protocol: receive, timers, deliver, send, flush. */
+int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
+/* Calls the PML's error callback for queued fatal errors (lock not held). */
+void ri2n_report_fatal(mca_btl_ri2n_module_t *m);
+/* Per-peer, per-rail counters on Open MPI's output (btl_ri2n_verbose). */
+void ri2n_print_summary(mca_btl_ri2n_module_t *m);
+
+END_C_DECLS
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * btl_ri2n_component.c - the MCA component: registration, init, the
+ * progress function MPI polls, and the keeper thread.
+ *
+ * Progress is where the protocol runs: every call reads what the rail
+ * sockets have, fires due timers, hands complete frames to the PML, moves
+ * queued fragments into the stream and sends what the core has to send.
+ * No thread hop and no socketpair sit between MPI and the core.
+ *
+ * The keeper covers the time MPI does not poll.  An application computing
+ * for minutes between MPI calls would otherwise go silent: its peers would
+ * fail every rail after rail_timeout and, after dead_peer, report it dead.
+ * Every keeper_ms the keeper looks at when progress last ran; if MPI has
+ * not polled for two periods it takes the lock (trylock: never delays MPI)
+ * and runs a pass that receives, answers, keeps alive and sends, but never
+ * calls the PML (no delivery, no completions): those wait for MPI's next
+ * poll.  Fatal errors it finds go to the PML's error callback at once, so a
+ * dead peer aborts a computing job too.
+ */
+#include "opal_config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "btl_ri2n.h"
+#include "btl_ri2n_frag.h"
+
+static int ri2n_component_register(void);
+static int ri2n_component_open(void);
+static int ri2n_component_close(void);
+static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_threads,
+						   bool mpi_threads);
+static int ri2n_component_progress(void);
+
+mca_btl_ri2n_component_t mca_btl_ri2n_component = {
+	.super = {
+		.btl_version = {
+			MCA_BTL_DEFAULT_VERSION("ri2n"),
+			.mca_open_component = ri2n_component_open,
+			.mca_close_component = ri2n_component_close,
+			.mca_register_component_params = ri2n_component_register,
+		},
+		.btl_data = {
+			.param_field = MCA_BASE_METADATA_PARAM_NONE,
+		},
+		.btl_init = ri2n_component_init,
+		.btl_progress = ri2n_component_progress,
+	},
+};
+
+static int ri2n_component_register(void)
+{
+	return ri2n_params_register(&mca_btl_ri2n_component, &mca_btl_ri2n_module);
+}
+
+static int ri2n_component_open(void)
+{
+	ri2n_frag_lists_construct(&mca_btl_ri2n_component);
+	return OPAL_SUCCESS;
+}
+
+static int ri2n_component_close(void)
+{
+	ri2n_frag_lists_destruct(&mca_btl_ri2n_component);
+	return OPAL_SUCCESS;
+}
+
+/* ---- the keeper ---- */
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void *keeper_main(void *arg)
+{
+	mca_btl_ri2n_module_t *m = arg;
+	uint64_t idle_ns = (uint64_t)mca_btl_ri2n_component.p.keeper_ms * 2000000;
+
+	while (!__atomic_load_n(&m->keeper_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t now;
+
+		sleep_ms(mca_btl_ri2n_component.p.keeper_ms);
+		now = ri2n_now_ns();
+		if (now - __atomic_load_n(&m->last_progress_ns, __ATOMIC_RELAXED) < idle_ns)
+			continue; /* MPI polls: the protocol is driven there */
+		if (ri2n_trylock(m) != 0)
+			continue;
+		if (!m->in_progress && m->ready) {
+			m->in_progress = 1;
+			ri2n_stream_pass(m, now, 0);
+			m->in_progress = 0;
+		}
+		ri2n_unlock(m);
+	}
+	return NULL;
+}
+
+static void keeper_start(mca_btl_ri2n_module_t *m)
+{
+	if (mca_btl_ri2n_component.p.keeper_ms <= 0)
+		return;
+	m->keeper_stop = 0;
+	if (pthread_create(&m->keeper, NULL, keeper_main, m) == 0)
+		m->keeper_on = 1;
+}
+
+void ri2n_keeper_stop(mca_btl_ri2n_module_t *m)
+{
+	if (!m->keeper_on)
+		return;
+	__atomic_store_n(&m->keeper_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(m->keeper, NULL);
+	m->keeper_on = 0;
+}
+
+/* ---- init and progress ---- */
+
+static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_threads,
+						   bool mpi_threads)
+{
+	mca_btl_ri2n_module_t *m = &mca_btl_ri2n_module;
+	mca_btl_base_module_t **btls;
+
+	(void)progress_threads;
+	(void)mpi_threads;
+	*num_btls = 0;
+	if (ri2n_module_init(m) != OPAL_SUCCESS)
+		return NULL;
+	btls = malloc(sizeof(*btls));
+	if (!btls)
+		return NULL;
+	btls[0] = &m->super;
+	*num_btls = 1;
+	keeper_start(m);
+	return btls;
+}
+
+static int ri2n_component_progress(void)
+{
+	mca_btl_ri2n_module_t *m = &mca_btl_ri2n_module;
+	uint64_t now;
+	int n;
+
+	if (!m->ready || ri2n_trylock(m) != 0)
+		return 0;
+	/* a PML callback that polls again: the outer pass is still running */
+	if (m->in_progress) {
+		ri2n_unlock(m);
+		return 0;
+	}
+	m->in_progress = 1;
+	now = ri2n_now_ns();
+	__atomic_store_n(&m->last_progress_ns, now, __ATOMIC_RELAXED);
+	n = ri2n_stream_pass(m, now, 1);
+	m->in_progress = 0;
+	ri2n_unlock(m);
+	return n;
+}

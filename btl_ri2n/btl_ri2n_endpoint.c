@@ -1,0 +1,535 @@
+/*
+ * btl_ri2n_endpoint.c - peers and their connections.
+ *
+ * Who connects is decided by name: the process with the lower (jobid, vpid)
+ * connects, the other accepts through the module's listener, so two
+ * processes never build two streams.  The connecting side writes a hello
+ * (its name) as the first frame; until the hello is read an accepted link
+ * belongs to nobody.
+ *
+ * When the higher-named process has something to send first, it "nudges"
+ * the lower one: a 16-byte datagram on every rail (magic, type, its name),
+ * resent with backoff, that makes the lower one connect.  Open MPI adds
+ * peers lazily, so a nudge or a hello may name a process the PML has not
+ * added yet: its endpoint is created without a proc and completed by
+ * add_procs later.  Frames need no endpoint: the PML's headers say who sent
+ * them.
+ *
+ * A connect attempt goes to one of the peer's rails and lasts attempt_ms
+ * (1 s: four INITs); if it fails the next rail is tried, until
+ * connect_timeout.  So a rail that is dead when two processes first talk
+ * costs a second, not the job.
+ *
+ * Failures: a rail failure never shows here (the core fails over inside
+ * the connection).  Only a connection that dies - every rail silent past
+ * dead_peer, a RESET, or no rail ever connecting - makes the endpoint
+ * FAILED, and the PML's error callback gets a sentence naming the peer and
+ * the rails.
+ */
+#include "opal_config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "opal/util/output.h"
+
+#include "btl_ri2n.h"
+#include "btl_ri2n_frag.h"
+#include "rn_log.h"
+
+#define MS UINT64_C(1000000)
+#define NUDGE_LEN 16
+#define NUDGE_FIRST_NS (20 * MS)  /* a lost nudge costs little */
+#define NUDGE_MAX_NS (500 * MS)   /* the peer may be computing: its keeper answers */
+
+uint64_t ri2n_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ri2n_core_now(mca_btl_ri2n_module_t *m)
+{
+	uint64_t t = ri2n_now_ns();
+
+	if (t < m->core_now)
+		t = m->core_now;
+	m->core_now = t;
+	return t;
+}
+
+static uint64_t name_key(opal_process_name_t n)
+{
+	return ((uint64_t)n.jobid << 32) | n.vpid;
+}
+
+/* ---- endpoints ---- */
+
+void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep)
+{
+	const char *host = ep->proc && ep->proc->proc_hostname ? ep->proc->proc_hostname : NULL;
+
+	if (host)
+		snprintf(ep->desc, sizeof(ep->desc), "rank %u on %s (%s)", ep->name.vpid, host,
+			 OPAL_NAME_PRINT(ep->name));
+	else
+		snprintf(ep->desc, sizeof(ep->desc), "rank %u (%s)", ep->name.vpid,
+			 OPAL_NAME_PRINT(ep->name));
+}
+
+mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+				      int create)
+{
+	mca_btl_ri2n_endpoint_t *ep;
+	uint64_t key = name_key(name);
+
+	for (ep = m->eps; ep; ep = ep->next)
+		if (name_key(ep->name) == key)
+			return ep;
+	if (!create || key == name_key(m->me))
+		return NULL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return NULL;
+	ep->name = name;
+	ep->mod = m;
+	ep->state = RI2N_EP_IDLE;
+	ep->initiator = name_key(m->me) < key;
+	OBJ_CONSTRUCT(&ep->sendq, opal_list_t);
+	ri2n_ep_describe(ep);
+	ep->next = m->eps;
+	m->eps = ep;
+	return ep;
+}
+
+void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep)
+{
+	opal_list_item_t *it;
+
+	/* nothing should be left at finalize; what is goes back to its list */
+	while ((it = opal_list_remove_first(&ep->sendq)) != NULL) {
+		mca_btl_ri2n_frag_t *f = (mca_btl_ri2n_frag_t *)it;
+
+		if (f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+			ri2n_frag_return(f);
+	}
+	OBJ_DESTRUCT(&ep->sendq);
+	if (ep->proc)
+		OBJ_RELEASE(ep->proc);
+	free(ep);
+}
+
+/* Remembers a peer rail address we learned from a nudge (or the modex). */
+static void ep_learn(mca_btl_ri2n_endpoint_t *ep, rn_addr a)
+{
+	for (int i = 0; i < ep->npeer; i++)
+		if (ep->peer[i].ip == a.ip && ep->peer[i].port == a.port)
+			return;
+	if (ep->npeer < RN_MAX_RAILS)
+		ep->peer[ep->npeer++] = a;
+}
+
+/* The local socket in the same subnet as `a`, or -1. */
+static int local_rail_for(const mca_btl_ri2n_module_t *m, rn_addr a)
+{
+	for (int i = 0; i < m->io.n; i++) {
+		uint8_t p = m->io.s[i].addr.prefix;
+		uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
+
+		if ((a.ip & mask) == (m->io.s[i].addr.ip & mask))
+			return i;
+	}
+	return -1;
+}
+
+/* ---- connecting ---- */
+
+static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg);
+
+/* One attempt: INIT to the next of the peer's rails we share a subnet with. */
+static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = ep->mod;
+	rn_rail_addr local[RN_MAX_RAILS];
+	rn_config cfg = m->cfg;
+	uint64_t attempt = (uint64_t)mca_btl_ri2n_component.p.attempt_ms * MS;
+	rn_conn *c = NULL;
+
+	for (int i = 0; i < m->io.n; i++)
+		local[i] = m->io.s[i].addr;
+	/* short attempts, so a dead rail is left for the next one */
+	cfg.connect_timeout_ns = ep->deadline_ns > now ? ep->deadline_ns - now : MS;
+	if (attempt && attempt < cfg.connect_timeout_ns)
+		cfg.connect_timeout_ns = attempt;
+	for (int tries = 0; tries < ep->npeer && !c; tries++) {
+		int r = ep->next_rail++ % ep->npeer;
+
+		if (rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now) == 0) {
+			ri2n_link *l = ri2n_link_new(m, c, now);
+
+			if (!l) {
+				rn_conn_del(c);
+				break;
+			}
+			l->initiator = 1;
+			l->rail = r;
+			l->ep = ep;
+			l->dirty = 1;
+			ep->link = l;
+			ep->state = RI2N_EP_CONNECTING;
+			rn_debug("btl_ri2n: connecting to %s via %s", ep->desc,
+				 inet_ntoa((struct in_addr){ htonl(ep->peer[r].ip) }));
+			return;
+		}
+		c = NULL;
+	}
+	fail_ep(ep, "no rail shares a subnet with the peer's rails, or out of memory");
+}
+
+static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = ep->mod;
+	uint8_t b[NUDGE_LEN] = { 0 };
+	uint32_t v = htonl(RI2N_MAGIC);
+
+	memcpy(b, &v, 4);
+	b[4] = 1; /* type: connect to me */
+	v = htonl(m->me.jobid);
+	memcpy(b + 8, &v, 4);
+	v = htonl(m->me.vpid);
+	memcpy(b + 12, &v, 4);
+	/* every rail: the first ones may be the dead ones */
+	for (int i = 0; i < ep->npeer; i++) {
+		int r = local_rail_for(m, ep->peer[i]);
+
+		if (r >= 0)
+			ri2n_io_send_now(&m->io, r, ep->peer[i], b, sizeof(b));
+	}
+	ep->nudge_next_ns = now + ep->nudge_gap_ns;
+	ep->nudge_gap_ns = ep->nudge_gap_ns * 2 < NUDGE_MAX_NS ? ep->nudge_gap_ns * 2 : NUDGE_MAX_NS;
+}
+
+void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+{
+	if (ep->state != RI2N_EP_IDLE || ep->is_self)
+		return;
+	ep->deadline_ns = now + ep->mod->cfg.connect_timeout_ns;
+	if (ep->initiator) {
+		connect_attempt(ep, now);
+		return;
+	}
+	ep->state = RI2N_EP_WAITING;
+	ep->nudge_gap_ns = NUDGE_FIRST_NS;
+	send_nudges(ep, now);
+}
+
+void ri2n_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
+{
+	(void)main;
+	for (mca_btl_ri2n_endpoint_t *ep = m->eps; ep; ep = ep->next) {
+		if (ep->state != RI2N_EP_WAITING)
+			continue;
+		if (now >= ep->deadline_ns) {
+			char msg[256];
+
+			snprintf(msg, sizeof(msg), "%s never connected back within %llu ms "
+				 "(btl_ri2n_connect_timeout_ms) although asked on every rail",
+				 ep->desc, (unsigned long long)(m->cfg.connect_timeout_ns / MS));
+			fail_ep(ep, msg);
+		} else if (now >= ep->nudge_next_ns) {
+			send_nudges(ep, now);
+		}
+	}
+}
+
+void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+		      size_t len, uint64_t now)
+{
+	opal_process_name_t name;
+	mca_btl_ri2n_endpoint_t *ep;
+	uint32_t v;
+
+	(void)rail;
+	if (len != NUDGE_LEN || d[4] != 1 || m->finalizing)
+		return;
+	memcpy(&v, d + 8, 4);
+	name.jobid = ntohl(v);
+	memcpy(&v, d + 12, 4);
+	name.vpid = ntohl(v);
+	ep = ri2n_ep_find(m, name, 1);
+	if (!ep || !ep->initiator)
+		return; /* only a lower name connects: a nudge the other way is bogus */
+	ep_learn(ep, from);
+	if (ep->state != RI2N_EP_IDLE)
+		return;
+	/* the rail the nudge came in on works at least one way: try it first */
+	for (int i = 0; i < ep->npeer; i++)
+		if (ep->peer[i].ip == from.ip && ep->peer[i].port == from.port)
+			ep->next_rail = i;
+	ri2n_ep_kick(ep, now);
+}
+
+int ri2n_is_nudge(const uint8_t *d, size_t len)
+{
+	uint32_t v;
+
+	if (len != NUDGE_LEN)
+		return 0;
+	memcpy(&v, d, 4);
+	return ntohl(v) == RI2N_MAGIC; /* ri2n's own datagrams start with version 1 */
+}
+
+int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,
+		 uint64_t now)
+{
+	mca_btl_ri2n_endpoint_t *ep = ri2n_ep_find(m, name, 1);
+	rn_conn_stats st;
+
+	if (!ep || ep->initiator || l->initiator)
+		return -1; /* the peer should not have connected: names disagree */
+	if (ep->link && ep->link != l) {
+		/* the peer gave up on an older attempt and made this one: drop the old */
+		ri2n_link *old = ep->link;
+
+		old->ep = NULL;
+		rn_conn_abort(old->conn, now);
+		old->dead = 1;
+	}
+	ep->link = l;
+	l->ep = ep;
+	l->hello_done = 1;
+	if (ep->state != RI2N_EP_FAILED) {
+		ep->state = RI2N_EP_OPEN;
+		ep->was_open = 1;
+	}
+	/* the handshake told us every rail of the peer: nudges could use them */
+	rn_conn_get_stats(l->conn, &st);
+	for (int k = 0; k < st.npaths; k++)
+		ep_learn(ep, st.rail[k].remote);
+	return 0;
+}
+
+/* ---- links ---- */
+
+static unsigned bucket(uint64_t id)
+{
+	return (unsigned)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (RI2N_IDTAB - 1);
+}
+
+ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
+{
+	ri2n_link *l = calloc(1, sizeof(*l));
+	unsigned b;
+
+	if (!l)
+		return NULL;
+	l->conn = c;
+	l->mod = m;
+	l->id = rn_conn_id(c);
+	l->created_ns = now;
+	l->expiry_ns = rn_conn_expiry(c);
+	rn_conn_set_user(c, l);
+	b = bucket(l->id);
+	l->hnext = m->idtab[b];
+	m->idtab[b] = l;
+	l->next = m->links;
+	if (m->links)
+		m->links->prev = l;
+	m->links = l;
+	return l;
+}
+
+ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
+{
+	for (ri2n_link *l = m->idtab[bucket(id)]; l; l = l->hnext)
+		if (l->id == id)
+			return l;
+	return NULL;
+}
+
+void ri2n_link_free(ri2n_link *l)
+{
+	rn_conn_del(l->conn);
+	free(l->rbuf);
+	free(l);
+}
+
+void ri2n_links_reap(mca_btl_ri2n_module_t *m)
+{
+	ri2n_link *l = m->links, *next;
+
+	for (; l; l = next) {
+		ri2n_link **pp;
+
+		next = l->next;
+		if (!l->dead)
+			continue;
+		for (pp = &m->idtab[bucket(l->id)]; *pp; pp = &(*pp)->hnext) {
+			if (*pp == l) {
+				*pp = l->hnext;
+				break;
+			}
+		}
+		if (l->prev)
+			l->prev->next = l->next;
+		else
+			m->links = l->next;
+		if (l->next)
+			l->next->prev = l->prev;
+		if (l->ep && l->ep->link == l)
+			l->ep->link = NULL;
+		ri2n_link_free(l);
+	}
+}
+
+void ri2n_link_rails_str(const ri2n_link *l, char *buf, size_t len)
+{
+	rn_conn_stats st;
+	size_t n = 0;
+
+	buf[0] = 0;
+	rn_conn_get_stats(l->conn, &st);
+	for (int k = 0; k < st.npaths && n < len; k++) {
+		char a[16], b[16];
+		struct in_addr la = { htonl(st.rail[k].local.ip) }, ra = { htonl(st.rail[k].remote.ip) };
+
+		inet_ntop(AF_INET, &la, a, sizeof(a));
+		inet_ntop(AF_INET, &ra, b, sizeof(b));
+		n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s (%s)", k ? ", " : "",
+				      l->mod->rails[st.rail[k].local_rail].name, a, b,
+				      st.rail[k].rx_up ? "up" : "down");
+	}
+	if (st.npaths == 0)
+		snprintf(buf, len, "no rail paired yet");
+}
+
+/* ---- failures ---- */
+
+void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg)
+{
+	ri2n_fatal *f;
+
+	if (m->nfatal >= RI2N_MAX_FATAL)
+		return;
+	f = &m->fatal[m->nfatal++];
+	f->proc = ep ? ep->proc : NULL;
+	/* the PML prints it as a format string: no '%' may survive */
+	snprintf(f->msg, sizeof(f->msg), "btl_ri2n: %s", msg);
+	for (char *p = f->msg; *p; p++)
+		if (*p == '%')
+			*p = ' ';
+}
+
+static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg)
+{
+	if (ep->state == RI2N_EP_FAILED)
+		return;
+	/* a peer only a nudge told us about, never used by the PML nor ever
+	 * connected: a forged nudge must not abort the job */
+	if (!ep->proc && !ep->was_open) {
+		rn_info("btl_ri2n: giving up on %s, which asked us to connect: %s", ep->desc, msg);
+		ep->state = RI2N_EP_IDLE;
+		return;
+	}
+	ep->state = RI2N_EP_FAILED;
+	/* the PML's handler prints it as it aborts; without one, say it here */
+	if (!ep->mod->error_cb)
+		rn_error("btl_ri2n: %s", msg);
+	ri2n_fatal_add(ep->mod, ep, msg);
+}
+
+/* The sentence for a connection that died. */
+static void death_msg(ri2n_link *l, int err, int was_up, char *msg, size_t len)
+{
+	mca_btl_ri2n_endpoint_t *ep = l->ep;
+	const rn_config *cfg = &l->mod->cfg;
+	char rails[320];
+
+	ri2n_link_rails_str(l, rails, sizeof(rails));
+	if (err == RN_ERR_TIMEDOUT && was_up)
+		snprintf(msg, len, "lost every rail to %s: nothing received on any rail [%s] for "
+			 "%llu ms (btl_ri2n_dead_peer_ms); the peer is dead or cut off, aborting "
+			 "instead of hanging", ep->desc, rails,
+			 (unsigned long long)(cfg->dead_peer_ns / MS));
+	else if (!was_up)
+		snprintf(msg, len, "could not connect to %s on any rail within %llu ms "
+			 "(btl_ri2n_connect_timeout_ms): %s", ep->desc,
+			 (unsigned long long)(cfg->connect_timeout_ns / MS),
+			 err == RN_ERR_TIMEDOUT ? "no answer to the handshake" : rn_strerror(err));
+	else if (err == RN_ERR_RESET)
+		snprintf(msg, len, "%s reset the connection (it aborted or restarted) [%s]",
+			 ep->desc, rails);
+	else
+		snprintf(msg, len, "connection to %s failed: %s [%s]", ep->desc, rn_strerror(err),
+			 rails);
+}
+
+void ri2n_link_check(ri2n_link *l, uint64_t now)
+{
+	mca_btl_ri2n_endpoint_t *ep = l->ep;
+	int err = rn_conn_error(l->conn), st = rn_conn_state(l->conn);
+	rn_conn_stats cs;
+	char msg[1024];
+
+	if (!err && st != RN_ST_CLOSED)
+		return;
+	l->dead = 1;
+	if (!ep || ep->link != l)
+		return; /* an accepted link nobody claimed, or replaced: goes quietly */
+	ep->link = NULL;
+	if (l->mod->finalizing || ep->state == RI2N_EP_CLOSED || ep->state == RI2N_EP_FAILED)
+		return;
+	if (!err || l->eof) { /* the peer finished: it is finalizing */
+		ep->state = RI2N_EP_CLOSED;
+		return;
+	}
+	rn_conn_get_stats(l->conn, &cs);
+	if (l->initiator && !cs.established_ns && now < ep->deadline_ns) {
+		connect_attempt(ep, now); /* that rail did not answer: the next one */
+		return;
+	}
+	death_msg(l, err, cs.established_ns != 0, msg, sizeof(msg));
+	fail_ep(ep, msg);
+}
+
+void ri2n_report_fatal(mca_btl_ri2n_module_t *m)
+{
+	ri2n_fatal f[RI2N_MAX_FATAL];
+	int n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->nfatal;
+	memcpy(f, m->fatal, (size_t)n * sizeof(*f));
+	m->nfatal = 0;
+	pthread_mutex_unlock(&m->lock);
+	for (int i = 0; i < n; i++) {
+		if (m->error_cb)
+			m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, f[i].proc, f[i].msg);
+		else
+			opal_output(0, "%s", f[i].msg);
+	}
+}
+
+/* ---- core events ---- */
+
+void ri2n_on_core_event(void *user, const rn_event *ev)
+{
+	ri2n_link *l = user;
+	rn_conn_stats st;
+	char a[16], b[16];
+
+	if (!l || (ev->type != RN_EV_RAIL_DOWN && ev->type != RN_EV_RAIL_UP))
+		return; /* accept reports ESTABLISHED before the link exists; deaths: link_check */
+	l->mod->rail_events++;
+	rn_conn_get_stats(l->conn, &st);
+	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].local.ip) }, a, sizeof(a));
+	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].remote.ip) }, b, sizeof(b));
+	rn_warn("btl_ri2n: %s: rail %s (%s -> %s) %s (%s); sending on %d, receiving on %d of %d "
+		"rails", l->ep ? l->ep->desc : "peer", l->mod->rails[st.rail[ev->rail].local_rail].name,
+		a, b, ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause),
+		__builtin_popcount(ev->tx_up), __builtin_popcount(ev->rx_up), st.npaths);
+}

@@ -1,0 +1,634 @@
+/*
+ * btl_ri2n_module.c - the BTL module: setup and modex, add/del procs, the
+ * send paths (alloc, prepare_src, send, sendi) and finalize.
+ *
+ * Sends to this very process (`--mca btl ri2n` without `self`) are handed
+ * to the receive callback at once, in memory, as btl/self does.
+ */
+#include "opal_config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/output.h"
+
+#include "btl_ri2n.h"
+#include "btl_ri2n_frag.h"
+#include "ri2n.h"
+#include "rn_log.h"
+
+/* The modex blob: magic, version, rail count, then per rail ip, port, prefix. */
+#define MODEX_VERSION 1
+
+typedef struct modex_rail {
+	uint32_t ip;
+	uint16_t port;
+	uint8_t prefix, pad;
+} modex_rail;
+
+typedef struct modex_blob {
+	uint32_t magic;
+	uint8_t version, nrails;
+	uint16_t pad;
+	modex_rail rail[RN_MAX_RAILS];
+} modex_blob;
+
+/* ---- lock ---- */
+
+void ri2n_lock(mca_btl_ri2n_module_t *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->depth++;
+}
+
+int ri2n_trylock(mca_btl_ri2n_module_t *m)
+{
+	if (pthread_mutex_trylock(&m->lock) != 0)
+		return -1;
+	m->depth++;
+	return 0;
+}
+
+void ri2n_unlock(mca_btl_ri2n_module_t *m)
+{
+	int outer = --m->depth == 0;
+
+	pthread_mutex_unlock(&m->lock);
+	if (outer && m->nfatal)
+		ri2n_report_fatal(m);
+}
+
+int ri2n_release(mca_btl_ri2n_module_t *m)
+{
+	int depth = m->depth;
+
+	m->depth = 0;
+	for (int i = 0; i < depth; i++)
+		pthread_mutex_unlock(&m->lock);
+	return depth;
+}
+
+void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
+{
+	for (int i = 0; i < depth; i++)
+		pthread_mutex_lock(&m->lock);
+	m->depth = depth;
+}
+
+/* ---- setup ---- */
+
+static void *core_alloc(void *u, size_t n)
+{
+	(void)u;
+	return calloc(1, n);
+}
+
+static void core_free(void *u, void *p)
+{
+	(void)u;
+	free(p);
+}
+
+static uint64_t core_rng(void *u)
+{
+	uint64_t v = 0;
+
+	(void)u;
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v ^= ri2n_now_ns() * UINT64_C(0x9e3779b97f4a7c15); /* never in practice */
+	return v;
+}
+
+static void on_io_error(void *arg, int rail, uint64_t owner, int err)
+{
+	mca_btl_ri2n_module_t *m = arg;
+	ri2n_link *l = ri2n_link_lookup(m, owner);
+
+	(void)err;
+	/* unreachable, interface gone: the core stops sending there until it hears back */
+	if (l) {
+		rn_conn_rail_error(l->conn, ri2n_core_now(m), rail);
+		l->dirty = 1;
+	}
+}
+
+static void set_log_level(const char *s)
+{
+	static const char *const names[] = { "debug", "info", "warn", "error", "off" };
+
+	rn_log_init();
+	if (!s || !*s)
+		return;
+	for (int i = 0; i <= RN_LOG_OFF; i++) {
+		if (strcmp(s, names[i]) == 0) {
+			ri2n_set_log(i, NULL, NULL);
+			return;
+		}
+	}
+	opal_output(0, "btl_ri2n: btl_ri2n_log=%s is not one of debug, info, warn, error, off", s);
+}
+
+static int find_rails(mca_btl_ri2n_module_t *m, int *min_mtu)
+{
+	const char *inc = mca_btl_ri2n_component.p.if_include;
+	const char *spec = inc && *inc ? inc : getenv("RI2N_RAILS");
+	char why[256];
+
+	m->nrails = rn_rails_discover(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));
+	if (m->nrails <= 0) {
+		opal_output(0, "btl_ri2n: not available: %s (set btl_ri2n_if_include or RI2N_RAILS)",
+			    why);
+		return OPAL_ERR_NOT_AVAILABLE;
+	}
+	*min_mtu = 65535;
+	for (int i = 0; i < m->nrails; i++)
+		if (m->rails[i].mtu < *min_mtu)
+			*min_mtu = m->rails[i].mtu;
+	return OPAL_SUCCESS;
+}
+
+static int modex_publish(mca_btl_ri2n_module_t *m)
+{
+	modex_blob b = { .magic = htonl(RI2N_MAGIC), .version = MODEX_VERSION,
+			 .nrails = (uint8_t)m->io.n };
+	int rc;
+
+	for (int i = 0; i < m->io.n; i++)
+		b.rail[i] = (modex_rail){ .ip = htonl(m->io.s[i].addr.ip),
+					  .port = htons(m->io.s[i].addr.port),
+					  .prefix = m->io.s[i].addr.prefix };
+	OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ri2n_component.super.btl_version, &b,
+			offsetof(modex_blob, rail) + (size_t)m->io.n * sizeof(modex_rail));
+	return rc;
+}
+
+int ri2n_module_init(mca_btl_ri2n_module_t *m)
+{
+	pthread_mutexattr_t a;
+	rn_rail_addr addrs[RN_MAX_RAILS];
+	char err[256];
+	int min_mtu, rc;
+
+	set_log_level(mca_btl_ri2n_component.p.log);
+	if (find_rails(m, &min_mtu) != OPAL_SUCCESS)
+		return OPAL_ERR_NOT_AVAILABLE;
+	if (ri2n_params_config(&mca_btl_ri2n_component.p, min_mtu, &m->cfg, err, sizeof(err))) {
+		opal_output(0, "btl_ri2n: %s", err);
+		return OPAL_ERR_BAD_PARAM;
+	}
+	m->env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng,
+			   .on_event = ri2n_on_core_event, .user = NULL };
+	if (ri2n_io_open(&m->io, m->rails, m->nrails, m->cfg.max_dgram,
+			 mca_btl_ri2n_component.p.gso, mca_btl_ri2n_component.p.gro,
+			 mca_btl_ri2n_component.p.rx_ts, err, sizeof(err))) {
+		opal_output(0, "btl_ri2n: %s", err);
+		ri2n_io_close(&m->io);
+		return OPAL_ERR_NOT_AVAILABLE;
+	}
+	m->io.on_error = on_io_error;
+	m->io.arg = m;
+	for (int i = 0; i < m->io.n; i++)
+		addrs[i] = m->io.s[i].addr;
+	rc = rn_listener_init(&m->lis, &m->cfg, &m->env, addrs, m->io.n);
+	if (rc == 0)
+		rc = modex_publish(m);
+	if (rc == 0)
+		rc = ri2n_frag_lists_init(&mca_btl_ri2n_component, m->super.btl_eager_limit,
+					  m->super.btl_max_send_size);
+	if (rc != 0) {
+		ri2n_io_close(&m->io);
+		return OPAL_ERROR;
+	}
+	if (m->super.btl_bandwidth == 0)
+		m->super.btl_bandwidth = 1000 * (uint32_t)m->nrails; /* Mbit/s, GbE rails */
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&m->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	m->me = OPAL_PROC_MY_NAME;
+	m->last_progress_ns = ri2n_now_ns();
+	m->ready = 1;
+	return OPAL_SUCCESS;
+}
+
+/* ---- procs ---- */
+
+/* The peer's rail addresses from its modex blob; 0 if it has none we can reach. */
+static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_endpoint_t *ep)
+{
+	uint8_t *raw = NULL;
+	modex_blob *b;
+	size_t size = 0;
+	int rc, n = 0;
+
+	OPAL_MODEX_RECV(rc, &mca_btl_ri2n_component.super.btl_version, &proc->proc_name, &raw,
+			&size);
+	b = (modex_blob *)raw;
+	if (rc != OPAL_SUCCESS || !b)
+		return 0;
+	if (size >= offsetof(modex_blob, rail) && ntohl(b->magic) == RI2N_MAGIC &&
+	    b->version == MODEX_VERSION && b->nrails <= RN_MAX_RAILS &&
+	    size >= offsetof(modex_blob, rail) + b->nrails * sizeof(modex_rail)) {
+		for (int i = 0; i < b->nrails; i++)
+			ep->peer[n++] = (rn_addr){ ntohl(b->rail[i].ip), ntohs(b->rail[i].port) };
+		ep->npeer = n;
+	}
+	free(b);
+	(void)m;
+	return n;
+}
+
+/* True if one of our rails shares a subnet with one of the peer's. */
+static int reachable_rails(const mca_btl_ri2n_module_t *m, const mca_btl_ri2n_endpoint_t *ep)
+{
+	for (int i = 0; i < m->io.n; i++) {
+		uint8_t p = m->io.s[i].addr.prefix;
+		uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
+
+		for (int k = 0; k < ep->npeer; k++)
+			if ((ep->peer[k].ip & mask) == (m->io.s[i].addr.ip & mask))
+				return 1;
+	}
+	return 0;
+}
+
+static mca_btl_ri2n_endpoint_t *self_endpoint(mca_btl_ri2n_module_t *m)
+{
+	if (!m->self_ep) {
+		m->self_ep = calloc(1, sizeof(*m->self_ep));
+		if (!m->self_ep)
+			return NULL;
+		m->self_ep->is_self = 1;
+		m->self_ep->mod = m;
+		m->self_ep->name = m->me;
+		m->self_ep->state = RI2N_EP_OPEN;
+		OBJ_CONSTRUCT(&m->self_ep->sendq, opal_list_t);
+	}
+	return m->self_ep;
+}
+
+static mca_btl_ri2n_endpoint_t *add_one(mca_btl_ri2n_module_t *m, opal_proc_t *proc)
+{
+	mca_btl_ri2n_endpoint_t tmp = { .npeer = 0 }, *ep;
+
+	if (opal_compare_proc(proc->proc_name, m->me) == 0)
+		return self_endpoint(m);
+	if (modex_read(m, proc, &tmp) == 0 || !reachable_rails(m, &tmp))
+		return NULL; /* no ri2n there, or no rail in common: another BTL may reach it */
+	ep = ri2n_ep_find(m, proc->proc_name, 1);
+	if (!ep)
+		return NULL;
+	memcpy(ep->peer, tmp.peer, sizeof(ep->peer));
+	ep->npeer = tmp.npeer;
+	if (!ep->proc) {
+		OBJ_RETAIN(proc);
+		ep->proc = proc;
+		ri2n_ep_describe(ep);
+	}
+	return ep;
+}
+
+static int ri2n_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+			  struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
+			  opal_bitmap_t *reachable)
+{
+	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
+
+	ri2n_lock(m);
+	for (size_t i = 0; i < nprocs; i++) {
+		mca_btl_ri2n_endpoint_t *ep = add_one(m, procs[i]);
+
+		if (!ep)
+			continue;
+		peers[i] = ep;
+		if (reachable)
+			opal_bitmap_set_bit(reachable, (int)i);
+	}
+	ri2n_unlock(m);
+	return OPAL_SUCCESS;
+}
+
+static int ri2n_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+			  struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
+{
+	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
+
+	(void)procs;
+	/* the connection stays until finalize closes it cleanly; only the proc goes */
+	ri2n_lock(m);
+	for (size_t i = 0; i < nprocs; i++) {
+		mca_btl_ri2n_endpoint_t *ep = peers[i];
+
+		if (ep && !ep->is_self && ep->proc) {
+			OBJ_RELEASE(ep->proc);
+			ep->proc = NULL;
+		}
+	}
+	ri2n_unlock(m);
+	return OPAL_SUCCESS;
+}
+
+static int ri2n_register_error(struct mca_btl_base_module_t *btl,
+			       mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+	((mca_btl_ri2n_module_t *)btl)->error_cb = cbfunc;
+	return OPAL_SUCCESS;
+}
+
+/* ---- descriptors ---- */
+
+static mca_btl_base_descriptor_t *ri2n_alloc(struct mca_btl_base_module_t *btl,
+					     struct mca_btl_base_endpoint_t *ep, uint8_t order,
+					     size_t size, uint32_t flags)
+{
+	mca_btl_ri2n_frag_t *f = ri2n_frag_alloc(size);
+
+	(void)btl;
+	(void)order;
+	if (!f)
+		return NULL;
+	f->segments[0].seg_len = size;
+	f->base.des_flags = flags;
+	f->endpoint = ep;
+	return &f->base;
+}
+
+static int ri2n_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+	(void)btl;
+	ri2n_frag_return((mca_btl_ri2n_frag_t *)des);
+	return OPAL_SUCCESS;
+}
+
+/*
+ * Contiguous data is not copied here: segment 1 points at the user's buffer
+ * and the bytes are copied once, into the send ring, by btl_send.  Other
+ * data is packed into the fragment's own buffer.
+ */
+static mca_btl_base_descriptor_t *ri2n_prepare_src(struct mca_btl_base_module_t *btl,
+						   struct mca_btl_base_endpoint_t *ep,
+						   struct opal_convertor_t *conv, uint8_t order,
+						   size_t reserve, size_t *size, uint32_t flags)
+{
+	mca_btl_ri2n_frag_t *f;
+	size_t max_data = *size;
+	uint32_t count = 1;
+	struct iovec iov;
+
+	(void)btl;
+	(void)order;
+	if (opal_convertor_need_buffers(conv)) {
+		f = ri2n_frag_alloc(reserve + max_data);
+		if (!f && (f = ri2n_frag_alloc(btl->btl_max_send_size)) != NULL)
+			max_data = f->size > reserve ? f->size - reserve : 0;
+		if (!f)
+			return NULL;
+		iov = (struct iovec){ (uint8_t *)ri2n_frag_data(f) + reserve, max_data };
+		if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+			ri2n_frag_return(f);
+			return NULL;
+		}
+		f->segments[0].seg_len = reserve + max_data;
+	} else {
+		f = ri2n_frag_alloc(reserve);
+		if (!f)
+			return NULL;
+		iov = (struct iovec){ NULL, max_data };
+		if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
+			ri2n_frag_return(f);
+			return NULL;
+		}
+		f->segments[0].seg_len = reserve;
+		f->segments[1].seg_addr.pval = iov.iov_base;
+		f->segments[1].seg_len = max_data;
+		f->base.des_segment_count = max_data ? 2 : 1;
+	}
+	f->base.des_flags = flags;
+	f->endpoint = ep;
+	*size = max_data;
+	return &f->base;
+}
+
+/* ---- sending ---- */
+
+/* Local completion of a fragment: the callback if asked for, then the free. */
+void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status)
+{
+	int owned = f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+
+	if (f->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
+		f->base.des_cbfunc(&m->super, f->endpoint, &f->base, status);
+	if (owned)
+		ri2n_frag_return(f);
+}
+
+/* To this process: the receive callback runs now, on the sender's segments. */
+static int self_send(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, uint8_t tag)
+{
+	mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
+
+	reg->cbfunc(&m->super, tag, &f->base, reg->cbdata);
+	ri2n_frag_complete(m, f, OPAL_SUCCESS);
+	return 1;
+}
+
+static int ri2n_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		     struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
+	mca_btl_ri2n_frag_t *f = (mca_btl_ri2n_frag_t *)des;
+	uint64_t now;
+
+	f->endpoint = ep;
+	if (ep->is_self)
+		return self_send(m, f, tag);
+	ri2n_frag_set_hdr(f, tag);
+	ri2n_lock(m);
+	if (ep->state == RI2N_EP_FAILED || ep->state == RI2N_EP_CLOSED) {
+		ri2n_unlock(m);
+		return OPAL_ERR_UNREACH;
+	}
+	now = ri2n_core_now(m);
+	if (ep->state == RI2N_EP_OPEN && ep->link && opal_list_is_empty(&ep->sendq)) {
+		int rc = ri2n_stream_write_frag(ep->link, f, now);
+
+		ri2n_stream_flush(ep->link, now);
+		ri2n_io_flush(&m->io);
+		if (rc == 1) {
+			ri2n_unlock(m);
+			ri2n_frag_complete(m, f, OPAL_SUCCESS);
+			return 1;
+		}
+	}
+	/* later: when connected, or when the ring has room (ri2n_stream_push) */
+	f->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+	opal_list_append(&ep->sendq, &f->base.super.super);
+	ep->queued_frags++;
+	ri2n_ep_kick(ep, now);
+	ri2n_unlock(m);
+	return OPAL_SUCCESS;
+}
+
+static int self_sendi(mca_btl_ri2n_module_t *m, struct opal_convertor_t *conv, void *header,
+		      size_t header_size, size_t payload_size, uint32_t flags, uint8_t tag)
+{
+	mca_btl_base_descriptor_t *des;
+	size_t size = payload_size;
+
+	des = ri2n_prepare_src(&m->super, m->self_ep, conv, MCA_BTL_NO_ORDER, header_size, &size,
+			       flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
+	if (!des)
+		return OPAL_ERR_OUT_OF_RESOURCE;
+	memcpy(des->des_segments[0].seg_addr.pval, header, header_size);
+	return self_send(m, (mca_btl_ri2n_frag_t *)des, tag) == 1 ? OPAL_SUCCESS : OPAL_ERROR;
+}
+
+/* Writes header + payload straight into the ring; 1 if done, 0 if it cannot now. */
+static int sendi_direct(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep,
+			struct opal_convertor_t *conv, void *header, size_t header_size,
+			size_t payload_size, uint8_t tag, uint64_t now)
+{
+	rn_conn *c = ep->link->conn;
+	uint8_t hdr[RI2N_HDR_LEN];
+	uint32_t len = htonl((uint32_t)(header_size + payload_size));
+	void *data = NULL;
+
+	if (rn_conn_write_space(c) < RI2N_HDR_LEN + header_size + payload_size)
+		return 0;
+	if (payload_size) {
+		struct iovec iov = { NULL, payload_size };
+		uint32_t count = 1;
+		size_t max = payload_size;
+
+		if (opal_convertor_need_buffers(conv)) {
+			if (payload_size > sizeof(m->scratch))
+				return 0;
+			iov.iov_base = m->scratch;
+		}
+		if (opal_convertor_pack(conv, &iov, &count, &max) < 0 || max != payload_size)
+			return 0;
+		data = iov.iov_base;
+	}
+	memcpy(hdr, &len, 4);
+	hdr[4] = tag;
+	hdr[5] = RI2N_FT_FRAG;
+	hdr[6] = hdr[7] = 0;
+	/* the space check above makes each write whole */
+	rn_conn_write(c, now, hdr, RI2N_HDR_LEN);
+	rn_conn_write(c, now, header, header_size);
+	if (payload_size)
+		rn_conn_write(c, now, data, payload_size);
+	m->frames_out++;
+	m->bytes_out += header_size + payload_size;
+	ri2n_stream_flush(ep->link, now);
+	ri2n_io_flush(&m->io);
+	return 1;
+}
+
+static int ri2n_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		      struct opal_convertor_t *conv, void *header, size_t header_size,
+		      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+		      mca_btl_base_descriptor_t **descriptor)
+{
+	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
+	int done = 0;
+
+	if (ep->is_self)
+		return self_sendi(m, conv, header, header_size, payload_size, flags, tag);
+	ri2n_lock(m);
+	if (ep->state == RI2N_EP_OPEN && ep->link && opal_list_is_empty(&ep->sendq))
+		done = sendi_direct(m, ep, conv, header, header_size, payload_size, tag,
+				    ri2n_core_now(m));
+	ri2n_unlock(m);
+	if (done)
+		return OPAL_SUCCESS;
+	/* the PML copies into this and goes the btl_send way */
+	if (descriptor)
+		*descriptor = ri2n_alloc(btl, ep, order, header_size + payload_size, flags);
+	return OPAL_ERR_RESOURCE_BUSY;
+}
+
+/* ---- finalize ---- */
+
+/* Ends every stream cleanly, waiting up to ~1 s for the peers' FINs. */
+static void close_all(mca_btl_ri2n_module_t *m)
+{
+	uint64_t until = ri2n_now_ns() + UINT64_C(1000000000);
+
+	ri2n_lock(m);
+	m->finalizing = 1;
+	for (ri2n_link *l = m->links; l; l = l->next) {
+		if (!l->dead) {
+			rn_conn_shutdown(l->conn, ri2n_core_now(m));
+			l->dirty = 1; /* the FIN goes out in the next pass */
+		}
+	}
+	for (;;) {
+		int open = 0;
+		uint64_t now = ri2n_core_now(m);
+
+		m->in_progress = 1;
+		ri2n_stream_pass(m, now, 0);
+		m->in_progress = 0;
+		for (ri2n_link *l = m->links; l; l = l->next)
+			open += !l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED;
+		if (!open || now > until)
+			break;
+	}
+	ri2n_unlock(m);
+}
+
+static int ri2n_finalize(struct mca_btl_base_module_t *btl)
+{
+	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
+
+	if (!m->ready)
+		return OPAL_SUCCESS;
+	ri2n_keeper_stop(m);
+	close_all(m);
+	if (mca_btl_ri2n_component.p.verbose)
+		ri2n_print_summary(m);
+	ri2n_lock(m);
+	m->ready = 0;
+	while (m->links) {
+		ri2n_link *l = m->links;
+
+		m->links = l->next;
+		ri2n_link_free(l);
+	}
+	while (m->eps) {
+		mca_btl_ri2n_endpoint_t *ep = m->eps;
+
+		m->eps = ep->next;
+		ri2n_ep_free(ep);
+	}
+	if (m->self_ep) {
+		OBJ_DESTRUCT(&m->self_ep->sendq);
+		free(m->self_ep);
+		m->self_ep = NULL;
+	}
+	ri2n_io_close(&m->io);
+	m->nfatal = 0;
+	ri2n_unlock(m);
+	return OPAL_SUCCESS;
+}
+
+mca_btl_ri2n_module_t mca_btl_ri2n_module = {
+	.super = {
+		.btl_component = &mca_btl_ri2n_component.super,
+		.btl_add_procs = ri2n_add_procs,
+		.btl_del_procs = ri2n_del_procs,
+		.btl_finalize = ri2n_finalize,
+		.btl_alloc = ri2n_alloc,
+		.btl_free = ri2n_free,
+		.btl_prepare_src = ri2n_prepare_src,
+		.btl_send = ri2n_send,
+		.btl_sendi = ri2n_sendi,
+		.btl_dump = mca_btl_base_dump,
+		.btl_register_error = ri2n_register_error,
+	},
+};

@@ -1,0 +1,192 @@
+/*
+ * btl_ri2n_params.c - the btl_ri2n_* MCA variables.
+ *
+ * Every knob of the library is also an MCA variable, so `ompi_info --param
+ * btl ri2n --level 9` lists them and `--mca btl_ri2n_dead_peer_ms 3000` (or
+ * OMPI_MCA_btl_ri2n_dead_peer_ms) sets them.  Their defaults are the
+ * library's, after any RI2N_* environment variable: the MCA value, when
+ * given, wins.
+ */
+#include "opal_config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "btl_ri2n.h"
+#include "ri2n.h"
+#include "rn_knobs.h"
+
+#define LVL_USER OPAL_INFO_LVL_1   /* what a user chooses: rails */
+#define LVL_TUNE OPAL_INFO_LVL_4   /* protocol tuning */
+#define LVL_DEV OPAL_INFO_LVL_9    /* internals */
+
+typedef struct knob_var {
+	const char *name;
+	int opt;             /* enum ri2n_option, 0: not a library knob */
+	size_t off;          /* field in ri2n_params */
+	const char *help;
+} knob_var;
+
+#define P(f) offsetof(ri2n_params, f)
+
+/* The library's knobs, in the order they must be applied (MTU first: buffer
+ * sizes are counted in packets of that size). */
+static const knob_var knobs[] = {
+	{ "mtu", RI2N_MTU, P(mtu),
+	  "IP MTU of the rails; datagrams are MTU - 28 bytes (0: the smallest rail MTU)" },
+	{ "heartbeat_ms", RI2N_HEARTBEAT_MS, P(heartbeat_ms),
+	  "Heartbeat period while a rail is unusable (ms): a healed rail is back within about one period" },
+	{ "keepalive_ms", RI2N_KEEPALIVE_MS, P(keepalive_ms),
+	  "Longest silence on an idle working rail (ms)" },
+	{ "rail_timeout_ms", RI2N_RAIL_TIMEOUT_MS, P(rail_timeout_ms),
+	  "Nothing received on a rail this long (ms): the rail has failed (must exceed keepalive_ms)" },
+	{ "dead_peer_ms", RI2N_DEAD_PEER_MS, P(dead_peer_ms),
+	  "Nothing received from a peer on any rail this long (ms): the BTL reports the peer dead "
+	  "and the job aborts (must exceed rail_timeout_ms)" },
+	{ "connect_timeout_ms", RI2N_CONNECT_TIMEOUT_MS, P(connect_timeout_ms),
+	  "Connecting to a peer (over every rail in turn) gives up after this (ms)" },
+	{ "fail_window", RI2N_FAIL_WINDOW, P(fail_window),
+	  "Judge rails every N packets received (the RI2N paper's N)" },
+	{ "fail_min", RI2N_FAIL_MIN, P(fail_min),
+	  "A rail that brought fewer than M of N packets has failed (the paper's M)" },
+	{ "sndbuf", RI2N_SNDBUF, P(sndbuf),
+	  "Send ring per peer (bytes): written and not yet acknowledged" },
+	{ "rcvbuf", RI2N_RCVBUF, P(rcvbuf),
+	  "Receive ring per peer (bytes): the window a peer may fill" },
+};
+
+static void reg_int(mca_btl_ri2n_component_t *c, const char *name, const char *help, int level,
+		    int *var)
+{
+	(void)mca_base_component_var_register(&c->super.btl_version, name, help,
+					      MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+					      MCA_BASE_VAR_SCOPE_READONLY, var);
+}
+
+static void reg_string(mca_btl_ri2n_component_t *c, const char *name, const char *help,
+		       int level, char **var)
+{
+	(void)mca_base_component_var_register(&c->super.btl_version, name, help,
+					      MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, level,
+					      MCA_BASE_VAR_SCOPE_READONLY, var);
+}
+
+/* Library defaults after RI2N_* variables, as the MCA variables' defaults. */
+static void knob_defaults(ri2n_params *p)
+{
+	rn_config cfg;
+	int64_t v;
+
+	rn_config_default(&cfg);
+	rn_knobs_from_env(&cfg);
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++) {
+		int *f = (int *)((char *)p + knobs[i].off);
+
+		*f = rn_knob_get(&cfg, knobs[i].opt, &v) == 0 ? (int)v : 0;
+	}
+	/* the MTU follows the rails unless RI2N_MTU says otherwise */
+	p->mtu = getenv("RI2N_MTU") ? p->mtu : 0;
+}
+
+static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
+{
+	mca_btl_base_module_t *b = &m->super;
+
+	/* above btl/tcp (LOW + 100) so a job given both uses ri2n; below shared memory */
+	b->btl_exclusivity = MCA_BTL_EXCLUSIVITY_LOW + 200;
+	/* 64 KiB eager: a message up to it is one frame and needs no rendezvous; the
+	 * send ring (3 MB by default) absorbs it at once */
+	b->btl_eager_limit = 64 * 1024;
+	b->btl_rndv_eager_limit = 64 * 1024;
+	/* 256 KiB frames: the per-fragment cost (PML header, a completion, a frame
+	 * reassembled at the receiver) is paid four times less often than with
+	 * btl/tcp's 128 KiB, and a frame is still a small part of the ring */
+	b->btl_max_send_size = 256 * 1024;
+	b->btl_rdma_pipeline_send_length = 256 * 1024;
+	b->btl_rdma_pipeline_frag_size = 256 * 1024;
+	b->btl_min_rdma_pipeline_size = 0;
+	/* send/receive only: ri2n is a byte stream, not remote memory access; in-place:
+	 * contiguous user data goes straight from the user's buffer into the ring */
+	b->btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+	b->btl_bandwidth = 0; /* 0: set at init from the number of rails */
+	b->btl_latency = 100;
+	mca_btl_base_param_register(&c->super.btl_version, b);
+}
+
+int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
+{
+	ri2n_params *p = &c->p;
+
+	mca_base_var_group_component_register(&c->super.btl_version,
+					      "BTL over ri2n: one reliable stream per peer striped "
+					      "over several Ethernet rails, with failover");
+	knob_defaults(p);
+	p->if_include = NULL;
+	reg_string(c, "if_include",
+		   "Rails: comma-separated interface names or IPv4 addresses, one per subnet "
+		   "(default: RI2N_RAILS, else every up non-loopback IPv4 interface)",
+		   LVL_USER, &p->if_include);
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++)
+		reg_int(c, knobs[i].name, knobs[i].help, LVL_TUNE,
+			(int *)((char *)p + knobs[i].off));
+	p->attempt_ms = 1000;
+	reg_int(c, "attempt_ms", "One connect attempt over one rail lasts this long (ms) before "
+		"the next rail is tried", LVL_TUNE, &p->attempt_ms);
+	p->keeper_ms = 10;
+	reg_int(c, "keeper_ms", "While MPI does not poll (a long computation), a helper thread "
+		"drives the protocol every this many ms, so peers do not take this process for "
+		"dead; 0 disables it", LVL_TUNE, &p->keeper_ms);
+	p->gso = !getenv("RI2N_GSO") || strcmp(getenv("RI2N_GSO"), "0") != 0;
+	reg_int(c, "gso", "Send runs of datagrams with UDP GSO when the kernel has it (0/1)",
+		LVL_DEV, &p->gso);
+	p->gro = !getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0;
+	reg_int(c, "gro", "Receive coalesced datagrams with UDP GRO (0/1)", LVL_DEV, &p->gro);
+	p->rx_ts = 1;
+	reg_int(c, "rx_timestamps", "Time each datagram by the kernel's arrival stamp, not by when "
+		"this process read it: a rank that was descheduled does not make the network look "
+		"queued or a rail look silent (0/1)", LVL_DEV, &p->rx_ts);
+	p->log = NULL;
+	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
+		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
+		   LVL_USER, &p->log);
+	p->verbose = 0;
+	reg_int(c, "verbose", "Print each process's per-peer, per-rail counters at finalize (0/1)",
+		LVL_USER, &p->verbose);
+	p->free_list_num = 8;
+	reg_int(c, "free_list_num", "Initial number of fragments per list", LVL_DEV,
+		&p->free_list_num);
+	p->free_list_max = -1;
+	reg_int(c, "free_list_max", "Maximum number of fragments per list (-1: unlimited)",
+		LVL_DEV, &p->free_list_max);
+	p->free_list_inc = 32;
+	reg_int(c, "free_list_inc", "Fragments added when a list runs out", LVL_DEV,
+		&p->free_list_inc);
+	register_btl_defaults(c, m);
+	return OPAL_SUCCESS;
+}
+
+/* Applies every knob; some only fit once others are set, so retry a few passes. */
+int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *err, size_t len)
+{
+	const size_t n = sizeof(knobs) / sizeof(*knobs);
+	int bad = -1;
+
+	rn_config_default(cfg);
+	for (int pass = 0; pass < 3; pass++) {
+		bad = -1;
+		for (size_t i = 0; i < n; i++) {
+			int v = *(const int *)((const char *)p + knobs[i].off);
+
+			if (knobs[i].opt == RI2N_MTU && v == 0)
+				v = min_mtu < 576 ? 576 : min_mtu;
+			if (rn_knob_set(cfg, knobs[i].opt, v) != 0 && bad < 0)
+				bad = (int)i;
+		}
+		if (bad < 0)
+			return 0;
+	}
+	snprintf(err, len, "btl_ri2n_%s = %d is out of range or does not fit the other settings "
+		 "(see docs/CONFIG.md)", knobs[bad].name,
+		 *(const int *)((const char *)p + knobs[bad].off));
+	return -1;
+}

@@ -1,0 +1,421 @@
+/*
+ * btl_ri2n_stream.c - BTL fragments on an ri2n byte stream, and the
+ * protocol pass that progress runs.
+ *
+ * Framing: every fragment is an 8-byte header (u32 payload length, u8 tag,
+ * u8 type, u16 0) and its payload.  On send the header and the segments go
+ * into the core's send ring with no copy before it; a fragment the ring
+ * cannot take whole waits in the endpoint's queue with its offset.  On
+ * receive a frame that lies whole inside the slice rn_conn_peek returns is
+ * handed to the PML's callback right there in the receive ring (small
+ * messages, the latency case); a frame split over packets is gathered into
+ * the link's buffer first.
+ */
+#include "opal_config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opal/util/output.h"
+
+#include "btl_ri2n.h"
+#include "btl_ri2n_frag.h"
+#include "rn_log.h"
+
+#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
+#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
+
+/* ---- sending ---- */
+
+/* Appends bytes; returns how many the ring took, or a fatal code. */
+static ssize_t put(ri2n_link *l, const void *p, size_t n, uint64_t now)
+{
+	return n ? rn_conn_write(l->conn, now, p, n) : 0;
+}
+
+int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now)
+{
+	const void *piece[3] = { f->hdr, f->segments[0].seg_addr.pval,
+				 f->segments[1].seg_addr.pval };
+	size_t len[3] = { RI2N_HDR_LEN, f->segments[0].seg_len,
+			  f->base.des_segment_count > 1 ? f->segments[1].seg_len : 0 };
+	size_t pos = f->done;
+
+	for (int i = 0; i < 3; i++) {
+		ssize_t w;
+
+		if (pos >= len[i]) {
+			pos -= len[i];
+			continue;
+		}
+		w = put(l, (const uint8_t *)piece[i] + pos, len[i] - pos, now);
+		if (w < 0)
+			return (int)w;
+		f->done += (size_t)w;
+		if ((size_t)w < len[i] - pos)
+			return 0; /* the ring is full: the rest when ACKs free it */
+		pos = 0;
+	}
+	l->mod->frames_out++;
+	l->mod->bytes_out += f->done - RI2N_HDR_LEN;
+	return 1;
+}
+
+int ri2n_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = ep->mod;
+	int n = 0;
+
+	while (ep->state == RI2N_EP_OPEN && ep->link && !opal_list_is_empty(&ep->sendq)) {
+		mca_btl_ri2n_frag_t *f = (mca_btl_ri2n_frag_t *)opal_list_get_first(&ep->sendq);
+
+		if (ri2n_stream_write_frag(ep->link, f, now) != 1)
+			break;
+		opal_list_remove_first(&ep->sendq);
+		ep->queued_frags--;
+		/* the callback may send again on this endpoint: f is off the queue, so a
+		 * new fragment goes behind the ones still queued, or straight in */
+		if (f->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) {
+			int depth = ri2n_release(m);
+
+			ri2n_frag_complete(m, f, OPAL_SUCCESS);
+			ri2n_reacquire(m, depth);
+		} else {
+			ri2n_frag_complete(m, f, OPAL_SUCCESS);
+		}
+		n++;
+	}
+	return n;
+}
+
+void ri2n_stream_hello(ri2n_link *l, uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = l->mod;
+	uint8_t b[RI2N_HDR_LEN + RI2N_HELLO_LEN] = { 0 };
+	uint32_t v;
+
+	if (l->hello_done || !l->initiator || rn_conn_state(l->conn) != RN_ST_ESTABLISHED ||
+	    rn_conn_write_space(l->conn) < sizeof(b))
+		return;
+	v = htonl(RI2N_HELLO_LEN);
+	memcpy(b, &v, 4);
+	b[5] = RI2N_FT_HELLO;
+	v = htonl(RI2N_MAGIC);
+	memcpy(b + 8, &v, 4);
+	v = htonl(m->me.jobid);
+	memcpy(b + 12, &v, 4);
+	v = htonl(m->me.vpid);
+	memcpy(b + 16, &v, 4);
+	if (put(l, b, sizeof(b), now) != (ssize_t)sizeof(b))
+		return;
+	l->hello_done = 1;
+	if (l->ep && l->ep->link == l && l->ep->state == RI2N_EP_CONNECTING) {
+		l->ep->state = RI2N_EP_OPEN;
+		l->ep->was_open = 1;
+	}
+}
+
+void ri2n_stream_flush(ri2n_link *l, uint64_t now)
+{
+	ri2n_io *io = &l->mod->io;
+
+	for (int i = 0; i < FLUSH_BUDGET; i++) {
+		uint32_t w = ri2n_io_writable(io);
+		rn_tx tx;
+		ssize_t n;
+
+		if (!w)
+			break;
+		n = rn_conn_write_pkt(l->conn, now, w, ri2n_io_spare(io), io->dgram, &tx);
+		if (n <= 0)
+			break;
+		ri2n_io_queue(io, tx.local_rail, tx.to, (size_t)n, l->id);
+	}
+	/* what was just sent armed timers (loss, keepalive): a send from btl_send
+	 * happens outside the pass, which only looks at this cached value */
+	l->expiry_ns = rn_conn_expiry(l->conn);
+}
+
+/* ---- receiving ---- */
+
+static void bad_stream(ri2n_link *l, const char *why, uint64_t now)
+{
+	rn_error("btl_ri2n: %s: %s; resetting the connection", l->ep ? l->ep->desc : "peer", why);
+	rn_conn_abort(l->conn, now);
+}
+
+static void on_hello(ri2n_link *l, const uint8_t *d, size_t len, uint64_t now)
+{
+	opal_process_name_t name;
+	uint32_t v;
+
+	memcpy(&v, d, 4);
+	if (l->initiator || l->hello_done || len != RI2N_HELLO_LEN || ntohl(v) != RI2N_MAGIC) {
+		bad_stream(l, "unexpected or malformed hello", now);
+		return;
+	}
+	memcpy(&v, d + 4, 4);
+	name.jobid = ntohl(v);
+	memcpy(&v, d + 8, 4);
+	name.vpid = ntohl(v);
+	if (ri2n_ep_bind(l->mod, l, name, now) != 0)
+		bad_stream(l, "a hello from a process that should not connect to us", now);
+}
+
+/* One frame: the hello, or a fragment for the PML. */
+static void on_frame(ri2n_link *l, uint8_t tag, uint8_t type, uint8_t *d, size_t len,
+		     uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = l->mod;
+	mca_btl_active_message_callback_t *reg;
+	mca_btl_base_segment_t seg;
+	mca_btl_base_descriptor_t des;
+	int depth;
+
+	if (type == RI2N_FT_HELLO) {
+		on_hello(l, d, len, now);
+		return;
+	}
+	if (type != RI2N_FT_FRAG || (!l->initiator && !l->hello_done)) {
+		bad_stream(l, "a frame of unknown type, or data before the hello", now);
+		return;
+	}
+	m->frames_in++;
+	m->bytes_in += len;
+	reg = mca_btl_base_active_message_trigger + tag;
+	if (!reg->cbfunc) {
+		rn_warn("btl_ri2n: fragment with tag %u and no receiver: dropped", tag);
+		return;
+	}
+	seg.seg_addr.pval = d;
+	seg.seg_len = len;
+	memset(&des, 0, sizeof(des));
+	des.des_segments = &seg;
+	des.des_segment_count = 1;
+	depth = ri2n_release(m);
+	reg->cbfunc(&m->super, tag, &des, reg->cbdata);
+	ri2n_reacquire(m, depth);
+}
+
+static uint32_t hdr_len(const uint8_t *h)
+{
+	uint32_t v;
+
+	memcpy(&v, h, 4);
+	return ntohl(v);
+}
+
+/* Starts gathering a frame whose header is `h`; 0, or -1 if it is malformed. */
+static int begin_copy(ri2n_link *l, const uint8_t *h)
+{
+	size_t len = hdr_len(h);
+
+	if (len > RI2N_MAX_FRAME)
+		return -1;
+	if (len > l->rcap) {
+		size_t cap = len < 65536 ? 65536 : len;
+		uint8_t *b = realloc(l->rbuf, cap);
+
+		if (!b)
+			return -1;
+		l->rbuf = b;
+		l->rcap = cap;
+	}
+	l->rtag = h[4];
+	l->rtype = h[5];
+	l->rneed = len;
+	l->rlen = 0;
+	l->hdr_have = RI2N_HDR_LEN; /* in the body now */
+	return 0;
+}
+
+/*
+ * Uses some of the n in-order bytes at d: a whole frame in place, or a piece
+ * of a split one.  Returns bytes consumed, or -1 on a malformed stream.
+ */
+static ssize_t frame_step(ri2n_link *l, uint8_t *d, size_t n, uint64_t now)
+{
+	size_t k;
+
+	if (l->hdr_have == 0 && n >= RI2N_HDR_LEN) {
+		size_t len = hdr_len(d);
+
+		if (n - RI2N_HDR_LEN >= len) { /* whole here: no copy */
+			l->mod->frames_zero_copy++;
+			on_frame(l, d[4], d[5], d + RI2N_HDR_LEN, len, now);
+			return (ssize_t)(RI2N_HDR_LEN + len);
+		}
+		return begin_copy(l, d) ? -1 : RI2N_HDR_LEN;
+	}
+	if (l->hdr_have < RI2N_HDR_LEN) { /* a header split over packets */
+		k = RI2N_HDR_LEN - l->hdr_have < n ? RI2N_HDR_LEN - l->hdr_have : n;
+		memcpy(l->hdr + l->hdr_have, d, k);
+		l->hdr_have += (uint32_t)k;
+		if (l->hdr_have == RI2N_HDR_LEN && begin_copy(l, l->hdr))
+			return -1;
+	} else { /* the body of a split frame */
+		k = l->rneed - l->rlen < n ? l->rneed - l->rlen : n;
+		memcpy(l->rbuf + l->rlen, d, k);
+		l->rlen += k;
+	}
+	if (l->hdr_have == RI2N_HDR_LEN && l->rlen == l->rneed) {
+		l->hdr_have = 0;
+		l->mod->frames_copied++;
+		on_frame(l, l->rtag, l->rtype, l->rbuf, l->rneed, now);
+	}
+	return (ssize_t)k;
+}
+
+int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
+{
+	int frames = 0;
+	uint64_t before = l->mod->frames_in;
+
+	while (!l->dead) {
+		const uint8_t *d;
+		ssize_t n = rn_conn_peek(l->conn, &d), used;
+
+		if (n == 0) {
+			l->eof = 1; /* the peer is finalizing: its stream ended cleanly */
+			if (l->ep && l->ep->link == l && l->ep->state == RI2N_EP_OPEN)
+				l->ep->state = RI2N_EP_CLOSED;
+			break;
+		}
+		if (n < 0)
+			break; /* nothing yet, or dead (ri2n_link_check says what to do) */
+		used = frame_step(l, (uint8_t *)d, (size_t)n, now);
+		if (used < 0) {
+			bad_stream(l, "malformed frame header", now);
+			break;
+		}
+		/* after the callback: the bytes stayed in the ring while the PML read them */
+		rn_conn_consume(l->conn, now, (size_t)used);
+	}
+	frames = (int)(l->mod->frames_in - before);
+	return frames;
+}
+
+/* ---- the pass ---- */
+
+static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+		     uint64_t now)
+{
+	mca_btl_ri2n_module_t *m = arg;
+	uint64_t id = rn_wire_peek_dst(d, len);
+	ri2n_link *l = id ? ri2n_link_lookup(m, id) : NULL;
+	uint8_t reply[RN_INIT_LEN * 2];
+	rn_accept_params ap;
+	size_t rlen = 0;
+	int rc;
+
+	if (l) {
+		rn_conn_recv(l->conn, now, rail, from, d, len);
+		l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
+		return;
+	}
+	if (ri2n_is_nudge(d, len)) {
+		ri2n_ep_on_nudge(m, rail, from, d, len, now);
+		return;
+	}
+	if (m->finalizing)
+		return;
+	rc = rn_listener_recv(&m->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	if (rc == RN_LISTEN_REPLY) {
+		ri2n_io_send_now(&m->io, rail, from, reply, rlen);
+	} else if (rc == RN_LISTEN_ACCEPT) {
+		rn_conn *c;
+
+		if (rn_conn_accept(&c, &ap, &m->env, now) == 0) {
+			l = ri2n_link_new(m, c, now);
+			if (l)
+				l->dirty = 1; /* COOKIE_ACK to send */
+			else
+				rn_conn_del(c);
+		}
+	}
+}
+
+static int service(ri2n_link *l, uint64_t now, int main)
+{
+	int n = 0;
+
+	/* only a pass that delivers is done with the input: after the keeper's,
+	 * MPI's next poll must still hand the frames over */
+	if (main) {
+		l->dirty = 0;
+		n = ri2n_stream_deliver(l, now);
+	}
+	ri2n_stream_hello(l, now);
+	if (main && l->ep && l->ep->link == l)
+		n += ri2n_stream_push(l->ep, now);
+	ri2n_stream_flush(l, now);
+	ri2n_link_check(l, now);
+	l->expiry_ns = rn_conn_expiry(l->conn);
+	return n;
+}
+
+int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
+{
+	int n;
+
+	/* time given to the core never goes back, whoever called last */
+	if (now < m->core_now)
+		now = m->core_now;
+	m->core_now = now;
+	m->io.floor_ns = now;
+	n = ri2n_io_recv(&m->io, on_dgram, m, RX_ROUNDS);
+	if (m->io.floor_ns > m->core_now)
+		m->core_now = m->io.floor_ns;
+	if (n)
+		now = ri2n_core_now(m);
+	ri2n_ep_timers(m, now, main);
+	for (ri2n_link *l = m->links; l; l = l->next) {
+		if (l->dead)
+			continue;
+		if (l->expiry_ns <= now) {
+			rn_conn_on_timer(l->conn, now);
+			l->dirty = 1;
+		}
+		if (l->dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
+			n += service(l, now, main);
+	}
+	ri2n_io_flush(&m->io);
+	ri2n_links_reap(m);
+	return n;
+}
+
+/* ---- summary ---- */
+
+void ri2n_print_summary(mca_btl_ri2n_module_t *m)
+{
+	opal_output(0, "btl_ri2n %s: frames out %llu (%llu bytes), in %llu (%llu bytes; %llu in place, "
+		    "%llu gathered), rail events %llu", OPAL_NAME_PRINT(m->me),
+		    (unsigned long long)m->frames_out, (unsigned long long)m->bytes_out,
+		    (unsigned long long)m->frames_in, (unsigned long long)m->bytes_in,
+		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
+		    (unsigned long long)m->rail_events);
+	for (ri2n_link *l = m->links; l; l = l->next) {
+		rn_conn_stats st;
+
+		rn_conn_get_stats(l->conn, &st);
+		opal_output(0, "btl_ri2n %s -> %s: %s, retransmits %llu, timeouts %llu, dup %llu",
+			    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?", rn_state_name(st.state),
+			    (unsigned long long)st.retransmits, (unsigned long long)st.rto_events,
+			    (unsigned long long)st.dup_data);
+		for (int k = 0; k < st.npaths; k++) {
+			const rn_rail_stats *r = &st.rail[k];
+
+			opal_output(0, "btl_ri2n %s -> %s: rail %s: tx %llu data %llu retx %llu "
+				    "lost %llu, rx %llu, down %u up %u, srtt %.1f us, min rtt %.1f us, "
+				    "cwnd %u, queue %.1f us",
+				    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?",
+				    m->rails[r->local_rail].name,
+				    (unsigned long long)r->tx_packets, (unsigned long long)r->tx_data,
+				    (unsigned long long)r->retransmits, (unsigned long long)r->lost,
+				    (unsigned long long)r->rx_packets, r->down_events, r->up_events,
+				    (double)r->srtt_ns / 1e3, (double)r->min_rtt_ns / 1e3, r->cwnd,
+				    (double)r->queue_ns / 1e3);
+		}
+	}
+}

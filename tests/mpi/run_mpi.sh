@@ -1,0 +1,280 @@
+#!/bin/bash
+# run_mpi.sh SCENARIO - Open MPI ranks in test-bed namespaces over btl_ri2n.
+#
+# Each rank runs in its own host namespace (netns-launch.sh picks it from
+# OMPI_COMM_WORLD_RANK), reaches mpirun's PMIx server over the management
+# bridge, and talks to the other ranks over rails r1,r2 (1 Gbit/s each).
+# tests/mpi/mpi_check checks every byte.  Scenarios:
+#
+#   ompi-info       ompi_info lists the component and its btl_ri2n_* parameters
+#   two-ranks       2 ranks, 2 hosts, --mca btl ri2n,self: the whole program
+#   four-ranks      4 ranks, 4 hosts
+#   no-self         2 ranks, --mca btl ri2n alone (sends to self in memory)
+#   blackhole       2 ranks; rail 1 of host 1 silently black-holed 1.5 s into
+#                   the stream phase, healed 2.5 s later: PASS, the BTL saw it
+#                   go down and come back
+#   blackhole-four  4 ranks; the black hole stays to the end, so connections
+#                   opened later must connect over the other rail
+#   compute         a rank makes no MPI call for 5 s, dead-peer timeout 3 s:
+#                   the keeper thread must keep it alive (PASS)
+#   all-dead        both rails black-holed for good during the stream,
+#                   dead-peer timeout 3 s: the job must abort with the BTL's
+#                   sentence well within a minute (prints the time it took)
+#   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
+#                   rail), 8-byte latency and streaming bandwidth, medians
+#
+# Environment: RI2N_BTL_DIR (directory of mca_btl_ri2n.so), RI2N_MPI_CHECK
+# (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs.
+# Needs root (namespaces) and Open MPI 4.1 (mpirun, mpicc, ompi_info); skips
+# with status 77 otherwise.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SC=${1:-two-ranks}
+WORK=$(mktemp -d /tmp/ri2n-mpi.XXXXXX)
+TAG=""
+NHOSTS=0
+
+skip() { echo "SKIP: $*"; rm -rf "$WORK"; exit 77; }
+note() { printf '  %s\n' "$*"; }
+ok() { printf 'ok: %s\n' "$*"; }
+fail() {
+	echo "FAIL: $*"
+	for f in "$WORK"/*.out; do
+		[ -f "$f" ] || continue
+		echo "--- last lines of $(basename "$f")"
+		grep -v 'pingpong size=\|stream rank=.* t=' "$f" | tail -n 25
+	done
+	exit 1
+}
+
+# ---- prerequisites ----
+
+for t in mpirun ompi_info; do
+	command -v "$t" >/dev/null || skip "Open MPI is not installed ($t missing)"
+done
+BTL_DIR=${RI2N_BTL_DIR-$ROOT/build/btl_ri2n}
+[ -n "$BTL_DIR" ] || skip "mca_btl_ri2n.so is not part of this build (no Open MPI development files)"
+[ -f "$BTL_DIR/mca_btl_ri2n.so" ] || skip "mca_btl_ri2n.so not built in $BTL_DIR"
+# Open MPI's own directories stay in the path, ours goes first: 4.1 stops
+# scanning at a directory that does not exist (the default path ends with
+# ~/.openmpi/components, which usually does not)
+SYS_PATH=$(ompi_info --param mca base --level 9 --parsable 2>/dev/null |
+	sed -n 's/^mca:mca:base:param:mca_base_component_path:value:"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' | head -n 1)
+COMPONENT_PATH=$BTL_DIR${SYS_PATH:+:$SYS_PATH}
+
+ompi_info_check() {
+	local out=$WORK/ompi_info.out p
+	OMPI_MCA_mca_base_component_path=$COMPONENT_PATH ompi_info --param btl ri2n --level 9 \
+		>"$out" 2>&1 || fail "ompi_info failed"
+	grep -q 'MCA btl: ri2n' "$out" || fail "ompi_info does not list the ri2n component"
+	for p in if_include heartbeat_ms keepalive_ms rail_timeout_ms dead_peer_ms \
+		connect_timeout_ms fail_window fail_min mtu sndbuf rcvbuf eager_limit max_send_size; do
+		grep -q "\"btl_ri2n_$p\"" "$out" || fail "ompi_info does not list btl_ri2n_$p"
+	done
+	ok "ompi_info lists btl ri2n with $(grep -c 'parameter "btl_ri2n_' "$out") parameters"
+}
+
+if [ "$SC" = ompi-info ]; then
+	ompi_info_check
+	rm -rf "$WORK"
+	exit 0
+fi
+
+[ "$(id -u)" -eq 0 ] || skip "the MPI tests need root (network namespaces)"
+for t in ip nft tc timeout; do
+	command -v "$t" >/dev/null || skip "$t is not installed"
+done
+MPI_CHECK=${RI2N_MPI_CHECK:-}
+if [ -z "$MPI_CHECK" ] || [ ! -x "$MPI_CHECK" ]; then
+	command -v mpicc >/dev/null || skip "mpicc is not installed"
+	MPI_CHECK=$WORK/mpi_check
+	mpicc -O2 -o "$MPI_CHECK" "$HERE/mpi_check.c" || fail "cannot build mpi_check"
+fi
+
+# ---- the test bed ----
+
+# shellcheck source=../../tools/ri2n-testbed.sh
+source "$ROOT/tools/ri2n-testbed.sh"
+set +e
+
+kill_ranks() { # whatever still runs in our hosts' namespaces is ours
+	local h p
+	[ -n "$TAG" ] || return 0
+	for ((h = 1; h <= NHOSTS; h++)); do
+		for p in $(ip netns pids "ri2n-$TAG-h$h" 2>/dev/null); do
+			kill -9 "$p" 2>/dev/null
+		done
+	done
+}
+
+cleanup() {
+	kill_ranks
+	[ "${MPI_KEEP:-0}" = 1 ] && echo "logs kept in $WORK" || rm -rf "$WORK"
+}
+
+bed_up() { # HOSTS
+	NHOSTS=$1
+	TAG=mpi$1
+	tb_use "$TAG"
+	tb_on_exit cleanup
+	tb_cleanup_on_exit
+	tb_exists && tb_destroy >/dev/null 2>&1
+	tb_create --hosts "$NHOSTS" --rails 2 --rate 1gbit >/dev/null || fail "test bed"
+	MGMT=$(tb_mgmt_subnet)
+}
+
+# mpi_run NAME NP BTL TIMEOUT [mpirun args...] -- [mpi_check args...]; output in $WORK/NAME.out
+mpi_run() {
+	local name=$1 np=$2 btl=$3 tmo=$4 args=()
+	shift 4
+	while (($#)) && [ "$1" != -- ]; do args+=("$1"); shift; done
+	(($#)) && shift
+	RI2N_MPI_NS_PREFIX=ri2n-$TAG-h RI2N_MPI_HOSTS=$NHOSTS PMIX_MCA_ptl_base_if_include=$MGMT \
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np "$np" \
+		--mca mca_base_component_path "$COMPONENT_PATH" --mca btl "$btl" \
+		--mca btl_ri2n_if_include r1,r2 --mca btl_tcp_if_include r1 \
+		-x RI2N_MPI_NS_PREFIX -x RI2N_MPI_HOSTS -x PMIX_MCA_ptl_base_if_include \
+		"${args[@]}" "$HERE/netns-launch.sh" "$MPI_CHECK" "$@" >"$WORK/$name.out" 2>&1
+	local rc=$?
+	kill_ranks
+	return $rc
+}
+
+# Waits until the program starts streaming; then waits $1 seconds more.
+after_stream_start() { # NAME SECONDS
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		grep -q 'phase=stream start' "$WORK/$1.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep "$2"
+}
+
+require_pass() { # NAME
+	grep -q 'mpi_check result=PASS' "$WORK/$1.out" || fail "$1: the program did not pass"
+}
+
+report() { # NAME: the figures a person wants to see
+	local f=$WORK/$1.out
+	grep -h 'mpi_check phase=\|result=PASS' "$f" | sed 's/^mpi_check /  /' | tr '\n' ' ' | fold -s -w 100
+	echo
+	grep -h 'one_way_us=' "$f" | grep 'latency size=8' | sed 's/^mpi_check /  /'
+	grep -h 'stream rank=.*from=' "$f" | sed 's/^mpi_check /  /'
+	grep -h 'btl_ri2n: .*rail .* \(down\|up again\)' "$f" | sed 's/^/  /' | head -n 8
+}
+
+# ---- scenarios ----
+
+sc_ranks() { # NP HOSTS BTL
+	bed_up "$2"
+	mpi_run "ranks$1" "$1" "$3" 240 -- --bw-seconds 5 || fail "mpirun failed (status $?)"
+	require_pass "ranks$1"
+	report "ranks$1"
+	ok "$1 ranks over --mca btl $3: every byte verified"
+}
+
+sc_blackhole() { # NP HOSTS HEAL(0/1)
+	local name=bh$1 np=$1 pid
+	bed_up "$2"
+	mpi_run "$name" "$np" ri2n,self 240 -- --bw-seconds 6 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	local t0
+	t0=$(date +%T.%N | cut -c1-12)
+	tb_fault blackhole 1 1 on || fail "cannot black-hole rail 1"
+	note "rail 1 of host 1 black-holed: command started $t0, done $(date +%T.%N | cut -c1-12)"
+	if [ "$3" = 1 ]; then
+		sleep 2.5
+		t0=$(date +%T.%N | cut -c1-12)
+		tb_fault blackhole 1 1 off
+		note "healed: command started $t0, done $(date +%T.%N | cut -c1-12)"
+	fi
+	wait "$pid" || fail "mpirun failed with rail 1 black-holed (status $?)"
+	require_pass "$name"
+	grep -q 'btl_ri2n: .*rail r1 .* down' "$WORK/$name.out" ||
+		fail "the BTL never reported rail 1 down"
+	if [ "$3" = 1 ]; then
+		grep -q 'btl_ri2n: .*rail r1 .* up again' "$WORK/$name.out" ||
+			fail "the BTL never took rail 1 back after the heal"
+	fi
+	report "$name"
+	grep -h 'stream rank=.* t=' "$WORK/$name.out" | sed 's/^mpi_check /  /'
+	ok "$np ranks: rail 1 black-holed mid-stream$([ "$3" = 1 ] && echo ' and healed'), every byte verified"
+}
+
+sc_compute() {
+	bed_up 2
+	mpi_run compute 2 ri2n,self 120 --mca btl_ri2n_dead_peer_ms 3000 -- \
+		--phases pingpong,compute --max-size 64k --compute-seconds 5 ||
+		fail "a rank that computed 5 s without MPI calls was taken for dead (status $?)"
+	require_pass compute
+	grep -h 'recv_after_nap_ms' "$WORK/compute.out" | sed 's/^mpi_check /  /'
+	ok "5 s without MPI calls under a 3 s dead-peer timeout: the keeper kept the peer alive"
+}
+
+sc_all_dead() {
+	local pid rc t0 t1 secs
+	bed_up 2
+	mpi_run dead 2 ri2n,self 150 --mca btl_ri2n_dead_peer_ms 3000 -- --bw-seconds 120 &
+	pid=$!
+	after_stream_start dead 1.5
+	tb_fault blackhole 1 1 on && tb_fault blackhole 1 2 on || fail "cannot black-hole the rails"
+	t0=$(date +%s.%N)
+	wait "$pid"
+	rc=$?
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	[ "$rc" -ne 0 ] || fail "the job succeeded with every rail dead"
+	[ "$rc" -ne 137 ] || fail "the job hung until killed ($secs s) instead of aborting"
+	grep -q 'btl_ri2n: lost every rail to rank' "$WORK/dead.out" ||
+		fail "no 'lost every rail' sentence from the BTL"
+	awk -v s="$secs" 'BEGIN { exit !(s < 60) }' || fail "the abort took $secs s"
+	grep -h 'btl_ri2n: lost every rail' "$WORK/dead.out" | head -n 1 | sed 's/^/  /'
+	ok "every rail dead: the job aborted $secs s after the black hole (dead-peer timeout 3 s), status $rc"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }'; }
+
+sc_bench() { # N
+	local n=${1:-5} i b f
+	bed_up 2
+	: >"$WORK/bench.txt"
+	for ((i = 1; i <= n; i++)); do
+		for b in ri2n tcp; do
+			mpi_run "b-$b" 2 "$b,self" 120 -- --phases latency,stream --bw-seconds 5 \
+				--lat-iters 30000 || fail "$b round $i failed"
+			require_pass "b-$b"
+			f=$WORK/b-$b.out
+			echo "$b lat_mean $(sed -n 's/.*latency size=8 .* one_way_us=\([0-9.]*\).*/\1/p' "$f")" >>"$WORK/bench.txt"
+			echo "$b lat_median $(sed -n 's/.*median_one_way_us=\([0-9.]*\).*/\1/p' "$f")" >>"$WORK/bench.txt"
+			echo "$b stream $(sed -n 's/.*stream rank=1 from=0 .*MBps=\([0-9.]*\).*/\1/p' "$f")" >>"$WORK/bench.txt"
+		done
+	done
+	echo "rounds: $n, 2 ranks on 2 hosts, rails shaped to 1 Gbit/s; btl/tcp uses rail r1 only"
+	printf '%-34s %10s %10s %8s\n' "figure (median over rounds)" ri2n tcp ratio
+	for f in lat_median lat_mean stream; do
+		local a b
+		a=$(awk -v f=$f '$1=="ri2n" && $2==f {print $3}' "$WORK/bench.txt" | median)
+		b=$(awk -v f=$f '$1=="tcp" && $2==f {print $3}' "$WORK/bench.txt" | median)
+		printf '%-34s %10s %10s %8s\n' "$f$([ $f = stream ] && echo ' (MB/s)' || echo ' one-way (us)')" \
+			"$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2fx", a / b }')"
+	done
+	echo "per round:"
+	awk '{ printf "  %-5s %-11s %s\n", $1, $2, $3 }' "$WORK/bench.txt"
+}
+
+case $SC in
+two-ranks) sc_ranks 2 2 ri2n,self ;;
+four-ranks) sc_ranks 4 4 ri2n,self ;;
+no-self) sc_ranks 2 2 ri2n ;;
+blackhole) sc_blackhole 2 2 1 ;;
+blackhole-four) sc_blackhole 4 4 0 ;;
+compute) sc_compute ;;
+all-dead) sc_all_dead ;;
+bench) sc_bench "${2:-5}" ;;
+*) echo "usage: $0 ompi-info|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|bench [N]"; exit 2 ;;
+esac
+exit 0
