@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl
-	procps util-linux python3 psmisc)
+	procps util-linux python3 psmisc mptcpize)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || want+=("${run_pkgs[@]}")
