@@ -231,6 +231,8 @@ void ri2n_link_check(ri2n_link *l, uint64_t now);
 /* A new link for conn; inserted in the module's tables. */
 ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now);
 ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id);
+/* Files the link under its connection's id again (a restarted handshake draws a new one). */
+void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l);
 /* Frees links marked dead. */
 void ri2n_links_reap(mca_btl_ri2n_module_t *m);
 void ri2n_link_free(ri2n_link *l);

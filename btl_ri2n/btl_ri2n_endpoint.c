@@ -351,6 +351,23 @@ ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
 	return NULL;
 }
 
+void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
+{
+	ri2n_link **pp;
+
+	if (rn_conn_id(l->conn) == l->id)
+		return;
+	for (pp = &m->idtab[bucket(l->id)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == l) {
+			*pp = l->hnext;
+			break;
+		}
+	}
+	l->id = rn_conn_id(l->conn);
+	l->hnext = m->idtab[bucket(l->id)];
+	m->idtab[bucket(l->id)] = l;
+}
+
 void ri2n_link_free(ri2n_link *l)
 {
 	rn_conn_del(l->conn);

@@ -375,6 +375,7 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 			continue;
 		if (l->expiry_ns <= now) {
 			rn_conn_on_timer(l->conn, now);
+			ri2n_link_rekey(m, l);
 			l->dirty = 1;
 		}
 		if (l->dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))

@@ -67,7 +67,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void die_usage(void)
+__attribute__((noreturn)) static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]\n"

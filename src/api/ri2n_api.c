@@ -586,6 +586,8 @@ static int errno_of(int err)
 	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
 	case RN_ERR_REFUSED: return ECONNREFUSED;
 	case RN_ERR_ABORTED: return ECONNABORTED;
+	case RN_ERR_UNREACH: return ENETUNREACH;
+	case RN_ERR_NOSPACE: return ENOMEM;
 	default: return ECONNRESET;
 	}
 }

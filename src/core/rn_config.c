@@ -83,6 +83,8 @@ const char *rn_strerror(int err)
 	case RN_ERR_REFUSED: return "connection refused";
 	case RN_ERR_PROTO: return "protocol violation by peer";
 	case RN_ERR_ABORTED: return "connection aborted";
+	case RN_ERR_UNREACH: return "no rail shared with the peer";
+	case RN_ERR_NOSPACE: return "out of memory for the connection";
 	default: return "unknown error";
 	}
 }

@@ -174,6 +174,15 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 	memset(c->rail, 0, sizeof(c->rail));
 	c->npaths = 0;
 	c->bufs_ready = 0;
+	/*
+	 * A new identity: the server connection our first cookie created may
+	 * still answer, and must not be taken for the one the new cookie makes.
+	 * The driver re-keys its demultiplexing by rn_conn_id().
+	 */
+	do
+		c->id = c->env.rng(c->env.user);
+	while (c->id == 0);
+	c->isn = (uint32_t)c->env.rng(c->env.user);
 	c->state = RN_ST_INIT_SENT;
 	c->hs_tries = 0;
 	c->hs_due = 1;
@@ -215,6 +224,8 @@ void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
 {
 	if (c->state == RN_ST_CLOSED)
 		return;
+	if (err > RN_ERR__FATAL)
+		err = RN_ERR_PROTO; /* a dead connection's code is always a fatal one */
 	/* tell the peer, unless it told us or never had state */
 	if (err != RN_ERR_RESET && err != RN_ERR_REFUSED && c->bufs_ready)
 		c->rst_pending = rn_conn_paths_mask(c);

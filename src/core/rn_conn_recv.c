@@ -302,6 +302,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 			  uint64_t now_ns)
 {
 	rn_hello h;
+	int rc;
 
 	if (p->type == RN_PT_INIT_ACK) {
 		if (c->state != RN_ST_INIT_SENT)
@@ -315,8 +316,9 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 		c->peer_slots = h.slots;
 		c->dgram = h.max_dgram < c->cfg.max_dgram ? h.max_dgram : c->cfg.max_dgram;
 		memcpy(c->cookie, h.cookie, RN_COOKIE_LEN);
-		if (rn_conn_setup_paths(c, c->local, c->nlocal, h.rails, h.nrails, now_ns)) {
-			rn_conn_fail(c, now_ns, RN_ERR_NOMEM);
+		rc = rn_conn_setup_paths(c, c->local, c->nlocal, h.rails, h.nrails, now_ns);
+		if (rc) {
+			rn_conn_fail(c, now_ns, rc == RN_ERR_NOROUTE ? RN_ERR_UNREACH : RN_ERR_NOSPACE);
 			return RN_ERR_DROP;
 		}
 		c->rtt_ns = now_ns - c->hs_start_ns;

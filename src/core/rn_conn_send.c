@@ -267,6 +267,9 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	ssize_t n;
 	int k;
 
+	/* room for any control packet with its ACK block, or nothing is taken off a queue */
+	if (cap < RN_HDR_LEN + RN_ACKBLK_LEN + sizeof(pl))
+		return RN_ERR_NOBUF;
 	if (c->cookie_ack_due && (k = pick(c, ctl)) >= 0) {
 		c->cookie_ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_COOKIE_ACK, NULL, 0, buf, cap, tx);

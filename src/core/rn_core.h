@@ -62,6 +62,8 @@ typedef enum rn_err {
 	RN_ERR_REFUSED = -23,  /* nothing listens at the peer address */
 	RN_ERR_PROTO = -24,    /* the peer broke the protocol */
 	RN_ERR_ABORTED = -25,  /* this side aborted the connection */
+	RN_ERR_UNREACH = -26,  /* the peer's rails share no subnet with ours */
+	RN_ERR_NOSPACE = -27,  /* no memory for the connection's rings */
 } rn_err;
 
 /* A short English phrase for an rn_err code. */
@@ -247,7 +249,12 @@ void rn_conn_set_user(rn_conn *c, void *user);
 /* Frees a connection in any state.  No packet is sent. */
 void rn_conn_del(rn_conn *c);
 
-/* This side's connection id: datagrams whose rn_wire_peek_dst() is this id are its. */
+/*
+ * This side's connection id: datagrams whose rn_wire_peek_dst() is this id
+ * are its.  A client's id changes if its handshake restarts (a stale cookie):
+ * drivers check it after rn_conn_on_timer.  Time passed to any call must
+ * never go backwards.
+ */
 uint64_t rn_conn_id(const rn_conn *c);
 
 /*

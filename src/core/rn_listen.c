@@ -18,6 +18,21 @@
 /* 10 s: long enough for a slow client, short enough to limit replays. */
 #define RN_COOKIE_LIFE_NS UINT64_C(10000000000)
 
+/*
+ * The cookie keeps its time in 32 bits of ms, which wrap every 49.7 days: the
+ * key differs from one such epoch to the next, so a cookie captured in one
+ * is worthless in the next (issued just before a wrap, checked just after,
+ * it is taken from the epoch before).
+ */
+static void epoch_key(uint8_t key[RN_COOKIE_SECRET_LEN], const rn_listener *l, uint32_t epoch)
+{
+	memcpy(key, l->secret, RN_COOKIE_SECRET_LEN);
+	key[0] ^= (uint8_t)(epoch >> 24);
+	key[1] ^= (uint8_t)(epoch >> 16);
+	key[2] ^= (uint8_t)(epoch >> 8);
+	key[3] ^= (uint8_t)epoch;
+}
+
 static int ldrop(rn_listener *l, rn_drop why)
 {
 	l->drops[why]++;
@@ -63,8 +78,11 @@ static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *
 		ck.id = l->env.rng(l->env.user);
 	while (ck.id == 0);
 	ck.isn = (uint32_t)l->env.rng(l->env.user);
+	uint8_t key[RN_COOKIE_SECRET_LEN];
+
 	ck.t_ms = (uint32_t)(now_ns / 1000000);
-	rn_cookie_make(cookie, l->secret, &ck, &client, from);
+	epoch_key(key, l, (uint32_t)((now_ns / 1000000) >> 32));
+	rn_cookie_make(cookie, key, &ck, &client, from);
 	server.id = ck.id;
 	server.isn = ck.isn;
 	memcpy(server.rails, l->rails, sizeof(l->rails));
@@ -83,10 +101,16 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 {
 	rn_hello client;
 	rn_cookie ck;
+	uint8_t key[RN_COOKIE_SECRET_LEN];
+	uint64_t now_ms = now_ns / 1000000;
+	uint32_t epoch = (uint32_t)(now_ms >> 32);
 
 	if (rn_wire_read_hello(&client, p->payload, p->len, 1))
 		return ldrop(l, RN_DROP_MALFORMED);
-	if (rn_cookie_check(&ck, l->secret, client.cookie, &client, from,
+	if (rn_get32(client.cookie + 12) > (uint32_t)now_ms && epoch > 0)
+		epoch--; /* issued before the low 32 bits wrapped */
+	epoch_key(key, l, epoch);
+	if (rn_cookie_check(&ck, key, client.cookie, &client, from,
 			    (uint32_t)(now_ns / 1000000),
 			    (uint32_t)(l->cookie_life_ns / 1000000)) ||
 	    ck.id != p->dst)

@@ -12,6 +12,8 @@ enum {
 
 /* 10 s: a path's base RTT is re-learned this often, as routes may change. */
 #define RN_MIN_RTT_WINDOW_NS UINT64_C(10000000000)
+/* 2 s: the longest RTO; a rail needing longer has failed (dead-peer: 30 s). */
+#define RN_RTO_MAX_NS UINT64_C(2000000000)
 /* 100 ms: RTO before the first RTT sample on a rail. */
 #define RN_RTO_INITIAL_NS UINT64_C(100000000)
 
@@ -94,6 +96,9 @@ uint32_t rn_rail_on_send(rn_rail *r, uint32_t seq, uint64_t now_ns)
 
 void rn_rail_on_rtt(rn_rail *r, uint64_t rtt, uint64_t now_ns)
 {
+	/* a packet held longer than the RTO ceiling (a stalled process) says nothing of the path */
+	if (rtt > RN_RTO_MAX_NS)
+		return;
 	if (r->srtt_ns == 0) {
 		r->srtt_ns = rtt;
 		r->rttvar_ns = rtt / 2;
@@ -194,5 +199,7 @@ uint64_t rn_rail_rto(const rn_rail *r, const rn_config *cfg)
 
 	if (rto < cfg->rto_min_ns)
 		rto = cfg->rto_min_ns;
-	return rto << (r->rto_backoff < 6 ? r->rto_backoff : 6);
+	rto <<= r->rto_backoff < 6 ? r->rto_backoff : 6;
+	/* a rail silent this long is the failure detector's business, not a wait */
+	return rto > RN_RTO_MAX_NS ? RN_RTO_MAX_NS : rto;
 }

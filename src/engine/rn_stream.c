@@ -56,6 +56,8 @@ static int err_to_errno(int err)
 	case RN_ERR_NOROUTE: return ENETUNREACH;
 	case RN_ERR_NOMEM: return ENOMEM;
 	case RN_ERR_ABORTED: return ECONNABORTED;
+	case RN_ERR_UNREACH: return ENETUNREACH;
+	case RN_ERR_NOSPACE: return ENOMEM;
 	default: return ECONNRESET;
 	}
 }
@@ -583,6 +585,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	st->armed_ns = UINT64_MAX;
 	rn_conn_on_timer(st->conn, now);
+	if (rn_conn_id(st->conn) != st->id) { /* the handshake restarted: a new id */
+		rn_port_remove(st->port, st, st->id);
+		st->id = rn_conn_id(st->conn);
+		rn_port_add(st->port, st, st->id);
+	}
 	service(st, now);
 }
 

@@ -201,5 +201,5 @@ size_t fz_mutate(fz_in *in, uint8_t *pkt, size_t len, unsigned count)
 /* A code that ends a connection (rn_core.h: at or below RN_ERR__FATAL). */
 int fz_is_fatal(int err)
 {
-	return err <= RN_ERR__FATAL || (err == RN_ERR_NOMEM && fz_known("hs-noroute-nomem"));
+	return err <= RN_ERR__FATAL;
 }

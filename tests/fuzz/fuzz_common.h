@@ -190,6 +190,8 @@ struct fz_pair {
 	uint64_t acc[FZ_MAX_IDS]; /* ids of the server connections accepted */
 	unsigned nacc;
 	uint64_t client_dst; /* id the client addressed last */
+	uint64_t client_ids[8]; /* every id the client has had (a handshake restart draws one) */
+	int nclient_ids;
 	fz_tap tap; /* sees every datagram the pair sends (gen_corpus) */
 	void *tap_arg;
 };

@@ -252,13 +252,10 @@ void fz_drain(fz_pair *p)
 	if (!drain_applies(p))
 		return;
 	/*
-	 * A known open bug stalls a stream for srtt + 4 rttvar, unbounded, after
-	 * a datagram was delayed: to look past it, drain only runs that kept the
-	 * clock within 10 s, and allows 10 times longer.
+	 * The RTO is capped (2 s), so a clean network delivers everything within
+	 * the drain time whatever delays came before.
 	 */
-	if (fz_known("rto-no-cap") && p->now - FZ_T0 > UINT64_C(10000000000))
-		return;
-	const uint64_t limit = fz_known("rto-no-cap") ? 10 * FZ_DRAIN_NS : FZ_DRAIN_NS;
+	const uint64_t limit = FZ_DRAIN_NS;
 
 	while (!all_delivered(p)) {
 		unsigned sent = 0;

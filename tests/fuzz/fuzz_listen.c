@@ -167,9 +167,7 @@ static void check_accept(lctx *x, int rail, rn_addr from, const uint8_t *req, si
 		 is->from.ip, is->from.port, from.ip, from.port);
 	FZ_CHECK(is->hello_len == client.raw_len && memcmp(is->hello, client.raw, client.raw_len) == 0,
 		 "cookie accepted with other client parameters than it was issued for");
-	FZ_CHECK(x->now - is->t_ns < COOKIE_LIFE_NS ||
-			 (fz_known("cookie-time-wrap") && (x->now - is->t_ns) % COOKIE_WRAP_NS <
-								    COOKIE_LIFE_NS + UINT64_C(1000000)),
+	FZ_CHECK(x->now - is->t_ns < COOKIE_LIFE_NS,
 		 "cookie issued at %llu ns accepted at %llu ns (%.3f s later)",
 		 (unsigned long long)is->t_ns, (unsigned long long)x->now,
 		 (double)(x->now - is->t_ns) / 1e9);

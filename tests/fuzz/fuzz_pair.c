@@ -171,6 +171,22 @@ static int id_accepted(const fz_pair *p, uint64_t id)
 	return 0;
 }
 
+/* Records the client's current id; true if id is one it has had. */
+static int client_had_id(fz_pair *p, uint64_t id)
+{
+	uint64_t cur = p->h[0].conn ? rn_conn_id(p->h[0].conn) : 0;
+	int seen = 0;
+
+	for (int i = 0; i < p->nclient_ids; i++)
+		seen |= p->client_ids[i] == cur;
+	if (cur && !seen && p->nclient_ids < 8)
+		p->client_ids[p->nclient_ids++] = cur;
+	for (int i = 0; i < p->nclient_ids; i++)
+		if (p->client_ids[i] == id)
+			return 1;
+	return 0;
+}
+
 static void check_output(fz_pair *p, int host, uint32_t writable, const uint8_t *buf,
 			 size_t n, size_t cap, const rn_tx *tx)
 {
@@ -180,11 +196,11 @@ static void check_output(fz_pair *p, int host, uint32_t writable, const uint8_t 
 	int rc = rn_wire_decode(&k, buf, n);
 	int prail = rail_of(1 - host, tx->to);
 
+	/* remember the client's id while it lasts: a restart replaces it */
+	(void)client_had_id(p, 0);
+
 	FZ_CHECK(n <= cap && n <= p->cfg.max_dgram, "host %d wrote %zu bytes (cap %zu, dgram %u)",
 		 host, n, cap, p->cfg.max_dgram);
-	if (rc != 0 && fz_known("ack-without-block") && n == RN_HDR_LEN && buf[1] == RN_PT_ACK &&
-	    cap < RN_HDR_LEN + RN_ACKBLK_LEN)
-		return;
 	FZ_CHECK(rc == 0, "host %d wrote a datagram that does not decode (%d), type %u flags %#x, "
 		 "%zu bytes, cap %zu", host, rc, buf[1], buf[2], n, cap);
 	FZ_CHECK(tx->local_rail >= 0 && tx->local_rail < FZ_RAILS &&
@@ -205,7 +221,9 @@ static void check_output(fz_pair *p, int host, uint32_t writable, const uint8_t 
 	FZ_CHECK(prail == tx->local_rail, "host %d: rail %d sent to the peer's rail %d", host,
 		 tx->local_rail, prail);
 	if (host == 1) {
-		FZ_CHECK(k.dst == rn_conn_id(peer), "server wrote to id %#llx, client is %#llx",
+		/* the connection an abandoned cookie made still talks to the client's old id */
+		FZ_CHECK(k.dst == rn_conn_id(peer) || client_had_id(p, k.dst),
+			 "server wrote to id %#llx, client is %#llx",
 			 (unsigned long long)k.dst, (unsigned long long)rn_conn_id(peer));
 	} else {
 		/* a client that restarted its handshake may talk to another server id */
@@ -216,8 +234,7 @@ static void check_output(fz_pair *p, int host, uint32_t writable, const uint8_t 
 		 * exists (unless a forged one did: anyone can fake a COOKIE_ACK).
 		 */
 		if ((rn_conn_state(h->conn) == RN_ST_ESTABLISHED ||
-		     rn_conn_state(h->conn) == RN_ST_LINGER) && !p->forged_any &&
-		    !fz_known("hs-restart-keeps-id"))
+		     rn_conn_state(h->conn) == RN_ST_LINGER) && !p->forged_any)
 			FZ_CHECK(id_accepted(p, k.dst),
 				 "client established towards server id %#llx, which no COOKIE_ECHO "
 				 "created (the server's connection is %#llx)",
