@@ -93,12 +93,37 @@ void rn_fd_close(int fd)
 	close(fd);
 }
 
+/*
+ * The latest time handed to the core: it must never see time go backwards.
+ * Every core call of the engine takes its time from rn_now_ns(), except
+ * datagrams, which take their arrival time (rn_arrival_ns).
+ */
+static uint64_t g_core_last;
+
 uint64_t rn_now_ns(void)
 {
 	struct timespec ts;
+	uint64_t t;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (t > __atomic_load_n(&g_core_last, __ATOMIC_RELAXED))
+		__atomic_store_n(&g_core_last, t, __ATOMIC_RELAXED);
+	return t;
+}
+
+uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&g_core_last, __ATOMIC_RELAXED);
+	int64_t t = (int64_t)rt->tv_sec * 1000000000 + rt->tv_nsec - rt_minus_mono;
+
+	/* within [the last time given to the core, now]: never backwards, never ahead */
+	if (t < (int64_t)last)
+		t = (int64_t)last;
+	if ((uint64_t)t > now)
+		t = (int64_t)now;
+	__atomic_store_n(&g_core_last, (uint64_t)t, __ATOMIC_RELAXED);
+	return (uint64_t)t;
 }
 
 struct event_base *rn_engine_base(void) { return g.base; }

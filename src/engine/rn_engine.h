@@ -92,6 +92,13 @@ int rn_engine_rails(const rn_rail_info **rails);
 /* ---- inside the engine thread ---- */
 
 uint64_t rn_now_ns(void);
+struct timespec;
+/*
+ * The time a datagram reached the kernel (SO_TIMESTAMPNS, CLOCK_REALTIME;
+ * rt_minus_mono converts), as a CLOCK_MONOTONIC time for the core, kept
+ * between the last time the core was given and now.
+ */
+uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_t now);
 /* Records a descriptor as the engine's (a forked child closes them all)... */
 void rn_fd_own(int fd);
 /* ...and closes one, or hands one over to the user. */

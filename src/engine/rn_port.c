@@ -46,7 +46,7 @@ static struct {
 	struct mmsghdr msgs[RX_BATCH];
 	struct iovec iov[RX_BATCH];
 	struct sockaddr_in from[RX_BATCH];
-	uint8_t ctl[RX_BATCH][CMSG_SPACE(sizeof(int))];
+	uint8_t ctl[RX_BATCH][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
 	uint8_t *buf;
 	size_t bufsz;
 } g_rx;
@@ -95,6 +95,12 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	/* ICMP errors (port unreachable: connection refused) come back to us */
 	setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	/*
+	 * The kernel's arrival time of each datagram: after the engine was held
+	 * off the CPU, a backlog keeps its real arrival times, so receive
+	 * counting does not take a busy host for a silent rail.
+	 */
+	setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	/* runs of datagrams may arrive coalesced (split again in read_turn); optional */
 	if (!getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0)
 		setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
@@ -374,19 +380,26 @@ static void drain_errors(rn_usock *u)
 	}
 }
 
-/* The segment size of a GRO run, 0 for a plain datagram. */
-static size_t gro_size(struct msghdr *h)
+/* The segment size of a GRO run (0 for a plain datagram) and the arrival time. */
+static size_t rx_meta(struct msghdr *h, struct timespec *ts)
 {
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+	size_t seg = 0;
+
+	ts->tv_sec = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
 		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO)
-			return (size_t)*(int *)CMSG_DATA(c);
-	return 0;
+			seg = (size_t)*(int *)CMSG_DATA(c);
+		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS)
+			memcpy(ts, CMSG_DATA(c), sizeof(*ts));
+	}
+	return seg;
 }
 
 /* Reads up to RX_TURN datagrams (or runs) from socket idx; returns how many, 0 if none. */
 static int read_turn(rn_port *p, int idx)
 {
 	rn_usock *u = &p->s[idx];
+	int64_t rt_minus_mono;
 	uint64_t now;
 	int n;
 
@@ -405,16 +418,26 @@ static int read_turn(rn_port *p, int idx)
 		}
 		return 0;
 	}
-	now = rn_now_ns();
+	{
+		struct timespec rt, mono;
+
+		/* the clock itself, not rn_now_ns(): that marks time given to the core */
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+		rt_minus_mono = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (int64_t)now;
+	}
 	for (int i = 0; i < n && p->s[idx].fd >= 0; i++) {
 		const uint8_t *d = g_rx.iov[i].iov_base;
-		size_t len = g_rx.msgs[i].msg_len, seg = gro_size(&g_rx.msgs[i].msg_hdr);
+		struct timespec ts;
+		size_t len = g_rx.msgs[i].msg_len, seg = rx_meta(&g_rx.msgs[i].msg_hdr, &ts);
+		uint64_t at = ts.tv_sec ? rn_arrival_ns(&ts, rt_minus_mono, now) : now;
 
 		/* a GRO run: datagrams of `seg` bytes back to back, the last maybe shorter */
 		while (len > 0 && p->s[idx].fd >= 0) {
 			size_t one = seg && seg < len ? seg : len;
 
-			input(p, idx, &g_rx.from[i], d, one, now);
+			input(p, idx, &g_rx.from[i], d, one, at);
 			d += one;
 			len -= one;
 		}
