@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, builds, and runs every
-# suite: unit and sim tests, a short fuzz run, the namespace suites (as root),
+# suite: unit and sim tests, a short fuzz run, the namespace and MPI suites (as root),
 # and all of them again under ASan+UBSan and under TSan.
 #
 #   tests/run.sh               everything
@@ -46,9 +46,9 @@ cmake --build build -j"$jobs"
 step "unit and sim tests"
 run_suite "unit + sim" build -L 'unit|sim'
 
-step "namespace tests"
+step "namespace and MPI tests"
 if [ "$(id -u)" -eq 0 ]; then
-	run_suite "netns" build -L netns -j1
+	run_suite "netns + mpi" build -L 'netns|mpi' -j1
 else
 	echo "not root: skipping the namespace tests"
 	record "netns" "skipped (not root)"
