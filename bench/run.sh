@@ -427,6 +427,14 @@ tp_figure() { # FIG REP [ri2n-stream args]
 	sub_end
 }
 
+# The cost of publishing state for ri2n-stat: ri2n alone, with publishing off
+# (RI2N_STAT_MS=0 in both processes), to compare with the figure's ri2n.
+nopub_figure() { # FIG REP [ri2n-stream args]
+	local fig=$1 rep=$2
+	shift 2
+	RI2N_STAT_MS=0 ri2n_tp "$fig-nopub" "$rep" "$((TP_SECS + 1))" "$@"
+}
+
 # A figure with a condition on every rail: ri2n and MPTCP only.
 cond_figure() { # FIG REP
 	sub_begin
@@ -678,7 +686,11 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 	if want veth; then
 		step "test bed: 2 unshaped veth rails" bed_step bn2u 2 off
 		if [ "$BED" = bn2u ]; then
-			for rep in $(seq "$reps"); do step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify; done
+			for rep in $(seq "$reps"); do
+				step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify
+				step "goodput, 2 unshaped veth rails, no ri2n-stat publishing (rep $rep)" \
+					nopub_figure veth "$rep" --no-verify
+			done
 		fi
 		drop_bed
 	fi
@@ -796,6 +808,12 @@ summary() {
 				"$(sval $fig ri2n share) | $(sval $fig mptcp share) ($(awk -F, -v f=$fig '$1 == f && $2 == "mptcp" { s = $8 } END { print s }' "$TP_CSV")) |"
 		done
 		echo
+		if [ -n "$(agg veth-nopub ri2n mbps)" ]; then
+			echo "Cost of publishing state for ri2n-stat (unshaped veth, CPU-bound): ri2n $(fmtv veth ri2n mbps)" \
+				"Mbit/s with it, $(fmtv veth-nopub ri2n mbps) without (RI2N_STAT_MS=0):" \
+				"ratio $(ratio "$(med veth ri2n mbps)" "$(med veth-nopub ri2n mbps)")."
+			echo
+		fi
 		if [ -n "$(agg tp2 tcp-r1 mbps)" ]; then
 			echo "Single-rail TCP (iperf3): $(for fig in tp2 tp4 veth degraded; do
 				for r in 1 2 3 4; do [ -n "$(agg $fig tcp-r$r mbps)" ] && printf '%s rail %s: %s; ' "$fig" "$r" "$(fmtv $fig tcp-r$r mbps)"; done
