@@ -65,7 +65,7 @@ run_suite "fuzz" build-fuzz -L fuzz -j1
 export HWLOC_PLUGINS_BLACKLIST=hwloc_pci
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 sanitized() { # NAME DIR SANITIZER SEEDS
 	step "$1: unit, sim and namespace suites"
 	cmake -S . -B "$2" -DCMAKE_BUILD_TYPE=Debug -DRI2N_SANITIZE="$3" -DRI2N_SIM_SEEDS="$4" >/dev/null

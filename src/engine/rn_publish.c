@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,10 @@ static struct {
 	FILE *f;
 	int nconn;
 	uint64_t now;
-} g;
+	/* exit removes the file while the engine thread may still be writing one */
+	pthread_mutex_t mu;
+	int closed;
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static unsigned long long proc_start(void)
 {
@@ -165,17 +169,22 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 		(unsigned long long)(g.now / 1000000));
 	rn_port_each_listener(write_listener);
 	rn_port_each_all(write_conn);
-	if (fclose(g.f) == 0)
+	pthread_mutex_lock(&g.mu);
+	if (fclose(g.f) == 0 && !g.closed)
 		rename(g.tmp, g.path);
 	else
 		unlink(g.tmp);
+	pthread_mutex_unlock(&g.mu);
 	g.f = NULL;
 }
 
 static void remove_at_exit(void)
 {
+	pthread_mutex_lock(&g.mu);
+	g.closed = 1; /* no snapshot after this one: the engine thread outlives exit handlers */
 	if (g.path[0] && getpid() == atoi(strrchr(g.path, '/') + 1))
 		unlink(g.path);
+	pthread_mutex_unlock(&g.mu);
 }
 
 void rn_publish_start(void)
@@ -217,6 +226,8 @@ void rn_publish_start(void)
 
 void rn_publish_forget(void)
 {
+	pthread_mutex_init(&g.mu, NULL);
+	g.closed = 0;
 	g.ev = NULL;
 	g.path[0] = 0;
 }

@@ -269,8 +269,8 @@ scenario_http() {
 	py=$(command -v /usr/bin/python3 python3 | head -n 1)
 	[ -n "$py" ] || nt_skip "python3 is not installed"
 	ST_PYCLIENT=
-	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -q libasan; then
-		# curl hangs in setlocale with libasan preloaded (with or without the shim)
+	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -qE "libasan|libtsan"; then
+		# curl hangs in setlocale with a sanitizer runtime preloaded (with or without the shim)
 		ST_PYCLIENT=$py
 		nt_note "sanitizer build: python's urllib instead of curl as the client"
 	fi
