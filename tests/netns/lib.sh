@@ -139,17 +139,22 @@ nt_event_mono() { # NAME RAIL STATE [AFTER_MONO]
 		split($3, a, "="); m = t0 + a[2]; if (m >= after) { printf "%.6f\n", m; exit } }' "$err"
 }
 
+# A CSV row covers the time since the row before it (nominally 100 ms, longer
+# when the sender was blocked in a write or starved of CPU): the two functions
+# below take only rows whose whole interval lies between the two times.
+
 # DATA packets the sender put on RAIL in intervals wholly between two times.
 nt_data_between() { # NAME RAIL FROM_MONO TO_MONO
 	awk -F, -v r="$2" -v from="$3" -v to="$4" 'NR > 1 && $1 == "send" {
-		n = split($7, d, ","); if ($3 - 0.1 >= from && $3 <= to && r < n + 1) s += d[r + 1] }
-		END { print s + 0 }' "$NT_DIR/$1.csv"
+		n = split($7, d, ","); if (prev != "" && prev >= from && $3 <= to && r < n + 1) s += d[r + 1]
+		prev = $3 } END { print s + 0 }' "$NT_DIR/$1.csv"
 }
 
 # The lowest receiver throughput per interval between two times, in Mbit/s.
 nt_min_mbps_between() { # NAME FROM_MONO TO_MONO
-	awk -F, -v from="$2" -v to="$3" 'NR > 1 && $1 == "send" && $3 - 0.1 >= from && $3 <= to {
-		if (min == "" || $4 < min) min = $4 } END { print (min == "" ? -1 : min) }' "$NT_DIR/$1.csv"
+	awk -F, -v from="$2" -v to="$3" 'NR > 1 && $1 == "send" {
+		if (prev != "" && prev >= from && $3 <= to && (min == "" || $4 < min)) min = $4
+		prev = $3 } END { print (min == "" ? -1 : min) }' "$NT_DIR/$1.csv"
 }
 
 nt_require_verified() { # NAME

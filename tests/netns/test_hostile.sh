@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Hostile traffic at a ri2n server during a verified transfer (root; 77 = skipped).
+#
+#   tests/netns/test_hostile.sh SCENARIO
+#
+#   flood   h1 sends 800 MiB to h2 over 2 shaped rails while a third host, h3,
+#           floods h2's listening port on both rails with random garbage,
+#           forged packets (right version, connection ids nobody holds) and a
+#           SYN-style flood of INITs and COOKIE_ECHOs with made-up cookies.
+#           Every byte must arrive verified, the server must accept no
+#           connection but the real one, count the drops, and its resident
+#           memory may grow by less than 20 MB while the flood lasts.
+#
+# Environment: RI2N_XFER, RI2N_FLOOD (the flood tool), RI2N_STAT_BIN, RI2N_FLOOD_PPS.
+source "$(dirname "$0")/lib.sh"
+FLOOD=${RI2N_FLOOD:-$(dirname "$NT_XFER")/../tests/ri2n_flood}
+STAT=${RI2N_STAT_BIN:-$(dirname "$NT_XFER")/ri2n-stat}
+PPS=${RI2N_FLOOD_PPS:-20000}
+scenario=${1:?usage: test_hostile.sh flood}
+
+[ -x "$FLOOD" ] || nt_skip "ri2n_flood not built at $FLOOD"
+[ -x "$STAT" ] || nt_skip "ri2n-stat not built at $STAT"
+command -v python3 >/dev/null || nt_skip "python3 is not installed"
+
+rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# listener PID EXPR: EXPR over the first listener `l` of PID in ri2n-stat's JSON
+listener() {
+	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d['processes'] if p['pid'] == $1]
+if not p or not p[0]['listeners']:
+    print('none'); sys.exit(0)
+l = p[0]['listeners'][0]
+print($2)"
+}
+
+scenario_flood() {
+	local spid base peak=0 rss fpid drops accepts t_end
+	nt_init hostile 3 2 1gbit
+	nt_serve 2 --once
+	spid=$(nt_xfer_pid 2 serve)
+	[ -n "$spid" ] || nt_fail "server process not found"
+	nt_send_bg x 1 2 800M
+	local xpid=$NT_PID
+	# the connection is up and its buffers are filled before the baseline is taken
+	sleep 1
+	kill -0 "$xpid" 2>/dev/null || nt_fail "the transfer ended before the flood began: $(cat "$NT_DIR/x.out")"
+	base=$(rss_kb "$spid")
+	[ -n "$base" ] || nt_fail "server's VmRSS not readable"
+	setsid ip netns exec "$(tb_ns 3)" "$FLOOD" mix 7000 100 "$PPS" "$(nt_addr 2 1)" "$(nt_addr 2 2)" \
+		>"$NT_DIR/flood.out" 2>"$NT_DIR/flood.err" &
+	fpid=$!
+	NT_PIDS+=("$fpid")
+	# sample the server's memory while the transfer lasts, its counters now and then
+	t_end=$(($(date +%s) + ${NT_TIMEOUT:-120}))
+	local i=0 d a
+	drops=none accepts=none
+	while kill -0 "$xpid" 2>/dev/null && [ "$(date +%s)" -lt "$t_end" ]; do
+		rss=$(rss_kb "$spid")
+		[ -n "$rss" ] && [ "$rss" -gt "$peak" ] && peak=$rss
+		if [ $((i++ % 5)) = 4 ]; then
+			d=$(listener "$spid" "l['drops'], l['accepts']" 2>/dev/null)
+			# once the server is done with its one connection it is gone: keep the last answer
+			if [ -n "$d" ] && [ "$d" != none ]; then
+				read -r drops accepts <<<"$d"
+			fi
+		fi
+		sleep 0.1
+	done
+	kill -TERM -- "-$fpid" 2>/dev/null
+	wait "$fpid"
+	wait "$xpid" || nt_fail "transfer failed under the flood: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_verified "$NT_DIR/serve2.out" recv)" = yes ] || nt_fail "the server did not verify what it received"
+	grep -q "^flood sent=" "$NT_DIR/flood.out" || nt_fail "the flood tool failed: $(cat "$NT_DIR/flood.err")"
+	local sent
+	sent=$(sed -n 's/^flood sent=\([0-9]*\).*/\1/p' "$NT_DIR/flood.out")
+	[ "$sent" -gt 1000 ] || nt_fail "the flood sent only $sent datagrams"
+	[ "$drops" != none ] && [ "$drops" -gt 0 ] ||
+		nt_fail "the server's listener counted no drops ($drops) under $sent hostile datagrams"
+	[ "$accepts" = 1 ] || nt_fail "the server accepted $accepts connections; only one was real"
+	nt_note "flood: $sent datagrams ($(sed -n 's/.*bytes=//p' "$NT_DIR/flood.out") bytes) from h3; listener drops seen: $drops"
+	nt_note "server RSS: $((base / 1024)) MB before the flood, peak $((peak / 1024)) MB during it (+$(((peak - base) / 1024)) MB)"
+	[ $((peak - base)) -lt $((20 * 1024)) ] ||
+		nt_fail "the server's memory grew by $(((peak - base) / 1024)) MB under the flood (limit 20 MB)"
+	nt_ok "flood: 800 MiB verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s while $sent hostile datagrams hit the port"
+}
+
+case $scenario in
+flood) "scenario_$scenario" ;;
+*) echo "unknown scenario $scenario" >&2; exit 2 ;;
+esac
