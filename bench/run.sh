@@ -198,7 +198,9 @@ else
 			fail "build failed: $(grep -m3 -iE 'error' "$RAW/build.log" | tr '\n' ' ')"
 	}
 	step "build" build
-	STREAM=$ROOT/build-bench/ri2n-stream PINGPONG=$ROOT/build-bench/ri2n-pingpong
+	# the project's top level includes bench/ itself, so the programs land in its
+	# bench/ folder of the build (ri2n/bench), not at the top of build-bench
+	STREAM=$ROOT/build-bench/ri2n/bench/ri2n-stream PINGPONG=$ROOT/build-bench/ri2n/bench/ri2n-pingpong
 fi
 if [ ! -x "$STREAM" ] || [ ! -x "$PINGPONG" ]; then
 	log "no bench programs ($STREAM, $PINGPONG): nothing to run"
