@@ -156,6 +156,7 @@ typedef struct ri2n_params {
 	int gso, gro;         /* UDP segmentation / receive offload */
 	int rx_ts;            /* datagrams timed by the kernel's arrival stamp */
 	char *log;            /* ri2n log level: debug, info, warn, error, off */
+	char *key_file;       /* file holding the cluster key (else RI2N_KEY / RI2N_KEY_FILE) */
 	int verbose;          /* print a per-process summary at finalize */
 	int free_list_num, free_list_max, free_list_inc;
 } ri2n_params;

@@ -145,6 +145,12 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_int(c, "rx_timestamps", "Time each datagram by the kernel's arrival stamp, not by when "
 		"this process read it: a rank that was descheduled does not make the network look "
 		"queued or a rail look silent (0/1)", LVL_DEV, &p->rx_ts);
+	p->key_file = NULL;
+	reg_string(c, "key_file",
+		   "File holding the cluster key (64 hex digits): every datagram then carries a MAC "
+		   "and ranks without the same key cannot connect.  A file, so that the key never "
+		   "shows in ompi_info or on command lines (default: RI2N_KEY_FILE or RI2N_KEY; "
+		   "none: no authentication)", LVL_USER, &p->key_file);
 	p->log = NULL;
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
@@ -183,10 +189,19 @@ int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *
 				bad = (int)i;
 		}
 		if (bad < 0)
-			return 0;
+			break;
 	}
-	snprintf(err, len, "btl_ri2n_%s = %d is out of range or does not fit the other settings "
-		 "(see docs/CONFIG.md)", knobs[bad].name,
-		 *(const int *)((const char *)p + knobs[bad].off));
-	return -1;
+	if (bad >= 0) {
+		snprintf(err, len, "btl_ri2n_%s = %d is out of range or does not fit the other "
+			 "settings (see docs/CONFIG.md)", knobs[bad].name,
+			 *(const int *)((const char *)p + knobs[bad].off));
+		return -1;
+	}
+	if (p->key_file && *p->key_file ? rn_knobs_key_from_file(cfg, p->key_file)
+					: rn_knobs_key_from_env(cfg)) {
+		snprintf(err, len, "the cluster key (btl_ri2n_key_file, RI2N_KEY_FILE or RI2N_KEY) "
+			 "is not usable; see the message above");
+		return -1;
+	}
+	return 0;
 }

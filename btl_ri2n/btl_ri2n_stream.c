@@ -400,8 +400,11 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		rn_conn_stats st;
 
 		rn_conn_get_stats(l->conn, &st);
-		opal_output(0, "btl_ri2n %s -> %s: %s, retransmits %llu, timeouts %llu, dup %llu",
+		opal_output(0, "btl_ri2n %s -> %s: %s, %s (mss %u, %llu failed authentication), "
+			    "retransmits %llu, timeouts %llu, dup %llu",
 			    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?", rn_state_name(st.state),
+			    st.keyed ? "keyed" : "no key", st.mss,
+			    (unsigned long long)st.drops[RN_DROP_AUTH],
 			    (unsigned long long)st.retransmits, (unsigned long long)st.rto_events,
 			    (unsigned long long)st.dup_data);
 		for (int k = 0; k < st.npaths; k++) {

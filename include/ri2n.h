@@ -90,6 +90,10 @@ enum ri2n_option {
 	RI2N_MTU,                /* IP MTU of the rails (smallest rail MTU) */
 	RI2N_SNDBUF,             /* send ring, bytes (about 3 MB) */
 	RI2N_RCVBUF,             /* receive ring and window, bytes (about 3 MB) */
+	RI2N_KEY,                /* cluster key (RI2N_KEY): set with the 32 key bytes
+				    (not an int), or 0 bytes for none; reads back an
+				    int, 1 when a key is set; the key itself is never
+				    readable (none) */
 };
 
 /*

@@ -179,7 +179,7 @@ static void print_table(const snap *s)
 			       get(r, "peer"), get(r, "state"), *get(r, "error") ? ": " : "",
 			       get(r, "error"), num(r, "age_ms") / 1000.0, a, b, get(r, "retransmits"),
 			       num(r, "drops_malformed") + num(r, "drops_source") + num(r, "drops_window") +
-				       num(r, "drops_duplicate") + num(r, "drops_other"));
+				       num(r, "drops_duplicate") + num(r, "drops_auth") + num(r, "drops_other"));
 			printf("    %-4s %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", "rail", "local",
 			       "remote", "state", "tx pkts", "rx pkts", "tx B", "rx B", "retx", "lost",
 			       "last change");

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium/utils.h>
+
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_engine.h"
@@ -472,6 +474,32 @@ static int get_int(const void *val, socklen_t len, int64_t *v)
 	return 0;
 }
 
+/* RI2N_KEY: 32 bytes set the socket's key, 0 bytes remove it.  Under s->mu. */
+static int set_key(rn_sock *s, const void *val, socklen_t len)
+{
+	rn_config next = s->cfg;
+
+	if (s->kind != RN_SK_NEW)
+		return EISCONN;
+	if (len == 0) {
+		next.keyed = 0;
+	} else if (!val || len != RN_KEY_LEN) {
+		return EINVAL;
+	} else {
+		next.keyed = 1;
+		memcpy(next.key, val, RN_KEY_LEN);
+	}
+	if (!next.keyed)
+		sodium_memzero(next.key, sizeof(next.key));
+	if (rn_config_check(&next, NULL)) {
+		sodium_memzero(next.key, sizeof(next.key));
+		return EINVAL; /* e.g. rails too small for the tag */
+	}
+	s->cfg = next;
+	sodium_memzero(next.key, sizeof(next.key));
+	return 0;
+}
+
 int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int err, rc = 0;
@@ -480,7 +508,11 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 
 	if (!s)
 		return fail(err);
-	if (level == RI2N_SOL) {
+	if (level == RI2N_SOL && name == RI2N_KEY) {
+		pthread_mutex_lock(&s->mu);
+		err = set_key(s, val, len);
+		pthread_mutex_unlock(&s->mu);
+	} else if (level == RI2N_SOL) {
 		err = get_int(val, len, &v);
 		pthread_mutex_lock(&s->mu);
 		if (!err && s->kind != RN_SK_NEW)
@@ -537,6 +569,10 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		err = put_int(val, len, 1);
 	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
 		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
+	} else if (level == RI2N_SOL && name == RI2N_KEY) {
+		pthread_mutex_lock(&s->mu);
+		err = put_int(val, len, s->cfg.keyed);
+		pthread_mutex_unlock(&s->mu);
 	} else if (level == RI2N_SOL) {
 		pthread_mutex_lock(&s->mu);
 		err = rn_knob_get(&s->cfg, name, &v);

@@ -61,6 +61,10 @@ int rn_config_check(const rn_config *c, const char **why)
 		bad = "rto_min must be at least 100 us";
 	else if (c->init_cwnd < 4 || c->init_cwnd > c->snd_slots)
 		bad = "init_cwnd must be between 4 and snd_slots";
+	else if (c->keyed > 1)
+		bad = "keyed must be 0 or 1";
+	else if (c->keyed && c->max_dgram < RN_INIT_LEN + RN_MAC_LEN)
+		bad = "with a key, max_dgram must be at least 272 bytes";
 	if (why)
 		*why = bad;
 	return bad ? RN_ERR_INVAL : 0;
@@ -93,7 +97,7 @@ const char *rn_drop_name(rn_drop d)
 {
 	static const char *const names[RN_DROP__COUNT] = {
 		"malformed", "version", "type", "unknown_conn", "source",
-		"window", "duplicate", "cookie", "state", "auth",
+		"window", "duplicate", "cookie", "state", "auth", "rate",
 	};
 
 	return (unsigned)d < RN_DROP__COUNT ? names[d] : "?";

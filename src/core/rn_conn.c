@@ -121,6 +121,8 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 
 	if (n == 0)
 		return RN_ERR_NOROUTE;
+	if (c->cfg.keyed)
+		c->dgram -= RN_MAC_LEN; /* every datagram ends in its tag */
 	c->mss = c->dgram - RN_HDR_LEN;
 	for (int k = 0; k < n; k++) {
 		rn_rail *r = &c->rail[k];
@@ -434,6 +436,7 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 	st->err = c->err;
 	st->npaths = c->npaths;
 	st->mss = c->mss;
+	st->keyed = c->cfg.keyed;
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
 		rn_rail_stats *rs = &st->rail[k];

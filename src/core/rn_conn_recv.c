@@ -356,8 +356,16 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 {
 	rn_pkt p;
 	rn_rail *r;
-	int rc = rn_wire_decode(&p, pkt, len);
+	int rc;
 
+	if (c->cfg.keyed) {
+		ssize_t n = rn_wire_open(pkt, len, c->cfg.key);
+
+		if (n < 0)
+			return drop(c, RN_DROP_AUTH);
+		len = (size_t)n;
+	}
+	rc = rn_wire_decode(&p, pkt, len);
 	if (rc)
 		return drop(c, (rn_drop)(-rc - 1));
 	if (p.dst != c->id)

@@ -331,8 +331,8 @@ static ssize_t write_reset(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	return 0;
 }
 
-ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
-			  uint8_t *buf, size_t cap, rn_tx *tx)
+static ssize_t write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_t *buf,
+			 size_t cap, rn_tx *tx)
 {
 	switch (c->state) {
 	case RN_ST_INIT_SENT:
@@ -344,4 +344,17 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	default:
 		return write_reset(c, now_ns, writable, buf, cap, tx);
 	}
+}
+
+ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
+			  uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	ssize_t n;
+
+	if (!c->cfg.keyed)
+		return write_pkt(c, now_ns, writable, buf, cap, tx);
+	if (cap < RN_MAC_LEN)
+		return RN_ERR_NOBUF;
+	n = write_pkt(c, now_ns, writable, buf, cap - RN_MAC_LEN, tx);
+	return n > 0 ? rn_wire_seal(buf, (size_t)n, cap, c->cfg.key) : n;
 }

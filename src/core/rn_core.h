@@ -44,6 +44,8 @@ enum {
 	RN_MIN_SLOTS = 64,         /* smallest send/receive ring, packets */
 	RN_MAX_SLOTS = 1 << 16,    /* largest ring: keeps windows far below 2^31 */
 	RN_MAX_SACK_WORDS = 128,   /* 8192 packets of selective ACK in one ACK */
+	RN_KEY_LEN = 32,           /* pre-shared cluster key (RI2N_KEY) */
+	RN_MAC_LEN = 16,           /* tag at the end of every datagram when keyed */
 };
 
 typedef enum rn_err {
@@ -81,6 +83,7 @@ typedef enum rn_drop {
 	RN_DROP_COOKIE,      /* bad or stale handshake cookie */
 	RN_DROP_STATE,       /* valid packet, wrong connection state */
 	RN_DROP_AUTH,        /* message authentication failed */
+	RN_DROP_RATE,        /* handshake from a source over its reply rate limit */
 	RN_DROP__COUNT
 } rn_drop;
 
@@ -120,6 +123,8 @@ typedef struct rn_config {
 	uint64_t queue_target_ns;  /* queueing delay a rail may build up */
 	uint64_t linger_ns;        /* state kept after a clean close for late FINs */
 	uint32_t init_cwnd;        /* packets a rail may have in flight at start */
+	uint8_t keyed;             /* 1: every datagram carries a MAC under key */
+	uint8_t key[RN_KEY_LEN];   /* the cluster key; never logged */
 } rn_config;
 
 void rn_config_default(rn_config *cfg);
@@ -201,6 +206,7 @@ typedef struct rn_conn_stats {
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
 	uint32_t mss;
+	int keyed;            /* datagrams carry MACs under the cluster key */
 	int npaths;
 	rn_rail_stats rail[RN_MAX_RAILS];
 } rn_conn_stats;
@@ -322,10 +328,18 @@ rn_addr rn_conn_peer(const rn_conn *c);
 
 /* ---- listener (stateless handshake) ---- */
 
+enum {
+	RN_RL_BUCKETS = 256,     /* sources share this many rate-limit buckets */
+	RN_RL_BURST = 256,       /* INIT_ACKs a source may get at once... */
+	RN_RL_RATE = 1000,       /* ...and per second after that */
+};
+
 typedef struct rn_listener {
 	rn_config cfg;
 	rn_env env;
 	uint8_t secret[RN_COOKIE_SECRET_LEN]; /* cookie key, from the driver's rng */
+	uint32_t rl_salt;                     /* hides which sources share a bucket */
+	uint64_t rl_tat[RN_RL_BUCKETS];       /* per bucket: when its replies are paid off */
 	rn_rail_addr rails[RN_MAX_RAILS];
 	int nrails;
 	uint64_t cookie_life_ns;

@@ -10,6 +10,7 @@
  * INIT is padded to RN_INIT_LEN and INIT_ACK is smaller, so a forged INIT
  * can never make the server send more bytes than it received.
  */
+#include <sodium/crypto_shorthash_siphash24.h>
 #include <string.h>
 
 #include "rn_cookie.h"
@@ -58,7 +59,35 @@ int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 
 		memcpy(l->secret + i, &v, 8);
 	}
+	{
+		/* from the secret, not the rng: the rng's sequence stays what it was */
+		static const uint8_t label[] = "ri2n rate-limit buckets";
+		uint8_t h[crypto_shorthash_siphashx24_BYTES];
+
+		crypto_shorthash_siphashx24(h, label, sizeof(label), l->secret);
+		memcpy(&l->rl_salt, h, sizeof(l->rl_salt));
+	}
 	return 0;
+}
+
+/*
+ * INIT_ACKs per source address: a burst of RN_RL_BURST, then RN_RL_RATE a
+ * second (a generic cell rate algorithm per bucket: tat is when the bucket's
+ * earlier replies are paid off).  Together with INIT_ACK never being larger
+ * than INIT, a listener cannot be made to flood a forged source.  Sources
+ * that share a bucket share its budget; a client turned away retries.
+ */
+static int reply_allowed(rn_listener *l, uint32_t ip, uint64_t now_ns)
+{
+	const uint64_t interval = UINT64_C(1000000000) / RN_RL_RATE;
+	uint32_t h = (ip ^ l->rl_salt) * UINT32_C(0x9e3779b1);
+	uint64_t *tat = &l->rl_tat[h >> 24 & (RN_RL_BUCKETS - 1)];
+	uint64_t t = *tat > now_ns ? *tat : now_ns;
+
+	if (t - now_ns >= RN_RL_BURST * interval)
+		return 0;
+	*tat = t + interval;
+	return 1;
 }
 
 static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *p,
@@ -74,6 +103,8 @@ static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *
 
 	if (rn_wire_read_hello(&client, p->payload, p->len, 0))
 		return ldrop(l, RN_DROP_MALFORMED);
+	if (!reply_allowed(l, from.ip, now_ns))
+		return ldrop(l, RN_DROP_RATE);
 	do
 		ck.id = l->env.rng(l->env.user);
 	while (ck.id == 0);
@@ -139,16 +170,36 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_accept_params *accepted)
 {
 	rn_pkt p;
-	int rc = rn_wire_decode(&p, pkt, len);
+	int rc;
 
 	*reply_len = 0;
+	if (l->cfg.keyed) {
+		ssize_t n = rn_wire_open(pkt, len, l->cfg.key);
+
+		if (n < 0)
+			return ldrop(l, RN_DROP_AUTH);
+		len = (size_t)n;
+	}
+	rc = rn_wire_decode(&p, pkt, len);
 	if (rc)
 		return ldrop(l, (rn_drop)(-rc - 1));
 	if (local_rail < 0 || local_rail >= l->nrails)
 		return ldrop(l, RN_DROP_SOURCE);
 	switch (p.type) {
 	case RN_PT_INIT:
-		return on_init(l, now_ns, from, &p, reply, cap, reply_len);
+		if (!l->cfg.keyed)
+			return on_init(l, now_ns, from, &p, reply, cap, reply_len);
+		if (cap < RN_MAC_LEN)
+			return RN_ERR_NOBUF;
+		rc = on_init(l, now_ns, from, &p, reply, cap - RN_MAC_LEN, reply_len);
+		if (rc == RN_LISTEN_REPLY) {
+			ssize_t n = rn_wire_seal(reply, *reply_len, cap, l->cfg.key);
+
+			if (n < 0)
+				return (int)n;
+			*reply_len = (size_t)n;
+		}
+		return rc;
 	case RN_PT_COOKIE_ECHO:
 		return on_cookie_echo(l, now_ns, local_rail, from, &p, accepted);
 	default:

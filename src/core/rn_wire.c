@@ -1,6 +1,8 @@
 /*
  * rn_wire.c - encode and strictly decode datagrams.
  */
+#include <sodium/crypto_generichash_blake2b.h>
+#include <sodium/utils.h>
 #include <string.h>
 
 #include "rn_wire.h"
@@ -222,4 +224,27 @@ int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_coo
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len)
 {
 	return len >= RN_HDR_LEN ? rn_get64(pkt + 4) : 0;
+}
+
+/* ---- authentication ---- */
+
+ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN])
+{
+	if (len > cap || cap - len < RN_MAC_LEN)
+		return RN_ERR_NOBUF;
+	crypto_generichash_blake2b(buf + len, RN_MAC_LEN, buf, len, key, RN_KEY_LEN);
+	return (ssize_t)(len + RN_MAC_LEN);
+}
+
+ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN])
+{
+	uint8_t tag[RN_MAC_LEN];
+
+	if (len < RN_HDR_LEN + RN_MAC_LEN)
+		return RN_ERR_DROP;
+	len -= RN_MAC_LEN;
+	crypto_generichash_blake2b(tag, sizeof(tag), buf, len, key, RN_KEY_LEN);
+	if (sodium_memcmp(tag, buf + len, RN_MAC_LEN) != 0)
+		return RN_ERR_DROP;
+	return (ssize_t)len;
 }

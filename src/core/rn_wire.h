@@ -91,6 +91,20 @@ static inline size_t rn_wire_size(int has_ack, unsigned nwords, size_t len)
 ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
 		       const rn_ackblk *ab, const void *payload, size_t len);
 
+/*
+ * With a cluster key every datagram ends in an RN_MAC_LEN-byte tag: keyed
+ * BLAKE2b over everything before it.  The header it covers holds the
+ * destination connection id and the sequence number, so a tag is bound to
+ * its connection and packet.
+ *
+ * rn_wire_seal appends the tag to the len-byte datagram in buf (cap bytes);
+ * returns the new length or RN_ERR_NOBUF.  rn_wire_open checks a received
+ * datagram's tag in constant time; returns the length without it, or
+ * RN_ERR_DROP if the tag is missing or wrong.
+ */
+ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN]);
+ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN]);
+
 /* ---- payloads of control packets ---- */
 
 enum {

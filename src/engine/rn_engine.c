@@ -304,7 +304,7 @@ static void log_rails(void)
 static int configure(void)
 {
 	char why[256];
-	int mtu = 65535;
+	int mtu = 65535, rc;
 
 	rn_config_default(&g.cfg);
 	g.nrails = rn_rails_discover(g.rails, RN_MAX_RAILS, getenv("RI2N_RAILS"), why,
@@ -321,6 +321,9 @@ static int configure(void)
 			mtu = g.rails[i].mtu;
 	rn_knob_set(&g.cfg, RI2N_MTU, mtu < 576 ? 576 : mtu);
 	rn_knobs_from_env(&g.cfg);
+	rc = rn_knobs_key_from_env(&g.cfg);
+	if (rc)
+		return rc;
 	g.env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng };
 	return 0;
 }

@@ -3,7 +3,11 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <sodium/utils.h>
 
 #include "ri2n.h"
 #include "rn_knobs.h"
@@ -140,4 +144,65 @@ void rn_knobs_from_env(rn_config *cfg)
 				"settings); keeping the default", k->env, s, (long long)k->min,
 				(long long)k->max);
 	}
+}
+
+/* Sets cfg's key from 64 hex digits (what: where they came from, for messages). */
+static int key_from_hex(rn_config *cfg, const char *hex, size_t len, const char *what)
+{
+	rn_config next = *cfg;
+	size_t n = 0;
+	const char *end = NULL;
+	int rc = 0;
+
+	if (len != 2 * RN_KEY_LEN ||
+	    sodium_hex2bin(next.key, sizeof(next.key), hex, len, NULL, &n, &end) != 0 ||
+	    n != RN_KEY_LEN || end != hex + len) {
+		rn_error("%s must hold %d hexadecimal digits (a %d-byte key); refusing to run "
+			 "without the key", what, 2 * RN_KEY_LEN, RN_KEY_LEN);
+		rc = -EINVAL;
+	} else {
+		next.keyed = 1;
+		if (rn_config_check(&next, NULL)) {
+			rn_error("a cluster key needs datagrams of at least %d bytes (RI2N_MTU >= %d)",
+				 RN_INIT_LEN + RN_MAC_LEN, RN_INIT_LEN + RN_MAC_LEN + 28);
+			rc = -EINVAL;
+		} else {
+			*cfg = next;
+		}
+	}
+	sodium_memzero(next.key, sizeof(next.key));
+	return rc;
+}
+
+int rn_knobs_key_from_file(rn_config *cfg, const char *path)
+{
+	char buf[2 * RN_KEY_LEN + 8];
+	size_t n;
+	FILE *f = fopen(path, "re");
+	int rc;
+
+	if (!f) {
+		rn_error("cannot read the cluster key file %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--; /* one trailing newline is what editors and echo leave */
+	rc = key_from_hex(cfg, buf, n, path);
+	sodium_memzero(buf, sizeof(buf));
+	return rc;
+}
+
+int rn_knobs_key_from_env(rn_config *cfg)
+{
+	const char *s = getenv("RI2N_KEY"), *file = getenv("RI2N_KEY_FILE");
+
+	if (s && file) {
+		rn_error("RI2N_KEY and RI2N_KEY_FILE are both set; set one");
+		return -EINVAL;
+	}
+	if (file)
+		return rn_knobs_key_from_file(cfg, file);
+	return s ? key_from_hex(cfg, s, strlen(s), "RI2N_KEY") : 0;
 }

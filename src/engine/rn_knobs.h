@@ -16,5 +16,14 @@ int rn_knob_set(rn_config *cfg, int opt, int64_t v);
 int rn_knob_get(const rn_config *cfg, int opt, int64_t *v);
 /* Applies every RI2N_* variable set in the environment; warns about bad ones. */
 void rn_knobs_from_env(rn_config *cfg);
+/*
+ * Applies the cluster key from RI2N_KEY (64 hex digits) or RI2N_KEY_FILE (a
+ * file holding them), if one is set.  A bad key is an error, never ignored:
+ * running without the key the user asked for would be silently insecure.
+ * Returns 0 or -EINVAL (logged, never with the key).
+ */
+int rn_knobs_key_from_env(rn_config *cfg);
+/* The same from a file given by path (the BTL's btl_ri2n_key_file). */
+int rn_knobs_key_from_file(rn_config *cfg, const char *path);
 
 #endif

@@ -87,12 +87,12 @@ static void write_conn(struct rn_stream *st)
 	rn_stream_get_info(st, &in);
 	for (int d = 0; d < RN_DROP__COUNT; d++)
 		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
-		    d != RN_DROP_DUPLICATE)
+		    d != RN_DROP_DUPLICATE && d != RN_DROP_AUTH)
 			other += c->drops[d];
 	fprintf(g.f, "conn n=%d fd=%d role=%s local=%s peer=%s state=%s age_ms=%llu error=\"%s\" "
 		     "mss=%u app_tx_bytes=%llu app_rx_bytes=%llu tx_packets=%llu rx_packets=%llu "
 		     "retransmits=%llu rto=%llu drops_malformed=%llu drops_source=%llu "
-		     "drops_window=%llu drops_duplicate=%llu drops_other=%llu\n",
+		     "drops_window=%llu drops_duplicate=%llu drops_auth=%llu drops_other=%llu keyed=%d\n",
 		n, in.fd, in.server ? "server" : "client", ipport(&in.local, l, sizeof(l)),
 		ipport(&in.peer, p, sizeof(p)), rn_state_name(c->state),
 		(unsigned long long)((g.now - in.created_ns) / 1000000),
@@ -102,7 +102,8 @@ static void write_conn(struct rn_stream *st)
 		(unsigned long long)c->rto_events, (unsigned long long)c->drops[RN_DROP_MALFORMED],
 		(unsigned long long)c->drops[RN_DROP_SOURCE],
 		(unsigned long long)c->drops[RN_DROP_WINDOW],
-		(unsigned long long)c->drops[RN_DROP_DUPLICATE], (unsigned long long)other);
+		(unsigned long long)c->drops[RN_DROP_DUPLICATE],
+		(unsigned long long)c->drops[RN_DROP_AUTH], (unsigned long long)other, c->keyed);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail_stats *r = &c->rail[k];
 
@@ -138,9 +139,10 @@ static void write_listener(rn_port *p)
 		pthread_mutex_unlock(&p->lsock->mu);
 	}
 	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
-		     "drops_backlog=%llu\n", p->number, p->nsock, queued,
+		     "drops_backlog=%llu drops_auth=%llu keyed=%d\n", p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
-		(unsigned long long)drops, (unsigned long long)p->drops_backlog);
+		(unsigned long long)drops, (unsigned long long)p->drops_backlog,
+		(unsigned long long)p->lis->drops[RN_DROP_AUTH], p->lis->cfg.keyed);
 }
 
 static void snapshot(evutil_socket_t fd, short what, void *arg)

@@ -373,3 +373,168 @@ void test_options_from_environment(void **state)
 	if (strstr(text, "RI2N_KEEPALIVE_MS"))
 		fail_msg("a warning about a good value:\n%s", text);
 }
+
+/* A listener on RAIL1 whose socket got `key` (NULL: none) before listening. */
+static int keyed_listener(const uint8_t *key, uint16_t *port)
+{
+	struct sockaddr_in a = sin_of(RAIL1, 0), got;
+	socklen_t len = sizeof(got);
+	int l = ri2n_socket();
+
+	assert_true(l >= 0);
+	if (key)
+		assert_int_equal(ri2n_setsockopt(l, RI2N_SOL, RI2N_KEY, key, 32), 0);
+	assert_int_equal(ri2n_bind(l, SA(&a), sizeof(a)), 0);
+	assert_int_equal(ri2n_listen(l, 4), 0);
+	assert_int_equal(ri2n_getsockname(l, SA(&got), &len), 0);
+	*port = ntohs(got.sin_port);
+	return l;
+}
+
+/* A client socket with `key` (NULL: none) and a 1.5 s handshake timeout. */
+static int keyed_client(const uint8_t *key)
+{
+	int fd = ri2n_socket();
+
+	assert_true(fd >= 0);
+	if (key)
+		assert_int_equal(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 32), 0);
+	set_opt(fd, RI2N_CONNECT_TIMEOUT_MS, 1500);
+	return fd;
+}
+
+void test_key_option(void **state)
+{
+	uint8_t key[33], other[32];
+	struct sockaddr_in peer, to;
+	uint16_t port;
+	int fd, l, s, v;
+	socklen_t len = sizeof(v);
+
+	(void)state;
+	for (int i = 0; i < 33; i++)
+		key[i] = (uint8_t)(i * 37 + 11);
+	memcpy(other, key, 32);
+	other[0] ^= 0x80;
+
+	/* setting, clearing, reading back: never the key itself */
+	fd = ri2n_socket();
+	assert_true(fd >= 0);
+	assert_int_equal(get_opt(fd, RI2N_KEY), 0);
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 31), EINVAL);
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 33), EINVAL);
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, NULL, 32), EINVAL);
+	assert_int_equal(get_opt(fd, RI2N_KEY), 0);
+	assert_int_equal(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 32), 0);
+	assert_int_equal(ri2n_getsockopt(fd, RI2N_SOL, RI2N_KEY, &v, &len), 0);
+	assert_int_equal(len, sizeof(int));
+	assert_int_equal(v, 1);
+	assert_int_equal(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, NULL, 0), 0);
+	assert_int_equal(get_opt(fd, RI2N_KEY), 0);
+	/* even the smallest MTU leaves room for the keyed handshake */
+	set_opt(fd, RI2N_MTU, 576);
+	assert_int_equal(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 32), 0);
+	assert_int_equal(ri2n_close(fd), 0);
+
+	/* the same key at both ends: a verified stream both ways, then fixed */
+	l = keyed_listener(key, &port);
+	fd = keyed_client(key);
+	to = sin_of(RAIL1, port);
+	assert_int_equal(ri2n_connect(fd, SA(&to), sizeof(to)), 0);
+	s = accept_within(l, 5000, &peer);
+	assert_int_equal(get_opt(s, RI2N_KEY), 1);
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_KEY, key, 32), EISCONN);
+	flow2(fd, s, 4 * MIB, 1 * MIB, 1, 77);
+	{
+		struct ri2n_stats st;
+
+		/* the tag takes 16 bytes of every packet */
+		assert_int_equal(ri2n_stats(fd, &st), 0);
+		assert_int_equal(st.mss, 1448 - 16);
+	}
+	assert_int_equal(ri2n_close(fd), 0);
+	assert_int_equal(ri2n_close(s), 0);
+
+	/* another key, or none: the handshake never completes, nothing is accepted */
+	fd = keyed_client(other);
+	expect_fail(ri2n_connect(fd, SA(&to), sizeof(to)), ETIMEDOUT);
+	assert_int_equal(ri2n_close(fd), 0);
+	fd = keyed_client(NULL);
+	expect_fail(ri2n_connect(fd, SA(&to), sizeof(to)), ETIMEDOUT);
+	assert_int_equal(ri2n_close(fd), 0);
+	assert_false(wait_fd(l, POLLIN, 100) & POLLIN);
+	assert_int_equal(ri2n_close(l), 0);
+}
+
+/* A child with RI2N_KEY / RI2N_KEY_FILE set to `key` / `file`: exit 0 when ri2n_socket
+ * fails with EINVAL, 1 when it works with a keyed socket, 2 otherwise. */
+__attribute__((noreturn)) static void key_child(int err, const char *key, const char *file)
+{
+	int fd;
+
+	dup2(err, 2);
+	if (key)
+		setenv("RI2N_KEY", key, 1);
+	if (file)
+		setenv("RI2N_KEY_FILE", file, 1);
+	fd = ri2n_socket();
+	if (fd < 0)
+		_exit(errno == EINVAL ? 0 : 2);
+	_exit(get_opt(fd, RI2N_KEY) == 1 ? 1 : 2);
+}
+
+/* Runs key_child; returns its exit code, its stderr in text. */
+static int run_key_child(const char *key, const char *file, char *text, size_t cap)
+{
+	int err[2], st;
+	size_t tn = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(err), 0);
+	pid = fork_child();
+	if (pid == 0) {
+		close(err[0]);
+		key_child(err[1], key, file);
+	}
+	close(err[1]);
+	st = reap(pid, 20000);
+	for (ssize_t r; (r = read(err[0], text + tn, cap - 1 - tn)) > 0;)
+		tn += (size_t)r;
+	text[tn] = 0;
+	close(err[0]);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/*
+ * A key in the environment that cannot be used is an error, not a warning
+ * (running unauthenticated would be silently insecure), and the message
+ * never shows the key.
+ */
+void test_key_from_environment(void **state)
+{
+	static const char good[] =
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	static const char bad[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeefZ";
+	char text[8192], path[] = "/tmp/ri2n-key.XXXXXX";
+	int fd;
+
+	(void)state;
+	assert_int_equal(run_key_child(good, NULL, text, sizeof(text)), 1);
+	assert_int_equal(run_key_child(bad, NULL, text, sizeof(text)), 0);
+	if (!strstr(text, "RI2N_KEY must hold 64 hexadecimal digits") || strstr(text, "0011"))
+		fail_msg("want the reason and never the key on stderr:\n%s", text);
+	assert_int_equal(run_key_child("abc", NULL, text, sizeof(text)), 0);
+	/* from a file, with the newline an editor leaves */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, good, sizeof(good) - 1), (ssize_t)sizeof(good) - 1);
+	assert_int_equal(write(fd, "\n", 1), 1);
+	close(fd);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 1);
+	assert_int_equal(run_key_child(good, path, text, sizeof(text)), 0); /* both: which one? */
+	unlink(path);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 0); /* gone */
+	if (!strstr(text, "cannot read the cluster key file"))
+		fail_msg("want the file's problem on stderr:\n%s", text);
+}

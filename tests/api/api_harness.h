@@ -137,6 +137,8 @@ void test_bad_states(void **state);
 void test_options(void **state);
 void test_options_fixed_after_connect(void **state);
 void test_options_from_environment(void **state);
+void test_key_option(void **state);
+void test_key_from_environment(void **state);
 /* api_stream.c */
 void test_clean_eof(void **state);
 void test_half_close(void **state);

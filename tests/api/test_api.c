@@ -108,6 +108,8 @@ int main(int argc, char **argv)
 		T(test_options),
 		T(test_options_fixed_after_connect),
 		T(test_options_from_environment),
+		T(test_key_option),
+		T(test_key_from_environment),
 		/* api_stream.c */
 		T(test_clean_eof),
 		T(test_half_close),

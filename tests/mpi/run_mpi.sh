@@ -168,6 +168,24 @@ report() { # NAME: the figures a person wants to see
 
 # ---- scenarios ----
 
+# Every rank reads the cluster key from a file (btl_ri2n_key_file): the job passes and
+# every stream says it is keyed; the key never shows in the job's output.
+sc_keyed() {
+	local key
+	bed_up 2
+	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	printf '%s\n' "$key" >"$WORK/key"
+	chmod 600 "$WORK/key"
+	mpi_run keyed 2 ri2n,self 240 --mca btl_ri2n_key_file "$WORK/key" --mca btl_ri2n_verbose 1 \
+		-- --bw-seconds 3 || fail "mpirun failed (status $?)"
+	require_pass keyed
+	report keyed
+	grep -q 'btl_ri2n .* -> .*: [a-z_]*, keyed (mss 1432' "$WORK/keyed.out" ||
+		fail "the BTL's streams are not keyed: $(grep -m2 'btl_ri2n .* -> ' "$WORK/keyed.out")"
+	! grep -q "$key" "$WORK/keyed.out" || fail "the key appears in the job's output"
+	ok "2 ranks with btl_ri2n_key_file: every byte verified, every stream authenticated"
+}
+
 sc_ranks() { # NP HOSTS BTL
 	bed_up "$2"
 	mpi_run "ranks$1" "$1" "$3" 240 -- --bw-seconds 5 || fail "mpirun failed (status $?)"
@@ -267,6 +285,7 @@ sc_bench() { # N
 }
 
 case $SC in
+keyed) sc_keyed ;;
 two-ranks) sc_ranks 2 2 ri2n,self ;;
 four-ranks) sc_ranks 4 4 ri2n,self ;;
 no-self) sc_ranks 2 2 ri2n ;;
@@ -275,6 +294,6 @@ blackhole-four) sc_blackhole 4 4 0 ;;
 compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|bench [N]"; exit 2 ;;
 esac
 exit 0

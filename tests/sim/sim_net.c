@@ -174,6 +174,36 @@ static void schedule(sim_net *n, uint64_t at, int to_host, int rail, const uint8
 	heap_push(n, p);
 }
 
+/* Schedules a copy with 1-8 bits flipped, cut short, or with 1-64 random bytes added. */
+static void mangle(sim_net *n, uint64_t at, int to_host, int rail, const uint8_t *data,
+		   size_t len)
+{
+	uint8_t copy[70000];
+	size_t m = len;
+
+	if (len == 0 || len > sizeof(copy) - 64)
+		return;
+	memcpy(copy, data, len);
+	switch (sim_rand(&n->rng) % 3) {
+	case 0:
+		for (uint64_t i = 0, k = 1 + sim_rand(&n->rng) % 8; i < k; i++) {
+			uint64_t bit = sim_rand(&n->rng) % (len * 8);
+
+			copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		}
+		break;
+	case 1:
+		m = 1 + sim_rand(&n->rng) % len; /* may keep it whole: then it is a replay */
+		break;
+	default:
+		m = len + 1 + sim_rand(&n->rng) % 64;
+		for (size_t i = len; i < m; i++)
+			copy[i] = (uint8_t)sim_rand(&n->rng);
+		break;
+	}
+	schedule(n, at, to_host, rail, copy, m);
+}
+
 int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 		 const uint8_t *data, size_t len)
 {
@@ -207,6 +237,10 @@ int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 	if (l->dup > 0 && sim_uniform(&n->rng) < l->dup) {
 		n->duplicated++;
 		schedule(n, at + 1000, 1 - from_host, rail, data, len);
+	}
+	if (l->mangle > 0 && sim_uniform(&n->rng) < l->mangle) {
+		n->mangled++;
+		mangle(n, at + 500, 1 - from_host, rail, data, len);
 	}
 	return 0;
 }

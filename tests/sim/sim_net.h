@@ -28,6 +28,9 @@ typedef struct sim_link {
 	uint64_t queue_bytes; /* drop-tail limit of the queue before the link */
 	double loss, dup, reorder;
 	uint64_t reorder_ns;  /* reordered packets get up to this much extra delay */
+	double mangle;        /* an on-path attacker also delivers a mangled copy
+				 (bits flipped, cut short or lengthened) of this
+				 fraction of packets, from the same source */
 } sim_link;
 
 typedef struct sim_window {
@@ -61,7 +64,7 @@ typedef struct sim_net {
 	uint64_t sent[SIM_MAX_RAILS][2], delivered[SIM_MAX_RAILS][2];
 	uint64_t sent_bytes[SIM_MAX_RAILS][2];
 	uint64_t sent_type[SIM_MAX_RAILS][2][16]; /* by packet type (byte 1) */
-	uint64_t dropped_queue, dropped_fault, dropped_loss, duplicated;
+	uint64_t dropped_queue, dropped_fault, dropped_loss, duplicated, mangled;
 } sim_net;
 
 void sim_net_init(sim_net *n, int nrails, uint64_t seed);

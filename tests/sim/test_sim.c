@@ -361,6 +361,69 @@ static int sc_vanish(uint64_t seed)
 	return rc;
 }
 
+/* Both ends keyed; an attacker on every rail re-sends mangled copies of 20% of the packets. */
+static int sc_keyed_mangle(uint64_t seed)
+{
+	sim s;
+	sim_link l = gbe();
+	rn_conn_stats st;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	l.mangle = 0.20;
+	set_links(&s, l);
+	for (int h = 0; h < 2; h++) {
+		s.cfg[h].keyed = 1;
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed * 31 + (uint64_t)i * 7);
+	}
+	sim_start(&s, g_mib * MIB, g_mib * MIB / 4);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	if (!rc) {
+		rn_conn_get_stats(s.host[1].conn, &st);
+		if (s.net.mangled < 100 || st.drops[RN_DROP_AUTH] == 0) {
+			snprintf(g_why, sizeof(g_why), "%" PRIu64 " mangled copies, %" PRIu64
+				 " dropped for authentication", s.net.mangled, st.drops[RN_DROP_AUTH]);
+			rc = 1;
+		}
+	}
+	sim_free(&s);
+	return rc;
+}
+
+/* Different keys: the handshake never completes, the client times out, nothing is accepted. */
+static int sc_key_mismatch(uint64_t seed)
+{
+	sim s;
+	int rc = 0;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	for (int h = 0; h < 2; h++) {
+		s.cfg[h].keyed = 1;
+		s.cfg[h].connect_timeout_ns = 2 * SEC;
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed + (uint64_t)i + (uint64_t)h);
+	}
+	sim_start(&s, MIB, 0);
+	sim_run(&s);
+	if (s.host[0].err != RN_ERR_TIMEDOUT) {
+		snprintf(g_why, sizeof(g_why), "client ended with '%s', want a handshake timeout",
+			 rn_strerror(s.host[0].err));
+		rc = 1;
+	} else if (s.host[1].conn || s.host[1].lis.accepts) {
+		snprintf(g_why, sizeof(g_why), "the server accepted a connection with the wrong key");
+		rc = 1;
+	} else if (s.host[1].lis.drops[RN_DROP_AUTH] == 0) {
+		snprintf(g_why, sizeof(g_why), "the server counted no authentication drops");
+		rc = 1;
+	}
+	sim_free(&s);
+	return rc;
+}
+
 typedef struct scenario {
 	const char *name;
 	int (*run)(uint64_t seed);
@@ -384,6 +447,8 @@ static const scenario scenarios[] = {
 	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
 	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },
 	{ "vanish", sc_vanish, "the server vanishes mid-transfer" },
+	{ "keyed-mangle", sc_keyed_mangle, "keyed; mangled copies of 20% of packets injected" },
+	{ "key-mismatch", sc_key_mismatch, "different keys: no connection, a timeout" },
 };
 
 int main(int argc, char **argv)

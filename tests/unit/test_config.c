@@ -60,6 +60,9 @@ static void rtomin_small(rn_config *c) { c->rto_min_ns = 99999; }
 static void cwnd_small(rn_config *c) { c->init_cwnd = 3; }
 static void cwnd_big(rn_config *c) { c->init_cwnd = c->snd_slots + 1; }
 static void cwnd_eq_slots(rn_config *c) { c->init_cwnd = c->snd_slots; }
+static void keyed_two(rn_config *c) { c->keyed = 2; }
+static void keyed_small(rn_config *c) { c->keyed = 1; c->max_dgram = 271; }
+static void keyed_min(rn_config *c) { c->keyed = 1; c->max_dgram = 272; }
 
 static const cfg_case cfg_cases[] = {
 	{ "max_dgram 255", dgram_small, "max_dgram", RN_ERR_INVAL },
@@ -90,6 +93,10 @@ static const cfg_case cfg_cases[] = {
 	{ "init_cwnd 3", cwnd_small, "init_cwnd", RN_ERR_INVAL },
 	{ "init_cwnd above snd_slots", cwnd_big, "init_cwnd", RN_ERR_INVAL },
 	{ "init_cwnd = snd_slots", cwnd_eq_slots, NULL, 0 },
+	{ "keyed 2", keyed_two, "keyed", RN_ERR_INVAL },
+	/* a keyed INIT is 256 bytes and its tag */
+	{ "keyed, max_dgram 271", keyed_small, "key", RN_ERR_INVAL },
+	{ "keyed, max_dgram 272", keyed_min, NULL, 0 },
 };
 
 static void test_config_bad_values(void **state)

@@ -364,6 +364,36 @@ static void test_cookie_listener_reply_size(void **state)
 	}
 }
 
+/* A flood of INITs from one source gets RN_RL_BURST replies, then RN_RL_RATE a second. */
+static void test_cookie_listener_rate_limit(void **state)
+{
+	lis_fix *f = *state;
+	rn_hello ch = client_hello();
+	uint8_t init[RN_INIT_LEN], reply[2048];
+	rn_addr other = { UT_IP(10, 0, 1, 77), 40000 };
+	rn_accept_params ap;
+	size_t rlen;
+
+	for (int i = 0; i < RN_RL_BURST; i++)
+		do_init(f, UT_T0, CLIENT_ADDR, &ch);
+	make_init(init, &ch);
+	assert_int_equal(rn_listener_recv(&f->l, UT_T0, 0, CLIENT_ADDR, init, sizeof(init), reply,
+					  sizeof(reply), &rlen, &ap), RN_ERR_DROP);
+	assert_int_equal(rlen, 0);
+	assert_int_equal(f->l.drops[RN_DROP_RATE], 1);
+	/* another source has its own budget (unless it shares the bucket: then skip) */
+	if (f->l.rl_tat[((other.ip ^ f->l.rl_salt) * UINT32_C(0x9e3779b1)) >> 24] == 0)
+		do_init(f, UT_T0, other, &ch);
+	/* a millisecond later the first source may have one more */
+	do_init(f, UT_T0 + UT_MS, CLIENT_ADDR, &ch);
+	assert_int_equal(rn_listener_recv(&f->l, UT_T0 + UT_MS, 0, CLIENT_ADDR, init, sizeof(init),
+					  reply, sizeof(reply), &rlen, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.drops[RN_DROP_RATE], 2);
+	/* and after a quiet second, a whole burst again */
+	for (int i = 0; i < RN_RL_BURST; i++)
+		do_init(f, UT_T0 + 1002 * UT_MS, CLIENT_ADDR, &ch);
+}
+
 typedef struct echo_case {
 	const char *name;
 	int flip_bit;     /* bit of the cookie to flip, -1 none */
@@ -532,6 +562,7 @@ int main(void)
 		LIS_TEST(test_cookie_listener_accept_small_dgram),
 		LIS_TEST(test_cookie_listener_stateless),
 		LIS_TEST(test_cookie_listener_reply_size),
+		LIS_TEST(test_cookie_listener_rate_limit),
 		LIS_TEST(test_cookie_listener_bad_cookie),
 		LIS_TEST(test_cookie_listener_drops),
 		LIS_TEST(test_cookie_listener_reply_nobuf),

@@ -503,6 +503,47 @@ static void test_wire_hello_rejects(void **state)
 	}
 }
 
+/* ---- authentication tags ---- */
+
+static void test_wire_seal_open(void **state)
+{
+	uint8_t key[RN_KEY_LEN], other[RN_KEY_LEN], buf[256], copy[256];
+	rn_hdr h = { .type = RN_PT_DATA, .path = 1, .dst = DST, .seq = 77, .ts = 5 };
+	const char msg[] = "sixteen bytes!!";
+	ssize_t n, sealed;
+
+	(void)state;
+	for (int i = 0; i < RN_KEY_LEN; i++) {
+		key[i] = (uint8_t)(i * 13 + 1);
+		other[i] = key[i];
+	}
+	other[RN_KEY_LEN - 1] ^= 1;
+	n = rn_wire_encode(buf, sizeof(buf), &h, NULL, msg, sizeof(msg));
+	assert_true(n > 0);
+	/* no room for the tag */
+	assert_int_equal(rn_wire_seal(buf, (size_t)n, (size_t)n + RN_MAC_LEN - 1, key), RN_ERR_NOBUF);
+	sealed = rn_wire_seal(buf, (size_t)n, sizeof(buf), key);
+	assert_int_equal(sealed, n + RN_MAC_LEN);
+	assert_int_equal(rn_wire_open(buf, (size_t)sealed, key), n);
+	/* the wrong key, any flipped bit, a cut or a lengthened datagram: rejected */
+	assert_int_equal(rn_wire_open(buf, (size_t)sealed, other), RN_ERR_DROP);
+	for (ssize_t bit = 0; bit < sealed * 8; bit++) {
+		memcpy(copy, buf, (size_t)sealed);
+		copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		assert_int_equal(rn_wire_open(copy, (size_t)sealed, key), RN_ERR_DROP);
+	}
+	for (ssize_t len = 0; len < sealed; len++)
+		assert_int_equal(rn_wire_open(buf, (size_t)len, key), RN_ERR_DROP);
+	memcpy(copy, buf, (size_t)sealed);
+	copy[sealed] = 0;
+	assert_int_equal(rn_wire_open(copy, (size_t)sealed + 1, key), RN_ERR_DROP);
+	/* the same bytes to another connection id or sequence number: another tag */
+	h.seq = 78;
+	n = rn_wire_encode(copy, sizeof(copy), &h, NULL, msg, sizeof(msg));
+	assert_int_equal(rn_wire_seal(copy, (size_t)n, sizeof(copy), key), sealed);
+	assert_memory_not_equal(copy + n, buf + n, RN_MAC_LEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_wire_hello_eight_rails),
 		cmocka_unit_test(test_wire_hello_nobuf),
 		cmocka_unit_test(test_wire_hello_rejects),
+		cmocka_unit_test(test_wire_seal_open),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
