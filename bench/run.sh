@@ -437,6 +437,14 @@ nopub_figure() { # FIG REP [ri2n-stream args]
 	RI2N_STAT_MS=0 ri2n_tp "$fig-nopub" "$rep" "$((TP_SECS + 1))" "$@"
 }
 
+# The same with a cluster key at both ends: every datagram carries a MAC (the cost of RI2N_KEY).
+keyed_figure() { # FIG REP [ri2n-stream args]
+	local fig=$1 rep=$2 key
+	shift 2
+	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	RI2N_KEY=$key ri2n_tp "$fig-keyed" "$rep" "$((TP_SECS + 1))" "$@"
+}
+
 # A figure with a condition on every rail: ri2n and MPTCP only.
 cond_figure() { # FIG REP
 	sub_begin
@@ -660,6 +668,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		if [ "$BED" = bn2g ]; then
 			for rep in $(seq "$reps"); do
 				want tp2 && step "goodput, 2 x GbE (rep $rep)" tp_figure tp2 "$rep"
+				want tp2 && step "goodput, 2 x GbE, with a cluster key (rep $rep)" keyed_figure tp2 "$rep"
 				want degraded && step "goodput, degraded pair 1 Gbit/s + 250 Mbit/s (rep $rep)" degraded_figure "$rep"
 				if want loss; then
 					step "goodput, 1% loss on every rail (rep $rep)" loss_figure "$rep" 1
@@ -692,6 +701,8 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify
 				step "goodput, 2 unshaped veth rails, no ri2n-stat publishing (rep $rep)" \
 					nopub_figure veth "$rep" --no-verify
+				step "goodput, 2 unshaped veth rails, with a cluster key (rep $rep)" \
+					keyed_figure veth "$rep" --no-verify
 			done
 		fi
 		drop_bed
@@ -814,6 +825,14 @@ summary() {
 			echo "Cost of publishing state for ri2n-stat (unshaped veth, CPU-bound): ri2n $(fmtv veth ri2n mbps)" \
 				"Mbit/s with it, $(fmtv veth-nopub ri2n mbps) without (RI2N_STAT_MS=0):" \
 				"ratio $(ratio "$(med veth ri2n mbps)" "$(med veth-nopub ri2n mbps)")."
+			echo
+		fi
+		if [ -n "$(agg tp2-keyed ri2n mbps)$(agg veth-keyed ri2n mbps)" ]; then
+			echo "Cost of a cluster key (RI2N_KEY: a 16-byte BLAKE2b tag on every datagram, checked on" \
+				"arrival): 2 x GbE $(fmtv tp2-keyed ri2n mbps) Mbit/s keyed vs $(fmtv tp2 ri2n mbps)" \
+				"(ratio $(ratio "$(med tp2-keyed ri2n mbps)" "$(med tp2 ri2n mbps)")); unshaped veth" \
+				"$(fmtv veth-keyed ri2n mbps) vs $(fmtv veth ri2n mbps)" \
+				"(ratio $(ratio "$(med veth-keyed ri2n mbps)" "$(med veth ri2n mbps)"))."
 			echo
 		fi
 		if [ -n "$(agg tp2 tcp-r1 mbps)" ]; then
