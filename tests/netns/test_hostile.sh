@@ -10,15 +10,21 @@
 #           Every byte must arrive verified, the server must accept no
 #           connection but the real one, count the drops, and its resident
 #           memory may grow by less than 20 MB while the flood lasts.
+#   mangle  h1 sends 800 MiB to h2 with a cluster key (RI2N_KEY) at both ends while
+#           an attacker in each rail's switch re-sends mangled copies of h1's
+#           packets (bits flipped, cut short, lengthened, replayed) to h2 with
+#           h1's own addresses and ports.  Every byte must arrive verified and
+#           h2's connection must count the forgeries as authentication drops.
 #
-# Environment: RI2N_XFER, RI2N_FLOOD (the flood tool), RI2N_STAT_BIN, RI2N_FLOOD_PPS.
+# Environment: RI2N_XFER, RI2N_FLOOD and RI2N_MANGLE (the attack tools), RI2N_STAT_BIN,
+# RI2N_FLOOD_PPS.
 source "$(dirname "$0")/lib.sh"
 FLOOD=${RI2N_FLOOD:-$(dirname "$NT_XFER")/../tests/ri2n_flood}
+MANGLE=${RI2N_MANGLE:-$(dirname "$NT_XFER")/../tests/ri2n_mangle}
 STAT=${RI2N_STAT_BIN:-$(dirname "$NT_XFER")/ri2n-stat}
 PPS=${RI2N_FLOOD_PPS:-20000}
-scenario=${1:?usage: test_hostile.sh flood}
+scenario=${1:?usage: test_hostile.sh flood|mangle}
 
-[ -x "$FLOOD" ] || nt_skip "ri2n_flood not built at $FLOOD"
 [ -x "$STAT" ] || nt_skip "ri2n-stat not built at $STAT"
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 
@@ -38,6 +44,7 @@ print($2)"
 
 scenario_flood() {
 	local spid base peak=0 rss fpid drops accepts t_end
+	[ -x "$FLOOD" ] || nt_skip "ri2n_flood not built at $FLOOD"
 	nt_init hostile 3 2 1gbit
 	nt_serve 2 --once
 	spid=$(nt_xfer_pid 2 serve)
@@ -88,7 +95,60 @@ scenario_flood() {
 	nt_ok "flood: 800 MiB verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s while $sent hostile datagrams hit the port"
 }
 
+# conn PID EXPR: EXPR over the first connection `c` of PID (in h2) in ri2n-stat's JSON
+conn() {
+	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+p = [p for p in d['processes'] if p['pid'] == $1]
+if not p or not p[0]['connections']:
+    print('none'); sys.exit(0)
+c = p[0]['connections'][0]
+print($2)"
+}
+
+scenario_mangle() {
+	local spid xpid r p pids=() d auth=none keyed=none sent
+	[ -x "$MANGLE" ] || nt_skip "ri2n_mangle not built at $MANGLE"
+	nt_init mangle 2 2 1gbit
+	RI2N_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	export RI2N_KEY
+	nt_serve 2 --once
+	spid=$(nt_xfer_pid 2 serve)
+	[ -n "$spid" ] || nt_fail "server process not found"
+	nt_send_bg x 1 2 800M
+	xpid=$NT_PID
+	sleep 1
+	kill -0 "$xpid" 2>/dev/null || nt_fail "the transfer ended before the attack began: $(cat "$NT_DIR/x.out")"
+	for r in 1 2; do
+		setsid ip netns exec "$(tb_sw_ns "$r")" "$MANGLE" h1 h2 "$(nt_addr 2 "$r")" 7000 100 20000 \
+			>"$NT_DIR/mangle$r.out" 2>"$NT_DIR/mangle$r.err" &
+		pids+=($!)
+		NT_PIDS+=($!)
+	done
+	# the server's counters while it lives (it leaves with its one connection)
+	local t_end=$(($(date +%s) + ${NT_TIMEOUT:-120}))
+	while kill -0 "$xpid" 2>/dev/null && [ "$(date +%s)" -lt "$t_end" ]; do
+		d=$(conn "$spid" "c['drops_auth'], c['keyed']" 2>/dev/null)
+		[ -n "$d" ] && [ "$d" != none ] && read -r auth keyed <<<"$d"
+		sleep 0.3
+	done
+	for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; wait "$p"; done
+	wait "$xpid" || nt_fail "transfer failed under the attack: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_verified "$NT_DIR/serve2.out" recv)" = yes ] || nt_fail "the server did not verify what it received"
+	for r in 1 2; do
+		grep -q "^mangle seen=" "$NT_DIR/mangle$r.out" || nt_fail "the attacker on rail $r failed: $(cat "$NT_DIR/mangle$r.err")"
+		sent=$(sed -n 's/.* sent=\([0-9]*\).*/\1/p' "$NT_DIR/mangle$r.out")
+		[ "$sent" -gt 1000 ] || nt_fail "the attacker on rail $r injected only $sent copies: $(cat "$NT_DIR/mangle$r.out")"
+		nt_note "rail $r: $(sed 's/^mangle //' "$NT_DIR/mangle$r.out")"
+	done
+	[ "$keyed" = 1 ] || nt_fail "the server's connection is not keyed (keyed=$keyed)"
+	[ "$auth" != none ] && [ "$auth" -gt 0 ] || nt_fail "the server counted no authentication drops ($auth)"
+	nt_ok "mangle: 800 MiB verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s with a cluster key while forged copies arrived; $auth dropped for authentication"
+}
+
 case $scenario in
-flood) "scenario_$scenario" ;;
+flood | mangle) "scenario_$scenario" ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
