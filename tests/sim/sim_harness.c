@@ -145,7 +145,7 @@ static void deliver(sim *s, const sim_pkt *p)
 		rn_conn_recv(h->conn, s->now_ns, p->rail, from, p->data, p->len);
 		return;
 	}
-	if (h->listening && !h->conn) {
+	if (h->listening) {
 		uint8_t reply[2048];
 		size_t rlen;
 		rn_accept_params ap;
@@ -155,8 +155,10 @@ static void deliver(sim *s, const sim_pkt *p)
 
 		if (rc == RN_LISTEN_REPLY)
 			send_dgram(s, h, p->rail, reply, rlen);
-		else if (rc == RN_LISTEN_ACCEPT)
+		else if (rc == RN_LISTEN_ACCEPT && !h->conn)
 			rn_conn_accept(&h->conn, &ap, &env, s->now_ns);
+		else if (rc == RN_LISTEN_ACCEPT)
+			h->extra_accepts++; /* a second handshake completed: forged? */
 	}
 }
 

@@ -42,6 +42,7 @@ typedef struct sim_host {
 	uint64_t data_tx_while_down[SIM_MAX_RAILS];
 	uint64_t rx_packets;                    /* datagrams delivered to this host */
 	uint64_t send_errors;
+	uint64_t extra_accepts;                 /* handshakes completed after the first */
 } sim_host;
 
 typedef struct sim {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_wire.h"
 #include "sim_net.h"
 
 uint64_t sim_rand(uint64_t *s)
@@ -204,6 +205,55 @@ static void mangle(sim_net *n, uint64_t at, int to_host, int rail, const uint8_t
 	schedule(n, at, to_host, rail, copy, m);
 }
 
+/* Schedules a hostile datagram: garbage, a forged packet for nobody, or a handshake. */
+static void junk(sim_net *n, uint64_t at, int to_host, int rail)
+{
+	uint8_t buf[1500], body[RN_INIT_LEN];
+	rn_hdr h = { .dst = sim_rand(&n->rng) | 1, .seq = (uint32_t)sim_rand(&n->rng),
+		     .path = (uint8_t)(sim_rand(&n->rng) % 4) };
+	size_t len;
+	ssize_t m = 0;
+
+	switch (sim_rand(&n->rng) % 3) {
+	case 0:
+		len = 1 + sim_rand(&n->rng) % sizeof(buf);
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)sim_rand(&n->rng);
+		m = (ssize_t)len;
+		break;
+	case 1:
+		h.type = (uint8_t)(RN_PT_DATA + sim_rand(&n->rng) % RN_PT__MAX);
+		len = sim_rand(&n->rng) % 1000;
+		for (size_t i = 0; i < len; i++)
+			body[i % sizeof(body)] = (uint8_t)sim_rand(&n->rng);
+		m = rn_wire_encode(buf, sizeof(buf), &h, NULL, body, len % sizeof(body));
+		break;
+	default: {
+		rn_hello he = { .id = sim_rand(&n->rng) | 1, .isn = (uint32_t)sim_rand(&n->rng),
+				.slots = 1024, .max_dgram = 1472, .nrails = 1 };
+		uint8_t cookie[RN_COOKIE_LEN];
+		int echo = sim_rand(&n->rng) % 2;
+		ssize_t blen;
+
+		for (size_t i = 0; i < sizeof(cookie); i++)
+			cookie[i] = (uint8_t)sim_rand(&n->rng);
+		he.rails[0] = (rn_rail_addr){ (uint32_t)sim_rand(&n->rng), 9, 24 };
+		memset(body, 0, sizeof(body));
+		blen = rn_wire_write_hello(body, sizeof(body), &he, echo ? cookie : NULL);
+		h.type = echo ? RN_PT_COOKIE_ECHO : RN_PT_INIT;
+		h.dst = echo ? h.dst : 0;
+		if (blen > 0)
+			m = rn_wire_encode(buf, sizeof(buf), &h, NULL, body,
+					   echo ? (size_t)blen : RN_INIT_LEN - RN_HDR_LEN);
+		break;
+	}
+	}
+	if (m > 0) {
+		n->junk++;
+		schedule(n, at, to_host, rail, buf, (size_t)m);
+	}
+}
+
 int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 		 const uint8_t *data, size_t len)
 {
@@ -238,6 +288,8 @@ int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 		n->duplicated++;
 		schedule(n, at + 1000, 1 - from_host, rail, data, len);
 	}
+	if (l->junk > 0 && sim_uniform(&n->rng) < l->junk)
+		junk(n, at + 700, 1 - from_host, rail);
 	if (l->mangle > 0 && sim_uniform(&n->rng) < l->mangle) {
 		n->mangled++;
 		mangle(n, at + 500, 1 - from_host, rail, data, len);

@@ -31,6 +31,10 @@ typedef struct sim_link {
 	double mangle;        /* an on-path attacker also delivers a mangled copy
 				 (bits flipped, cut short or lengthened) of this
 				 fraction of packets, from the same source */
+	double junk;          /* with this fraction of packets a hostile datagram
+				 follows: random bytes, a well-formed packet to a
+				 connection id nobody holds, or an INIT or
+				 COOKIE_ECHO with made-up fields */
 } sim_link;
 
 typedef struct sim_window {
@@ -64,7 +68,7 @@ typedef struct sim_net {
 	uint64_t sent[SIM_MAX_RAILS][2], delivered[SIM_MAX_RAILS][2];
 	uint64_t sent_bytes[SIM_MAX_RAILS][2];
 	uint64_t sent_type[SIM_MAX_RAILS][2][16]; /* by packet type (byte 1) */
-	uint64_t dropped_queue, dropped_fault, dropped_loss, duplicated, mangled;
+	uint64_t dropped_queue, dropped_fault, dropped_loss, duplicated, mangled, junk;
 } sim_net;
 
 void sim_net_init(sim_net *n, int nrails, uint64_t seed);

@@ -393,6 +393,36 @@ static int sc_keyed_mangle(uint64_t seed)
 	return rc;
 }
 
+/* Hostile datagrams after 30% of the packets on every rail, both ways, no key. */
+static int sc_hostile(uint64_t seed)
+{
+	sim s;
+	sim_link l = gbe();
+	int rc;
+
+	sim_init(&s, 2, seed);
+	l.junk = 0.30;
+	set_links(&s, l);
+	sim_start(&s, g_mib * MIB, g_mib * MIB / 4);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	if (!rc) {
+		uint64_t ld = 0;
+
+		for (int d = 0; d < RN_DROP__COUNT; d++)
+			ld += s.host[1].lis.drops[d];
+		if (s.host[1].extra_accepts || s.net.junk < 1000 || ld == 0) {
+			snprintf(g_why, sizeof(g_why), "%" PRIu64 " hostile datagrams, %" PRIu64
+				 " listener drops, %" PRIu64 " forged handshakes accepted",
+				 s.net.junk, ld, s.host[1].extra_accepts);
+			rc = 1;
+		}
+	}
+	sim_free(&s);
+	return rc;
+}
+
 /* Different keys: the handshake never completes, the client times out, nothing is accepted. */
 static int sc_key_mismatch(uint64_t seed)
 {
@@ -447,6 +477,7 @@ static const scenario scenarios[] = {
 	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
 	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },
 	{ "vanish", sc_vanish, "the server vanishes mid-transfer" },
+	{ "hostile", sc_hostile, "garbage, forged packets and handshakes after 30% of packets" },
 	{ "keyed-mangle", sc_keyed_mangle, "keyed; mangled copies of 20% of packets injected" },
 	{ "key-mismatch", sc_key_mismatch, "different keys: no connection, a timeout" },
 };
