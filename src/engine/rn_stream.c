@@ -1007,7 +1007,11 @@ static int g_pending, g_exit_mode;
 
 /*
  * At exit (see drain_at_exit in ri2n_api.c), by mode:
- *   RN_EXIT_OWED   connections that still owe the peer bytes, a FIN, an ACK
+ *   RN_EXIT_OWED   connections that still owe the peer bytes, a FIN, an ACK,
+ *                  or are lingering: the ACK of the peer's FIN may have been
+ *                  lost, and only a process still here can send it again when
+ *                  the peer resends its FIN (what TCP's TIME_WAIT does in the
+ *                  kernel); a linger lasts 1 s
  *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
  *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
  *                  then count what still has a RESET or ACK to send
@@ -1027,8 +1031,12 @@ static void count_pending(rn_stream *st)
 		return;
 	}
 
-	if (state == RN_ST_LINGER || state == RN_ST_CLOSED) {
-		g_pending += rn_conn_owes(st->conn); /* a last ACK or RESET to send */
+	if (state == RN_ST_LINGER) {
+		g_pending++;
+		return;
+	}
+	if (state == RN_ST_CLOSED) {
+		g_pending += rn_conn_owes(st->conn); /* a last RESET to send */
 		return;
 	}
 	if (state != RN_ST_ESTABLISHED)

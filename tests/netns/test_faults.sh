@@ -82,7 +82,13 @@ loss)
 	nt_init "$tag" 2 2 1gbit
 	for p in 1 5 20; do
 		for r in 1 2; do tb_fault loss 1 $r "$p"; done
+		# the last server may still linger (answering a resent FIN) on port 7000
+		if [ -n "${spid:-}" ]; then
+			for ((i = 0; i < 100; i++)); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+			kill -0 "$spid" 2>/dev/null && nt_fail "the server of the last round has not exited after 10 s"
+		fi
 		nt_serve 2 --once
+		spid=$NT_PID
 		nt_send loss$p 1 2 64M || nt_fail "transfer at $p% loss failed: $(cat "$NT_DIR/loss$p.out")"
 		nt_require_verified loss$p
 		rt=$(($(nt_rail_field "$NT_DIR/loss$p.out" 0 retransmits) + $(nt_rail_field "$NT_DIR/loss$p.out" 1 retransmits)))
