@@ -129,7 +129,7 @@ scenario_mangle() {
 	# the server's counters while it lives (it leaves with its one connection)
 	local t_end=$(($(date +%s) + ${NT_TIMEOUT:-120}))
 	while kill -0 "$xpid" 2>/dev/null && [ "$(date +%s)" -lt "$t_end" ]; do
-		d=$(conn "$spid" "c['drops_auth'], c['keyed']" 2>/dev/null)
+		d=$(conn "$spid" "c.get('drops_auth', 'missing'), c.get('keyed', 'missing')" 2>/dev/null)
 		[ -n "$d" ] && [ "$d" != none ] && read -r auth keyed <<<"$d"
 		sleep 0.3
 	done
@@ -142,7 +142,11 @@ scenario_mangle() {
 		sent=$(sed -n 's/.* sent=\([0-9]*\).*/\1/p' "$NT_DIR/mangle$r.out")
 		[ "$sent" -gt 1000 ] || nt_fail "the attacker on rail $r injected only $sent copies: $(cat "$NT_DIR/mangle$r.out")"
 		nt_note "rail $r: $(sed 's/^mangle //' "$NT_DIR/mangle$r.out")"
+		[ -s "$NT_DIR/mangle$r.err" ] && nt_note "rail $r: $(cat "$NT_DIR/mangle$r.err")"
 	done
+	[ "$auth" != missing ] && [ "$keyed" != missing ] ||
+		nt_fail "ri2n-stat --json has no drops_auth or keyed for the connection (drops_auth=$auth keyed=$keyed): is the cluster key in the library?"
+	[ "$auth" != none ] || nt_fail "ri2n-stat never showed the server's connection"
 	[ "$keyed" = 1 ] || nt_fail "the server's connection is not keyed (keyed=$keyed)"
 	[ "$auth" != none ] && [ "$auth" -gt 0 ] || nt_fail "the server counted no authentication drops ($auth)"
 	nt_ok "mangle: 800 MiB verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s with a cluster key while forged copies arrived; $auth dropped for authentication"
