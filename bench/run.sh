@@ -9,8 +9,9 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency
-#   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D
-#              instead of building them (cmake -S bench -B build-bench)
+#   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
+#              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
+#              (cmake -S bench -B build-bench)
 #   --keep     keep the per-run logs (OUT/raw) even after a successful smoke run
 #
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
@@ -94,11 +95,20 @@ FAIL_REASON=""
 fail() { FAIL_REASON="$*"; return 1; }
 record_step() {
 	STEP_NAMES+=("$1") STEP_STATUS+=("$2") STEP_REASONS+=("${3:-}") STEP_LOADS+=("${STEP_LOAD_NOW:-$(load1)}")
-	STEP_LOAD_NOW=""
+	STEP_STEALS+=("$(steal_since "${STEP_CPU0:-}")")
+	STEP_LOAD_NOW="" STEP_CPU0=""
+}
+# CPU time the hypervisor gave to other guests ("steal"), from /proc/stat: on a shared
+# virtual machine a dip in one run is often this, not the code under test
+cpu_ticks() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9; exit }' /proc/stat; }
+steal_since() { # "TOTAL STEAL" from cpu_ticks -> % of the CPU time since then
+	[ -n "$1" ] || return 0
+	awk -v a="$1" -v b="$(cpu_ticks)" 'BEGIN { split(a, x, " "); split(b, y, " ")
+		if (y[1] > x[1]) printf "%.1f", 100 * (y[2] - x[2]) / (y[1] - x[1]) }'
 }
 # step NAME FUNCTION ARGS...: runs it, prints and records the outcome
 load1() { cut -d' ' -f1 /proc/loadavg; }
-STEP_LOADS=() STEP_LOAD_NOW="" OTHERS=""
+STEP_LOADS=() STEP_STEALS=() STEP_LOAD_NOW="" STEP_CPU0="" OTHERS=""
 # Processes busy right now (between steps none of ours is): other people's work on the machine
 others_busy() {
 	local o
@@ -113,8 +123,12 @@ step() {
 	STEP_LOAD_NOW=$(load1)
 	log "== $name (load average $STEP_LOAD_NOW)"
 	FAIL_REASON=""
+	STEP_CPU0=$(cpu_ticks)
 	"$@"
 	rc=$?
+	local st
+	st=$(steal_since "$STEP_CPU0")
+	[ -n "$st" ] && awk -v s="$st" 'BEGIN { exit !(s >= 2) }' && log "   (the hypervisor took $st% of the CPU time during this step: figures may be low)"
 	if [ $rc -eq 0 ]; then
 		record_step "$name" ok
 	elif [ $rc -eq 77 ]; then
@@ -188,6 +202,10 @@ sub_begin() { SUB_FAIL=0 SUB_REASON=""; }
 sub_end() { FAIL_REASON=$SUB_REASON; return $SUB_FAIL; }
 
 if [ -n "$bindir" ]; then
+	# the programs' own folder, or a build tree holding them (build-bench, build)
+	for d in "$bindir" "$bindir/ri2n/bench" "$bindir/bench"; do
+		[ -x "$d/ri2n-stream" ] && { bindir=$d; break; }
+	done
 	STREAM=$bindir/ri2n-stream PINGPONG=$bindir/ri2n-pingpong
 	step "build (using $bindir)" true
 else
@@ -893,13 +911,14 @@ summary() {
 		echo "## Steps"
 		echo
 		echo "The load average when each step began tells whether something else ran on the machine (2 CPUs;" \
-			"the bench itself adds up to ~2 while it runs)."
+			"the bench itself adds up to ~2 while it runs); steal is the share of CPU time the hypervisor" \
+			"gave to other guests during the step (/proc/stat): a figure measured under steal may be low."
 		echo
-		echo "| step | status | load average | reason |"
-		echo "|---|---|---|---|"
+		echo "| step | status | load average | steal % | reason |"
+		echo "|---|---|---|---|---|"
 		local i
 		for i in "${!STEP_NAMES[@]}"; do
-			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
+			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
 		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png; per-run logs in raw/."
