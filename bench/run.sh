@@ -8,7 +8,7 @@
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
-#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency
+#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -16,8 +16,8 @@
 #
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, nothing else is touched) and writes OUT/summary.md,
-# throughput.csv, latency.csv, failover.csv, failover_events.csv, failover.png, latency.png.
-# bench/README.md says what each figure means. A step that fails is reported in summary.md
+# throughput.csv, latency.csv, failover.csv, failover_events.csv, failover.png, latency.png,
+# mpi.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -56,6 +56,7 @@ full)
 	PP_ITERS=2000 PP_BUDGET=64M PP_SIZES="" SP_SECS=2
 	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
 	BUSY_SIZES="8,1k,64k"
+	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20
 	;;
 quick)
 	: "${reps:=1}"
@@ -63,6 +64,7 @@ quick)
 	PP_ITERS=1000 PP_BUDGET=16M PP_SIZES="" SP_SECS=1
 	SP_SIZES_UDP="14 1024" SP_SIZES_TCP="14 1024 16384"
 	BUSY_SIZES=""
+	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15
 	;;
 smoke)
 	: "${reps:=1}"
@@ -70,7 +72,8 @@ smoke)
 	PP_ITERS=50 PP_BUDGET=4M PP_SIZES="1,8,1k,64k,1M" SP_SECS=1
 	SP_SIZES_UDP="14" SP_SIZES_TCP="14"
 	BUSY_SIZES=""
-	: "${only:=tp2,failover,latency}"
+	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5
+	: "${only:=tp2,failover,latency,mpi}"
 	;;
 esac
 if [ -z "$out" ]; then
@@ -80,9 +83,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png,mpi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,latency}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -679,9 +682,136 @@ latency_figure() { # REP
 	sub_end
 }
 
+# ---- MPI: btl_ri2n next to Open MPI's btl_tcp ---------------------------------------------
+# Two ranks, one in each host's namespace (tests/mpi/netns-launch.sh), reaching mpirun's PMIx
+# server over the management bridge; tests/mpi/mpi_check checks every byte. Rows in mpi.csv.
+MPI_CSV=$out/mpi.csv
+echo "system,btl,rails,rep,lat8_median_us,stream_MBps,outcome" >"$MPI_CSV"
+MPI_PATH="" MPI_CHECK=""
+mpi_setup() {
+	local d btl_dir="" sys
+	need mpirun "apt-get install openmpi-bin" || return
+	need mpicc "apt-get install libopenmpi-dev" || return
+	for d in "$ROOT/build-bench/ri2n/btl_ri2n" "${bindir:+$bindir/../btl_ri2n}" "$ROOT/build/btl_ri2n"; do
+		[ -n "$d" ] && [ -f "$d/mca_btl_ri2n.so" ] && { btl_dir=$(cd "$d" && pwd); break; }
+	done
+	[ -n "$btl_dir" ] || { fail "mca_btl_ri2n.so is not built (Open MPI's development files missing?)"; return; }
+	MPI_CHECK=$RAW/mpi_check
+	mpicc -O2 -o "$MPI_CHECK" "$ROOT/tests/mpi/mpi_check.c" 2>"$RAW/mpicc.log" ||
+		{ fail "mpicc failed: $(head -c 300 "$RAW/mpicc.log")"; return; }
+	# ours first, Open MPI's own directories after it (docs/MPI.md)
+	sys=$(ompi_info --param mca base --level 9 --parsable 2>/dev/null |
+		sed -n 's/^mca:mca:base:param:mca_base_component_path:value:"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' | head -n 1)
+	MPI_PATH=$btl_dir${sys:+:$sys}
+	log "   btl_ri2n from $btl_dir; Open MPI $(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p')"
+}
+mpi_kill() { # whatever still runs in the hosts' namespaces after a job is a leftover rank
+	local h p
+	for h in 1 2; do
+		for p in $(ip netns pids "$(hns $h)" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	done
+}
+# mpi_job OUT BTL RAILS SECONDS mpi_check-args...: 2 ranks over --mca btl BTL,self on RAILS,
+# killed after SECONDS
+mpi_job() {
+	local o=$1 btl=$2 rails=$3 tmo=$4 rc
+	shift 4
+	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=2 PMIX_MCA_ptl_base_if_include=$(tb_mgmt_subnet) \
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np 2 \
+		--mca mca_base_component_path "$MPI_PATH" --mca btl "$btl,self" \
+		--mca btl_ri2n_if_include "$rails" --mca btl_tcp_if_include "$rails" \
+		-x RI2N_MPI_NS_PREFIX -x RI2N_MPI_HOSTS -x PMIX_MCA_ptl_base_if_include \
+		"$ROOT/tests/mpi/netns-launch.sh" "$MPI_CHECK" "$@" >"$o" 2>&1
+	rc=$?
+	mpi_kill
+	return $rc
+}
+mpi_rails() { [ "${1#*-}" = 2r ] && echo r1,r2 || echo r1; } # SYS (ri2n-2r, tcp-1r, ...)
+# mpi_perf SYS REP: 8-byte ping-pong latency and streaming bandwidth
+mpi_perf() {
+	local sys=$1 rep=$2 btl=${1%-*} rails name lat bw rc
+	rails=$(mpi_rails "$sys")
+	name=$RAW/mpi-$sys-$rep
+	mpi_job "$name.out" "$btl" "$rails" $((MPI_SECS * 2 + 90)) \
+		--phases latency,stream --bw-seconds "$MPI_SECS" --lat-iters "$MPI_ITERS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "$sys: mpirun exited $rc: $(grep -v 'mpi_check stream' "$name.out" | tail -n 3 | tr '\n' ' ' | head -c 300)"; return; }
+	lat=$(sed -n 's/.*latency size=8 .* median_one_way_us=\([0-9.]*\).*/\1/p' "$name.out")
+	bw=$(sed -n 's/.*stream rank=1 from=0 .*MBps=\([0-9.]*\).*/\1/p' "$name.out")
+	put mpi "$sys" "$rep" lat_us "$lat"
+	put mpi "$sys" "$rep" mbps "$bw"
+	echo "$sys,$btl,$rails,$rep,$lat,$bw,pass" >>"$MPI_CSV"
+	log "   $btl over $rails: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
+}
+# mpi_blackhole SYS REP: streaming over both rails; rail 2 of host 1 silently black-holed
+# MPI_FO_AT s into the stream and left so; a job that stops moving is killed MPI_HANG s
+# after the stream should have ended, and reported as hung
+mpi_blackhole() {
+	local sys=$1 rep=$2 btl=${1%-*} name pid i t0 tf rc m
+	name=$RAW/mpi-bh-$btl-$rep
+	# (the shell's own "Killed" notice for a hung job is not wanted in the log)
+	{ mpi_job "$name.out" "$btl" r1,r2 $((MPI_FO_SECS + MPI_HANG + 30)) \
+		--phases stream --bw-seconds "$MPI_FO_SECS" --interval 0.1 2>/dev/null; } 2>/dev/null &
+	pid=$!
+	for ((i = 0; i < 1200; i++)); do
+		grep -q 'phase=stream start' "$name.out" 2>/dev/null && break
+		sleep 0.05
+	done
+	t0=$(date +%s.%N)
+	sleep "$MPI_FO_AT"
+	tb_fault blackhole 1 2 on >/dev/null 2>&1 || { wait $pid; fail "could not black-hole rail 2"; return; }
+	tf=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	# the stream ends MPI_FO_SECS after it began; past MPI_HANG s more the job is hung
+	i=$(((MPI_FO_SECS + MPI_HANG) * 10))
+	while kill -0 $pid 2>/dev/null && [ $i -gt 0 ]; do sleep 0.1; i=$((i - 1)); done
+	kill -0 $pid 2>/dev/null && pkill -KILL -f "mpirun .*$MPI_CHECK" 2>/dev/null
+	wait $pid
+	rc=$?
+	mpi_kill
+	tb_fault blackhole 1 2 off >/dev/null 2>&1
+	# receiver's intervals (t = end of the interval, s since the stream began there)
+	m=$(awk -v tf="$tf" '/mpi_check stream rank=1 t=/ { split($4, a, "="); split($5, b, "="); t = a[2] + 0; v = b[2] + 0
+			if (t <= tf) { sb += v; nb++ } else { if (mn == "" || v < mn) mn = v; sa += v; na++ }
+			if (last != "" && t > tf && t - last > gap) gap = t - last; last = t }
+		END { printf "%s %s %s %.0f %s", (nb ? sprintf("%.1f", sb / nb) : "-"), (na ? sprintf("%.1f", sa / na) : "-"),
+			(mn == "" ? "-" : mn), gap * 1000, (last == "" ? "-" : last) }' "$name.out")
+	local before after low gap last outcome
+	read -r before after low gap last <<<"$m"
+	if grep -q 'result=PASS' "$name.out" && [ $rc -eq 0 ]; then
+		outcome=pass
+		log "   $btl: PASS, every byte checked; black hole at ${tf} s into the stream; before $before MB/s," \
+			"after it $after MB/s (mean of 100 ms intervals), lowest interval $low MB/s, longest interval ${gap} ms (100 while messages complete)"
+	elif [ $rc -eq 137 ]; then # killed: by the wait above or by the job's own timeout
+		outcome=hung
+		log "   $btl: HUNG: no progress after ${last} s into the stream (black hole at ${tf} s); killed" \
+			"$MPI_HANG s after the stream should have ended"
+	else
+		outcome="failed ($rc)"
+		log "   $btl: FAILED, mpirun exited $rc: $(grep -v 'mpi_check stream' "$name.out" | tail -n 2 | tr '\n' ' ' | head -c 200)"
+	fi
+	put mpi-bh "$btl" "$rep" outcome "$outcome"
+	put mpi-bh "$btl" "$rep" fault_s "$tf"
+	put mpi-bh "$btl" "$rep" before "$before"
+	[ "$outcome" = pass ] && { put mpi-bh "$btl" "$rep" after "$after"; put mpi-bh "$btl" "$rep" low "$low"; put mpi-bh "$btl" "$rep" gap_ms "$gap"; }
+	[ "$outcome" = hung ] && put mpi-bh "$btl" "$rep" last_s "$last"
+	echo "bh-$btl,$btl,r1+r2,$rep,,$after,$outcome" >>"$MPI_CSV"
+	[ "$btl" = ri2n ] && [ "$outcome" != pass ] && { fail "btl_ri2n did not survive the black hole ($outcome)"; return 1; }
+	return 0
+}
+mpi_figure() { # REP
+	local rep=$1 s
+	[ -n "$MPI_PATH" ] || { mpi_setup || return; }
+	sub_begin
+	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do sub mpi_perf "$s" "$rep"; done
+	for s in ri2n tcp; do sub mpi_blackhole "$s" "$rep"; done
+	sub_end
+}
+
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want latency; then
+	if want tp2 || want degraded || want loss || want failover || want latency || want mpi; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = bn2g ]; then
 			for rep in $(seq "$reps"); do
@@ -701,6 +831,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					fi
 				fi
 				want latency && step "latency vs message size (rep $rep)" latency_figure "$rep"
+				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
 			done
 		fi
 		drop_bed
@@ -802,6 +933,40 @@ EOF
 }
 step "plots (failover.png, latency.png)" plots
 
+# The MPI section of summary.md
+mpi_summary() {
+	local s b
+	echo "## MPI: Open MPI 4.1, btl_ri2n next to btl_tcp"
+	echo
+	echo "2 ranks, one per host, on the 2 x GbE bed; \`mpi_check\` (tests/mpi) checks every byte. Latency:" \
+		"8-byte ping-pong, median of $MPI_ITERS round trips halved (MPI polls: this is busy-polling latency," \
+		"not comparable with the blocking figures above). Stream: 1 MiB messages, 16 in flight, for $MPI_SECS s."
+	echo
+	echo "| --mca btl | rails | 8-byte one-way latency (µs) | stream (MB/s) | latency / btl_tcp on r1 | stream / btl_tcp on the same rails |"
+	echo "|---|---|---|---|---|---|"
+	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do
+		[ -n "$(agg mpi $s mbps)" ] || continue
+		b=tcp-${s#*-}
+		echo "| ${s%-*},self | $(mpi_rails $s) | $(fmtv mpi $s lat_us 2) | $(fmtv mpi $s mbps 1) |" \
+			"$(ratio "$(med mpi $s lat_us)" "$(med mpi tcp-1r lat_us)") | $(ratio "$(med mpi $s mbps)" "$(med mpi $b mbps)") |"
+	done
+	echo
+	if [ -n "$(awk -F'\t' '$1 == "mpi-bh"' "$METRICS")" ]; then
+		echo "Black hole: both rails in use (\`btl_ri2n_if_include\` / \`btl_tcp_if_include r1,r2\`), rail 2 of host 1" \
+			"silently black-holed about $MPI_FO_AT s into a $MPI_FO_SECS s stream and left so; a job still running" \
+			"$MPI_HANG s after its stream should have ended is killed and called hung. Intervals are 100 ms at the receiver."
+		echo
+		echo "| --mca btl | outcome | black hole at (s into the stream) | stream before (MB/s) | after: mean of intervals | lowest interval | longest interval (ms; 100 while messages complete) | last progress (s into the stream) |"
+		echo "|---|---|---|---|---|---|---|---|"
+		for b in ri2n tcp; do
+			[ -n "$(awk -F'\t' -v b=$b '$1 == "mpi-bh" && $2 == b' "$METRICS")" ] || continue
+			echo "| $b,self | $(awk -F'\t' -v b=$b '$1 == "mpi-bh" && $2 == b && $4 == "outcome" { printf "%s%s", n++ ? ", " : "", $5 }' "$METRICS") |" \
+				"$(fmtv mpi-bh $b fault_s 2) | $(fmtv mpi-bh $b before 1) | $(fmtv mpi-bh $b after 1) | $(fmtv mpi-bh $b low 1) |" \
+				"$(fmtv mpi-bh $b gap_ms) | $(fmtv mpi-bh $b last_s 2) |"
+		done
+		echo
+	fi
+}
 # ---- summary.md ----------------------------------------------------------------------------
 summary() {
 	local S=$out/summary.md fig label r m s1 s2 cpu
@@ -901,6 +1066,10 @@ summary() {
 			echo "Busy polling (\`--busy-poll\`, unpinned), median µs: $(for z in $(awk -F'\t' '$1 == "lat-busy" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
 				printf '%s B: ri2n %s, TCP %s, UDP %s; ' "$z" "$(fmtv lat-busy ri2n med_$z 1)" "$(fmtv lat-busy tcp med_$z 1)" "$(fmtv lat-busy udp med_$z 1)"; done | sed 's/; $/./')"
 		fi
+		if [ -n "$(awk -F'\t' '$1 == "mpi" || $1 == "mpi-bh"' "$METRICS")" ]; then
+			echo
+			mpi_summary
+		fi
 		echo
 		echo "## Targets (DESIGN.md)"
 		echo
@@ -957,7 +1126,9 @@ targets() {
 	echo "| 5% random loss on every rail: >= 90% of the loss-free goodput | ri2n ${r:-n/a} vs ${s:-n/a} loss-free: $(ratio "$r" "$s") | $(verdict "$(numcmp "$(ratio "$r" "$s")" ">=" 0.90)") |"
 	r=$(med lat-block ri2n med_8) s=$(med lat-block tcp med_8)
 	echo "| 8-byte one-way latency, blocking reads: <= 1.5x plain TCP (same program, same run) | ri2n ${r:-n/a} µs, TCP ${s:-n/a} µs: $(ratio "$r" "$s")x | $(verdict "$(numcmp "$(ratio "$r" "$s")" "<=" 1.5)") |"
-	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | not part of this suite yet (no MPI benchmark) | not measured |"
+	r=$(med mpi ri2n-2r mbps) s=$(med mpi ri2n-2r lat_us) m=$(med mpi tcp-1r lat_us)
+	v=x; [ -n "$r" ] && [ -n "$s" ] && [ -n "$m" ] && v=$(( $(numcmp "$r" ">=" 235) && $(numcmp "$(ratio "$s" "$m")" "<=" 1.3) ))
+	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | stream ${r:-n/a} MB/s; latency ${s:-n/a} µs vs btl_tcp ${m:-n/a} µs: $(ratio "$s" "$m")x | $(verdict $v) |"
 	r=$(med veth ri2n mbps) m=$(med veth mptcp mbps)
 	echo "| unshaped veth, 2 rails: >= 0.5x MPTCP goodput | ri2n ${r:-n/a}, MPTCP ${m:-n/a}: $(ratio "$r" "$m")x | $(verdict "$(numcmp "$(ratio "$r" "$m")" ">=" 0.5)") |"
 	local done_lines nt nv nu nbad no nov

@@ -43,6 +43,7 @@ enum {
 	RI2N_FT_HELLO = 2,    /* the connecting process's name, first on every stream */
 	RI2N_HELLO_LEN = 12,  /* magic, jobid, vpid */
 	RI2N_MAX_FRAME = 64 << 20, /* longer frames are a protocol error */
+	RI2N_BTL_SND_SLOTS = 4096, /* default send ring per peer, packets (~6 MB) */
 };
 
 #define RI2N_MAGIC 0x52324e42u /* "R2NB": modex blobs, hellos and nudges */
