@@ -72,6 +72,7 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 ssize_t rn_rob_peek(const rn_rob *r, const uint8_t **data)
 {
 	uint32_t i;
+	size_t n;
 
 	if (r->base == r->nxt)
 		return RN_ERR_AGAIN;
@@ -79,7 +80,20 @@ ssize_t rn_rob_peek(const rn_rob *r, const uint8_t **data)
 		return 0;
 	i = r->base & r->mask;
 	*data = r->buf + (size_t)i * r->mss + r->off;
-	return (ssize_t)(r->lens[i] - r->off);
+	n = r->lens[i] - r->off;
+	/*
+	 * Full packets lie end to end in the ring: hand over the whole run up to
+	 * a short packet, a missing one, the FIN or the ring's end, so a driver
+	 * moves it in one call (one socket write instead of one per packet).
+	 */
+	for (uint32_t seq = r->base + 1;
+	     r->lens[i] == r->mss && seq != r->nxt && (seq & r->mask) != 0 &&
+	     !(r->fin_known && seq == r->fin_seq) && n + r->mss <= RN_ROB_PEEK_MAX;
+	     seq++) {
+		i = seq & r->mask;
+		n += r->lens[i];
+	}
+	return (ssize_t)n;
 }
 
 void rn_rob_consume(rn_rob *r, size_t n)

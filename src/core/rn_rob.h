@@ -45,7 +45,14 @@ void rn_rob_free(rn_rob *r, const rn_mem *mem);
 /* Stores a packet; returns one of RN_ROB_*. */
 int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, int fin);
 
-/* Next in-order bytes: >0 count with *data set, 0 at end of stream, RN_ERR_AGAIN. */
+/* The most bytes one peek returns: bounds the work of a peek and of one write of it. */
+#define RN_ROB_PEEK_MAX (256u * 1024)
+
+/*
+ * Next in-order bytes: >0 count with *data set, 0 at end of stream, RN_ERR_AGAIN.
+ * The bytes of one packet, or of a run of full packets that are contiguous
+ * in the ring (at most RN_ROB_PEEK_MAX).
+ */
 ssize_t rn_rob_peek(const rn_rob *r, const uint8_t **data);
 /* Marks n bytes of the last peek as read. */
 void rn_rob_consume(rn_rob *r, size_t n);

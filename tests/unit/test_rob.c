@@ -455,6 +455,95 @@ static void test_rob_seq_wrap(void **state)
 	rob_del(f);
 }
 
+/* Peeks and checks that the next bytes are packets first..last (each len bytes). */
+static void expect_run(rn_rob *r, uint32_t first, uint32_t last, uint16_t len)
+{
+	const uint8_t *d = NULL;
+	ssize_t n = rn_rob_peek(r, &d);
+
+	assert_int_equal(n, (ssize_t)(last - first + 1) * len);
+	for (uint32_t seq = first; seq != last + 1; seq++) {
+		uint8_t want[256];
+
+		pkt_bytes(want, seq, len);
+		assert_memory_equal(d + (size_t)(seq - first) * len, want, len);
+	}
+}
+
+/*
+ * Full packets are handed over as one run, which ends at a short packet
+ * (included), a missing one, the end of the ring's memory and the FIN.
+ */
+static void test_rob_peek_runs(void **state)
+{
+	rob_fix *f = rob_new(64, 16, 1000); /* 1000 is slot 40 */
+	rn_rob *r = &f->r;
+	const uint8_t *d;
+	uint8_t want[16 * 4 + 5];
+
+	(void)state;
+	for (uint32_t seq = 1000; seq < 1004; seq++)
+		assert_int_equal(ins(r, seq, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 1004, 5, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 1006, 16, 0), RN_ROB_NEW);
+	/* four full packets and the short one: 69 bytes in one piece */
+	for (uint32_t k = 0; k < 4; k++)
+		pkt_bytes(want + 16 * k, 1000 + k, 16);
+	pkt_bytes(want + 64, 1004, 5);
+	assert_int_equal(rn_rob_peek(r, &d), 69);
+	assert_memory_equal(d, want, 69);
+	/* from the middle of a packet, the run goes on to the same end */
+	rn_rob_consume(r, 20);
+	assert_int_equal(rn_rob_peek(r, &d), 49);
+	assert_memory_equal(d, want + 20, 49);
+	rn_rob_consume(r, 49);
+	assert_int_equal(rn_rob_peek(r, &d), RN_ERR_AGAIN); /* 1005 missing */
+	assert_int_equal(ins(r, 1005, 16, 0), RN_ROB_NEW);
+	expect_run(r, 1005, 1006, 16); /* 1007 missing */
+	rn_rob_consume(r, 32);
+	/* a run across the ring's end is cut there: slots 47..63, then 0.. */
+	for (uint32_t seq = 1007; seq <= 1030; seq++)
+		assert_int_equal(ins(r, seq, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 1031, 0, 1), RN_ROB_NEW);
+	expect_run(r, 1007, 1023, 16);
+	rn_rob_consume(r, 17 * 16);
+	/* ...and stops before the FIN, which reads as the end afterwards */
+	expect_run(r, 1024, 1030, 16);
+	rn_rob_consume(r, 7 * 16);
+	assert_int_equal(rn_rob_peek(r, &d), 0);
+	rob_del(f);
+}
+
+/* One peek returns at most RN_ROB_PEEK_MAX bytes, in whole packets. */
+static void test_rob_peek_max(void **state)
+{
+	const uint16_t mss = 1400;
+	rob_fix *f = rob_new(512, mss, 0);
+	rn_rob *r = &f->r;
+	uint8_t pkt[1400];
+	const uint8_t *d;
+	size_t total = 0;
+	ssize_t n;
+
+	(void)state;
+	for (uint32_t seq = 0; seq < 400; seq++) {
+		memset(pkt, (int)seq, sizeof(pkt));
+		assert_int_equal(rn_rob_insert(r, seq, pkt, mss, 0), RN_ROB_NEW);
+	}
+	n = rn_rob_peek(r, &d);
+	assert_int_equal(n, (ssize_t)(RN_ROB_PEEK_MAX / mss) * mss);
+	while ((n = rn_rob_peek(r, &d)) > 0) {
+		for (ssize_t i = 0; i < n; i += mss)
+			assert_int_equal(d[i], (uint8_t)((total + (size_t)i) / mss));
+		assert_true(n <= (ssize_t)RN_ROB_PEEK_MAX);
+		rn_rob_consume(r, (size_t)n);
+		total += (size_t)n;
+	}
+	assert_int_equal(n, RN_ERR_AGAIN);
+	assert_int_equal(total, 400u * mss);
+	rob_del(f);
+}
+
 /* Out of memory half way: nothing leaks. */
 static void test_rob_init_nomem(void **state)
 {
@@ -489,6 +578,8 @@ int main(void)
 		cmocka_unit_test(test_rob_sack_ring_wrap_64),
 		cmocka_unit_test(test_rob_sack_word_boundary_and_wrap),
 		cmocka_unit_test(test_rob_seq_wrap),
+		cmocka_unit_test(test_rob_peek_runs),
+		cmocka_unit_test(test_rob_peek_max),
 		cmocka_unit_test(test_rob_init_nomem),
 	};
 
