@@ -60,6 +60,11 @@ static void note_gap(rn_rail *r, uint64_t now_ns)
  * host, or a shaper's timer running late, skews one window of 100 but not
  * two and that long), and a rail that just came back is left alone until the
  * sender has had a round trip to use it.
+ *
+ * The verdict waits for the next rn_conn_on_timer (due at once): a driver
+ * reads its rails' sockets one after the other, so the window may fill from
+ * a batch of one rail while packets of another already wait in its socket.
+ * A packet on the suspect rail before the timer call clears it.
  */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
@@ -68,8 +73,10 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
 		int short_now = r->win_rx < c->cfg.fail_min;
 
 		if (r->rx_up && now_ns >= r->grace_until_ns && short_now && r->win_short &&
-		    now_ns - r->last_rx_ns >= silence_needed(r))
-			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
+		    now_ns - r->last_rx_ns >= silence_needed(r) && !r->suspect) {
+			r->suspect = 1;
+			r->suspect_ns = now_ns;
+		}
 		r->win_short = (uint8_t)short_now;
 		r->win_rx = 0;
 	}
@@ -84,6 +91,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->st.rx_bytes += len;
 	note_gap(r, now_ns);
 	r->last_rx_ns = now_ns;
+	r->suspect = 0;
 	c->last_rx_any_ns = now_ns;
 	c->st.rx_packets++;
 	if (r->local_err) /* the interface works again */

@@ -24,6 +24,9 @@
  *                 made recovery slow): a healed rail is seen within one.
  *   keepalive     a working rail that carried nothing for keepalive
  *                 (100 ms) gets a KEEPALIVE, so idle rails stay judged.
+ *   rail verdict  a rail the receive count judged failed (rn_conn_recv.c)
+ *                 fails at the next timer call, due at once: the driver may
+ *                 first hand over packets of that rail it has already read.
  *   rail silence  a rail we receive nothing on for rail_timeout (350 ms,
  *                 three keepalives and change) has failed: the count rule
  *                 needs traffic, this one covers light traffic.
@@ -84,7 +87,8 @@ static uint64_t established_expiry(const rn_conn *c)
 		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
 			t = min64(t, r->last_tx_ns + c->cfg.keepalive_ns);
 		if (r->rx_up)
-			t = min64(t, r->last_rx_ns + c->cfg.rail_timeout_ns);
+			t = min64(t, r->suspect ? r->suspect_ns :
+						  r->last_rx_ns + c->cfg.rail_timeout_ns);
 		t = min64(t, loss_expiry(c, k));
 	}
 	return t;
@@ -151,8 +155,11 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 
 		if (rn_rail_tx_up(r) && now_ns - r->last_tx_ns >= c->cfg.keepalive_ns)
 			c->ka_pending |= 1u << k;
-		if (r->rx_up && now_ns - r->last_rx_ns >= c->cfg.rail_timeout_ns)
+		if (r->rx_up && r->suspect)
+			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
+		else if (r->rx_up && now_ns - r->last_rx_ns >= c->cfg.rail_timeout_ns)
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
+		r->suspect = 0;
 	}
 }
 

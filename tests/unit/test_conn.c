@@ -735,6 +735,7 @@ static void test_conn_rx_count_failure(void **state)
 
 			assert_int_equal(un_inject_ctl(n, UN_SERVER, t, rail, RN_PT_KEEPALIVE, NULL, 0),
 					 0);
+			un_timer(n, UN_SERVER, t); /* the verdict waits for the timer call */
 			if (un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0))
 				down_at = p;
 		}
@@ -766,6 +767,51 @@ static void test_conn_rx_count_failure(void **state)
 	}
 }
 
+/*
+ * A driver reads one rail's socket, then the other's: the window may fill
+ * from a backlog of rail 0 while rail 1's packets of the same moments wait
+ * to be read.  The count judges rail 1 short, but its packets handed over
+ * before the timer call clear it: no failure, no LINK_STATE.  The same
+ * backlog with nothing from rail 1 after it does fail the rail.
+ */
+static void test_conn_rx_count_batch_skew(void **state)
+{
+	for (int rail1_after = 1; rail1_after >= 0; rail1_after--) {
+		un_net *n = pair(2, NULL);
+		uint64_t t = t0 + 3 * D + 10 * UT_MS;
+
+		(void)state;
+		/* both rails in step for a while */
+		for (int p = 0; p < 100; p++, t += 10 * UT_US)
+			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, NULL, 0);
+		un_timer(n, UN_SERVER, t);
+		/* a 10 ms backlog (more than the 8 ms of silence a rail may need to fail):
+		 * 500 of rail 0's packets read first, kernel stamps 20 us apart */
+		for (int p = 0; p < 500; p++)
+			un_inject_ctl(n, UN_SERVER, t + (uint64_t)p * 20 * UT_US, 0,
+				      RN_PT_KEEPALIVE, NULL, 0);
+		/* then rail 1's, read from its socket in the same pass: their stamps are
+		 * older, but time given to the core never goes back (the engine clamps) */
+		t += 499 * 20 * UT_US;
+		if (rail1_after)
+			for (int p = 0; p < 500; p++)
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+		un_timer(n, UN_SERVER, t);
+		if (rail1_after) {
+			assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+			assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
+			un_flush(n, UN_SERVER, t);
+			assert_null(un_find(n, UN_SERVER, RN_PT_LINK_STATE, -1, 0, 0));
+		} else {
+			const rn_event *ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
+
+			assert_non_null(ev);
+			assert_int_equal(ev->cause, RN_CAUSE_RX_COUNT);
+		}
+		un_del(n);
+	}
+}
+
 /* A heartbeat arriving on a failed rail brings it back, and the peer is told. */
 static void test_conn_heartbeat_marks_up(void **state)
 {
@@ -776,8 +822,10 @@ static void test_conn_heartbeat_marks_up(void **state)
 	uint64_t t = t1;
 
 	(void)state;
-	for (int p = 0; p < 200; p++, t += 10 * UT_US)
+	for (int p = 0; p < 200; p++, t += 10 * UT_US) {
 		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, NULL, 0);
+		un_timer(n, UN_SERVER, t);
+	}
 	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
 	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
 	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
@@ -1272,6 +1320,7 @@ int main(void)
 		cmocka_unit_test(test_conn_loss_resent_other_rail),
 		cmocka_unit_test(test_conn_flow_control),
 		cmocka_unit_test(test_conn_rx_count_failure),
+		cmocka_unit_test(test_conn_rx_count_batch_skew),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
 		cmocka_unit_test(test_conn_link_state_applied),
 		cmocka_unit_test(test_conn_heartbeats_while_down),

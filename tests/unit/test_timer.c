@@ -239,8 +239,10 @@ static void test_timer_link_state_retries(void **state)
 
 	(void)state;
 	n->filter = un_drop_all;
-	for (int p = 0; p < 200; p++, t += 10 * UT_US)
+	for (int p = 0; p < 200; p++, t += 10 * UT_US) {
 		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, NULL, 0);
+		un_timer(n, UN_SERVER, t); /* as a driver does after a read */
+	}
 	t -= 10 * UT_US;
 	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
 	n->now = t;
