@@ -38,7 +38,7 @@ typedef struct rn_rail {
 	uint32_t win_rx;         /* packets this evaluation window */
 	uint8_t win_short;       /* the last window already brought too few */
 	uint8_t suspect;         /* judged failed by count; the next timer call decides */
-	uint64_t suspect_ns;
+	uint64_t suspect_ns;     /* when the count judged it */
 	/* the longest gap between packets on this working rail, this and last second */
 	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
 	uint64_t last_rx_ns;
