@@ -391,14 +391,27 @@ for k in sys.argv[2].split("."):
 print("" if v is None else v)' "$1" "$2" 2>/dev/null
 }
 
-# iperf_tp FIG SYS REP SECS DST_RAIL [mptcp]: iperf3 from host 1 to host 2's address on a rail
+# ri2n-run from the bench's build (or next to the programs given with --bin-dir)
+ri2n_run_bin() {
+	local d
+	for d in "$ROOT/build-bench/ri2n/tools" "${bindir:+$bindir/../tools}" "$ROOT/build/tools"; do
+		[ -n "$d" ] && [ -x "$d/ri2n-run" ] && { echo "$d/ri2n-run"; return 0; }
+	done
+	return 1
+}
+
+# iperf_tp FIG SYS REP SECS DST_RAIL [mptcp|ri2n-run]: iperf3 from host 1 to host 2's address
+# on a rail; both ends under mptcpize or ri2n-run if asked
 iperf_tp() {
-	local fig=$1 sys=$2 rep=$3 secs=$4 rail=$5 mp=${6:-} name wrap=() b a rc mbps cs cr sh sub
+	local fig=$1 sys=$2 rep=$3 secs=$4 rail=$5 how=${6:-} mp="" name wrap=() b a rc mbps cs cr sh sub rr
 	name=$RAW/$fig-$sys-$rep
 	need iperf3 "apt-get install iperf3" || return
-	if [ -n "$mp" ]; then
+	if [ "$how" = mptcp ]; then
 		need mptcpize "apt-get install mptcpize" || return
-		wrap=(mptcpize run)
+		wrap=(mptcpize run) mp=1
+	elif [ "$how" = ri2n-run ]; then
+		rr=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+		wrap=(env RI2N_RAILS="$(rails_list)" "$rr")
 	fi
 	next_port
 	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" "${wrap[@]}" iperf3 -s -1 -p "$PORT"
@@ -448,6 +461,11 @@ tp_figure() { # FIG REP [ri2n-stream args]
 	fi
 	sub iperf_tp "$fig" mptcp "$rep" "$TP_SECS" 1 mptcp
 	sub_end
+}
+
+# Unmodified iperf3 with both ends under ri2n-run (what a user of mptcpize would try)
+runiperf_figure() { # FIG REP
+	iperf_tp "$1-ri2n-run" ri2n "$2" "$TP_SECS" 1 ri2n-run
 }
 
 # The cost of publishing state for ri2n-stat: ri2n alone, with publishing off
@@ -817,6 +835,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 			for rep in $(seq "$reps"); do
 				want tp2 && step "goodput, 2 x GbE (rep $rep)" tp_figure tp2 "$rep"
 				want tp2 && step "goodput, 2 x GbE, with a cluster key (rep $rep)" keyed_figure tp2 "$rep"
+				want tp2 && step "goodput, 2 x GbE, unmodified iperf3 under ri2n-run (rep $rep)" runiperf_figure tp2 "$rep"
 				want degraded && step "goodput, degraded pair 1 Gbit/s + 250 Mbit/s (rep $rep)" degraded_figure "$rep"
 				if want loss; then
 					step "goodput, 1% loss on every rail (rep $rep)" loss_figure "$rep" 1
@@ -852,6 +871,8 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					nopub_figure veth "$rep" --no-verify
 				step "goodput, 2 unshaped veth rails, with a cluster key (rep $rep)" \
 					keyed_figure veth "$rep" --no-verify
+				step "goodput, 2 unshaped veth rails, unmodified iperf3 under ri2n-run (rep $rep)" \
+					runiperf_figure veth "$rep"
 			done
 		fi
 		drop_bed
@@ -1008,6 +1029,13 @@ summary() {
 			echo "Cost of publishing state for ri2n-stat (unshaped veth, CPU-bound): ri2n $(fmtv veth ri2n mbps)" \
 				"Mbit/s with it, $(fmtv veth-nopub ri2n mbps) without (RI2N_STAT_MS=0):" \
 				"ratio $(ratio "$(med veth ri2n mbps)" "$(med veth-nopub ri2n mbps)")."
+			echo
+		fi
+		if [ -n "$(agg tp2-ri2n-run ri2n mbps)$(agg veth-ri2n-run ri2n mbps)" ]; then
+			echo "Unmodified iperf3 with both ends under \`ri2n-run\` (the LD_PRELOAD shim; iperf3's own figure):" \
+				"2 x GbE $(fmtv tp2-ri2n-run ri2n mbps) Mbit/s (ri2n-stream $(fmtv tp2 ri2n mbps), MPTCP under" \
+				"mptcpize $(fmtv tp2 mptcp mbps)); unshaped veth $(fmtv veth-ri2n-run ri2n mbps)" \
+				"(ri2n-stream $(fmtv veth ri2n mbps), MPTCP $(fmtv veth mptcp mbps))."
 			echo
 		fi
 		if [ -n "$(agg tp2-keyed ri2n mbps)$(agg veth-keyed ri2n mbps)" ]; then
