@@ -66,13 +66,25 @@ at() { # wait until S seconds after the start
 	now=$("$xfer" clock)
 	sleep "$(awk -v t0="$t0" -v s="$1" -v n="$now" 'BEGIN { d = t0 + s - n; print (d > 0 ? d : 0) }')"
 }
+# when the drop rule really goes in and out: nftables in rail 1's switch says so
+# (the fault command itself takes tens of milliseconds)
+setsid sh -c 'ip netns exec ri2n-demo-sw1 stdbuf -oL nft monitor 2>/dev/null | "$1" stamp' sh "$xfer" \
+	>"$out/nft.log" &
+monitor=$!
+tb_on_exit "kill -- -$monitor 2>/dev/null"
+in_place() { # AFTER add|delete: when the black-hole chain was added or deleted, from nft's log
+	awk -v a="$1" -v w="$2" '$1 >= a - 0.001 && $2 == w && $3 == "chain" && $6 == "bh_h1" { s = 1 }
+		s && /new generation/ { print $1; exit }' "$out/nft.log"
+}
 at "$fail_at"
-tf=$("$xfer" clock) # just before: the fault is in place within the ~10 ms tb_fault takes
+tf=$("$xfer" clock)
 tb_fault blackhole 1 1 on
+tf_end=$("$xfer" clock)
 echo "   >>> rail 1 of host 1 silently black-holed (link up, every packet dropped)"
 at "$heal_at"
 th=$("$xfer" clock)
 tb_fault blackhole 1 1 off
+th_end=$("$xfer" clock)
 echo "   >>> rail 1 healed"
 wait $sender
 src=$?
@@ -95,6 +107,11 @@ event_after() { # FILE STATE AFTER: first "xfer event rail=0 STATE" at or after 
 	awk -v s="$2" -v t0="$3" -v after="$4" '$1 == "xfer" && $2 == "event" && $4 == "rail=0" && $5 == s {
 		split($3, a, "="); m = t0 + a[2]; if (m >= after - 0.05) { printf "%.6f", m; exit } }' "$1"
 }
+# the fault's and the heal's moments: nftables' report, else the command's end (a bound)
+sleep 0.2
+kill -- -"$monitor" 2>/dev/null
+tf_in=$(in_place "$tf" add) th_in=$(in_place "$th" delete) how="in place"
+[ -n "$tf_in" ] && [ -n "$th_in" ] || { tf_in=$tf_end th_in=$th_end how="commands done (at most)"; }
 down=$(event_after "$out/recv.err" down "$t0r" "$tf")
 t0s=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$out/send.csv" 2>/dev/null)
 back=$(event_after "$out/send.err" up "$t0s" "$th")
@@ -107,8 +124,8 @@ echo "== what happened"
 printf '   goodput before the fault    %6s Mbit/s  (2 rails)\n' "$before"
 printf '   goodput while rail 1 dead   %6s Mbit/s  (lowest 100 ms: %s Mbit/s)\n' "$during" "$mindur"
 printf '   goodput after the heal      %6s Mbit/s\n' "$after"
-printf '   fault detected by receiver  %s after the black hole (at most)\n' "$(ms "$down" "$tf")"
-printf '   rail 1 back in use          %s after the heal (at most)\n' "$(ms "$back" "$th")"
+printf '   fault detected by receiver  %s after the black hole was %s\n' "$(ms "$down" "$tf_in")" "$how"
+printf '   rail 1 back in use          %s after the heal was %s\n' "$(ms "$back" "$th_in")" "$how"
 printf '   bytes verified              %s (%s)\n' "${bytes:-0}" "${verified:-no}"
 
 # ---- the plot ----
@@ -121,7 +138,7 @@ gnuplot <<EOF 2>/dev/null && echo "   plot: $out/demo.png" || echo "   (no plot:
 set terminal pngcairo size 1100,650 font "DejaVu Sans,11"
 set output "$out/demo.png"
 set multiplot
-set lmargin at screen 0.08; set rmargin at screen 0.97
+set lmargin at screen 0.12; set rmargin at screen 0.97
 set tmargin at screen 0.93; set bmargin at screen 0.36
 set title "ri2n over 2 x 1 Gbit/s rails: rail 1 silently black-holed at ${fail_at} s, healed at ${heal_at} s"
 set ylabel "goodput (Mbit/s, per 100 ms)"
@@ -134,7 +151,7 @@ plot "$out/recv.dat" using 1:2 with lines lw 2 lc rgb "#1f5fa8" title "ri2n good
 unset object 1; unset title
 set tmargin at screen 0.33; set bmargin at screen 0.10
 set xlabel "time (s)"; set format x "%g"
-set ylabel "rail state (receiver)"
+unset ylabel
 set yrange [-0.5:3.5]; unset grid; unset key
 set ytics ("rail 1 up" 3, "rail 1 down" 2, "rail 2 up" 1, "rail 2 down" 0)
 plot "$out/recv.dat" using 1:(\$3 + 2) with steps lw 3 lc rgb "#2a9d3a", \
