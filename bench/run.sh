@@ -1118,7 +1118,7 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv; per-run logs in raw/."
 	} >"$S"
 }
 latcell() { # SYS SIZE
