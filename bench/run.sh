@@ -3,7 +3,7 @@
 #
 #   bench/run.sh [--quick | --smoke] [--reps N] [--out DIR] [--only LIST] [--bin-dir DIR] [--keep]
 #
-#   (default)  the full run: every figure 3 times, median and spread (about 20 minutes)
+#   (default)  the full run: every figure 3 times, median and spread (about 25 minutes)
 #   --quick    every figure once, shorter runs (under 10 minutes on 2 cores)
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
