@@ -394,7 +394,7 @@ print("" if v is None else v)' "$1" "$2" 2>/dev/null
 # ri2n-run from the bench's build (or next to the programs given with --bin-dir)
 ri2n_run_bin() {
 	local d
-	for d in "$ROOT/build-bench/ri2n/tools" "${bindir:+$bindir/../tools}" "$ROOT/build/tools"; do
+	for d in "${bindir:+$bindir/../tools}" "$ROOT/build-bench/ri2n/tools" "$ROOT/build/tools"; do
 		[ -n "$d" ] && [ -x "$d/ri2n-run" ] && { echo "$d/ri2n-run"; return 0; }
 	done
 	return 1
@@ -710,7 +710,8 @@ mpi_setup() {
 	local d btl_dir="" sys
 	need mpirun "apt-get install openmpi-bin" || return
 	need mpicc "apt-get install libopenmpi-dev" || return
-	for d in "$ROOT/build-bench/ri2n/btl_ri2n" "${bindir:+$bindir/../btl_ri2n}" "$ROOT/build/btl_ri2n"; do
+	# beside the programs given with --bin-dir first, else the bench's own build
+	for d in "${bindir:+$bindir/../btl_ri2n}" "$ROOT/build-bench/ri2n/btl_ri2n" "$ROOT/build/btl_ri2n"; do
 		[ -n "$d" ] && [ -f "$d/mca_btl_ri2n.so" ] && { btl_dir=$(cd "$d" && pwd); break; }
 	done
 	[ -n "$btl_dir" ] || { fail "mca_btl_ri2n.so is not built (Open MPI's development files missing?)"; return; }
