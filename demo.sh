@@ -68,8 +68,9 @@ at() { # wait until S seconds after the start
 }
 # when the drop rule really goes in and out: nftables in rail 1's switch says so
 # (the fault command itself takes tens of milliseconds)
-setsid sh -c 'ip netns exec ri2n-demo-sw1 stdbuf -oL nft monitor 2>/dev/null | "$1" stamp' sh "$xfer" \
-	>"$out/nft.log" &
+# (each line stamped with CLOCK_MONOTONIC by the bench's ri2n-stream, built with the rest)
+setsid sh -c 'ip netns exec ri2n-demo-sw1 stdbuf -oL nft monitor 2>/dev/null | "$1" stamp' sh \
+	"$PWD/build/bench/ri2n-stream" >"$out/nft.log" &
 monitor=$!
 tb_on_exit "kill -- -$monitor 2>/dev/null"
 in_place() { # AFTER add|delete: when the black-hole chain was added or deleted, from nft's log

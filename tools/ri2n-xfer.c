@@ -5,8 +5,6 @@
  *   ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex] [--file FILE|-]
  *   common: [--interval MS] [--csv FILE] [--quiet]
  *   ri2n-xfer clock     prints CLOCK_MONOTONIC in seconds (to line up faults)
- *   ri2n-xfer stamp     copies stdin to stdout, each line after the CLOCK_MONOTONIC
- *                       time it was read (say, `nft monitor` when a fault went in)
  *
  * The sender streams a seeded pattern (or a file, or stdin) and the receiver
  * checks every byte of the pattern as it arrives (a file is checked by its
@@ -76,7 +74,7 @@ __attribute__((noreturn)) static void die_usage(void)
 		"       ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex]\n"
 		"                 [--file FILE|-]\n"
 		"       common: [--interval MS] [--csv FILE] [--quiet]\n"
-		"       ri2n-xfer clock | stamp\n"
+		"       ri2n-xfer clock\n"
 		"BYTES takes K, M, G suffixes (powers of 1024).\n");
 	exit(2);
 }
@@ -693,14 +691,6 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "clock")) {
 		printf("%.6f\n", now_s());
-		return 0;
-	}
-	if (!strcmp(cmd, "stamp")) {
-		char line[4096];
-
-		setvbuf(stdout, NULL, _IOLBF, 0);
-		while (fgets(line, sizeof(line), stdin))
-			printf("%.6f %s%s", now_s(), line, strchr(line, '\n') ? "" : "\n");
 		return 0;
 	}
 	if (opt.duplex && (!bytes || opt.file || opt.seconds > 0)) {
