@@ -222,12 +222,15 @@ int bench_set_nonblock(int fd, int on)
 	return fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
+int bench_fast_io;
+
 int bench_read_full(int fd, void *buf, size_t n, int busy)
 {
 	size_t got = 0;
 
 	while (got < n) {
-		ssize_t r = read(fd, (uint8_t *)buf + got, n - got);
+		ssize_t r = bench_fast_io ? ri2n_recv(fd, (uint8_t *)buf + got, n - got, 0) :
+					    read(fd, (uint8_t *)buf + got, n - got);
 
 		if (r > 0) {
 			got += (size_t)r;
@@ -248,7 +251,7 @@ int bench_write_all(int fd, const void *buf, size_t n, int busy)
 	const uint8_t *p = buf;
 
 	while (n > 0) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = bench_fast_io ? ri2n_send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
 
 		if (w > 0) {
 			p += w;

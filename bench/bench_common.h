@@ -50,6 +50,8 @@ void bench_close(int transport, int fd);
  * errno set, ECONNRESET for the end).  busy: the descriptor is O_NONBLOCK
  * and EAGAIN is retried at once in a loop (no sleep in the kernel).
  */
+/* Nonzero: bench_read_full / bench_write_all use ri2n_recv / ri2n_send (the fast API). */
+extern int bench_fast_io;
 int bench_read_full(int fd, void *buf, size_t n, int busy);
 
 /* Writes exactly n bytes; busy as above.  0 or -1 with errno. */

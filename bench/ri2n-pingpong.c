@@ -9,7 +9,7 @@
  *   ri2n-pingpong client HOST [--tcp|--udp] [--port P] [--sizes LIST]
  *                 [--min-size B] [--max-size B] [--iterations N] [--warmup N]
  *                 [--budget BYTES] [--busy-poll] [--csv FILE] [--label NAME]
- *                 [--udp-max B] [--timeout S]
+ *                 [--udp-max B] [--timeout S] [--fast]
  *
  * ri2n (the default) goes through ri2n_socket/ri2n_connect/ri2n_accept; set
  * RI2N_RAILS to choose the rails.  --tcp is plain TCP with TCP_NODELAY on
@@ -18,6 +18,8 @@
  * Waiting: blocking read() by default; --busy-poll makes the descriptor
  * O_NONBLOCK and retries read() in a loop (the server follows the client's
  * choice over ri2n and TCP; a UDP server is told by its own --busy-poll).
+ * --fast (ri2n only): ri2n_send/ri2n_recv, the fast API, instead of plain
+ * write/read on the descriptor; the server follows the client here too.
  *
  * Sizes: powers of two from --min-size (1) to --max-size (4M), or a list
  * ("1,8,64,1k,4M").  Iterations per size: --iterations (1000), fewer for
@@ -61,7 +63,7 @@
 #define UDP_WAIT_MS 200
 
 static struct {
-	int transport, port, once, busy, iterations, warmup, timeout_s, udp_max;
+	int transport, port, once, busy, fast, iterations, warmup, timeout_s, udp_max;
 	int64_t min_size, max_size, budget;
 	const char *bind, *csv_path, *label, *sizes;
 } opt = { .transport = BT_RI2N, .port = 7100, .iterations = 1000, .warmup = 100,
@@ -75,7 +77,7 @@ static void usage(void)
 		"       ri2n-pingpong client HOST [--tcp|--udp] [--port P] [--sizes LIST]\n"
 		"                     [--min-size B] [--max-size B] [--iterations N] [--warmup N]\n"
 		"                     [--budget BYTES] [--busy-poll] [--csv FILE] [--label NAME]\n"
-		"                     [--udp-max B] [--timeout S]\n"
+		"                     [--udp-max B] [--timeout S] [--fast]\n"
 		"Sizes take k, M suffixes (powers of 1024).  See the top of ri2n-pingpong.c.\n");
 	exit(2);
 }
@@ -104,6 +106,7 @@ static int serve_stream_conn(int fd)
 			busy = hdr[24];
 			bench_set_nonblock(fd, busy);
 		}
+		bench_fast_io = hdr[25] && opt.transport == BT_RI2N;
 		if (size > cap) {
 			free(buf);
 			buf = malloc(size);
@@ -183,6 +186,14 @@ static int serve(void)
 
 /* ---- client ---- */
 
+/* How the client waits, as reported: block, busy, fast, fast-busy. */
+static const char *wait_name(void)
+{
+	if (opt.fast)
+		return opt.busy ? "fast-busy" : "fast";
+	return opt.busy ? "busy" : "block";
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -248,12 +259,12 @@ static void report(FILE *csv, const char *name, size_t size, double *rtt, int n,
 	/* half round trips, in microseconds */
 	printf("pingpong transport=%s wait=%s size=%zu iterations=%d median_us=%.2f p99_us=%.2f "
 	       "min_us=%.2f mean_us=%.2f max_us=%.2f lost=%" PRIu64 "\n",
-	       name, opt.busy ? "busy" : "block", size, n, med / 2e3, p99 / 2e3, lo / 2e3,
+	       name, wait_name(), size, n, med / 2e3, p99 / 2e3, lo / 2e3,
 	       sum / n / 2e3, hi / 2e3, lost);
 	fflush(stdout);
 	if (csv)
 		fprintf(csv, "%s,%s,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%" PRIu64 "\n", name,
-			opt.busy ? "busy" : "block", size, n, med / 2e3, p99 / 2e3, lo / 2e3,
+			wait_name(), size, n, med / 2e3, p99 / 2e3, lo / 2e3,
 			sum / n / 2e3, hi / 2e3, lost);
 }
 
@@ -312,13 +323,14 @@ static int send_header(int fd, uint64_t size, uint64_t count)
 	bench_put64(hdr + 8, size);
 	bench_put64(hdr + 16, count);
 	hdr[24] = (uint8_t)opt.busy;
+	hdr[25] = (uint8_t)opt.fast;
 	return bench_write_all(fd, hdr, HDR_LEN, opt.busy);
 }
 
 /* Measures one size (index s) and reports it; -1 with errno if the connection failed. */
 static int run_size(struct pp_client *c, int s, size_t size)
 {
-	const char *wait = opt.busy ? "busy" : "block";
+	const char *wait = wait_name();
 	int iters = iterations_for(size), warm;
 	uint64_t lost = 0;
 
@@ -384,6 +396,11 @@ static int client(const char *host)
 		return 1;
 	if (opt.busy)
 		bench_set_nonblock(c.fd, 1);
+	if (opt.fast && opt.transport != BT_RI2N) {
+		fprintf(stderr, "ri2n-pingpong: --fast is ri2n's API: not with --tcp or --udp\n");
+		return 2;
+	}
+	bench_fast_io = opt.fast;
 	for (int s = 0; s < nsizes && !rc; s++)
 		if (run_size(&c, s, (size_t)sizes[s]) < 0) {
 			fprintf(stderr, "ri2n-pingpong: %s failed at size %" PRId64 ": %s\n", c.name,
@@ -429,6 +446,8 @@ int main(int argc, char **argv)
 			opt.once = 1;
 		else if (!strcmp(a, "--busy-poll"))
 			opt.busy = 1;
+		else if (!strcmp(a, "--fast"))
+			opt.fast = 1;
 		else if (!strcmp(a, "--sizes"))
 			opt.sizes = NEXT;
 		else if (!strcmp(a, "--min-size"))

@@ -436,7 +436,7 @@ static int self_send(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, uint8_t t
 	return 1;
 }
 
-static int ri2n_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
 		     struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
 	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
@@ -626,7 +626,7 @@ mca_btl_ri2n_module_t mca_btl_ri2n_module = {
 		.btl_alloc = ri2n_alloc,
 		.btl_free = ri2n_free,
 		.btl_prepare_src = ri2n_prepare_src,
-		.btl_send = ri2n_send,
+		.btl_send = btl_send,
 		.btl_sendi = ri2n_sendi,
 		.btl_dump = mca_btl_base_dump,
 		.btl_register_error = ri2n_register_error,

@@ -32,6 +32,7 @@
 #define RI2N_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -94,6 +95,9 @@ enum ri2n_option {
 				    (not an int), or 0 bytes for none; reads back an
 				    int, 1 when a key is set; the key itself is never
 				    readable (none) */
+	RI2N_BUSY_POLL_US,       /* a thread waiting in ri2n_recv/ri2n_send polls
+				    this long before it sleeps, like SO_BUSY_POLL;
+				    any time, also connected (0: off; at most 1 s) */
 };
 
 /*
@@ -137,6 +141,30 @@ struct ri2n_stats {
 	int nrails;
 	struct ri2n_rail_stats rail[RI2N_MAX_RAILS];
 };
+
+/* ---- the fast path ---- */
+
+/*
+ * send/recv/writev/readv for a ri2n descriptor, done by the calling thread:
+ * a send puts its bytes through the protocol and onto the rails itself; a
+ * receive takes bytes straight from the protocol's buffer and, when none
+ * are there, waits on the rails' sockets itself, so the reply wakes exactly
+ * this thread.  Same arguments, returns and errors as send(2)/recv(2)/
+ * writev(2)/readv(2) on a TCP socket (blocking unless O_NONBLOCK or
+ * MSG_DONTWAIT; SO_RCVTIMEO/SO_SNDTIMEO honoured; a blocking send returns
+ * when every byte is taken).  flags: MSG_DONTWAIT, MSG_NOSIGNAL, MSG_MORE
+ * (ignored: ri2n never delays), MSG_WAITALL; other flags (MSG_PEEK...) are
+ * served by the descriptor itself, correctly but without the gain.
+ *
+ * Mixing with plain read/write/poll on the same descriptor is allowed and
+ * keeps the byte order; bytes a fast call leaves unread are handed to the
+ * descriptor for plain readers.  ENOTSOCK if fd is not a ri2n socket.
+ */
+RI2N_API ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags);
+RI2N_API ssize_t ri2n_recv(int fd, void *buf, size_t len, int flags);
+struct iovec;
+RI2N_API ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt);
+RI2N_API ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt);
 
 /* Fills *st for a connected descriptor.  ENOTCONN before the handshake. */
 RI2N_API int ri2n_stats(int fd, struct ri2n_stats *st);

@@ -24,6 +24,9 @@
 #include <sys/socket.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <limits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +36,7 @@
 #include "rn_api.h"
 #include "rn_engine.h"
 #include "rn_events.h"
+#include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_stream.h"
 
@@ -512,6 +516,13 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		pthread_mutex_lock(&s->mu);
 		err = set_key(s, val, len);
 		pthread_mutex_unlock(&s->mu);
+	} else if (level == RI2N_SOL && name == RI2N_BUSY_POLL_US) {
+		/* the waiting side's choice, not the protocol's: also once connected */
+		err = get_int(val, len, &v);
+		if (!err && (v < 0 || v > RN_BUSY_POLL_MAX_US))
+			err = EINVAL;
+		if (!err)
+			__atomic_store_n(&s->busy_us, (int)v, __ATOMIC_RELAXED);
 	} else if (level == RI2N_SOL) {
 		err = get_int(val, len, &v);
 		pthread_mutex_lock(&s->mu);
@@ -573,6 +584,8 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		pthread_mutex_lock(&s->mu);
 		err = put_int(val, len, s->cfg.keyed);
 		pthread_mutex_unlock(&s->mu);
+	} else if (level == RI2N_SOL && name == RI2N_BUSY_POLL_US) {
+		err = put_int(val, len, __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED));
 	} else if (level == RI2N_SOL) {
 		pthread_mutex_lock(&s->mu);
 		err = rn_knob_get(&s->cfg, name, &v);
@@ -668,6 +681,85 @@ int ri2n_stats(int fd, struct ri2n_stats *out)
 	for (int k = 0; k < cs.npaths && k < RI2N_MAX_RAILS; k++)
 		rail_stats(&out->rail[k], &cs.rail[k]);
 	return 0;
+}
+
+/* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
+
+ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+	ssize_t rc;
+
+	*handled = s != NULL;
+	if (!s)
+		return fail(err);
+	rc = rn_inline_send(s, fd, iov, iovcnt, flags);
+	rn_sock_unref(s);
+	if (rc == RN_INLINE_PLAIN) {
+		/* the descriptor's own send: raw, past any interposer */
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+		return syscall(SYS_sendmsg, fd, &m, flags);
+	}
+	if (rc < 0)
+		return fail((int)-rc);
+	return rc;
+}
+
+ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+	ssize_t rc;
+
+	*handled = s != NULL;
+	if (!s)
+		return fail(err);
+	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
+	rn_sock_unref(s);
+	if (rc == RN_INLINE_PLAIN) {
+		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+		return syscall(SYS_recvmsg, fd, &m, flags);
+	}
+	if (rc < 0)
+		return fail((int)-rc);
+	return rc;
+}
+
+ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)
+{
+	struct iovec iov = { (void *)buf, len };
+	int handled;
+
+	return rn_api_send(fd, &iov, 1, flags, &handled);
+}
+
+ssize_t ri2n_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct iovec iov = { buf, len };
+	int handled;
+
+	return rn_api_recv(fd, &iov, 1, flags, &handled);
+}
+
+ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	int handled;
+
+	if (iovcnt < 0 || iovcnt > IOV_MAX)
+		return fail(EINVAL);
+	return rn_api_send(fd, iov, iovcnt, 0, &handled);
+}
+
+ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	int handled;
+
+	if (iovcnt < 0 || iovcnt > IOV_MAX)
+		return fail(EINVAL);
+	return rn_api_recv(fd, iov, iovcnt, 0, &handled);
 }
 
 int ri2n_event_fd(void)

@@ -11,6 +11,14 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 
+/*
+ * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n
+ * socket (errno EBADF or ENOTSOCK), so an interposer can pass the call on.
+ */
+#include <sys/uio.h>
+ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
+ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
+
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
 
 #include <netinet/in.h>

@@ -16,6 +16,7 @@
 
 #include "ri2n.h"
 #include "rn_events.h"
+#include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -126,6 +127,41 @@ uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_
 	return (uint64_t)t;
 }
 
+/* ---- the host lock ---- */
+
+static pthread_mutex_t g_host_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int t_inline;
+static int g_kicked; /* (host lock) a wake-up is on its way to the engine */
+
+void rn_host_lock(void) { pthread_mutex_lock(&g_host_mu); }
+void rn_host_unlock(void) { pthread_mutex_unlock(&g_host_mu); }
+
+void rn_host_enter_inline(void)
+{
+	pthread_mutex_lock(&g_host_mu);
+	t_inline = 1;
+}
+
+void rn_host_leave_inline(void)
+{
+	t_inline = 0;
+	pthread_mutex_unlock(&g_host_mu);
+}
+
+int rn_host_inline(void) { return t_inline; }
+
+void rn_host_kick(void)
+{
+	uint64_t one = 1;
+
+	if (g_kicked || g.wake_fd < 0)
+		return;
+	g_kicked = 1;
+	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
+		/* saturated: a wake-up is pending anyway */
+	}
+}
+
 struct event_base *rn_engine_base(void) { return g.base; }
 const rn_env *rn_engine_env(void) { return &g.env; }
 const rn_config *rn_engine_config(void) { return &g.cfg; }
@@ -172,6 +208,7 @@ rn_sock *rn_sock_new(void)
 	s->refs = 1;
 	s->user_fd = s->eng_fd = -1;
 	s->backlog = 128;
+	s->busy_us = rn_inline_busy_default();
 	return s;
 }
 
@@ -228,6 +265,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 	if (read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: woken for commands already taken */
 	}
+	rn_host_lock();
+	g_kicked = 0;
 	for (;;) {
 		rn_cmd *c;
 
@@ -247,7 +286,9 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 		pthread_cond_signal(&c->cv);
 		pthread_mutex_unlock(&g.mu);
 	}
+	rn_port_sync();
 	rn_stream_service_dirty();
+	rn_host_unlock();
 }
 
 int rn_engine_call(int type, rn_sock *s, void *arg)
@@ -330,6 +371,7 @@ static int configure(void)
 
 static void atfork_prepare(void)
 {
+	pthread_mutex_lock(&g_host_mu);
 	pthread_mutex_lock(&g.mu);
 	pthread_mutex_lock(&g_fds.mu);
 }
@@ -338,6 +380,7 @@ static void atfork_parent(void)
 {
 	pthread_mutex_unlock(&g_fds.mu);
 	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&g_host_mu);
 }
 
 /*
@@ -364,7 +407,10 @@ static void atfork_child(void)
 	rn_stream_forget_all();
 	rn_events_forget();
 	rn_publish_forget();
+	rn_inline_forget();
+	g_kicked = 0;
 	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&g_host_mu);
 }
 
 int rn_engine_running(void)
@@ -415,6 +461,9 @@ int rn_engine_start(void)
 	rn_fd_own(g.wake_fd);
 	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
 	event_add(g.wake_ev, NULL);
+	rc = rn_inline_init();
+	if (rc)
+		goto out;
 	/* the user's signal handlers never run on the engine thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

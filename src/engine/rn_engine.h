@@ -49,6 +49,7 @@ typedef struct rn_sock {
 	int bound;                 /* (mu) bind() done */
 	struct sockaddr_in local, peer; /* (mu) */
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
+	int busy_us;               /* (mu) RI2N_BUSY_POLL_US: inline waits poll this long first */
 
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;
@@ -88,6 +89,27 @@ int rn_engine_running(void);
 const rn_config *rn_engine_config(void);
 /* This host's rails, as discovered at start. */
 int rn_engine_rails(const rn_rail_info **rails);
+
+/*
+ * The host lock.  Every driver holds it while it touches protocol state
+ * (ports, streams, the core's connections): the engine thread around each
+ * of its callbacks, an application thread while it drives a connection
+ * inline (rn_inline.c).  Never held across a blocking call.
+ */
+void rn_host_lock(void);
+void rn_host_unlock(void);
+/* The same, marking the calling thread as an inline driver (rn_host_inline). */
+void rn_host_enter_inline(void);
+void rn_host_leave_inline(void);
+/*
+ * True in an application thread driving the core inline.  Such a thread
+ * never calls libevent (not thread-safe here): what needs the event loop
+ * (arming an event, freeing one) is left for the engine, woken by
+ * rn_host_kick().
+ */
+int rn_host_inline(void);
+/* Wakes the engine to run what inline threads left it; coalesced until it runs. */
+void rn_host_kick(void);
 
 /* ---- inside the engine thread ---- */
 

@@ -38,8 +38,20 @@ typedef struct pentry {
 	struct pentry *next;
 } pentry;
 
+#define DEFQ 16            /* handshake datagrams deferred per listening port */
+
+/* A handshake datagram an inline thread read for the engine (listener work). */
+typedef struct rn_deferred {
+	rn_addr from;
+	int idx;
+	uint32_t len;
+	uint64_t at;
+	uint8_t *buf;
+} rn_deferred;
+
 static rn_port *g_ports;
 static int g_gso = -1; /* -1 unknown, 0 off, 1 on */
+static int g_sync;     /* (host lock) rn_port_sync has work */
 
 /* Receive buffers, shared by every socket (one engine thread). */
 static struct {
@@ -74,6 +86,7 @@ static void set_buf(int fd, int opt_force, int opt)
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
 static void on_writable(evutil_socket_t fd, short what, void *arg);
+static void on_fallback(evutil_socket_t fd, short what, void *arg);
 
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
@@ -153,6 +166,11 @@ static void port_free(rn_port *p)
 	}
 	free(p->tab);
 	free(p->lis);
+	if (p->fallback)
+		event_free(p->fallback);
+	if (p->defq)
+		free(p->defq[0].buf);
+	free(p->defq);
 	free(p);
 }
 
@@ -203,6 +221,10 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 		if (rc == 0)
 			rc = open_all(p, rails, which, n, number, same_number);
 		if (rc == 0) {
+			p->fallback = evtimer_new(rn_engine_base(), on_fallback, p);
+			rc = p->fallback ? 0 : -ENOMEM;
+		}
+		if (rc == 0) {
 			p->number = same_number ? p->addrs[0].port : 0;
 			p->mask = mask;
 			p->next = g_ports;
@@ -224,14 +246,21 @@ void rn_port_ref(rn_port *p)
 
 void rn_port_unref(rn_port *p)
 {
-	if (--p->refs == 0)
-		port_free(p);
+	if (--p->refs > 0)
+		return;
+	if (rn_host_inline()) { /* its events are libevent's: the engine frees it */
+		p->dead = 1;
+		g_sync = 1;
+		rn_host_kick();
+		return;
+	}
+	port_free(p);
 }
 
 rn_port *rn_port_find_number(uint16_t number)
 {
 	for (rn_port *p = g_ports; p; p = p->next)
-		if (p->number == number && number != 0)
+		if (p->number == number && number != 0 && !p->dead)
 			return p;
 	return NULL;
 }
@@ -337,6 +366,42 @@ static rn_addr addr_of(const struct sockaddr_in *a)
 	return (rn_addr){ ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
 }
 
+/*
+ * A handshake datagram read by an inline thread: accepting creates events,
+ * so the engine does it.  A full queue drops it; the client resends.
+ */
+static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
+{
+	rn_deferred *e;
+
+	if (!p->defq) {
+		uint8_t *buf = malloc((size_t)DEFQ * p->dgram);
+
+		p->defq = calloc(DEFQ, sizeof(*p->defq));
+		if (!p->defq || !buf) {
+			free(p->defq);
+			free(buf);
+			p->defq = NULL;
+			p->drops_backlog++;
+			return;
+		}
+		for (int i = 0; i < DEFQ; i++)
+			p->defq[i].buf = buf + (size_t)i * p->dgram;
+	}
+	if (p->ndef >= DEFQ || len > p->dgram) {
+		p->drops_backlog++;
+		return;
+	}
+	e = &p->defq[p->ndef++];
+	e->from = from;
+	e->idx = idx;
+	e->len = (uint32_t)len;
+	e->at = now;
+	memcpy(e->buf, d, len);
+	g_sync = 1;
+	rn_host_kick();
+}
+
 static void input(rn_port *p, int idx, const struct sockaddr_in *from, const uint8_t *d,
 		  size_t len, uint64_t now)
 {
@@ -345,6 +410,10 @@ static void input(rn_port *p, int idx, const struct sockaddr_in *from, const uin
 
 	if (st) {
 		rn_stream_input(st, idx, addr_of(from), d, len, now);
+		return;
+	}
+	if (p->lis && rn_host_inline()) {
+		defer(p, idx, addr_of(from), d, len, now);
 		return;
 	}
 	if (p->lis) {
@@ -446,12 +515,79 @@ static int read_turn(rn_port *p, int idx)
 }
 
 /*
- * Any socket of the port readable: read all of them in turns of a few
- * datagrams.  Draining one rail's socket before looking at the next would
- * hand the core a hundred packets of one rail in a row, and its receive
- * count would judge the other rail failed (paper 3.3.3 assumes arrivals
- * interleave as the sender stripes them).
+ * Reads all the port's sockets in turns of a few datagrams.  Draining one
+ * rail's socket before looking at the next would hand the core a hundred
+ * packets of one rail in a row, and its receive count would judge the
+ * other rail failed (paper 3.3.3 assumes arrivals interleave as the sender
+ * stripes them).
  */
+int rn_port_read(rn_port *p)
+{
+	return rn_port_read_some(p, UINT32_MAX);
+}
+
+int rn_port_read_some(rn_port *p, uint32_t mask)
+{
+	int total = 0;
+
+	rn_port_ref(p);
+	for (int round = 0; round < RX_ROUNDS && mask; round++) {
+		int got = 0;
+
+		for (int idx = 0; idx < p->nsock; idx++) {
+			int n;
+
+			if (!((mask >> idx) & 1) || p->s[idx].fd < 0)
+				continue;
+			n = read_turn(p, idx);
+			if (!n)
+				mask &= ~(1u << idx); /* empty: not again this call */
+			got += n;
+		}
+		total += got;
+		if (!got)
+			break;
+	}
+	if (rn_host_inline()) {
+		p->inline_ns = rn_now_ns();
+		if (total && p->nwait)
+			rn_port_wake_waiters(p); /* what they wait for may be among these */
+	}
+	rn_port_unref(p);
+	return total;
+}
+
+static void rx_set(rn_port *p, int on)
+{
+	for (int i = 0; i < p->nsock; i++) {
+		if (!p->s[i].rev)
+			continue;
+		if (on)
+			event_add(p->s[i].rev, NULL);
+		else
+			event_del(p->s[i].rev);
+	}
+	p->rx_off = (uint8_t)!on;
+}
+
+/*
+ * Whether a thread is blocked inline on the port: then the engine keeps off
+ * its sockets.  (Only a blocked thread: one that reads inline without
+ * waiting, say next to a plain epoll, must find the engine on duty.)
+ */
+static int inline_driven(const rn_port *p)
+{
+	return p->nwait > 0;
+}
+
+static void arm_fallback(rn_port *p)
+{
+	struct timeval tv = { 0, (suseconds_t)(RN_HANDOFF_NS / 1000) };
+
+	evtimer_add(p->fallback, &tv);
+}
+
+/* Any socket of the port readable: read them, unless inline threads do. */
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	rn_usock *u = arg;
@@ -459,21 +595,54 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	rn_port_ref(p);
-	for (int round = 0; round < RX_ROUNDS; round++) {
-		int got = 0;
-
-		for (int k = 0; k < p->nsock; k++) {
-			int idx = (u->idx + k) % p->nsock;
-
-			if (p->s[idx].fd >= 0)
-				got += read_turn(p, idx);
-		}
-		if (!got)
-			break;
+	rn_host_lock();
+	if (inline_driven(p)) {
+		/* one wake-up per datagram, the inline thread's: stay off until it leaves */
+		rx_set(p, 0);
+		arm_fallback(p);
+	} else {
+		rn_port_read(p);
+		rn_stream_service_dirty();
 	}
-	rn_stream_service_dirty();
-	rn_port_unref(p);
+	rn_host_unlock();
+}
+
+void rn_port_catch_up(rn_port *p)
+{
+	if (p->rx_off && !inline_driven(p)) {
+		rx_set(p, 1);
+		rn_port_read(p);
+	}
+}
+
+/* The engine kept off the port for inline threads: take it back once they are gone. */
+static void on_fallback(evutil_socket_t fd, short what, void *arg)
+{
+	rn_port *p = arg;
+
+	(void)fd;
+	(void)what;
+	rn_host_lock();
+	if (p->rx_off) {
+		if (inline_driven(p)) {
+			arm_fallback(p);
+		} else {
+			rx_set(p, 1);
+			rn_port_read(p);
+			rn_stream_service_dirty();
+		}
+	}
+	rn_host_unlock();
+}
+
+void rn_port_wake_waiters(rn_port *p)
+{
+	uint64_t one = 1;
+
+	for (rn_waiter *w = p->waiters; w; w = w->next)
+		if (write(w->efd, &one, sizeof(one)) < 0) {
+			/* saturated: it is awake anyway */
+		}
 }
 
 /* ---- send ---- */
@@ -588,7 +757,13 @@ static void usock_flush(rn_usock *u)
 
 			if (e == EAGAIN || e == EINTR) {
 				u->blocked = 1;
-				event_add(u->wev, NULL);
+				if (rn_host_inline()) { /* the engine waits for writability */
+					u->want_wev = 1;
+					g_sync = 1;
+					rn_host_kick();
+				} else {
+					event_add(u->wev, NULL);
+				}
 				return;
 			}
 			if ((e == EIO || e == EINVAL || e == EOPNOTSUPP) && counts[0] > 1 && g_gso) {
@@ -634,11 +809,42 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	rn_host_lock();
 	u->blocked = 0;
 	usock_flush(u);
 	/* connections held back by this socket may go on */
 	rn_stream_port_writable(u->port);
 	rn_stream_service_dirty();
+	rn_host_unlock();
+}
+
+void rn_port_sync(void)
+{
+	rn_port *p, *next;
+
+	if (!g_sync)
+		return;
+	g_sync = 0;
+	for (p = g_ports; p; p = next) {
+		next = p->next;
+		if (p->dead) {
+			port_free(p);
+			continue;
+		}
+		for (int i = 0; i < p->nsock; i++) {
+			if (p->s[i].want_wev) {
+				p->s[i].want_wev = 0;
+				if (p->s[i].blocked)
+					event_add(p->s[i].wev, NULL);
+			}
+		}
+		for (int i = 0; i < p->ndef && p->lis; i++) {
+			rn_deferred *e = &p->defq[i];
+
+			rn_stream_listen_input(p, e->idx, e->from, e->buf, e->len, e->at);
+		}
+		p->ndef = 0;
+	}
 }
 
 void rn_port_send_now(rn_port *p, int idx, rn_addr to, const uint8_t *buf, size_t len)
@@ -655,4 +861,5 @@ void rn_port_forget_all(void)
 	/* the descriptors were closed with every other one the engine owned */
 	g_ports = NULL;
 	g_gso = -1;
+	g_sync = 0;
 }

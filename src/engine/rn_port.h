@@ -39,6 +39,7 @@ typedef struct rn_usock {
 	rn_txent q[RN_TXQ];
 	int qn;
 	int blocked;            /* EAGAIN: waiting for writability */
+	int want_wev;           /* blocked by an inline thread: the engine arms wev */
 	uint8_t *bufs;          /* RN_TXQ buffers of the port's datagram size */
 } rn_usock;
 
@@ -56,8 +57,37 @@ typedef struct rn_port {
 	uint32_t tabcap, tabn;
 	int refs;
 	uint64_t drops_unknown, drops_backlog;
+	/*
+	 * Inline receive (rn_inline.c): threads blocked in poll() on this port's
+	 * sockets, each woken through its own eventfd when another thread reads
+	 * what it waits for.  While one waits, the engine keeps off the sockets
+	 * (rx_off) so that a datagram wakes one thread, not two; a fallback
+	 * timer (RN_HANDOFF_NS) gives the sockets back to the engine once
+	 * nobody waits inline.
+	 */
+	struct rn_waiter *waiters;
+	int nwait;
+	uint8_t rx_off, dead;
+	uint64_t inline_ns;
+	struct event *fallback;
+	/* handshake datagrams an inline thread read on a listening port, for the engine */
+	struct rn_deferred *defq;
+	int ndef;
 	struct rn_port *next;
 } rn_port;
+
+/*
+ * 1 ms: how often the engine, kept off a port's sockets, looks whether
+ * inline threads still wait there; what arrives after the last one left
+ * waits at most this long for the engine.
+ */
+#define RN_HANDOFF_NS UINT64_C(1000000)
+
+/* A thread blocked inline: its eventfd, on a port's list. */
+typedef struct rn_waiter {
+	int efd;
+	struct rn_waiter *next;
+} rn_waiter;
 
 /*
  * Opens UDP sockets on the rails in `mask` (engine rail indexes), bound to
@@ -89,6 +119,21 @@ int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
 		  const uint8_t *data, size_t len);
 /* Sends what is queued on every socket of the port. */
 void rn_port_flush(rn_port *p);
+
+/*
+ * Reads every socket of the port, a few datagrams at a time in turns, until
+ * none has more (or a bound); hands each to its connection.  Returns the
+ * number read.  Inline threads and the engine both use it.
+ */
+int rn_port_read(rn_port *p);
+/* The same, for the sockets in mask (port indexes) only. */
+int rn_port_read_some(rn_port *p, uint32_t mask);
+/* Engine: the port's sockets unread while an inline thread had them: read them now. */
+void rn_port_catch_up(rn_port *p);
+/* Wakes the threads blocked inline on the port (another thread read for them). */
+void rn_port_wake_waiters(rn_port *p);
+/* Engine: arms what inline threads asked for, replays deferred handshakes, frees dead ports. */
+void rn_port_sync(void);
 
 /* Sends one datagram now (handshake replies); best effort. */
 void rn_port_send_now(rn_port *p, int idx, rn_addr to, const uint8_t *buf, size_t len);

@@ -169,8 +169,10 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	fprintf(g.f, "ri2n-stat 1\nprocess pid=%d start=%llu cmd=\"%s\" time=%lld mono_ms=%llu\n",
 		(int)getpid(), g.start, cmd, (long long)rt.tv_sec,
 		(unsigned long long)(g.now / 1000000));
+	rn_host_lock(); /* the connections' state: inline threads change it too */
 	rn_port_each_listener(write_listener);
 	rn_port_each_all(write_conn);
+	rn_host_unlock();
 	pthread_mutex_lock(&g.mu);
 	if (fclose(g.f) == 0 && !g.closed)
 		rename(g.tmp, g.path);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rn_events.h"
+#include "rn_inline.h"
 #include "rn_log.h"
 #include "rn_stream.h"
 
@@ -22,22 +23,6 @@
 #define TAKE_CHUNK (256 << 10)
 #define PAIR_BUF (4 << 20)  /* engine-side socketpair buffer */
 
-typedef struct rn_stream {
-	rn_conn *conn;
-	rn_port *port;
-	rn_sock *sock;
-	uint64_t id;
-	int fd;                  /* B, the engine's end of the socketpair; -1 once closed */
-	struct event *rev, *wev, *tev;
-	uint64_t armed_ns;
-	size_t junk_left;        /* bytes to discard before the user's data */
-	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
-	uint64_t orphan_ns;      /* when the user went away with the stream open */
-	uint64_t created_ns;
-	uint8_t server;          /* accepted, not connected */
-	struct rn_stream *dirty_next;
-	char name[64];           /* "198.18.1.2:7000", for logs */
-} rn_stream;
 
 static rn_stream *g_dirty, *g_dirty_tail; /* marked, for the next turn */
 static rn_stream *g_turn;                 /* the rest of the turn being serviced */
@@ -96,6 +81,9 @@ void rn_engine_dirty(rn_stream *st)
 	else
 		g_dirty = st;
 	g_dirty_tail = st;
+	/* an inline thread runs its own stream and leaves the rest to the engine */
+	if (rn_host_inline())
+		return;
 	if (g_kick && !event_pending(g_kick, EV_TIMEOUT, NULL))
 		event_active(g_kick, EV_TIMEOUT, 0);
 }
@@ -116,13 +104,19 @@ void rn_stream_service_dirty(void)
 	}
 }
 
-/* Takes a stream about to be freed off the lists that may still hold it. */
-static void undirty(rn_stream *st)
+int rn_stream_dirty_pending(void)
+{
+	return g_dirty != NULL;
+}
+
+/* Takes a stream off the lists of streams to service (also before it is freed). */
+void rn_stream_undirty(rn_stream *st)
 {
 	rn_stream **pp, *prev = NULL;
 
 	if (!st->dirty)
 		return;
+	st->dirty = 0;
 	for (pp = &g_turn; *pp; pp = &(*pp)->dirty_next) {
 		if (*pp == st) {
 			*pp = st->dirty_next;
@@ -144,7 +138,9 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
+	rn_host_lock();
 	rn_stream_service_dirty();
+	rn_host_unlock();
 }
 
 static int ensure_globals(void)
@@ -340,7 +336,8 @@ static void stream_free(rn_stream *st)
 		event_free(s->watch_ev);
 		s->watch_ev = NULL;
 	}
-	undirty(st);
+	rn_stream_undirty(st);
+	rn_inline_stream_gone(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
 	event_free(st->tev);
@@ -404,6 +401,7 @@ static void deliver(rn_stream *st, uint64_t now)
 		if (n == 0) {
 			shutdown(st->fd, SHUT_WR); /* the user reads a clean end of stream */
 			st->eof_sent = 1;
+			st->pair_rx = 1;
 			return;
 		}
 		if (n < 0) { /* the connection died: the user reads an error, never EOF */
@@ -414,6 +412,7 @@ static void deliver(rn_stream *st, uint64_t now)
 		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w > 0) {
 			rn_conn_consume(st->conn, now, (size_t)w);
+			st->pair_rx = 1;
 			continue;
 		}
 		if (errno == EAGAIN) {
@@ -479,7 +478,7 @@ static void take(rn_stream *st, uint64_t now)
 }
 
 /* Datagrams the core wants sent go to the port's queues. */
-static int flush(rn_stream *st, uint64_t now)
+int rn_stream_flush(rn_stream *st, uint64_t now)
 {
 	rn_port *p = st->port;
 	int sent = 0;
@@ -506,6 +505,11 @@ static int flush(rn_stream *st, uint64_t now)
 static void arm_timer(rn_stream *st, uint64_t now)
 {
 	uint64_t exp = rn_conn_expiry(st->conn);
+
+	if (rn_host_inline()) { /* no libevent here: the inline timer stands in */
+		rn_inline_arm(st, now);
+		return;
+	}
 
 	if (exp == st->armed_ns)
 		return;
@@ -552,11 +556,11 @@ static void service(rn_stream *st, uint64_t now)
 	if (st->user_eof && !st->fin_queued && rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
 	check_orphan(st, now);
-	more = flush(st, now);
+	more = rn_stream_flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
 		if (st->fd < 0 || st->eof_sent || rn_conn_error(st->conn)) {
-			flush(st, now); /* a RESET may still be owed */
+			rn_stream_flush(st, now); /* a RESET may still be owed */
 			stream_free(st);
 			return;
 		}
@@ -576,13 +580,8 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 	rn_engine_dirty(st);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
-	rn_stream *st = arg;
-	uint64_t now = rn_now_ns();
-
-	(void)fd;
-	(void)what;
 	st->armed_ns = UINT64_MAX;
 	rn_conn_on_timer(st->conn, now);
 	if (rn_conn_id(st->conn) != st->id) { /* the handshake restarted: a new id */
@@ -593,13 +592,29 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	service(st, now);
 }
 
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	rn_stream *st = arg;
+
+	(void)fd;
+	(void)what;
+	rn_host_lock();
+	/* datagrams an inline thread left unread come before the timer's verdicts */
+	rn_port_catch_up(st->port);
+	rn_stream_fire_timer(st, rn_now_ns());
+	rn_stream_service_dirty();
+	rn_host_unlock();
+}
+
 static void on_user_readable(evutil_socket_t fd, short what, void *arg)
 {
 	rn_stream *st = arg;
 
 	(void)fd;
 	(void)what;
+	rn_host_lock();
 	service(st, rn_now_ns());
+	rn_host_unlock();
 }
 
 static void on_user_writable(evutil_socket_t fd, short what, void *arg)
@@ -608,7 +623,9 @@ static void on_user_writable(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	rn_host_lock();
 	service(st, rn_now_ns());
+	rn_host_unlock();
 }
 
 void rn_stream_send_error(rn_stream *st, int idx, int err)
@@ -816,7 +833,10 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 		if (n > 0 || (n < 0 && errno == EAGAIN))
 			return;
 	}
+	rn_host_lock();
 	watched_closed(s);
+	rn_stream_service_dirty();
+	rn_host_unlock();
 }
 
 static int watch(rn_sock *s, short what)

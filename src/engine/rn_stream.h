@@ -18,7 +18,35 @@
 #include "rn_engine.h"
 #include "rn_port.h"
 
-struct rn_stream;
+/*
+ * A connection inside the engine.  Its state is guarded by the host lock
+ * (rn_host_lock): the engine thread and inline threads (rn_inline.c) both
+ * drive it.
+ */
+typedef struct rn_stream {
+	rn_conn *conn;
+	rn_port *port;
+	rn_sock *sock;
+	uint64_t id;
+	int fd;                  /* B, the engine's end of the socketpair; -1 once closed */
+	struct event *rev, *wev, *tev;
+	uint64_t armed_ns;
+	size_t junk_left;        /* bytes to discard before the user's data */
+	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
+	uint64_t orphan_ns;      /* when the user went away with the stream open */
+	uint64_t created_ns;
+	uint8_t server;          /* accepted, not connected */
+	struct rn_stream *dirty_next;
+	/*
+	 * Inline drivers (rn_inline.c): pair_rx says the engine wrote bytes (or
+	 * the end) into the socketpair since an inline reader last found it
+	 * empty, so those come first; tpend: on the inline timer's list because
+	 * the core's expiry is earlier than the libevent timer armed.
+	 */
+	uint8_t pair_rx, tpend;
+	struct rn_stream *tpend_next;
+	char name[64];           /* "198.18.1.2:7000", for logs */
+} rn_stream;
 
 /* A datagram for this stream's connection arrived on port socket idx. */
 void rn_stream_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,
@@ -34,6 +62,17 @@ void rn_stream_send_error(struct rn_stream *st, int idx, int err);
 void rn_stream_port_writable(rn_port *p);
 /* Services every stream marked since the last call. */
 void rn_stream_service_dirty(void);
+/* Whether streams wait to be serviced. */
+int rn_stream_dirty_pending(void);
+/* Takes a stream off the list of streams to service. */
+void rn_stream_undirty(struct rn_stream *st);
+/*
+ * Moves the datagrams the core wants sent to the port's queues and sends
+ * them (at most a budget of them); 1 if more are waiting.
+ */
+int rn_stream_flush(struct rn_stream *st, uint64_t now);
+/* The stream's timer passed: runs the core's timers, then services it (engine). */
+void rn_stream_fire_timer(struct rn_stream *st, uint64_t now);
 
 /* Engine side of the socket commands; each returns 0 or -errno. */
 int rn_stream_cmd_create(rn_sock *s);

@@ -1,0 +1,621 @@
+/*
+ * rn_inline.c - application threads driving their connections themselves
+ * (see rn_inline.h).
+ *
+ * Every call below runs under the host lock, taken with
+ * rn_host_enter_inline(): while it is held the engine thread runs none of
+ * its callbacks.  Calls on the user's descriptor are raw system calls, so
+ * that an interposer (ri2n-run's shim, which routes read/recv here) never
+ * sees them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_inline.h"
+#include "rn_log.h"
+#include "rn_port.h"
+#include "rn_stream.h"
+
+#define TAKE_CHUNK (64 << 10) /* bytes moved from the descriptor into the core at once */
+#define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
+#define MAX_IOV 64
+
+static struct {
+	int tfd;                 /* the inline timer (CLOCK_MONOTONIC, absolute) */
+	struct event *tev;
+	uint64_t tfd_at;         /* when it is set to fire, UINT64_MAX: disarmed */
+	struct rn_stream *tpend; /* streams whose expiry is before their libevent timer */
+	uint8_t buf[TAKE_CHUNK];
+} g = { .tfd = -1, .tfd_at = UINT64_MAX };
+
+static __thread rn_waiter t_waiter = { .efd = -1 };
+
+/* ---- the inline timer ---- */
+
+static void tfd_set(uint64_t at)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+	if (at == g.tfd_at || g.tfd < 0)
+		return;
+	if (at != UINT64_MAX) {
+		/* 0 would disarm it: a time already past fires at once as 1 ns */
+		its.it_value.tv_sec = (time_t)(at / 1000000000u);
+		its.it_value.tv_nsec = (long)(at % 1000000000u);
+		if (at == 0)
+			its.it_value.tv_nsec = 1;
+	}
+	if (timerfd_settime(g.tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		g.tfd_at = at;
+}
+
+static void tpend_remove(struct rn_stream *st)
+{
+	for (struct rn_stream **pp = &g.tpend; *pp; pp = &(*pp)->tpend_next) {
+		if (*pp == st) {
+			*pp = st->tpend_next;
+			break;
+		}
+	}
+	st->tpend = 0;
+	st->tpend_next = NULL;
+}
+
+/* The earliest expiry of the listed streams; the timerfd follows it. */
+static void tfd_follow(void)
+{
+	uint64_t at = UINT64_MAX;
+
+	for (struct rn_stream *x = g.tpend; x; x = x->tpend_next) {
+		uint64_t e = rn_conn_expiry(x->conn);
+
+		if (e < at)
+			at = e;
+	}
+	tfd_set(at);
+}
+
+void rn_inline_arm(struct rn_stream *st, uint64_t now)
+{
+	uint64_t exp = rn_conn_expiry(st->conn);
+
+	(void)now;
+	if (exp < st->armed_ns && !st->tpend) {
+		st->tpend = 1;
+		st->tpend_next = g.tpend;
+		g.tpend = st;
+	} else if (exp >= st->armed_ns && st->tpend) {
+		tpend_remove(st); /* the engine's own timer comes first: enough */
+	}
+	tfd_follow();
+}
+
+void rn_inline_stream_gone(struct rn_stream *st)
+{
+	if (!st->tpend)
+		return;
+	tpend_remove(st);
+	if (!rn_host_inline())
+		tfd_follow();
+}
+
+/* Engine: an expiry an inline thread set has come; the streams get their timers. */
+static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
+{
+	uint64_t v, now;
+
+	(void)what;
+	(void)arg;
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: re-armed meanwhile */
+	}
+	rn_host_lock();
+	g.tfd_at = UINT64_MAX;
+	now = rn_now_ns();
+	while (g.tpend) {
+		struct rn_stream *st = g.tpend;
+
+		tpend_remove(st);
+		if (rn_conn_expiry(st->conn) <= now)
+			rn_stream_fire_timer(st, now); /* also re-arms its libevent timer */
+		else
+			rn_engine_dirty(st); /* serviced below: arms the libevent timer */
+	}
+	rn_stream_service_dirty();
+	rn_host_unlock();
+}
+
+int rn_inline_init(void)
+{
+	g.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (g.tfd < 0)
+		return -errno;
+	rn_fd_own(g.tfd);
+	g.tfd_at = UINT64_MAX;
+	g.tev = event_new(rn_engine_base(), g.tfd, EV_READ | EV_PERSIST, on_inline_timer, NULL);
+	if (!g.tev)
+		return -ENOMEM;
+	event_add(g.tev, NULL);
+	return 0;
+}
+
+void rn_inline_forget(void)
+{
+	g.tfd = -1; /* closed with the engine's other descriptors */
+	g.tev = NULL;
+	g.tfd_at = UINT64_MAX;
+	g.tpend = NULL;
+}
+
+int rn_inline_busy_default(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *e = getenv("RI2N_BUSY_POLL_US");
+		long x = e && *e ? strtol(e, NULL, 10) : 0;
+
+		v = x < 0 ? 0 : x > RN_BUSY_POLL_MAX_US ? RN_BUSY_POLL_MAX_US : (int)x;
+	}
+	return v;
+}
+
+/* ---- one connection, inline ---- */
+
+static int ok_to_send(const struct rn_stream *st)
+{
+	return st && st->fd >= 0 && st->connected && !st->user_eof && !st->fin_queued &&
+	       st->junk_left == 0 && rn_conn_state(st->conn) == RN_ST_ESTABLISHED;
+}
+
+static int ok_to_recv(const struct rn_stream *st)
+{
+	return st && st->fd >= 0 && st->connected && !st->eof_sent;
+}
+
+/*
+ * Sends what the core owes, runs timers already due, keeps the inline timer
+ * right.  Returns 1 if the engine must look at the stream (more to send than
+ * one turn's budget, the connection ending, bytes in the core nobody takes).
+ */
+static int service(struct rn_stream *st, uint64_t now)
+{
+	int more = rn_stream_flush(st, now);
+	const uint8_t *d;
+
+	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
+		rn_conn_on_timer(st->conn, now);
+		more |= rn_stream_flush(st, now);
+	}
+	rn_inline_arm(st, now);
+	return more || rn_conn_state(st->conn) != RN_ST_ESTABLISHED ||
+	       rn_conn_peek(st->conn, &d) != RN_ERR_AGAIN;
+}
+
+/*
+ * The end of an inline call: the engine gets the stream if it must
+ * (bytes left in the core go to the descriptor, where a plain read or poll
+ * finds them), and is woken if anything waits for it.
+ */
+static void finish(rn_sock *s)
+{
+	struct rn_stream *st = s->stream;
+
+	if (st) {
+		if (service(st, rn_now_ns()))
+			rn_engine_dirty(st);
+		else
+			rn_stream_undirty(st);
+	}
+	if (rn_stream_dirty_pending())
+		rn_host_kick();
+}
+
+/* The thread's own wake-up descriptor, made on first use. */
+static rn_waiter *waiter(void)
+{
+	if (t_waiter.efd < 0)
+		t_waiter.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return t_waiter.efd >= 0 ? &t_waiter : NULL;
+}
+
+static void waiter_unlink(rn_port *p, rn_waiter *w)
+{
+	for (rn_waiter **pp = &p->waiters; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	}
+	w->next = NULL;
+	p->nwait--;
+}
+
+static int64_t elapsed_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 + (t.tv_nsec - t0->tv_nsec);
+}
+
+/*
+ * Blocks until a datagram reaches one of the port's sockets, another thread
+ * read some for us, or fd has `events` (its end of the pair closing always
+ * counts).  Polls busy_us first if asked.  timeout_ns < 0: no limit.
+ * Called and returns with the host lock held; 0 with *ready the port's
+ * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
+ */
+static int wait_port(struct rn_stream *st, int fd, short events, int64_t timeout_ns, int busy_us,
+		     uint32_t *ready)
+{
+	rn_port *p = st->port;
+	rn_waiter *w = waiter();
+	struct pollfd pf[RN_MAX_RAILS + 2];
+	int idx[RN_MAX_RAILS];
+	int n = 0, rc = 0, err = 0, nrail;
+
+	*ready = 0;
+	if (!w)
+		return -ENOMEM;
+	for (int i = 0; i < p->nsock; i++)
+		if (p->s[i].fd >= 0) {
+			idx[n] = i;
+			pf[n++] = (struct pollfd){ .fd = p->s[i].fd, .events = POLLIN };
+		}
+	nrail = n;
+	pf[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+	pf[n++] = (struct pollfd){ .fd = fd, .events = events };
+	w->next = p->waiters;
+	p->waiters = w;
+	p->nwait++;
+	rn_port_ref(p); /* the stream may end while we sleep */
+	rn_host_leave_inline();
+
+	if (busy_us > 0) {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			rc = (int)syscall(SYS_ppoll, pf, n, &(struct timespec){ 0, 0 }, NULL, 8);
+		} while (rc == 0 && elapsed_ns(&t0) < (int64_t)busy_us * 1000);
+	}
+	if (rc == 0) {
+		struct timespec ts = { (time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000) };
+
+		rc = (int)syscall(SYS_ppoll, pf, n, timeout_ns < 0 ? NULL : &ts, NULL, 8);
+	}
+	err = errno;
+
+	rn_host_enter_inline();
+	waiter_unlink(p, w);
+	for (int i = 0; i < nrail && rc > 0; i++)
+		if (pf[i].revents)
+			*ready |= 1u << idx[i];
+	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
+		uint64_t v;
+
+		if (read(w->efd, &v, sizeof(v)) < 0) {
+			/* another wake-up took it */
+		}
+	}
+	p->inline_ns = rn_now_ns();
+	rn_port_unref(p);
+	if (rc < 0)
+		return -err;
+	return rc == 0 ? -EAGAIN : 0;
+}
+
+/* The descriptor's SO_RCVTIMEO / SO_SNDTIMEO in ns, -1 for none. */
+static int64_t fd_timeout(int fd, int opt)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+
+	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
+	    (tv.tv_sec == 0 && tv.tv_usec == 0))
+		return -1;
+	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
+}
+
+static int fd_nonblock(int fd)
+{
+	int fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* What is left of a wait of `total` ns begun at t0; -1 stays -1. */
+static int64_t left_of(int64_t total, const struct timespec *t0)
+{
+	int64_t left;
+
+	if (total < 0)
+		return -1;
+	left = total - elapsed_ns(t0);
+	return left > 0 ? left : 0;
+}
+
+/* ---- send ---- */
+
+/*
+ * Bytes the user wrote into the descriptor (the plain path) go into the core
+ * before any inline byte.  1: none left there; 0: the core is full first;
+ * -1: the user shut the descriptor down for writing (the plain path says so).
+ */
+static int take_pair(struct rn_stream *st, uint64_t now)
+{
+	for (;;) {
+		size_t space = rn_conn_write_space(st->conn);
+		ssize_t n;
+
+		if (space == 0)
+			return 0;
+		n = recv(st->fd, g.buf, space < TAKE_CHUNK ? space : TAKE_CHUNK, MSG_DONTWAIT);
+		if (n > 0) {
+			rn_conn_write(st->conn, now, g.buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 1;
+		return -1;
+	}
+}
+
+/* Puts as much of iov (from byte `off`) into the core as it takes; bytes taken. */
+static size_t write_iov(struct rn_stream *st, uint64_t now, const struct iovec *iov, int iovcnt,
+			size_t off)
+{
+	size_t taken = 0;
+
+	for (int i = 0; i < iovcnt; i++) {
+		size_t len = iov[i].iov_len;
+		ssize_t n;
+
+		if (off >= len) {
+			off -= len;
+			continue;
+		}
+		n = rn_conn_write(st->conn, now, (const uint8_t *)iov[i].iov_base + off, len - off);
+		if (n <= 0)
+			break;
+		taken += (size_t)n;
+		if ((size_t)n < len - off)
+			break;
+		off = 0;
+	}
+	return taken;
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total = iov_total(iov, iovcnt), sent = 0;
+	int nonblock = (flags & MSG_DONTWAIT) != 0, checked = 0;
+	int64_t timeout = -1;
+	struct timespec t0 = { 0, 0 };
+	ssize_t rc = 0;
+	uint32_t ready;
+
+	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE))
+		return RN_INLINE_PLAIN;
+	rn_host_enter_inline();
+	for (;;) {
+		struct rn_stream *st = s->stream;
+		uint64_t now = rn_now_ns();
+		int pair;
+
+		if (!ok_to_send(st)) {
+			rc = sent ? (ssize_t)sent : RN_INLINE_PLAIN;
+			break;
+		}
+		pair = take_pair(st, now);
+		if (pair < 0) {
+			rc = sent ? (ssize_t)sent : RN_INLINE_PLAIN;
+			break;
+		}
+		if (pair > 0)
+			sent += write_iov(st, now, iov, iovcnt, sent);
+		service(st, now); /* onto the rails now, as far as windows allow */
+		if (sent == total) {
+			rc = (ssize_t)sent;
+			break;
+		}
+		/* full: ACKs waiting in the rails' sockets may make room */
+		if (rn_port_read(st->port) > 0)
+			continue;
+		if (!checked) {
+			checked = 1;
+			nonblock |= fd_nonblock(fd);
+			timeout = fd_timeout(fd, SO_SNDTIMEO);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		}
+		if (nonblock) {
+			rc = sent ? (ssize_t)sent : -EAGAIN;
+			break;
+		}
+		rc = wait_port(st, fd, 0, left_of(timeout, &t0), s->busy_us, &ready);
+		if (rc < 0) {
+			rc = sent ? (ssize_t)sent : rc;
+			break;
+		}
+		if (ready && s->stream == st)
+			rn_port_read_some(st->port, ready);
+	}
+	finish(s);
+	rn_host_leave_inline();
+	return rc;
+}
+
+/* ---- receive ---- */
+
+/* Copies n bytes into iov from byte `off` on; bytes copied. */
+static size_t copy_out(const struct iovec *iov, int iovcnt, size_t off, const uint8_t *d, size_t n)
+{
+	size_t done = 0;
+
+	for (int i = 0; i < iovcnt && done < n; i++) {
+		size_t len = iov[i].iov_len, k;
+
+		if (off >= len) {
+			off -= len;
+			continue;
+		}
+		k = len - off < n - done ? len - off : n - done;
+		memcpy((uint8_t *)iov[i].iov_base + off, d + done, k);
+		done += k;
+		off = 0;
+	}
+	return done;
+}
+
+/* Reads what the engine put into the descriptor, into iov from byte `off`. */
+static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off)
+{
+	struct iovec rest[MAX_IOV];
+	struct msghdr m = { .msg_iov = rest };
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
+		off = 0;
+	}
+	m.msg_iovlen = (size_t)n;
+	return syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
+}
+
+/* The core's bytes go into the descriptor (for a call the inline path does not serve). */
+static void deliver_to_pair(struct rn_stream *st, uint64_t now)
+{
+	for (;;) {
+		const uint8_t *d;
+		ssize_t n = rn_conn_peek(st->conn, &d), w;
+
+		if (n <= 0)
+			return;
+		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		rn_conn_consume(st->conn, now, (size_t)w);
+		st->pair_rx = 1;
+	}
+}
+
+ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	size_t total = iov_total(iov, iovcnt), got = 0;
+	int nonblock = (flags & MSG_DONTWAIT) != 0, waitall = (flags & MSG_WAITALL) != 0;
+	int checked = 0;
+	int64_t timeout = -1;
+	struct timespec t0 = { 0, 0 };
+	ssize_t rc = 0;
+	uint32_t ready;
+
+	if (iovcnt > MAX_IOV)
+		return RN_INLINE_PLAIN;
+	rn_host_enter_inline();
+	if (flags & ~(MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)) {
+		if (ok_to_recv(s->stream))
+			deliver_to_pair(s->stream, rn_now_ns());
+		rn_host_leave_inline();
+		return RN_INLINE_PLAIN;
+	}
+	if (total == 0) {
+		rn_host_leave_inline();
+		return 0;
+	}
+	for (;;) {
+		struct rn_stream *st = s->stream;
+		const uint8_t *d;
+		ssize_t n;
+
+		if (!ok_to_recv(st)) {
+			rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
+			break;
+		}
+		/* what the engine already put into the descriptor comes first */
+		if (st->pair_rx) {
+			n = read_pair(fd, iov, iovcnt, got);
+			if (n > 0) {
+				got += (size_t)n;
+				if (got == total || !waitall) {
+					rc = (ssize_t)got;
+					break;
+				}
+				continue;
+			}
+			if (n == 0 || errno != EAGAIN) { /* the end, or an error: the plain path's */
+				rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
+				break;
+			}
+			st->pair_rx = 0;
+		}
+		n = rn_conn_peek(st->conn, &d);
+		if (n > 0) {
+			size_t k = copy_out(iov, iovcnt, got, d, (size_t)n);
+
+			rn_conn_consume(st->conn, rn_now_ns(), k);
+			got += k;
+			if (got == total || !waitall) {
+				rc = (ssize_t)got;
+				break;
+			}
+			continue;
+		}
+		if (n != RN_ERR_AGAIN) { /* the end of the stream or an error: the engine tells fd */
+			rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
+			break;
+		}
+		if (!checked) {
+			checked = 1;
+			nonblock |= fd_nonblock(fd);
+			if (!nonblock)
+				timeout = fd_timeout(fd, SO_RCVTIMEO);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+		}
+		if (nonblock) {
+			/* what the sockets hold already, without waiting */
+			if (rn_port_read(st->port) > 0) {
+				service(st, rn_now_ns()); /* ACKs owed, window updates */
+				continue;
+			}
+			rc = got ? (ssize_t)got : -EAGAIN;
+			break;
+		}
+		/* a datagram already there returns at once: no read to try first */
+		service(st, rn_now_ns());
+		rc = wait_port(st, fd, POLLIN, left_of(timeout, &t0), s->busy_us, &ready);
+		if (rc < 0) {
+			rc = got ? (ssize_t)got : rc;
+			break;
+		}
+		if (ready && s->stream == st && rn_port_read_some(st->port, ready) > 0)
+			service(st, rn_now_ns()); /* ACKs owed, window updates */
+	}
+	finish(s);
+	rn_host_leave_inline();
+	return rc;
+}

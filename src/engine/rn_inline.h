@@ -1,0 +1,69 @@
+/*
+ * rn_inline.h - application threads driving their connections themselves.
+ *
+ * The engine thread is one driver of the core; a thread that sends or
+ * waits on a connection is another.  Under the host lock (rn_host_lock) a
+ * sending thread puts its bytes through the core and onto the rails'
+ * sockets itself, and a receiving thread reads the rails' sockets itself
+ * and takes its bytes straight from the core's reorder ring: an arriving
+ * reply wakes the thread that wants it, and nothing else.
+ *
+ * The engine remains for timers, for connections nobody is waiting on and
+ * as the fallback: whatever an inline thread cannot finish (events to arm,
+ * handshakes, a connection ending, bytes nobody reads inline) it leaves on
+ * the engine's lists and wakes it.  Ordering with the plain path is kept:
+ * bytes the user wrote into the descriptor go before inline bytes, bytes
+ * the engine already put into the descriptor are read before the core's.
+ *
+ * Timers: an inline thread may make a connection's next expiry earlier than
+ * the engine's libevent timer for it (an ACK owed in 200 us).  It cannot arm
+ * libevent, so one timerfd per process, watched by the engine, stands in:
+ * set to the earliest such expiry, it wakes the engine only when one is
+ * really due (rn_inline_arm).
+ */
+#ifndef RN_INLINE_H
+#define RN_INLINE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "rn_engine.h"
+
+struct rn_stream;
+
+/* Returned by the calls below when the descriptor's plain path must serve the call. */
+#define RN_INLINE_PLAIN (-100000)
+
+/*
+ * Sends the bytes of iov through connection s (user descriptor fd) inline.
+ * flags: MSG_DONTWAIT, MSG_NOSIGNAL, MSG_MORE (accepted, ignored).  Blocks
+ * (unless MSG_DONTWAIT or O_NONBLOCK) until every byte is in the core's send
+ * ring, as a TCP send does.  Returns the bytes taken, -errno (-EAGAIN,
+ * -EINTR), or RN_INLINE_PLAIN: not established, shut down, or flags it does
+ * not handle; the caller then uses the kernel call on fd.
+ */
+ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/*
+ * Receives into iov inline.  flags: MSG_DONTWAIT, MSG_WAITALL; others
+ * (MSG_PEEK...) hand the core's bytes to the descriptor and return
+ * RN_INLINE_PLAIN.  Returns bytes, -errno, or RN_INLINE_PLAIN (the end of the
+ * stream or an error is the descriptor's to tell: the caller reads fd).
+ */
+ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/* A stream's core expiry may have moved: keeps the inline timer right (host lock). */
+void rn_inline_arm(struct rn_stream *st, uint64_t now);
+/* A stream is about to be freed (host lock). */
+void rn_inline_stream_gone(struct rn_stream *st);
+/* Engine start: the inline timer's descriptor and event.  0 or -errno. */
+int rn_inline_init(void);
+/* After fork, in the child. */
+void rn_inline_forget(void);
+
+/* RI2N_BUSY_POLL_US: microseconds a waiting thread polls before it sleeps (0: off). */
+int rn_inline_busy_default(void);
+#define RN_BUSY_POLL_MAX_US 1000000 /* 1 s: beyond it, spinning is a bug, not a knob */
+
+#endif
