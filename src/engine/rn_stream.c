@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rn_events.h"
@@ -264,15 +265,17 @@ static void close_with_reset(rn_stream *st)
 {
 	rn_sock *s = st->sock;
 	struct stat sb;
-	int d = fcntl(__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED), F_DUPFD_CLOEXEC, 0);
+	/* raw calls: an interposer (ri2n-run's) must neither see nor follow this duplicate */
+	int d = (int)syscall(SYS_fcntl, __atomic_load_n(&s->user_fd, __ATOMIC_RELAXED),
+			     F_DUPFD_CLOEXEC, 0);
 
 	if (d >= 0) {
 		if (fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev) {
-			if (send(d, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			if (syscall(SYS_sendto, d, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0) < 0) {
 				/* full: then bytes are already waiting, which does the same */
 			}
 		}
-		close(d);
+		syscall(SYS_close, d);
 	}
 }
 

@@ -6,10 +6,12 @@
  * (rn_shim_policy.c), the shim creates a ri2n socket, binds and configures
  * it as the program configured the TCP socket, and moves it onto the
  * program's descriptor number (rn_api_move), replacing the TCP socket.
- * From there read/write/poll/epoll/shutdown are the kernel's own (the
- * descriptor is ri2n's socketpair end); the socket calls are answered here
- * (rn_shim_sock.c, rn_shim_opt.c) from ri2n and from what the shim
- * remembers per descriptor number (rn_shim_tab.c).
+ * From there poll/epoll/shutdown are the kernel's own (the descriptor is
+ * ri2n's socketpair end); read/write/send/recv and their variants take
+ * ri2n's fast path (rn_shim_io.c), where the calling thread drives the
+ * connection itself; the socket calls are answered here (rn_shim_sock.c,
+ * rn_shim_opt.c) from ri2n and from what the shim remembers per descriptor
+ * number (rn_shim_tab.c).
  *
  * AF_INET6 sockets take part when they can carry IPv4: a listener bound to
  * "::" (not IPV6_V6ONLY) or to a v4-mapped address, a connect to a v4-mapped
@@ -22,6 +24,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* ---- the real calls (rn_shim_real.c) ---- */
 
@@ -43,6 +46,16 @@ typedef struct rn_shim_real {
 	int (*dup3)(int, int, int);
 	int (*fcntl)(int, int, ...);
 	int (*fcntl64)(int, int, ...);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */

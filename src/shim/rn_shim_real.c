@@ -49,6 +49,16 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(dup3);
 	FIND(fcntl);
 	FIND(fcntl64);
+	FIND(read);
+	FIND(write);
+	FIND(readv);
+	FIND(writev);
+	FIND(recv);
+	FIND(send);
+	FIND(recvfrom);
+	FIND(sendto);
+	FIND(recvmsg);
+	FIND(sendmsg);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.fcntl64)
