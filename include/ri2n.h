@@ -24,7 +24,9 @@
  * before connect/listen; docs/CONFIG.md lists them with their defaults.
  *
  * Threads: any thread may call any function; one engine thread per process
- * does the protocol work.  After fork() the child starts its own engine on
+ * runs the timers and every connection no application thread is driving
+ * (a thread in ri2n_send/ri2n_recv drives its own, see "the fast path").
+ * After fork() the child starts its own engine on
  * first use; descriptors it inherited keep working (served by the parent's
  * engine while the parent lives).
  */

@@ -419,17 +419,34 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return err ? fail(err) : 0;
 }
 
+/* Under g_tab.mu: whether no other number of the table holds s. */
+static int last_number(const rn_sock *s)
+{
+	for (int o = 0; o < g_tab.cap; o++)
+		if (g_tab.tab[o] == s)
+			return 0;
+	return 1;
+}
+
 int ri2n_close(int fd)
 {
+	rn_sock *s = NULL;
+
 	pthread_mutex_lock(&g_tab.mu);
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
-		rn_sock *s = g_tab.tab[fd];
-
+		s = g_tab.tab[fd];
 		/* drop the entry even if stale (the number is something else now) */
 		g_tab.tab[fd] = NULL;
-		rn_sock_unref(s);
+		if (!last_number(s)) {
+			rn_sock_unref(s);
+			s = NULL;
+		}
 	}
 	pthread_mutex_unlock(&g_tab.mu);
+	if (s) { /* threads blocked in a fast call on it return EBADF */
+		rn_inline_closed(s);
+		rn_sock_unref(s);
+	}
 	/* the engine sees its end close and winds the connection down */
 	return close(fd);
 }
@@ -870,9 +887,16 @@ void rn_api_forget(int fd)
 			}
 		}
 	}
-	pthread_mutex_unlock(&g_tab.mu);
-	if (s)
+	if (s && !last_number(s)) {
+		pthread_mutex_unlock(&g_tab.mu);
 		rn_sock_unref(s);
+		return;
+	}
+	pthread_mutex_unlock(&g_tab.mu);
+	if (s) {
+		rn_inline_closed(s); /* its last number: closed under any thread blocked on it */
+		rn_sock_unref(s);
+	}
 }
 
 int rn_api_rail_match(in_addr_t ip, int exact)

@@ -1,17 +1,20 @@
 /*
- * rn_engine.h - the engine: one communication thread per process that owns
- * every ri2n socket's protocol state and runs the core over real UDP
- * sockets, one per rail.
+ * rn_engine.h - the engine: one communication thread per process that runs
+ * the core over real UDP sockets, one per rail: timers, handshakes, and
+ * every connection no application thread drives itself.
  *
- * API threads never touch protocol state: they hand the engine commands
+ * Protocol state (ports, streams, the core's connections) is guarded by the
+ * host lock (rn_host_lock below), which the engine holds around each of its
+ * callbacks and an application thread holds while it drives a connection
+ * inline (rn_inline.h: the fast path).  Setting sockets up (bind, listen,
+ * connect) stays with the engine: API threads hand it commands
  * (rn_engine_call) through a queue and an eventfd wake-up, and wait for the
  * answer.  What both sides share about a socket is in rn_sock, guarded by
- * its mutex.  Data never goes through commands: each connection's user
- * descriptor is one end of a socketpair whose other end the engine reads
- * and writes.
+ * its mutex.  Each connection's user descriptor is one end of a socketpair
+ * whose other end the engine reads and writes for plain read/write/poll.
  *
  *   user fd (A) <== socketpair ==> engine fd (B) <-> rn_stream (core rn_conn)
- *                                                      <-> rn_port: UDP socket per rail
+ *        \__ fast path (rn_inline.c), same stream ___/    <-> rn_port: UDP socket per rail
  */
 #ifndef RN_ENGINE_H
 #define RN_ENGINE_H
@@ -49,7 +52,8 @@ typedef struct rn_sock {
 	int bound;                 /* (mu) bind() done */
 	struct sockaddr_in local, peer; /* (mu) */
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
-	int busy_us;               /* (mu) RI2N_BUSY_POLL_US: inline waits poll this long first */
+	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
+	int closed;                /* (atomic) the user closed its last number: fast calls end */
 
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;

@@ -347,6 +347,15 @@ static int64_t left_of(int64_t total, const struct timespec *t0)
 	return left > 0 ? left : 0;
 }
 
+void rn_inline_closed(rn_sock *s)
+{
+	__atomic_store_n(&s->closed, 1, __ATOMIC_RELEASE);
+	rn_host_lock();
+	if (s->stream && s->stream->port->nwait)
+		rn_port_wake_waiters(s->stream->port);
+	rn_host_unlock();
+}
+
 /* ---- send ---- */
 
 /*
@@ -424,6 +433,10 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		uint64_t now = rn_now_ns();
 		int pair;
 
+		if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+			rc = sent ? (ssize_t)sent : -EBADF;
+			break;
+		}
 		if (!ok_to_send(st)) {
 			rc = sent ? (ssize_t)sent : RN_INLINE_PLAIN;
 			break;
@@ -552,6 +565,10 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		const uint8_t *d;
 		ssize_t n;
 
+		if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+			rc = got ? (ssize_t)got : -EBADF;
+			break;
+		}
 		if (!ok_to_recv(st)) {
 			rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
 			break;

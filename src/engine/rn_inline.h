@@ -53,6 +53,13 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
  */
 ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 
+/*
+ * The user closed the socket's last descriptor number: threads blocked in a
+ * fast call on it wake and return EBADF (the engine winds the connection
+ * down as for any close).  Not from the engine thread.
+ */
+void rn_inline_closed(rn_sock *s);
+
 /* A stream's core expiry may have moved: keeps the inline timer right (host lock). */
 void rn_inline_arm(struct rn_stream *st, uint64_t now);
 /* A stream is about to be freed (host lock). */

@@ -540,8 +540,8 @@ int rn_port_read_some(rn_port *p, uint32_t mask)
 			if (!((mask >> idx) & 1) || p->s[idx].fd < 0)
 				continue;
 			n = read_turn(p, idx);
-			if (!n)
-				mask &= ~(1u << idx); /* empty: not again this call */
+			if (n < RX_TURN)
+				mask &= ~(1u << idx); /* drained: no read that finds nothing */
 			got += n;
 		}
 		total += got;
@@ -624,7 +624,8 @@ static void on_fallback(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	rn_host_lock();
 	if (p->rx_off) {
-		if (inline_driven(p)) {
+		/* a thread back within the period will wait again: keep off (no toggling) */
+		if (inline_driven(p) || rn_now_ns() - p->inline_ns < RN_HANDOFF_NS) {
 			arm_fallback(p);
 		} else {
 			rx_set(p, 1);
