@@ -7,6 +7,27 @@
 #include "rn_conn.h"
 #include "rn_seq.h"
 
+/*
+ * 16 KiB: the payload each ring of a new connection holds (8 packets at the
+ * usual 1448 bytes).  An idle connection then touches a few pages of rings
+ * in all, well inside DESIGN.md's 64 KiB per idle connection, which also
+ * pays for the driver's share; a busy one grows its rings (rn_conn_grow_send,
+ * rn_rob_insert) to what its traffic needs, up to RI2N_SNDBUF / RI2N_RCVBUF.
+ */
+#define RN_RING_INIT_BYTES (16u * 1024)
+/* 2 packets: the smallest first ring, so jumbo datagrams still start with a few. */
+#define RN_RING_INIT_MIN 2u
+
+/* The first size of a ring of packets of mss bytes that may grow to max_slots. */
+static uint32_t ring_init_slots(uint32_t mss, uint32_t max_slots)
+{
+	uint32_t n = RN_RING_INIT_MIN;
+
+	while ((size_t)n * 2 * mss <= RN_RING_INIT_BYTES)
+		n *= 2;
+	return n < max_slots ? n : max_slots;
+}
+
 static rn_conn *conn_new(const rn_config *cfg, const rn_env *env)
 {
 	rn_conn *c = env->mem.alloc(env->mem.user, sizeof(*c));
@@ -116,7 +137,7 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	int pairs[RN_MAX_RAILS][2];
 	int n = rn_rail_match(client, nclient, server, nserver, pairs);
 	const rn_mem *mem = &c->env.mem;
-	uint32_t fifo = 2 * c->cfg.snd_slots;
+	uint32_t snd0, rcv0;
 	int rc;
 
 	if (n == 0)
@@ -124,6 +145,8 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	if (c->cfg.keyed)
 		c->dgram -= RN_MAC_LEN; /* every datagram ends in its tag */
 	c->mss = c->dgram - RN_HDR_LEN;
+	snd0 = ring_init_slots(c->mss, c->cfg.snd_slots);
+	rcv0 = ring_init_slots(c->mss, c->cfg.rcv_slots);
 	for (int k = 0; k < n; k++) {
 		rn_rail *r = &c->rail[k];
 		const rn_rail_addr *l, *m;
@@ -139,19 +162,23 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 		}
 		r->local = (rn_addr){ l->ip, l->port };
 		r->remote = (rn_addr){ m->ip, m->port };
-		rc = rn_rail_init(r, mem, fifo, c->cfg.init_cwnd);
+		/* the FIFO holds twice the send ring, and grows with it */
+		rc = rn_rail_init(r, mem, 2 * snd0, c->cfg.init_cwnd);
 		if (rc)
 			return rc;
 		r->last_rx_ns = now_ns;
 		r->last_tx_ns = now_ns;
 	}
 	c->npaths = n;
-	rc = rn_sndq_init(&c->sq, mem, c->cfg.snd_slots, c->mss, c->isn);
+	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->isn);
 	if (rc)
 		return rc;
-	rc = rn_rob_init(&c->rq, mem, c->cfg.rcv_slots, c->mss, c->peer_isn);
+	/* the window is the whole RI2N_RCVBUF from the start: the ring grows as data lands */
+	rc = rn_rob_init(&c->rq, mem, rcv0, c->cfg.rcv_slots, c->mss, c->peer_isn);
 	if (rc)
 		return rc;
+	c->last_data_ns = now_ns;
+	c->grow_hold = c->isn;
 	c->peer_wnd = c->isn + c->peer_slots;
 	c->adv_edge = rn_rob_edge(&c->rq);
 	c->bufs_ready = 1;
@@ -205,6 +232,83 @@ uint64_t rn_conn_rtt_estimate(const rn_conn *c)
 		if (c->rail[k].srtt_ns > rtt)
 			rtt = c->rail[k].srtt_ns;
 	return rtt ? rtt : 1000000;
+}
+
+/*
+ * The send ring limits the flight: half of it or more is in flight, so the
+ * rails' windows (or the peer's) have outgrown it and the application's
+ * next bytes would wait for ACKs with the rails idle.  Double it, and the
+ * rails' send-order FIFOs with it (they hold twice the ring), as TCP's
+ * autotuning keeps its send buffer at about twice the congestion window.
+ * Called after new data goes out; growing is rare (log2 of RI2N_SNDBUF over
+ * the first ring: 8 times at most by default) and goes through the
+ * environment's allocator.  A failed allocation leaves the ring as it is
+ * (the stream goes on at its pace) and is not tried again before another
+ * ring's worth of packets has gone.
+ */
+void rn_conn_grow_send(rn_conn *c)
+{
+	rn_sndq *q = &c->sq;
+	const rn_mem *mem = &c->env.mem;
+	uint32_t slots = q->slots * 2;
+
+	if (q->slots >= q->max_slots || 2 * (q->nxt - q->una) < q->slots ||
+	    rn_seq_lt(q->nxt, c->grow_hold))
+		return;
+	for (int k = 0; k < c->npaths; k++) {
+		if (rn_rail_fifo_resize(&c->rail[k], mem, 2 * slots) < 0) {
+			c->grow_hold = q->nxt + q->slots;
+			return;
+		}
+	}
+	if (rn_sndq_resize(q, mem, slots) < 0) {
+		c->grow_hold = q->nxt + q->slots;
+		return;
+	}
+	c->st.ring_grows++;
+}
+
+/* True when both rings have grown and hold nothing: they may go back to their first size. */
+int rn_conn_can_shrink(const rn_conn *c)
+{
+	const rn_sndq *q = &c->sq;
+	const rn_rob *r = &c->rq;
+
+	if (!c->bufs_ready || c->state != RN_ST_ESTABLISHED)
+		return 0;
+	if (q->slots == ring_init_slots(c->mss, q->max_slots) &&
+	    r->cap == ring_init_slots(c->mss, r->wnd))
+		return 0;
+	return q->una == q->end && r->base == r->max;
+}
+
+/*
+ * Gives an idle connection's grown rings back (rn_timer.c calls it once
+ * nothing was sent or stored for RN_RING_IDLE_NS).  Everything sent was
+ * acknowledged, so the rails' FIFOs hold only stale entries: they are
+ * emptied.  If an allocation fails the rings stay as they are until the
+ * next idle period.
+ */
+void rn_conn_shrink(rn_conn *c, uint64_t now_ns)
+{
+	const rn_mem *mem = &c->env.mem;
+	uint32_t snd0 = ring_init_slots(c->mss, c->sq.max_slots);
+	int ok = 1;
+
+	c->last_data_ns = now_ns; /* a failure waits for the next idle period */
+	if (!rn_conn_can_shrink(c))
+		return;
+	for (int k = 0; k < c->npaths; k++) {
+		c->rail[k].fhead = c->rail[k].ftail;
+		if (rn_rail_fifo_resize(&c->rail[k], mem, 2 * snd0) < 0)
+			ok = 0;
+	}
+	if (rn_sndq_resize(&c->sq, mem, snd0) < 0)
+		ok = 0;
+	if (rn_rob_resize(&c->rq, ring_init_slots(c->mss, c->rq.wnd)) < 0)
+		ok = 0;
+	if (ok)
+		c->st.ring_shrinks++;
 }
 
 void rn_conn_emit(rn_conn *c, rn_event_type type, uint64_t now_ns, int rail,
@@ -373,7 +477,7 @@ void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)
 	c->st.app_rx_bytes += n;
 	/* reopened a quarter of the ring since the last advertisement: say so */
 	if (c->state == RN_ST_ESTABLISHED &&
-	    rn_rob_edge(&c->rq) - c->adv_edge >= c->rq.slots / 4) {
+	    rn_rob_edge(&c->rq) - c->adv_edge >= c->rq.wnd / 4) {
 		c->ack_pending = 1;
 		c->ack_now = 1;
 		if (!c->ack_first_ns)
@@ -436,6 +540,9 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 	st->err = c->err;
 	st->npaths = c->npaths;
 	st->mss = c->mss;
+	st->snd_ring = c->bufs_ready ? c->sq.slots : 0;
+	st->rcv_ring = c->bufs_ready ? c->rq.cap : 0;
+	st->ring_grows += c->bufs_ready ? c->rq.grows : 0;
 	st->keyed = c->cfg.keyed;
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];

@@ -50,6 +50,8 @@ struct rn_conn {
 	rn_sndq sq;
 	rn_rob rq;
 	uint32_t peer_wnd;          /* peer's window edge: we send seq < peer_wnd */
+	uint64_t last_data_ns;      /* last DATA sent or stored: idle rings shrink (rn_timer.c) */
+	uint32_t grow_hold;         /* send ring: no new try to grow before nxt passes this */
 
 	/* ACKs we owe */
 	uint8_t ack_pending, ack_now;
@@ -102,6 +104,9 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
+void rn_conn_grow_send(rn_conn *c);
+int rn_conn_can_shrink(const rn_conn *c);
+void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);

@@ -114,7 +114,8 @@ static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 
 		if (s->tx_count == 1) /* unambiguous: Karn */
 			rn_rail_on_rtt(r, now_ns - s->sent_ns, now_ns);
-		rn_rail_on_acked(r, s->tx_idx, &c->cfg, c->sq.slots, now_ns);
+		/* the configured ring bounds the window; the ring grows to follow it */
+		rn_rail_on_acked(r, s->tx_idx, &c->cfg, c->sq.max_slots, now_ns);
 		s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	}
 	s->flags |= RN_SS_ACKED;
@@ -122,8 +123,8 @@ static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 
 static int ack_valid(const rn_conn *c, const rn_pkt *p)
 {
-	/* never beyond what was sent; never older than a whole ring */
-	if (rn_seq_gt(p->ack, c->sq.nxt) || rn_seq_lt(p->ack, c->sq.una - c->sq.slots))
+	/* never beyond what was sent; never older than the largest ring */
+	if (rn_seq_gt(p->ack, c->sq.nxt) || rn_seq_lt(p->ack, c->sq.una - c->sq.max_slots))
 		return 0;
 	if (rn_seq_lt(p->wnd, p->ack) || p->wnd - p->ack > RN_MAX_SLOTS)
 		return 0;
@@ -272,6 +273,7 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	rc = rn_rob_insert(&c->rq, p->seq, p->payload, p->len, fin);
 	switch (rc) {
 	case RN_ROB_NEW:
+		c->last_data_ns = now_ns;
 		owe_ack(c, now_ns, 0);
 		rn_conn_check_close(c, now_ns);
 		return 0;
@@ -282,6 +284,9 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		return drop(c, RN_DROP_DUPLICATE);
 	case RN_ROB_OUT:
 		return drop(c, RN_DROP_WINDOW);
+	case RN_ROB_NOMEM:
+		/* not stored: the sender finds it missing from our SACKs and resends it */
+		return drop(c, RN_DROP_NOMEM);
 	default:
 		return drop(c, RN_DROP_MALFORMED);
 	}

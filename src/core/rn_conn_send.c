@@ -240,7 +240,9 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		r->st.retransmits++;
 	} else {
 		q->nxt++;
+		rn_conn_grow_send(c);
 	}
+	c->last_data_ns = now_ns;
 	r->st.tx_data++;
 	tx->path = k;
 	tx->local_rail = r->local_rail;

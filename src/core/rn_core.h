@@ -84,6 +84,7 @@ typedef enum rn_drop {
 	RN_DROP_STATE,       /* valid packet, wrong connection state */
 	RN_DROP_AUTH,        /* message authentication failed */
 	RN_DROP_RATE,        /* handshake from a source over its reply rate limit */
+	RN_DROP_NOMEM,       /* data in the window, but no memory to grow the ring for it */
 	RN_DROP__COUNT
 } rn_drop;
 
@@ -131,7 +132,12 @@ void rn_config_default(rn_config *cfg);
 /* Returns 0 or RN_ERR_INVAL, with *why set to a sentence naming the bad knob. */
 int rn_config_check(const rn_config *cfg, const char **why);
 
-/* Memory comes from the caller (allocations happen at setup, never per packet). */
+/*
+ * Memory comes from the caller.  Allocations happen at setup and, rarely, when
+ * a connection's rings grow with its traffic (each time at least doubling, so
+ * a handful of times in its life) or shrink after a long idle period; never
+ * once per packet.
+ */
 typedef struct rn_mem {
 	void *(*alloc)(void *user, size_t size); /* zeroed memory or NULL */
 	void (*free)(void *user, void *ptr);
@@ -206,6 +212,10 @@ typedef struct rn_conn_stats {
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
 	uint32_t mss;
+	/* the rings, which grow with use up to snd_slots / rcv_slots of rn_config */
+	uint32_t snd_ring, rcv_ring; /* packets allocated now */
+	uint32_t ring_grows;         /* times either ring grew */
+	uint32_t ring_shrinks;       /* times both went back to their first size when idle */
 	int keyed;            /* datagrams carry MACs under the cluster key */
 	int npaths;
 	rn_rail_stats rail[RN_MAX_RAILS];

@@ -81,6 +81,27 @@ void rn_rail_free(rn_rail *r, const rn_mem *mem)
 	r->fifo = NULL;
 }
 
+int rn_rail_fifo_resize(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots)
+{
+	rn_txrec *fifo;
+
+	if (fifo_slots == 0 || (fifo_slots & (fifo_slots - 1)) ||
+	    fifo_slots < r->ftail - r->fhead)
+		return RN_ERR_INVAL;
+	if (fifo_slots == r->fmask + 1)
+		return 0;
+	fifo = mem->alloc(mem->user, (size_t)fifo_slots * sizeof(*fifo));
+	if (!fifo)
+		return RN_ERR_NOMEM;
+	/* entries keep their running positions: only the mask changes */
+	for (uint32_t i = r->fhead; i != r->ftail; i++)
+		fifo[i & (fifo_slots - 1)] = r->fifo[i & r->fmask];
+	mem->free(mem->user, r->fifo);
+	r->fifo = fifo;
+	r->fmask = fifo_slots - 1;
+	return 0;
+}
+
 uint32_t rn_rail_on_send(rn_rail *r, uint32_t seq, uint64_t now_ns)
 {
 	uint32_t idx = r->tx_idx++;

@@ -96,6 +96,12 @@ int rn_rail_choose(uint32_t usable, int nrails, unsigned start);
 
 int rn_rail_init(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots, uint32_t init_cwnd);
 void rn_rail_free(rn_rail *r, const rn_mem *mem);
+/*
+ * Moves the send-order FIFO into fifo_slots entries (a power of two that
+ * holds every entry): it follows the send ring as that grows or shrinks.
+ * 0, RN_ERR_NOMEM with the FIFO untouched, or RN_ERR_INVAL.
+ */
+int rn_rail_fifo_resize(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots);
 
 /* True if the rail may take another DATA packet (window not full). */
 static inline int rn_rail_has_room(const rn_rail *r) { return r->inflight < r->cwnd; }

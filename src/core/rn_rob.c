@@ -7,16 +7,28 @@
 #include "rn_rob.h"
 #include "rn_seq.h"
 
-int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t slots, uint32_t mss, uint32_t isn)
+/* Bits in the "received" ring for a ring of cap slots: at least 64 (rn_bits.h). */
+static uint32_t bits_for(uint32_t cap)
+{
+	return cap < 64 ? 64 : cap;
+}
+
+int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t cap, uint32_t wnd, uint32_t mss,
+		uint32_t isn)
 {
 	memset(r, 0, sizeof(*r));
-	r->slots = slots;
-	r->mask = slots - 1;
+	if (cap == 0 || (cap & (cap - 1)) || wnd < cap || (wnd & (wnd - 1)))
+		return RN_ERR_INVAL;
+	r->mem = mem;
+	r->cap = cap;
+	r->mask = cap - 1;
+	r->bmask = bits_for(cap) - 1;
+	r->wnd = wnd;
 	r->mss = mss;
 	r->base = r->nxt = r->max = isn;
-	r->buf = mem->alloc(mem->user, (size_t)slots * mss);
-	r->lens = mem->alloc(mem->user, (size_t)slots * sizeof(*r->lens));
-	r->have = mem->alloc(mem->user, (size_t)slots / 8);
+	r->buf = mem->alloc(mem->user, (size_t)cap * mss);
+	r->lens = mem->alloc(mem->user, (size_t)cap * sizeof(*r->lens));
+	r->have = mem->alloc(mem->user, (size_t)bits_for(cap) / 8);
 	if (!r->buf || !r->lens || !r->have) {
 		rn_rob_free(r, mem);
 		return RN_ERR_NOMEM;
@@ -37,13 +49,72 @@ void rn_rob_free(rn_rob *r, const rn_mem *mem)
 	r->have = NULL;
 }
 
+int rn_rob_resize(rn_rob *r, uint32_t cap)
+{
+	const rn_mem *mem = r->mem;
+	uint32_t bmask = bits_for(cap) - 1;
+	uint8_t *buf;
+	uint16_t *lens;
+	uint64_t *have;
+
+	if (cap == 0 || (cap & (cap - 1)) || cap > r->wnd || cap < r->max - r->base)
+		return RN_ERR_INVAL;
+	if (cap == r->cap)
+		return 0;
+	buf = mem->alloc(mem->user, (size_t)cap * r->mss);
+	lens = mem->alloc(mem->user, (size_t)cap * sizeof(*lens));
+	have = mem->alloc(mem->user, (size_t)(bmask + 1) / 8);
+	if (!buf || !lens || !have) {
+		if (buf)
+			mem->free(mem->user, buf);
+		if (lens)
+			mem->free(mem->user, lens);
+		if (have)
+			mem->free(mem->user, have);
+		return RN_ERR_NOMEM;
+	}
+	/* everything stored lies in [base, max): each packet to its slot in the new ring */
+	for (uint32_t seq = r->base; seq != r->max; seq++) {
+		uint32_t i = seq & r->mask, j = seq & (cap - 1);
+
+		if (!rn_bits_test(r->have, r->bmask, seq))
+			continue;
+		lens[j] = r->lens[i];
+		memcpy(buf + (size_t)j * r->mss, r->buf + (size_t)i * r->mss, r->lens[i]);
+		rn_bits_set(have, bmask, seq);
+	}
+	rn_rob_free(r, mem);
+	r->buf = buf;
+	r->lens = lens;
+	r->have = have;
+	r->cap = cap;
+	r->mask = cap - 1;
+	r->bmask = bmask;
+	return 0;
+}
+
+/* Doubles the ring until packet `seq` (within the window) has a slot. */
+static int grow_for(rn_rob *r, uint32_t seq)
+{
+	uint32_t cap = r->cap;
+
+	while (seq - r->base >= cap)
+		cap *= 2;
+	if (rn_rob_resize(r, cap) < 0) {
+		r->nomem++;
+		return -1;
+	}
+	r->grows++;
+	return 0;
+}
+
 int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, int fin)
 {
-	uint32_t i;
+	uint32_t i, off = seq - r->base;
 
-	if ((uint32_t)(seq - r->base) >= r->slots)
+	if (off >= r->wnd)
 		return rn_seq_lt(seq, r->base) ? RN_ROB_DUP : RN_ROB_OUT;
-	if (rn_seq_lt(seq, r->nxt) || rn_bits_test(r->have, r->mask, seq))
+	if (rn_seq_lt(seq, r->nxt) || (off < r->cap && rn_bits_test(r->have, r->bmask, seq)))
 		return RN_ROB_DUP;
 	if (len > r->mss)
 		return RN_ROB_BAD;
@@ -52,19 +123,27 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 		return RN_ROB_BAD;
 	if (fin && rn_seq_lt(seq, r->max))
 		return RN_ROB_BAD;
+	/*
+	 * Beyond the ring but inside the window we advertised: grow now.  This
+	 * is the one allocation on the receive path, rare by construction (each
+	 * at least doubles the ring, so a connection grows log2(wnd / cap)
+	 * times at most), and it goes through the environment's allocator.
+	 */
+	if (off >= r->cap && grow_for(r, seq) < 0)
+		return RN_ROB_NOMEM;
 	i = seq & r->mask;
 	if (len)
 		memcpy(r->buf + (size_t)i * r->mss, data, len);
 	r->lens[i] = len;
 	r->bytes_in += len;
-	rn_bits_set(r->have, r->mask, seq);
+	rn_bits_set(r->have, r->bmask, seq);
 	if (fin) {
 		r->fin_known = 1;
 		r->fin_seq = seq;
 	}
 	if (rn_seq_ge(seq, r->max))
 		r->max = seq + 1;
-	while (r->nxt != r->max && rn_bits_test(r->have, r->mask, r->nxt))
+	while (r->nxt != r->max && rn_bits_test(r->have, r->bmask, r->nxt))
 		r->nxt++;
 	return RN_ROB_NEW;
 }
@@ -109,7 +188,7 @@ void rn_rob_consume(rn_rob *r, size_t n)
 		}
 		n -= left;
 		r->off = 0;
-		rn_bits_clear(r->have, r->mask, r->base);
+		rn_bits_clear(r->have, r->bmask, r->base);
 		r->base++;
 	}
 }
@@ -126,7 +205,7 @@ unsigned rn_rob_sack(const rn_rob *r, uint64_t *words, unsigned maxw)
 		need = maxw;
 	for (w = 0; w < need; w++) {
 		uint32_t from = r->nxt + 1 + 64 * w;
-		uint64_t bits = rn_bits_get64(r->have, r->mask, from);
+		uint64_t bits = rn_bits_get64(r->have, r->bmask, from);
 		uint32_t valid = r->max - from;
 
 		/* bits past max would wrap onto consumed slots: clear them */

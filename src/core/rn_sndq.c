@@ -6,11 +6,16 @@
 #include "rn_seq.h"
 #include "rn_sndq.h"
 
-int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t mss, uint32_t isn)
+int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t max_slots,
+		 uint32_t mss, uint32_t isn)
 {
 	memset(q, 0, sizeof(*q));
+	if (slots == 0 || (slots & (slots - 1)) || max_slots < slots ||
+	    (max_slots & (max_slots - 1)))
+		return RN_ERR_INVAL;
 	q->slots = slots;
 	q->mask = slots - 1;
+	q->max_slots = max_slots;
 	q->mss = mss;
 	q->una = q->nxt = q->end = isn;
 	q->buf = mem->alloc(mem->user, (size_t)slots * mss);
@@ -119,6 +124,53 @@ static void lost_compact(rn_sndq *q)
 			q->lostq[out++ & cap_mask] = s;
 	}
 	q->lost_tail = out;
+}
+
+int rn_sndq_resize(rn_sndq *q, const rn_mem *mem, uint32_t slots)
+{
+	uint32_t old_fifo = 2 * q->slots - 1, n;
+	uint8_t *buf;
+	rn_sslot *slot;
+	uint32_t *lostq;
+
+	if (slots == 0 || (slots & (slots - 1)) || slots > q->max_slots ||
+	    slots < q->end - q->una)
+		return RN_ERR_INVAL;
+	if (slots == q->slots)
+		return 0;
+	buf = mem->alloc(mem->user, (size_t)slots * q->mss);
+	slot = mem->alloc(mem->user, (size_t)slots * sizeof(*slot));
+	lostq = mem->alloc(mem->user, (size_t)slots * 2 * sizeof(*lostq));
+	if (!buf || !slot || !lostq) {
+		if (buf)
+			mem->free(mem->user, buf);
+		if (slot)
+			mem->free(mem->user, slot);
+		if (lostq)
+			mem->free(mem->user, lostq);
+		return RN_ERR_NOMEM;
+	}
+	/* a smaller FIFO holds the live entries once the stale ones are gone */
+	if (q->lost_tail - q->lost_head > 2 * slots)
+		lost_compact(q);
+	for (uint32_t seq = q->una; seq != q->end; seq++) {
+		const rn_sslot *s = rn_sndq_slot(q, seq);
+
+		slot[seq & (slots - 1)] = *s;
+		memcpy(buf + (size_t)(seq & (slots - 1)) * q->mss, rn_sndq_data(q, seq), s->len);
+	}
+	n = q->lost_tail - q->lost_head;
+	for (uint32_t i = 0; i < n; i++)
+		lostq[i] = q->lostq[(q->lost_head + i) & old_fifo];
+	rn_sndq_free(q, mem);
+	q->buf = buf;
+	q->slot = slot;
+	q->lostq = lostq;
+	q->lost_head = 0;
+	q->lost_tail = n;
+	q->slots = slots;
+	q->mask = slots - 1;
+	return 0;
 }
 
 void rn_sndq_lost_push(rn_sndq *q, uint32_t seq)

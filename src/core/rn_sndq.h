@@ -12,6 +12,12 @@
  * Each slot remembers its last transmission (rail, time, per-rail index) so
  * an ACK can be charged to the rail that carried it.  Packets declared lost
  * wait in a FIFO to be sent again.
+ *
+ * The ring starts small and is resized by doubling (rn_sndq_resize) up to
+ * max_slots, the configured RI2N_SNDBUF: memory follows what a connection
+ * moves, not how many connections there are.  rn_sndq_space() only ever
+ * promises room the ring has now, so a write never needs to allocate; the
+ * connection decides when to grow (rn_conn_send.c).
  */
 #ifndef RN_SNDQ_H
 #define RN_SNDQ_H
@@ -42,14 +48,28 @@ typedef struct rn_sndq {
 	rn_sslot *slot;
 	uint32_t *lostq;          /* FIFO of lost sequence numbers */
 	uint32_t lost_head, lost_tail;
-	uint32_t slots, mask, mss;
+	uint32_t slots, mask, mss; /* slots: allocated now, a power of two */
+	uint32_t max_slots;        /* the most it may grow to (RI2N_SNDBUF) */
 	uint32_t una, nxt, end;
 	uint8_t fin_queued;
 	uint64_t bytes_written;
 } rn_sndq;
 
-int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t mss, uint32_t isn);
+/*
+ * Sets up a ring of `slots` packets of `mss` bytes that may grow to
+ * max_slots (both powers of two, slots <= max_slots).  0 or RN_ERR_NOMEM.
+ */
+int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t max_slots,
+		 uint32_t mss, uint32_t isn);
 void rn_sndq_free(rn_sndq *q, const rn_mem *mem);
+
+/*
+ * Moves the ring into `slots` packets (a power of two, at least what it
+ * holds, at most max_slots): bigger to grow, smaller to give memory back.
+ * Every packet, mark and lost-FIFO entry keeps its meaning.  0, or
+ * RN_ERR_NOMEM with the ring untouched, or RN_ERR_INVAL.
+ */
+int rn_sndq_resize(rn_sndq *q, const rn_mem *mem, uint32_t slots);
 
 static inline rn_sslot *rn_sndq_slot(rn_sndq *q, uint32_t seq)
 {

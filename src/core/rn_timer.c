@@ -35,12 +35,20 @@
  *   linger        after a clean close in both directions the connection
  *                 stays linger (1 s) to re-acknowledge a FIN resent by a
  *                 peer that missed our ACK.
+ *   ring idle     rings grown by traffic go back to their first size once
+ *                 they are empty and no DATA went either way for
+ *                 RN_RING_IDLE_NS (2 s): an idle connection holds a few
+ *                 pages, whatever it moved before.  Long enough that a
+ *                 connection pausing between bursts keeps its rings (each
+ *                 regrowth costs allocations and a copy of what they hold).
  */
 #include "rn_conn.h"
 
 #define RN_HS_FIRST_NS UINT64_C(250000000) /* 250 ms */
 #define RN_HS_MAX_NS UINT64_C(2000000000)  /* 2 s */
 #define RN_LS_MIN_NS UINT64_C(5000000)     /* 5 ms */
+/* 2 s: an idle connection's grown rings shrink back (see the list above). */
+#define RN_RING_IDLE_NS UINT64_C(2000000000)
 /* 5 s: half the listener's cookie life (rn_listen.c); then a fresh INIT. */
 #define RN_COOKIE_RESTART_NS UINT64_C(5000000000)
 
@@ -81,6 +89,9 @@ static uint64_t established_expiry(const rn_conn *c)
 		t = min64(t, c->ls_next_ns);
 	if (any_tx_down(c))
 		t = min64(t, c->hb_next_ns);
+	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
+	if (rn_conn_can_shrink(c))
+		t = min64(t, c->last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
 
@@ -182,6 +193,8 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->ack_pending && now_ns >= c->ack_first_ns + c->cfg.ack_delay_ns)
 		c->ack_now = 1;
 	rn_conn_detect_losses(c, now_ns);
+	if (now_ns - c->last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))
+		rn_conn_shrink(c, now_ns);
 	/* rail timers first: a rail they fail is a LINK_STATE whose retry is armed below */
 	on_rail_timers(c, now_ns);
 	on_link_state_timer(c, now_ns);

@@ -1,6 +1,7 @@
 /*
  * test_rob.c - the receive reorder ring: ordering, duplicates, the window,
- * partial reads, the FIN, SACK bitmaps and sequence numbers that wrap.
+ * partial reads, the FIN, SACK bitmaps, sequence numbers that wrap, and a
+ * ring that grows inside its window (and out of memory while growing).
  */
 #include "unit_common.h"
 
@@ -18,7 +19,7 @@ static rob_fix *rob_new(uint32_t slots, uint32_t mss, uint32_t isn)
 
 	assert_non_null(f);
 	f->mem = ut_mem_of(&f->um);
-	assert_int_equal(rn_rob_init(&f->r, &f->mem, slots, mss, isn), 0);
+	assert_int_equal(rn_rob_init(&f->r, &f->mem, slots, slots, mss, isn), 0);
 	return f;
 }
 
@@ -555,10 +556,140 @@ static void test_rob_init_nomem(void **state)
 	for (long ok = 0; ok < 3; ok++) {
 		mem = ut_mem_of(&um);
 		um.fail_after = ok;
-		assert_int_equal(rn_rob_init(&r, &mem, 64, 16, 0), RN_ERR_NOMEM);
+		assert_int_equal(rn_rob_init(&r, &mem, 64, 64, 16, 0), RN_ERR_NOMEM);
 		assert_int_equal(um.allocs, ok);
 		assert_int_equal(um.frees, ok);
 	}
+}
+
+/* A ring of 4 packets of 32 bytes in a window of 64 (16-byte packets: peeks return one each). */
+static rob_fix *rob_new_growing(uint32_t isn)
+{
+	rob_fix *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->mem = ut_mem_of(&f->um);
+	assert_int_equal(rn_rob_init(&f->r, &f->mem, 4, 64, 32, isn), 0);
+	return f;
+}
+
+/*
+ * The window is the whole limit from the start; a packet beyond the ring
+ * grows it (doubling until it fits), across the sequence wrap, and every
+ * packet already held, the SACK bits and a partial read survive the move.
+ */
+static void test_rob_grow_across_wrap(void **state)
+{
+	const uint32_t isn = UINT32_MAX - 2;
+	rob_fix *f = rob_new_growing(isn);
+	rn_rob *r = &f->r;
+	uint64_t w[2];
+
+	(void)state;
+	assert_int_equal(rn_rob_edge(r), isn + 64);
+	assert_int_equal(ins(r, isn, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, isn + 2, 16, 0), RN_ROB_NEW);
+	rn_rob_consume(r, 5); /* a partial read of the first packet */
+	assert_int_equal(r->cap, 4);
+	/* 10 past base: needs 16 slots */
+	assert_int_equal(ins(r, isn + 10, 16, 0), RN_ROB_NEW);
+	assert_int_equal(r->cap, 16);
+	assert_int_equal(r->grows, 1);
+	assert_int_equal(rn_rob_edge(r), isn + 64);   /* the window did not move */
+	assert_int_equal(ins(r, isn + 2, 16, 0), RN_ROB_DUP);
+	/* SACK after nxt (isn+1 missing): isn+2 and isn+10 */
+	assert_int_equal(rn_rob_sack(r, w, 2), 1);
+	assert_true(w[0] == ((UINT64_C(1) << 0) | (UINT64_C(1) << 8)));
+	expect_peek(r, isn, 16, 5);
+	rn_rob_consume(r, 11);
+	assert_int_equal(ins(r, isn + 1, 16, 0), RN_ROB_NEW);
+	expect_peek(r, isn + 1, 16, 0);
+	rn_rob_consume(r, 16);
+	expect_peek(r, isn + 2, 16, 0);
+	rn_rob_consume(r, 16);
+	for (uint32_t s = isn + 3; s != isn + 10; s++)
+		assert_int_equal(ins(r, s, 16, 0), RN_ROB_NEW);
+	for (uint32_t s = isn + 3; s != isn + 11; s++) {
+		expect_peek(r, s, 16, 0);
+		rn_rob_consume(r, 16);
+	}
+	assert_int_equal(rn_rob_peek(r, &(const uint8_t *){ NULL }), RN_ERR_AGAIN);
+	rob_del(f);
+}
+
+/* Growth stops at the window: beyond it a packet is out, whatever the ring. */
+static void test_rob_grow_to_window(void **state)
+{
+	rob_fix *f = rob_new_growing(100);
+	rn_rob *r = &f->r;
+
+	(void)state;
+	assert_int_equal(ins(r, 100 + 64, 16, 0), RN_ROB_OUT);
+	assert_int_equal(r->cap, 4);
+	assert_int_equal(ins(r, 100 + 63, 16, 0), RN_ROB_NEW);
+	assert_int_equal(r->cap, 64);
+	assert_int_equal(rn_rob_resize(r, 128), RN_ERR_INVAL);
+	/* a smaller ring must still hold everything from base to max */
+	assert_int_equal(rn_rob_resize(r, 32), RN_ERR_INVAL);
+	assert_int_equal(ins(r, 100, 16, 0), RN_ROB_NEW);
+	rn_rob_consume(r, 16);
+	assert_int_equal(rn_rob_resize(r, 32), RN_ERR_INVAL); /* 101..163 still spans 63 */
+	rob_del(f);
+}
+
+/*
+ * No memory to grow: the packet is refused (the sender resends it), the
+ * ring is intact and counts it; once memory is back the resend is stored.
+ */
+static void test_rob_grow_nomem(void **state)
+{
+	rob_fix *f = rob_new_growing(7);
+	rn_rob *r = &f->r;
+
+	(void)state;
+	assert_int_equal(ins(r, 7, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 9, 16, 0), RN_ROB_NEW);
+	for (long ok = 0; ok < 3; ok++) {
+		f->um.fail_after = ok;
+		assert_int_equal(ins(r, 7 + 20, 16, 0), RN_ROB_NOMEM);
+		assert_int_equal(f->um.allocs - f->um.frees, 3); /* the ring's own three */
+		assert_int_equal(r->cap, 4);
+	}
+	assert_int_equal(r->nomem, 3);
+	assert_int_equal(r->max, 10);                        /* never recorded */
+	f->um.fail_after = -1;
+	assert_int_equal(ins(r, 7 + 20, 16, 0), RN_ROB_NEW);
+	assert_int_equal(r->cap, 32);
+	expect_peek(r, 7, 16, 0);
+	rn_rob_consume(r, 16);
+	assert_int_equal(ins(r, 8, 16, 0), RN_ROB_NEW);
+	expect_peek(r, 8, 16, 0);
+	rn_rob_consume(r, 16);
+	expect_peek(r, 9, 16, 0);
+	rob_del(f);
+}
+
+/* An emptied ring goes back to a small one and keeps working. */
+static void test_rob_shrink(void **state)
+{
+	rob_fix *f = rob_new_growing(UINT32_MAX - 20);
+	rn_rob *r = &f->r;
+	const uint8_t *d;
+
+	(void)state;
+	for (uint32_t s = UINT32_MAX - 20; s != 20; s++)
+		assert_int_equal(ins(r, s, 16, 0), RN_ROB_NEW);
+	assert_int_equal(r->cap, 64);
+	while (rn_rob_peek(r, &d) > 0)
+		rn_rob_consume(r, 16);
+	assert_int_equal(rn_rob_resize(r, 4), 0);
+	assert_int_equal(r->cap, 4);
+	assert_int_equal(ins(r, 21, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 20, 16, 0), RN_ROB_NEW);
+	expect_peek(r, 20, 16, 0);
+	rn_rob_consume(r, 16);
+	expect_peek(r, 21, 16, 0);
+	rob_del(f);
 }
 
 int main(void)
@@ -581,6 +712,10 @@ int main(void)
 		cmocka_unit_test(test_rob_peek_runs),
 		cmocka_unit_test(test_rob_peek_max),
 		cmocka_unit_test(test_rob_init_nomem),
+		cmocka_unit_test(test_rob_grow_across_wrap),
+		cmocka_unit_test(test_rob_grow_to_window),
+		cmocka_unit_test(test_rob_grow_nomem),
+		cmocka_unit_test(test_rob_shrink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

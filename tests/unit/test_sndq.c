@@ -1,6 +1,7 @@
 /*
- * test_sndq.c - the send ring: packetization, coalescing, space, the FIN and
- * the FIFO of packets to resend.
+ * test_sndq.c - the send ring: packetization, coalescing, space, the FIN,
+ * the FIFO of packets to resend, and resizing (growth across the sequence
+ * wrap, its limits, running out of memory).
  *
  * The connection moves the marks itself (nxt when a packet goes out, una on
  * a cumulative ACK, flags on a selective one); the helpers below do the same
@@ -24,7 +25,7 @@ static sq_fix *sq_new(uint32_t slots, uint32_t isn)
 
 	assert_non_null(f);
 	f->mem = ut_mem_of(&f->um);
-	assert_int_equal(rn_sndq_init(&f->q, &f->mem, slots, MSS, isn), 0);
+	assert_int_equal(rn_sndq_init(&f->q, &f->mem, slots, slots, MSS, isn), 0);
 	return f;
 }
 
@@ -340,9 +341,116 @@ static void test_sndq_init_nomem(void **state)
 	for (long ok = 0; ok < 3; ok++) {
 		mem = ut_mem_of(&um);
 		um.fail_after = ok;
-		assert_int_equal(rn_sndq_init(&q, &mem, 64, MSS, 0), RN_ERR_NOMEM);
+		assert_int_equal(rn_sndq_init(&q, &mem, 64, 64, MSS, 0), RN_ERR_NOMEM);
 		assert_int_equal(um.frees, um.allocs);
 	}
+}
+
+/* A ring of 4 packets that may grow to 16, its sequence numbers about to wrap. */
+static sq_fix *sq_new_growing(uint32_t isn)
+{
+	sq_fix *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->mem = ut_mem_of(&f->um);
+	assert_int_equal(rn_sndq_init(&f->q, &f->mem, 4, 16, MSS, isn), 0);
+	return f;
+}
+
+/*
+ * Growing moves every packet, the marks, the per-slot state and the lost
+ * FIFO, across the wrap of the sequence space; the new room is there at once.
+ */
+static void test_sndq_grow_across_wrap(void **state)
+{
+	const uint32_t isn = UINT32_MAX - 1; /* packets 0xfffffffe, 0xffffffff, 0, 1 */
+	sq_fix *f = sq_new_growing(isn);
+	rn_sndq *q = &f->q;
+	uint32_t seq;
+
+	(void)state;
+	assert_int_equal(wr(q, 0, 3 * MSS + 40), 3 * MSS + 40); /* the 4th packet half full */
+	q->nxt = isn + 3;                                   /* three sent, the 4th open */
+	rn_sndq_slot(q, isn + 1)->flags |= RN_SS_ACKED;      /* a selective ACK */
+	rn_sndq_slot(q, isn)->flags |= RN_SS_FLIGHT;
+	rn_sndq_slot(q, isn)->tx_idx = 77;
+	rn_sndq_lost_push(q, isn + 2);
+	assert_int_equal(rn_sndq_space(q), MSS - 40);
+
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 8), 0);
+	assert_int_equal(q->slots, 8);
+	assert_int_equal(q->una, isn);
+	assert_int_equal(q->nxt, isn + 3);
+	assert_int_equal(q->end, isn + 4);
+	for (uint32_t i = 0; i < 3; i++)
+		expect_pkt(q, isn + i, (uint64_t)i * MSS, MSS);
+	expect_pkt(q, isn + 3, 3 * MSS, 40);
+	assert_true(rn_sndq_slot(q, isn + 1)->flags & RN_SS_ACKED);
+	assert_int_equal(rn_sndq_slot(q, isn)->tx_idx, 77);
+	/* the unsent last packet still fills up, then new packets follow it */
+	assert_int_equal(rn_sndq_space(q), 4 * MSS + (MSS - 40));
+	assert_int_equal(wr(q, 3 * MSS + 40, 4 * MSS + 60), 4 * MSS + 60);
+	expect_pkt(q, isn + 3, 3 * MSS, MSS);
+	for (uint32_t i = 4; i < 8; i++)
+		expect_pkt(q, isn + i, (uint64_t)i * MSS, MSS);
+	assert_int_equal(rn_sndq_space(q), 0);
+	/* the lost packet is still queued, and only once */
+	assert_int_equal(rn_sndq_lost_pop(q, &seq), 1);
+	assert_int_equal(seq, isn + 2);
+	assert_int_equal(rn_sndq_lost_pop(q, &seq), 0);
+	sq_del(f);
+}
+
+/* The ring never grows past its limit nor shrinks below what it holds. */
+static void test_sndq_resize_limits(void **state)
+{
+	sq_fix *f = sq_new_growing(1000);
+	rn_sndq *q = &f->q;
+
+	(void)state;
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 32), RN_ERR_INVAL); /* past max_slots */
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 12), RN_ERR_INVAL); /* not a power of two */
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 16), 0);
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 16), 0);            /* already that size */
+	assert_int_equal(wr(q, 0, 16 * MSS + 1), 16 * MSS);                /* full at the limit */
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 8), RN_ERR_INVAL);  /* holds 16 packets */
+	/* everything acknowledged: it may go back to a small ring */
+	q->nxt = q->una = q->end;
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 4), 0);
+	assert_int_equal(rn_sndq_space(q), 4 * MSS);
+	assert_int_equal(wr(q, 16 * MSS, 2 * MSS), 2 * MSS);
+	expect_pkt(q, 1017, 17 * MSS, MSS);
+	sq_del(f);
+}
+
+/* Out of memory while growing: the ring is left exactly as it was, nothing leaks. */
+static void test_sndq_resize_nomem(void **state)
+{
+	sq_fix *f = sq_new_growing(5);
+	rn_sndq *q = &f->q;
+
+	(void)state;
+	assert_int_equal(wr(q, 0, 4 * MSS), 4 * MSS);
+	q->nxt = q->end;
+	rn_sndq_lost_push(q, 6);
+	for (long ok = 0; ok < 3; ok++) {
+		f->um.fail_after = ok;
+		assert_int_equal(rn_sndq_resize(q, &f->mem, 16), RN_ERR_NOMEM);
+		assert_int_equal(f->um.allocs - f->um.frees, 3); /* the ring's own three */
+		assert_int_equal(q->slots, 4);
+		for (uint32_t i = 0; i < 4; i++)
+			expect_pkt(q, 5 + i, (uint64_t)i * MSS, MSS);
+	}
+	f->um.fail_after = -1;
+	assert_int_equal(rn_sndq_resize(q, &f->mem, 16), 0);
+	expect_pkt(q, 8, 3 * MSS, MSS);
+	{
+		uint32_t seq;
+
+		assert_int_equal(rn_sndq_lost_pop(q, &seq), 1);
+		assert_int_equal(seq, 6);
+	}
+	sq_del(f);
 }
 
 int main(void)
@@ -358,6 +466,9 @@ int main(void)
 		cmocka_unit_test(test_sndq_lost_compaction),
 		cmocka_unit_test(test_sndq_lost_compaction_keeps_live),
 		cmocka_unit_test(test_sndq_init_nomem),
+		cmocka_unit_test(test_sndq_grow_across_wrap),
+		cmocka_unit_test(test_sndq_resize_limits),
+		cmocka_unit_test(test_sndq_resize_nomem),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
