@@ -1,0 +1,1010 @@
+/*
+ * ri2n-conns - many ri2n connections in one process: what each costs in
+ * memory and descriptors, idle and busy.
+ *
+ *   ri2n-conns serve [--port P] [--bind ADDR]
+ *   ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]
+ *              [--idle S] [--rest S] [--batch K] [--csv FILE]
+ *
+ * The client (run) opens N ri2n connections (default 10000) to the server,
+ * K handshakes at a time (default 256).  On each it writes an 8-byte hello
+ * (the connection's index) that the server echoes back, so every connection
+ * has carried data both ways before it goes quiet.  Then:
+ *
+ *   idle   all N held idle for S seconds (default 5; keepalives run), then
+ *          both processes measure themselves;
+ *   busy   the first B connections (default 100) each stream SIZE bytes
+ *          (default 8 MiB) of a seeded pattern that the server checks byte
+ *          for byte; both measure again once the server has verified all;
+ *   rest   with --rest S, everything idle again for S seconds and measured
+ *          (shows whether rings shrink back).
+ *
+ * A measurement is the process's resident (Rss) and proportional (Pss) set
+ * from /proc/self/smaps_rollup, its open descriptors (/proc/self/fd) and its
+ * CPU time since the previous one.  Per connection: the Pss growth since the
+ * "base" measurement (ri2n's engine running, no connection yet) divided by
+ * the connections open; the busy figure adds each busy connection's share of
+ * the growth over the idle figure.  The server answers over a plain TCP
+ * control connection to the same port number (ri2n uses UDP).
+ *
+ * Descriptors: both processes raise RLIMIT_NOFILE as far as they may (past
+ * the hard limit needs CAP_SYS_RESOURCE, which a container may lack).  The
+ * first connection shows what one costs on each side; if the limits cannot
+ * hold N, fewer are opened and the verdict line says so (fd_limited=1,
+ * wanted=N), rather than letting handshakes fail for want of a descriptor.
+ *
+ * Lines on stdout, one per process and phase, then the verdict:
+ *   conns mem role=client phase=idle conns=10000 rss_kb=... pss_kb=... anon_kb=...
+ *         fds=... cpu_pct=... secs=... pss_per_conn=... fds_per_conn=...
+ *   conns done conns=10000 established=10000 failed=0 busy=100 bytes=838860800
+ *         verified=yes bad=0 connect_secs=...
+ * CSV (--csv): role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,
+ * pss_per_conn,rss_per_conn,fds_per_conn (per-connection figures in bytes).
+ * Exit status: 0 all verified, 1 verification failed or a connection died,
+ * 2 usage, 3 could not connect.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+#include "ri2n.h"
+
+#define HELLO_LEN 8
+#define CHUNK (64 << 10)
+#define CTL_WAIT_S 120.0  /* the server's longest wait for what the client announced */
+
+static struct {
+	int port, conns, busy, batch, fd_limited;
+	double idle_s, rest_s;
+	uint64_t bytes;
+	const char *host, *bind, *csv_path;
+	FILE *csv;
+} opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
+	  .bytes = 8 << 20 };
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: ri2n-conns serve [--port P] [--bind ADDR]\n"
+		"       ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]\n"
+		"                  [--idle S] [--rest S] [--batch K] [--csv FILE]\n"
+		"See the top of ri2n-conns.c for the output.\n");
+	exit(2);
+}
+
+/* ---- measuring ourselves ---- */
+
+typedef struct memstat {
+	uint64_t rss_kb, pss_kb, anon_kb;
+	int fds;
+	double cpu_s, t;
+} memstat;
+
+static double cpu_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void measure(memstat *m)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	DIR *d;
+
+	memset(m, 0, sizeof(*m));
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			unsigned long long v;
+
+			if (sscanf(line, "Rss: %llu", &v) == 1)
+				m->rss_kb = v;
+			else if (sscanf(line, "Pss: %llu", &v) == 1)
+				m->pss_kb = v;
+			else if (sscanf(line, "Anonymous: %llu", &v) == 1)
+				m->anon_kb = v;
+		}
+		fclose(f);
+	}
+	d = opendir("/proc/self/fd");
+	if (d) {
+		struct dirent *e;
+
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				m->fds++;
+		closedir(d);
+		m->fds--; /* the directory's own descriptor */
+	}
+	m->cpu_s = cpu_now();
+	m->t = bench_now_s();
+}
+
+/*
+ * One phase's line (and CSV row) for role, from its measurement, the base
+ * (no connection yet), the previous one (for CPU) and, for "busy", the idle
+ * one.  Writes it into out (the server sends it to the client).
+ */
+static void mem_line(char *out, size_t cap, const char *role, const char *phase, int conns,
+		     int busy, const memstat *m, const memstat *base, const memstat *prev,
+		     const memstat *idle)
+{
+	double secs = m->t - prev->t, cpu = secs > 0 ? 100 * (m->cpu_s - prev->cpu_s) / secs : 0;
+	double pss_pc = 0, rss_pc = 0, fds_pc = 0;
+
+	if (conns > 0) {
+		pss_pc = ((double)m->pss_kb - (double)base->pss_kb) * 1024 / conns;
+		rss_pc = ((double)m->rss_kb - (double)base->rss_kb) * 1024 / conns;
+		fds_pc = (double)(m->fds - base->fds) / conns;
+	}
+	if (idle && busy > 0 && conns > 0) {
+		/* a busy connection: an idle one's share plus its part of the growth since */
+		double idle_pss = ((double)idle->pss_kb - (double)base->pss_kb) * 1024 / conns;
+		double idle_rss = ((double)idle->rss_kb - (double)base->rss_kb) * 1024 / conns;
+
+		pss_pc = idle_pss + ((double)m->pss_kb - (double)idle->pss_kb) * 1024 / busy;
+		rss_pc = idle_rss + ((double)m->rss_kb - (double)idle->rss_kb) * 1024 / busy;
+	}
+	snprintf(out, cap,
+		 "conns mem role=%s phase=%s conns=%d busy=%d rss_kb=%" PRIu64 " pss_kb=%" PRIu64
+		 " anon_kb=%" PRIu64 " fds=%d cpu_pct=%.1f secs=%.2f pss_per_conn=%.0f"
+		 " rss_per_conn=%.0f fds_per_conn=%.2f",
+		 role, phase, conns, busy, m->rss_kb, m->pss_kb, m->anon_kb, m->fds, cpu, secs,
+		 pss_pc, rss_pc, fds_pc);
+}
+
+/* "key=value" out of a mem line; 0 if absent. */
+static double line_field(const char *line, const char *key)
+{
+	char pat[48];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = strstr(line, pat);
+	return p ? strtod(p + strlen(pat), NULL) : 0;
+}
+
+static void line_word(const char *line, const char *key, char *out, size_t cap)
+{
+	char pat[48];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = strstr(line, pat);
+	if (p)
+		for (p += strlen(pat); *p && *p != ' ' && *p != '\n' && n + 1 < cap; p++)
+			out[n++] = *p;
+	out[n] = 0;
+}
+
+static void report(const char *line)
+{
+	char role[16], phase[16];
+
+	printf("%s\n", line);
+	fflush(stdout);
+	if (!opt.csv)
+		return;
+	line_word(line, "role", role, sizeof(role));
+	line_word(line, "phase", phase, sizeof(phase));
+	fprintf(opt.csv, "%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f,%.0f,%.2f\n", role,
+		phase, line_field(line, "conns"), line_field(line, "busy"),
+		line_field(line, "rss_kb"), line_field(line, "pss_kb"),
+		line_field(line, "anon_kb"), line_field(line, "fds"), line_field(line, "cpu_pct"),
+		line_field(line, "secs"), line_field(line, "pss_per_conn"),
+		line_field(line, "rss_per_conn"), line_field(line, "fds_per_conn"));
+	fflush(opt.csv);
+}
+
+/*
+ * Raises RLIMIT_NOFILE towards `want` descriptors (root may raise the hard
+ * limit, up to fs.nr_open, if it has CAP_SYS_RESOURCE; a container often
+ * lacks it).  Returns the soft limit now in force.
+ */
+static long raise_nofile(long want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1024;
+	if (rl.rlim_cur >= (rlim_t)want)
+		return (long)rl.rlim_cur;
+	if (rl.rlim_max < (rlim_t)want) {
+		struct rlimit up = { (rlim_t)want, (rlim_t)want };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return want;
+		fprintf(stderr, "ri2n-conns: cannot raise RLIMIT_NOFILE to %ld (%s): the hard "
+			"limit %llu stays\n", want, strerror(errno), (unsigned long long)rl.rlim_max);
+	}
+	rl.rlim_cur = rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	return (long)rl.rlim_cur;
+}
+
+/* ---- the control connection (plain TCP, one line each way) ---- */
+
+static int ctl_send(int fd, const char *line)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%s\n", line);
+
+	return bench_write_all(fd, buf, (size_t)n, 0);
+}
+
+/* Reads one line (without its newline) into buf; -1 at end or error. */
+static int ctl_recv(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	while (n + 1 < cap) {
+		char c;
+		ssize_t r = read(fd, &c, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (c == '\n')
+			break;
+		buf[n++] = c;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+/* ---- server ---- */
+
+typedef struct sconn {
+	int fd;
+	int64_t idx;          /* the client's index, -1 until the hello is in */
+	uint8_t hello[HELLO_LEN];
+	unsigned hello_got;
+	uint64_t got, bad;    /* pattern bytes after the hello */
+	int dead;
+} sconn;
+
+static struct {
+	int ep, lfd, tcp_lfd, ctl;
+	sconn **by_fd;
+	int cap;
+	int open, ready, dead, busy_done;
+	uint64_t busy_bytes, busy_bad;
+	int busy_n;
+	uint64_t busy_len;
+	char ctl_buf[512];
+	size_t ctl_n;
+	/* what the client waits for: 'M' a measurement when `want` are ready, 'B' the busy verdict */
+	char pending;
+	char phase[16];
+	int want;
+	double deadline;
+	memstat base, prev, idle;
+	int have_idle;
+	long nofile;
+	uint8_t *buf;
+} srv;
+
+static void srv_add(int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.fd = fd };
+
+	epoll_ctl(srv.ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void srv_conn_dead(sconn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = 1;
+	srv.dead++;
+	epoll_ctl(srv.ep, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
+static void srv_accept(void)
+{
+	for (;;) {
+		int fd = ri2n_accept(srv.lfd, NULL, NULL);
+		sconn *c;
+
+		if (fd < 0)
+			return; /* EAGAIN: all taken */
+		if (fd >= srv.cap) {
+			int cap = fd * 2 + 64;
+			sconn **n = realloc(srv.by_fd, (size_t)cap * sizeof(*n));
+
+			if (!n) {
+				close(fd);
+				continue;
+			}
+			memset(n + srv.cap, 0, (size_t)(cap - srv.cap) * sizeof(*n));
+			srv.by_fd = n;
+			srv.cap = cap;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->idx = -1;
+		bench_set_nonblock(fd, 1);
+		srv.by_fd[fd] = c;
+		srv.open++;
+		srv_add(fd, EPOLLIN);
+	}
+}
+
+static void srv_conn_read(sconn *c)
+{
+	for (;;) {
+		ssize_t n = read(c->fd, srv.buf, CHUNK);
+		size_t used = 0;
+
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			/* the client closes only at the end; anything earlier is a failure */
+			srv_conn_dead(c);
+			return;
+		}
+		while (c->hello_got < HELLO_LEN && used < (size_t)n)
+			c->hello[c->hello_got++] = srv.buf[used++];
+		if (c->idx < 0 && c->hello_got == HELLO_LEN) {
+			c->idx = (int64_t)bench_get64(c->hello);
+			/* the echo fits any socket buffer: a short write is a dead connection */
+			if (write(c->fd, c->hello, HELLO_LEN) != HELLO_LEN) {
+				srv_conn_dead(c);
+				return;
+			}
+			srv.ready++;
+		}
+		if (used < (size_t)n) {
+			size_t k = (size_t)n - used;
+
+			c->bad += bench_pattern_check(srv.buf + used, (uint64_t)c->idx + 1, c->got, k);
+			c->got += k;
+			if (srv.pending == 'B' && c->got >= srv.busy_len && c->got - k < srv.busy_len)
+				srv.busy_done++;
+		}
+	}
+}
+
+static void srv_answer_mem(void)
+{
+	memstat m;
+	char line[512];
+
+	measure(&m);
+	mem_line(line, sizeof(line), "server", srv.phase, srv.ready, srv.busy_n, &m, &srv.base,
+		 &srv.prev, strcmp(srv.phase, "busy") == 0 && srv.have_idle ? &srv.idle : NULL);
+	if (strcmp(srv.phase, "idle") == 0) {
+		srv.idle = m;
+		srv.have_idle = 1;
+	}
+	srv.prev = m;
+	/* append what the client cannot see from its side */
+	snprintf(line + strlen(line), sizeof(line) - strlen(line), " open=%d dead=%d", srv.open,
+		 srv.dead);
+	ctl_send(srv.ctl, line);
+}
+
+static void srv_check_pending(void)
+{
+	char line[256];
+
+	if (srv.pending == 'M' && (srv.ready >= srv.want || bench_now_s() > srv.deadline)) {
+		srv.pending = 0;
+		srv_answer_mem();
+	} else if (srv.pending == 'B' &&
+		   (srv.busy_done >= srv.busy_n || bench_now_s() > srv.deadline)) {
+		uint64_t bytes = 0, bad = 0;
+
+		srv.pending = 0;
+		for (int fd = 0; fd < srv.cap; fd++) {
+			sconn *c = srv.by_fd[fd];
+
+			if (c && c->idx >= 0 && c->idx < srv.busy_n) {
+				bytes += c->got;
+				bad += c->bad;
+			}
+		}
+		snprintf(line, sizeof(line), "verdict bytes=%" PRIu64 " bad=%" PRIu64 " done=%d",
+			 bytes, bad, srv.busy_done);
+		ctl_send(srv.ctl, line);
+	}
+}
+
+/* One command from the client: "MEM phase want", "BUSY n bytes", "QUIT". */
+static int srv_command(const char *cmd)
+{
+	char word[16];
+	long long a = 0, b = 0;
+
+	if (sscanf(cmd, "MEM %15s %lld", word, &a) >= 1) {
+		snprintf(srv.phase, sizeof(srv.phase), "%s", word);
+		srv.want = (int)a;
+		srv.pending = 'M';
+	} else if (sscanf(cmd, "BUSY %lld %lld", &a, &b) == 2) {
+		srv.busy_n = (int)a;
+		srv.busy_len = (uint64_t)b;
+		srv.busy_done = 0;
+		for (int fd = 0; fd < srv.cap; fd++) /* any already complete */
+			if (srv.by_fd[fd] && srv.by_fd[fd]->idx >= 0 &&
+			    srv.by_fd[fd]->idx < srv.busy_n && srv.by_fd[fd]->got >= srv.busy_len)
+				srv.busy_done++;
+		srv.pending = 'B';
+	} else if (strncmp(cmd, "LIMIT", 5) == 0) {
+		memstat m;
+		char line[128];
+
+		measure(&m);
+		snprintf(line, sizeof(line), "limit nofile=%ld fds=%d", srv.nofile, m.fds);
+		ctl_send(srv.ctl, line);
+	} else if (strncmp(cmd, "QUIT", 4) == 0) {
+		return 1;
+	}
+	srv.deadline = bench_now_s() + CTL_WAIT_S;
+	return 0;
+}
+
+/* Reads what the control connection has; 1 when the client is finished. */
+static int srv_ctl_read(void)
+{
+	for (;;) {
+		ssize_t n = read(srv.ctl, srv.ctl_buf + srv.ctl_n, sizeof(srv.ctl_buf) - 1 - srv.ctl_n);
+		char *nl;
+
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return 1;
+		srv.ctl_n += (size_t)n;
+		srv.ctl_buf[srv.ctl_n] = 0;
+		while ((nl = strchr(srv.ctl_buf, '\n'))) {
+			*nl = 0;
+			if (srv_command(srv.ctl_buf))
+				return 1;
+			srv.ctl_n -= (size_t)(nl + 1 - srv.ctl_buf);
+			memmove(srv.ctl_buf, nl + 1, srv.ctl_n + 1);
+		}
+		if (srv.ctl_n == sizeof(srv.ctl_buf) - 1)
+			srv.ctl_n = 0; /* a line this long is garbage */
+	}
+}
+
+static int serve(void)
+{
+	struct sockaddr_in a;
+	int one = 1;
+	struct epoll_event evs[256];
+
+	/* each accepted connection: its socketpair's two ends (the rails' sockets are shared) */
+	srv.nofile = raise_nofile(2 * 100000 + 1024);
+	srv.buf = malloc(CHUNK);
+	srv.ep = epoll_create1(EPOLL_CLOEXEC);
+	srv.lfd = ri2n_socket();
+	if (bench_resolve(opt.bind, opt.port, &a) < 0 || srv.lfd < 0 ||
+	    ri2n_bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    ri2n_listen(srv.lfd, 65536) < 0) {
+		fprintf(stderr, "ri2n-conns: cannot listen on port %d: %s\n", opt.port,
+			strerror(errno));
+		return 3;
+	}
+	bench_set_nonblock(srv.lfd, 1);
+	srv.tcp_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(srv.tcp_lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (srv.tcp_lfd < 0 || bind(srv.tcp_lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(srv.tcp_lfd, 4) < 0) {
+		fprintf(stderr, "ri2n-conns: cannot listen on TCP port %d: %s\n", opt.port,
+			strerror(errno));
+		return 3;
+	}
+	fprintf(stderr, "ri2n-conns: serving on port %d\n", opt.port);
+	srv.ctl = accept4(srv.tcp_lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (srv.ctl < 0)
+		return 3;
+	setsockopt(srv.ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	close(srv.tcp_lfd);
+	/* the base: engine running, listener up, no connection */
+	measure(&srv.base);
+	srv.prev = srv.base;
+	bench_set_nonblock(srv.ctl, 1);
+	srv_add(srv.lfd, EPOLLIN);
+	srv_add(srv.ctl, EPOLLIN);
+	for (;;) {
+		int n = epoll_wait(srv.ep, evs, 256, srv.pending ? 10 : 200);
+
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == srv.lfd)
+				srv_accept();
+			else if (fd == srv.ctl) {
+				if (srv_ctl_read())
+					goto out;
+			} else if (fd < srv.cap && srv.by_fd[fd])
+				srv_conn_read(srv.by_fd[fd]);
+		}
+		srv_check_pending();
+	}
+out:
+	for (int fd = 0; fd < srv.cap; fd++)
+		if (srv.by_fd[fd]) {
+			close(fd);
+			free(srv.by_fd[fd]);
+		}
+	fprintf(stderr, "ri2n-conns: server done: %d connections, %d died\n", srv.open, srv.dead);
+	return 0;
+}
+
+/* ---- client ---- */
+
+enum { CC_CONNECTING, CC_HELLO, CC_READY, CC_DEAD };
+
+typedef struct cconn {
+	int fd, state;
+	uint8_t echo[HELLO_LEN];
+	unsigned echo_got;
+	uint64_t sent;
+} cconn;
+
+static struct {
+	int ep, ctl;
+	cconn *c;
+	int *slot_of_fd; /* connection index of a descriptor, -1 */
+	int fd_cap;
+	int ready, dead, started;
+	memstat base, prev, idle;
+} cli;
+
+static void cli_dead(int i, const char *why, int err)
+{
+	cconn *c = &cli.c[i];
+
+	if (c->state == CC_DEAD)
+		return;
+	if (cli.dead < 5)
+		fprintf(stderr, "ri2n-conns: connection %d: %s%s%s\n", i, why, err ? ": " : "",
+			err ? strerror(err) : "");
+	if (c->state == CC_READY)
+		cli.ready--;
+	c->state = CC_DEAD;
+	cli.dead++;
+	if (c->fd >= 0)
+		epoll_ctl(cli.ep, EPOLL_CTL_DEL, c->fd, NULL);
+}
+
+static int cli_track(int fd, int i)
+{
+	if (fd >= cli.fd_cap) {
+		int cap = fd * 2 + 64;
+		int *n = realloc(cli.slot_of_fd, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		for (int k = cli.fd_cap; k < cap; k++)
+			n[k] = -1;
+		cli.slot_of_fd = n;
+		cli.fd_cap = cap;
+	}
+	cli.slot_of_fd[fd] = i;
+	return 0;
+}
+
+static void cli_start(int i, const struct sockaddr_in *a)
+{
+	cconn *c = &cli.c[i];
+	struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
+
+	c->fd = ri2n_socket();
+	if (c->fd < 0) {
+		cli_dead(i, "ri2n_socket", errno);
+		return;
+	}
+	bench_set_nonblock(c->fd, 1);
+	c->state = CC_CONNECTING;
+	if (cli_track(c->fd, i) < 0 ||
+	    (ri2n_connect(c->fd, (const struct sockaddr *)a, sizeof(*a)) < 0 &&
+	     errno != EINPROGRESS)) {
+		cli_dead(i, "connect", errno);
+		return;
+	}
+	epoll_ctl(cli.ep, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+static void cli_event(int i, uint32_t what)
+{
+	cconn *c = &cli.c[i];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+
+	if (c->state == CC_CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		uint8_t hello[HELLO_LEN];
+
+		if (ri2n_getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+			cli_dead(i, "connect", err ? err : errno);
+			return;
+		}
+		bench_put64(hello, (uint64_t)i);
+		if (write(c->fd, hello, HELLO_LEN) != HELLO_LEN) {
+			cli_dead(i, "hello", errno);
+			return;
+		}
+		c->state = CC_HELLO;
+		epoll_ctl(cli.ep, EPOLL_CTL_MOD, c->fd, &ev);
+		return;
+	}
+	if (c->state == CC_HELLO || c->state == CC_READY) {
+		for (;;) {
+			uint8_t buf[64];
+			ssize_t n = read(c->fd, buf, sizeof(buf));
+
+			if (n < 0 && errno == EAGAIN)
+				break;
+			if (n <= 0 || c->state == CC_READY) {
+				/* nothing more is ever sent to an idle client connection */
+				cli_dead(i, n < 0 ? "read" : n == 0 ? "end of stream" : "unexpected data",
+					 n < 0 ? errno : 0);
+				return;
+			}
+			for (ssize_t k = 0; k < n && c->echo_got < HELLO_LEN; k++)
+				c->echo[c->echo_got++] = buf[k];
+			if (c->echo_got == HELLO_LEN) {
+				if (bench_get64(c->echo) != (uint64_t)i) {
+					cli_dead(i, "wrong echo", 0);
+					return;
+				}
+				c->state = CC_READY;
+				cli.ready++;
+			}
+		}
+	}
+	(void)what;
+}
+
+/* Handles what epoll reports for up to ms milliseconds. */
+static void cli_poll(int ms)
+{
+	struct epoll_event evs[256];
+	int n = epoll_wait(cli.ep, evs, 256, ms);
+
+	for (int k = 0; k < n; k++)
+		cli_event((int)evs[k].data.u32, evs[k].events);
+}
+
+static void cli_measure(const char *phase, int busy, memstat *keep)
+{
+	memstat m;
+	char line[512], reply[512], cmd[64];
+
+	measure(&m);
+	mem_line(line, sizeof(line), "client", phase, cli.ready, busy, &m, &cli.base, &cli.prev,
+		 busy ? &cli.idle : NULL);
+	snprintf(line + strlen(line), sizeof(line) - strlen(line), " open=%d dead=%d",
+		 cli.ready, cli.dead);
+	report(line);
+	cli.prev = m;
+	if (keep)
+		*keep = m;
+	snprintf(cmd, sizeof(cmd), "MEM %s %d", phase, cli.ready);
+	if (ctl_send(cli.ctl, cmd) == 0 && ctl_recv(cli.ctl, reply, sizeof(reply)) == 0)
+		report(reply);
+	else
+		fprintf(stderr, "ri2n-conns: the server did not answer\n");
+}
+
+/* Streams opt.bytes of pattern on connections 0..busy-1; 0 when all written. */
+static int cli_stream(int busy)
+{
+	uint8_t *buf = malloc(CHUNK);
+	int left = busy, rc = 0;
+	double deadline = bench_now_s() + CTL_WAIT_S;
+
+	for (int i = 0; i < busy; i++) {
+		struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
+
+		if (cli.c[i].state != CC_READY) {
+			left--;
+			rc = -1;
+			continue;
+		}
+		epoll_ctl(cli.ep, EPOLL_CTL_MOD, cli.c[i].fd, &ev);
+	}
+	while (left > 0 && bench_now_s() < deadline) {
+		struct epoll_event evs[256];
+		int n = epoll_wait(cli.ep, evs, 256, 100);
+
+		for (int k = 0; k < n; k++) {
+			int i = (int)evs[k].data.u32;
+			cconn *c = &cli.c[i];
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+
+			if (i >= busy || c->state != CC_READY) {
+				if (c->state != CC_DEAD)
+					cli_event(i, evs[k].events);
+				continue;
+			}
+			if (evs[k].events & (EPOLLERR | EPOLLHUP | EPOLLIN)) {
+				cli_event(i, evs[k].events); /* data or an error: it died */
+				left--;
+				rc = -1;
+				continue;
+			}
+			while (c->sent < opt.bytes) {
+				size_t want = opt.bytes - c->sent < CHUNK ? opt.bytes - c->sent : CHUNK;
+				ssize_t w;
+
+				bench_pattern_fill(buf, (uint64_t)i + 1, c->sent, want);
+				w = write(c->fd, buf, want);
+				if (w < 0 && errno == EAGAIN)
+					break;
+				if (w <= 0) {
+					cli_dead(i, "write", errno);
+					left--;
+					rc = -1;
+					break;
+				}
+				c->sent += (uint64_t)w;
+			}
+			if (c->state == CC_READY && c->sent == opt.bytes) {
+				epoll_ctl(cli.ep, EPOLL_CTL_MOD, c->fd, &ev);
+				left--;
+			}
+		}
+	}
+	free(buf);
+	return left > 0 ? -1 : rc;
+}
+
+/*
+ * Opens connection 0 and lowers opt.conns to what both processes' descriptor
+ * limits hold (a container may forbid raising them): a connection that could
+ * not get its descriptors would fail its handshake at one end or the other.
+ */
+static int fit_limits(const struct sockaddr_in *a, long nofile)
+{
+	char reply[256];
+	long srv_nofile, srv_fds0, srv_fds1, per_c, per_s, cap_c, cap_s;
+	memstat m0, m1;
+
+	if (ctl_send(cli.ctl, "LIMIT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		return -1;
+	srv_nofile = (long)line_field(reply, "nofile");
+	srv_fds0 = (long)line_field(reply, "fds");
+	measure(&m0);
+	cli_start(0, a);
+	while (cli.ready + cli.dead < 1 && bench_now_s() - m0.t < CTL_WAIT_S)
+		cli_poll(20);
+	if (cli.ready < 1) {
+		fprintf(stderr, "ri2n-conns: the first connection failed\n");
+		return -1;
+	}
+	measure(&m1);
+	if (ctl_send(cli.ctl, "LIMIT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		return -1;
+	srv_fds1 = (long)line_field(reply, "fds");
+	per_c = m1.fds - m0.fds > 0 ? m1.fds - m0.fds : 1;
+	per_s = srv_fds1 - srv_fds0 > 0 ? srv_fds1 - srv_fds0 : 1;
+	/* 64 spare: the processes' own files, the engine's, an accept in progress */
+	cap_c = 1 + (nofile - m1.fds - 64) / per_c;
+	cap_s = 1 + (srv_nofile - srv_fds1 - 64) / per_s;
+	fprintf(stderr, "ri2n-conns: a connection takes %ld descriptors in the client, %ld in the"
+		" server; limits %ld and %ld hold %ld and %ld connections\n", per_c, per_s, nofile,
+		srv_nofile, cap_c, cap_s);
+	if (cap_s < cap_c)
+		cap_c = cap_s;
+	if (cap_c < opt.conns) {
+		fprintf(stderr, "ri2n-conns: opening %ld connections, not %d: RLIMIT_NOFILE cannot "
+			"be raised further here\n", cap_c, opt.conns);
+		opt.fd_limited = 1;
+		opt.conns = (int)cap_c;
+	}
+	return 0;
+}
+
+static int run_client(void)
+{
+	struct sockaddr_in a;
+	char reply[512];
+	int one = 1, next = 0, warm, status = 0, wanted = opt.conns;
+	long nofile;
+	double t0, t_conn;
+	uint64_t vbytes = 0, vbad = UINT64_MAX;
+
+	/* each client connection: its socketpair's two ends and one UDP socket per rail */
+	nofile = raise_nofile((long)opt.conns * (2 + RI2N_MAX_RAILS) + 1024);
+	if (bench_resolve(opt.host, opt.port, &a) < 0) {
+		fprintf(stderr, "ri2n-conns: cannot resolve %s\n", opt.host);
+		return 2;
+	}
+	cli.ctl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	for (int tries = 0;; tries++) {
+		if (connect(cli.ctl, (struct sockaddr *)&a, sizeof(a)) == 0)
+			break;
+		if (tries >= 100) {
+			fprintf(stderr, "ri2n-conns: no server at %s:%d: %s\n", opt.host, opt.port,
+				strerror(errno));
+			return 3;
+		}
+		usleep(50000);
+	}
+	setsockopt(cli.ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	cli.c = calloc((size_t)opt.conns, sizeof(*cli.c));
+	cli.ep = epoll_create1(EPOLL_CLOEXEC);
+	/* the engine starts with the first socket: count it in the base, not per connection */
+	warm = ri2n_socket();
+	measure(&cli.base);
+	cli.prev = cli.base;
+	{
+		char line[512];
+
+		mem_line(line, sizeof(line), "client", "base", 0, 0, &cli.base, &cli.base,
+			 &cli.base, NULL);
+		report(line);
+	}
+
+	/* open: the first alone, to learn what one costs in descriptors on each side */
+	t0 = bench_now_s();
+	if (fit_limits(&a, nofile) < 0)
+		return 3;
+	if (opt.busy > opt.conns)
+		opt.busy = opt.conns;
+	next = 1;
+	/* then the rest, at most `batch` handshakes at a time */
+	while ((cli.ready + cli.dead < opt.conns) && bench_now_s() - t0 < CTL_WAIT_S) {
+		while (next < opt.conns && next - cli.ready - cli.dead < opt.batch)
+			cli_start(next++, &a);
+		cli_poll(20);
+	}
+	t_conn = bench_now_s() - t0;
+	fprintf(stderr, "ri2n-conns: %d of %d connections established in %.2f s, %d failed\n",
+		cli.ready, opt.conns, t_conn, cli.dead);
+	if (cli.ready == 0)
+		return 3;
+
+	/* idle: keepalives only */
+	{
+		double until = bench_now_s() + opt.idle_s;
+
+		while (bench_now_s() < until)
+			cli_poll(100);
+	}
+	cli_measure("idle", 0, &cli.idle);
+
+	/* busy: a subset streams verified data */
+	if (opt.busy > 0 && opt.bytes > 0) {
+		double tb = bench_now_s();
+		char cmd[64];
+
+		if (cli_stream(opt.busy) < 0)
+			status = 1;
+		snprintf(cmd, sizeof(cmd), "BUSY %d %" PRIu64, opt.busy, opt.bytes);
+		if (ctl_send(cli.ctl, cmd) == 0 && ctl_recv(cli.ctl, reply, sizeof(reply)) == 0) {
+			vbytes = (uint64_t)line_field(reply, "bytes");
+			vbad = (uint64_t)line_field(reply, "bad");
+		}
+		fprintf(stderr, "ri2n-conns: %d connections streamed %" PRIu64 " bytes each in %.2f s"
+			" (%.0f Mbit/s together); the server verified %" PRIu64 " bytes, %" PRIu64
+			" bad\n", opt.busy, opt.bytes, bench_now_s() - tb,
+			(double)opt.busy * (double)opt.bytes * 8 / (bench_now_s() - tb) / 1e6,
+			vbytes, vbad);
+		cli_measure("busy", opt.busy, NULL);
+	}
+	if (opt.rest_s > 0) {
+		double until = bench_now_s() + opt.rest_s;
+
+		while (bench_now_s() < until)
+			cli_poll(100);
+		cli_measure("rest", 0, NULL);
+	}
+	/* a last look: any connection that died while we measured */
+	cli_poll(0);
+
+	{
+		int verified = opt.busy == 0 || opt.bytes == 0 ||
+			       (vbad == 0 && vbytes == (uint64_t)opt.busy * opt.bytes);
+		int established = cli.ready;
+
+		if (!verified || cli.dead > 0)
+			status = 1;
+		printf("conns done conns=%d wanted=%d fd_limited=%d established=%d failed=%d busy=%d"
+		       " bytes=%" PRIu64 " verified=%s bad=%" PRIu64 " connect_secs=%.2f\n",
+		       opt.conns, wanted, opt.fd_limited, established, cli.dead, opt.busy, vbytes,
+		       verified ? "yes" : "no", vbad == UINT64_MAX ? 0 : vbad, t_conn);
+		fflush(stdout);
+	}
+	ctl_send(cli.ctl, "QUIT");
+	for (int i = 0; i < opt.conns; i++)
+		if (cli.c[i].fd > 0)
+			close(cli.c[i].fd);
+	close(warm);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	int serve_mode;
+
+	if (argc < 2)
+		usage();
+	signal(SIGPIPE, SIG_IGN);
+	serve_mode = strcmp(argv[1], "serve") == 0;
+	if (!serve_mode && strcmp(argv[1], "run") != 0)
+		usage();
+	int i = 2;
+
+	if (!serve_mode) {
+		if (argc < 3)
+			usage();
+		opt.host = argv[2];
+		i = 3;
+	}
+	for (; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			usage();
+		i++;
+		if (strcmp(o, "--port") == 0)
+			opt.port = atoi(v);
+		else if (strcmp(o, "--bind") == 0)
+			opt.bind = v;
+		else if (strcmp(o, "--conns") == 0)
+			opt.conns = atoi(v);
+		else if (strcmp(o, "--busy") == 0)
+			opt.busy = atoi(v);
+		else if (strcmp(o, "--batch") == 0)
+			opt.batch = atoi(v);
+		else if (strcmp(o, "--idle") == 0)
+			opt.idle_s = atof(v);
+		else if (strcmp(o, "--rest") == 0)
+			opt.rest_s = atof(v);
+		else if (strcmp(o, "--csv") == 0)
+			opt.csv_path = v;
+		else if (strcmp(o, "--bytes") == 0) {
+			int64_t b = bench_parse_size(v);
+
+			if (b < 0)
+				usage();
+			opt.bytes = (uint64_t)b;
+		} else
+			usage();
+	}
+	if (opt.conns < 1 || opt.busy < 0 || opt.batch < 1 || opt.port <= 0 || opt.port > 65535)
+		usage();
+	if (opt.csv_path) {
+		int fresh = access(opt.csv_path, F_OK) != 0;
+
+		opt.csv = fopen(opt.csv_path, "a");
+		if (!opt.csv) {
+			fprintf(stderr, "ri2n-conns: cannot write %s\n", opt.csv_path);
+			return 2;
+		}
+		if (fresh)
+			fprintf(opt.csv, "role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,"
+					 "pss_per_conn,rss_per_conn,fds_per_conn\n");
+	}
+	return serve_mode ? serve() : run_client();
+}
