@@ -8,7 +8,7 @@
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
-#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi
+#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -17,7 +17,7 @@
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, nothing else is touched) and writes OUT/summary.md,
 # throughput.csv, latency.csv, failover.csv, failover_events.csv, failover.png, latency.png,
-# mpi.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# mpi.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -53,17 +53,21 @@ case $mode in
 full)
 	: "${reps:=3}"
 	TP_SECS=10 SINGLE_SECS=10 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
-	PP_ITERS=2000 PP_BUDGET=64M PP_SIZES="" SP_SECS=2
+	PP_ITERS=2000 PP_BUDGET=64M PP_SIZES=$(awk 'BEGIN { for (i = 0; i <= 20; i++) printf "%s%d", (i ? "," : ""), 2 ^ i }') SP_SECS=2
 	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
 	BUSY_SIZES="8,1k,64k"
+	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
+	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=300000 KV_N_1000=300000
 	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20
 	;;
 quick)
 	: "${reps:=1}"
 	TP_SECS=5 SINGLE_SECS=4 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
-	PP_ITERS=1000 PP_BUDGET=16M PP_SIZES="" SP_SECS=1
+	PP_ITERS=1000 PP_BUDGET=16M PP_SIZES="1,8,64,512,4k,32k,256k,1M" SP_SECS=1
 	SP_SIZES_UDP="14 1024" SP_SIZES_TCP="14 1024 16384"
 	BUSY_SIZES=""
+	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
+	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=100000 KV_N_1000=100000
 	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15
 	;;
 smoke)
@@ -72,6 +76,8 @@ smoke)
 	PP_ITERS=50 PP_BUDGET=4M PP_SIZES="1,8,1k,64k,1M" SP_SECS=1
 	SP_SIZES_UDP="14" SP_SIZES_TCP="14"
 	BUSY_SIZES=""
+	LAT_ROUNDS=1 LAT_ROUND_SIZES="8"
+	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
 	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5
 	: "${only:=tp2,failover,latency,mpi}"
 	;;
@@ -83,9 +89,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png,mpi.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -174,8 +180,8 @@ sval() { printf '%s' "$(awk -F'\t' -v f="$1" -v s="$2" -v m="$3" '$1 == f && $2 
 # ---- tools ---------------------------------------------------------------------------------
 log "ri2n bench, mode $mode, $reps repetition(s), figures: $only; results in $out"
 if [ "$mode" != smoke ]; then
-	log "== dependencies (tools/deps.sh, mptcpize)"
-	"$ROOT/tools/deps.sh" || log "   tools/deps.sh failed: steps needing missing tools will fail"
+	log "== dependencies (tools/deps.sh --bench, mptcpize)"
+	"$ROOT/tools/deps.sh" --bench || log "   tools/deps.sh failed: steps needing missing tools will fail"
 	if ! command -v mptcpize >/dev/null; then
 		log "   installing mptcpize (Debian package mptcpize)"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mptcpize >/dev/null 2>&1 ||
@@ -336,12 +342,17 @@ mptcp_subflows() {
 
 # ---- throughput ----------------------------------------------------------------------------
 TP_CSV=$out/throughput.csv
-echo "figure,system,rep,mbps,cpu_send_pct,cpu_recv_pct,rail_share_pct,subflows,verified,seconds" >"$TP_CSV"
+echo "figure,system,rep,mbps,cpu_send_pct,cpu_recv_pct,rail_share_pct,subflows,verified,seconds,cpu_s_per_gbit" >"$TP_CSV"
 tp_row() { # FIG SYS REP MBPS CPUS CPUR SHARE SUBFLOWS VERIFIED SECS
-	echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,${10}" >>"$TP_CSV"
+	local cpg=""
+	# CPU seconds (sender + receiver process, user + system) per gigabit delivered
+	[ -n "$4" ] && [ -n "$5" ] && [ -n "$6" ] &&
+		cpg=$(awk -v m="$4" -v a="$5" -v b="$6" 'BEGIN { if (m > 0) printf "%.3f", (a + b) / 100 / (m / 1000) }')
+	echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,${10},$cpg" >>"$TP_CSV"
 	put "$1" "$2" "$3" mbps "$4"
 	[ -n "$5" ] && put "$1" "$2" "$3" cpu_send "$5"
 	[ -n "$6" ] && put "$1" "$2" "$3" cpu_recv "$6"
+	[ -n "$cpg" ] && put "$1" "$2" "$3" cpu_gbit "$cpg"
 	put "$1" "$2" "$3" share "$7"
 	return 0
 }
@@ -457,7 +468,7 @@ tp_figure() { # FIG REP [ri2n-stream args]
 	done
 	if [ -n "$s" ]; then
 		put "$fig" tcp-sum "$rep" mbps "$s"
-		echo "$fig,tcp-sum,$rep,$s,,,,,," >>"$TP_CSV"
+		echo "$fig,tcp-sum,$rep,$s,,,,,,," >>"$TP_CSV"
 	fi
 	sub iperf_tp "$fig" mptcp "$rep" "$TP_SECS" 1 mptcp
 	sub_end
@@ -628,24 +639,40 @@ failover() {
 
 # ---- latency -------------------------------------------------------------------------------
 LAT_CSV=$out/latency.csv
-echo "system,wait,rep,size,iterations,median_us,p99_us,min_us,mean_us" >"$LAT_CSV"
+echo "system,wait,rep,size,iterations,median_us,p99_us,min_us,mean_us,pinned" >"$LAT_CSV"
+# latency figures in the metrics: lat-block (blocking reads, pinned), lat-unpinned (blocking
+# reads, not pinned), lat-busy (busy polling, not pinned)
+lat_fig() { # WAIT PIN
+	if [ "$1" = busy ]; then echo lat-busy; elif [ "$2" = yes ]; then echo lat-block; else echo lat-unpinned; fi
+}
+# Does this ri2n-pingpong have the fast API (ri2n_send/ri2n_recv, --fast)?
+pp_has_fast() { "$PINGPONG" --help 2>&1 | grep -q -- --fast; }
 
-# pingpong SYS REP [WAIT]: ri2n-pingpong; host 1 pinned to CPU 0, host 2 to CPU 1 (two one-core
-# hosts) for blocking reads; busy polling runs unpinned (ri2n's engine thread needs a core too)
+# pingpong SYS REP [WAIT] [PIN] [SIZES]: ri2n-pingpong. SYS: ri2n (plain read/write on the
+# descriptor), ri2n-fast (the fast API, --fast), tcp, udp. PIN yes (the default for blocking
+# reads): host 1 on CPU 0, host 2 on CPU 1 (two one-core hosts); no: wherever the scheduler
+# puts them. Busy polling always runs unpinned (ri2n's engine thread needs a core too).
 pingpong() {
-	local sys=$1 rep=$2 wait=${3:-block} name targ=() pin1=() pin2=() sizes=() rc
-	name=$RAW/latency-$sys-$wait-$rep
+	local sys=$1 rep=$2 wait=${3:-block} pin=${4:-yes} psizes=${5:-$PP_SIZES} name targ=() pin1=() pin2=() sizes=() rc fig
+	[ "$wait" = busy ] && pin=no
+	fig=$(lat_fig "$wait" "$pin")
+	name=$RAW/latency-$sys-$wait-pin$pin-$rep
 	case $sys in tcp) targ=(--tcp) ;; udp) targ=(--udp) ;; esac
+	if [ "$sys" = ri2n-fast ]; then
+		pp_has_fast || { skip "ri2n-pingpong has no --fast (the fast API) yet"; return; }
+	fi
 	if [ "$wait" = busy ]; then
 		targ+=(--busy-poll) sizes=(--sizes "$BUSY_SIZES")
 	else
-		pin1=(taskset -c 0) pin2=(taskset -c 1)
-		[ -n "$PP_SIZES" ] && sizes=(--sizes "$PP_SIZES")
+		[ "$pin" = yes ] && pin1=(taskset -c 0) pin2=(taskset -c 1)
+		[ -n "$psizes" ] && sizes=(--sizes "$psizes")
 	fi
 	next_port
 	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env RI2N_RAILS="$(rails_list)" "${pin2[@]}" \
 		"$PINGPONG" serve --once --port "$PORT" "${targ[@]}"
 	local srv=$BG
+	# the server follows the client's --fast
+	[ "$sys" = ri2n-fast ] && targ+=(--fast)
 	if [ "$sys" = udp ]; then sleep 0.3; else wait_port 2 "$PORT" || { stop_bg $srv; fail "server did not start: $(head -c 300 "$name.srv.err")"; return; }; fi
 	timeout -s KILL 300 ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" "${pin1[@]}" \
 		"$PINGPONG" client "$(haddr 2 1)" --port "$PORT" "${targ[@]}" --iterations "$PP_ITERS" \
@@ -653,50 +680,175 @@ pingpong() {
 	rc=$?
 	wait_exit $srv 5
 	[ $rc -eq 0 ] || { fail "ri2n-pingpong $sys exited $rc: $(head -c 300 "$name.err")"; return; }
-	awk -F, -v s="$sys" -v r="$rep" 'NR > 1 && $5 != "n/a" { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", s, $2, r, $3, $4, $5, $6, $7, $8 }' \
+	awk -F, -v s="$sys" -v r="$rep" -v p="$pin" 'NR > 1 && $5 != "n/a" { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", s, $2, r, $3, $4, $5, $6, $7, $8, p }' \
 		"$name.csv" >>"$LAT_CSV"
-	awk -F, -v s="$sys" -v r="$rep" -v w="$wait" 'NR > 1 && $5 != "n/a" {
-		printf "lat-%s\t%s\t%s\tmed_%s\t%s\nlat-%s\t%s\t%s\tp99_%s\t%s\n", w, s, r, $3, $5, w, s, r, $3, $6 }' \
+	awk -F, -v s="$sys" -v r="$rep" -v f="$fig" 'NR > 1 && $5 != "n/a" {
+		printf "%s\t%s\t%s\tmed_%s\t%s\n%s\t%s\t%s\tp99_%s\t%s\n", f, s, r, $3, $5, f, s, r, $3, $6 }' \
 		"$name.csv" >>"$METRICS"
-	log "   $sys ($wait): $(awk -F, 'NR > 1 && $5 != "n/a" { printf "%s B %s us; ", $3, $5 }' "$name.csv" | cut -c1-200)"
+	log "   $sys ($wait, pinned: $pin): $(awk -F, 'NR > 1 && $5 != "n/a" { printf "%s B %s [%s] us; ", $3, $5, $6 }' "$name.csv" | cut -c1-220)"
 }
 
-# sockperf_lat SYS REP: sockperf ping-pong (UDP, or TCP) at each size, pinned like above
+# sockperf_lat SYS REP [PIN] [SIZES]: sockperf ping-pong at each size. SYS: sockperf-udp,
+# sockperf-tcp (--tcp over rail 1), sockperf-ri2n-run (--tcp with both ends under ri2n-run:
+# ri2n over every rail). PIN as for pingpong (default yes).
 sockperf_lat() {
-	local sys=$1 rep=$2 proto=() sizes sz name rc
+	local sys=$1 rep=$2 pin=${3:-yes} proto=() szs=${4:-} sz name rc fig wrap=() pin1=() pin2=() rr
 	need sockperf "apt-get install sockperf" || return
-	if [ "$sys" = sockperf-tcp ]; then proto=(--tcp) sizes=$SP_SIZES_TCP; else sizes=$SP_SIZES_UDP; fi
-	name=$RAW/latency-$sys-$rep
+	case $sys in
+	sockperf-tcp) proto=(--tcp) ;;
+	sockperf-ri2n-run)
+		proto=(--tcp)
+		[ "$mode" = smoke ] && { skip "sockperf under ri2n-run is not part of the smoke run"; return; }
+		[ -n "$SP_RR_FAILED" ] && { skip "not run again after it failed ($SP_RR_FAILED)"; return; }
+		rr=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+		wrap=(env RI2N_RAILS="$(rails_list)" "$rr")
+		;;
+	esac
+	if [ -z "$szs" ]; then if [ -n "${proto[*]}" ]; then szs=$SP_SIZES_TCP; else szs=$SP_SIZES_UDP; fi; fi
+	[ "$pin" = yes ] && pin1=(taskset -c 0) pin2=(taskset -c 1)
+	fig=$(lat_fig block "$pin")
+	name=$RAW/latency-$sys-pin$pin-$rep
 	next_port
-	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" taskset -c 1 sockperf server "${proto[@]}" \
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" "${pin2[@]}" "${wrap[@]}" sockperf server "${proto[@]}" \
 		-i "$(haddr 2 1)" -p "$PORT"
 	local srv=$BG
-	sleep 0.5
-	for sz in $sizes; do
-		timeout -s KILL $((SP_SECS + 30)) ip netns exec "$(hns 1)" taskset -c 0 sockperf ping-pong "${proto[@]}" \
+	if [ -n "${proto[*]}" ]; then
+		wait_port 2 "$PORT" || { stop_bg $srv; fail "sockperf server did not start: $(head -c 300 "$name.srv.out")"; return; }
+	else
+		sleep 0.5
+	fi
+	for sz in $szs; do
+		timeout -s KILL $((SP_SECS + 30)) ip netns exec "$(hns 1)" "${pin1[@]}" "${wrap[@]}" sockperf ping-pong "${proto[@]}" \
 			-i "$(haddr 2 1)" -p "$PORT" -m "$sz" -t "$SP_SECS" >"$name-$sz.out" 2>&1
 		rc=$?
-		[ $rc -eq 0 ] || { stop_bg $srv; fail "sockperf ping-pong -m $sz exited $rc: $(grep -m2 -i error "$name-$sz.out")"; return; }
+		if [ $rc -ne 0 ]; then
+			stop_bg $srv
+			fail "sockperf ping-pong -m $sz ($sys) exited $rc: $(grep -m1 -i error "$name-$sz.out" | cut -c1-200)"
+			[ "$sys" = sockperf-ri2n-run ] && SP_RR_FAILED="pinned: $pin, $sz B, exit status $rc"
+			return
+		fi
 		# sockperf prints half round trips (one-way latency) in usec
-		awk -v s="$sys" -v r="$rep" -v z="$sz" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
+		awk -v s="$sys" -v r="$rep" -v z="$sz" -v p="$pin" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
 			/<MIN> observation/ { mn = $NF } /avg-latency=/ { match($0, /avg-latency=[0-9.]+/); avg = substr($0, RSTART + 12, RLENGTH - 12) }
-			END { if (med != "") printf "%s,block,%s,%s,,%s,%s,%s,%s\n", s, r, z, med, p99, mn, avg }' "$name-$sz.out" >>"$LAT_CSV"
-		awk -v s="$sys" -v r="$rep" -v z="$sz" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
-			END { if (med != "") printf "lat-block\t%s\t%s\tmed_%s\t%s\nlat-block\t%s\t%s\tp99_%s\t%s\n", s, r, z, med, s, r, z, p99 }' \
+			END { if (med != "") printf "%s,block,%s,%s,,%s,%s,%s,%s,%s\n", s, r, z, med, p99, mn, avg, p }' "$name-$sz.out" >>"$LAT_CSV"
+		awk -v s="$sys" -v r="$rep" -v z="$sz" -v f="$fig" '/percentile 50.000/ { med = $NF } /percentile 99.000/ { p99 = $NF }
+			END { if (med != "") printf "%s\t%s\t%s\tmed_%s\t%s\n%s\t%s\t%s\tp99_%s\t%s\n", f, s, r, z, med, f, s, r, z, p99 }' \
 			"$name-$sz.out" >>"$METRICS"
 	done
 	stop_bg $srv
-	log "   $sys: $(awk -F, -v s="$sys" -v r="$rep" '$1 == s && $3 == r { printf "%s B %s us; ", $4, $6 }' "$LAT_CSV")"
+	log "   $sys (pinned: $pin): $(awk -F, -v s="$sys" -v r="$rep" -v p="$pin" '$1 == s && $3 == r && $10 == p { printf "%s B %s [%s] us; ", $4, $6, $7 }' "$LAT_CSV")"
 }
 
+# latency_figure REP: LAT_ROUNDS rounds, each pinned then unpinned; the order of the systems
+# alternates from round to round. Round 1 sweeps every size, later rounds only LAT_ROUND_SIZES
+# (sockperf: its smallest size), so the small-message medians are over LAT_ROUNDS runs.
+SP_RR_FAILED=""
 latency_figure() { # REP
-	local rep=$1 s
+	local rep=$1 s r round order pin ppsz spsz_tcp spsz_udp
 	sub_begin
-	for s in ri2n tcp udp; do sub pingpong "$s" "$rep"; done
+	pp_has_fast || log "   ri2n-pingpong has no --fast (the fast API) yet: its rows are left out"
+	for ((round = 1; round <= LAT_ROUNDS; round++)); do
+		r=$rep; [ "$LAT_ROUNDS" -gt 1 ] && r=$rep.$round
+		ppsz=$PP_SIZES spsz_tcp=$SP_SIZES_TCP spsz_udp=$SP_SIZES_UDP
+		[ "$round" -gt 1 ] && ppsz=$LAT_ROUND_SIZES spsz_tcp=${SP_SIZES_TCP%% *} spsz_udp=${SP_SIZES_UDP%% *}
+		[ "$LAT_ROUNDS" -gt 1 ] && log "   round $round of $LAT_ROUNDS"
+		for pin in yes no; do
+			if [ $((round % 2)) -eq 1 ]; then order="ri2n tcp ri2n-fast udp"; else order="tcp ri2n udp ri2n-fast"; fi
+			for s in $order; do
+				[ "$s" = ri2n-fast ] && ! pp_has_fast && continue
+				sub pingpong "$s" "$r" block "$pin" "$ppsz"
+			done
+			if [ $((round % 2)) -eq 1 ]; then order="sockperf-tcp sockperf-ri2n-run"; else order="sockperf-ri2n-run sockperf-tcp"; fi
+			for s in $order; do sub sockperf_lat "$s" "$r" "$pin" "$spsz_tcp"; done
+			[ "$pin" = yes ] && sub sockperf_lat sockperf-udp "$r" yes "$spsz_udp"
+		done
+	done
 	if [ -n "$BUSY_SIZES" ]; then
 		for s in ri2n tcp udp; do sub pingpong "$s" "$rep" busy; done
+		pp_has_fast && sub pingpong ri2n-fast "$rep" busy
 	fi
-	for s in sockperf-udp sockperf-tcp; do sub sockperf_lat "$s" "$rep"; done
+	sub_end
+}
+
+# ---- request rate: a real key-value server under ri2n-run ----------------------------------
+# redis-server in host 2 and redis-benchmark in host 1, both under ri2n-run (ri2n over every
+# rail), next to the same pair over plain TCP on rail 1; rounds alternate which goes first.
+KV_CSV=$out/kv.csv
+echo "system,clients,pipeline,rep,test,requests,rps,avg_ms,p50_ms,p99_ms" >"$KV_CSV"
+KV_SETTINGS="p16 c50 c1000" KV_RR=""
+kv_args() { # SETTING -> redis-benchmark arguments
+	case $1 in
+	p16) echo "-c 50 -P 16 -n $KV_N_PIPE" ;;
+	c50) echo "-c 50 -n $KV_N" ;;
+	c1000) echo "-c 1000 -n $KV_N_1000" ;;
+	esac
+}
+kv_label() { case $1 in p16) echo "50 clients, pipelined (-P 16)" ;; c50) echo "50 clients" ;; c1000) echo "1000 clients" ;; esac; }
+kv_wrap() { [ "$1" = ri2n ] && printf '%s\n' env RI2N_RAILS="$(rails_list)" "$KV_RR"; }
+# sh -c script: open files up to 65536 (or the hard limit if lower; 1000 clients under ri2n-run
+# take about 4 descriptors each), then the command
+KV_SH='n=$(ulimit -Hn); [ "$n" = unlimited ] && n=65536; [ "$n" -gt 65536 ] && n=65536; ulimit -n "$n" && exec "$@"'
+# kv_server SYS PORT REP: redis without persistence on host 2's rail 1 address (pid in BG)
+kv_server() {
+	local sys=$1 port=$2 name=$RAW/kv-$1-$3 wrap=()
+	mapfile -t wrap < <(kv_wrap "$sys")
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" sh -c "$KV_SH" sh "${wrap[@]}" \
+		redis-server --bind "$(haddr 2 1)" --port "$port" --save '' --appendonly no --protected-mode no \
+		--daemonize no --maxclients 10000
+}
+# kv_bench SYS SETTING REP PORT: one redis-benchmark run (SET then GET), ops/s into kv.csv
+kv_bench() {
+	local sys=$1 set=$2 rep=$3 port=$4 wrap=() args=() name rc c p n t v
+	name=$RAW/kv-$sys-$set-$rep
+	mapfile -t wrap < <(kv_wrap "$sys")
+	read -r -a args <<<"$(kv_args "$set")"
+	timeout -s KILL 150 ip netns exec "$(hns 1)" sh -c "$KV_SH" sh "${wrap[@]}" \
+		redis-benchmark -h "$(haddr 2 1)" -p "$port" -t set,get "${args[@]}" --csv >"$name.csv" 2>"$name.err"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "redis-benchmark ($sys, $(kv_label "$set")) exited $rc: $(tail -c 300 "$name.err" | tr '\n' ' ')"; return; }
+	c=$(sed 's/.*-c \([0-9]*\).*/\1/' <<<"${args[*]}") n=$(sed 's/.*-n \([0-9]*\).*/\1/' <<<"${args[*]}")
+	p=1; [[ " ${args[*]} " == *" -P "* ]] && p=$(sed 's/.*-P \([0-9]*\).*/\1/' <<<"${args[*]}")
+	for t in SET GET; do
+		# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+		v=$(tr -d '"' <"$name.csv" | awk -F, -v t="$t" '$1 == t { print $2, $3, $5, $7 }')
+		[ -n "$v" ] || { fail "no $t result from redis-benchmark ($sys, $(kv_label "$set")): $(head -c 200 "$name.csv" "$name.err" | tr '\n' ' ')"; return; }
+		read -r -a v <<<"$v"
+		echo "$sys,$c,$p,$rep,$t,$n,${v[0]},${v[1]},${v[2]},${v[3]}" >>"$KV_CSV"
+		put "kv-$set" "$sys" "$rep" "${t,,}" "${v[0]}"
+	done
+	log "   $sys, $(kv_label "$set"): SET $(awk -F, -v s="$sys" -v r="$rep" -v c="$c" -v p="$p" '$1 == s && $2 == c && $3 == p && $4 == r && $5 == "SET" { print $7 }' "$KV_CSV")," \
+		"GET $(awk -F, -v s="$sys" -v r="$rep" -v c="$c" -v p="$p" '$1 == s && $2 == c && $3 == p && $4 == r && $5 == "GET" { print $7 }' "$KV_CSV") requests/s"
+}
+# kv_figure REP: both servers up, then KV_ROUNDS rounds of every client setting, TCP and ri2n
+# alternating which goes first; every process is stopped at the end (and by the exit trap)
+kv_figure() {
+	local rep=$1 round r set sys order ptcp pri st sr
+	need redis-server "apt-get install redis-server" || return
+	need redis-benchmark "apt-get install redis-tools" || return
+	KV_RR=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+	next_port; ptcp=$PORT
+	next_port; pri=$PORT
+	kv_server tcp "$ptcp" "$rep"; st=$BG
+	kv_server ri2n "$pri" "$rep"; sr=$BG
+	if ! wait_port 2 "$ptcp" || ! wait_port 2 "$pri"; then
+		stop_bg $st; stop_bg $sr
+		fail "redis-server did not start: $(tail -q -c 200 "$RAW/kv-tcp-$rep".srv.* "$RAW/kv-ri2n-$rep".srv.* | tr '\n' ' ')"
+		return
+	fi
+	sub_begin
+	for ((round = 1; round <= KV_ROUNDS; round++)); do
+		r=$rep; [ "$KV_ROUNDS" -gt 1 ] && r=$rep.$round
+		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		for set in $KV_SETTINGS; do
+			for sys in $order; do
+				if [ "$sys" = tcp ]; then sub kv_bench tcp "$set" "$r" "$ptcp"; else sub kv_bench ri2n "$set" "$r" "$pri"; fi
+			done
+		done
+	done
+	kill -0 $st 2>/dev/null || { SUB_FAIL=1 SUB_REASON="the TCP redis-server died: $(tail -c 200 "$RAW/kv-tcp-$rep.srv.out")"; }
+	kill -0 $sr 2>/dev/null || { SUB_FAIL=1 SUB_REASON="redis-server under ri2n-run died: $(tail -c 200 "$RAW/kv-ri2n-$rep.srv.out")"; }
+	stop_bg $st
+	stop_bg $sr
 	sub_end
 }
 
@@ -830,7 +982,7 @@ mpi_figure() { # REP
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want latency || want mpi; then
+	if want tp2 || want degraded || want loss || want failover || want latency || want mpi || want kv; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = bn2g ]; then
 			for rep in $(seq "$reps"); do
@@ -850,7 +1002,8 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 						step "failover, MPTCP: the same (rep $rep)" failover mptcp "$rep"
 					fi
 				fi
-				want latency && step "latency vs message size (rep $rep)" latency_figure "$rep"
+				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
+				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
 			done
 		fi
@@ -923,9 +1076,10 @@ unset multiplot
 EOF
 	fi
 	if [ "$(wc -l <"$LAT_CSV")" -gt 1 ]; then
-		for s in ri2n tcp udp sockperf-udp sockperf-tcp; do
-			# per size, the median over repetitions of each run's median
-			awk -F, -v s="$s" '$1 == s && $2 == "block" { print $4, $6 }' "$LAT_CSV" | sort -k1,1n -k2,2g |
+		for s in ri2n tcp udp sockperf-udp sockperf-tcp ri2n-fast sockperf-ri2n-run ri2n-unpinned tcp-unpinned; do
+			# per size, the median over repetitions of each run's median; pinned unless named so
+			awk -F, -v s="$s" 'BEGIN { p = "yes"; if (sub(/-unpinned$/, "", s)) p = "no" }
+				$1 == s && ($2 == "block" || $2 == "fast") && ($10 == p || ($10 == "" && p == "yes")) { print $4, $6 }' "$LAT_CSV" | sort -k1,1n -k2,2g |
 				awk '{ v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
 					END { for (i = 1; i <= n; i++) { z = order[i]; k = split(v[z], x, " ")
 						printf "%s %s\n", z, (k % 2 ? x[(k + 1) / 2] : (x[k / 2] + x[k / 2 + 1]) / 2) } }' \
@@ -934,7 +1088,7 @@ EOF
 		gnuplot >"$RAW/gnuplot-latency.log" 2>&1 <<EOF || { ok=1; FAIL_REASON="gnuplot failed on latency.png: $(head -c 200 "$RAW/gnuplot-latency.log")"; }
 set terminal pngcairo size 1100,700 font "DejaVu Sans,11"
 set output "$out/latency.png"
-set title "One-way latency (half round trip, median), 2 rails x 1 Gbit/s, blocking reads"
+set title "One-way latency (half round trip, median), 2 rails x 1 Gbit/s, blocking reads, pinned unless said"
 set xlabel "message size (bytes)"
 set ylabel "one-way latency (µs)"
 set logscale xy 2
@@ -948,7 +1102,11 @@ plot "$RAW/lat-ri2n.dat" using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f5fa8" t
      "$RAW/lat-tcp.dat" using 1:2 with linespoints lw 2 pt 5 lc rgb "#2a9d3a" title "TCP, 1 rail (ri2n-pingpong --tcp)", \
      "$RAW/lat-udp.dat" using 1:2 with linespoints lw 2 pt 9 lc rgb "#d9730d" title "UDP, 1 rail (ri2n-pingpong --udp, <= 1472 B)", \
      "$RAW/lat-sockperf-udp.dat" using 1:2 with points pt 8 ps 1.6 lc rgb "#d9730d" title "sockperf UDP", \
-     "$RAW/lat-sockperf-tcp.dat" using 1:2 with points pt 4 ps 1.6 lc rgb "#2a9d3a" title "sockperf TCP"
+     "$RAW/lat-sockperf-tcp.dat" using 1:2 with points pt 4 ps 1.6 lc rgb "#2a9d3a" title "sockperf TCP", \
+     "$RAW/lat-ri2n-fast.dat" using 1:2 with linespoints lw 2 pt 13 lc rgb "#7b2fbf" title "ri2n fast API (ri2n-pingpong --fast)", \
+     "$RAW/lat-sockperf-ri2n-run.dat" using 1:2 with points pt 6 ps 1.6 lc rgb "#1f5fa8" title "sockperf TCP under ri2n-run", \
+     "$RAW/lat-ri2n-unpinned.dat" using 1:2 with linespoints lw 1 dt 2 pt 7 ps 0.6 lc rgb "#1f5fa8" title "ri2n, unpinned", \
+     "$RAW/lat-tcp-unpinned.dat" using 1:2 with linespoints lw 1 dt 2 pt 5 ps 0.6 lc rgb "#2a9d3a" title "TCP, unpinned"
 EOF
 	fi
 	return $ok
@@ -1054,10 +1212,24 @@ summary() {
 			echo
 		fi
 		if [ -n "$(agg veth ri2n mbps)" ]; then
+			echo "### CPU per gigabit, 2 unshaped veth rails"
+			echo
 			echo "Unshaped veth: each single-rail TCP run has the whole machine to itself, so their sum is no ceiling there." \
-				"CPU (% of one CPU, sender / receiver process; kernel softirq work is only partly charged to them):" \
-				"ri2n $(fmtv veth ri2n cpu_send) / $(fmtv veth ri2n cpu_recv), MPTCP $(fmtv veth mptcp cpu_send) / $(fmtv veth mptcp cpu_recv)," \
-				"TCP rail 1 $(fmtv veth tcp-r1 cpu_send) / $(fmtv veth tcp-r1 cpu_recv)."
+				"CPU: user + system time of the sending and of the receiving process, % of one CPU (ri2n's engine thread" \
+				"included; kernel softirq work is only partly charged to the processes, so compare runs of one kind rather" \
+				"than ri2n with TCP). CPU s per Gbit: the two processes' CPU seconds per gigabit delivered."
+			echo
+			echo "| system | goodput (Mbit/s) | CPU send % | CPU receive % | CPU s per Gbit | / MPTCP |"
+			echo "|---|---|---|---|---|---|"
+			local row f s l
+			for row in "veth ri2n ri2n (ri2n-stream --no-verify)" "veth-nopub ri2n ri2n, no ri2n-stat publishing" \
+				"veth-keyed ri2n ri2n with a cluster key" "veth-ri2n-run ri2n iperf3, both ends under ri2n-run" \
+				"veth mptcp MPTCP (mptcpize run iperf3)" "veth tcp-r1 TCP on rail 1 (iperf3)" "veth tcp-r2 TCP on rail 2 (iperf3)"; do
+				read -r f s l <<<"$row"
+				[ -n "$(agg "$f" "$s" mbps)" ] || continue
+				echo "| $l | $(fmtv "$f" "$s" mbps) | $(fmtv "$f" "$s" cpu_send) | $(fmtv "$f" "$s" cpu_recv) |" \
+					"$(fmtv "$f" "$s" cpu_gbit 3) | $(ratio "$(med "$f" "$s" cpu_gbit)" "$(med veth mptcp cpu_gbit)") |"
+			done
 			echo
 		fi
 		echo "## Failover: rail 2 of 2 silently black-holed at ${FO_FAULT} s, healed at ${FO_HEAL} s (stream of ${FO_SECS} s)"
@@ -1079,21 +1251,41 @@ summary() {
 		echo
 		echo "## Latency: one-way (half round trip), µs, median [p99]; blocking reads"
 		echo
-		echo "ri2n-pingpong for ri2n (2 rails), TCP (TCP_NODELAY) and UDP (one datagram, so only up to 1472 B)" \
-			"over rail 1, the same code and wait mode; sockperf as an outside reference. Host 1 pinned to CPU 0," \
-			"host 2 to CPU 1 (two one-core hosts; ri2n's engine thread shares its host's core)."
+		echo "ri2n-pingpong for ri2n (2 rails) through plain read/write on its descriptor and through the fast API" \
+			"(ri2n_send/ri2n_recv, \`--fast\`), TCP (TCP_NODELAY) and UDP (one datagram, so only up to 1472 B) over rail 1," \
+			"the same code and wait mode; sockperf ping-pong over UDP and TCP on rail 1, and sockperf --tcp with both ends" \
+			"under ri2n-run. Pinned: host 1 on CPU 0, host 2 on CPU 1 (two one-core hosts; ri2n's engine thread shares its" \
+			"host's core); unpinned: wherever the scheduler puts them (on 2 CPUs both ends may share one, which spares" \
+			"TCP a cross-CPU wake-up). $LAT_ROUNDS round(s) per repetition, the order of the systems alternating;" \
+			"sizes $LAT_ROUND_SIZES (sockperf: its smallest, ${SP_SIZES_TCP%% *} B) in every round, the others in the first."
 		echo
-		echo "| size (B) | ri2n | TCP | UDP | sockperf UDP | sockperf TCP | ri2n / TCP | ri2n / UDP |"
-		echo "|---|---|---|---|---|---|---|---|"
-		local z
-		for z in $(awk -F'\t' '$1 == "lat-block" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
-			echo "| $z | $(latcell ri2n $z) | $(latcell tcp $z) | $(latcell udp $z) | $(latcell sockperf-udp $z) | $(latcell sockperf-tcp $z) |" \
-				"$(ratio "$(med lat-block ri2n med_$z)" "$(med lat-block tcp med_$z)") | $(ratio "$(med lat-block ri2n med_$z)" "$(med lat-block udp med_$z)") |"
-		done
+		echo "### 8-byte one-way latency"
+		echo
+		echo "| path | pinned median | pinned p99 | median / TCP | p99 / TCP p99 | unpinned median | unpinned p99 | median / TCP | p99 / TCP p99 | target |"
+		echo "|---|---|---|---|---|---|---|---|---|---|"
+		local spz=${SP_SIZES_TCP%% *}
+		lat8_row "ri2n, plain read/write (ri2n-pingpong)" ri2n tcp 8 "median <= 2x TCP"
+		if [ -n "$(agg lat-block ri2n-fast med_8)$(agg lat-unpinned ri2n-fast med_8)" ]; then
+			lat8_row "ri2n, fast API (ri2n-pingpong --fast)" ri2n-fast tcp 8 "median <= 1.3x, p99 <= 2x TCP"
+		else
+			echo "| ri2n, fast API: not measured (ri2n-pingpong has no --fast) | | | | | | | | | median <= 1.3x, p99 <= 2x TCP |"
+		fi
+		lat8_row "TCP (ri2n-pingpong --tcp)" tcp tcp 8 "the peer"
+		lat8_row "ri2n-run: sockperf --tcp, both ends under ri2n-run ($spz B)" sockperf-ri2n-run sockperf-tcp "$spz" "median <= 1.3x, p99 <= 2x TCP"
+		lat8_row "TCP: sockperf --tcp ($spz B)" sockperf-tcp sockperf-tcp "$spz" "the peer of ri2n-run"
+		echo
+		echo "sockperf's smallest message is $spz bytes (its header), so its rows are for $spz B."
+		echo
+		lat_table lat-block "### Every size, pinned"
+		lat_table lat-unpinned "### Every size, unpinned"
 		if [ -n "$(awk -F'\t' '$1 == "lat-busy"' "$METRICS")" ]; then
-			echo
+			local z
 			echo "Busy polling (\`--busy-poll\`, unpinned), median µs: $(for z in $(awk -F'\t' '$1 == "lat-busy" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
-				printf '%s B: ri2n %s, TCP %s, UDP %s; ' "$z" "$(fmtv lat-busy ri2n med_$z 1)" "$(fmtv lat-busy tcp med_$z 1)" "$(fmtv lat-busy udp med_$z 1)"; done | sed 's/; $/./')"
+				printf '%s B: ri2n %s, fast API %s, TCP %s, UDP %s; ' "$z" "$(fmtv lat-busy ri2n med_$z 1)" "$(fmtv lat-busy ri2n-fast med_$z 1)" "$(fmtv lat-busy tcp med_$z 1)" "$(fmtv lat-busy udp med_$z 1)"; done | sed 's/; $/./')"
+		fi
+		if [ -n "$(awk -F'\t' '$1 ~ /^kv-/' "$METRICS")" ]; then
+			echo
+			kv_summary
 		fi
 		if [ -n "$(awk -F'\t' '$1 == "mpi" || $1 == "mpi-bh"' "$METRICS")" ]; then
 			echo
@@ -1119,16 +1311,66 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv; per-run logs in raw/."
 	} >"$S"
 }
-latcell() { # SYS SIZE
+latcell() { # FIG SYS SIZE
 	local m p
-	m=$(med lat-block "$1" "med_$2")
-	p=$(med lat-block "$1" "p99_$2")
+	m=$(med "$1" "$2" "med_$3")
+	p=$(med "$1" "$2" "p99_$3")
 	[ -n "$m" ] || { echo "n/a"; return; }
 	awk -v m="$m" -v p="$p" 'BEGIN { printf "%.1f [%.1f]", m, p }'
 }
+# lat8_row LABEL SYS PEER SIZE TARGET: a row of the 8-byte table, pinned and unpinned
+lat8_row() {
+	local out="| $1" f m p
+	for f in lat-block lat-unpinned; do
+		m=$(med $f "$2" "med_$4") p=$(med $f "$2" "p99_$4")
+		out+=" | $(fmtv $f "$2" "med_$4" 1) | $(fmtv $f "$2" "p99_$4" 1) | $(ratio "$m" "$(med $f "$3" "med_$4")") | $(ratio "$p" "$(med $f "$3" "p99_$4")")"
+	done
+	echo "$out | $5 |"
+}
+# lat_table FIG TITLE: median [p99] at every size measured for FIG
+lat_table() {
+	local f=$1 z
+	[ -n "$(awk -F'\t' -v f="$f" '$1 == f' "$METRICS")" ] || return 0
+	echo "$2"
+	echo
+	echo "| size (B) | ri2n | ri2n fast API | TCP | UDP | sockperf TCP | sockperf under ri2n-run | sockperf UDP | ri2n / TCP | fast / TCP | ri2n / UDP | ri2n-run / TCP (sockperf) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	for z in $(awk -F'\t' -v f="$f" '$1 == f && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
+		echo "| $z | $(latcell $f ri2n $z) | $(latcell $f ri2n-fast $z) | $(latcell $f tcp $z) | $(latcell $f udp $z) |" \
+			"$(latcell $f sockperf-tcp $z) | $(latcell $f sockperf-ri2n-run $z) | $(latcell $f sockperf-udp $z) |" \
+			"$(ratio "$(med $f ri2n med_$z)" "$(med $f tcp med_$z)") | $(ratio "$(med $f ri2n-fast med_$z)" "$(med $f tcp med_$z)") |" \
+			"$(ratio "$(med $f ri2n med_$z)" "$(med $f udp med_$z)") | $(ratio "$(med $f sockperf-ri2n-run med_$z)" "$(med $f sockperf-tcp med_$z)") |"
+	done
+	echo
+}
+# The request-rate section of summary.md
+kv_summary() {
+	local set t a b
+	echo "## Request rate: redis under ri2n-run vs TCP (requests/s)"
+	echo
+	echo "$(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }') in host 2 without persistence" \
+		"(\`--save '' --appendonly no\`, bound to rail 1's address, protected mode off) and redis-benchmark in host 1" \
+		"(\`-t set,get\`, default 3-byte values), both under ri2n-run (ri2n over both rails) or both over plain TCP on" \
+		"rail 1, 2 x GbE bed, unpinned. $KV_ROUNDS round(s) per repetition, ri2n and TCP alternating which goes first;" \
+		"median [min–max] over rounds. Requests per run: $KV_N_PIPE pipelined, $KV_N with 50 clients, $KV_N_1000 with 1000."
+	echo
+	echo "| clients | test | TCP | ri2n-run | ri2n-run / TCP | target |"
+	echo "|---|---|---|---|---|---|"
+	for set in $KV_SETTINGS; do
+		for t in set get; do
+			[ -n "$(agg "kv-$set" tcp $t)$(agg "kv-$set" ri2n $t)" ] || continue
+			case $set in p16) a=">= 0.8x" ;; c1000) a=">= 0.7x" ;; *) a="" ;; esac
+			echo "| $(kv_label $set) | ${t^^} | $(fmtv "kv-$set" tcp $t) | $(fmtv "kv-$set" ri2n $t) |" \
+				"$(ratio "$(med "kv-$set" ri2n $t)" "$(med "kv-$set" tcp $t)") | $a |"
+		done
+	done
+	echo
+}
+# both A B: 1 if both are 1, 0 if either is 0, x if either was not measured
+both() { if [ "$1" = x ] || [ "$2" = x ]; then echo x; else echo $(($1 && $2)); fi; }
 # verdict MEASURED_OK: "met", "not met" or "not measured"
 verdict() { case $1 in 1) echo "**met**" ;; 0) echo "**not met**" ;; *) echo "not measured" ;; esac; }
 numcmp() { awk -v a="${1:-}" -v op="$2" -v b="${3:-}" 'BEGIN { if (a == "" || b == "" || a == "n/a" || b == "n/a") { print "x"; exit }
@@ -1153,13 +1395,32 @@ targets() {
 	echo "| degraded pair 1 Gbit/s + 250 Mbit/s: >= 95% of 1.25 Gbit/s (1187.5 Mbit/s) | ri2n ${r:-n/a} ($(ratio "$r" 1250) of 1250; the two rails alone with TCP: $(med degraded tcp-sum mbps). Framing caps goodput near 95.6% of the rate (1448 of 1514 bytes for TCP), so this target leaves almost no room) | $(verdict "$(numcmp "$r" ">=" 1187.5)") |"
 	r=$(med loss5 ri2n mbps) s=$(med tp2 ri2n mbps)
 	echo "| 5% random loss on every rail: >= 90% of the loss-free goodput | ri2n ${r:-n/a} vs ${s:-n/a} loss-free: $(ratio "$r" "$s") | $(verdict "$(numcmp "$(ratio "$r" "$s")" ">=" 0.90)") |"
-	r=$(med lat-block ri2n med_8) s=$(med lat-block tcp med_8)
-	echo "| 8-byte one-way latency, blocking reads: <= 1.5x plain TCP (same program, same run) | ri2n ${r:-n/a} µs, TCP ${s:-n/a} µs: $(ratio "$r" "$s")x | $(verdict "$(numcmp "$(ratio "$r" "$s")" "<=" 1.5)") |"
+	local f pin sys peer z what
+	for f in lat-block lat-unpinned; do
+		pin=pinned; [ $f = lat-unpinned ] && pin=unpinned
+		for what in fast ri2n-run; do
+			if [ $what = fast ]; then sys=ri2n-fast peer=tcp z=8; else sys=sockperf-ri2n-run peer=sockperf-tcp z=${SP_SIZES_TCP%% *}; fi
+			r=$(med $f $sys med_$z) s=$(med $f $peer med_$z) a=$(med $f $sys p99_$z) b=$(med $f $peer p99_$z)
+			v=$(both "$(numcmp "$(ratio "$r" "$s")" "<=" 1.3)" "$(numcmp "$(ratio "$a" "$b")" "<=" 2)")
+			echo "| 8-byte one-way latency, $( [ $what = fast ] && echo "fast API (ri2n-pingpong --fast)" || echo "under ri2n-run (sockperf --tcp, $z B)"), $pin:" \
+				"median <= 1.3x TCP, p99 <= 2x TCP's p99 (same program, same run) | ${r:-n/a} [p99 ${a:-n/a}] µs, TCP ${s:-n/a} [${b:-n/a}]:" \
+				"$(ratio "$r" "$s")x, p99 $(ratio "$a" "$b")x | $(verdict "$v") |"
+		done
+		r=$(med $f ri2n med_8) s=$(med $f tcp med_8)
+		echo "| 8-byte one-way latency, plain read/write, $pin: median <= 2x TCP | ri2n ${r:-n/a} µs, TCP ${s:-n/a} µs: $(ratio "$r" "$s")x | $(verdict "$(numcmp "$(ratio "$r" "$s")" "<=" 2)") |"
+	done
+	local set lim
+	for set in p16 c1000; do
+		if [ $set = p16 ]; then lim=0.8; else lim=0.7; fi
+		a=$(ratio "$(med kv-$set ri2n set)" "$(med kv-$set tcp set)") b=$(ratio "$(med kv-$set ri2n get)" "$(med kv-$set tcp get)")
+		v=$(both "$(numcmp "$a" ">=" $lim)" "$(numcmp "$b" ">=" $lim)")
+		echo "| request rate under ri2n-run (redis), $(kv_label $set): >= ${lim}x TCP | SET $(fmtv kv-$set ri2n set) vs TCP $(fmtv kv-$set tcp set): ${a}x; GET $(fmtv kv-$set ri2n get) vs $(fmtv kv-$set tcp get): ${b}x | $(verdict "$v") |"
+	done
 	r=$(med mpi ri2n-2r mbps) s=$(med mpi ri2n-2r lat_us) m=$(med mpi tcp-1r lat_us)
 	v=x; [ -n "$r" ] && [ -n "$s" ] && [ -n "$m" ] && v=$(( $(numcmp "$r" ">=" 235) && $(numcmp "$(ratio "$s" "$m")" "<=" 1.3) ))
 	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | stream ${r:-n/a} MB/s; latency ${s:-n/a} µs vs btl_tcp ${m:-n/a} µs: $(ratio "$s" "$m")x | $(verdict $v) |"
 	r=$(med veth ri2n mbps) m=$(med veth mptcp mbps)
-	echo "| unshaped veth, 2 rails: >= 0.5x MPTCP goodput | ri2n ${r:-n/a}, MPTCP ${m:-n/a}: $(ratio "$r" "$m")x | $(verdict "$(numcmp "$(ratio "$r" "$m")" ">=" 0.5)") |"
+	echo "| unshaped veth, 2 rails: >= 1.0x MPTCP goodput | ri2n ${r:-n/a}, MPTCP ${m:-n/a}: $(ratio "$r" "$m")x; CPU s per Gbit ri2n $(fmtv veth ri2n cpu_gbit 3), MPTCP $(fmtv veth mptcp cpu_gbit 3) | $(verdict "$(numcmp "$(ratio "$r" "$m")" ">=" 1.0)") |"
 	local done_lines nt nv nu nbad no nov
 	done_lines=$(cat "$RAW"/*.srv.out 2>/dev/null | grep 'stream done role=recv')
 	nt=$(grep -c 'transport=ri2n' <<<"$done_lines")

@@ -2,15 +2,21 @@
 # Installs the Debian packages ri2n needs, only when some are missing.
 #   tools/deps.sh          build + test + demo dependencies
 #   tools/deps.sh --build  only what building the library needs
+#   tools/deps.sh --bench  those of the default, plus the programs bench/run.sh measures
+#                          ri2n-run with (redis-server and redis-benchmark)
 set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl
 	procps util-linux python3 psmisc mptcpize)
+# Only for the bench (Debian's redis-server package also enables a redis service on
+# 127.0.0.1:6379 where systemd runs; the bench starts its own servers in its namespaces)
+bench_pkgs=(redis-server redis-tools)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || want+=("${run_pkgs[@]}")
+[ "${1:-}" = "--bench" ] && want+=("${bench_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do
