@@ -153,5 +153,18 @@ void test_vector_io(void **state);
 void test_threads(void **state);
 void test_fork(void **state);
 void test_events(void **state);
+/* api_fast.c */
+void test_fast_round_trip(void **state);
+void test_fast_bulk(void **state);
+void test_fast_mixed_paths(void **state);
+void test_fast_concurrent(void **state);
+void test_fast_nonblocking(void **state);
+void test_fast_blocked_receiver(void **state);
+void test_fast_shutdown_under_receiver(void **state);
+void test_fast_close_under_receiver(void **state);
+void test_fast_fork(void **state);
+void test_fast_errors(void **state);
+void test_fast_busy_poll(void **state);
+void test_fast_thread_exit(void **state);
 
 #endif

@@ -16,7 +16,8 @@
  *
  * The tests, by feature: api_connect.c (connect, accept, bind, backlog),
  * api_calls.c (bad arguments, options), api_stream.c (EOF, death, reset,
- * non-blocking and vector I/O), api_process.c (threads, fork, events).
+ * non-blocking and vector I/O), api_process.c (threads, fork, events),
+ * api_fast.c (ri2n_send/ri2n_recv/ri2n_writev/ri2n_readv, the fast path).
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -124,6 +125,19 @@ int main(int argc, char **argv)
 		T(test_threads),
 		T(test_fork),
 		T(test_events),
+		/* api_fast.c */
+		T(test_fast_round_trip),
+		T(test_fast_bulk),
+		T(test_fast_mixed_paths),
+		T(test_fast_concurrent),
+		T(test_fast_nonblocking),
+		T(test_fast_blocked_receiver),
+		T(test_fast_shutdown_under_receiver),
+		T(test_fast_close_under_receiver),
+		T(test_fast_fork),
+		T(test_fast_errors),
+		T(test_fast_busy_poll),
+		T(test_fast_thread_exit),
 	};
 
 	harness_init();
