@@ -8,7 +8,7 @@
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
-#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv
+#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv,mem
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -91,7 +91,7 @@ RAW=$out/raw
 rm -rf "$RAW"
 rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv,mem}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -982,6 +982,60 @@ mpi_figure() { # REP
 	sub_end
 }
 
+# ---- memory and descriptors per connection ------------------------------------------------
+# ri2n-conns: N connections (full 10,000, quick 1000, smoke 200) from one client process to one
+# server process, held idle, then 100 of them streaming 8 MiB each (verified); memory.csv has
+# each process's Rss/Pss per phase. Above 2000 connections the keepalive is 1 s (rail timeout
+# 3.5 s): at the default 100 ms every idle connection sends 20 datagrams a second and one engine
+# thread per process no longer keeps up near 5000 of them (rails flap, handshakes time out).
+MEM_CSV=$out/memory.csv
+memory_figure() {
+	local n=10000 conns=${STREAM%/*}/ri2n-conns env=(RI2N_STAT_MS=250) srv rc
+	[ "$mode" = quick ] && n=1000
+	[ "$mode" = smoke ] && n=200
+	[ -x "$conns" ] || { fail "no $conns"; return; }
+	[ "$n" -gt 2000 ] && env+=(RI2N_KEEPALIVE_MS=1000 RI2N_RAIL_TIMEOUT_MS=3500) && put mem ri2n 1 keepalive_ms 1000
+	rm -f "$MEM_CSV"
+	next_port
+	bg "$RAW/conns.srv.out" "$RAW/conns.srv.err" ip netns exec "$(hns 2)" \
+		env RI2N_RAILS="$(rails_list)" "${env[@]}" "$conns" serve --port "$PORT"
+	srv=$BG
+	ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" "${env[@]}" "$conns" run "$(haddr 2 1)" \
+		--port "$PORT" --conns "$n" --busy 100 --bytes 8M --idle 5 --rest 3 --csv "$MEM_CSV" \
+		>"$RAW/conns.out" 2>"$RAW/conns.err"
+	rc=$?
+	wait_exit "$srv" 20
+	awk '$1 == "conns" && $2 == "done"' "$RAW/conns.out" | tr ' ' '\n' | awk -F= 'NF == 2' |
+		while IFS== read -r k v; do put mem ri2n 1 "$k" "$v"; done
+	awk '$1 == "conns" && $2 == "mem"' "$RAW/conns.out" | while read -r line; do
+		local role phase
+		role=$(sed -n 's/.* role=\([a-z]*\).*/\1/p' <<<"$line") phase=$(sed -n 's/.* phase=\([a-z]*\).*/\1/p' <<<"$line")
+		for k in pss_per_conn fds_per_conn conns; do
+			put mem "$role" 1 "${phase}_$k" "$(sed -n "s/.* $k=\([0-9.]*\).*/\1/p" <<<"$line")"
+		done
+	done
+	[ $rc -eq 0 ] || fail "ri2n-conns exit status $rc: $(grep -v warning "$RAW/conns.err" | tail -2 | tr '\n' ' ')"
+}
+# The memory paragraph of summary.md
+mem_summary() {
+	local kib='{ printf "%.1f", $1 / 1024 }' ic is bc bs
+	[ -n "$(sval mem ri2n conns)" ] || return 0
+	ic=$(sval mem client idle_pss_per_conn | awk "$kib") is=$(sval mem server idle_pss_per_conn | awk "$kib")
+	bc=$(sval mem client busy_pss_per_conn | awk "$kib") bs=$(sval mem server busy_pss_per_conn | awk "$kib")
+	echo "## Memory and descriptors per connection"
+	echo
+	echo "ri2n-conns over 2 unshaped veth rails: $(sval mem ri2n established) connections established of" \
+		"$(sval mem ri2n wanted) wanted$([ "$(sval mem ri2n fd_limited)" = 1 ] && echo " (RLIMIT_NOFILE could not be raised: as many as the descriptor limit holds)")," \
+		"$(sval mem ri2n failed) failed, from one client process to one server" \
+		"process$([ -n "$(sval mem ri2n keepalive_ms)" ] && echo " (keepalive 1 s, rail timeout 3.5 s)")." \
+		"Growth of each process's Pss (/proc/self/smaps_rollup) per connection:" \
+		"idle **$ic KiB** client, **$is KiB** server (target <= 64 KiB);" \
+		"each of 100 busy connections (8 MiB streamed, verified: $(sval mem ri2n verified)) $bc KiB client, $bs KiB server;" \
+		"descriptors per connection $(sval mem client idle_fds_per_conn) client (socketpair + a UDP socket per rail)," \
+		"$(sval mem server idle_fds_per_conn) server. memory.csv has every phase."
+	echo
+}
+
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 	if want tp2 || want degraded || want loss || want failover || want latency || want mpi || want kv; then
@@ -1031,6 +1085,11 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					runiperf_figure veth "$rep"
 			done
 		fi
+		drop_bed
+	fi
+	if want mem; then
+		step "test bed: 2 unshaped veth rails (connections)" bed_step bn2m 2 off
+		[ "$BED" = bn2m ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
 		drop_bed
 	fi
 fi
@@ -1294,6 +1353,7 @@ summary() {
 			mpi_summary
 		fi
 		echo
+		mem_summary
 		echo "## Targets (DESIGN.md)"
 		echo
 		echo "| target | measured | verdict |"
