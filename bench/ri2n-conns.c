@@ -394,10 +394,13 @@ static void srv_answer_mem(void)
 {
 	memstat m;
 	char line[512];
+	int busy;
 
 	measure(&m);
-	mem_line(line, sizeof(line), "server", srv.phase, srv.ready, srv.busy_n, &m, &srv.base,
-		 &srv.prev, strcmp(srv.phase, "busy") == 0 && srv.have_idle ? &srv.idle : NULL);
+	busy = strcmp(srv.phase, "busy") == 0;
+
+	mem_line(line, sizeof(line), "server", srv.phase, srv.ready, busy ? srv.busy_n : 0, &m,
+		 &srv.base, &srv.prev, busy && srv.have_idle ? &srv.idle : NULL);
 	if (strcmp(srv.phase, "idle") == 0) {
 		srv.idle = m;
 		srv.have_idle = 1;
