@@ -314,7 +314,9 @@ int rn_conn_owes(const rn_conn *c);
 /*
  * Looks at the next in-order received bytes without copying: sets *data and
  * returns their count (>0), 0 at the peer's clean end of stream, RN_ERR_AGAIN
- * when nothing is ready, or the fatal code of a dead connection.
+ * when nothing is ready, or the fatal code of a dead connection.  The bytes
+ * stay put until rn_conn_consume, or until the next rn_conn_recv or
+ * rn_conn_on_timer, which may move the ring (it grows and shrinks with use).
  */
 ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data);
 /* Releases n bytes returned by rn_conn_peek. */
