@@ -3,8 +3,8 @@
 #
 #   bench/run.sh [--quick | --smoke] [--reps N] [--out DIR] [--only LIST] [--bin-dir DIR] [--keep]
 #
-#   (default)  the full run: every figure 3 times, median and spread (about 25 minutes)
-#   --quick    every figure once, shorter runs (under 10 minutes on 2 cores)
+#   (default)  the full run: every figure 3 times, median and spread (about 35 minutes)
+#   --quick    every figure once, shorter runs (about 8 minutes on 2 cores)
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
@@ -57,7 +57,7 @@ full)
 	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
 	BUSY_SIZES="8,1k,64k"
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
-	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=300000 KV_N_1000=300000
+	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
 	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20
 	;;
 quick)
