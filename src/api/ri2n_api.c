@@ -19,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -704,6 +705,17 @@ int ri2n_stats(int fd, struct ri2n_stats *out)
 
 /* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
 
+/* A socket never connected (new, bound or listening): TCP's EPIPE / ENOTCONN. */
+static int unconnected(rn_sock *s)
+{
+	int kind;
+
+	pthread_mutex_lock(&s->mu);
+	kind = s->kind;
+	pthread_mutex_unlock(&s->mu);
+	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
+}
+
 ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
 {
 	int err;
@@ -713,6 +725,12 @@ ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 	*handled = s != NULL;
 	if (!s)
 		return fail(err);
+	if (unconnected(s)) { /* TCP's answer: nothing to send on */
+		rn_sock_unref(s);
+		if (!(flags & MSG_NOSIGNAL))
+			raise(SIGPIPE);
+		return fail(EPIPE);
+	}
 	rc = rn_inline_send(s, fd, iov, iovcnt, flags);
 	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
@@ -735,6 +753,10 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 	*handled = s != NULL;
 	if (!s)
 		return fail(err);
+	if (unconnected(s)) {
+		rn_sock_unref(s);
+		return fail(ENOTCONN);
+	}
 	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
 	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
@@ -745,6 +767,18 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 	if (rc < 0)
 		return fail((int)-rc);
 	return rc;
+}
+
+int rn_api_rails(int fd, rn_railref *out, int max)
+{
+	int err, n;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return 0;
+	n = rn_inline_rails(s, out, max);
+	rn_sock_unref(s);
+	return n;
 }
 
 ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)

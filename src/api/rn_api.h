@@ -19,6 +19,13 @@ int rn_api_is_ri2n(int fd);
 ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
 ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
 
+/*
+ * The rail sockets of connected ri2n socket fd (rn_inline.h), for a poll or
+ * epoll set the caller waits on; 0 if it has none (not ri2n, not connected).
+ */
+#include "rn_inline.h"
+int rn_api_rails(int fd, rn_railref *out, int max);
+
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
 
 #include <netinet/in.h>

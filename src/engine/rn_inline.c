@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -152,6 +153,11 @@ int rn_inline_init(void)
 
 void rn_inline_forget(void)
 {
+	/* the forking thread's wake-up descriptor is the parent's too: not ours to share */
+	if (t_waiter.efd >= 0) {
+		close(t_waiter.efd);
+		t_waiter.efd = -1;
+	}
 	g.tfd = -1; /* closed with the engine's other descriptors */
 	g.tev = NULL;
 	g.tfd_at = UINT64_MAX;
@@ -189,11 +195,34 @@ static int ok_to_recv(const struct rn_stream *st)
  * right.  Returns 1 if the engine must look at the stream (more to send than
  * one turn's budget, the connection ending, bytes in the core nobody takes).
  */
+static int take_pair(struct rn_stream *st, uint64_t now);
+static void deliver_to_pair(struct rn_stream *st, uint64_t now);
+
+/*
+ * Sends what the core owes, runs timers already due, keeps the inline timer
+ * right.  Returns 1 if the engine must look at the stream (not established
+ * or ending, more to send than one turn's budget, bytes in the core nobody
+ * takes); then nothing was done if it is not established.
+ */
 static int service(struct rn_stream *st, uint64_t now)
 {
-	int more = rn_stream_flush(st, now);
 	const uint8_t *d;
+	int more;
 
+	if (!st->connected || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
+		return 1; /* handshakes, endings: the engine's (they touch events, ids) */
+	more = 0;
+	/*
+	 * Bytes written into the descriptor (a plain writer, or a fast one that
+	 * ran out of room) move up as ACKs make room: here if the engine is not
+	 * watching the descriptor (it stops while the ring is full) or a fast
+	 * writer left some; and the engine is asked to watch it again.
+	 */
+	if (ok_to_send(st) && (st->pair_tx || !st->rd_on) && take_pair(st, now) < 0)
+		more = 1; /* the user's end of stream, or an error: the engine's */
+	if (ok_to_send(st) && !st->rd_on && rn_conn_write_space(st->conn) > 0)
+		more = 1;
+	more |= rn_stream_flush(st, now);
 	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
 		rn_conn_on_timer(st->conn, now);
 		more |= rn_stream_flush(st, now);
@@ -204,13 +233,28 @@ static int service(struct rn_stream *st, uint64_t now)
 }
 
 /*
- * The end of an inline call: the engine gets the stream if it must
- * (bytes left in the core go to the descriptor, where a plain read or poll
- * finds them), and is woken if anything waits for it.
+ * A connection whose datagrams an inline thread read for someone else:
+ * its bytes go into its descriptor (where poll, epoll or a read finds
+ * them), what it owes goes out; the rest is the engine's.
+ */
+static void serve_other(struct rn_stream *st)
+{
+	uint64_t now = rn_now_ns();
+
+	if (ok_to_recv(st) && rn_conn_state(st->conn) == RN_ST_ESTABLISHED)
+		deliver_to_pair(st, now);
+	if (service(st, now))
+		rn_engine_dirty(st);
+}
+
+/*
+ * The end of an inline call: every connection touched is served (bytes left
+ * in the core go to the descriptor, where a plain read or poll finds them),
+ * and the engine is woken if anything is left for it.
  */
 static void finish(rn_sock *s)
 {
-	struct rn_stream *st = s->stream;
+	struct rn_stream *st = s ? s->stream : NULL;
 
 	if (st) {
 		if (service(st, rn_now_ns()))
@@ -218,15 +262,40 @@ static void finish(rn_sock *s)
 		else
 			rn_stream_undirty(st);
 	}
+	rn_stream_each_dirty(serve_other);
 	if (rn_stream_dirty_pending())
 		rn_host_kick();
 }
 
-/* The thread's own wake-up descriptor, made on first use. */
+static pthread_key_t g_waiter_key;
+static pthread_once_t g_waiter_once = PTHREAD_ONCE_INIT;
+
+/* A thread that waited inline ends: its wake-up descriptor goes with it. */
+static void waiter_exit(void *arg)
+{
+	rn_waiter *w = arg;
+
+	if (w && w->efd >= 0) {
+		close(w->efd);
+		w->efd = -1;
+	}
+}
+
+static void waiter_key(void)
+{
+	if (pthread_key_create(&g_waiter_key, waiter_exit) != 0)
+		g_waiter_key = (pthread_key_t)-1;
+}
+
+/* The thread's own wake-up descriptor, made on first use, closed when the thread ends. */
 static rn_waiter *waiter(void)
 {
-	if (t_waiter.efd < 0)
+	if (t_waiter.efd < 0) {
+		pthread_once(&g_waiter_once, waiter_key);
 		t_waiter.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (t_waiter.efd >= 0 && g_waiter_key != (pthread_key_t)-1)
+			pthread_setspecific(g_waiter_key, &t_waiter);
+	}
 	return t_waiter.efd >= 0 ? &t_waiter : NULL;
 }
 
@@ -257,6 +326,12 @@ static int64_t elapsed_ns(const struct timespec *t0)
  * Called and returns with the host lock held; 0 with *ready the port's
  * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
  */
+/* Whether the stream is still there to mark (it may have ended while we slept). */
+static int s_of(const struct rn_stream *st)
+{
+	return st->sock && st->sock->stream == st;
+}
+
 static int wait_port(struct rn_stream *st, int fd, short events, int64_t timeout_ns, int busy_us,
 		     uint32_t *ready)
 {
@@ -303,6 +378,19 @@ static int wait_port(struct rn_stream *st, int fd, short events, int64_t timeout
 	for (int i = 0; i < nrail && rc > 0; i++)
 		if (pf[i].revents)
 			*ready |= 1u << idx[i];
+	if (rc > 0 && pf[n - 1].revents) {
+		/*
+		 * The descriptor itself: bytes or an end the engine put there (or
+		 * the user shut it down) are read through it next; a number no
+		 * longer open ends the call.
+		 */
+		if (pf[n - 1].revents & POLLNVAL) {
+			rc = -1;
+			err = EBADF;
+		} else if (s_of(st)) {
+			st->pair_rx = 1;
+		}
+	}
 	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
 		uint64_t v;
 
@@ -345,6 +433,62 @@ static int64_t left_of(int64_t total, const struct timespec *t0)
 		return -1;
 	left = total - elapsed_ns(t0);
 	return left > 0 ? left : 0;
+}
+
+/* ---- waiting with the kernel's poll/epoll (ri2n-run) ---- */
+
+int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
+{
+	int n = 0;
+
+	rn_host_lock();
+	if (ok_to_recv(s->stream)) {
+		rn_port *p = s->stream->port;
+
+		for (int i = 0; i < p->nsock && n < max; i++)
+			if (p->s[i].fd >= 0)
+				out[n++] = (rn_railref){ p->s[i].fd, p->s[i].ino };
+	}
+	rn_host_unlock();
+	return n;
+}
+
+void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
+{
+	rn_host_lock();
+	for (int i = 0; i < n; i++) {
+		rn_usock *u = rn_port_usock(r[i].fd, r[i].ino);
+
+		h[i] = u;
+		if (u) { /* the engine keeps off while we wait on it */
+			rn_port_ref(u->port);
+			u->port->nwait++;
+		}
+	}
+	rn_host_unlock();
+}
+
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready)
+{
+	uint64_t now;
+
+	rn_host_enter_inline();
+	now = rn_now_ns();
+	for (int i = 0; i < n; i++) {
+		rn_usock *u = h[i];
+
+		if (!u)
+			continue;
+		u->port->nwait--;
+		u->port->inline_ns = now;
+		if (ready[i] && u->fd >= 0)
+			rn_port_read_some(u->port, 1u << u->idx);
+	}
+	finish(NULL); /* what arrived goes to the descriptors the caller polls */
+	for (int i = 0; i < n; i++)
+		if (h[i])
+			rn_port_unref(((rn_usock *)h[i])->port);
+	rn_host_leave_inline();
 }
 
 void rn_inline_closed(rn_sock *s)
@@ -416,67 +560,80 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 	return t;
 }
 
+/*
+ * The bytes of iov from `off` on go into the descriptor, the plain path:
+ * blocking or not as the descriptor and flags say.  Bytes taken, or -errno.
+ */
+static ssize_t spill(int fd, const struct iovec *iov, int iovcnt, size_t off, int flags)
+{
+	struct iovec rest[MAX_IOV];
+	struct msghdr m = { .msg_iov = rest };
+	int n = 0;
+	ssize_t rc;
+
+	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
+		off = 0;
+	}
+	m.msg_iovlen = (size_t)n;
+	rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
+	return rc < 0 ? -errno : rc;
+}
+
+/*
+ * What the core's send ring takes goes out at once; the rest (a bulk writer
+ * ahead of the window) goes into the descriptor, where the engine takes it
+ * as room opens, on its own thread, while this one goes on producing: the
+ * pipeline a bulk transfer needs, and the back-pressure poll(POLLOUT) shows.
+ */
 ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t total = iov_total(iov, iovcnt), sent = 0;
-	int nonblock = (flags & MSG_DONTWAIT) != 0, checked = 0;
-	int64_t timeout = -1;
-	struct timespec t0 = { 0, 0 };
-	ssize_t rc = 0;
-	uint32_t ready;
+	struct rn_stream *st;
+	ssize_t rc = 0, n;
 
-	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE))
+	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE) || iovcnt > MAX_IOV)
 		return RN_INLINE_PLAIN;
 	rn_host_enter_inline();
-	for (;;) {
-		struct rn_stream *st = s->stream;
+	st = s->stream;
+	if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
+		rc = -EBADF;
+	} else if (!ok_to_send(st)) {
+		rc = RN_INLINE_PLAIN;
+	} else {
 		uint64_t now = rn_now_ns();
-		int pair;
+		int pair = take_pair(st, now);
 
-		if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-			rc = sent ? (ssize_t)sent : -EBADF;
-			break;
-		}
-		if (!ok_to_send(st)) {
-			rc = sent ? (ssize_t)sent : RN_INLINE_PLAIN;
-			break;
-		}
-		pair = take_pair(st, now);
 		if (pair < 0) {
-			rc = sent ? (ssize_t)sent : RN_INLINE_PLAIN;
-			break;
+			rc = RN_INLINE_PLAIN;
+		} else {
+			if (pair > 0)
+				sent = write_iov(st, now, iov, iovcnt, 0);
+			service(st, now); /* onto the rails now, as far as windows allow */
 		}
-		if (pair > 0)
-			sent += write_iov(st, now, iov, iovcnt, sent);
-		service(st, now); /* onto the rails now, as far as windows allow */
-		if (sent == total) {
-			rc = (ssize_t)sent;
-			break;
-		}
-		/* full: ACKs waiting in the rails' sockets may make room */
-		if (rn_port_read(st->port) > 0)
-			continue;
-		if (!checked) {
-			checked = 1;
-			nonblock |= fd_nonblock(fd);
-			timeout = fd_timeout(fd, SO_SNDTIMEO);
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-		}
-		if (nonblock) {
-			rc = sent ? (ssize_t)sent : -EAGAIN;
-			break;
-		}
-		rc = wait_port(st, fd, 0, left_of(timeout, &t0), s->busy_us, &ready);
-		if (rc < 0) {
-			rc = sent ? (ssize_t)sent : rc;
-			break;
-		}
-		if (ready && s->stream == st)
-			rn_port_read_some(st->port, ready);
 	}
 	finish(s);
+	if (rc >= 0 && sent < total && s->stream) {
+		/*
+		 * The rest goes through the descriptor, after these.  From now on
+		 * whoever makes room (the engine, or an inline thread reading ACKs)
+		 * moves such bytes up; the engine watches the descriptor for them.
+		 */
+		s->stream->pair_tx = 1;
+		rn_engine_dirty(s->stream);
+		rn_host_kick();
+	}
 	rn_host_leave_inline();
-	return rc;
+	if (rc < 0 || sent == total)
+		return rc < 0 ? rc : (ssize_t)sent;
+	n = spill(fd, iov, iovcnt, sent, flags);
+	if (n >= 0)
+		return (ssize_t)sent + n;
+	return sent ? (ssize_t)sent : n;
 }
 
 /* ---- receive ---- */

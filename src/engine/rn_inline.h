@@ -36,12 +36,13 @@ struct rn_stream;
 #define RN_INLINE_PLAIN (-100000)
 
 /*
- * Sends the bytes of iov through connection s (user descriptor fd) inline.
- * flags: MSG_DONTWAIT, MSG_NOSIGNAL, MSG_MORE (accepted, ignored).  Blocks
- * (unless MSG_DONTWAIT or O_NONBLOCK) until every byte is in the core's send
- * ring, as a TCP send does.  Returns the bytes taken, -errno (-EAGAIN,
- * -EINTR), or RN_INLINE_PLAIN: not established, shut down, or flags it does
- * not handle; the caller then uses the kernel call on fd.
+ * Sends the bytes of iov through connection s (user descriptor fd) inline:
+ * what the core's send ring takes goes onto the rails at once; the rest goes
+ * into fd (blocking unless MSG_DONTWAIT or O_NONBLOCK, as a TCP send does),
+ * for the engine to take as room opens.  flags: MSG_DONTWAIT, MSG_NOSIGNAL,
+ * MSG_MORE (accepted, ignored).  Returns the bytes taken, -errno, or
+ * RN_INLINE_PLAIN: not established, shut down, or flags it does not handle;
+ * the caller then uses the kernel call on fd.
  */
 ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags);
 
@@ -59,6 +60,27 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
  * down as for any close).  Not from the engine thread.
  */
 void rn_inline_closed(rn_sock *s);
+
+/*
+ * Waiting with the kernel's poll or epoll (ri2n-run's interposed calls): the
+ * caller adds the rail sockets of the ri2n connections it waits on to its
+ * own poll set, so an arriving datagram wakes it rather than the engine.
+ */
+typedef struct rn_railref {
+	int fd;
+	uint64_t ino;  /* tells the socket from a reused number */
+} rn_railref;
+/* The rail sockets of connected socket s (at most max); 0 if it has none. */
+int rn_inline_rails(rn_sock *s, rn_railref *out, int max);
+/*
+ * Before the wait: the engine keeps off these sockets (h[i]: a handle per
+ * socket, NULL for one that is gone).  After it, rn_inline_watch_end with
+ * ready[i] set for each socket the wait found readable: they are read and
+ * the connections' bytes handed to their descriptors, where the caller's
+ * poll finds them.
+ */
+void rn_inline_watch_begin(const rn_railref *r, int n, void **h);
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready);
 
 /* A stream's core expiry may have moved: keeps the inline timer right (host lock). */
 void rn_inline_arm(struct rn_stream *st, uint64_t now);

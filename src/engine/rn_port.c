@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -51,6 +52,9 @@ typedef struct rn_deferred {
 
 static rn_port *g_ports;
 static int g_gso = -1; /* -1 unknown, 0 off, 1 on */
+/* Rail sockets by descriptor number, for threads that waited on them with poll/epoll. */
+static rn_usock **g_byfd;
+static int g_byfd_cap;
 static int g_sync;     /* (host lock) rn_port_sync has work */
 
 /* Receive buffers, shared by every socket (one engine thread). */
@@ -84,6 +88,7 @@ static void set_buf(int fd, int opt_force, int opt)
 		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 }
 
+static void byfd_set(int fd, rn_usock *u);
 static void on_readable(evutil_socket_t fd, short what, void *arg);
 static void on_writable(evutil_socket_t fd, short what, void *arg);
 static void on_fallback(evutil_socket_t fd, short what, void *arg);
@@ -119,6 +124,12 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 		setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (bind(u->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		return -errno;
+	{
+		struct stat sb;
+
+		u->ino = fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+		byfd_set(u->fd, u);
+	}
 	if (getsockname(u->fd, (struct sockaddr *)&a, &alen) < 0)
 		return -errno;
 	p->addrs[idx] = (rn_rail_addr){ .ip = ri->ip, .port = ntohs(a.sin_port),
@@ -132,8 +143,34 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	return 0;
 }
 
+static void byfd_set(int fd, rn_usock *u)
+{
+	if (fd < 0)
+		return;
+	if (fd >= g_byfd_cap) {
+		int cap = fd * 2 + 64;
+		rn_usock **n = realloc(g_byfd, (size_t)cap * sizeof(*n));
+
+		if (!n)
+			return; /* such a socket is only never found by rn_port_usock */
+		memset(n + g_byfd_cap, 0, (size_t)(cap - g_byfd_cap) * sizeof(*n));
+		g_byfd = n;
+		g_byfd_cap = cap;
+	}
+	g_byfd[fd] = u;
+}
+
+rn_usock *rn_port_usock(int fd, uint64_t ino)
+{
+	rn_usock *u = fd >= 0 && fd < g_byfd_cap ? g_byfd[fd] : NULL;
+
+	return u && u->ino == ino && !u->port->dead ? u : NULL;
+}
+
 static void close_usock(rn_usock *u)
 {
+	if (u->fd >= 0 && u->fd < g_byfd_cap && g_byfd[u->fd] == u)
+		g_byfd[u->fd] = NULL;
 	if (u->rev)
 		event_free(u->rev);
 	if (u->wev)
@@ -402,22 +439,21 @@ static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 	rn_host_kick();
 }
 
-static void input(rn_port *p, int idx, const struct sockaddr_in *from, const uint8_t *d,
-		  size_t len, uint64_t now)
+static void input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
 {
 	uint64_t dst = rn_wire_peek_dst(d, len);
 	struct rn_stream *st = dst ? lookup(p, dst) : NULL;
 
 	if (st) {
-		rn_stream_input(st, idx, addr_of(from), d, len, now);
+		rn_stream_input(st, idx, from, d, len, now);
 		return;
 	}
 	if (p->lis && rn_host_inline()) {
-		defer(p, idx, addr_of(from), d, len, now);
+		defer(p, idx, from, d, len, now);
 		return;
 	}
 	if (p->lis) {
-		rn_stream_listen_input(p, idx, addr_of(from), d, len, now);
+		rn_stream_listen_input(p, idx, from, d, len, now);
 		return;
 	}
 	p->drops_unknown++;
@@ -506,7 +542,7 @@ static int read_turn(rn_port *p, int idx)
 		while (len > 0 && p->s[idx].fd >= 0) {
 			size_t one = seg && seg < len ? seg : len;
 
-			input(p, idx, &g_rx.from[i], d, one, at);
+			input(p, idx, addr_of(&g_rx.from[i]), d, one, at);
 			d += one;
 			len -= one;
 		}
@@ -842,7 +878,8 @@ void rn_port_sync(void)
 		for (int i = 0; i < p->ndef && p->lis; i++) {
 			rn_deferred *e = &p->defq[i];
 
-			rn_stream_listen_input(p, e->idx, e->from, e->buf, e->len, e->at);
+			/* as if read now: a resent COOKIE_ECHO finds the connection the first made */
+			input(p, e->idx, e->from, e->buf, e->len, e->at);
 		}
 		p->ndef = 0;
 	}
@@ -863,4 +900,7 @@ void rn_port_forget_all(void)
 	g_ports = NULL;
 	g_gso = -1;
 	g_sync = 0;
+	free(g_byfd); /* the parent's sockets are closed in the child */
+	g_byfd = NULL;
+	g_byfd_cap = 0;
 }

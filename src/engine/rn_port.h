@@ -40,6 +40,7 @@ typedef struct rn_usock {
 	int qn;
 	int blocked;            /* EAGAIN: waiting for writability */
 	int want_wev;           /* blocked by an inline thread: the engine arms wev */
+	uint64_t ino;           /* the socket's inode: tells it from a reused number */
 	uint8_t *bufs;          /* RN_TXQ buffers of the port's datagram size */
 } rn_usock;
 
@@ -130,6 +131,9 @@ int rn_port_read(rn_port *p);
 int rn_port_read_some(rn_port *p, uint32_t mask);
 /* Engine: the port's sockets unread while an inline thread had them: read them now. */
 void rn_port_catch_up(rn_port *p);
+/* The rail socket open under descriptor number fd with inode ino, or NULL (host lock). */
+rn_usock *rn_port_usock(int fd, uint64_t ino);
+
 /* Wakes the threads blocked inline on the port (another thread read for them). */
 void rn_port_wake_waiters(rn_port *p);
 /* Engine: arms what inline threads asked for, replays deferred handshakes, frees dead ports. */

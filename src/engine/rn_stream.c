@@ -105,6 +105,20 @@ void rn_stream_service_dirty(void)
 	}
 }
 
+void rn_stream_each_dirty(void (*fn)(rn_stream *st))
+{
+	rn_stream *list = g_dirty;
+
+	g_dirty = g_dirty_tail = NULL;
+	while (list) {
+		rn_stream *st = list;
+
+		list = st->dirty_next;
+		st->dirty = 0;
+		fn(st);
+	}
+}
+
 int rn_stream_dirty_pending(void)
 {
 	return g_dirty != NULL;

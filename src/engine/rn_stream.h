@@ -40,10 +40,13 @@ typedef struct rn_stream {
 	/*
 	 * Inline drivers (rn_inline.c): pair_rx says the engine wrote bytes (or
 	 * the end) into the socketpair since an inline reader last found it
-	 * empty, so those come first; tpend: on the inline timer's list because
+	 * empty, so those come first; pair_tx: a fast send once left bytes in
+	 * the socketpair for lack of room, so inline threads making room move
+	 * such bytes up too (sticky: a bulk writer may do it again any time);
+	 * tpend: on the inline timer's list because
 	 * the core's expiry is earlier than the libevent timer armed.
 	 */
-	uint8_t pair_rx, tpend;
+	uint8_t pair_rx, pair_tx, tpend;
 	struct rn_stream *tpend_next;
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;
@@ -62,6 +65,8 @@ void rn_stream_send_error(struct rn_stream *st, int idx, int err);
 void rn_stream_port_writable(rn_port *p);
 /* Services every stream marked since the last call. */
 void rn_stream_service_dirty(void);
+/* Takes every marked stream off the list and calls fn on it (which may mark it again). */
+void rn_stream_each_dirty(void (*fn)(struct rn_stream *st));
 /* Whether streams wait to be serviced. */
 int rn_stream_dirty_pending(void);
 /* Takes a stream off the list of streams to service. */

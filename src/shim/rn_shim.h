@@ -25,6 +25,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
 
 /* ---- the real calls (rn_shim_real.c) ---- */
 
@@ -56,6 +59,9 @@ typedef struct rn_shim_real {
 	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */

@@ -59,6 +59,9 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(sendto);
 	FIND(recvmsg);
 	FIND(sendmsg);
+	FIND(epoll_ctl);
+	FIND(epoll_pwait);
+	FIND(ppoll);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.fcntl64)

@@ -1,0 +1,321 @@
+/*
+ * rn_shim_poll.c - the interposed waits: epoll_ctl, epoll_wait, epoll_pwait,
+ * poll, ppoll.
+ *
+ * A program waiting in poll or epoll on a ri2n descriptor would be woken by
+ * ri2n's engine thread, after it read the datagram and handed the bytes to
+ * the socketpair: two wake-ups where TCP has one.  Here the rail sockets of
+ * the ri2n connections it waits on join its wait, so an arriving datagram
+ * wakes the program's thread itself; the engine keeps off those sockets
+ * meanwhile (rn_inline_watch_begin).  When one of them fires, the thread
+ * reads it, hands each connection's bytes to its descriptor, and collects
+ * what is ready now: the program sees exactly the events the kernel would
+ * show for its own descriptors, never the rail sockets.
+ *
+ * epoll: the rail sockets are added to the program's epoll set when a
+ * connected ri2n descriptor is added or modified (or at the next wait, for
+ * one still connecting), tagged in their data so the events are told apart;
+ * they leave it when their port closes (the kernel drops closed sockets).
+ * poll/ppoll: they are appended to a copy of the program's array, for sets of
+ * up to MAX_POLL descriptors (larger ones wait as before).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "rn_api.h"
+#include "rn_shim.h"
+
+#define RN_SHIM_API __attribute__((visibility("default")))
+
+#define TAG UINT64_C(0xd1a6000000000000) /* data of a rail socket's epoll event */
+#define TAG_MASK UINT64_C(0xffff000000000000)
+#define MAX_RAILS 64                     /* rail sockets one wait adds */
+#define MAX_POLL 64                      /* poll sets larger than this wait as before */
+
+/* What one epoll set holds for ri2n: rail sockets added, ri2n descriptors still connecting. */
+typedef struct ep_set {
+	uint64_t ino; /* the epoll instance's: a set of a closed, reused number is dropped */
+	int nr, np;
+	rn_railref r[MAX_RAILS];
+	int pending[MAX_RAILS];
+} ep_set;
+
+static struct {
+	pthread_mutex_t mu;
+	ep_set **set; /* by epoll descriptor number */
+	int cap;
+} g_ep = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static int ours(int fd)
+{
+	return rn_shim_tab_has(fd) && rn_shim_tab_mine();
+}
+
+/* Under g_ep.mu: the set of epfd, made on demand; a stale one is dropped. */
+static ep_set *ep_get(int epfd, int make)
+{
+	struct stat sb;
+
+	if (epfd < 0 || fstat(epfd, &sb) < 0)
+		return NULL;
+	if (epfd >= g_ep.cap) {
+		int cap = epfd * 2 + 16;
+		ep_set **n;
+
+		if (!make)
+			return NULL;
+		n = realloc(g_ep.set, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		memset(n + g_ep.cap, 0, (size_t)(cap - g_ep.cap) * sizeof(*n));
+		g_ep.set = n;
+		g_ep.cap = cap;
+	}
+	if (g_ep.set[epfd] && g_ep.set[epfd]->ino != (uint64_t)sb.st_ino) {
+		free(g_ep.set[epfd]); /* the program closed that epoll set; this is another */
+		g_ep.set[epfd] = NULL;
+	}
+	if (!g_ep.set[epfd] && make && (g_ep.set[epfd] = calloc(1, sizeof(ep_set))))
+		g_ep.set[epfd]->ino = (uint64_t)sb.st_ino;
+	return g_ep.set[epfd];
+}
+
+/* Under g_ep.mu: adds fd's rail sockets to epfd; 0 if fd has none (yet). */
+static int ep_add_rails(int epfd, ep_set *e, int fd)
+{
+	rn_railref r[RN_MAX_RAILS];
+	int n = rn_api_rails(fd, r, RN_MAX_RAILS);
+
+	for (int i = 0; i < n; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG | (uint32_t)r[i].fd };
+		int k;
+
+		for (k = 0; k < e->nr; k++)
+			if (e->r[k].fd == r[i].fd && e->r[k].ino == r[i].ino)
+				break;
+		if (k < e->nr || e->nr >= MAX_RAILS)
+			continue;
+		/* EEXIST: a socket of that number was added before and is still there */
+		if (RN_REAL->epoll_ctl(epfd, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
+			e->r[e->nr++] = r[i];
+	}
+	return n;
+}
+
+/* Under g_ep.mu: ri2n descriptors that were connecting get their rail sockets added. */
+static void ep_settle(int epfd, ep_set *e)
+{
+	int k = 0;
+
+	for (int i = 0; i < e->np; i++) {
+		int fd = e->pending[i];
+
+		if (ours(fd) && ep_add_rails(epfd, e, fd) == 0)
+			e->pending[k++] = fd; /* still connecting */
+	}
+	e->np = k;
+}
+
+RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
+
+	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
+		ep_set *e;
+
+		pthread_mutex_lock(&g_ep.mu);
+		e = ep_get(epfd, 1);
+		if (e && ep_add_rails(epfd, e, fd) == 0 && e->np < MAX_RAILS) {
+			int k;
+
+			for (k = 0; k < e->np && e->pending[k] != fd; k++)
+				;
+			if (k == e->np)
+				e->pending[e->np++] = fd;
+		}
+		pthread_mutex_unlock(&g_ep.mu);
+	}
+	errno = saved;
+	return rc;
+}
+
+/* The milliseconds left of timeout (ms, -1: none) begun at t0. */
+static int ms_left(int timeout, const struct timespec *t0)
+{
+	struct timespec t;
+	long gone;
+
+	if (timeout <= 0)
+		return timeout;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	gone = (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+	return gone >= timeout ? 0 : (int)(timeout - gone);
+}
+
+static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
+{
+	rn_railref r[MAX_RAILS];
+	void *h[MAX_RAILS];
+	struct timespec t0;
+	int n = 0;
+	ep_set *e;
+
+	if (max <= 0 || !rn_shim_tab_mine())
+		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	pthread_mutex_lock(&g_ep.mu);
+	e = ep_get(epfd, 0);
+	if (e) {
+		ep_settle(epfd, e);
+		n = e->nr;
+		memcpy(r, e->r, (size_t)n * sizeof(*r));
+	}
+	pthread_mutex_unlock(&g_ep.mu);
+	if (n == 0)
+		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int pass = 0;; pass++) {
+		uint8_t ready[MAX_RAILS] = { 0 };
+		int rc, k = 0, rails = 0, err, stale = 0;
+
+		rn_inline_watch_begin(r, n, h);
+		rc = RN_REAL->epoll_pwait(epfd, ev, max, ms_left(timeout, &t0), ss);
+		err = errno;
+		for (int i = 0; i < rc; i++) {
+			if ((ev[i].data.u64 & TAG_MASK) != TAG) {
+				ev[k++] = ev[i];
+				continue;
+			}
+			for (int j = 0; j < n; j++)
+				if ((uint64_t)(uint32_t)r[j].fd == (ev[i].data.u64 & ~TAG_MASK))
+					ready[j] = 1;
+			rails++;
+		}
+		rn_inline_watch_end(h, n, ready);
+		for (int j = 0; j < n; j++)
+			stale += h[j] == NULL;
+		if (stale) { /* ports gone: forget their sockets */
+			pthread_mutex_lock(&g_ep.mu);
+			e = ep_get(epfd, 0);
+			for (int j = 0; e && j < n; j++) {
+				if (h[j])
+					continue;
+				for (int i = 0; i < e->nr; i++) {
+					if (e->r[i].fd == r[j].fd && e->r[i].ino == r[j].ino) {
+						e->r[i] = e->r[--e->nr];
+						break;
+					}
+				}
+			}
+			pthread_mutex_unlock(&g_ep.mu);
+		}
+		if (rc < 0) {
+			errno = err;
+			return -1;
+		}
+		/*
+		 * Only rail sockets woke us (their bytes are in the descriptors now,
+		 * or they brought nothing deliverable yet, say a packet out of
+		 * order): wait on.  0 means the timeout passed, never anything else.
+		 */
+		if (k > 0 || rails == 0 || (timeout > 0 && ms_left(timeout, &t0) == 0))
+			return k;
+		if (timeout == 0 && pass > 0)
+			return k;
+	}
+}
+
+RN_SHIM_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	return ep_wait(epfd, ev, max, timeout, NULL);
+}
+
+RN_SHIM_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+			    const sigset_t *ss)
+{
+	return ep_wait(epfd, ev, max, timeout, ss);
+}
+
+/* ---- poll ---- */
+
+static int ts_ms(const struct timespec *ts)
+{
+	if (!ts)
+		return -1;
+	if (ts->tv_sec > 1000000)
+		return 1000000000;
+	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+}
+
+static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss)
+{
+	struct pollfd ext[MAX_POLL + MAX_RAILS];
+	rn_railref r[MAX_RAILS];
+	void *h[MAX_RAILS];
+	struct timespec t0;
+	int n = 0;
+
+	if (nfds == 0 || nfds > MAX_POLL || !rn_shim_tab_mine())
+		goto plain;
+	for (nfds_t i = 0; i < nfds; i++) {
+		if (!(fds[i].events & POLLIN) || fds[i].fd < 0 || !ours(fds[i].fd))
+			continue;
+		n += rn_api_rails(fds[i].fd, r + n, MAX_RAILS - n < RN_MAX_RAILS ? 0 : RN_MAX_RAILS);
+	}
+	if (n == 0)
+		goto plain;
+	memcpy(ext, fds, nfds * sizeof(*fds));
+	for (int j = 0; j < n; j++)
+		ext[nfds + (nfds_t)j] = (struct pollfd){ .fd = r[j].fd, .events = POLLIN };
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int pass = 0;; pass++) {
+		uint8_t ready[MAX_RAILS] = { 0 };
+		int rc, err, user = 0, rails = 0, left = ms_left(timeout, &t0);
+		struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
+
+		rn_inline_watch_begin(r, n, h);
+		rc = RN_REAL->ppoll(ext, nfds + (nfds_t)n, left < 0 ? NULL : &ts, ss);
+		err = errno;
+		for (int j = 0; j < n && rc > 0; j++)
+			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
+		rn_inline_watch_end(h, n, ready);
+		if (rc < 0) {
+			errno = err;
+			return -1;
+		}
+		for (nfds_t i = 0; i < nfds; i++) {
+			fds[i].revents = ext[i].revents;
+			user += fds[i].revents != 0;
+		}
+		/* as for epoll: only a timeout that passed returns 0 */
+		if (user > 0 || rails == 0 || (timeout > 0 && ms_left(timeout, &t0) == 0))
+			return user;
+		if (timeout == 0 && pass > 0)
+			return user;
+	}
+plain:
+	{
+		int left = timeout;
+		struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
+
+		return RN_REAL->ppoll(fds, nfds, left < 0 ? NULL : &ts, ss);
+	}
+}
+
+RN_SHIM_API int poll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	return poll_wait(fds, nfds, timeout, NULL);
+}
+
+RN_SHIM_API int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *ts,
+		      const sigset_t *ss)
+{
+	return poll_wait(fds, nfds, ts_ms(ts), ss);
+}
