@@ -326,14 +326,8 @@ static int64_t elapsed_ns(const struct timespec *t0)
  * Called and returns with the host lock held; 0 with *ready the port's
  * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
  */
-/* Whether the stream is still there to mark (it may have ended while we slept). */
-static int s_of(const struct rn_stream *st)
-{
-	return st->sock && st->sock->stream == st;
-}
-
-static int wait_port(struct rn_stream *st, int fd, short events, int64_t timeout_ns, int busy_us,
-		     uint32_t *ready)
+static int wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
+		     int busy_us, uint32_t *ready)
 {
 	rn_port *p = st->port;
 	rn_waiter *w = waiter();
@@ -387,8 +381,8 @@ static int wait_port(struct rn_stream *st, int fd, short events, int64_t timeout
 		if (pf[n - 1].revents & POLLNVAL) {
 			rc = -1;
 			err = EBADF;
-		} else if (s_of(st)) {
-			st->pair_rx = 1;
+		} else if (s->stream) { /* st itself may have ended while we slept */
+			s->stream->pair_rx = 1;
 		}
 	}
 	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
@@ -781,7 +775,8 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		/* a datagram already there returns at once: no read to try first */
 		service(st, rn_now_ns());
-		rc = wait_port(st, fd, POLLIN, left_of(timeout, &t0), s->busy_us, &ready);
+		rc = wait_port(s, st, fd, POLLIN, left_of(timeout, &t0),
+			       __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED), &ready);
 		if (rc < 0) {
 			rc = got ? (ssize_t)got : rc;
 			break;

@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 
 /* ---- the real calls (rn_shim_real.c) ---- */
 
@@ -62,6 +63,8 @@ typedef struct rn_shim_real {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */

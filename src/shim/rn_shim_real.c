@@ -62,6 +62,8 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(epoll_ctl);
 	FIND(epoll_pwait);
 	FIND(ppoll);
+	FIND(select);
+	FIND(pselect);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.fcntl64)
