@@ -73,33 +73,39 @@ static void tpend_remove(struct rn_stream *st)
 	st->tpend_next = NULL;
 }
 
-/* The earliest expiry of the listed streams; the timerfd follows it. */
+/*
+ * The earliest expiry of the listed streams (each as it was when last
+ * armed: an expiry only moves when its stream is driven, which arms it
+ * again); the timerfd follows it.
+ */
 static void tfd_follow(void)
 {
 	uint64_t at = UINT64_MAX;
 
-	for (struct rn_stream *x = g.tpend; x; x = x->tpend_next) {
-		uint64_t e = rn_conn_expiry(x->conn);
-
-		if (e < at)
-			at = e;
-	}
+	for (struct rn_stream *x = g.tpend; x; x = x->tpend_next)
+		if (x->tpend_at < at)
+			at = x->tpend_at;
 	tfd_set(at);
 }
 
 void rn_inline_arm(struct rn_stream *st, uint64_t now)
 {
-	uint64_t exp = rn_conn_expiry(st->conn);
+	uint64_t exp = rn_conn_expiry(st->conn), was = st->tpend ? st->tpend_at : UINT64_MAX;
 
 	(void)now;
-	if (exp < st->armed_ns && !st->tpend) {
-		st->tpend = 1;
-		st->tpend_next = g.tpend;
-		g.tpend = st;
-	} else if (exp >= st->armed_ns && st->tpend) {
+	if (exp < st->armed_ns) {
+		if (!st->tpend) {
+			st->tpend = 1;
+			st->tpend_next = g.tpend;
+			g.tpend = st;
+		}
+		st->tpend_at = exp;
+	} else if (st->tpend) {
 		tpend_remove(st); /* the engine's own timer comes first: enough */
 	}
-	tfd_follow();
+	/* the timer moves only if this stream held the earliest expiry, or now does */
+	if ((st->tpend && st->tpend_at < g.tfd_at) || was == g.tfd_at)
+		tfd_follow();
 }
 
 void rn_inline_stream_gone(struct rn_stream *st)
@@ -765,11 +771,12 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 		}
 		if (nonblock) {
-			/* what the sockets hold already, without waiting */
-			if (rn_port_read(st->port) > 0) {
-				service(st, rn_now_ns()); /* ACKs owed, window updates */
-				continue;
-			}
+			/*
+			 * Not even a look at the rails: a non-blocking reader waits with
+			 * poll/epoll/select, which reads them (under ri2n-run) or has
+			 * the engine hand the bytes over; two reads finding nothing
+			 * would cost more than the rare datagram they catch early.
+			 */
 			rc = got ? (ssize_t)got : -EAGAIN;
 			break;
 		}

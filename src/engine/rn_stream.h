@@ -47,6 +47,7 @@ typedef struct rn_stream {
 	 * the core's expiry is earlier than the libevent timer armed.
 	 */
 	uint8_t pair_rx, pair_tx, tpend;
+	uint64_t tpend_at;       /* its expiry when it was put on the inline timer's list */
 	struct rn_stream *tpend_next;
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;
