@@ -551,6 +551,22 @@ static size_t write_iov(struct rn_stream *st, uint64_t now, const struct iovec *
 	return taken;
 }
 
+/* The part of iov from byte `off` on, as at most MAX_IOV pieces in rest; their count. */
+static size_t iov_from(const struct iovec *iov, int iovcnt, size_t off, struct iovec *rest)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
+		off = 0;
+	}
+	return n;
+}
+
 static size_t iov_total(const struct iovec *iov, int iovcnt)
 {
 	size_t t = 0;
@@ -567,20 +583,9 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 static ssize_t spill(int fd, const struct iovec *iov, int iovcnt, size_t off, int flags)
 {
 	struct iovec rest[MAX_IOV];
-	struct msghdr m = { .msg_iov = rest };
-	int n = 0;
-	ssize_t rc;
+	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
+	ssize_t rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
 
-	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
-		off = 0;
-	}
-	m.msg_iovlen = (size_t)n;
-	rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
 	return rc < 0 ? -errno : rc;
 }
 
@@ -662,18 +667,8 @@ static size_t copy_out(const struct iovec *iov, int iovcnt, size_t off, const ui
 static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off)
 {
 	struct iovec rest[MAX_IOV];
-	struct msghdr m = { .msg_iov = rest };
-	int n = 0;
+	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
 
-	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
-		off = 0;
-	}
-	m.msg_iovlen = (size_t)n;
 	return syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
 }
 
