@@ -781,6 +781,17 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
+void rn_api_epoll_note(int fd, uint64_t ep_ino, uint32_t events, uint64_t data)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+
+	if (!s)
+		return;
+	rn_inline_epoll_note(s, ep_ino, events, data);
+	rn_sock_unref(s);
+}
+
 ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)
 {
 	struct iovec iov = { (void *)buf, len };

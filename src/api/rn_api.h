@@ -15,6 +15,7 @@ int rn_api_is_ri2n(int fd);
  * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n
  * socket (errno EBADF or ENOTSOCK), so an interposer can pass the call on.
  */
+#include <stdint.h>
 #include <sys/uio.h>
 ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
 ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
@@ -25,6 +26,8 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
  */
 #include "rn_inline.h"
 int rn_api_rails(int fd, rn_railref *out, int max);
+/* epoll_ctl on ri2n socket fd in the set with inode ep_ino (rn_inline_epoll_note); events 0: DEL. */
+void rn_api_epoll_note(int fd, uint64_t ep_ino, uint32_t events, uint64_t data);
 
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
 

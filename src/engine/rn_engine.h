@@ -54,6 +54,13 @@ typedef struct rn_sock {
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
+	/*
+	 * (host lock) Under ri2n-run: the epoll set (by inode) the socket was
+	 * last added to, with the events and data it was added with; lets an
+	 * inline epoll wait report its bytes without the socketpair.
+	 */
+	uint64_t ep_ino, ep_data;
+	uint32_t ep_events;
 
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -37,6 +38,7 @@ static struct {
 	struct event *tev;
 	uint64_t tfd_at;         /* when it is set to fire, UINT64_MAX: disarmed */
 	struct rn_stream *tpend; /* streams whose expiry is before their libevent timer */
+	struct rn_stream *held;  /* streams whose bytes an epoll wait reported from the core */
 	uint8_t buf[TAKE_CHUNK];
 } g = { .tfd = -1, .tfd_at = UINT64_MAX };
 
@@ -108,8 +110,22 @@ void rn_inline_arm(struct rn_stream *st, uint64_t now)
 		tfd_follow();
 }
 
+static void held_remove(struct rn_stream *st)
+{
+	for (struct rn_stream **pp = &g.held; *pp; pp = &(*pp)->held_next) {
+		if (*pp == st) {
+			*pp = st->held_next;
+			break;
+		}
+	}
+	st->held = 0;
+	st->held_next = NULL;
+}
+
 void rn_inline_stream_gone(struct rn_stream *st)
 {
+	if (st->held)
+		held_remove(st);
 	if (!st->tpend)
 		return;
 	tpend_remove(st);
@@ -168,6 +184,7 @@ void rn_inline_forget(void)
 	g.tev = NULL;
 	g.tfd_at = UINT64_MAX;
 	g.tpend = NULL;
+	g.held = NULL;
 }
 
 int rn_inline_busy_default(void)
@@ -210,7 +227,15 @@ static void deliver_to_pair(struct rn_stream *st, uint64_t now);
  * or ending, more to send than one turn's budget, bytes in the core nobody
  * takes); then nothing was done if it is not established.
  */
+static int service_x(struct rn_stream *st, uint64_t now, int bytes_count);
+
 static int service(struct rn_stream *st, uint64_t now)
+{
+	return service_x(st, now, 1);
+}
+
+/* The same; bytes_count 0: bytes waiting in the core are no reason (an epoll wait reported them). */
+static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 {
 	const uint8_t *d;
 	int more;
@@ -235,7 +260,7 @@ static int service(struct rn_stream *st, uint64_t now)
 	}
 	rn_inline_arm(st, now);
 	return more || rn_conn_state(st->conn) != RN_ST_ESTABLISHED ||
-	       rn_conn_peek(st->conn, &d) != RN_ERR_AGAIN;
+	       (bytes_count && rn_conn_peek(st->conn, &d) != RN_ERR_AGAIN);
 }
 
 /*
@@ -263,7 +288,8 @@ static void finish(rn_sock *s)
 	struct rn_stream *st = s ? s->stream : NULL;
 
 	if (st) {
-		if (service(st, rn_now_ns()))
+		/* a stream an epoll wait reports keeps its bytes for the next read */
+		if (service_x(st, rn_now_ns(), !st->held))
 			rn_engine_dirty(st);
 		else
 			rn_stream_undirty(st);
@@ -489,6 +515,129 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready)
 		if (h[i])
 			rn_port_unref(((rn_usock *)h[i])->port);
 	rn_host_leave_inline();
+}
+
+/* ---- epoll readiness from the core (ri2n-run) ---- */
+
+/* The epoll wait being ended (host lock): where its reports go. */
+static struct {
+	uint64_t ino;
+	rn_ready *out;
+	int max, n;
+} g_wait;
+
+void rn_inline_epoll_note(rn_sock *s, uint64_t ep_ino, uint32_t events, uint64_t data)
+{
+	rn_host_lock();
+	if (events) {
+		s->ep_ino = ep_ino;
+		s->ep_events = events;
+		s->ep_data = data;
+	} else if (s->ep_ino == ep_ino) {
+		s->ep_ino = 0;
+		s->ep_events = 0;
+	}
+	rn_host_unlock();
+}
+
+/*
+ * Whether the stream's bytes can be reported to epoll set ep_ino straight
+ * from the core: registered there for EPOLLIN (not one-shot: the kernel
+ * would disarm it), nothing of it in the descriptor, bytes waiting.
+ */
+static int reportable(const struct rn_stream *st, uint64_t ep_ino)
+{
+	const rn_sock *s = st->sock;
+	const uint8_t *d;
+
+	return ep_ino && s && s->ep_ino == ep_ino && (s->ep_events & EPOLLIN) &&
+	       !(s->ep_events & EPOLLONESHOT) && ok_to_recv(st) && !st->pair_rx &&
+	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
+}
+
+static void hold(struct rn_stream *st)
+{
+	if (st->held)
+		return;
+	st->held = 1;
+	st->held_next = g.held;
+	g.held = st;
+}
+
+/* A connection whose datagrams the epoll wait read: reported, else as serve_other. */
+static void serve_watch(struct rn_stream *st)
+{
+	if (g_wait.n < g_wait.max && reportable(st, g_wait.ino)) {
+		g_wait.out[g_wait.n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
+		hold(st);
+		if (service_x(st, rn_now_ns(), 0))
+			rn_engine_dirty(st);
+		return;
+	}
+	serve_other(st);
+}
+
+void rn_inline_watch_end_epoll(void **h, int n, const uint8_t *ready, uint64_t ep_ino,
+			       rn_ready *out, int max, int *nout)
+{
+	uint64_t now;
+
+	rn_host_enter_inline();
+	now = rn_now_ns();
+	for (int i = 0; i < n; i++) {
+		rn_usock *u = h[i];
+
+		if (!u)
+			continue;
+		u->port->nwait--;
+		u->port->inline_ns = now;
+		if (ready[i] && u->fd >= 0)
+			rn_port_read_some(u->port, 1u << u->idx);
+	}
+	g_wait.ino = ep_ino;
+	g_wait.out = out;
+	g_wait.max = max;
+	g_wait.n = 0;
+	rn_stream_each_dirty(serve_watch);
+	*nout = g_wait.n;
+	g_wait.out = NULL;
+	g_wait.ino = 0;
+	finish(NULL);
+	for (int i = 0; i < n; i++)
+		if (h[i])
+			rn_port_unref(((rn_usock *)h[i])->port);
+	rn_host_leave_inline();
+}
+
+int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max)
+{
+	struct rn_stream **pp;
+	int n = 0;
+
+	rn_host_enter_inline();
+	for (pp = &g.held; *pp;) {
+		struct rn_stream *st = *pp;
+
+		if (st->sock && st->sock->ep_ino == ep_ino && !(st->sock->ep_events & EPOLLET) &&
+		    reportable(st, ep_ino) && n < max) {
+			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
+			pp = &st->held_next;
+			continue;
+		}
+		if (st->sock && st->sock->ep_ino == ep_ino && reportable(st, ep_ino)) {
+			pp = &st->held_next; /* edge-triggered, or no room: still held */
+			continue;
+		}
+		/* read, or no longer watched there: what is left goes to the descriptor */
+		*pp = st->held_next;
+		st->held = 0;
+		st->held_next = NULL;
+		if (st->sock && st->sock->ep_ino != ep_ino)
+			serve_other(st);
+	}
+	finish(NULL);
+	rn_host_leave_inline();
+	return n;
 }
 
 void rn_inline_closed(rn_sock *s)

@@ -607,13 +607,18 @@ static void rx_set(rn_port *p, int on)
 }
 
 /*
- * Whether a thread is blocked inline on the port: then the engine keeps off
- * its sockets.  (Only a blocked thread: one that reads inline without
- * waiting, say next to a plain epoll, must find the engine on duty.)
+ * Whether threads drive the port inline: one waits on its sockets now, or
+ * one came back from such a wait less than RN_HANDOFF_NS ago (an event loop
+ * between two epoll waits, a ping-pong between a reply and the next
+ * receive).  Then the engine keeps off the sockets: a datagram wakes one
+ * thread, and the engine does not contend for the host lock with a busy
+ * one.  Only waits count (p->inline_ns is set when a wait ends or reads):
+ * a non-blocking read never looks at the rails, so a program that reads
+ * inline but waits elsewhere keeps the engine on duty.
  */
 static int inline_driven(const rn_port *p)
 {
-	return p->nwait > 0;
+	return p->nwait > 0 || (p->inline_ns && rn_now_ns() - p->inline_ns < RN_HANDOFF_NS);
 }
 
 /*
@@ -672,7 +677,7 @@ static void on_fallback(evutil_socket_t fd, short what, void *arg)
 	rn_host_lock();
 	if (p->rx_off) {
 		/* a thread back within the period will wait again: keep off (no toggling) */
-		if (inline_driven(p) || rn_now_ns() - p->inline_ns < RN_HANDOFF_NS) {
+		if (inline_driven(p)) {
 			arm_fallback(p, 1);
 		} else {
 			rx_set(p, 1);

@@ -49,6 +49,9 @@ typedef struct rn_stream {
 	uint8_t pair_rx, pair_tx, tpend;
 	uint64_t tpend_at;       /* its expiry when it was put on the inline timer's list */
 	struct rn_stream *tpend_next;
+	/* held: its bytes stay in the core, reported to an epoll wait (rn_inline_held) */
+	uint8_t held;
+	struct rn_stream *held_next;
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;
 

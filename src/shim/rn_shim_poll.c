@@ -129,11 +129,19 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
 
+	if (rc == 0 && op == EPOLL_CTL_DEL && ours(fd)) {
+		struct stat sb;
+
+		if (fstat(epfd, &sb) == 0)
+			rn_api_epoll_note(fd, (uint64_t)sb.st_ino, 0, 0);
+	}
 	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
 		ep_set *e;
 
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 1);
+		if (e && ev) /* its bytes may be reported from ri2n's buffer (rn_inline_held) */
+			rn_api_epoll_note(fd, e->ino, ev->events, ev->data.u64);
 		if (e && ep_add_rails(epfd, e, fd) == 0 && e->np < MAX_RAILS) {
 			int k;
 
@@ -165,8 +173,10 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 {
 	rn_railref r[MAX_RAILS];
 	void *h[MAX_RAILS];
+	rn_ready syn[MAX_RAILS];
 	struct timespec t0;
-	int n = 0;
+	uint64_t ino = 0;
+	int n = 0, ns;
 	ep_set *e;
 
 	if (max <= 0 || !rn_shim_tab_mine())
@@ -176,18 +186,21 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	if (e) {
 		ep_settle(epfd, e);
 		n = e->nr;
+		ino = e->ino;
 		memcpy(r, e->r, (size_t)n * sizeof(*r));
 	}
 	pthread_mutex_unlock(&g_ep.mu);
 	if (n == 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	/* bytes reported before and not read yet: ready now (level-triggered) */
+	ns = rn_inline_held(ino, syn, max < MAX_RAILS ? max : MAX_RAILS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
-		int rc, k = 0, rails = 0, err, stale = 0;
+		int rc, k = 0, rails = 0, err, stale = 0, more = 0;
 
 		rn_inline_watch_begin(r, n, h);
-		rc = RN_REAL->epoll_pwait(epfd, ev, max, ms_left(timeout, &t0), ss);
+		rc = RN_REAL->epoll_pwait(epfd, ev, max, ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
 			if ((ev[i].data.u64 & TAG_MASK) != TAG) {
@@ -199,7 +212,28 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 					ready[j] = 1;
 			rails++;
 		}
-		rn_inline_watch_end(h, n, ready);
+		{
+			int room = max - k - ns;
+
+			if (room > MAX_RAILS - ns)
+				room = MAX_RAILS - ns;
+			rn_inline_watch_end_epoll(h, n, ready, ino, syn + ns, room > 0 ? room : 0,
+						  &more);
+			ns += more;
+		}
+		/* ri2n's reports join the kernel's: one event per descriptor */
+		for (int q = 0; q < ns && rc >= 0; q++) {
+			int i;
+
+			for (i = 0; i < k && ev[i].data.u64 != syn[q].data; i++)
+				;
+			if (i < k)
+				ev[i].events |= syn[q].events;
+			else if (k < max)
+				ev[k++] = (struct epoll_event){ .events = syn[q].events,
+								.data.u64 = syn[q].data };
+		}
+		ns = 0;
 		for (int j = 0; j < n; j++)
 			stale += h[j] == NULL;
 		if (stale) { /* ports gone: forget their sockets */
