@@ -551,6 +551,7 @@ static int reportable(const struct rn_stream *st, uint64_t ep_ino)
 	const uint8_t *d;
 
 	return ep_ino && s && s->ep_ino == ep_ino && (s->ep_events & EPOLLIN) &&
+	       !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) &&
 	       !(s->ep_events & EPOLLONESHOT) && ok_to_recv(st) && !st->pair_rx &&
 	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
 }
@@ -644,6 +645,9 @@ void rn_inline_closed(rn_sock *s)
 {
 	__atomic_store_n(&s->closed, 1, __ATOMIC_RELEASE);
 	rn_host_lock();
+	/* the kernel dropped it from the program's epoll sets: no report may name it now */
+	s->ep_ino = 0;
+	s->ep_events = 0;
 	if (s->stream && s->stream->port->nwait)
 		rn_port_wake_waiters(s->stream->port);
 	rn_host_unlock();
