@@ -386,6 +386,94 @@ static int echo_check(int fd, size_t len)
 	return got == len ? 0 : -1;
 }
 
+/*
+ * The echo of echo_check, waiting with epoll (level- or edge-triggered):
+ * under ri2n-run a wait may report the descriptor from ri2n's own buffer,
+ * which must read back every byte, in order, and never report a descriptor
+ * with nothing to read forever (10 s without progress fails).
+ */
+static int echo_check_epoll(int fd, size_t len, int et)
+{
+	uint8_t out[1 << 16], in[1 << 16];
+	size_t sent = 0, got = 0;
+	int fl = fcntl(fd, F_GETFL), ep = epoll_create1(EPOLL_CLOEXEC), rc = -1;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | (et ? EPOLLET : 0),
+				  .data.u64 = 0x5eed0000u + (unsigned)fd };
+
+	if (ep < 0)
+		return -1;
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto out;
+	while (got < len) {
+		struct epoll_event e[4];
+		int n = epoll_wait(ep, e, 4, 10000);
+
+		if (n <= 0)
+			goto out;
+		for (int i = 0; i < n; i++) {
+			if (e[i].data.u64 != ev.data.u64)
+				goto out; /* an event the program never registered */
+			/* edge-triggered: each side goes on until EAGAIN */
+			while ((e[i].events & EPOLLOUT) && sent < len) {
+				size_t k = len - sent < sizeof(out) ? len - sent : sizeof(out);
+				ssize_t w;
+
+				for (size_t j = 0; j < k; j++)
+					out[j] = pattern(sent + j);
+				w = write(fd, out, k);
+				if (w < 0 && errno != EAGAIN)
+					goto out;
+				if (w <= 0)
+					break;
+				sent += (size_t)w;
+				if (sent == len)
+					shutdown(fd, SHUT_WR);
+				if (!et)
+					break;
+			}
+			while (e[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+				ssize_t r = read(fd, in, sizeof(in));
+
+				if (r == 0 || (r < 0 && errno != EAGAIN))
+					goto out;
+				if (r < 0)
+					break;
+				for (ssize_t j = 0; j < r; j++)
+					if (in[j] != pattern(got + (size_t)j)) {
+						rc = -2;
+						goto out;
+					}
+				got += (size_t)r;
+				if (!et || got == len)
+					break;
+			}
+		}
+		if (sent == len && (ev.events & EPOLLOUT)) {
+			ev.events = EPOLLIN | (et ? EPOLLET : 0); /* nothing more to write */
+			epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+		}
+	}
+	rc = got == len ? 0 : -1;
+out:
+	close(ep);
+	fcntl(fd, F_SETFL, fl);
+	return rc;
+}
+
+static void check_epoll_echo(int port)
+{
+	for (int et = 0; et <= 1; et++) {
+		int fd = connect_to(dst_port(port), 'E');
+
+		CHECK(fd >= 0 && echo_check_epoll(fd, ECHO_BYTES, et) == 0,
+		      "echo of %d bytes waiting with epoll (%s-triggered), every byte checked",
+		      ECHO_BYTES, et ? "edge" : "level");
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 static void check_nonblocking(int port)
 {
 	struct sockaddr_in a = dst_port(port);
@@ -660,6 +748,7 @@ static int check(const char *addr, int port)
 		return 2;
 	signal(SIGPIPE, SIG_IGN);
 	check_nonblocking(port);
+	check_epoll_echo(port);
 	check_refused(port + 3);
 	check_options(port);
 	check_dup(port);
