@@ -69,7 +69,7 @@ typedef struct rn_port {
 	struct rn_waiter *waiters;
 	int nwait;
 	uint8_t rx_off, dead;
-	uint64_t inline_ns, handoff_ns; /* the last inline read; the fallback's period now */
+	uint64_t inline_ns;     /* the last inline wait's end or read */
 	struct event *fallback;
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;
@@ -78,13 +78,12 @@ typedef struct rn_port {
 } rn_port;
 
 /*
- * How often the engine, kept off a port's sockets, looks whether inline
- * threads still drive it: 1 ms at first, doubling to 16 ms while they do.
- * What arrives after the last one left waits at most that long for the
- * engine (a thread that comes back to the port reads it at once).
+ * 1 ms: how often the engine, kept off a port's sockets, looks whether
+ * inline threads still drive it; what arrives after the last one left
+ * waits at most this long for the engine (a thread that comes back to the
+ * port reads it at once).
  */
 #define RN_HANDOFF_NS UINT64_C(1000000)
-#define RN_HANDOFF_MAX_NS UINT64_C(16000000)
 
 /* A thread blocked inline: its eventfd, on a port's list. */
 typedef struct rn_waiter {
