@@ -494,28 +494,6 @@ void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
 	rn_host_unlock();
 }
 
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready)
-{
-	uint64_t now;
-
-	rn_host_enter_inline();
-	now = rn_now_ns();
-	for (int i = 0; i < n; i++) {
-		rn_usock *u = h[i];
-
-		if (!u)
-			continue;
-		u->port->nwait--;
-		u->port->inline_ns = now;
-		if (ready[i] && u->fd >= 0)
-			rn_port_read_some(u->port, 1u << u->idx);
-	}
-	finish(NULL); /* what arrived goes to the descriptors the caller polls */
-	for (int i = 0; i < n; i++)
-		if (h[i])
-			rn_port_unref(((rn_usock *)h[i])->port);
-	rn_host_leave_inline();
-}
 
 /* ---- epoll readiness from the core (ri2n-run) ---- */
 
@@ -578,8 +556,8 @@ static void serve_watch(struct rn_stream *st)
 	serve_other(st);
 }
 
-void rn_inline_watch_end_epoll(void **h, int n, const uint8_t *ready, uint64_t ep_ino,
-			       rn_ready *out, int max, int *nout)
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino, rn_ready *out,
+			 int max, int *nout)
 {
 	uint64_t now;
 
@@ -599,8 +577,9 @@ void rn_inline_watch_end_epoll(void **h, int n, const uint8_t *ready, uint64_t e
 	g_wait.out = out;
 	g_wait.max = max;
 	g_wait.n = 0;
-	rn_stream_each_dirty(serve_watch);
-	*nout = g_wait.n;
+	rn_stream_each_dirty(serve_watch); /* no epoll set (poll, select): serve_other */
+	if (nout)
+		*nout = g_wait.n;
 	g_wait.out = NULL;
 	g_wait.ino = 0;
 	finish(NULL);
@@ -771,10 +750,9 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		} else {
 			if (pair > 0)
 				sent = write_iov(st, now, iov, iovcnt, 0);
-			service(st, now); /* onto the rails now, as far as windows allow */
 		}
 	}
-	finish(s);
+	finish(s); /* services the stream: onto the rails now, as far as windows allow */
 	if (rc >= 0 && sent < total && s->stream) {
 		/*
 		 * The rest goes through the descriptor, after these.  From now on

@@ -72,35 +72,30 @@ typedef struct rn_railref {
 } rn_railref;
 /* The rail sockets of connected socket s (at most max); 0 if it has none. */
 int rn_inline_rails(rn_sock *s, rn_railref *out, int max);
-/*
- * Before the wait: the engine keeps off these sockets (h[i]: a handle per
- * socket, NULL for one that is gone).  After it, rn_inline_watch_end with
- * ready[i] set for each socket the wait found readable: they are read and
- * the connections' bytes handed to their descriptors, where the caller's
- * poll finds them.
- */
-void rn_inline_watch_begin(const rn_railref *r, int n, void **h);
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready);
-
-/*
- * epoll (ri2n-run): socket s was added to (or modified in) the epoll set
- * with inode ep_ino with these events and data; events 0: removed.
- */
-void rn_inline_epoll_note(rn_sock *s, uint64_t ep_ino, uint32_t events, uint64_t data);
 /* One readiness an epoll wait reports for a ri2n socket whose bytes wait in the core. */
 typedef struct rn_ready {
 	uint32_t events;
 	uint64_t data;
 } rn_ready;
 /*
- * rn_inline_watch_end for an epoll wait on the set with inode ep_ino: a
- * socket registered there whose bytes arrived is reported in out (at most
- * max; *nout of them) instead of having them copied into its descriptor, and
- * stays reported (level-triggered) while they wait; the call reads them
- * from the core (the fast path).
+ * Before the wait: the engine keeps off these sockets (h[i]: a handle per
+ * socket, NULL for one that is gone).  After it, rn_inline_watch_end with
+ * ready[i] set for each socket the wait found readable: they are read and
+ * the connections' bytes handed to their descriptors, where the caller's
+ * poll finds them.  For an epoll wait (ep_ino: the set's inode, else 0), a
+ * socket registered there whose bytes arrived is instead reported in out
+ * (at most max, *nout of them) and its bytes stay in the core for the read
+ * that follows (level-triggered: rn_inline_held reports it again).
  */
-void rn_inline_watch_end_epoll(void **h, int n, const uint8_t *ready, uint64_t ep_ino,
-			       rn_ready *out, int max, int *nout);
+void rn_inline_watch_begin(const rn_railref *r, int n, void **h);
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino, rn_ready *out,
+			 int max, int *nout);
+
+/*
+ * epoll (ri2n-run): socket s was added to (or modified in) the epoll set
+ * with inode ep_ino with these events and data; events 0: removed.
+ */
+void rn_inline_epoll_note(rn_sock *s, uint64_t ep_ino, uint32_t events, uint64_t data);
 /* The sockets of epoll set ep_ino whose bytes still wait in the core (before a wait). */
 int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max);
 

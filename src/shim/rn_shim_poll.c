@@ -217,8 +217,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 
 			if (room > MAX_RAILS - ns)
 				room = MAX_RAILS - ns;
-			rn_inline_watch_end_epoll(h, n, ready, ino, syn + ns, room > 0 ? room : 0,
-						  &more);
+			rn_inline_watch_end(h, n, ready, ino, syn + ns, room > 0 ? room : 0, &more);
 			ns += more;
 		}
 		/* ri2n's reports join the kernel's: one event per descriptor */
@@ -320,7 +319,7 @@ static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
-		rn_inline_watch_end(h, n, ready);
+		rn_inline_watch_end(h, n, ready, 0, NULL, 0, NULL);
 		if (rc < 0) {
 			errno = err;
 			return -1;

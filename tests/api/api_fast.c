@@ -919,24 +919,9 @@ static void blocked_through_timers(void)
 /* In a child: listens, says its port on wfd, accepts, sends `bytes` fast, then waits to die. */
 __attribute__((noreturn)) static void death_child(int wfd, uint64_t bytes)
 {
-	struct sockaddr_in any = sin_of(NULL, 0), from;
-	socklen_t len = sizeof(any);
 	char why[WHY];
-	uint16_t port;
-	int l = ri2n_socket(), s;
+	int s = child_accept_one(wfd);
 
-	if (l < 0 || ri2n_bind(l, SA(&any), sizeof(any)) || ri2n_listen(l, 1) ||
-	    ri2n_getsockname(l, SA(&any), &len))
-		_exit(10);
-	port = ntohs(any.sin_port);
-	if (write(wfd, &port, sizeof(port)) != sizeof(port))
-		_exit(11);
-	if (!(wait_fd(l, POLLIN, 20000) & POLLIN))
-		_exit(12);
-	len = sizeof(from);
-	s = ri2n_accept(l, SA(&from), &len);
-	if (s < 0)
-		_exit(13);
 	if (send_pat(s, 1811, 0, bytes, 64 * KIB, 0, why))
 		_exit(14);
 	for (;;)

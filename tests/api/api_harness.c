@@ -358,6 +358,28 @@ int make_listener(const char *ip, int backlog, uint16_t *port)
 	return l;
 }
 
+int child_accept_one(int wfd)
+{
+	struct sockaddr_in any = sin_of(NULL, 0), from;
+	socklen_t len = sizeof(any);
+	uint16_t port;
+	int l = ri2n_socket(), s;
+
+	if (l < 0 || ri2n_bind(l, SA(&any), sizeof(any)) || ri2n_listen(l, 1) ||
+	    ri2n_getsockname(l, SA(&any), &len))
+		_exit(10);
+	port = ntohs(any.sin_port);
+	if (write(wfd, &port, sizeof(port)) != sizeof(port))
+		_exit(11);
+	if (!(wait_fd(l, POLLIN, 20000) & POLLIN))
+		_exit(12);
+	len = sizeof(from);
+	s = ri2n_accept(l, SA(&from), &len);
+	if (s < 0)
+		_exit(13);
+	return s;
+}
+
 int accept_within(int l, int ms, struct sockaddr_in *peer)
 {
 	socklen_t len = sizeof(*peer);

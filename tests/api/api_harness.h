@@ -106,6 +106,12 @@ int accept_within(int l, int ms, struct sockaddr_in *peer);
 int connect_to(uint16_t port);
 /* A connected pair (client, accepted) through a listener closed again. */
 void connect_pair(int *c, int *s);
+/*
+ * In a forked child: listens on every rail, writes its port (uint16_t) to
+ * wfd, accepts one connection within 20 s and returns it; exits with 10-13
+ * if any step fails.
+ */
+int child_accept_one(int wfd);
 /* A port nobody listens on. */
 uint16_t dead_port(void);
 

@@ -116,24 +116,7 @@ __attribute__((noreturn)) static void child_stream(int fd)
 /* In a child: listens, tells its port on wfd, accepts one, streams. */
 __attribute__((noreturn)) static void child_acceptor(int wfd)
 {
-	struct sockaddr_in any = sin_of(NULL, 0), from;
-	socklen_t len = sizeof(any);
-	uint16_t port;
-	int l = ri2n_socket(), s;
-
-	if (l < 0 || ri2n_bind(l, SA(&any), sizeof(any)) || ri2n_listen(l, 1) ||
-	    ri2n_getsockname(l, SA(&any), &len))
-		_exit(10);
-	port = ntohs(any.sin_port);
-	if (write(wfd, &port, sizeof(port)) != sizeof(port))
-		_exit(11);
-	if (!(wait_fd(l, POLLIN, 20000) & POLLIN))
-		_exit(12);
-	len = sizeof(from);
-	s = ri2n_accept(l, SA(&from), &len);
-	if (s < 0)
-		_exit(13);
-	child_stream(s);
+	child_stream(child_accept_one(wfd));
 }
 
 /* The parent connects to a child that accepts; the parent's dead-peer timeout is short. */
