@@ -99,7 +99,9 @@ enum ri2n_option {
 				    readable (none) */
 	RI2N_BUSY_POLL_US,       /* a thread waiting in ri2n_recv/ri2n_send polls
 				    this long before it sleeps, like SO_BUSY_POLL;
-				    any time, also connected (0: off; at most 1 s) */
+				    any time, also connected (0: off; at most 1 s;
+				    -1, the default: adaptive, each thread polls as
+				    long as its recent waits say pays, up to 100 us) */
 };
 
 /*

@@ -539,7 +539,7 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	} else if (level == RI2N_SOL && name == RI2N_BUSY_POLL_US) {
 		/* the waiting side's choice, not the protocol's: also once connected */
 		err = get_int(val, len, &v);
-		if (!err && (v < 0 || v > RN_BUSY_POLL_MAX_US))
+		if (!err && (v < RN_BUSY_AUTO || v > RN_BUSY_POLL_MAX_US))
 			err = EINVAL;
 		if (!err)
 			__atomic_store_n(&s->busy_us, (int)v, __ATOMIC_RELAXED);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -133,7 +134,14 @@ static pthread_mutex_t g_host_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread int t_inline;
 static int g_kicked; /* (host lock) a wake-up is on its way to the engine */
 
-void rn_host_lock(void) { pthread_mutex_lock(&g_host_mu); }
+static __thread unsigned long t_locks; /* how often this thread took the lock */
+
+void rn_host_lock(void)
+{
+	pthread_mutex_lock(&g_host_mu);
+	t_locks++;
+}
+
 void rn_host_unlock(void) { pthread_mutex_unlock(&g_host_mu); }
 
 void rn_host_enter_inline(void)
@@ -322,13 +330,52 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 
 /* ---- the thread ---- */
 
+static int64_t since_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 + (t.tv_nsec - t0->tv_nsec);
+}
+
+/*
+ * One turn of the event loop.  With busy polling (RI2N_BUSY_POLL_US, by
+ * default adaptive: rn_spin_budget) the engine first looks for events
+ * without sleeping for a while: a program that reads and writes its
+ * descriptor plainly has its datagrams taken off the rails without the
+ * cost of waking the engine's CPU.  Every callback takes the host lock, so
+ * the lock count tells whether a look found work.
+ */
+static void engine_turn(int busy)
+{
+	int64_t spin = rn_spin_budget(busy);
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (spin > 0) {
+		unsigned long before = t_locks;
+
+		do {
+			event_base_loop(g.base, EVLOOP_NONBLOCK);
+			if (t_locks != before) {
+				rn_spin_learn(busy, since_ns(&t0), 1);
+				return;
+			}
+			sched_yield(); /* a thread runnable on this CPU goes first */
+		} while (since_ns(&t0) < spin);
+	}
+	event_base_loop(g.base, EVLOOP_ONCE);
+	rn_spin_learn(busy, since_ns(&t0), 0);
+}
+
 static void *engine_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "ri2n-engine");
 	rn_place_thread(g.rails, g.nrails);
 	rn_publish_start();
-	event_base_loop(g.base, EVLOOP_NO_EXIT_ON_EMPTY);
+	for (;;)
+		engine_turn(rn_inline_busy_default());
 	return NULL;
 }
 

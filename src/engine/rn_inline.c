@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -189,15 +190,29 @@ void rn_inline_forget(void)
 
 int rn_inline_busy_default(void)
 {
-	static int v = -1;
+	static int v = -2; /* read once; threads racing to it read the same */
+	int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
 
-	if (v < 0) {
+	if (x == -2) {
 		const char *e = getenv("RI2N_BUSY_POLL_US");
-		long x = e && *e ? strtol(e, NULL, 10) : 0;
+		long l = e && *e && strcmp(e, "auto") != 0 ? strtol(e, NULL, 10) : RN_BUSY_AUTO;
 
-		v = x < 0 ? 0 : x > RN_BUSY_POLL_MAX_US ? RN_BUSY_POLL_MAX_US : (int)x;
+		x = l < 0 ? RN_BUSY_AUTO : l > RN_BUSY_POLL_MAX_US ? RN_BUSY_POLL_MAX_US : (int)l;
+		__atomic_store_n(&v, x, __ATOMIC_RELAXED);
 	}
-	return v;
+	return x;
+}
+
+static __thread rn_spin t_spin; /* this thread's learnt window */
+
+int64_t rn_spin_budget(int busy_us)
+{
+	return rn_spin_window(&t_spin, busy_us);
+}
+
+void rn_spin_learn(int busy_us, int64_t waited_ns, int caught)
+{
+	rn_spin_update(&t_spin, busy_us, waited_ns, caught);
 }
 
 /* ---- one connection, inline ---- */
@@ -354,7 +369,7 @@ static int64_t elapsed_ns(const struct timespec *t0)
 /*
  * Blocks until a datagram reaches one of the port's sockets, another thread
  * read some for us, or fd has `events` (its end of the pair closing always
- * counts).  Polls busy_us first if asked.  timeout_ns < 0: no limit.
+ * counts).  Polls first as busy_us says (rn_spin_budget).  timeout_ns < 0: no limit.
  * Called and returns with the host lock held; 0 with *ready the port's
  * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
  */
@@ -365,7 +380,9 @@ static int wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int
 	rn_waiter *w = waiter();
 	struct pollfd pf[RN_MAX_RAILS + 2];
 	int idx[RN_MAX_RAILS];
-	int n = 0, rc = 0, err = 0, nrail;
+	int n = 0, rc = 0, err = 0, nrail, caught = 0;
+	struct timespec t0;
+	int64_t spin;
 
 	*ready = 0;
 	if (!w)
@@ -384,20 +401,29 @@ static int wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int
 	rn_port_ref(p); /* the stream may end while we sleep */
 	rn_host_leave_inline();
 
-	if (busy_us > 0) {
-		struct timespec t0;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	spin = rn_spin_budget(busy_us);
+	if (timeout_ns >= 0 && spin > timeout_ns)
+		spin = timeout_ns;
+	if (spin > 0) {
 		do {
 			rc = (int)syscall(SYS_ppoll, pf, n, &(struct timespec){ 0, 0 }, NULL, 8);
-		} while (rc == 0 && elapsed_ns(&t0) < (int64_t)busy_us * 1000);
+			if (rc == 0)
+				sched_yield(); /* a thread runnable on this CPU (the peer?) goes first */
+		} while (rc == 0 && elapsed_ns(&t0) < spin);
+		caught = rc != 0;
 	}
 	if (rc == 0) {
-		struct timespec ts = { (time_t)(timeout_ns / 1000000000), (long)(timeout_ns % 1000000000) };
+		int64_t left = timeout_ns < 0 ? -1 : timeout_ns - elapsed_ns(&t0);
+		struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
 
+		if (left < 0 && timeout_ns >= 0)
+			ts = (struct timespec){ 0, 0 };
 		rc = (int)syscall(SYS_ppoll, pf, n, timeout_ns < 0 ? NULL : &ts, NULL, 8);
 	}
 	err = errno;
+	if (rc >= 0)
+		rn_spin_learn(busy_us, elapsed_ns(&t0), caught);
 
 	rn_host_enter_inline();
 	waiter_unlink(p, w);

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 
 #include "rn_engine.h"
+#include "rn_spin.h"
 
 struct rn_stream;
 
@@ -108,8 +109,14 @@ int rn_inline_init(void);
 /* After fork, in the child. */
 void rn_inline_forget(void);
 
-/* RI2N_BUSY_POLL_US: microseconds a waiting thread polls before it sleeps (0: off). */
+/*
+ * RI2N_BUSY_POLL_US: microseconds a waiting thread polls before it sleeps;
+ * 0: never; RN_BUSY_AUTO (-1, the default): each thread learns it (rn_spin.h).
+ */
 int rn_inline_busy_default(void);
 #define RN_BUSY_POLL_MAX_US 1000000 /* 1 s: beyond it, spinning is a bug, not a knob */
+/* The calling thread's poll before a wait (ns), and what the wait was (rn_spin.h). */
+int64_t rn_spin_budget(int busy_us);
+void rn_spin_learn(int busy_us, int64_t waited_ns, int caught);
 
 #endif

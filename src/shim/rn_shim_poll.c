@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,45 @@ static int ms_left(int timeout, const struct timespec *t0)
 	return gone >= timeout ? 0 : (int)(timeout - gone);
 }
 
+static int64_t since_ns(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 + (t.tv_nsec - t0->tv_nsec);
+}
+
+/*
+ * The kernel's wait for a set that holds rail sockets, after polling it
+ * without sleeping as RI2N_BUSY_POLL_US says (by default adaptive, see
+ * rn_spin_budget): a reply that comes within microseconds is taken without
+ * waking a sleeping CPU.  epoll_pwait when pf is NULL, else ppoll.
+ */
+static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *pf, nfds_t npf,
+		     int ms, const sigset_t *ss)
+{
+	int busy = rn_inline_busy_default(), rc;
+	int64_t spin = ms == 0 ? 0 : rn_spin_budget(busy);
+	struct timespec t0, ts = { ms / 1000, (long)(ms % 1000) * 1000000 }, zero = { 0, 0 };
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (spin > 0) {
+		do {
+			rc = pf ? RN_REAL->ppoll(pf, npf, &zero, ss) : RN_REAL->epoll_pwait(epfd, ev, max, 0, ss);
+			if (rc != 0) {
+				if (rc > 0)
+					rn_spin_learn(busy, since_ns(&t0), 1);
+				return rc;
+			}
+			sched_yield(); /* a thread runnable on this CPU goes first */
+		} while (since_ns(&t0) < spin);
+	}
+	rc = pf ? RN_REAL->ppoll(pf, npf, ms < 0 ? NULL : &ts, ss) : RN_REAL->epoll_pwait(epfd, ev, max, ms, ss);
+	if (rc >= 0 && ms != 0)
+		rn_spin_learn(busy, since_ns(&t0), 0);
+	return rc;
+}
+
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
 {
 	rn_railref r[MAX_RAILS];
@@ -200,7 +240,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		int rc, k = 0, rails = 0, err, stale = 0, more = 0;
 
 		rn_inline_watch_begin(r, n, h);
-		rc = RN_REAL->epoll_pwait(epfd, ev, max, ns ? 0 : ms_left(timeout, &t0), ss);
+		rc = spin_wait(epfd, ev, max, NULL, 0, ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
 			if ((ev[i].data.u64 & TAG_MASK) != TAG) {
@@ -311,11 +351,10 @@ static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
-		int rc, err, user = 0, rails = 0, left = ms_left(timeout, &t0);
-		struct timespec ts = { left / 1000, (long)(left % 1000) * 1000000 };
+		int rc, err, user = 0, rails = 0;
 
 		rn_inline_watch_begin(r, n, h);
-		rc = RN_REAL->ppoll(ext, nfds + (nfds_t)n, left < 0 ? NULL : &ts, ss);
+		rc = spin_wait(-1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;

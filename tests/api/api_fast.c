@@ -1312,8 +1312,8 @@ void test_fast_errors(void **state)
 }
 
 /*
- * RI2N_BUSY_POLL_US: 0 by default, set and read back (also connected),
- * EINVAL below 0, above 1 s or with a short length; with busy polling on,
+ * RI2N_BUSY_POLL_US: -1 (adaptive) by default, set and read back (also connected),
+ * EINVAL below -1, above 1 s or with a short length; with busy polling on,
  * ping-pong and bulk still move every byte, also while it changes.
  */
 void test_fast_busy_poll(void **state)
@@ -1326,12 +1326,14 @@ void test_fast_busy_poll(void **state)
 	(void)state;
 	fd = ri2n_socket();
 	assert_true(fd >= 0);
+	assert_int_equal(get_opt(fd, RI2N_BUSY_POLL_US), -1); /* default: adaptive */
+	set_opt(fd, RI2N_BUSY_POLL_US, 0);
 	assert_int_equal(get_opt(fd, RI2N_BUSY_POLL_US), 0);
 	set_opt(fd, RI2N_BUSY_POLL_US, 50);
 	assert_int_equal(get_opt(fd, RI2N_BUSY_POLL_US), 50);
 	set_opt(fd, RI2N_BUSY_POLL_US, 1000000);
 	assert_int_equal(get_opt(fd, RI2N_BUSY_POLL_US), 1000000);
-	v = -1;
+	v = -2;
 	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_BUSY_POLL_US, &v, sizeof(v)), EINVAL);
 	v = 1000001;
 	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_BUSY_POLL_US, &v, sizeof(v)), EINVAL);
@@ -1353,7 +1355,7 @@ void test_fast_busy_poll(void **state)
 	rx = (struct job){ .fd = s, .seed = 2121, .bytes = 4 * MIB, .chunk = 2 * KIB };
 	job_start(&rx, job_recv); /* small calls: it waits often */
 	for (uint64_t off = 0; off < 4 * MIB; off += 256 * KIB) {
-		set_opt(s, RI2N_BUSY_POLL_US, (int)(off / (256 * KIB)) % 2 ? 0 : 100);
+		set_opt(s, RI2N_BUSY_POLL_US, (int)(off / (256 * KIB)) % 3 == 0 ? 0 : (int)(off / (256 * KIB)) % 3 == 1 ? 100 : -1);
 		must(send_pat(c, 2121, off, 256 * KIB, 64 * KIB, 0, why), "busy-poll bulk", why);
 	}
 	job_join(&rx, "busy-poll receiver");
