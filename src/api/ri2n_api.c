@@ -781,14 +781,14 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
-void rn_api_epoll_note(int fd, uint64_t ep_ino, uint32_t events, uint64_t data)
+void rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data)
 {
 	int err;
 	rn_sock *s = lookup(fd, &err);
 
 	if (!s)
 		return;
-	rn_inline_epoll_note(s, ep_ino, events, data);
+	rn_inline_epoll_note(s, ep_id, events, data);
 	rn_sock_unref(s);
 }
 

@@ -135,6 +135,12 @@ static __thread int t_inline;
 static int g_kicked; /* (host lock) a wake-up is on its way to the engine */
 
 static __thread unsigned long t_locks; /* how often this thread took the lock */
+static __thread int t_engine;          /* this thread is the engine */
+
+int rn_engine_self(void)
+{
+	return t_engine;
+}
 
 void rn_host_lock(void)
 {
@@ -372,6 +378,7 @@ static void *engine_main(void *arg)
 {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "ri2n-engine");
+	t_engine = 1;
 	rn_place_thread(g.rails, g.nrails);
 	rn_publish_start();
 	for (;;)

@@ -55,11 +55,11 @@ typedef struct rn_sock {
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
 	/*
-	 * (host lock) Under ri2n-run: the epoll set (by inode) the socket was
+	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
 	 * inline epoll wait report its bytes without the socketpair.
 	 */
-	uint64_t ep_ino, ep_data;
+	uint64_t ep_id, ep_data;
 	uint32_t ep_events;
 
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
@@ -96,6 +96,8 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
 int rn_engine_start(void);
 /* True if this process's engine runs. */
 int rn_engine_running(void);
+/* Whether the calling thread is the engine (its waits are its own, never ri2n-run's). */
+int rn_engine_self(void);
 /* The process-wide defaults: environment knobs over the core's defaults. */
 const rn_config *rn_engine_config(void);
 /* This host's rails, as discovered at start. */

@@ -530,31 +530,31 @@ static struct {
 	int max, n;
 } g_wait;
 
-void rn_inline_epoll_note(rn_sock *s, uint64_t ep_ino, uint32_t events, uint64_t data)
+void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data)
 {
 	rn_host_lock();
 	if (events) {
-		s->ep_ino = ep_ino;
+		s->ep_id = ep_id;
 		s->ep_events = events;
 		s->ep_data = data;
-	} else if (s->ep_ino == ep_ino) {
-		s->ep_ino = 0;
+	} else if (s->ep_id == ep_id) {
+		s->ep_id = 0;
 		s->ep_events = 0;
 	}
 	rn_host_unlock();
 }
 
 /*
- * Whether the stream's bytes can be reported to epoll set ep_ino straight
+ * Whether the stream's bytes can be reported to epoll set ep_id straight
  * from the core: registered there for EPOLLIN (not one-shot: the kernel
  * would disarm it), nothing of it in the descriptor, bytes waiting.
  */
-static int reportable(const struct rn_stream *st, uint64_t ep_ino)
+static int reportable(const struct rn_stream *st, uint64_t ep_id)
 {
 	const rn_sock *s = st->sock;
 	const uint8_t *d;
 
-	return ep_ino && s && s->ep_ino == ep_ino && (s->ep_events & EPOLLIN) &&
+	return ep_id && s && s->ep_id == ep_id && (s->ep_events & EPOLLIN) &&
 	       !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) &&
 	       !(s->ep_events & EPOLLONESHOT) && ok_to_recv(st) && !st->pair_rx &&
 	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
@@ -582,7 +582,7 @@ static void serve_watch(struct rn_stream *st)
 	serve_other(st);
 }
 
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino, rn_ready *out,
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
 			 int max, int *nout)
 {
 	uint64_t now;
@@ -599,7 +599,7 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino,
 		if (ready[i] && u->fd >= 0)
 			rn_port_read_some(u->port, 1u << u->idx);
 	}
-	g_wait.ino = ep_ino;
+	g_wait.ino = ep_id;
 	g_wait.out = out;
 	g_wait.max = max;
 	g_wait.n = 0;
@@ -615,7 +615,7 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino,
 	rn_host_leave_inline();
 }
 
-int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max)
+int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 {
 	struct rn_stream **pp;
 	int n = 0;
@@ -624,13 +624,13 @@ int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max)
 	for (pp = &g.held; *pp;) {
 		struct rn_stream *st = *pp;
 
-		if (st->sock && st->sock->ep_ino == ep_ino && !(st->sock->ep_events & EPOLLET) &&
-		    reportable(st, ep_ino) && n < max) {
+		if (st->sock && st->sock->ep_id == ep_id && !(st->sock->ep_events & EPOLLET) &&
+		    reportable(st, ep_id) && n < max) {
 			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
 			pp = &st->held_next;
 			continue;
 		}
-		if (st->sock && st->sock->ep_ino == ep_ino && reportable(st, ep_ino)) {
+		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id)) {
 			pp = &st->held_next; /* edge-triggered, or no room: still held */
 			continue;
 		}
@@ -638,7 +638,7 @@ int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max)
 		*pp = st->held_next;
 		st->held = 0;
 		st->held_next = NULL;
-		if (st->sock && st->sock->ep_ino != ep_ino)
+		if (st->sock && st->sock->ep_id != ep_id)
 			serve_other(st);
 	}
 	finish(NULL);
@@ -651,7 +651,7 @@ void rn_inline_closed(rn_sock *s)
 	__atomic_store_n(&s->closed, 1, __ATOMIC_RELEASE);
 	rn_host_lock();
 	/* the kernel dropped it from the program's epoll sets: no report may name it now */
-	s->ep_ino = 0;
+	s->ep_id = 0;
 	s->ep_events = 0;
 	if (s->stream && s->stream->port->nwait)
 		rn_port_wake_waiters(s->stream->port);
@@ -884,8 +884,17 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		/* what the engine already put into the descriptor comes first */
 		if (st->pair_rx) {
+			size_t room = total - got;
+
 			n = read_pair(fd, iov, iovcnt, got);
 			if (n > 0) {
+				/*
+				 * Short: the descriptor is empty now (only the host
+				 * lock's holders fill it), so the next bytes can come
+				 * from the core, and epoll can report them from there.
+				 */
+				if ((size_t)n < room)
+					st->pair_rx = 0;
 				got += (size_t)n;
 				if (got == total || !waitall) {
 					rc = (ssize_t)got;

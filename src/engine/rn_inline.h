@@ -83,22 +83,22 @@ typedef struct rn_ready {
  * socket, NULL for one that is gone).  After it, rn_inline_watch_end with
  * ready[i] set for each socket the wait found readable: they are read and
  * the connections' bytes handed to their descriptors, where the caller's
- * poll finds them.  For an epoll wait (ep_ino: the set's inode, else 0), a
+ * poll finds them.  For an epoll wait (ep_id: the shim's id of the set, else 0), a
  * socket registered there whose bytes arrived is instead reported in out
  * (at most max, *nout of them) and its bytes stay in the core for the read
  * that follows (level-triggered: rn_inline_held reports it again).
  */
 void rn_inline_watch_begin(const rn_railref *r, int n, void **h);
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_ino, rn_ready *out,
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
 			 int max, int *nout);
 
 /*
  * epoll (ri2n-run): socket s was added to (or modified in) the epoll set
- * with inode ep_ino with these events and data; events 0: removed.
+ * with id ep_id with these events and data; events 0: removed.
  */
-void rn_inline_epoll_note(rn_sock *s, uint64_t ep_ino, uint32_t events, uint64_t data);
-/* The sockets of epoll set ep_ino whose bytes still wait in the core (before a wait). */
-int rn_inline_held(uint64_t ep_ino, rn_ready *out, int max);
+void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data);
+/* The sockets of epoll set ep_id whose bytes still wait in the core (before a wait). */
+int rn_inline_held(uint64_t ep_id, rn_ready *out, int max);
 
 /* A stream's core expiry may have moved: keeps the inline timer right (host lock). */
 void rn_inline_arm(struct rn_stream *st, uint64_t now);

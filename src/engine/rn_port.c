@@ -302,6 +302,22 @@ rn_port *rn_port_find_number(uint16_t number)
 	return NULL;
 }
 
+rn_port *rn_port_client(uint32_t mask, int *err)
+{
+	rn_port *p;
+
+	for (p = g_ports; p; p = p->next) {
+		if (p->shared && p->mask == mask && !p->dead && p->refs > 0) {
+			rn_port_ref(p);
+			return p;
+		}
+	}
+	p = rn_port_open(mask, 0, 0, err);
+	if (p)
+		p->shared = 1;
+	return p;
+}
+
 static uint32_t bucket(const rn_port *p, uint64_t id)
 {
 	return (uint32_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (p->tabcap - 1);

@@ -48,7 +48,8 @@ typedef struct rn_port {
 	int nsock;
 	rn_usock s[RN_MAX_RAILS];
 	rn_rail_addr addrs[RN_MAX_RAILS]; /* what the core calls its local rails */
-	uint16_t number;        /* listening port, 0 for a client's sockets */
+	uint16_t number;        /* listening port, 0 for clients' sockets */
+	uint8_t shared;         /* clients' sockets, shared by every unbound client of the process */
 	uint32_t dgram;         /* buffer size of one datagram */
 	rn_listener *lis;
 	rn_sock *lsock;
@@ -101,6 +102,14 @@ void rn_port_ref(rn_port *p);
 void rn_port_unref(rn_port *p);
 /* The listening port with this number, if this process has one. */
 rn_port *rn_port_find_number(uint16_t number);
+/*
+ * The process's clients' port on the rails in mask, referenced, opened on
+ * first use: every connection a client opens without binding shares it
+ * (datagrams are told apart by connection id), so a process with many
+ * connections holds one socket per rail for them, not one per connection
+ * and rail, and one thread waiting on it serves them all.
+ */
+rn_port *rn_port_client(uint32_t mask, int *err);
 
 int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id);
 /* Calls fn on every connection of the port; of every port. */

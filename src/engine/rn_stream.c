@@ -988,7 +988,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 		const rn_rail_info *rails;
 		int n = rn_engine_rails(&rails);
 
-		s->port = rn_port_open(n >= 32 ? UINT32_MAX : (1u << n) - 1, 0, 0, &err);
+		s->port = rn_port_client(n >= 32 ? UINT32_MAX : (1u << n) - 1, &err);
 		if (!s->port)
 			return err;
 	}

@@ -60,6 +60,8 @@ typedef struct rn_shim_real {
 	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);

@@ -44,7 +44,13 @@
 
 /* What one epoll set holds for ri2n: rail sockets added, ri2n descriptors still connecting. */
 typedef struct ep_set {
-	uint64_t ino; /* the epoll instance's: a set of a closed, reused number is dropped */
+	/*
+	 * This set's own number, never reused: ri2n's reports name the set by
+	 * it.  (Not the inode: every epoll instance has the same anonymous
+	 * inode.)  A descriptor number that epoll_create gives again starts a
+	 * new set.
+	 */
+	uint64_t id;
 	int nr, np;
 	rn_railref r[MAX_RAILS];
 	int pending[MAX_RAILS];
@@ -54,19 +60,19 @@ static struct {
 	pthread_mutex_t mu;
 	ep_set **set; /* by epoll descriptor number */
 	int cap;
+	uint64_t next_id;
 } g_ep = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* As in rn_shim_io.c, no owner check: a vfork()ed child does not wait on sockets. */
 static int ours(int fd)
 {
-	return rn_shim_tab_has(fd) && rn_shim_tab_mine();
+	return rn_shim_tab_has(fd);
 }
 
-/* Under g_ep.mu: the set of epfd, made on demand; a stale one is dropped. */
+/* Under g_ep.mu: the set of epfd, made on demand. */
 static ep_set *ep_get(int epfd, int make)
 {
-	struct stat sb;
-
-	if (epfd < 0 || fstat(epfd, &sb) < 0)
+	if (epfd < 0)
 		return NULL;
 	if (epfd >= g_ep.cap) {
 		int cap = epfd * 2 + 16;
@@ -81,13 +87,33 @@ static ep_set *ep_get(int epfd, int make)
 		g_ep.set = n;
 		g_ep.cap = cap;
 	}
-	if (g_ep.set[epfd] && g_ep.set[epfd]->ino != (uint64_t)sb.st_ino) {
-		free(g_ep.set[epfd]); /* the program closed that epoll set; this is another */
-		g_ep.set[epfd] = NULL;
-	}
 	if (!g_ep.set[epfd] && make && (g_ep.set[epfd] = calloc(1, sizeof(ep_set))))
-		g_ep.set[epfd]->ino = (uint64_t)sb.st_ino;
+		g_ep.set[epfd]->id = ++g_ep.next_id;
 	return g_ep.set[epfd];
+}
+
+/* A new epoll instance under number epfd: what we knew of that number is gone. */
+static int ep_created(int epfd)
+{
+	if (epfd >= 0) {
+		pthread_mutex_lock(&g_ep.mu);
+		if (epfd < g_ep.cap && g_ep.set[epfd]) {
+			free(g_ep.set[epfd]);
+			g_ep.set[epfd] = NULL;
+		}
+		pthread_mutex_unlock(&g_ep.mu);
+	}
+	return epfd;
+}
+
+RN_SHIM_API int epoll_create(int size)
+{
+	return ep_created(RN_REAL->epoll_create(size));
+}
+
+RN_SHIM_API int epoll_create1(int flags)
+{
+	return ep_created(RN_REAL->epoll_create1(flags));
 }
 
 /* Under g_ep.mu: adds fd's rail sockets to epfd; 0 if fd has none (yet). */
@@ -131,10 +157,13 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
 
 	if (rc == 0 && op == EPOLL_CTL_DEL && ours(fd)) {
-		struct stat sb;
+		ep_set *e;
 
-		if (fstat(epfd, &sb) == 0)
-			rn_api_epoll_note(fd, (uint64_t)sb.st_ino, 0, 0);
+		pthread_mutex_lock(&g_ep.mu);
+		e = ep_get(epfd, 0);
+		if (e)
+			rn_api_epoll_note(fd, e->id, 0, 0);
+		pthread_mutex_unlock(&g_ep.mu);
 	}
 	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
 		ep_set *e;
@@ -142,7 +171,7 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 1);
 		if (e && ev) /* its bytes may be reported from ri2n's buffer (rn_inline_held) */
-			rn_api_epoll_note(fd, e->ino, ev->events, ev->data.u64);
+			rn_api_epoll_note(fd, e->id, ev->events, ev->data.u64);
 		if (e && ep_add_rails(epfd, e, fd) == 0 && e->np < MAX_RAILS) {
 			int k;
 
@@ -215,25 +244,25 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	void *h[MAX_RAILS];
 	rn_ready syn[MAX_RAILS];
 	struct timespec t0;
-	uint64_t ino = 0;
+	uint64_t id = 0;
 	int n = 0, ns;
 	ep_set *e;
 
-	if (max <= 0 || !rn_shim_tab_mine())
+	if (max <= 0 || rn_engine_self())
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	pthread_mutex_lock(&g_ep.mu);
 	e = ep_get(epfd, 0);
 	if (e) {
 		ep_settle(epfd, e);
 		n = e->nr;
-		ino = e->ino;
+		id = e->id;
 		memcpy(r, e->r, (size_t)n * sizeof(*r));
 	}
 	pthread_mutex_unlock(&g_ep.mu);
 	if (n == 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	/* bytes reported before and not read yet: ready now (level-triggered) */
-	ns = rn_inline_held(ino, syn, max < MAX_RAILS ? max : MAX_RAILS);
+	ns = rn_inline_held(id, syn, max < MAX_RAILS ? max : MAX_RAILS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
@@ -257,7 +286,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 
 			if (room > MAX_RAILS - ns)
 				room = MAX_RAILS - ns;
-			rn_inline_watch_end(h, n, ready, ino, syn + ns, room > 0 ? room : 0, &more);
+			rn_inline_watch_end(h, n, ready, id, syn + ns, room > 0 ? room : 0, &more);
 			ns += more;
 		}
 		/* ri2n's reports join the kernel's: one event per descriptor */
@@ -336,7 +365,7 @@ static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_
 	struct timespec t0;
 	int n = 0;
 
-	if (nfds == 0 || nfds > MAX_POLL || !rn_shim_tab_mine())
+	if (nfds == 0 || nfds > MAX_POLL || rn_engine_self())
 		goto plain;
 	for (nfds_t i = 0; i < nfds; i++) {
 		if (!(fds[i].events & POLLIN) || fds[i].fd < 0 || !ours(fds[i].fd))
@@ -408,7 +437,7 @@ static int select_wait(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout
 	int n = 0, any = 0, rc, count = 0;
 
 	*handled = 0;
-	if (nfds <= 0 || nfds > FD_SETSIZE || !rn_shim_tab_mine())
+	if (nfds <= 0 || nfds > FD_SETSIZE || rn_engine_self())
 		return 0;
 	for (int fd = 0; fd < nfds; fd++) {
 		short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |

@@ -59,6 +59,8 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(sendto);
 	FIND(recvmsg);
 	FIND(sendmsg);
+	FIND(epoll_create);
+	FIND(epoll_create1);
 	FIND(epoll_ctl);
 	FIND(epoll_pwait);
 	FIND(ppoll);
