@@ -178,6 +178,7 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	if (rc)
 		return rc;
 	c->last_data_ns = now_ns;
+	c->last_payload_ns = c->active_since_ns = now_ns;
 	c->grow_hold = c->isn;
 	c->peer_wnd = c->isn + c->peer_slots;
 	c->adv_edge = rn_rob_edge(&c->rq);

@@ -16,6 +16,15 @@
 /* A packet sent on a rail is lost once this many later ones on it are acked. */
 #define RN_REORDER_THRESH 3u
 
+/*
+ * Idle pace (rn_timer.c): after RN_IDLE_NS without DATA either way, a
+ * connection checks its rails RN_IDLE_SCALE times less often (keepalive,
+ * rail timeout, heartbeat), so that thousands of idle connections cost
+ * little; the first DATA restores the full pace at once.
+ */
+#define RN_IDLE_NS UINT64_C(1000000000)
+#define RN_IDLE_SCALE 10u
+
 struct rn_conn {
 	rn_config cfg;
 	rn_env env;
@@ -51,6 +60,8 @@ struct rn_conn {
 	rn_rob rq;
 	uint32_t peer_wnd;          /* peer's window edge: we send seq < peer_wnd */
 	uint64_t last_data_ns;      /* last DATA sent or stored: idle rings shrink (rn_timer.c) */
+	uint64_t last_payload_ns;   /* last DATA sent or received: the idle pace (RN_IDLE_NS) */
+	uint64_t active_since_ns;   /* DATA resumed after an idle pause: rail timeouts count from here */
 	uint32_t grow_hold;         /* send ring: no new try to grow before nxt passes this */
 
 	/* ACKs we owe */
@@ -111,6 +122,17 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
 void rn_conn_lose_rail(rn_conn *c, int k);
+
+/* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
+static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
+{
+	if (now_ns - c->last_payload_ns >= RN_IDLE_NS) {
+		c->active_since_ns = now_ns;
+		if (c->hb_next_ns > now_ns)
+			c->hb_next_ns = now_ns; /* a rail that is down: try it at the full pace now */
+	}
+	c->last_payload_ns = now_ns;
+}
 
 /* rn_conn_send.c */
 static inline uint32_t rn_now_us(uint64_t now_ns) { return (uint32_t)(now_ns / 1000); }

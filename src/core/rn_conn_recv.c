@@ -274,6 +274,7 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	switch (rc) {
 	case RN_ROB_NEW:
 		c->last_data_ns = now_ns;
+		rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
 		rn_conn_check_close(c, now_ns);
 		return 0;

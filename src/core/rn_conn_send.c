@@ -243,6 +243,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		rn_conn_grow_send(c);
 	}
 	c->last_data_ns = now_ns;
+	rn_conn_note_payload(c, now_ns);
 	r->st.tx_data++;
 	tx->path = k;
 	tx->local_rail = r->local_rail;

@@ -30,6 +30,14 @@
  *   rail silence  a rail we receive nothing on for rail_timeout (350 ms,
  *                 three keepalives and change) has failed: the count rule
  *                 needs traffic, this one covers light traffic.
+ *   idle pace     after RN_IDLE_NS (1 s) without DATA either way, keepalive,
+ *                 rail silence and heartbeat periods are RN_IDLE_SCALE (10)
+ *                 times longer: 10,000 idle connections send 20,000
+ *                 keepalives a second on two rails, not 200,000.  Both ends
+ *                 see the same DATA, so they slow down within a one-way
+ *                 delay of each other; the first DATA restores the pace, and
+ *                 rail silence then counts from that moment, so a rail last
+ *                 heard from at the idle pace is not failed at once.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
  *                 the connection fails with RN_ERR_TIMEDOUT.
  *   linger        after a clean close in both directions the connection
@@ -53,6 +61,25 @@
 #define RN_COOKIE_RESTART_NS UINT64_C(5000000000)
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/*
+ * base + period at the connection's pace: the period stretches
+ * RN_IDLE_SCALE times if the connection is idle (RN_IDLE_NS without DATA)
+ * by the time it would end.
+ */
+static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
+{
+	uint64_t t = base + period;
+
+	return t < c->last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
+}
+
+/* When a working rail we hear nothing on has failed (also right after DATA resumed). */
+static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
+{
+	return paced(c, max64(r->last_rx_ns, c->active_since_ns), c->cfg.rail_timeout_ns);
+}
 
 static int any_tx_down(const rn_conn *c)
 {
@@ -96,10 +123,9 @@ static uint64_t established_expiry(const rn_conn *c)
 		const rn_rail *r = &c->rail[k];
 
 		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
-			t = min64(t, r->last_tx_ns + c->cfg.keepalive_ns);
+			t = min64(t, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
 		if (r->rx_up)
-			t = min64(t, r->suspect ? r->suspect_ns :
-						  r->last_rx_ns + c->cfg.rail_timeout_ns);
+			t = min64(t, r->suspect ? r->suspect_ns : rail_deadline(c, r));
 		t = min64(t, loss_expiry(c, k));
 	}
 	return t;
@@ -159,16 +185,16 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
 	if (any_tx_down(c) && now_ns >= c->hb_next_ns) {
 		c->hb_pending = rn_conn_paths_mask(c);
-		c->hb_next_ns = now_ns + c->cfg.heartbeat_ns;
+		c->hb_next_ns = paced(c, now_ns, c->cfg.heartbeat_ns);
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
 
-		if (rn_rail_tx_up(r) && now_ns - r->last_tx_ns >= c->cfg.keepalive_ns)
+		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
 			c->ka_pending |= 1u << k;
 		if (r->rx_up && r->suspect)
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
-		else if (r->rx_up && now_ns - r->last_rx_ns >= c->cfg.rail_timeout_ns)
+		else if (r->rx_up && now_ns >= rail_deadline(c, r))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}

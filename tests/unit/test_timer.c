@@ -382,6 +382,59 @@ static void test_timer_closed(void **state)
 	un_del(n);
 }
 
+/* Drops what the server writes on path 1 from *(uint64_t *)arg on. */
+static int drop_server_path1(un_net *n, const un_rec *r, void *arg)
+{
+	return r->from == UN_SERVER && r->path == 1 && n->now >= *(const uint64_t *)arg;
+}
+
+/*
+ * The idle pace: keepalives every 100 ms while DATA flows, every second
+ * after a second without it (no rail falsely failed meanwhile); DATA brings
+ * the 100 ms pace back at once without failing rails last heard from at
+ * the idle pace; an idle connection still finds a silent rail, within the
+ * idle rail timeout (10 x 350 ms).
+ */
+static void test_timer_idle_pace(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 1 * MS, t2, tb;
+	const rn_event *ev;
+	int active, idle;
+
+	(void)state;
+	assert_int_equal(rn_conn_write(n->side[UN_CLIENT].c, t1, "ping", 4), 4);
+	un_flush(n, UN_CLIENT, t1);
+	un_run(n, t1 + 4000 * MS);
+	/* path 1 carried no DATA: only keepalives keep it */
+	active = un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t1 + 50 * MS, t1 + 950 * MS);
+	idle = un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t1 + 1500 * MS, t1 + 3500 * MS);
+	assert_true(active >= 7 && active <= 10);
+	assert_true(idle >= 1 && idle <= 3);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 0);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 0);
+
+	/* DATA again: the full pace at once, and no rail failed for its idle-pace silence */
+	t2 = t1 + 4000 * MS;
+	assert_int_equal(rn_conn_write(n->side[UN_SERVER].c, t2, "pong", 4), 4);
+	un_flush(n, UN_SERVER, t2);
+	un_run(n, t2 + 500 * MS);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t2, t2 + 500 * MS) >= 3);
+	assert_true(un_count(n, UN_SERVER, RN_PT_KEEPALIVE, 1, t2, t2 + 500 * MS) >= 3);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 0);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 0);
+
+	/* idle again, then path 1 from the server goes silent: still found */
+	tb = t2 + 3000 * MS;
+	n->filter = drop_server_path1;
+	n->filter_arg = &tb;
+	un_run(n, tb + 10 * 350 * MS + 1500 * MS);
+	ev = un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, -1, tb);
+	assert_non_null(ev);
+	assert_true(ev->time_ns <= tb + 10 * 350 * MS + 1000 * MS);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_timer_link_state_retries),
 		cmocka_unit_test(test_timer_expiry_not_in_past),
 		cmocka_unit_test(test_timer_closed),
+		cmocka_unit_test(test_timer_idle_pace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
