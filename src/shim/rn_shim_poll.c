@@ -238,18 +238,61 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 	return rc;
 }
 
+/*
+ * Room for the reports of ri2n descriptors one epoll wait returns (bytes
+ * already in ri2n's buffer): as many as the caller takes, up to
+ * MAX_REPORTS; the rest go through their descriptors.  Per thread, kept.
+ */
+#define MAX_REPORTS 1024
+static pthread_key_t g_syn_key;
+static pthread_once_t g_syn_once = PTHREAD_ONCE_INIT;
+static __thread rn_ready *t_syn;
+static __thread int t_syn_cap;
+
+static void syn_key(void)
+{
+	if (pthread_key_create(&g_syn_key, free) != 0)
+		g_syn_key = (pthread_key_t)-1;
+}
+
+static rn_ready *syn_room(int want, int *cap)
+{
+	if (want > MAX_REPORTS)
+		want = MAX_REPORTS;
+	if (want < MAX_RAILS)
+		want = MAX_RAILS;
+	if (t_syn_cap < want) {
+		rn_ready *n = realloc(t_syn, (size_t)want * sizeof(*n));
+
+		if (n) {
+			pthread_once(&g_syn_once, syn_key);
+			t_syn = n;
+			t_syn_cap = want;
+			if (g_syn_key != (pthread_key_t)-1)
+				pthread_setspecific(g_syn_key, n); /* freed when the thread ends */
+		}
+	}
+	*cap = t_syn_cap;
+	return t_syn;
+}
+
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
 {
 	rn_railref r[MAX_RAILS];
 	void *h[MAX_RAILS];
-	rn_ready syn[MAX_RAILS];
+	rn_ready fixed[MAX_RAILS], *syn;
 	struct timespec t0;
 	uint64_t id = 0;
-	int n = 0, ns;
+	int n = 0, ns, cap;
 	ep_set *e;
 
 	if (max <= 0 || rn_engine_self())
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	syn = syn_room(max, &cap);
+	if (!syn) {
+		syn = fixed;
+		cap = MAX_RAILS;
+	}
 	pthread_mutex_lock(&g_ep.mu);
 	e = ep_get(epfd, 0);
 	if (e) {
@@ -262,7 +305,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	if (n == 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	/* bytes reported before and not read yet: ready now (level-triggered) */
-	ns = rn_inline_held(id, syn, max < MAX_RAILS ? max : MAX_RAILS);
+	ns = rn_inline_held(id, syn, max < cap ? max : cap);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
@@ -284,8 +327,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		{
 			int room = max - k - ns;
 
-			if (room > MAX_RAILS - ns)
-				room = MAX_RAILS - ns;
+			if (room > cap - ns)
+				room = cap - ns;
 			rn_inline_watch_end(h, n, ready, id, syn + ns, room > 0 ? room : 0, &more);
 			ns += more;
 		}

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -464,6 +465,84 @@ void test_bind_then_connect(void **state)
 	flow2(c, sv, 4 * KIB, 4 * KIB, 1, 17);
 	assert_int_equal(ri2n_close(c), 0);
 	assert_int_equal(ri2n_close(sv), 0);
+	assert_int_equal(ri2n_close(l), 0);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+/*
+ * Clients of one process share their UDP sockets: after the first
+ * connection (which opens them), each further one costs its two socketpair
+ * descriptors and the accepted end's two, nothing per rail.  Sixteen
+ * connections on the shared sockets move patterns both ways at once, every
+ * byte checked; half of them close, the rest go on undisturbed; a bound
+ * client still gets a port of its own.
+ */
+void test_shared_client_port(void **state)
+{
+	enum { N = 16 };
+	int c[N], sv[N], l, before, bound, bsv;
+	uint16_t lport;
+	struct sockaddr_in a, got, peer;
+	socklen_t len = sizeof(got);
+	struct flow f[2 * N];
+	char why[200];
+
+	(void)state;
+	l = make_listener(NULL, N, &lport);
+	for (int i = 0; i < N; i++) {
+		before = open_fds();
+		c[i] = connect_to(lport);
+		sv[i] = accept_within(l, 10000, NULL);
+		if (i > 0) /* the first also opened the clients' UDP sockets */
+			assert_int_equal(open_fds() - before, 4);
+	}
+	for (int i = 0; i < N; i++) {
+		f[2 * i] = (struct flow){ .fd = c[i], .tx_seed = 100 + (uint32_t)i, .rx_seed = 200 + (uint32_t)i,
+					  .tx_total = 256 * KIB, .rx_total = 128 * KIB };
+		f[2 * i + 1] = (struct flow){ .fd = sv[i], .tx_seed = 200 + (uint32_t)i, .rx_seed = 100 + (uint32_t)i,
+					      .tx_total = 128 * KIB, .rx_total = 256 * KIB };
+	}
+	if (run_flows(f, 2 * N, 30000, why, sizeof(why)) != 0)
+		fail_msg("16 connections on shared sockets: %s", why);
+	for (int i = 0; i < N; i += 2) {
+		assert_int_equal(ri2n_close(c[i]), 0);
+		assert_int_equal(ri2n_close(sv[i]), 0);
+	}
+	for (int i = 1; i < N; i += 2) {
+		f[i - 1] = (struct flow){ .fd = c[i], .tx_seed = 300 + (uint32_t)i, .rx_seed = 400 + (uint32_t)i,
+					  .tx_total = 512 * KIB, .rx_total = 512 * KIB, .shut_wr = 1, .want_eof = 1 };
+		f[i] = (struct flow){ .fd = sv[i], .tx_seed = 400 + (uint32_t)i, .rx_seed = 300 + (uint32_t)i,
+				      .tx_total = 512 * KIB, .rx_total = 512 * KIB, .shut_wr = 1, .want_eof = 1 };
+	}
+	if (run_flows(f, N, 30000, why, sizeof(why)) != 0)
+		fail_msg("8 connections after 8 others closed: %s", why);
+	/* bound: its own port, not the shared one */
+	bound = ri2n_socket();
+	a = sin_of(NULL, 0);
+	assert_int_equal(ri2n_bind(bound, SA(&a), sizeof(a)), 0);
+	assert_int_equal(ri2n_getsockname(bound, SA(&got), &len), 0);
+	a = sin_of(RAIL1, lport);
+	assert_int_equal(ri2n_connect(bound, SA(&a), sizeof(a)), 0);
+	bsv = accept_within(l, 10000, &peer);
+	assert_int_equal(ntohs(peer.sin_port), ntohs(got.sin_port));
+	flow2(bound, bsv, 64 * KIB, 64 * KIB, 1, 23);
+	assert_int_equal(ri2n_close(bound), 0);
+	assert_int_equal(ri2n_close(bsv), 0);
+	for (int i = 1; i < N; i += 2) {
+		assert_int_equal(ri2n_close(c[i]), 0);
+		assert_int_equal(ri2n_close(sv[i]), 0);
+	}
 	assert_int_equal(ri2n_close(l), 0);
 }
 

@@ -134,6 +134,7 @@ void test_connect_unreachable_and_timeout(void **state);
 void test_connect_eintr(void **state);
 void test_bind(void **state);
 void test_bind_then_connect(void **state);
+void test_shared_client_port(void **state);
 void test_accept_backlog(void **state);
 void test_accept_backlog_slow_acceptor(void **state);
 /* api_calls.c */

@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 		T(test_connect_eintr),
 		T(test_bind),
 		T(test_bind_then_connect),
+		T(test_shared_client_port),
 		T(test_accept_backlog),
 		T(test_accept_backlog_slow_acceptor),
 		/* api_calls.c */
