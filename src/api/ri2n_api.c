@@ -781,15 +781,19 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
-void rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data)
+int rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
+		      int max)
 {
-	int err;
+	int err, n = 0;
 	rn_sock *s = lookup(fd, &err);
 
 	if (!s)
-		return;
+		return 0;
 	rn_inline_epoll_note(s, ep_id, events, data);
+	if (out && max > 0)
+		n = rn_inline_rails(s, out, max);
 	rn_sock_unref(s);
+	return n;
 }
 
 ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)

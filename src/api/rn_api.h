@@ -26,8 +26,13 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
  */
 #include "rn_inline.h"
 int rn_api_rails(int fd, rn_railref *out, int max);
-/* epoll_ctl on ri2n socket fd in the epoll set with id ep_id (rn_inline_epoll_note); events 0: DEL. */
-void rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data);
+/*
+ * epoll_ctl on ri2n socket fd in the epoll set with id ep_id
+ * (rn_inline_epoll_note); events 0: DEL.  With out, also its rail sockets
+ * as rn_api_rails gives them (one look-up for both): their number.
+ */
+int rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
+		      int max);
 
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
 

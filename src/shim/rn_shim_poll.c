@@ -116,12 +116,9 @@ RN_SHIM_API int epoll_create1(int flags)
 	return ep_created(RN_REAL->epoll_create1(flags));
 }
 
-/* Under g_ep.mu: adds fd's rail sockets to epfd; 0 if fd has none (yet). */
-static int ep_add_rails(int epfd, ep_set *e, int fd)
+/* Under g_ep.mu: adds rail sockets r[0..n) to epfd, those it does not have yet. */
+static void ep_add_refs(int epfd, ep_set *e, const rn_railref *r, int n)
 {
-	rn_railref r[RN_MAX_RAILS];
-	int n = rn_api_rails(fd, r, RN_MAX_RAILS);
-
 	for (int i = 0; i < n; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG | (uint32_t)r[i].fd };
 		int k;
@@ -135,6 +132,15 @@ static int ep_add_rails(int epfd, ep_set *e, int fd)
 		if (RN_REAL->epoll_ctl(epfd, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
 			e->r[e->nr++] = r[i];
 	}
+}
+
+/* Under g_ep.mu: adds fd's rail sockets to epfd; 0 if fd has none (yet). */
+static int ep_add_rails(int epfd, ep_set *e, int fd)
+{
+	rn_railref r[RN_MAX_RAILS];
+	int n = rn_api_rails(fd, r, RN_MAX_RAILS);
+
+	ep_add_refs(epfd, e, r, n);
 	return n;
 }
 
@@ -162,17 +168,23 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 0);
 		if (e)
-			rn_api_epoll_note(fd, e->id, 0, 0);
+			rn_api_epoll_note(fd, e->id, 0, 0, NULL, 0);
 		pthread_mutex_unlock(&g_ep.mu);
 	}
 	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
+		rn_railref r[RN_MAX_RAILS];
+		int nr = 0;
 		ep_set *e;
 
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 1);
-		if (e && ev) /* its bytes may be reported from ri2n's buffer (rn_inline_held) */
-			rn_api_epoll_note(fd, e->id, ev->events, ev->data.u64);
-		if (e && ep_add_rails(epfd, e, fd) == 0 && e->np < MAX_RAILS) {
+		/* its bytes may be reported from ri2n's buffer (rn_inline_held); its rail sockets */
+		if (e)
+			nr = rn_api_epoll_note(fd, e->id, ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
+					       RN_MAX_RAILS);
+		if (e)
+			ep_add_refs(epfd, e, r, nr);
+		if (e && nr == 0 && e->np < MAX_RAILS) {
 			int k;
 
 			for (k = 0; k < e->np && e->pending[k] != fd; k++)
