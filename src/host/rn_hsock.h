@@ -21,6 +21,8 @@
 #ifndef RN_HSOCK_H
 #define RN_HSOCK_H
 
+/* struct mmsghdr needs _GNU_SOURCE before the first system header */
+
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
