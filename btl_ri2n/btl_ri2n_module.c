@@ -134,8 +134,10 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 {
 	const ri2n_params *pr = &mca_btl_ri2n_component.p;
+	/* no IP_RECVERR: an unconnected socket then ignores ICMP errors, and the
+	 * BTL's connect gives up by its own timers, not on a port unreachable */
 	rn_hsock_opts o = { .dgram = m->cfg.max_dgram, .gro = pr->gro, .rx_ts = pr->rx_ts,
-			    .recverr = 1 };
+			    .recverr = 0 };
 	int rc = rn_hset_init(&m->io, m->cfg.max_dgram, 0);
 
 	if (rc == 0)
