@@ -14,7 +14,8 @@
  *
  * Files: _component (MCA glue, progress, keeper), _params (MCA variables),
  * _module (the BTL functions), _endpoint (peers and their connections),
- * _stream (framing, send queue, delivery), _io (UDP sockets), _frag.
+ * _stream (framing, send queue, delivery), _frag.  The UDP rail sockets and
+ * the connection table are the host kit's (src/host), shared with the engine.
  */
 #ifndef BTL_RI2N_H
 #define BTL_RI2N_H
@@ -30,8 +31,9 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/util/proc.h"
 
-#include "btl_ri2n_io.h"
 #include "rn_core.h"
+#include "rn_hsock.h"
+#include "rn_htab.h"
 #include "rn_rails.h"
 
 BEGIN_C_DECLS
@@ -68,7 +70,6 @@ struct ri2n_link {
 	struct mca_btl_base_endpoint_t *ep;   /* NULL: accepted, hello not read yet */
 	struct mca_btl_ri2n_module_t *mod;
 	ri2n_link *next, *prev;               /* the module's list of links */
-	ri2n_link *hnext;                     /* id hash chain */
 	uint64_t expiry_ns;                   /* cached rn_conn_expiry */
 	uint64_t created_ns;
 	uint8_t initiator;  /* we connected */
@@ -114,7 +115,6 @@ typedef struct ri2n_fatal {
 } ri2n_fatal;
 
 #define RI2N_MAX_FATAL 8
-#define RI2N_IDTAB 256 /* id hash buckets (power of two) */
 
 typedef struct mca_btl_ri2n_module_t {
 	mca_btl_base_module_t super;
@@ -127,14 +127,17 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_config cfg;
 	rn_env env;
 	rn_listener lis;
-	ri2n_io io;
+	rn_hset io;                 /* one UDP socket per rail (host kit) */
+	rn_hrxbuf rx;               /* their receive batches */
+	uint32_t rx_more;           /* sockets left with data by the last receive: no poll */
+	rn_hdisp disp;              /* datagrams to links by id, or to the listener */
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
 	opal_process_name_t me;
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
 	mca_btl_ri2n_endpoint_t *self_ep;
 	ri2n_link *links;              /* every connection */
-	ri2n_link *idtab[RI2N_IDTAB];
+	rn_htab idtab;                 /* links by connection id */
 	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
 	ri2n_fatal fatal[RI2N_MAX_FATAL];
@@ -257,6 +260,9 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now);
 void ri2n_stream_flush(ri2n_link *l, uint64_t now);
 /* Writes as much of a fragment as fits; 1 when whole, 0 when the ring is full, <0 error. */
 int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now);
+/* A datagram no link has: a nudge, or the listener's (handshakes).  Returns 0. */
+int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+			uint64_t now);
 /* One pass of the protocol: receive, timers, deliver, send, flush. */
 int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
 /* Calls the PML's error callback for queued fatal errors (lock not held). */

@@ -207,7 +207,7 @@ static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 		int r = local_rail_for(m, ep->peer[i]);
 
 		if (r >= 0)
-			ri2n_io_send_now(&m->io, r, ep->peer[i], b, sizeof(b));
+			rn_hset_send_now(&m->io, r, ep->peer[i], b, sizeof(b));
 	}
 	ep->nudge_next_ns = now + ep->nudge_gap_ns;
 	ep->nudge_gap_ns = ep->nudge_gap_ns * 2 < NUDGE_MAX_NS ? ep->nudge_gap_ns * 2 : NUDGE_MAX_NS;
@@ -315,15 +315,9 @@ int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t nam
 
 /* ---- links ---- */
 
-static unsigned bucket(uint64_t id)
-{
-	return (unsigned)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (RI2N_IDTAB - 1);
-}
-
 ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 {
 	ri2n_link *l = calloc(1, sizeof(*l));
-	unsigned b;
 
 	if (!l)
 		return NULL;
@@ -332,10 +326,11 @@ ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 	l->id = rn_conn_id(c);
 	l->created_ns = now;
 	l->expiry_ns = rn_conn_expiry(c);
+	if (rn_htab_add(&m->idtab, l->id, l)) {
+		free(l);
+		return NULL;
+	}
 	rn_conn_set_user(c, l);
-	b = bucket(l->id);
-	l->hnext = m->idtab[b];
-	m->idtab[b] = l;
 	l->next = m->links;
 	if (m->links)
 		m->links->prev = l;
@@ -345,27 +340,17 @@ ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 
 ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
 {
-	for (ri2n_link *l = m->idtab[bucket(id)]; l; l = l->hnext)
-		if (l->id == id)
-			return l;
-	return NULL;
+	return rn_htab_get(&m->idtab, id);
 }
 
 void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
 {
-	ri2n_link **pp;
+	uint64_t id = rn_conn_id(l->conn);
 
-	if (rn_conn_id(l->conn) == l->id)
+	if (id == l->id)
 		return;
-	for (pp = &m->idtab[bucket(l->id)]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == l) {
-			*pp = l->hnext;
-			break;
-		}
-	}
-	l->id = rn_conn_id(l->conn);
-	l->hnext = m->idtab[bucket(l->id)];
-	m->idtab[bucket(l->id)] = l;
+	if (rn_htab_rekey(&m->idtab, l->id, id, l) == 0)
+		l->id = id;
 }
 
 void ri2n_link_free(ri2n_link *l)
@@ -380,17 +365,10 @@ void ri2n_links_reap(mca_btl_ri2n_module_t *m)
 	ri2n_link *l = m->links, *next;
 
 	for (; l; l = next) {
-		ri2n_link **pp;
-
 		next = l->next;
 		if (!l->dead)
 			continue;
-		for (pp = &m->idtab[bucket(l->id)]; *pp; pp = &(*pp)->hnext) {
-			if (*pp == l) {
-				*pp = l->hnext;
-				break;
-			}
-		}
+		rn_htab_del(&m->idtab, l->id, l);
 		if (l->prev)
 			l->prev->next = l->next;
 		else

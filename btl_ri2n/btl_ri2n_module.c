@@ -116,6 +116,64 @@ static void on_io_error(void *arg, int rail, uint64_t owner, int err)
 	}
 }
 
+/* Datagrams into the link table, or the listener's (and the nudges'). */
+static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
+		    uint64_t now)
+{
+	ri2n_link *l = v;
+
+	(void)arg;
+	rn_conn_recv(l->conn, now, rail, from, d, len);
+	l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
+}
+
+/*
+ * One UDP socket per rail, bound to the rail's address and a free port, and
+ * the table that routes what they read.  0, or -errno with a sentence.
+ */
+static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
+{
+	const ri2n_params *pr = &mca_btl_ri2n_component.p;
+	/* no IP_RECVERR: an unconnected socket then ignores ICMP errors, and the
+	 * BTL's connect gives up by its own timers, not on a port unreachable */
+	rn_hsock_opts o = { .dgram = m->cfg.max_dgram, .gro = pr->gro, .rx_ts = pr->rx_ts,
+			    .recverr = 0 };
+	int rc = rn_hset_init(&m->io, m->cfg.max_dgram, 0);
+
+	if (rc == 0)
+		rc = rn_htab_init(&m->idtab, 16);
+	/* a GRO run needs 64 KiB; else one datagram */
+	if (rc == 0)
+		rc = rn_hrxbuf_init(&m->rx, pr->gro ? RN_HGRO_BUF :
+				    (m->cfg.max_dgram < 2048 ? 2048 : m->cfg.max_dgram), 4);
+	if (rc) {
+		snprintf(err, errlen, "out of memory for socket buffers");
+		return rc;
+	}
+	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error };
+	m->io.arg = m;
+	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
+			      .to_listener = ri2n_stream_unbound, .arg = m };
+	for (int i = 0; i < m->nrails; i++) {
+		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);
+		m->io.n = i + 1;
+		if (rc) {
+			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
+				 m->rails[i].name, strerror(-rc));
+			return rc;
+		}
+	}
+	m->io.gso = pr->gso && m->io.n > 0 && rn_hsock_probe_gso(m->io.s[0].fd);
+	return 0;
+}
+
+static void io_close(mca_btl_ri2n_module_t *m)
+{
+	rn_hset_free(&m->io);
+	rn_hrxbuf_free(&m->rx);
+	rn_htab_free(&m->idtab);
+}
+
 static void set_log_level(const char *s)
 {
 	static const char *const names[] = { "debug", "info", "warn", "error", "off" };
@@ -182,15 +240,11 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	}
 	m->env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng,
 			   .on_event = ri2n_on_core_event, .user = NULL };
-	if (ri2n_io_open(&m->io, m->rails, m->nrails, m->cfg.max_dgram,
-			 mca_btl_ri2n_component.p.gso, mca_btl_ri2n_component.p.gro,
-			 mca_btl_ri2n_component.p.rx_ts, err, sizeof(err))) {
+	if (io_open(m, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);
-		ri2n_io_close(&m->io);
+		io_close(m);
 		return OPAL_ERR_NOT_AVAILABLE;
 	}
-	m->io.on_error = on_io_error;
-	m->io.arg = m;
 	for (int i = 0; i < m->io.n; i++)
 		addrs[i] = m->io.s[i].addr;
 	rc = rn_listener_init(&m->lis, &m->cfg, &m->env, addrs, m->io.n);
@@ -200,7 +254,7 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 		rc = ri2n_frag_lists_init(&mca_btl_ri2n_component, m->super.btl_eager_limit,
 					  m->super.btl_max_send_size);
 	if (rc != 0) {
-		ri2n_io_close(&m->io);
+		io_close(m);
 		return OPAL_ERROR;
 	}
 	if (m->super.btl_bandwidth == 0)
@@ -457,7 +511,7 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 		int rc = ri2n_stream_write_frag(ep->link, f, now);
 
 		ri2n_stream_flush(ep->link, now);
-		ri2n_io_flush(&m->io);
+		rn_hset_flush(&m->io);
 		if (rc == 1) {
 			ri2n_unlock(m);
 			ri2n_frag_complete(m, f, OPAL_SUCCESS);
@@ -525,7 +579,7 @@ static int sendi_direct(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep,
 	m->frames_out++;
 	m->bytes_out += header_size + payload_size;
 	ri2n_stream_flush(ep->link, now);
-	ri2n_io_flush(&m->io);
+	rn_hset_flush(&m->io);
 	return 1;
 }
 
@@ -611,7 +665,7 @@ static int ri2n_finalize(struct mca_btl_base_module_t *btl)
 		free(m->self_ep);
 		m->self_ep = NULL;
 	}
-	ri2n_io_close(&m->io);
+	io_close(m);
 	m->nfatal = 0;
 	ri2n_unlock(m);
 	return OPAL_SUCCESS;

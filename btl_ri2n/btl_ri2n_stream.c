@@ -118,19 +118,20 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now)
 
 void ri2n_stream_flush(ri2n_link *l, uint64_t now)
 {
-	ri2n_io *io = &l->mod->io;
+	rn_hset *io = &l->mod->io;
 
 	for (int i = 0; i < FLUSH_BUDGET; i++) {
-		uint32_t w = ri2n_io_writable(io);
+		uint32_t w = rn_hset_writable(io);
 		rn_tx tx;
 		ssize_t n;
 
 		if (!w)
 			break;
-		n = rn_conn_write_pkt(l->conn, now, w, ri2n_io_spare(io), io->dgram, &tx);
+		n = rn_conn_write_pkt(l->conn, now, w, rn_hset_spare(io), io->dgram, &tx);
 		if (n <= 0)
 			break;
-		ri2n_io_queue(io, tx.local_rail, tx.to, (size_t)n, l->id);
+		if (rn_hset_queue(io, tx.local_rail, tx.to, (size_t)n, l->id) > 0)
+			rn_hset_flush_one(io, tx.local_rail); /* full: out, so the rail stays usable */
 	}
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
 	 * happens outside the pass, which only looks at this cached value */
@@ -298,42 +299,59 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 
 /* ---- the pass ---- */
 
-static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
-		     uint64_t now)
+int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+			uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
-	uint64_t id = rn_wire_peek_dst(d, len);
-	ri2n_link *l = id ? ri2n_link_lookup(m, id) : NULL;
 	uint8_t reply[RN_INIT_LEN * 2];
 	rn_accept_params ap;
 	size_t rlen = 0;
 	int rc;
 
-	if (l) {
-		rn_conn_recv(l->conn, now, rail, from, d, len);
-		l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
-		return;
-	}
 	if (ri2n_is_nudge(d, len)) {
 		ri2n_ep_on_nudge(m, rail, from, d, len, now);
-		return;
+		return 0;
 	}
 	if (m->finalizing)
-		return;
+		return 0;
 	rc = rn_listener_recv(&m->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
 	if (rc == RN_LISTEN_REPLY) {
-		ri2n_io_send_now(&m->io, rail, from, reply, rlen);
+		rn_hset_send_now(&m->io, rail, from, reply, rlen);
 	} else if (rc == RN_LISTEN_ACCEPT) {
 		rn_conn *c;
 
 		if (rn_conn_accept(&c, &ap, &m->env, now) == 0) {
-			l = ri2n_link_new(m, c, now);
+			ri2n_link *l = ri2n_link_new(m, c, now);
+
 			if (l)
 				l->dirty = 1; /* COOKIE_ACK to send */
 			else
 				rn_conn_del(c);
 		}
 	}
+	return 0;
+}
+
+/*
+ * Reads what the sockets have.  MPI spins on progress: one poll() looks at
+ * every rail and only sockets with data are read, so an idle loop turns
+ * fast and a lone message costs two syscalls; when the last pass left data
+ * behind, no poll.  Each datagram is timed by its kernel arrival stamp,
+ * within [the latest time given to the core, the time of the read].
+ */
+static int receive(mca_btl_ri2n_module_t *m)
+{
+	uint32_t want = m->rx_more ? m->rx_more : rn_hset_ready(&m->io);
+	uint64_t floor = m->core_now;
+	int n;
+
+	if (!want)
+		return 0;
+	n = rn_hset_recv(&m->io, &m->rx, want, RX_ROUNDS, &floor, rn_hdisp_input, &m->disp,
+			 &m->rx_more);
+	if (floor > m->core_now)
+		m->core_now = floor;
+	return n;
 }
 
 static int service(ri2n_link *l, uint64_t now, int main)
@@ -363,10 +381,7 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	if (now < m->core_now)
 		now = m->core_now;
 	m->core_now = now;
-	m->io.floor_ns = now;
-	n = ri2n_io_recv(&m->io, on_dgram, m, RX_ROUNDS);
-	if (m->io.floor_ns > m->core_now)
-		m->core_now = m->io.floor_ns;
+	n = receive(m);
 	if (n)
 		now = ri2n_core_now(m);
 	ri2n_ep_timers(m, now, main);
@@ -381,7 +396,7 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 		if (l->dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
 			n += service(l, now, main);
 	}
-	ri2n_io_flush(&m->io);
+	rn_hset_flush(&m->io);
 	ri2n_links_reap(m);
 	return n;
 }

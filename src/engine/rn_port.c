@@ -1,43 +1,21 @@
 /*
- * rn_port.c - UDP sockets per rail: batched receive, demultiplexing by
- * connection id, queued and batched send with back-pressure.
+ * rn_port.c - the engine's rail sockets: the host kit's sockets and table
+ * (src/host) driven from libevent and from inline threads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <event2/event.h>
-#include <linux/errqueue.h>
-#include <netinet/in.h>
-#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
-#define RX_BATCH 64
 #define RX_ROUNDS 16         /* turns over the port's sockets per readiness event */
 #define RX_TURN 8            /* reads (datagrams, or GRO runs of them) per socket per turn */
-#define SOCK_BUF (8 << 20)   /* kernel buffer per UDP socket: ~5000 datagrams */
-#define GSO_MAX_SEGS 64
-#define GSO_MAX_BYTES 65000
-
-typedef struct pentry {
-	uint64_t id;
-	struct rn_stream *st;
-	struct pentry *next;
-} pentry;
 
 #define DEFQ 16            /* handshake datagrams deferred per listening port */
 
@@ -56,88 +34,43 @@ static int g_gso = -1; /* -1 unknown, 0 off, 1 on */
 static rn_usock **g_byfd;
 static int g_byfd_cap;
 static int g_sync;     /* (host lock) rn_port_sync has work */
-
-/* Receive buffers, shared by every socket (one engine thread). */
-static struct {
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
-	struct sockaddr_in from[RX_BATCH];
-	uint8_t ctl[RX_BATCH][CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec))];
-	uint8_t *buf;
-	size_t bufsz;
-} g_rx;
-
-static int rx_init(size_t dgram)
-{
-	if (g_rx.buf && g_rx.bufsz >= dgram)
-		return 0;
-	free(g_rx.buf);
-	g_rx.bufsz = dgram < 2048 ? 2048 : dgram;
-	g_rx.buf = malloc(g_rx.bufsz * RX_BATCH);
-	if (!g_rx.buf)
-		return -ENOMEM;
-	return 0;
-}
-
-static void set_buf(int fd, int opt_force, int opt)
-{
-	int v = SOCK_BUF;
-
-	/* root may exceed net.core.[rw]mem_max; others get what the limit allows */
-	if (setsockopt(fd, SOL_SOCKET, opt_force, &v, sizeof(v)) < 0)
-		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
-}
+/* Receive buffers, shared by every port (read under the host lock). */
+static rn_hrxbuf g_rx;
 
 static void byfd_set(int fd, rn_usock *u);
 static void on_readable(evutil_socket_t fd, short what, void *arg);
 static void on_writable(evutil_socket_t fd, short what, void *arg);
 static void on_fallback(evutil_socket_t fd, short what, void *arg);
+static void on_send_error(void *arg, int idx, uint64_t owner, int err);
+static void on_kernel_error(void *arg, int idx, const rn_hsock_err *e);
+static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d, size_t len,
+		    uint64_t at);
+static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
+		       uint64_t at);
 
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
 	rn_usock *u = &p->s[idx];
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(number),
-				 .sin_addr.s_addr = htonl(ri->ip) };
-	socklen_t alen = sizeof(a);
-	int one = 1, pmtu = IP_PMTUDISC_DO;
+	const char *gro = getenv("RI2N_GRO");
+	rn_hsock_opts o = { .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
+			    /* runs of datagrams may arrive coalesced; optional */
+			    .gro = !gro || strcmp(gro, "0") != 0 };
+	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
+	struct stat sb;
 
-	u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (u->fd < 0)
-		return -errno;
-	rn_fd_own(u->fd);
+	u->fd = p->hs.s[idx].fd;
+	if (u->fd >= 0)
+		rn_fd_own(u->fd);
 	u->port = p;
 	u->idx = idx;
-	set_buf(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
-	set_buf(u->fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	/* no fragmentation: a datagram too big for a rail is an error, not a slow path */
-	setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-	/* ICMP errors (port unreachable: connection refused) come back to us */
-	setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
-	/*
-	 * The kernel's arrival time of each datagram: after the engine was held
-	 * off the CPU, a backlog keeps its real arrival times, so receive
-	 * counting does not take a busy host for a silent rail.
-	 */
-	setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-	/* runs of datagrams may arrive coalesced (split again in read_turn); optional */
-	if (!getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0)
-		setsockopt(u->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	if (bind(u->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return -errno;
-	{
-		struct stat sb;
-
-		u->ino = fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
-		byfd_set(u->fd, u);
-	}
-	if (getsockname(u->fd, (struct sockaddr *)&a, &alen) < 0)
-		return -errno;
-	p->addrs[idx] = (rn_rail_addr){ .ip = ri->ip, .port = ntohs(a.sin_port),
-					.prefix = ri->prefix };
-	u->bufs = malloc((size_t)RN_TXQ * p->dgram);
+	if (rc)
+		return rc;
+	u->ino = fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+	byfd_set(u->fd, u);
+	p->addrs[idx] = p->hs.s[idx].addr;
 	u->rev = event_new(rn_engine_base(), u->fd, EV_READ | EV_PERSIST, on_readable, u);
 	u->wev = event_new(rn_engine_base(), u->fd, EV_WRITE, on_writable, u);
-	if (!u->bufs || !u->rev || !u->wev)
+	if (!u->rev || !u->wev)
 		return -ENOMEM;
 	event_add(u->rev, NULL);
 	return 0;
@@ -167,16 +100,21 @@ rn_usock *rn_port_usock(int fd, uint64_t ino)
 	return u && u->ino == ino && !u->port->dead ? u : NULL;
 }
 
-static void close_usock(rn_usock *u)
+static void close_usock(rn_port *p, int idx)
 {
+	rn_usock *u = &p->s[idx];
+
 	if (u->fd >= 0 && u->fd < g_byfd_cap && g_byfd[u->fd] == u)
 		g_byfd[u->fd] = NULL;
 	if (u->rev)
 		event_free(u->rev);
 	if (u->wev)
 		event_free(u->wev);
-	rn_fd_close(u->fd);
-	free(u->bufs);
+	if (u->fd >= 0) {
+		rn_fd_close(u->fd);
+		p->hs.s[idx].fd = -1; /* closed: rn_hsock_close frees the rest */
+	}
+	rn_hsock_close(&p->hs.s[idx]);
 	memset(u, 0, sizeof(*u));
 	u->fd = -1;
 }
@@ -186,22 +124,16 @@ static void port_free(rn_port *p)
 	rn_port **pp;
 
 	for (int i = 0; i < p->nsock; i++)
-		close_usock(&p->s[i]);
+		close_usock(p, i);
+	p->hs.n = 0;
+	rn_hset_free(&p->hs);
 	for (pp = &g_ports; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
 			*pp = p->next;
 			break;
 		}
 	}
-	for (uint32_t b = 0; b < p->tabcap; b++) {
-		pentry *e = (pentry *)p->tab[b], *n;
-
-		for (; e; e = n) {
-			n = e->next;
-			free(e);
-		}
-	}
-	free(p->tab);
+	rn_htab_free(&p->tab);
 	free(p->lis);
 	if (p->fallback)
 		event_free(p->fallback);
@@ -219,6 +151,7 @@ static int open_all(rn_port *p, const rn_rail_info *rails, const int *which, int
 
 		p->s[i].rail = which[i];
 		p->nsock = i + 1;
+		p->hs.n = i + 1;
 		if (rc)
 			return rc;
 		if (same_number && number == 0)
@@ -252,9 +185,17 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 			p->s[i].fd = -1;
 		p->dgram = dgram;
 		p->refs = 1;
-		p->tabcap = 64;
-		p->tab = calloc(p->tabcap, sizeof(*p->tab));
-		rc = p->tab ? rx_init(RN_MAX_DGRAM) : -ENOMEM;
+		rc = rn_hset_init(&p->hs, dgram, 0);
+		p->hs.ops = (rn_hsock_ops){ .on_send_error = on_send_error,
+					    .on_error = on_kernel_error };
+		p->hs.arg = p;
+		p->disp = (rn_hdisp){ .tab = &p->tab, .to_conn = to_conn,
+				      .to_listener = to_listener, .arg = p };
+		if (rc == 0)
+			rc = rn_htab_init(&p->tab, 1);
+		/* one buffer for the largest GRO run (or datagram) per read */
+		if (rc == 0 && !g_rx.mem)
+			rc = rn_hrxbuf_init(&g_rx, RN_HGRO_BUF, RX_TURN);
 		if (rc == 0)
 			rc = open_all(p, rails, which, n, number, same_number);
 		if (rc == 0) {
@@ -318,77 +259,26 @@ rn_port *rn_port_client(uint32_t mask, int *err)
 	return p;
 }
 
-static uint32_t bucket(const rn_port *p, uint64_t id)
-{
-	return (uint32_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & (p->tabcap - 1);
-}
-
 int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id)
 {
-	pentry *e = malloc(sizeof(*e));
-	uint32_t b;
-
-	if (!e)
-		return -ENOMEM;
-	if (p->tabn >= p->tabcap) { /* keep chains short: double */
-		uint32_t cap = p->tabcap * 2;
-		struct rn_stream **tab = calloc(cap, sizeof(*tab));
-
-		if (tab) {
-			struct rn_stream **old = p->tab;
-			uint32_t oldcap = p->tabcap;
-
-			p->tab = tab;
-			p->tabcap = cap;
-			for (uint32_t i = 0; i < oldcap; i++) {
-				pentry *x = (pentry *)old[i], *nx;
-
-				for (; x; x = nx) {
-					nx = x->next;
-					b = bucket(p, x->id);
-					x->next = (pentry *)p->tab[b];
-					p->tab[b] = (struct rn_stream *)x;
-				}
-			}
-			free(old);
-		}
-	}
-	e->id = id;
-	e->st = st;
-	b = bucket(p, id);
-	e->next = (pentry *)p->tab[b];
-	p->tab[b] = (struct rn_stream *)e;
-	p->tabn++;
-	return 0;
+	return rn_htab_add(&p->tab, id, st);
 }
 
 void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id)
 {
-	pentry **pp = (pentry **)&p->tab[bucket(p, id)];
-
 	/* queued datagrams keep no pointer to a stream about to be freed */
-	for (int i = 0; i < p->nsock; i++)
-		for (int k = 0; k < p->s[i].qn; k++)
-			if (p->s[i].q[k].st == st)
-				p->s[i].q[k].st = NULL;
+	rn_hset_forget(&p->hs, (uint64_t)(uintptr_t)st);
+	rn_htab_del(&p->tab, id, st);
+}
 
-	for (; *pp; pp = &(*pp)->next) {
-		if ((*pp)->id == id) {
-			pentry *e = *pp;
-
-			*pp = e->next;
-			free(e);
-			p->tabn--;
-			return;
-		}
-	}
+static void each_one(void *v, void *arg)
+{
+	((void (*)(struct rn_stream *))arg)(v);
 }
 
 void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st))
 {
-	for (uint32_t b = 0; b < p->tabcap; b++)
-		for (pentry *e = (pentry *)p->tab[b]; e; e = e->next)
-			fn(e->st);
+	rn_htab_each(&p->tab, each_one, (void *)fn);
 }
 
 void rn_port_each_all(void (*fn)(struct rn_stream *st))
@@ -404,20 +294,7 @@ void rn_port_each_listener(void (*fn)(rn_port *p))
 			fn(p);
 }
 
-static struct rn_stream *lookup(const rn_port *p, uint64_t id)
-{
-	for (pentry *e = (pentry *)p->tab[bucket(p, id)]; e; e = e->next)
-		if (e->id == id)
-			return e->st;
-	return NULL;
-}
-
 /* ---- receive ---- */
-
-static rn_addr addr_of(const struct sockaddr_in *a)
-{
-	return (rn_addr){ ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
-}
 
 /*
  * A handshake datagram read by an inline thread: accepting creates events,
@@ -455,115 +332,55 @@ static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 	rn_host_kick();
 }
 
-static void input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
+static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d, size_t len,
+		    uint64_t at)
 {
-	uint64_t dst = rn_wire_peek_dst(d, len);
-	struct rn_stream *st = dst ? lookup(p, dst) : NULL;
-
-	if (st) {
-		rn_stream_input(st, idx, from, d, len, now);
-		return;
-	}
-	if (p->lis && rn_host_inline()) {
-		defer(p, idx, from, d, len, now);
-		return;
-	}
-	if (p->lis) {
-		rn_stream_listen_input(p, idx, from, d, len, now);
-		return;
-	}
-	p->drops_unknown++;
+	(void)arg;
+	rn_stream_input(v, idx, from, d, len, at);
 }
 
-/* ICMP errors: a port unreachable answering an INIT means nobody listens. */
-static void drain_errors(rn_usock *u)
+static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
+		       uint64_t at)
 {
-	for (int i = 0; i < 64; i++) {
-		uint8_t data[256], ctl[512];
-		struct sockaddr_in to;
-		struct iovec iov = { data, sizeof(data) };
-		struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
-				    .msg_iovlen = 1, .msg_control = ctl,
-				    .msg_controllen = sizeof(ctl) };
+	rn_port *p = arg;
 
-		if (recvmsg(u->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
-			return;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-			struct sock_extended_err *ee;
-
-			if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR)
-				continue;
-			ee = (struct sock_extended_err *)CMSG_DATA(c);
-			if (ee->ee_origin == SO_EE_ORIGIN_ICMP && ee->ee_type == 3 &&
-			    ee->ee_code == 3)
-				rn_stream_refused(u->port, u->idx, addr_of(&to));
-		}
-	}
+	if (!p->lis)
+		return -1;
+	if (rn_host_inline())
+		defer(p, idx, from, d, len, at);
+	else
+		rn_stream_listen_input(p, idx, from, d, len, at);
+	return 0;
 }
 
-/* The segment size of a GRO run (0 for a plain datagram) and the arrival time. */
-static size_t rx_meta(struct msghdr *h, struct timespec *ts)
+/*
+ * A datagram read: its kernel arrival time (or the read's) clamped against
+ * the latest time any thread gave the core (rn_arrival_ns), then routed.
+ */
+static void input(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t at)
 {
-	size_t seg = 0;
+	rn_port *p = arg;
+	struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
 
-	ts->tv_sec = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO)
-			seg = (size_t)*(int *)CMSG_DATA(c);
-		else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS)
-			memcpy(ts, CMSG_DATA(c), sizeof(*ts));
-	}
-	return seg;
+	rn_hdisp_input(&p->disp, idx, from, d, len, rn_arrival_ns(&ts, 0, g_rx.now));
+	p->drops_unknown = p->disp.unknown;
 }
 
-/* Reads up to RX_TURN datagrams (or runs) from socket idx; returns how many, 0 if none. */
-static int read_turn(rn_port *p, int idx)
+/*
+ * An error-queue entry names the destination it is about: a port
+ * unreachable answering an INIT means nobody listens there.  Nothing else
+ * fails a rail: a forged ICMP costs at most the connect it names.
+ */
+static void on_kernel_error(void *arg, int idx, const rn_hsock_err *e)
 {
-	rn_usock *u = &p->s[idx];
-	int64_t rt_minus_mono;
-	uint64_t now;
-	int n;
+	if (e->icmp && e->type == 3 && e->code == 3)
+		rn_stream_refused(arg, idx, e->dest);
+}
 
-	for (int i = 0; i < RX_TURN; i++) {
-		g_rx.iov[i] = (struct iovec){ g_rx.buf + (size_t)i * g_rx.bufsz, g_rx.bufsz };
-		g_rx.msgs[i].msg_hdr = (struct msghdr){
-			.msg_name = &g_rx.from[i], .msg_namelen = sizeof(g_rx.from[i]),
-			.msg_iov = &g_rx.iov[i], .msg_iovlen = 1, .msg_control = g_rx.ctl[i],
-			.msg_controllen = sizeof(g_rx.ctl[i]) };
-	}
-	n = recvmmsg(u->fd, g_rx.msgs, RX_TURN, MSG_DONTWAIT, NULL);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR) {
-			drain_errors(u); /* an ICMP error was pending */
-			return 1;
-		}
-		return 0;
-	}
-	{
-		struct timespec rt, mono;
-
-		/* the clock itself, not rn_now_ns(): that marks time given to the core */
-		clock_gettime(CLOCK_REALTIME, &rt);
-		clock_gettime(CLOCK_MONOTONIC, &mono);
-		now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-		rt_minus_mono = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - (int64_t)now;
-	}
-	for (int i = 0; i < n && p->s[idx].fd >= 0; i++) {
-		const uint8_t *d = g_rx.iov[i].iov_base;
-		struct timespec ts;
-		size_t len = g_rx.msgs[i].msg_len, seg = rx_meta(&g_rx.msgs[i].msg_hdr, &ts);
-		uint64_t at = ts.tv_sec ? rn_arrival_ns(&ts, rt_minus_mono, now) : now;
-
-		/* a GRO run: datagrams of `seg` bytes back to back, the last maybe shorter */
-		while (len > 0 && p->s[idx].fd >= 0) {
-			size_t one = seg && seg < len ? seg : len;
-
-			input(p, idx, addr_of(&g_rx.from[i]), d, one, at);
-			d += one;
-			len -= one;
-		}
-	}
-	return n;
+static void on_send_error(void *arg, int idx, uint64_t owner, int err)
+{
+	(void)arg;
+	rn_stream_send_error((struct rn_stream *)(uintptr_t)owner, idx, err);
 }
 
 /*
@@ -580,26 +397,11 @@ int rn_port_read(rn_port *p)
 
 int rn_port_read_some(rn_port *p, uint32_t mask)
 {
-	int total = 0;
+	int total;
 
 	rn_port_ref(p);
-	for (int round = 0; round < RX_ROUNDS && mask; round++) {
-		int got = 0;
-
-		for (int idx = 0; idx < p->nsock; idx++) {
-			int n;
-
-			if (!((mask >> idx) & 1) || p->s[idx].fd < 0)
-				continue;
-			n = read_turn(p, idx);
-			if (n < RX_TURN)
-				mask &= ~(1u << idx); /* drained: no read that finds nothing */
-			got += n;
-		}
-		total += got;
-		if (!got)
-			break;
-	}
+	total = rn_hset_recv(&p->hs, &g_rx, mask & ((1u << p->nsock) - 1), RX_ROUNDS, NULL,
+			     input, p, NULL);
 	if (rn_host_inline()) {
 		p->inline_ns = rn_now_ns();
 		if (total && p->nwait)
@@ -712,158 +514,67 @@ void rn_port_wake_waiters(rn_port *p)
 
 uint32_t rn_port_writable(const rn_port *p)
 {
-	uint32_t m = 0;
+	return rn_hset_writable(&p->hs);
+}
 
-	for (int i = 0; i < p->nsock; i++)
-		if (!p->s[i].blocked && p->s[i].qn < RN_TXQ)
-			m |= 1u << i;
-	return m;
+/* The kernel has UDP GSO if the option exists (looked at once per process). */
+static int gso_on(rn_port *p)
+{
+	if (g_gso < 0) {
+		const char *env = getenv("RI2N_GSO");
+
+		g_gso = (env && strcmp(env, "0") == 0) ? 0 : rn_hsock_probe_gso(p->hs.s[0].fd);
+		rn_debug("UDP GSO %s", g_gso ? "on" : "off");
+	}
+	return g_gso;
+}
+
+/*
+ * Sends the socket's queue; after EAGAIN, only once the kernel said it is
+ * writable (`writable`), and meanwhile the engine waits for that.
+ */
+static void usock_flush(rn_usock *u, int writable)
+{
+	rn_port *p = u->port;
+
+	if (p->hs.s[u->idx].blocked && !writable)
+		return;
+	p->hs.gso = gso_on(p);
+	if (!rn_hset_flush_one(&p->hs, u->idx)) {
+		if (!p->hs.gso && g_gso > 0) {
+			rn_info("UDP GSO refused: sending datagrams one by one");
+			g_gso = 0;
+		}
+		return;
+	}
+	if (rn_host_inline()) { /* the engine waits for writability */
+		u->want_wev = 1;
+		g_sync = 1;
+		rn_host_kick();
+	} else {
+		event_add(u->wev, NULL);
+	}
 }
 
 int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
 		  const uint8_t *data, size_t len)
 {
-	rn_usock *u = &p->s[idx];
-	rn_txent *e;
+	int rc;
 
-	if (u->qn >= RN_TXQ || len > p->dgram)
+	if (len > p->dgram)
 		return -1;
-	e = &u->q[u->qn];
-	e->st = st;
-	e->to = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(to.port),
-				      .sin_addr.s_addr = htonl(to.ip) };
-	e->len = (uint16_t)len;
-	e->buf = u->bufs + (size_t)u->qn * p->dgram;
-	memcpy(e->buf, data, len);
-	u->qn++;
-	return 0;
-}
-
-static int same_dest(const rn_txent *a, const rn_txent *b)
-{
-	return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
-}
-
-/*
- * Groups the queue into messages: with GSO, a run of datagrams to the same
- * address, all of the first one's size but the last, goes as one message.
- * Returns the number of messages; counts[m] = datagrams in message m.
- */
-static int build_msgs(rn_usock *u, struct mmsghdr *msgs, struct iovec *iov, uint8_t *ctl,
-		      int *counts)
-{
-	int nm = 0, k = 0;
-
-	while (k < u->qn) {
-		int run = 1;
-		size_t bytes = u->q[k].len;
-		struct msghdr *h = &msgs[nm].msg_hdr;
-
-		if (g_gso > 0) {
-			while (k + run < u->qn && run < GSO_MAX_SEGS &&
-			       same_dest(&u->q[k], &u->q[k + run]) &&
-			       u->q[k + run].len <= u->q[k].len &&
-			       bytes + u->q[k + run].len <= GSO_MAX_BYTES) {
-				bytes += u->q[k + run].len;
-				run++;
-				if (u->q[k + run - 1].len < u->q[k].len)
-					break; /* a short one ends a run */
-			}
-		}
-		for (int j = 0; j < run; j++)
-			iov[k + j] = (struct iovec){ u->q[k + j].buf, u->q[k + j].len };
-		*h = (struct msghdr){ .msg_name = &u->q[k].to, .msg_namelen = sizeof(u->q[k].to),
-				      .msg_iov = &iov[k], .msg_iovlen = (size_t)run };
-		if (run > 1) {
-			uint8_t *c = ctl + (size_t)nm * CMSG_SPACE(sizeof(uint16_t));
-			struct cmsghdr *cm = (struct cmsghdr *)c;
-
-			h->msg_control = c;
-			h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
-			cm->cmsg_level = SOL_UDP;
-			cm->cmsg_type = UDP_SEGMENT;
-			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-			*(uint16_t *)CMSG_DATA(cm) = u->q[k].len;
-		}
-		counts[nm++] = run;
-		k += run;
-	}
-	return nm;
-}
-
-static void drop_front(rn_usock *u, int n)
-{
-	/* the queue is short (64): shifting keeps buffers in order */
-	for (int i = n; i < u->qn; i++) {
-		uint8_t *b = u->q[i - n].buf;
-
-		memcpy(b, u->q[i].buf, u->q[i].len);
-		u->q[i - n] = u->q[i];
-		u->q[i - n].buf = b;
-	}
-	u->qn -= n;
-}
-
-static void usock_flush(rn_usock *u)
-{
-	struct mmsghdr msgs[RN_TXQ];
-	struct iovec iov[RN_TXQ];
-	uint8_t ctl[RN_TXQ * CMSG_SPACE(sizeof(uint16_t))];
-	int counts[RN_TXQ];
-
-	while (u->qn > 0 && !u->blocked) {
-		int nm = build_msgs(u, msgs, iov, ctl, counts), sent, done = 0;
-
-		sent = sendmmsg(u->fd, msgs, (unsigned)nm, MSG_DONTWAIT);
-		if (sent < 0) {
-			int e = errno;
-
-			if (e == EAGAIN || e == EINTR) {
-				u->blocked = 1;
-				if (rn_host_inline()) { /* the engine waits for writability */
-					u->want_wev = 1;
-					g_sync = 1;
-					rn_host_kick();
-				} else {
-					event_add(u->wev, NULL);
-				}
-				return;
-			}
-			if ((e == EIO || e == EINVAL || e == EOPNOTSUPP) && counts[0] > 1 && g_gso) {
-				rn_info("UDP GSO refused (%s): sending datagrams one by one",
-					strerror(e));
-				g_gso = 0;
-				continue;
-			}
-			/* ENOBUFS: dropped by a full qdisc, loss recovery resends.  Others
-			 * (unreachable, interface gone, filtered): that rail failed. */
-			if (e != ENOBUFS)
-				rn_stream_send_error(u->q[0].st, u->idx, e);
-			drop_front(u, counts[0]);
-			continue;
-		}
-		for (int m = 0; m < sent; m++)
-			done += counts[m];
-		drop_front(u, done);
-	}
+	memcpy(rn_hset_spare(&p->hs), data, len);
+	rc = rn_hset_queue(&p->hs, idx, to, len, (uint64_t)(uintptr_t)st);
+	if (rc > 0) /* full: out now, so the rail stays writable */
+		usock_flush(&p->s[idx], 0);
+	return rc < 0 ? -1 : 0;
 }
 
 void rn_port_flush(rn_port *p)
 {
-	if (g_gso < 0) {
-		const char *env = getenv("RI2N_GSO");
-		int seg = 1000;
-
-		/* the kernel has UDP GSO if the option exists */
-		g_gso = (env && strcmp(env, "0") == 0) ? 0 :
-			setsockopt(p->s[0].fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0;
-		seg = 0;
-		setsockopt(p->s[0].fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
-		rn_debug("UDP GSO %s", g_gso ? "on" : "off");
-	}
 	for (int i = 0; i < p->nsock; i++)
-		if (p->s[i].qn)
-			usock_flush(&p->s[i]);
+		if (p->hs.s[i].qn)
+			usock_flush(&p->s[i], 0);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -873,8 +584,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rn_host_lock();
-	u->blocked = 0;
-	usock_flush(u);
+	usock_flush(u, 1);
 	/* connections held back by this socket may go on */
 	rn_stream_port_writable(u->port);
 	rn_stream_service_dirty();
@@ -897,7 +607,7 @@ void rn_port_sync(void)
 		for (int i = 0; i < p->nsock; i++) {
 			if (p->s[i].want_wev) {
 				p->s[i].want_wev = 0;
-				if (p->s[i].blocked)
+				if (p->hs.s[i].blocked)
 					event_add(p->s[i].wev, NULL);
 			}
 		}
@@ -905,7 +615,7 @@ void rn_port_sync(void)
 			rn_deferred *e = &p->defq[i];
 
 			/* as if read now: a resent COOKIE_ECHO finds the connection the first made */
-			input(p, e->idx, e->from, e->buf, e->len, e->at);
+			rn_hdisp_input(&p->disp, e->idx, e->from, e->buf, e->len, e->at);
 		}
 		p->ndef = 0;
 	}
@@ -913,11 +623,10 @@ void rn_port_sync(void)
 
 void rn_port_send_now(rn_port *p, int idx, rn_addr to, const uint8_t *buf, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to.port),
-				 .sin_addr.s_addr = htonl(to.ip) };
+	int rc = rn_hset_send_now(&p->hs, idx, to, buf, len);
 
-	if (sendto(p->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a, sizeof(a)) < 0)
-		rn_debug("handshake reply not sent: %s", strerror(errno));
+	if (rc)
+		rn_debug("handshake reply not sent: %s", strerror(-rc));
 }
 
 void rn_port_forget_all(void)

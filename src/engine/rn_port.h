@@ -3,12 +3,10 @@
  * share: a listening port (the same number on every rail, shared by the
  * listener and every connection it accepted) or a client's own sockets.
  *
- * Datagrams arrive in batches (recvmmsg) and go to the connection whose id
- * they carry, or to the listener.  Datagrams leave through a small queue per
- * socket, sent in batches (sendmmsg) and, where the kernel has it, as UDP
- * GSO runs of equal-size datagrams; a socket whose buffer is full
- * (EAGAIN) keeps its queue and is reported not writable to the core until
- * the kernel says it is, so nothing is dropped for lack of room.
+ * The sockets, their batched I/O and the connection table are the host
+ * kit's (src/host: rn_hsock, rn_htab), shared with the BTL; this file adds
+ * what the engine needs around them: libevent readiness, the inline waits'
+ * hand-off, handshakes deferred to the engine, the process's list of ports.
  */
 #ifndef RN_PORT_H
 #define RN_PORT_H
@@ -18,34 +16,27 @@
 
 #include "rn_core.h"
 #include "rn_engine.h"
+#include "rn_hsock.h"
+#include "rn_htab.h"
 
-#define RN_TXQ 64       /* datagrams queued per socket */
+#define RN_TXQ RN_HTXQ   /* datagrams queued per socket */
 
 struct rn_stream;
 
-typedef struct rn_txent {
-	struct rn_stream *st;
-	struct sockaddr_in to;
-	uint16_t len;
-	uint8_t *buf;
-} rn_txent;
-
+/* The engine's side of one rail socket (the socket itself is p->hs.s[idx]). */
 typedef struct rn_usock {
-	int fd;
+	int fd;                 /* p->hs.s[idx].fd, for the inline waits' poll sets */
 	int rail;               /* engine rail index */
 	struct event *rev, *wev;
 	struct rn_port *port;
 	int idx;                /* index in the port: the core's local rail */
-	rn_txent q[RN_TXQ];
-	int qn;
-	int blocked;            /* EAGAIN: waiting for writability */
 	int want_wev;           /* blocked by an inline thread: the engine arms wev */
 	uint64_t ino;           /* the socket's inode: tells it from a reused number */
-	uint8_t *bufs;          /* RN_TXQ buffers of the port's datagram size */
 } rn_usock;
 
 typedef struct rn_port {
 	int nsock;
+	rn_hset hs;             /* the rail sockets: batched I/O, error queue (src/host) */
 	rn_usock s[RN_MAX_RAILS];
 	rn_rail_addr addrs[RN_MAX_RAILS]; /* what the core calls its local rails */
 	uint16_t number;        /* listening port, 0 for clients' sockets */
@@ -55,8 +46,8 @@ typedef struct rn_port {
 	rn_sock *lsock;
 	rn_sock *owner;         /* the socket bound to it; NULL once only connections hold it */
 	uint32_t mask;          /* engine rails it was opened on */
-	struct rn_stream **tab; /* connections by id: open addressing */
-	uint32_t tabcap, tabn;
+	rn_htab tab;            /* connections by id */
+	rn_hdisp disp;          /* datagrams to them or to the listener */
 	int refs;
 	uint64_t drops_unknown, drops_backlog;
 	/*
@@ -123,8 +114,8 @@ void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id);
 /* Rails (core local indexes) whose socket can take a datagram now. */
 uint32_t rn_port_writable(const rn_port *p);
 /*
- * Queues a copy of a datagram on socket idx; returns 0, or -1 if that
- * socket's queue is full (rn_port_writable said so).
+ * Queues a copy of a datagram on socket idx, and sends the queue when that
+ * filled it; returns 0, or -1 if the queue was full (rn_port_writable said so).
  */
 int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
 		  const uint8_t *data, size_t len);

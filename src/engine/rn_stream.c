@@ -510,9 +510,7 @@ int rn_stream_flush(rn_stream *st, uint64_t now)
 		n = rn_conn_write_pkt(st->conn, now, w, g_scratch, p->dgram, &tx);
 		if (n <= 0)
 			break;
-		rn_port_queue(p, tx.local_rail, st, tx.to, g_scratch, (size_t)n);
-		if (p->s[tx.local_rail].qn >= RN_TXQ)
-			rn_port_flush(p);
+		rn_port_queue(p, tx.local_rail, st, tx.to, g_scratch, (size_t)n); /* sends a full queue */
 		sent++;
 	}
 	rn_port_flush(p);

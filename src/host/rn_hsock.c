@@ -1,0 +1,561 @@
+/*
+ * rn_hsock.c - rail sockets: options, batched send with GSO and
+ * back-pressure, batched receive with GRO and arrival stamps, the error queue.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <time.h>
+#include <linux/errqueue.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_hsock.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define SOCK_BUF (8 << 20)     /* kernel buffer per socket: ~5000 datagrams */
+#define GSO_MAX_SEGS 64
+#define GSO_MAX_BYTES 65000    /* a GSO message must fit one UDP datagram's length */
+#define ERRQ_MAX 256           /* error-queue entries read per drain: bounds one call */
+
+/* ---- opening ---- */
+
+static void set_buf(int fd, int force, int opt)
+{
+	int v = SOCK_BUF;
+
+	/* root may go past net.core.[rw]mem_max; others get what the limit allows */
+	if (setsockopt(fd, SOL_SOCKET, force, &v, sizeof(v)) < 0)
+		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
+		  const rn_hsock_opts *o)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(ip) };
+	socklen_t alen = sizeof(a);
+	/*
+	 * PROBE: DF set, and the path MTU the kernel learned from ICMP is not
+	 * applied to this socket.  ri2n sizes its own datagrams (RI2N_MTU, the
+	 * interface's MTU); with DO, one forged "fragmentation needed" quoting
+	 * our port planted a 552-byte path MTU for 10 minutes and every
+	 * full-size send failed with EMSGSIZE (issue 14, finding 1).
+	 */
+	int one = 1, pmtu = IP_PMTUDISC_PROBE;
+
+	memset(s, 0, sizeof(*s));
+	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0)
+		return -errno;
+	set_buf(s->fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	set_buf(s->fd, SO_SNDBUFFORCE, SO_SNDBUF);
+	setsockopt(s->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	/* ICMP errors (port unreachable: connection refused) come back to us */
+	if (o->recverr)
+		setsockopt(s->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	/*
+	 * The kernel's arrival time of each datagram: after the driver was held
+	 * off the CPU, a backlog keeps its real arrival times, so receive
+	 * counting does not take a busy host for a silent rail.
+	 */
+	if (o->rx_ts)
+		setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	/* runs of datagrams may arrive coalesced (split again in rn_hrx_next) */
+	if (o->gro)
+		setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(s->fd, (struct sockaddr *)&a, &alen) < 0)
+		return -errno;
+	s->addr = (rn_rail_addr){ .ip = ip, .port = ntohs(a.sin_port), .prefix = prefix };
+	/* one block; pages are touched only as the queue fills */
+	s->mem = malloc((size_t)RN_HTXQ * o->dgram);
+	if (!s->mem)
+		return -ENOMEM;
+	for (int k = 0; k < RN_HTXQ; k++)
+		s->bufs[k] = s->mem + (size_t)k * o->dgram;
+	return 0;
+}
+
+void rn_hsock_close(rn_hsock *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->mem);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+}
+
+int rn_hsock_probe_gso(int fd)
+{
+	int seg = 1000, ok = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0;
+
+	seg = 0;
+	setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+	return ok;
+}
+
+int rn_hset_init(rn_hset *h, uint32_t dgram, int gso)
+{
+	memset(h, 0, sizeof(*h));
+	for (int i = 0; i < RN_MAX_RAILS; i++)
+		h->s[i].fd = -1;
+	h->dgram = dgram;
+	h->gso = gso;
+	h->spare = h->own = malloc(dgram);
+	return h->spare ? 0 : -ENOMEM;
+}
+
+void rn_hset_free(rn_hset *h)
+{
+	for (int i = 0; i < h->n; i++)
+		rn_hsock_close(&h->s[i]);
+	free(h->own);
+	h->spare = h->own = NULL;
+	h->n = 0;
+}
+
+/* ---- sending ---- */
+
+uint32_t rn_hset_writable(const rn_hset *h)
+{
+	uint32_t m = 0;
+
+	for (int i = 0; i < h->n; i++)
+		if (!h->s[i].blocked && h->s[i].qn < RN_HTXQ)
+			m |= 1u << i;
+	return m;
+}
+
+int rn_hset_queue(rn_hset *h, int idx, rn_addr to, size_t len, uint64_t owner)
+{
+	rn_hsock *s = &h->s[idx];
+	uint8_t *b;
+
+	if (s->qn >= RN_HTXQ || len > h->dgram) {
+		s->tx_dropped++; /* the caller ignored writable: loss recovery resends */
+		return -1;
+	}
+	/* swap buffers instead of copying the datagram */
+	b = s->bufs[s->qn];
+	s->bufs[s->qn] = h->spare;
+	h->spare = b;
+	s->q[s->qn] = (rn_htx){ .to = { .sin_family = AF_INET, .sin_port = htons(to.port),
+					.sin_addr.s_addr = htonl(to.ip) },
+				.owner = owner, .len = (uint16_t)len };
+	s->qn++;
+	return s->qn == RN_HTXQ;
+}
+
+static int same_dest(const rn_htx *a, const rn_htx *b)
+{
+	return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
+}
+
+int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct iovec *iov,
+			uint8_t *ctl, int *counts)
+{
+	int nm = 0, k = 0;
+
+	while (k < s->qn) {
+		int run = 1;
+		size_t bytes = s->q[k].len;
+		struct msghdr *h = &msgs[nm].msg_hdr;
+
+		while (gso && k + run < s->qn && run < GSO_MAX_SEGS &&
+		       same_dest(&s->q[k], &s->q[k + run]) && s->q[k + run].len <= s->q[k].len &&
+		       bytes + s->q[k + run].len <= GSO_MAX_BYTES) {
+			bytes += s->q[k + run].len;
+			run++;
+			if (s->q[k + run - 1].len < s->q[k].len)
+				break; /* a short one ends a run */
+		}
+		for (int j = 0; j < run; j++)
+			iov[k + j] = (struct iovec){ s->bufs[k + j], s->q[k + j].len };
+		*h = (struct msghdr){ .msg_name = (void *)&s->q[k].to,
+				      .msg_namelen = sizeof(s->q[k].to),
+				      .msg_iov = &iov[k], .msg_iovlen = (size_t)run };
+		if (run > 1) {
+			struct cmsghdr *cm = (struct cmsghdr *)(ctl + (size_t)nm *
+							       CMSG_SPACE(sizeof(uint16_t)));
+
+			h->msg_control = cm;
+			h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			*(uint16_t *)CMSG_DATA(cm) = s->q[k].len;
+		}
+		counts[nm++] = run;
+		k += run;
+	}
+	return nm;
+}
+
+/* Forgets the first n queued datagrams; their buffers go to the back. */
+static void drop_front(rn_hsock *s, int n)
+{
+	uint8_t *done[RN_HTXQ];
+
+	memcpy(done, s->bufs, (size_t)n * sizeof(*done));
+	memmove(s->bufs, s->bufs + n, (size_t)(s->qn - n) * sizeof(*done));
+	memmove(s->q, s->q + n, (size_t)(s->qn - n) * sizeof(*s->q));
+	memcpy(s->bufs + (s->qn - n), done, (size_t)n * sizeof(*done));
+	s->qn -= n;
+}
+
+/*
+ * A send failed with e.  Errors the kernel reports from an ICMP message
+ * (sk_err, set by any destination's error on this shared socket) come out
+ * of whichever send is next: they say nothing about the datagram at the
+ * front.  The error queue says whom they were about; after reading it the
+ * send is retried.  Only an error the kernel gives again with nothing in
+ * the error queue belongs to the datagram (no route, interface gone,
+ * filtered).  Returns 1 to retry, 0 when the front message was dealt with.
+ */
+static int send_failed(rn_hset *h, int idx, int e, int count)
+{
+	rn_hsock *s = &h->s[idx];
+
+	if (rn_hset_drain_errors(h, idx) > 0 || e == ECONNREFUSED)
+		return 1; /* someone else's error; ECONNREFUSED is only ever ICMP's */
+	s->tx_errors++;
+	/*
+	 * ENOBUFS: a full qdisc dropped it; EMSGSIZE: larger than the interface
+	 * takes (we chose the size: the core's loss recovery and RI2N_MTU are
+	 * the answer, not a failed rail).  Anything else: that rail failed.
+	 */
+	if (e != ENOBUFS && e != EMSGSIZE && h->ops.on_send_error && s->q[0].owner)
+		h->ops.on_send_error(h->arg, idx, s->q[0].owner, e);
+	drop_front(s, count);
+	return 0;
+}
+
+int rn_hset_flush_one(rn_hset *h, int idx)
+{
+	rn_hsock *s = &h->s[idx];
+	struct mmsghdr msgs[RN_HTXQ];
+	struct iovec iov[RN_HTXQ];
+	uint8_t ctl[RN_HTXQ * CMSG_SPACE(sizeof(uint16_t))];
+	int counts[RN_HTXQ], retries = 0;
+
+	s->blocked = 0;
+	while (s->qn > 0) {
+		int nm = rn_hsock_build_msgs(s, h->gso, msgs, iov, ctl, counts), sent, done = 0;
+
+		sent = sendmmsg(s->fd, msgs, (unsigned)nm, MSG_DONTWAIT);
+		if (sent < 0) {
+			int e = errno;
+
+			if (e == EAGAIN || e == EINTR) {
+				s->blocked = 1; /* the core sees the rail unwritable until a flush works */
+				return 1;
+			}
+			if ((e == EIO || e == EINVAL || e == EOPNOTSUPP) && counts[0] > 1 && h->gso) {
+				h->gso = 0; /* the device refused GSO: one by one from now on */
+				continue;
+			}
+			/* bounded: a flood of ICMP cannot keep us here */
+			if (send_failed(h, idx, e, counts[0]) && ++retries > 4) {
+				s->tx_errors++;
+				drop_front(s, counts[0]);
+			}
+			continue;
+		}
+		for (int m = 0; m < sent; m++)
+			done += counts[m];
+		s->tx_dgrams += (uint64_t)done;
+		drop_front(s, done);
+	}
+	return 0;
+}
+
+void rn_hset_flush(rn_hset *h)
+{
+	for (int i = 0; i < h->n; i++)
+		if (h->s[i].qn)
+			rn_hset_flush_one(h, i);
+}
+
+void rn_hset_forget(rn_hset *h, uint64_t owner)
+{
+	for (int i = 0; i < h->n; i++)
+		for (int k = 0; k < h->s[i].qn; k++)
+			if (h->s[i].q[k].owner == owner)
+				h->s[i].q[k].owner = 0;
+}
+
+int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t len)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to.port),
+				 .sin_addr.s_addr = htonl(to.ip) };
+
+	for (int tries = 0; tries < 2; tries++) {
+		if (sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
+			   sizeof(a)) >= 0)
+			return 0;
+		/* an ICMP error about someone else surfaced here: read it, try again */
+		if (errno == EAGAIN || rn_hset_drain_errors(h, idx) == 0)
+			break;
+	}
+	h->s[idx].tx_errors++;
+	return -errno;
+}
+
+/* ---- the error queue ---- */
+
+int rn_hset_drain_errors(rn_hset *h, int idx)
+{
+	rn_hsock *s = &h->s[idx];
+	int n = 0;
+
+	for (; n < ERRQ_MAX; n++) {
+		uint8_t data[64], ctl[512];
+		struct sockaddr_in to = { 0 };
+		struct iovec iov = { data, sizeof(data) };
+		struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+				    .msg_iovlen = 1, .msg_control = ctl,
+				    .msg_controllen = sizeof(ctl) };
+
+		if (recvmsg(s->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		s->err_icmp++;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			struct sock_extended_err ee;
+			rn_hsock_err e;
+
+			if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR)
+				continue;
+			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+			/* msg_name: the original destination, whom the error is about */
+			e = (rn_hsock_err){ .dest = { ntohl(to.sin_addr.s_addr), ntohs(to.sin_port) },
+					    .err = (int)ee.ee_errno,
+					    .icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP,
+					    .type = ee.ee_type, .code = ee.ee_code };
+			if (h->ops.on_error)
+				h->ops.on_error(h->arg, idx, &e);
+		}
+	}
+	return n;
+}
+
+/* ---- receiving ---- */
+
+uint64_t rn_hclock_clamp(uint64_t *floor, uint64_t t, uint64_t now)
+{
+	if (!t || t > now)
+		t = now;
+	if (t < *floor)
+		t = *floor;
+	*floor = t;
+	return t;
+}
+
+int rn_hrxbuf_init(rn_hrxbuf *r, size_t bufsz, int turn)
+{
+	memset(r, 0, sizeof(*r));
+	r->bufsz = bufsz;
+	r->turn = turn > RN_HRX_TURN ? RN_HRX_TURN : turn;
+	r->mem = malloc(bufsz * (size_t)r->turn * RN_MAX_RAILS);
+	return r->mem ? 0 : -ENOMEM;
+}
+
+void rn_hrxbuf_free(rn_hrxbuf *r)
+{
+	free(r->mem);
+	r->mem = NULL;
+}
+
+/* The segment size of a GRO run (0 for a plain datagram). */
+static size_t gro_size(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 ? (size_t)v : 0;
+		}
+	return 0;
+}
+
+/* The kernel's arrival stamp, CLOCK_REALTIME ns, 0 if absent. */
+static uint64_t stamp_real(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		}
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int rn_hrx_next(rn_hrx *b, rn_hdgram *out)
+{
+	size_t len, one;
+
+	while (b->k < b->n) {
+		len = b->msgs[b->k].msg_len - b->off;
+		if (b->off == 0)
+			b->seg = gro_size(&b->msgs[b->k].msg_hdr);
+		/* a GRO run: datagrams of `seg` bytes back to back, the last maybe shorter */
+		one = b->seg && b->seg < len ? b->seg : len;
+		out->d = (const uint8_t *)b->iov[b->k].iov_base + b->off;
+		out->len = one;
+		out->from = (rn_addr){ ntohl(b->from[b->k].sin_addr.s_addr),
+				       ntohs(b->from[b->k].sin_port) };
+		out->at = b->at[b->k];
+		b->off += one;
+		if (b->off >= b->msgs[b->k].msg_len) {
+			b->k++;
+			b->off = 0;
+		}
+		if (one > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Reads up to r->turn messages from socket idx into its batch; -errno or the count. */
+static int read_batch(rn_hset *h, rn_hrxbuf *r, int idx)
+{
+	rn_hrx *b = &r->b[idx];
+	uint8_t *mem = r->mem + (size_t)idx * (size_t)r->turn * r->bufsz;
+	int n;
+
+	for (int k = 0; k < r->turn; k++) {
+		b->iov[k] = (struct iovec){ mem + (size_t)k * r->bufsz, r->bufsz };
+		b->msgs[k].msg_hdr = (struct msghdr){ .msg_name = &b->from[k],
+						      .msg_namelen = sizeof(b->from[k]),
+						      .msg_iov = &b->iov[k], .msg_iovlen = 1,
+						      .msg_control = b->ctl[k],
+						      .msg_controllen = sizeof(b->ctl[k]) };
+	}
+	b->n = b->k = 0;
+	b->off = 0;
+	n = recvmmsg(h->s[idx].fd, b->msgs, (unsigned)r->turn, MSG_DONTWAIT, NULL);
+	if (n < 0)
+		return -errno;
+	b->n = n;
+	if (n) {
+		/* the kernel stamps CLOCK_REALTIME: shift to CLOCK_MONOTONIC */
+		uint64_t off = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
+
+		for (int k = 0; k < n; k++) {
+			uint64_t t = stamp_real(&b->msgs[k].msg_hdr);
+
+			b->at[k] = t > off ? t - off : 0;
+		}
+	}
+	return n;
+}
+
+/*
+ * One turn: a batch from each socket in `want`, then their datagrams merged
+ * one rail at a time.  Reading one rail's batch whole before the next would
+ * hand the core a run of one rail (a GRO run alone holds ~45 datagrams), and
+ * its receive count (fewer than M of N packets) would judge the other rail
+ * failed; the sender striped them one by one, so they go in one by one.
+ */
+static int read_turn(rn_hset *h, rn_hrxbuf *r, uint32_t want, int first, uint32_t *full,
+		     uint64_t *floor, rn_hsock_input_fn fn, void *arg)
+{
+	int got = 0, more = 1, total = 0;
+	uint64_t now;
+
+	*full = 0;
+	for (int i = 0; i < h->n; i++) {
+		int n;
+
+		r->b[i].n = r->b[i].k = 0;
+		if (!((want >> i) & 1) || h->s[i].fd < 0)
+			continue;
+		n = read_batch(h, r, i);
+		/*
+		 * An error, or nothing although the caller was told the socket was
+		 * ready: the error queue may hold an entry whose sk_err a send
+		 * already took, which leaves POLLERR set while reads say EAGAIN.
+		 * Reading the queue clears it: no wake-up loop.
+		 */
+		if ((n < 0 && n != -EAGAIN && n != -EINTR) || (n == -EAGAIN && first))
+			rn_hset_drain_errors(h, i);
+		if (n <= 0)
+			continue;
+		got += n;
+		if (n == r->turn)
+			*full |= 1u << i;
+	}
+	if (!got)
+		return 0;
+	now = clock_ns(CLOCK_MONOTONIC);
+	r->now = now;
+	while (more) {
+		more = 0;
+		for (int i = 0; i < h->n; i++) {
+			rn_hdgram dg;
+			uint64_t at;
+
+			if (!rn_hrx_next(&r->b[i], &dg))
+				continue;
+			more = 1;
+			at = floor ? rn_hclock_clamp(floor, dg.at, now) : (dg.at && dg.at < now ? dg.at : now);
+			h->s[i].rx_dgrams++;
+			fn(arg, i, dg.from, dg.d, dg.len, at);
+			total++;
+		}
+	}
+	return total;
+}
+
+uint32_t rn_hset_ready(const rn_hset *h)
+{
+	struct pollfd pf[RN_MAX_RAILS];
+	uint32_t m = 0;
+
+	for (int i = 0; i < h->n; i++)
+		pf[i] = (struct pollfd){ .fd = h->s[i].fd, .events = POLLIN };
+	if (poll(pf, (nfds_t)h->n, 0) <= 0)
+		return 0;
+	for (int i = 0; i < h->n; i++)
+		if (pf[i].revents)
+			m |= 1u << i;
+	return m;
+}
+
+int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, int rounds, uint64_t *floor,
+		 rn_hsock_input_fn fn, void *arg, uint32_t *more)
+{
+	int total = 0;
+
+	for (int round = 0; round < rounds && want; round++) {
+		uint32_t full;
+
+		total += read_turn(h, r, want, round == 0, &full, floor, fn, arg);
+		/* a socket that filled its batch may hold more: then read every rail
+		 * of `want` again, so what the others got meanwhile stays interleaved */
+		want = full ? want : 0;
+	}
+	if (more)
+		*more = want;
+	return total;
+}

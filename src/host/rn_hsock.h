@@ -1,0 +1,231 @@
+/*
+ * rn_hsock.h - the host kit's rail sockets: one UDP socket per rail, with
+ * batched receive and batched send, shared by every driver of the core (the
+ * engine thread, application threads driving inline, the Open MPI BTL).
+ *
+ * No event loop, no threads, no clock of its own beyond stamping a read:
+ * the caller polls, calls, and gets datagrams and errors back through
+ * callbacks.  What it does for every driver:
+ *  - receive: recvmmsg into caller-owned batches, UDP GRO runs split again
+ *    into their datagrams, each datagram timed by the kernel's arrival stamp
+ *    (CLOCK_REALTIME shifted to CLOCK_MONOTONIC), read in turns over the
+ *    rails so the core sees them interleaved as the sender striped them;
+ *  - send: a small queue per socket sent with sendmmsg, runs of equal-size
+ *    datagrams to one address as UDP GSO messages, EAGAIN kept as
+ *    back-pressure (the socket reads "not writable" until a flush works);
+ *  - errors: ri2n sizes its own datagrams, so a forged ICMP "fragmentation
+ *    needed" changes nothing we send (IP_PMTUDISC_PROBE); ICMP errors are
+ *    read from the error queue and reported for the destination they name,
+ *    never charged to whichever datagram happened to be sent next.
+ */
+#ifndef RN_HSOCK_H
+#define RN_HSOCK_H
+
+/* struct mmsghdr needs _GNU_SOURCE before the first system header */
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rn_core.h"
+
+enum {
+	RN_HTXQ = 64,          /* datagrams queued per socket */
+	RN_HRX_TURN = 8,       /* most messages (datagrams or GRO runs) per socket per turn */
+	RN_HGRO_BUF = 65536,   /* one GRO run */
+};
+
+/* A queued datagram: where it goes and whose it is (for a hard send error). */
+typedef struct rn_htx {
+	struct sockaddr_in to;
+	uint64_t owner;
+	uint16_t len;
+} rn_htx;
+
+typedef struct rn_hsock {
+	int fd;
+	rn_rail_addr addr;             /* what the core calls this local rail */
+	rn_htx q[RN_HTXQ];
+	uint8_t *bufs[RN_HTXQ];        /* q[i]'s datagram is in bufs[i] */
+	uint8_t *mem;                  /* the block bufs point into */
+	int qn;
+	int blocked;                   /* EAGAIN: not writable until a flush works */
+	uint64_t tx_dgrams, rx_dgrams, tx_errors, tx_dropped;
+	uint64_t err_icmp;             /* error-queue entries read */
+} rn_hsock;
+
+/* What the kernel said went wrong, for one destination. */
+typedef struct rn_hsock_err {
+	rn_addr dest;      /* the destination of the datagram that caused it */
+	int err;           /* errno */
+	uint8_t icmp;      /* 1: an ICMP error (type/code valid), 0: local */
+	uint8_t type, code;
+} rn_hsock_err;
+
+/*
+ * A datagram was delivered: socket `idx`, sender, bytes, arrival time
+ * (CLOCK_MONOTONIC ns, already clamped by the set's clock).
+ */
+typedef void (*rn_hsock_input_fn)(void *arg, int idx, rn_addr from, const uint8_t *d,
+				  size_t len, uint64_t at);
+/*
+ * Hooks of a set, any may be NULL.  on_send_error: sending a datagram of
+ * `owner` on socket idx failed for a reason of its own (interface gone,
+ * no route, filtered); the rail to that peer is unusable.  on_error: the
+ * error queue named a destination (a port unreachable: nobody listens
+ * there); only connections to that destination should care.
+ */
+typedef struct rn_hsock_ops {
+	void (*on_send_error)(void *arg, int idx, uint64_t owner, int err);
+	void (*on_error)(void *arg, int idx, const rn_hsock_err *e);
+} rn_hsock_ops;
+
+/* Options for rn_hsock_open. */
+typedef struct rn_hsock_opts {
+	uint32_t dgram;    /* largest datagram queued */
+	int gro;           /* ask for UDP GRO */
+	int rx_ts;         /* ask for kernel arrival stamps */
+	int recverr;       /* ICMP errors into the error queue */
+} rn_hsock_opts;
+
+/*
+ * Opens a UDP socket bound to ip:port (host order; port 0: any) and
+ * allocates its send buffers.  Returns 0 or -errno (s->fd -1 if no socket).
+ */
+int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
+		  const rn_hsock_opts *o);
+/*
+ * Closes the socket (unless s->fd was set to -1 first) and frees its block
+ * of buffers; in a set, only as part of closing the whole set.
+ */
+void rn_hsock_close(rn_hsock *s);
+/* The kernel has UDP GSO on this socket (the option exists). */
+int rn_hsock_probe_gso(int fd);
+
+/*
+ * A set of rail sockets with the same drivers' hooks: what the engine calls
+ * a port and the BTL its io.  The caller opens s[0..n-1] with rn_hsock_open.
+ */
+typedef struct rn_hset {
+	rn_hsock s[RN_MAX_RAILS];
+	int n;
+	uint32_t dgram;
+	int gso;                       /* 1: send runs with UDP_SEGMENT */
+	/*
+	 * The next datagram is built here, then swapped into a socket's queue:
+	 * buffers move between the spare and the sockets' blocks, so the set's
+	 * sockets are closed together (rn_hset_free) and `own` is what
+	 * rn_hset_init allocated, wherever it is now.
+	 */
+	uint8_t *spare, *own;
+	rn_hsock_ops ops;
+	void *arg;
+} rn_hset;
+
+/* Initializes an empty set (no sockets) for datagrams of up to dgram bytes. */
+int rn_hset_init(rn_hset *h, uint32_t dgram, int gso);
+/* Closes every socket and frees the buffers. */
+void rn_hset_free(rn_hset *h);
+
+/* Sockets (bit i = socket i) whose queue can take a datagram now. */
+uint32_t rn_hset_writable(const rn_hset *h);
+/* Where to build the next datagram (h->dgram bytes). */
+static inline uint8_t *rn_hset_spare(rn_hset *h) { return h->spare; }
+/*
+ * Queues the datagram built in the spare buffer on socket idx.  Returns 0,
+ * 1 if that filled the queue (the caller sends it: rn_hset_flush_one), or
+ * -1 if the queue was full (dropped, counted: loss recovery resends).
+ */
+int rn_hset_queue(rn_hset *h, int idx, rn_addr to, size_t len, uint64_t owner);
+/*
+ * Sockets of the set with something to read or an error pending: one poll
+ * for every rail, timeout 0 (drivers that spin on progress, like MPI's).
+ */
+uint32_t rn_hset_ready(const rn_hset *h);
+/* Sends what every socket has queued (retries sockets that hit EAGAIN). */
+void rn_hset_flush(rn_hset *h);
+/* Sends socket idx's queue; returns 1 if it stays blocked (EAGAIN). */
+int rn_hset_flush_one(rn_hset *h, int idx);
+/* Queued datagrams of `owner` lose their owner (it is being freed). */
+void rn_hset_forget(rn_hset *h, uint64_t owner);
+/* Sends one datagram now, best effort (handshake replies); 0 or -errno. */
+int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t len);
+/*
+ * Reads socket idx's error queue to the end, calling ops.on_error for each
+ * entry with the destination it names.  Returns the entries read.
+ */
+int rn_hset_drain_errors(rn_hset *h, int idx);
+
+/*
+ * Groups q[0..qn) into sendmmsg messages: with gso, a run of datagrams to
+ * one address, all of the first one's size but a shorter last, at most
+ * 64 datagrams and 65000 bytes, is one message.  counts[m] gets the
+ * datagrams in message m; returns the messages.  (Exposed for tests.)
+ */
+int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct iovec *iov,
+			uint8_t *ctl, int *counts);
+
+/* ---- receive ---- */
+
+#define RN_HRX_CTL (CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec)))
+
+/* One turn's read of one socket: messages, maybe GRO runs, and where the split is. */
+typedef struct rn_hrx {
+	struct mmsghdr msgs[RN_HRX_TURN];
+	struct iovec iov[RN_HRX_TURN];
+	struct sockaddr_in from[RN_HRX_TURN];
+	uint8_t ctl[RN_HRX_TURN][RN_HRX_CTL];
+	uint64_t at[RN_HRX_TURN];      /* arrival, CLOCK_MONOTONIC ns (0: unknown) */
+	int n, k;                      /* messages read, message being split */
+	size_t off, seg;               /* position in message k, its GRO segment size */
+} rn_hrx;
+
+/*
+ * Receive buffers for a set: RN_MAX_RAILS batches of `turn` messages of
+ * `bufsz` bytes.  One per thread that reads (the engine shares one under
+ * its lock; the BTL has its own).
+ */
+typedef struct rn_hrxbuf {
+	rn_hrx b[RN_MAX_RAILS];
+	uint8_t *mem;
+	size_t bufsz;
+	int turn;
+	uint64_t now;      /* CLOCK_MONOTONIC ns of the latest read that got something */
+} rn_hrxbuf;
+
+int rn_hrxbuf_init(rn_hrxbuf *r, size_t bufsz, int turn);
+void rn_hrxbuf_free(rn_hrxbuf *r);
+
+/*
+ * The arrival-clock clamp: a datagram's time is the kernel's stamp `t`
+ * (0: none, use `now`), never below *floor (the latest time already given
+ * to the core: time never goes back) nor above `now` (the time of the
+ * read).  *floor ends at the result.
+ */
+uint64_t rn_hclock_clamp(uint64_t *floor, uint64_t t, uint64_t now);
+
+/*
+ * One datagram of a batch read from socket `idx`: the next one, GRO runs
+ * split; 0 when the batch is used up.  (Exposed for tests.)
+ */
+typedef struct rn_hdgram {
+	const uint8_t *d;
+	size_t len;
+	rn_addr from;
+	uint64_t at;       /* unclamped kernel time, CLOCK_MONOTONIC ns; 0 unknown */
+} rn_hdgram;
+int rn_hrx_next(rn_hrx *b, rn_hdgram *out);
+
+/*
+ * Reads the sockets in `want` of a set in turns: a batch from each, then
+ * their datagrams handed to fn one rail at a time, until no socket filled
+ * its batch or `rounds` turns.  *floor: the clock clamp's floor (in/out);
+ * NULL: fn gets the kernel's stamp (or r->now) unclamped, to clamp itself.
+ * *more gets the sockets whose last batch was full (they may hold more).
+ * Returns the datagrams delivered.  fn may not close the set's sockets.
+ */
+int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, int rounds, uint64_t *floor,
+		 rn_hsock_input_fn fn, void *arg, uint32_t *more);
+
+#endif

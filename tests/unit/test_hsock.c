@@ -1,0 +1,431 @@
+/*
+ * test_hsock.c - the host kit's rail sockets: the arrival-clock clamp with
+ * literal times, GSO runs built from a queue, GRO runs split back into
+ * datagrams, a batch sent and received over loopback UDP (every byte
+ * checked), and kernel errors: a port unreachable about one destination is
+ * reported for that destination and never fails a send to another, and no
+ * error-queue entry is left to keep a poller awake (issue 14, finding 2).
+ */
+#define _GNU_SOURCE
+#include "unit_common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rn_hsock.h"
+
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+#define LO 0x7f000001u
+
+static void test_clock_clamp(void **state)
+{
+	uint64_t floor = UT_T0 + 100;
+
+	(void)state;
+	/* no stamp: the read's time */
+	assert_true(rn_hclock_clamp(&floor, 0, UT_T0 + 200) == UT_T0 + 200);
+	assert_true(floor == UT_T0 + 200);
+	/* a stamp between the floor and the read: as stamped */
+	floor = UT_T0 + 100;
+	assert_true(rn_hclock_clamp(&floor, UT_T0 + 150, UT_T0 + 200) == UT_T0 + 150);
+	assert_true(floor == UT_T0 + 150);
+	/* older than what the core already saw: never backwards */
+	assert_true(rn_hclock_clamp(&floor, UT_T0 + 120, UT_T0 + 200) == UT_T0 + 150);
+	assert_true(floor == UT_T0 + 150);
+	/* ahead of the read (clocks stepped): never ahead */
+	assert_true(rn_hclock_clamp(&floor, UT_T0 + 300, UT_T0 + 250) == UT_T0 + 250);
+	assert_true(floor == UT_T0 + 250);
+}
+
+/* A socket with a queue of `n` datagrams (no descriptor) for build_msgs. */
+static rn_hsock *queue_of(const uint16_t *lens, const uint16_t *ports, int n)
+{
+	static uint8_t buf[RN_HTXQ][1500];
+	rn_hsock *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	s->fd = -1;
+	for (int i = 0; i < n; i++) {
+		s->bufs[i] = buf[i];
+		s->q[i] = (rn_htx){ .to = { .sin_family = AF_INET, .sin_port = htons(ports[i]),
+					    .sin_addr.s_addr = htonl(LO) }, .len = lens[i] };
+	}
+	s->qn = n;
+	return s;
+}
+
+static void test_gso_runs(void **state)
+{
+	struct mmsghdr msgs[RN_HTXQ];
+	struct iovec iov[RN_HTXQ];
+	uint8_t ctl[RN_HTXQ * CMSG_SPACE(sizeof(uint16_t))];
+	int counts[RN_HTXQ], nm;
+	uint16_t lens[RN_HTXQ], ports[RN_HTXQ];
+	rn_hsock *s;
+
+	(void)state;
+	/* equal sizes to one address, a shorter one ends the run */
+	uint16_t l1[] = { 1000, 1000, 1000, 500, 1000 }, p1[] = { 9, 9, 9, 9, 9 };
+	s = queue_of(l1, p1, 5);
+	nm = rn_hsock_build_msgs(s, 1, msgs, iov, ctl, counts);
+	assert_int_equal(nm, 2);
+	assert_int_equal(counts[0], 4);
+	assert_int_equal(counts[1], 1);
+	assert_int_equal(msgs[0].msg_hdr.msg_iovlen, 4);
+	{
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msgs[0].msg_hdr);
+
+		assert_non_null(c);
+		assert_int_equal(c->cmsg_type, UDP_SEGMENT);
+		assert_int_equal(*(uint16_t *)CMSG_DATA(c), 1000);
+	}
+	assert_int_equal(msgs[1].msg_hdr.msg_controllen, 0); /* a lone datagram: plain */
+	/* without GSO: one message per datagram */
+	assert_int_equal(rn_hsock_build_msgs(s, 0, msgs, iov, ctl, counts), 5);
+	free(s);
+	/* another address, or a larger datagram, starts a new run */
+	uint16_t l2[] = { 800, 800, 800, 900, 900 }, p2[] = { 9, 9, 10, 10, 10 };
+	s = queue_of(l2, p2, 5);
+	nm = rn_hsock_build_msgs(s, 1, msgs, iov, ctl, counts);
+	assert_int_equal(nm, 3);
+	assert_int_equal(counts[0], 2);
+	assert_int_equal(counts[1], 1);
+	assert_int_equal(counts[2], 2);
+	free(s);
+	/* a run stays within 65000 bytes: 46 x 1400 = 64400 */
+	for (int i = 0; i < 50; i++) {
+		lens[i] = 1400;
+		ports[i] = 9;
+	}
+	s = queue_of(lens, ports, 50);
+	nm = rn_hsock_build_msgs(s, 1, msgs, iov, ctl, counts);
+	assert_int_equal(nm, 2);
+	assert_int_equal(counts[0], 46);
+	assert_int_equal(counts[1], 4);
+	free(s);
+	/* and within 64 datagrams */
+	for (int i = 0; i < RN_HTXQ; i++) {
+		lens[i] = 100;
+		ports[i] = 9;
+	}
+	s = queue_of(lens, ports, RN_HTXQ);
+	assert_int_equal(rn_hsock_build_msgs(s, 1, msgs, iov, ctl, counts), 1);
+	assert_int_equal(counts[0], RN_HTXQ);
+	free(s);
+}
+
+/* A hand-made batch: one GRO run of 3500 bytes in 1000-byte segments, then a plain datagram. */
+static void test_gro_split(void **state)
+{
+	static rn_hrx b;
+	static uint8_t run[3500], one[77];
+	rn_hdgram d;
+	size_t lens[8];
+	int n = 0;
+
+	(void)state;
+	memset(&b, 0, sizeof(b));
+	for (size_t i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(i / 1000 + 1); /* segment k holds byte k+1 */
+	memset(one, 0x55, sizeof(one));
+	b.iov[0] = (struct iovec){ run, sizeof(run) };
+	b.iov[1] = (struct iovec){ one, sizeof(one) };
+	for (int k = 0; k < 2; k++) {
+		b.from[k] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(5000 + k),
+						  .sin_addr.s_addr = htonl(LO) };
+		b.msgs[k].msg_hdr.msg_iov = &b.iov[k];
+		b.msgs[k].msg_hdr.msg_iovlen = 1;
+		b.msgs[k].msg_len = (unsigned)b.iov[k].iov_len;
+	}
+	{
+		struct msghdr *h = &b.msgs[0].msg_hdr;
+		struct cmsghdr *c;
+		int seg = 1000;
+
+		h->msg_control = b.ctl[0];
+		h->msg_controllen = CMSG_SPACE(sizeof(int));
+		c = CMSG_FIRSTHDR(h);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_GRO;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	}
+	b.at[0] = UT_T0 + 7;
+	b.n = 2;
+	while (rn_hrx_next(&b, &d)) {
+		assert_true(n < 8);
+		lens[n] = d.len;
+		if (n < 4) {
+			assert_int_equal(d.d[0], n + 1);
+			assert_int_equal(d.d[d.len - 1], n + 1);
+			assert_int_equal(d.from.port, 5000);
+			assert_true(d.at == UT_T0 + 7);
+		} else {
+			assert_int_equal(d.d[0], 0x55);
+			assert_int_equal(d.from.port, 5001);
+		}
+		n++;
+	}
+	assert_int_equal(n, 5);
+	assert_int_equal(lens[0], 1000);
+	assert_int_equal(lens[1], 1000);
+	assert_int_equal(lens[2], 1000);
+	assert_int_equal(lens[3], 500);
+	assert_int_equal(lens[4], 77);
+}
+
+/* ---- loopback ---- */
+
+typedef struct seen {
+	int dgrams, bad, send_errors, errors, refused_x;
+	uint64_t last_at, err_owner;
+	uint16_t x_port;
+	size_t bytes;
+} seen;
+
+static void on_input(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t at)
+{
+	seen *s = arg;
+
+	(void)idx;
+	(void)from;
+	/* datagram k: k's low byte everywhere, 1200 bytes but the last of a run */
+	for (size_t i = 1; i < len; i++)
+		if (d[i] != d[0])
+			s->bad++;
+	if (at < s->last_at)
+		s->bad++; /* never backwards */
+	s->last_at = at;
+	s->dgrams++;
+	s->bytes += len;
+}
+
+static void on_send_error(void *arg, int idx, uint64_t owner, int err)
+{
+	seen *s = arg;
+
+	(void)idx;
+	(void)err;
+	s->send_errors++;
+	s->err_owner = owner;
+}
+
+static void on_error(void *arg, int idx, const rn_hsock_err *e)
+{
+	seen *s = arg;
+
+	(void)idx;
+	s->errors++;
+	if (e->icmp && e->type == 3 && e->code == 3 && e->dest.port == s->x_port &&
+	    e->dest.ip == LO)
+		s->refused_x++;
+}
+
+static void set_open(rn_hset *h, seen *sn, int gro)
+{
+	rn_hsock_opts o = { .dgram = 1500, .gro = gro, .rx_ts = 1, .recverr = 1 };
+
+	assert_int_equal(rn_hset_init(h, 1500, 0), 0);
+	assert_int_equal(rn_hsock_open(&h->s[0], LO, 0, 8, &o), 0);
+	h->n = 1;
+	h->ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_error };
+	h->arg = sn;
+}
+
+static void queue_dgram(rn_hset *h, uint16_t port, size_t len, uint8_t fill, uint64_t owner)
+{
+	memset(rn_hset_spare(h), fill, len);
+	assert_true(rn_hset_queue(h, 0, (rn_addr){ LO, port }, len, owner) >= 0);
+}
+
+static void test_loopback_batch(void **state)
+{
+	rn_hset tx, rx;
+	rn_hrxbuf rb;
+	seen st = { 0 }, sr = { 0 };
+	uint64_t floor = 0;
+	uint32_t more;
+	int total = 0;
+
+	(void)state;
+	set_open(&tx, &st, 0);
+	set_open(&rx, &sr, 1);
+	tx.gso = rn_hsock_probe_gso(tx.s[0].fd); /* runs if the kernel has GSO */
+	assert_int_equal(rn_hrxbuf_init(&rb, RN_HGRO_BUF, 8), 0);
+	for (int round = 0; round < 4; round++) {
+		for (int k = 0; k < 40; k++)
+			queue_dgram(&tx, rx.s[0].addr.port, k == 39 ? 300 : 1200,
+				    (uint8_t)(round * 40 + k), 1);
+		assert_int_equal(rn_hset_flush_one(&tx, 0), 0);
+		assert_int_equal(tx.s[0].qn, 0);
+	}
+	for (int tries = 0; tries < 200 && total < 160; tries++) {
+		struct pollfd pf = { rx.s[0].fd, POLLIN, 0 };
+
+		poll(&pf, 1, 10);
+		total += rn_hset_recv(&rx, &rb, 1, 16, &floor, on_input, &sr, &more);
+	}
+	assert_int_equal(total, 160);
+	assert_int_equal(sr.dgrams, 160);
+	assert_int_equal(sr.bad, 0);
+	assert_int_equal(sr.bytes, 4 * (39 * 1200 + 300));
+	assert_true(floor == sr.last_at);
+	assert_int_equal(st.send_errors, 0);
+	rn_hrxbuf_free(&rb);
+	rn_hset_free(&tx);
+	rn_hset_free(&rx);
+}
+
+/* A port nobody listens on (bound, then closed). */
+static uint16_t dead_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(LO) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* Waits until the socket reports an error (the ICMP came back). */
+static int wait_err(int fd)
+{
+	for (int i = 0; i < 200; i++) {
+		struct pollfd pf = { fd, 0, 0 };
+
+		if (poll(&pf, 1, 5) > 0 && (pf.revents & POLLERR))
+			return 1;
+	}
+	return 0;
+}
+
+static int pollerr_now(int fd)
+{
+	struct pollfd pf = { fd, POLLIN, 0 };
+
+	return poll(&pf, 1, 0) > 0 && (pf.revents & POLLERR);
+}
+
+/*
+ * Peer X is gone (port unreachable), peer Y is healthy; both are reached
+ * through one socket.  The error about X surfaces in the next send, which
+ * is Y's: it must be reported for X, and Y's datagram must still go out.
+ */
+static void test_error_attributed(void **state)
+{
+	rn_hset h, y;
+	rn_hrxbuf rb;
+	seen sh = { 0 }, sy = { 0 };
+	uint64_t floor = 0;
+	int got = 0;
+
+	(void)state;
+	set_open(&h, &sh, 0);
+	set_open(&y, &sy, 0);
+	assert_int_equal(rn_hrxbuf_init(&rb, 2048, 8), 0);
+	sh.x_port = dead_port();
+	queue_dgram(&h, sh.x_port, 100, 1, 0x1111);
+	rn_hset_flush(&h);
+	assert_true(wait_err(h.s[0].fd));
+	/* Y's datagram: the pending error is X's */
+	queue_dgram(&h, y.s[0].addr.port, 100, 2, 0x2222);
+	rn_hset_flush(&h);
+	assert_int_equal(h.s[0].qn, 0);
+	assert_int_equal(sh.send_errors, 0);   /* nobody's rail failed */
+	assert_int_equal(sh.refused_x, 1);     /* X's error, named by its destination */
+	assert_false(pollerr_now(h.s[0].fd));  /* nothing left to wake a poller */
+	for (int i = 0; i < 100 && !got; i++) {
+		struct pollfd pf = { y.s[0].fd, POLLIN, 0 };
+
+		poll(&pf, 1, 10);
+		got = rn_hset_recv(&y, &rb, 1, 4, &floor, on_input, &sy, NULL);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(sy.bad, 0);
+	assert_int_equal(sy.bytes, 100);
+	rn_hrxbuf_free(&rb);
+	rn_hset_free(&h);
+	rn_hset_free(&y);
+}
+
+/*
+ * The spin of finding 2: a send outside the kit took the socket's pending
+ * error (sk_err) but left its error-queue entry, so poll says POLLERR while
+ * a read says EAGAIN.  A read that finds nothing must clear it.
+ */
+static void test_no_error_left_behind(void **state)
+{
+	rn_hset h, y;
+	rn_hrxbuf rb;
+	seen sh = { 0 }, sy = { 0 };
+	uint64_t floor = 0;
+	struct sockaddr_in ya;
+	char b = 0;
+
+	(void)state;
+	set_open(&h, &sh, 0);
+	set_open(&y, &sy, 0);
+	assert_int_equal(rn_hrxbuf_init(&rb, 2048, 8), 0);
+	sh.x_port = dead_port();
+	queue_dgram(&h, sh.x_port, 10, 1, 0x1111);
+	rn_hset_flush(&h);
+	assert_true(wait_err(h.s[0].fd));
+	ya = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(y.s[0].addr.port),
+				   .sin_addr.s_addr = htonl(LO) };
+	/* this send gets X's ECONNREFUSED and takes sk_err; the entry stays queued */
+	assert_true(sendto(h.s[0].fd, &b, 1, 0, (struct sockaddr *)&ya, sizeof(ya)) < 0);
+	assert_int_equal(errno, ECONNREFUSED);
+	assert_true(pollerr_now(h.s[0].fd));
+	assert_int_equal(rn_hset_recv(&h, &rb, 1, 4, &floor, on_input, &sh, NULL), 0);
+	assert_false(pollerr_now(h.s[0].fd));
+	assert_int_equal(sh.refused_x, 1);
+	assert_int_equal(sh.send_errors, 0);
+	rn_hrxbuf_free(&rb);
+	rn_hset_free(&h);
+	rn_hset_free(&y);
+}
+
+/* A datagram's own error (here: port 0, refused by the kernel) fails its owner's rail, once. */
+static void test_own_error_reported(void **state)
+{
+	rn_hset h;
+	seen sh = { 0 };
+
+	(void)state;
+	set_open(&h, &sh, 0);
+	memset(rn_hset_spare(&h), 0, 10);
+	assert_true(rn_hset_queue(&h, 0, (rn_addr){ LO, 0 }, 10, 0x3333) >= 0);
+	rn_hset_flush(&h);
+	assert_int_equal(h.s[0].qn, 0);
+	assert_int_equal(sh.send_errors, 1);
+	assert_true(sh.err_owner == 0x3333);
+	rn_hset_free(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clock_clamp),
+		cmocka_unit_test(test_gso_runs),
+		cmocka_unit_test(test_gro_split),
+		cmocka_unit_test(test_loopback_batch),
+		cmocka_unit_test(test_error_attributed),
+		cmocka_unit_test(test_no_error_left_behind),
+		cmocka_unit_test(test_own_error_reported),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
