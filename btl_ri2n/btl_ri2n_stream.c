@@ -333,6 +333,8 @@ static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t
 			else
 				rn_conn_del(c);
 		}
+		if (!l)
+			rn_listener_forget(&m->lis, &ap); /* its COOKIE_ECHO may come again */
 	}
 }
 

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "rn_replay.h"
+
 /* All protocol limits in one place. */
 enum {
 	RN_MAX_RAILS = 8,          /* rails per host and paths per connection */
@@ -85,6 +87,7 @@ typedef enum rn_drop {
 	RN_DROP_AUTH,        /* message authentication failed */
 	RN_DROP_RATE,        /* handshake from a source over its reply rate limit */
 	RN_DROP_NOMEM,       /* data in the window, but no memory to grow the ring for it */
+	RN_DROP_REPLAY,      /* a cookie used before, or a datagram older than its rail's traffic */
 	RN_DROP__COUNT
 } rn_drop;
 
@@ -355,6 +358,7 @@ typedef struct rn_listener {
 	rn_rail_addr rails[RN_MAX_RAILS];
 	int nrails;
 	uint64_t cookie_life_ns;
+	rn_replay used;                       /* cookies accepted and still alive */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t inits, accepts;
 } rn_listener;
@@ -391,6 +395,14 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_addr from, const uint8_t *pkt, size_t len,
 		     uint8_t *reply, size_t cap, size_t *reply_len,
 		     rn_accept_params *accepted);
+
+/*
+ * Says that the connection of an RN_LISTEN_ACCEPT could not be made (no
+ * memory, a full accept queue): its cookie may be used once more, by the
+ * client's next COOKIE_ECHO.  Every accept is otherwise final: the listener
+ * refuses a cookie it accepted before (RN_DROP_REPLAY) for the cookie's life.
+ */
+void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted);
 
 /* Destination connection id of a datagram, or 0 if too short to tell. */
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);

@@ -54,6 +54,7 @@ int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 	memcpy(l->rails, rails, sizeof(*rails) * (size_t)nrails);
 	l->nrails = nrails;
 	l->cookie_life_ns = RN_COOKIE_LIFE_NS;
+	rn_replay_init(&l->used);
 	for (int i = 0; i < RN_COOKIE_SECRET_LEN; i += 8) {
 		uint64_t v = env->rng(env->user);
 
@@ -146,6 +147,12 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 			    (uint32_t)(l->cookie_life_ns / 1000000)) ||
 	    ck.id != p->dst)
 		return ldrop(l, RN_DROP_COOKIE);
+	/* a cookie builds one connection: a recorded COOKIE_ECHO sent again builds none */
+	if (rn_replay_seen(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
+			   (uint32_t)(l->cookie_life_ns / 1000000)))
+		return ldrop(l, RN_DROP_REPLAY);
+	rn_replay_add(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
+		      (uint32_t)(l->cookie_life_ns / 1000000));
 	memset(a, 0, sizeof(*a));
 	a->cfg = l->cfg;
 	a->id = ck.id;
@@ -162,6 +169,13 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 	a->local_rail = local_rail;
 	l->accepts++;
 	return RN_LISTEN_ACCEPT;
+}
+
+void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
+{
+	if (l->accepts > 0)
+		l->accepts--;
+	rn_replay_forget(&l->used, accepted->id);
 }
 
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,

@@ -703,7 +703,8 @@ static int make_pair(rn_sock *s)
 	return 0;
 }
 
-static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
+/* Returns 0, or -1 when the connection could not be made (the client will retry). */
+static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 {
 	rn_sock *ls = p->lsock, *ns;
 	rn_env env = *rn_engine_env();
@@ -717,13 +718,13 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	if (full) {
 		/* the client resends its COOKIE_ECHO; it may fit later */
 		p->drops_backlog++;
-		return;
+		return -1;
 	}
 	ns = rn_sock_new();
 	if (!ns || make_pair(ns)) {
 		if (ns)
 			rn_sock_unref(ns);
-		return;
+		return -1;
 	}
 	ns->cfg = ap->cfg;
 	env.on_event = on_core_event;
@@ -732,7 +733,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return;
+		return -1;
 	}
 	st = stream_new(c, p, ns);
 	if (!st) {
@@ -740,7 +741,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return;
+		return -1;
 	}
 	rn_conn_set_user(c, st);
 	st->connected = 1;
@@ -764,6 +765,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_info("accepted connection from %s", st->name);
 	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
+	return 0;
 }
 
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
@@ -776,8 +778,8 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 
 	if (rc == RN_LISTEN_REPLY)
 		rn_port_send_now(p, idx, from, reply, rlen);
-	else if (rc == RN_LISTEN_ACCEPT)
-		accept_conn(p, &ap, now);
+	else if (rc == RN_LISTEN_ACCEPT && accept_conn(p, &ap, now))
+		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
 }
 
 /* Aborts the connections queued on a listening socket nobody will accept. */

@@ -394,6 +394,97 @@ static void test_cookie_listener_rate_limit(void **state)
 		do_init(f, UT_T0 + 1002 * UT_MS, CLIENT_ADDR, &ch);
 }
 
+/* Sends the echo of the last INIT (f->cookie) at now; returns the listener's answer. */
+static int echo_last(lis_fix *f, uint64_t now, const rn_hello *ch, rn_accept_params *ap)
+{
+	uint8_t echo[512], reply[2048];
+	size_t rlen;
+
+	return rn_listener_recv(&f->l, now, 0, CLIENT_ADDR, echo,
+				make_echo(echo, ch, f->server_id, f->cookie), reply, sizeof(reply),
+				&rlen, ap);
+}
+
+/*
+ * A recorded COOKIE_ECHO sent again after its connection is gone builds no
+ * second connection, however late within the cookie's life; a driver that
+ * could not take the connection lets the client's next echo through once.
+ */
+static void test_cookie_listener_replay(void **state)
+{
+	lis_fix *f = *state;
+	rn_hello ch = client_hello();
+	rn_accept_params ap;
+
+	do_init(f, UT_T0, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, UT_T0 + UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	assert_int_equal(echo_last(f, UT_T0 + 2 * UT_MS, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(echo_last(f, UT_T0 + 2 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(echo_last(f, UT_T0 + 10 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.accepts, 1);
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], 3);
+	assert_int_equal(f->l.drops[RN_DROP_COOKIE], 0);
+	/* past its life it is just stale */
+	assert_int_equal(echo_last(f, UT_T0 + 11 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.drops[RN_DROP_COOKIE], 1);
+
+	/* the driver had no room: the client's resent echo gets one more go */
+	do_init(f, UT_T0 + 20 * UT_S, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	rn_listener_forget(&f->l, &ap);
+	assert_int_equal(f->l.accepts, 1);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + 2 * UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + 3 * UT_MS, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.accepts, 2);
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], 4);
+}
+
+/*
+ * More live cookies accepted than the listener remembers: no cookie is ever
+ * accepted twice, cookies issued after the oldest forgotten one still work,
+ * and the memory stays what it was (the fixture checks no allocation).
+ */
+static void test_cookie_listener_replay_full(void **state)
+{
+	enum { N = RN_REPLAY_SLOTS + 300 };
+	lis_fix *f = *state;
+	rn_hello ch = client_hello();
+	static uint8_t cookies[N][RN_COOKIE_LEN];
+	static uint64_t ids[N];
+	uint8_t unused[RN_COOKIE_LEN];
+	uint64_t unused_id, t = UT_T0;
+	rn_accept_params ap;
+
+	/* one cookie issued and never echoed, before all the others */
+	do_init(f, t, CLIENT_ADDR, &ch);
+	memcpy(unused, f->cookie, RN_COOKIE_LEN);
+	unused_id = f->server_id;
+	for (int i = 0; i < N; i++) {
+		t += UT_MS; /* 1 ms apart: within the rate limit and all alive at the end */
+		do_init(f, t, CLIENT_ADDR, &ch);
+		memcpy(cookies[i], f->cookie, RN_COOKIE_LEN);
+		ids[i] = f->server_id;
+		assert_int_equal(echo_last(f, t, &ch, &ap), RN_LISTEN_ACCEPT);
+	}
+	assert_int_equal(f->l.accepts, N);
+	/* every one of them replayed: refused, remembered or under the floor */
+	for (int i = 0; i < N; i++) {
+		f->server_id = ids[i];
+		memcpy(f->cookie, cookies[i], RN_COOKIE_LEN);
+		if (echo_last(f, t + UT_MS, &ch, &ap) != RN_ERR_DROP)
+			fail_msg("cookie %d of %d accepted twice", i, N);
+	}
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], N);
+	assert_int_equal(f->l.accepts, N);
+	/* the cookie issued before the floor cannot be told from a replay: refused */
+	f->server_id = unused_id;
+	memcpy(f->cookie, unused, RN_COOKIE_LEN);
+	assert_int_equal(echo_last(f, t + UT_MS, &ch, &ap), RN_ERR_DROP);
+	/* a new one works */
+	do_init(f, t + 2 * UT_MS, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, t + 3 * UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+}
+
 typedef struct echo_case {
 	const char *name;
 	int flip_bit;     /* bit of the cookie to flip, -1 none */
@@ -561,6 +652,8 @@ int main(void)
 		LIS_TEST(test_cookie_listener_accept),
 		LIS_TEST(test_cookie_listener_accept_small_dgram),
 		LIS_TEST(test_cookie_listener_stateless),
+		LIS_TEST(test_cookie_listener_replay),
+		LIS_TEST(test_cookie_listener_replay_full),
 		LIS_TEST(test_cookie_listener_reply_size),
 		LIS_TEST(test_cookie_listener_rate_limit),
 		LIS_TEST(test_cookie_listener_bad_cookie),
