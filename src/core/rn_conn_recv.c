@@ -103,6 +103,57 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 		evaluate_window(c, now_ns);
 }
 
+/* ---- freshness: replays count for nothing ---- */
+
+/*
+ * A datagram sent again by someone who recorded it (with the cluster key its
+ * tag is still valid) must not count as a sign of life: a KEEPALIVE replayed
+ * every 100 ms would keep a black-holed rail up and a dead peer alive.  Each
+ * datagram carries its send time (ts, the peer's clock in us); our arrival
+ * time minus it is the one-way delay plus the clocks' constant difference.
+ * The smallest such offset seen is the baseline; a datagram more than
+ * RN_FRESH_NS above it waited that long somewhere, which no LAN queue does
+ * (8 MB of socket buffer drains in 64 ms at 1 Gbit/s) and a recording does
+ * as long as it is kept.  Arrival times are the kernel's (drivers pass them),
+ * so a receiver held off the CPU reads a backlog that is still fresh.  The
+ * baseline follows the clocks' drift: every RN_FRESH_PERIOD_NS it becomes
+ * the smallest offset of the fresh datagrams of the period (none: it stays),
+ * so a replay can hold things up for at most about 2 RN_FRESH_NS after the
+ * last real datagram.  Without a key an on-path host can forge ts as it can
+ * forge anything; off the path nobody sees a datagram to replay.
+ */
+#define RN_FRESH_NS UINT64_C(250000000)
+#define RN_FRESH_PERIOD_NS UINT64_C(10000000000)
+
+static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
+{
+	uint32_t off = rn_now_us(now_ns) - ts;
+	int32_t age = (int32_t)(off - c->fresh_base);
+
+	if (!c->fresh_valid) {
+		c->fresh_valid = 1;
+		c->fresh_base = c->fresh_min = off;
+		c->fresh_seen = 1;
+		c->fresh_since_ns = now_ns;
+		return 1;
+	}
+	if (now_ns - c->fresh_since_ns >= RN_FRESH_PERIOD_NS) {
+		if (c->fresh_seen)
+			c->fresh_base = c->fresh_min;
+		c->fresh_seen = 0;
+		c->fresh_since_ns = now_ns;
+		age = (int32_t)(off - c->fresh_base);
+	}
+	if (age > (int32_t)(RN_FRESH_NS / 1000))
+		return 0;
+	if (age < 0)
+		c->fresh_base = off;
+	if (!c->fresh_seen || (int32_t)(off - c->fresh_min) < 0)
+		c->fresh_min = off;
+	c->fresh_seen = 1;
+	return 1;
+}
+
 /* ---- ACKs and loss detection ---- */
 
 static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
@@ -399,6 +450,9 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		return drop(c, RN_DROP_SOURCE);
 	if ((p.flags & RN_F_ACK) && !ack_valid(c, &p))
 		return drop(c, RN_DROP_WINDOW);
+	/* before anything is counted or acted on: a recording proves nothing */
+	if (!fresh(c, p.ts, now_ns))
+		return drop(c, RN_DROP_REPLAY);
 	if (c->state == RN_ST_COOKIE_SENT)
 		establish(c, now_ns);
 

@@ -428,7 +428,7 @@ static void test_conn_wrong_source(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const src_case *tc = &cases[i];
 		rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = (uint8_t)tc->path,
-			     .dst = rn_conn_id(sv(n)), .ts = 1 };
+			     .dst = rn_conn_id(sv(n)) };
 		rn_conn_stats before = stats(sv(n)), after;
 		int rc = un_inject(n, UN_SERVER, t1, tc->local_rail, tc->from, &h, NULL, NULL, 0);
 
@@ -545,7 +545,7 @@ static void test_conn_duplicate_data(void **state)
 	un_net *n = pair(2, &t_est);
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
-		     .seq = cl(n)->isn, .ts = 5 };
+		     .seq = cl(n)->isn };
 
 	(void)state;
 	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
@@ -1022,6 +1022,128 @@ static void test_conn_rail_silence_and_heal(void **state)
 	un_del(n);
 }
 
+/* ---- freshness: replayed datagrams are no sign of life ---- */
+
+/* Sends side `to` a copy of datagram r as recorded (header only: keepalives carry nothing). */
+static int replay(un_net *n, int to, uint64_t now, const un_rec *r)
+{
+	rn_hdr h = { .type = r->type, .path = r->hpath, .dst = r->dst, .seq = r->seq,
+		     .ts = rn_now_us(r->sent_ns) };
+
+	return un_inject(n, to, now, r->src_rail, un_addr(n, 1 - to, r->src_rail), &h, NULL,
+			 NULL, 0);
+}
+
+/*
+ * Client -> server on rail 1 black-holes while an attacker replays a
+ * KEEPALIVE it recorded on that rail every 100 ms: the rail still fails, at
+ * most rail_timeout plus twice the 250 ms freshness bound after the hole.
+ */
+static void test_conn_replayed_keepalive_black_hole(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	int broken = 0;
+	const uint64_t t_b = t_est + 500 * UT_MS;
+	const un_rec *rec;
+	un_rec cap;
+	const rn_event *ev;
+
+	(void)state;
+	n->filter = drop_client_rail1;
+	n->filter_arg = &broken;
+	un_run(n, t_b);
+	/* the last keepalive the client sent on rail 1 before the hole */
+	rec = un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t_b - 150 * UT_MS, 0);
+	assert_non_null(rec);
+	cap = *rec;
+	broken = 1;
+	for (uint64_t t = t_b; t < t_b + 2 * UT_S; t += 100 * UT_MS) {
+		un_run(n, t);
+		replay(n, UN_SERVER, t, &cap);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, t_b);
+	assert_non_null(ev);
+	assert_true(ev->time_ns <= t_b + 350 * UT_MS + 500 * UT_MS);
+	assert_true(stats(sv(n)).drops[RN_DROP_REPLAY] >= 10);
+	/* and it stays down: the replays do not bring it back */
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, ev->time_ns));
+	/* rail 0 was never disturbed */
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 0, 0));
+	un_del(n);
+}
+
+/* The peer is gone; its keepalives, replayed on both rails, do not keep it alive. */
+static void test_conn_replayed_keepalive_dead_peer(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t_d = t_est + 500 * UT_MS;
+	un_rec cap[2];
+	const rn_event *ev;
+
+	(void)state;
+	un_run(n, t_d);
+	for (int k = 0; k < 2; k++) {
+		const un_rec *rec = un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, k, t_d - 150 * UT_MS, 0);
+
+		assert_non_null(rec);
+		cap[k] = *rec;
+	}
+	n->filter = un_drop_all;
+	for (uint64_t t = t_d; t < t_d + 32 * UT_S; t += 100 * UT_MS) {
+		un_run(n, t);
+		if (rn_conn_state(sv(n)) != RN_ST_CLOSED)
+			for (int k = 0; k < 2; k++)
+				replay(n, UN_SERVER, t, &cap[k]);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_TIMEDOUT);
+	assert_true(ev->time_ns <= t_d + 30 * UT_S + 500 * UT_MS);
+	un_del(n);
+}
+
+/*
+ * Freshness is judged against the peer's clock, which drifts: a peer whose
+ * clock runs 200 ppm fast or slow keeps both rails up for an hour, nothing
+ * dropped; one whose datagrams are late by 100 ms (a queue) is still fresh.
+ */
+static void test_conn_fresh_clock_drift(void **state)
+{
+	static const int64_t ppm[] = { 200, -200 };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t_est;
+		un_net *n = pair(2, &t_est);
+		uint64_t t;
+
+		n->filter = un_drop_all; /* the test speaks for the client */
+		for (t = t_est; t < t_est + 3600 * UT_S; t += 50 * UT_MS) {
+			int64_t el = (int64_t)(t - t_est);
+			uint64_t peer = t_est + (uint64_t)(el + el / 1000000 * ppm[i]);
+			rn_hdr h = { .type = RN_PT_KEEPALIVE, .dst = rn_conn_id(sv(n)),
+				     .ts = rn_now_us(peer - D) };
+
+			/* every 10 minutes, one datagram waited 100 ms in a queue */
+			if ((t - t_est) % (600 * UT_S) == 0)
+				h.ts = rn_now_us(peer - D - 100 * UT_MS);
+			un_run(n, t);
+			for (int k = 0; k < 2; k++) {
+				h.path = (uint8_t)k;
+				assert_int_equal(un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k),
+							   &h, NULL, NULL, 0), 0);
+			}
+		}
+		assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+		assert_int_equal(stats(sv(n)).drops[RN_DROP_REPLAY], 0);
+		assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+		un_del(n);
+	}
+}
+
 /* All rails silent: the connection dies after dead_peer_ns with an error, never EOF. */
 static void test_conn_dead_peer(void **state)
 {
@@ -1327,6 +1449,9 @@ int main(void)
 		cmocka_unit_test(test_conn_keepalive),
 		cmocka_unit_test(test_conn_rail_silence_and_heal),
 		cmocka_unit_test(test_conn_dead_peer),
+		cmocka_unit_test(test_conn_replayed_keepalive_black_hole),
+		cmocka_unit_test(test_conn_replayed_keepalive_dead_peer),
+		cmocka_unit_test(test_conn_fresh_clock_drift),
 		cmocka_unit_test(test_conn_abort_and_reset),
 		cmocka_unit_test(test_conn_reset_after_data),
 		cmocka_unit_test(test_conn_graceful_close),

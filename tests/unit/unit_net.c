@@ -345,8 +345,13 @@ int un_inject(un_net *n, int to, uint64_t now, int local_rail, rn_addr from,
 	      const rn_hdr *h, const rn_ackblk *ab, const void *payload, size_t len)
 {
 	uint8_t buf[UN_DGRAM];
-	ssize_t dlen = rn_wire_encode(buf, sizeof(buf), h, ab, payload, len);
+	rn_hdr hd = *h;
+	ssize_t dlen;
 
+	/* no send time given: sent now, as a real peer's datagram would be */
+	if (!hd.ts)
+		hd.ts = (uint32_t)(now / 1000);
+	dlen = rn_wire_encode(buf, sizeof(buf), &hd, ab, payload, len);
 	assert_true(dlen > 0);
 	return rn_conn_recv(n->side[to].c, now, local_rail, from, buf, (size_t)dlen);
 }
