@@ -298,6 +298,20 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 
 /* ---- the pass ---- */
 
+/* A stateless reset names the peer's id, not ours: it goes to the link whose peer that was. */
+static int sreset_input(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+			size_t len, uint64_t now)
+{
+	if (!rn_wire_peek_sreset(d, len))
+		return 0;
+	for (ri2n_link *l = m->links; l; l = l->next)
+		if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
+			l->dirty = 1;
+			break;
+		}
+	return 1;
+}
+
 static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 		     uint64_t now)
 {
@@ -314,6 +328,8 @@ static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t
 		l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
 		return;
 	}
+	if (!id && sreset_input(m, rail, from, d, len, now))
+		return;
 	if (ri2n_is_nudge(d, len)) {
 		ri2n_ep_on_nudge(m, rail, from, d, len, now);
 		return;

@@ -415,13 +415,47 @@ static void establish(rn_conn *c, uint64_t now_ns)
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
 
+/*
+ * A stateless reset (rn_listen.c): the peer no longer knows the id we send
+ * to.  It is ours when it names our peer's id and comes from the peer's
+ * address on that rail; drivers may offer it to every connection of a port.
+ */
+static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from,
+		       uint64_t now_ns)
+{
+	int ours = 0;
+
+	if (c->peer_id == 0 || rn_get64(p->payload) != c->peer_id)
+		return drop(c, RN_DROP_UNKNOWN_CONN);
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].local_rail == local_rail && addr_eq(from, c->rail[k].remote))
+			ours = 1;
+	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs_rail && addr_eq(from, c->peer))
+		ours = 1;
+	if (!ours)
+		return drop(c, RN_DROP_SOURCE);
+	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_COOKIE_SENT)
+		return drop(c, RN_DROP_STATE); /* closed cleanly: the peer may forget us */
+	c->st.sresets++;
+	rn_conn_fail(c, now_ns, RN_ERR_RESET);
+	return 0;
+}
+
 int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		 const uint8_t *pkt, size_t len)
 {
 	rn_pkt p;
 	rn_rail *r;
+	uint64_t named = rn_wire_peek_sreset(pkt, len);
 	int rc;
 
+	/*
+	 * Drivers offer a stateless reset to every connection of a port: the
+	 * others leave it here after one comparison, uncounted (the driver
+	 * counts one nobody took).
+	 */
+	if (named && named != c->peer_id)
+		return RN_ERR_DROP;
 	if (c->cfg.keyed) {
 		ssize_t n = rn_wire_open(pkt, len, c->cfg.key);
 
@@ -432,6 +466,8 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	rc = rn_wire_decode(&p, pkt, len);
 	if (rc)
 		return drop(c, (rn_drop)(-rc - 1));
+	if (p.type == RN_PT_SRESET)
+		return recv_sreset(c, &p, local_rail, from, now_ns);
 	if (p.dst != c->id)
 		return drop(c, RN_DROP_UNKNOWN_CONN);
 	if (c->state == RN_ST_CLOSED)

@@ -212,6 +212,7 @@ typedef struct rn_conn_stats {
 	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */
 	uint64_t tx_packets, rx_packets;
 	uint64_t retransmits, rto_events, dup_data;
+	uint64_t sresets;     /* 1 if a stateless reset from the peer ended it */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
 	uint32_t mss;
@@ -361,6 +362,8 @@ typedef struct rn_listener {
 	rn_replay used;                       /* cookies accepted and still alive */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t inits, accepts;
+	uint64_t resets;          /* stateless resets sent for unknown connection ids */
+	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
@@ -387,9 +390,11 @@ struct rn_accept_params {
 };
 
 /*
- * Handles a datagram addressed to no connection (destination id 0, or an
- * unknown id carrying a COOKIE_ECHO).  Allocates nothing.  Returns
- * RN_LISTEN_REPLY, RN_LISTEN_ACCEPT or RN_ERR_DROP.
+ * Handles a datagram addressed to no connection the driver has (destination
+ * id 0, or an id it does not know).  Allocates nothing.  Returns
+ * RN_LISTEN_REPLY (an INIT_ACK, or a stateless reset answering a datagram
+ * for an unknown id: send it back to `from` on the same rail),
+ * RN_LISTEN_ACCEPT or RN_ERR_DROP.
  */
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_addr from, const uint8_t *pkt, size_t len,
@@ -406,5 +411,15 @@ void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted);
 
 /* Destination connection id of a datagram, or 0 if too short to tell. */
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);
+
+/*
+ * A stateless reset (a listener's answer to a datagram for a connection id
+ * it does not know) has destination id 0 and names the id the peer no
+ * longer knows: returns that id, or 0 if the datagram is not one.  Drivers
+ * offer such a datagram to each connection of the port it came in on
+ * (rn_conn_recv); the one whose peer had that id, at that address, fails
+ * with RN_ERR_RESET, the others drop it after one comparison.
+ */
+uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len);
 
 #endif

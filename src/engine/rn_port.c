@@ -439,6 +439,24 @@ static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 	rn_host_kick();
 }
 
+/*
+ * A stateless reset names the peer's id, not ours (rn_core.h): it goes to
+ * the connection of the port whose peer that was, if any.  Returns 0 when
+ * the datagram is not a stateless reset.
+ */
+static int sreset_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
+			uint64_t now)
+{
+	if (!rn_wire_peek_sreset(d, len))
+		return 0;
+	for (uint32_t b = 0; b < p->tabcap; b++)
+		for (pentry *e = (pentry *)p->tab[b]; e; e = e->next)
+			if (rn_stream_sreset_input(e->st, idx, from, d, len, now))
+				return 1;
+	p->drops_unknown++;
+	return 1;
+}
+
 static void input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
 {
 	uint64_t dst = rn_wire_peek_dst(d, len);
@@ -448,6 +466,8 @@ static void input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 		rn_stream_input(st, idx, from, d, len, now);
 		return;
 	}
+	if (!dst && sreset_input(p, idx, from, d, len, now))
+		return;
 	if (p->lis && rn_host_inline()) {
 		defer(p, idx, from, d, len, now);
 		return;

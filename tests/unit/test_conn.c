@@ -1180,6 +1180,112 @@ static void test_conn_dead_peer(void **state)
 	un_del(n);
 }
 
+/* ---- stateless reset ---- */
+
+/*
+ * The server process restarts on the same port (its connection is gone, a
+ * new listener with a new secret): the client's next keepalive draws a
+ * stateless reset and the client fails with RESET within one keepalive
+ * period and a round trip, not after the 30 s dead-peer timeout.
+ */
+static void test_conn_sreset_restarted_server(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t_r = t_est + 300 * UT_MS;
+	const rn_event *ev;
+	rn_conn_stats st;
+
+	(void)state;
+	un_run(n, t_r);
+	rn_conn_del(sv(n));
+	n->side[UN_SERVER].c = NULL;
+	n->side[UN_SERVER].rng.state ^= 0x5555; /* a new process: a new listener secret */
+	un_listen(n);
+	un_run(n, t_r + UT_S);
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, t_r);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_RESET);
+	assert_true(ev->time_ns <= t_r + 100 * UT_MS + 2 * D);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_RESET);
+	rn_conn_get_stats(cl(n), &st);
+	assert_true(st.sresets == 1);
+	assert_true(n->side[UN_SERVER].lis.resets >= 1);
+	/* the client, reset, sends no RESET back: no ping-pong */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_RESET, -1, t_r, UINT64_MAX), 0);
+	un_del(n);
+}
+
+typedef struct sreset_case {
+	const char *name;
+	int64_t id_delta;  /* named id: the client's peer id plus this */
+	int rail;          /* local rail it arrives on */
+	int from_rail;     /* the server rail address it claims to come from */
+	int from_port_delta;
+	int want;
+} sreset_case;
+
+/* Only the peer's id, from the peer's address on that rail, resets; anything else is dropped. */
+static void test_conn_sreset_forged(void **state)
+{
+	static const sreset_case cases[] = {
+		{ "another id", 1, 0, 0, 0, RN_ERR_DROP },
+		{ "our own id", 0x7fffffff, 0, 0, 0, RN_ERR_DROP },
+		{ "the peer's rail 1 address on rail 0", 0, 0, 1, 0, RN_ERR_DROP },
+		{ "another port", 0, 0, 0, 1, RN_ERR_DROP },
+		{ "right on rail 1", 0, 1, 1, 0, 0 },
+	};
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const sreset_case *tc = &cases[i];
+		uint8_t body[RN_SRESET_LEN];
+		rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+		rn_addr from = un_addr(n, UN_SERVER, tc->from_rail);
+		uint64_t named = c->peer_id + (uint64_t)tc->id_delta;
+		int rc;
+
+		if (tc->id_delta == 0x7fffffff)
+			named = rn_conn_id(c);
+		from.port = (uint16_t)(from.port + tc->from_port_delta);
+		rn_put64(body, named);
+		rc = un_inject(n, UN_CLIENT, t_est + UT_MS, tc->rail, from, &h, NULL, body,
+			       sizeof(body));
+		if (rc != tc->want)
+			fail_msg("case \"%s\": got %d, want %d", tc->name, rc, tc->want);
+		if (tc->want)
+			assert_int_equal(rn_conn_state(c), RN_ST_ESTABLISHED);
+	}
+	assert_int_equal(rn_conn_error(c), RN_ERR_RESET);
+	un_del(n);
+}
+
+/* A connection closed cleanly (lingering) takes a reset quietly: the peer may forget it. */
+static void test_conn_sreset_after_close(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	uint8_t body[RN_SRESET_LEN];
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+	uint64_t t;
+
+	(void)state;
+	n->side[UN_CLIENT].shut_when_done = 1;
+	n->side[UN_SERVER].shut_when_done = 1;
+	un_run(n, t_est + 50 * UT_MS);
+	t = t_est + 50 * UT_MS;
+	if (rn_conn_state(cl(n)) != RN_ST_LINGER)
+		fail_msg("client in state %s, not linger", rn_state_name(rn_conn_state(cl(n))));
+	rn_put64(body, cl(n)->peer_id);
+	assert_int_equal(un_inject(n, UN_CLIENT, t, 0, un_addr(n, UN_SERVER, 0), &h, NULL, body,
+				   sizeof(body)), RN_ERR_DROP);
+	assert_int_equal(rn_conn_error(cl(n)), 0);
+	un_del(n);
+}
+
 /* ---- reset and abort ---- */
 
 static void test_conn_abort_and_reset(void **state)
@@ -1452,6 +1558,9 @@ int main(void)
 		cmocka_unit_test(test_conn_replayed_keepalive_black_hole),
 		cmocka_unit_test(test_conn_replayed_keepalive_dead_peer),
 		cmocka_unit_test(test_conn_fresh_clock_drift),
+		cmocka_unit_test(test_conn_sreset_restarted_server),
+		cmocka_unit_test(test_conn_sreset_forged),
+		cmocka_unit_test(test_conn_sreset_after_close),
 		cmocka_unit_test(test_conn_abort_and_reset),
 		cmocka_unit_test(test_conn_reset_after_data),
 		cmocka_unit_test(test_conn_graceful_close),

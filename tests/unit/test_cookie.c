@@ -485,6 +485,97 @@ static void test_cookie_listener_replay_full(void **state)
 	assert_int_equal(echo_last(f, t + 3 * UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
 }
 
+/* Sends the listener a datagram of `type` (with an ACK block when `ack`) to connection id dst. */
+static int to_unknown(lis_fix *f, uint64_t now, uint8_t type, int ack, uint64_t dst,
+		      uint8_t *reply, size_t *rlen, size_t *len)
+{
+	uint8_t pkt[256], pl[8] = { 0 };
+	rn_hdr h = { .type = type, .path = 0, .dst = dst, .flags = ack ? RN_F_ACK : 0 };
+	rn_ackblk ab = { .ack = 1, .wnd = 65 };
+	size_t plen = type == RN_PT_LINK_ACK ? RN_LINK_ACK_LEN :
+		      type == RN_PT_RESET ? RN_RESET_LEN : type == RN_PT_SRESET ? RN_SRESET_LEN : 0;
+	ssize_t n;
+	rn_accept_params ap;
+
+	if (type == RN_PT_SRESET)
+		pl[7] = 1;
+	n = rn_wire_encode(pkt, sizeof(pkt) - RN_MAC_LEN, &h, ack ? &ab : NULL, pl, plen);
+	assert_true(n > 0);
+	if (f->cfg.keyed)
+		n = rn_wire_seal(pkt, (size_t)n, sizeof(pkt), f->cfg.key);
+	*len = (size_t)n;
+	return rn_listener_recv(&f->l, now, 0, CLIENT_ADDR, pkt, (size_t)n, reply, 512, rlen, &ap);
+}
+
+/*
+ * A datagram for an id the listener's host does not know (it restarted)
+ * gets a stateless reset naming that id, no larger than the datagram;
+ * resets, handshake replies and datagrams too small to pay for one get
+ * none; the source's rate limit holds.
+ */
+static void test_cookie_listener_sreset(void **state)
+{
+	lis_fix *f = *state;
+	const uint64_t dst = UINT64_C(0x0123456789abcdef);
+	uint8_t reply[512];
+	size_t rlen, len;
+	rn_pkt k;
+
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, dst, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	assert_true(rlen <= len);
+	assert_int_equal(rn_wire_decode(&k, reply, rlen), 0);
+	assert_int_equal(k.type, RN_PT_SRESET);
+	assert_true(k.dst == 0);
+	assert_true(rn_get64(k.payload) == dst);
+	assert_true(rn_wire_peek_sreset(reply, rlen) == dst);
+	assert_int_equal(f->l.resets, 1);
+	assert_int_equal(f->l.drops[RN_DROP_UNKNOWN_CONN], 1);
+	/* DATA, ACK: the same */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_ACK, 1, dst, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	/* never answered */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_RESET, 1, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_SRESET, 0, 0, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_COOKIE_ACK, 0, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	/* a 24-byte keepalive cannot pay for a 32-byte reset: no amplification */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 0, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(rlen, 0);
+	assert_int_equal(f->l.resets, 2);
+	/* a flood from one source: a burst, then the rate */
+	for (int i = 0; i < 2 * RN_RL_BURST; i++)
+		to_unknown(f, UT_T0 + UT_MS, RN_PT_KEEPALIVE, 1, dst + (uint64_t)i, reply, &rlen,
+			   &len);
+	assert_true(f->l.resets <= RN_RL_BURST + 2);
+	assert_true(f->l.resets_limited >= RN_RL_BURST);
+}
+
+/* With a cluster key only a tagged datagram draws a reset, and the reset is tagged. */
+static void test_cookie_listener_sreset_keyed(void **state)
+{
+	lis_fix *f = *state;
+	uint8_t reply[512];
+	size_t rlen, len;
+
+	f->cfg.keyed = 1;
+	memset(f->cfg.key, 0x42, RN_KEY_LEN);
+	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	assert_true(rlen <= len);
+	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key), (ssize_t)(rlen - RN_MAC_LEN));
+	/* the same datagram without its tag (someone without the key): nothing */
+	f->cfg.keyed = 0;
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(f->l.drops[RN_DROP_AUTH], 1);
+	assert_int_equal(f->l.resets, 1);
+}
+
 typedef struct echo_case {
 	const char *name;
 	int flip_bit;     /* bit of the cookie to flip, -1 none */
@@ -654,6 +745,8 @@ int main(void)
 		LIS_TEST(test_cookie_listener_stateless),
 		LIS_TEST(test_cookie_listener_replay),
 		LIS_TEST(test_cookie_listener_replay_full),
+		LIS_TEST(test_cookie_listener_sreset),
+		LIS_TEST(test_cookie_listener_sreset_keyed),
 		LIS_TEST(test_cookie_listener_reply_size),
 		LIS_TEST(test_cookie_listener_rate_limit),
 		LIS_TEST(test_cookie_listener_bad_cookie),

@@ -164,7 +164,8 @@ static void deliver_one(un_net *n, const un_pkt *p, uint64_t now)
 	un_side *sd = &n->side[1 - p->rec.from];
 	uint64_t dst = rn_wire_peek_dst(p->data, p->rec.len);
 
-	if (sd->c && dst == rn_conn_id(sd->c)) {
+	/* a stateless reset names no id of ours: a driver offers it to its connections */
+	if (sd->c && (dst == rn_conn_id(sd->c) || rn_wire_peek_sreset(p->data, p->rec.len))) {
 		rn_conn_recv(sd->c, now, p->rec.dst_rail, p->src, p->data, p->rec.len);
 		return;
 	}
