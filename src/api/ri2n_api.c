@@ -35,6 +35,7 @@
 
 #include "ri2n.h"
 #include "rn_api.h"
+#include "rn_log.h"
 #include "rn_engine.h"
 #include "rn_events.h"
 #include "rn_inline.h"
@@ -548,6 +549,16 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		pthread_mutex_lock(&s->mu);
 		if (!err && s->kind != RN_SK_NEW)
 			err = EISCONN; /* the connection was set up with the old value */
+		if (!err && name == RI2N_MTU && v - 28 > (int64_t)rn_engine_config()->max_dgram) {
+			/*
+			 * The process's sockets and buffers are sized for its rails' MTU:
+			 * a larger datagram could be neither written nor received.
+			 */
+			rn_warn("RI2N_MTU %lld refused: above this process's %u (the rails' MTU, or "
+				"RI2N_MTU in the environment)", (long long)v,
+				rn_engine_config()->max_dgram + 28);
+			err = EINVAL;
+		}
 		if (!err) {
 			rc = rn_knob_set(&s->cfg, name, v);
 			err = rc ? -rc : 0;

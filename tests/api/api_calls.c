@@ -215,6 +215,14 @@ void test_options(void **state)
 	for (int o = RI2N_HEARTBEAT_MS; o <= RI2N_RCVBUF; o++) /* every one reads back */
 		assert_true(get_opt(fd, o) > 0);
 	assert_int_equal(get_opt(fd, RI2N_MTU), 1500); /* the rails' MTU */
+	/* larger than the process's datagrams: refused (it used to stall the connection) */
+	v = 9000;
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_MTU, &v, sizeof(v)), EINVAL);
+	v = 1501;
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_MTU, &v, sizeof(v)), EINVAL);
+	assert_int_equal(get_opt(fd, RI2N_MTU), 1500);
+	set_opt(fd, RI2N_MTU, 1400); /* smaller is fine */
+	assert_int_equal(get_opt(fd, RI2N_MTU), 1400);
 
 	/* what TCP programs set: accepted (and ignored) */
 	v = 1;
