@@ -168,6 +168,10 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			return rc;
 		r->last_rx_ns = now_ns;
 		r->last_tx_ns = now_ns;
+		/* a key holder wrote the hello; else only the handshake's own address is proven */
+		r->validated = c->cfg.keyed ||
+			       (r->local_rail == c->hs_rail && r->remote.ip == c->peer.ip &&
+				r->remote.port == c->peer.port);
 	}
 	c->npaths = n;
 	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->isn);

@@ -89,6 +89,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
+	r->validated = 1; /* the peer's address on it answers: it may carry anything */
 	note_gap(r, now_ns);
 	r->last_rx_ns = now_ns;
 	r->suspect = 0;

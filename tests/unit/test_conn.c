@@ -26,6 +26,20 @@ static un_net *pair(int nrails, uint64_t *t_est)
 	return n;
 }
 
+/*
+ * A pair whose every rail has carried a datagram each way (the keepalives
+ * 100 ms after the handshake): without a key, a rail carries DATA only once
+ * the peer's address on it has been heard from.
+ */
+static un_net *pair_proven(int nrails, uint64_t *t)
+{
+	un_net *n = pair(nrails, t);
+
+	*t += 150 * UT_MS;
+	un_run(n, *t);
+	return n;
+}
+
 static rn_conn *cl(un_net *n) { return n->side[UN_CLIENT].c; }
 static rn_conn *sv(un_net *n) { return n->side[UN_SERVER].c; }
 
@@ -629,7 +643,7 @@ static int drop_first_data(un_net *n, const un_rec *r, void *arg)
 static void test_conn_loss_resent_other_rail(void **state)
 {
 	uint64_t t_est;
-	un_net *n = pair(2, &t_est);
+	un_net *n = pair_proven(2, &t_est);
 	int left = 1;
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	const un_rec *first, *again;
@@ -849,7 +863,7 @@ static void test_conn_heartbeat_marks_up(void **state)
 static void test_conn_link_state_applied(void **state)
 {
 	uint64_t t_est;
-	un_net *n = pair(2, &t_est);
+	un_net *n = pair_proven(2, &t_est);
 	rn_conn *c = cl(n);
 	const uint64_t t1 = t_est + 1 * UT_MS, t2 = t1 + 10 * UT_US;
 	const uint8_t ls[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
@@ -1177,6 +1191,47 @@ static void test_conn_dead_peer(void **state)
 		assert_true(rn_conn_expiry(c) == UINT64_MAX);
 		assert_int_equal(rn_conn_owes(c), 0);
 	}
+	un_del(n);
+}
+
+/* ---- rails named in an unkeyed hello ---- */
+
+static int drop_client_rail1_always(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return r->from == UN_CLIENT && r->src_rail == 1;
+}
+
+/*
+ * Without a key the client's hello may name anyone's address as its rail 1.
+ * Until a datagram comes from that address the server sends no DATA and no
+ * ACK there, only keepalives (here the address never answers: the client's
+ * rail 1 is cut from the start); the stream flows on rail 0, whole.
+ */
+static void test_conn_unproven_rail_no_data(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	int sent, ka;
+
+	(void)state;
+	n->filter = drop_client_rail1_always;
+	n->side[UN_SERVER].to_send = 2000 * MSS;
+	n->side[UN_CLIENT].reading = 1;
+	un_run(n, t_est + 2 * UT_S);
+	assert_int_equal(n->side[UN_CLIENT].recvd, 2000 * MSS);
+	assert_int_equal(n->side[UN_CLIENT].mismatches, 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_DATA, 1, 0, UINT64_MAX), 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, 1, 0, UINT64_MAX), 0);
+	sent = un_count(n, UN_SERVER, 0, -1, 0, UINT64_MAX);
+	ka = un_count(n, UN_SERVER, RN_PT_KEEPALIVE, 1, 0, UINT64_MAX) +
+	     un_count(n, UN_SERVER, RN_PT_HEARTBEAT, 1, 0, UINT64_MAX) +
+	     un_count(n, UN_SERVER, RN_PT_LINK_STATE, 1, 0, UINT64_MAX);
+	/* a keepalive per quarter window of packets, heartbeats and notices: a trickle */
+	assert_true(ka * 20 <= sent);
+	/* the client's rail 1 works the other way and is proven there: it may use it */
+	assert_true(stats(cl(n)).rail[1].rx_packets > 0);
 	un_del(n);
 }
 
@@ -1558,6 +1613,7 @@ int main(void)
 		cmocka_unit_test(test_conn_replayed_keepalive_black_hole),
 		cmocka_unit_test(test_conn_replayed_keepalive_dead_peer),
 		cmocka_unit_test(test_conn_fresh_clock_drift),
+		cmocka_unit_test(test_conn_unproven_rail_no_data),
 		cmocka_unit_test(test_conn_sreset_restarted_server),
 		cmocka_unit_test(test_conn_sreset_forged),
 		cmocka_unit_test(test_conn_sreset_after_close),
