@@ -338,10 +338,18 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 				s->accq_tail = NULL;
 			s->accq_len--;
 			ns->acc_next = NULL;
+		} else if (s->acc_err) {
+			/* a connection the engine could not take (its byte was this one) */
+			err = s->acc_err;
+			s->acc_err = 0;
 		}
 		pthread_mutex_unlock(&s->mu);
 		if (ns)
 			break;
+		if (err) {
+			rn_sock_unref(s);
+			return fail(err);
+		}
 	}
 	rn_sock_unref(s);
 	nfd = ns->user_fd;

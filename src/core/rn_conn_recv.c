@@ -438,7 +438,8 @@ static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_COOKIE_SENT)
 		return drop(c, RN_DROP_STATE); /* closed cleanly: the peer may forget us */
 	c->st.sresets++;
-	rn_conn_fail(c, now_ns, RN_ERR_RESET);
+	/* before the COOKIE_ACK: the listener would not take us (out of its budget) */
+	rn_conn_fail(c, now_ns, c->state == RN_ST_COOKIE_SENT ? RN_ERR_REFUSED : RN_ERR_RESET);
 	return 0;
 }
 

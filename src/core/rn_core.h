@@ -409,6 +409,18 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
  */
 void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted);
 
+/*
+ * Says that the connection of an RN_LISTEN_ACCEPT is refused for good (the
+ * process is out of its connection budget or descriptors): writes into
+ * reply a stateless reset naming the id the client sent its COOKIE_ECHO
+ * to, which ends the client's connect at once with RN_ERR_REFUSED (send it
+ * to accepted->from on accepted->local_rail).  Returns its length, or 0
+ * when the source is over its reply rate (the client's resent COOKIE_ECHO
+ * gets the next try).
+ */
+size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_params *accepted,
+			  uint8_t *reply, size_t cap);
+
 /* Destination connection id of a datagram, or 0 if too short to tell. */
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);
 

@@ -231,6 +231,27 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 	return RN_LISTEN_REPLY;
 }
 
+size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_params *accepted,
+			  uint8_t *reply, size_t cap)
+{
+	uint8_t body[RN_SRESET_LEN];
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff, .ts = (uint32_t)(now_ns / 1000) };
+	ssize_t n;
+
+	rn_listener_forget(l, accepted);
+	if (!reply_allowed(l, accepted->from.ip, now_ns))
+		return 0;
+	rn_put64(body, accepted->id);
+	n = rn_wire_encode(reply, l->cfg.keyed ? cap - RN_MAC_LEN : cap, &h, NULL, body,
+			   sizeof(body));
+	if (n > 0 && l->cfg.keyed)
+		n = rn_wire_seal(reply, (size_t)n, cap, l->cfg.key);
+	if (n <= 0)
+		return 0;
+	l->resets++;
+	return (size_t)n;
+}
+
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_addr from, const uint8_t *pkt, size_t len,
 		     uint8_t *reply, size_t cap, size_t *reply_len,

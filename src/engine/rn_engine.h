@@ -65,6 +65,7 @@ typedef struct rn_sock {
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;
 	int accq_len, backlog;
+	int acc_err;               /* a connection refused (budget, descriptors): ri2n_accept says it once */
 
 	/* engine thread only */
 	struct rn_port *port;

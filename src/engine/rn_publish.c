@@ -149,10 +149,12 @@ static void write_listener(rn_port *p)
 		pthread_mutex_unlock(&p->lsock->mu);
 	}
 	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
-		     "drops_backlog=%llu drops_auth=%llu keyed=%d\n", p->number, p->nsock, queued,
+		     "drops_backlog=%llu drops_auth=%llu keyed=%d refused=%llu resets=%llu\n",
+		p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
 		(unsigned long long)drops, (unsigned long long)p->drops_backlog,
-		(unsigned long long)p->lis->drops[RN_DROP_AUTH], p->lis->cfg.keyed);
+		(unsigned long long)p->lis->drops[RN_DROP_AUTH], p->lis->cfg.keyed,
+		(unsigned long long)p->refused, (unsigned long long)p->lis->resets);
 }
 
 static void snapshot(evutil_socket_t fd, short what, void *arg)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -238,6 +239,81 @@ static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * The process's budget of accepted connections.  Each holds two descriptors
+ * (its socketpair) and rings that grow with use, all made before the
+ * application calls ri2n_accept, so a flood of completed handshakes must
+ * meet a limit: RI2N_MAX_CONNS, else half of the descriptors the process may
+ * open, after 64 left to the application.  Past it a handshake is refused
+ * at once (the client's connect fails with ECONNREFUSED), counted on the
+ * listener, logged (at most once a second), and the next ri2n_accept fails
+ * with EMFILE; so does a socketpair the kernel refuses.
+ */
+static long g_conns;           /* (atomic) accepted connections alive */
+static long g_conn_cap = -1;
+static uint64_t g_refuse_logged_ns;
+
+static long conn_cap(void)
+{
+	const char *v = getenv("RI2N_MAX_CONNS");
+	struct rlimit rl;
+
+	if (g_conn_cap >= 0)
+		return g_conn_cap;
+	if (v && *v && atol(v) > 0)
+		g_conn_cap = atol(v);
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		g_conn_cap = rl.rlim_cur > 128 ? (long)(rl.rlim_cur - 64) / 2 : 32;
+	else
+		g_conn_cap = 1L << 20;
+	return g_conn_cap;
+}
+
+/* Takes one connection from the budget; -1 when none is left. */
+static int budget_take(void)
+{
+	if (__atomic_add_fetch(&g_conns, 1, __ATOMIC_RELAXED) > conn_cap()) {
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	return 0;
+}
+
+static void budget_give(rn_stream *st)
+{
+	if (st->budgeted)
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+	st->budgeted = 0;
+}
+
+/* A handshake this process cannot take: the client hears it, the application too. */
+static void refuse_accept(rn_port *p, const rn_accept_params *ap, int err, uint64_t now)
+{
+	rn_sock *ls = p->lsock;
+	uint8_t reply[128];
+	size_t n = rn_listener_refuse(p->lis, now, ap, reply, sizeof(reply));
+	int wake;
+
+	if (n)
+		rn_port_send_now(p, ap->local_rail, ap->from, reply, n);
+	p->refused++;
+	if (now - g_refuse_logged_ns >= UINT64_C(1000000000) || !g_refuse_logged_ns) {
+		g_refuse_logged_ns = now;
+		rn_warn("refusing connections on port %u: %s (%ld accepted connections alive, "
+			"the most is %ld: RI2N_MAX_CONNS or the descriptor limit); %llu refused so far",
+			p->number, strerror(err), __atomic_load_n(&g_conns, __ATOMIC_RELAXED),
+			conn_cap(), (unsigned long long)p->refused);
+	}
+	pthread_mutex_lock(&ls->mu);
+	wake = ls->acc_err == 0;
+	if (wake)
+		ls->acc_err = err;
+	pthread_mutex_unlock(&ls->mu);
+	/* one byte, as for a connection: the listening descriptor polls readable */
+	if (wake && send(ls->eng_fd, "e", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		rn_debug("accept wake-up not written: %s", strerror(errno));
+}
+
 static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 {
 	rn_stream *st = calloc(1, sizeof(*st));
@@ -361,6 +437,7 @@ static void stream_free(rn_stream *st)
 	event_free(st->rev);
 	event_free(st->wev);
 	rn_conn_del(st->conn);
+	budget_give(st);
 	st->gone = 1;
 	rn_sock_unref(s); /* the engine's reference */
 	free(st);
@@ -719,7 +796,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_env env = *rn_engine_env();
 	rn_conn *c;
 	rn_stream *st;
-	int full;
+	int full, rc;
 
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
@@ -729,11 +806,18 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		p->drops_backlog++;
 		return -1;
 	}
+	if (budget_take()) {
+		refuse_accept(p, ap, EMFILE, now);
+		return 0; /* answered: not to be forgotten */
+	}
 	ns = rn_sock_new();
-	if (!ns || make_pair(ns)) {
+	rc = ns ? make_pair(ns) : -ENOMEM;
+	if (rc) {
 		if (ns)
 			rn_sock_unref(ns);
-		return -1;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, rc == -ENOMEM || rc == -ENOBUFS ? ENOBUFS : EMFILE, now);
+		return 0;
 	}
 	ns->cfg = ap->cfg;
 	env.on_event = on_core_event;
@@ -742,7 +826,9 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return -1;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, ENOBUFS, now);
+		return 0;
 	}
 	st = stream_new(c, p, ns);
 	if (!st) {
@@ -750,8 +836,11 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return -1;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, ENOBUFS, now);
+		return 0;
 	}
+	st->budgeted = 1;
 	rn_conn_set_user(c, st);
 	st->connected = 1;
 	st->server = 1;

@@ -36,6 +36,7 @@ typedef struct rn_stream {
 	uint64_t orphan_ns;      /* when the user went away with the stream open */
 	uint64_t created_ns;
 	uint8_t server;          /* accepted, not connected */
+	uint8_t budgeted;        /* holds one of the process's accepted connections (rn_stream.c) */
 	struct rn_stream *dirty_next;
 	/*
 	 * Inline drivers (rn_inline.c): pair_rx says the engine wrote bytes (or

@@ -19,6 +19,9 @@
 #               started again on its port: the restarted one's client gets a
 #               stateless reset ("connection reset", long before the 30 s dead-peer
 #               timeout); the healthy stream arrives verified, none of its rails fails
+#   budget      a server allowed 2 connections (RI2N_MAX_CONNS=2): a third client is
+#               refused at once (ECONNREFUSED, not the 30 s connect timeout), the
+#               server's accept says EMFILE and its log says why, the two verified
 #   four-rails  4 rails, two failing at different times
 #   mesh        4 hosts, a stream between every pair, one rail's switch failing
 #   dup         duplication on one rail
@@ -216,6 +219,32 @@ restart)
 	# the killed server's client is still waiting for its dead-peer timeout: end it
 	kill -9 -- "-$ypid" 2>/dev/null
 	nt_ok "restart: reset $secs s after the restart (dead-peer timeout 30 s); the healthy stream verified, no rail of it failed"
+	;;
+budget)
+	nt_init "$tag" 2 2 1gbit
+	RI2N_MAX_CONNS=2 nt_serve 2
+	nt_send_bg a 1 2 --seconds 6; apid=$NT_PID
+	nt_send_bg b 1 2 --seconds 6; bpid=$NT_PID
+	sleep 1.5
+	t0=$(nt_clock)
+	nt_send c 1 2 1M
+	rc=$?
+	t1=$(nt_clock)
+	[ $rc -eq 3 ] || nt_fail "the third client exited $rc, expected 3: $(cat "$NT_DIR/c.out" "$NT_DIR/c.err")"
+	grep -qi "refused" "$NT_DIR/c.out" "$NT_DIR/c.err" ||
+		nt_fail "the third client was not refused: $(tail -n 3 "$NT_DIR/c.out" "$NT_DIR/c.err")"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}')
+	awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || nt_fail "the refusal took $secs s (connect timeout 30 s)"
+	grep -q "accept: Too many open files" "$NT_DIR/serve2.err" ||
+		nt_fail "the server's accept did not say EMFILE: $(cat "$NT_DIR/serve2.err")"
+	grep -q "refusing connections" "$NT_DIR/serve2.err" ||
+		nt_fail "no log line for the refusal: $(cat "$NT_DIR/serve2.err")"
+	wait "$apid"; ra=$?
+	wait "$bpid"; rb=$?
+	[ $ra -eq 0 ] && [ $rb -eq 0 ] || nt_fail "the admitted streams exited $ra/$rb"
+	nt_require_verified a
+	nt_require_verified b
+	nt_ok "budget: the third client refused in $secs s, the server said EMFILE and why, the two admitted verified"
 	;;
 four-rails)
 	nt_init "$tag" 2 4 1gbit

@@ -1318,6 +1318,36 @@ static void test_conn_sreset_forged(void **state)
 	un_del(n);
 }
 
+/* A listener out of its budget refuses the COOKIE_ECHO: the connect fails at once, refused. */
+static void test_conn_sreset_refused_handshake(void **state)
+{
+	un_net *n = un_new(2);
+	int type = RN_PT_COOKIE_ECHO;
+	uint8_t body[RN_SRESET_LEN], reply[256];
+	rn_accept_params ap = { .id = 0 };
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+	size_t rlen;
+
+	(void)state;
+	n->filter = drop_first_of_type; /* the listener's answer is made by hand below */
+	n->filter_arg = &type;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 3 * D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	/* what rn_listener_refuse writes for this client's echo */
+	ap.id = cl(n)->peer_id;
+	ap.from = un_addr(n, UN_CLIENT, 0);
+	rlen = rn_listener_refuse(&n->side[UN_SERVER].lis, t0 + 3 * D, &ap, reply, sizeof(reply));
+	assert_true(rlen > 0);
+	assert_true(rn_wire_peek_sreset(reply, rlen) == ap.id);
+	rn_put64(body, rn_wire_peek_sreset(reply, rlen));
+	assert_int_equal(un_inject(n, UN_CLIENT, t0 + 4 * D, 0, un_addr(n, UN_SERVER, 0), &h, NULL,
+				   body, sizeof(body)), 0);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_REFUSED);
+	un_del(n);
+}
+
 /* A connection closed cleanly (lingering) takes a reset quietly: the peer may forget it. */
 static void test_conn_sreset_after_close(void **state)
 {
@@ -1617,6 +1647,7 @@ int main(void)
 		cmocka_unit_test(test_conn_sreset_restarted_server),
 		cmocka_unit_test(test_conn_sreset_forged),
 		cmocka_unit_test(test_conn_sreset_after_close),
+		cmocka_unit_test(test_conn_sreset_refused_handshake),
 		cmocka_unit_test(test_conn_abort_and_reset),
 		cmocka_unit_test(test_conn_reset_after_data),
 		cmocka_unit_test(test_conn_graceful_close),
