@@ -7,6 +7,8 @@
  */
 #include "opal_config.h"
 
+#include <sodium/utils.h>
+
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
@@ -627,6 +629,9 @@ static int ri2n_finalize(struct mca_btl_base_module_t *btl)
 		m->self_ep = NULL;
 	}
 	ri2n_io_close(&m->io);
+	/* the cluster key's copies go with the module */
+	rn_listener_wipe(&m->lis);
+	sodium_memzero(m->cfg.key, sizeof(m->cfg.key));
 	m->nfatal = 0;
 	ri2n_unlock(m);
 	return OPAL_SUCCESS;

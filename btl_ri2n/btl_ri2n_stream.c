@@ -19,6 +19,8 @@
 
 #include "opal/util/output.h"
 
+#include <sodium/utils.h>
+
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
 #include "rn_log.h"
@@ -302,6 +304,7 @@ static void on_dgram(void *arg, int rail, rn_addr from, const uint8_t *d, size_t
 		}
 		if (!l)
 			rn_listener_forget(&m->lis, &ap); /* its COOKIE_ECHO may come again */
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
 	}
 }
 

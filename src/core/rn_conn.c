@@ -4,6 +4,8 @@
  */
 #include <string.h>
 
+#include <sodium/utils.h>
+
 #include "rn_conn.h"
 #include "rn_seq.h"
 
@@ -123,6 +125,7 @@ void rn_conn_del(rn_conn *c)
 	rn_rob_free(&c->rq, mem);
 	for (int k = 0; k < RN_MAX_RAILS; k++)
 		rn_rail_free(&c->rail[k], mem);
+	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
 }
 

@@ -370,6 +370,9 @@ typedef struct rn_listener {
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
 
+/* Wipes the listener's key and secrets before its memory goes (or accept params': their cfg). */
+void rn_listener_wipe(rn_listener *l);
+
 enum {
 	RN_LISTEN_REPLY = 1,  /* send reply (reply_len bytes) back to `from` */
 	RN_LISTEN_ACCEPT = 2, /* a handshake completed: call rn_conn_accept */

@@ -11,6 +11,7 @@
  * can never make the server send more bytes than it received.
  */
 #include <sodium/crypto_shorthash_siphash24.h>
+#include <sodium/utils.h>
 #include <string.h>
 
 #include "rn_cookie.h"
@@ -169,6 +170,12 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 	a->local_rail = local_rail;
 	l->accepts++;
 	return RN_LISTEN_ACCEPT;
+}
+
+void rn_listener_wipe(rn_listener *l)
+{
+	sodium_memzero(l->cfg.key, sizeof(l->cfg.key));
+	sodium_memzero(l->secret, sizeof(l->secret));
 }
 
 void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)

@@ -202,6 +202,8 @@ static void port_free(rn_port *p)
 		}
 	}
 	free(p->tab);
+	if (p->lis)
+		rn_listener_wipe(p->lis);
 	free(p->lis);
 	if (p->fallback)
 		event_free(p->fallback);

@@ -16,6 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sodium/utils.h>
+
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_log.h"
@@ -522,9 +524,17 @@ static void deliver(rn_stream *st, uint64_t now)
 
 static void user_closed(rn_stream *st, uint64_t now)
 {
+	struct pollfd pf = { .fd = st->fd };
+
 	st->user_eof = 1;
 	event_del(st->rev);
 	st->rd_on = 0;
+	/* SO_LINGER {1, 0} and a close (not a shutdown): a reset, what is unsent discarded */
+	if (__atomic_load_n(&st->sock->linger_abort, __ATOMIC_RELAXED) &&
+	    poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP)) {
+		rn_conn_abort(st->conn, now);
+		return;
+	}
 	if (rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
 }
@@ -750,8 +760,16 @@ void rn_stream_port_writable(rn_port *p)
 	rn_port_each(p, mark_dirty);
 }
 
+/* The address a port unreachable named (rn_port_each's callback takes no argument). */
+static rn_addr g_refused_to;
+
 static void refused_one(rn_stream *st)
 {
+	rn_addr a = rn_conn_peer(st->conn);
+
+	/* only the connection whose INIT went there: a forged error naming another does nothing */
+	if (a.ip != g_refused_to.ip || a.port != g_refused_to.port)
+		return;
 	rn_conn_refused(st->conn, rn_now_ns());
 	rn_engine_dirty(st);
 }
@@ -759,8 +777,8 @@ static void refused_one(rn_stream *st)
 void rn_stream_refused(rn_port *p, int idx, rn_addr to)
 {
 	(void)idx;
-	(void)to;
 	/* only a connection still sending INIT takes it (rn_conn_refused) */
+	g_refused_to = to;
 	if (!p->lis)
 		rn_port_each(p, refused_one);
 }
@@ -878,6 +896,8 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 		rn_port_send_now(p, idx, from, reply, rlen);
 	else if (rc == RN_LISTEN_ACCEPT && accept_conn(p, &ap, now))
 		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
+	if (rc == RN_LISTEN_ACCEPT)
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
 }
 
 /* Aborts the connections queued on a listening socket nobody will accept. */
@@ -1055,6 +1075,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 	s->port->lsock = s;
 	rn_sock_ref(s); /* the listener's */
 	/* the user's end is never written to by ri2n: drop what held it back */
+	pthread_mutex_lock(&s->mu);
 	while (s->junk > 0) {
 		ssize_t n = recv(s->eng_fd, g_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
 				 MSG_DONTWAIT);
@@ -1063,7 +1084,6 @@ int rn_stream_cmd_listen(rn_sock *s)
 			break;
 		s->junk -= (size_t)n;
 	}
-	pthread_mutex_lock(&s->mu);
 	s->kind = RN_SK_LISTEN;
 	pthread_mutex_unlock(&s->mu);
 	return watch(s, EV_READ);
@@ -1104,10 +1124,10 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	}
 	rn_conn_set_user(c, st);
 	rn_port_unref(s->port); /* the stream holds the port now */
-	st->junk_left = s->junk;
-	s->junk = 0;
 	s->stream = st;
 	pthread_mutex_lock(&s->mu);
+	st->junk_left = s->junk; /* set_sndbuf adds to it under the mutex */
+	s->junk = 0;
 	s->kind = RN_SK_CONNECTING;
 	s->peer = *a;
 	pthread_mutex_unlock(&s->mu);

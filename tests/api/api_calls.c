@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -541,6 +542,13 @@ void test_key_from_environment(void **state)
 	close(fd);
 	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 1);
 	assert_int_equal(run_key_child(good, path, text, sizeof(text)), 0); /* both: which one? */
+	/* a key file other users can read is no secret: refused, as ssh refuses its keys */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 0);
+	if (!strstr(text, "readable or writable by other users") || strstr(text, "0011"))
+		fail_msg("want the file's mode as the reason, never the key:\n%s", text);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 1);
 	unlink(path);
 	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 0); /* gone */
 	if (!strstr(text, "cannot read the cluster key file"))
