@@ -120,37 +120,64 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
  * baseline follows the clocks' drift: every RN_FRESH_PERIOD_NS it becomes
  * the smallest offset of the fresh datagrams of the period (none: it stays),
  * so a replay can hold things up for at most about 2 RN_FRESH_NS after the
- * last real datagram.  Without a key an on-path host can forge ts as it can
- * forge anything; off the path nobody sees a datagram to replay.
+ * last real datagram.  A datagram as far "from the future" (a forged ts, or
+ * one that spent a clock step in flight) is not fresh either and moves
+ * nothing.  Should the baseline still go wrong (a peer's clock stepped, a
+ * forgery without a key), a period with no fresh datagram but stale ones
+ * sent later than anything ever taken (RN_FRESH_PERIOD_NS / 2 later: a live
+ * sender, which no recording can be) takes those as the new baseline.
+ * Without a key an on-path host can forge ts as it can forge anything; off
+ * the path nobody sees a datagram to replay.
  */
 #define RN_FRESH_NS UINT64_C(250000000)
 #define RN_FRESH_PERIOD_NS UINT64_C(10000000000)
 
+/* A new period: the baseline follows the fresh datagrams, or a live sender it lost. */
+static void fresh_rotate(rn_conn *c, uint64_t now_ns)
+{
+	if (c->fresh_seen)
+		c->fresh_base = c->fresh_min;
+	else if (c->stale_seen &&
+		 (int32_t)(c->stale_ts_hi - c->fresh_ts_max) >= (int32_t)(RN_FRESH_PERIOD_NS / 2000)) {
+		c->fresh_base = c->stale_min;
+		c->fresh_ts_max = c->stale_ts_hi;
+	}
+	c->fresh_seen = 0;
+	c->stale_seen = 0;
+	c->fresh_since_ns = now_ns;
+}
+
 static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
 {
+	const int32_t bound = (int32_t)(RN_FRESH_NS / 1000);
 	uint32_t off = rn_now_us(now_ns) - ts;
-	int32_t age = (int32_t)(off - c->fresh_base);
+	int32_t age;
 
 	if (!c->fresh_valid) {
 		c->fresh_valid = 1;
 		c->fresh_base = c->fresh_min = off;
+		c->fresh_ts_max = ts;
 		c->fresh_seen = 1;
 		c->fresh_since_ns = now_ns;
 		return 1;
 	}
-	if (now_ns - c->fresh_since_ns >= RN_FRESH_PERIOD_NS) {
-		if (c->fresh_seen)
-			c->fresh_base = c->fresh_min;
-		c->fresh_seen = 0;
-		c->fresh_since_ns = now_ns;
-		age = (int32_t)(off - c->fresh_base);
-	}
-	if (age > (int32_t)(RN_FRESH_NS / 1000))
+	if (now_ns - c->fresh_since_ns >= RN_FRESH_PERIOD_NS)
+		fresh_rotate(c, now_ns);
+	age = (int32_t)(off - c->fresh_base);
+	if (age > bound || age < -bound) {
+		if (!c->stale_seen || (int32_t)(off - c->stale_min) < 0)
+			c->stale_min = off;
+		if (!c->stale_seen || (int32_t)(ts - c->stale_ts_hi) > 0)
+			c->stale_ts_hi = ts;
+		c->stale_seen = 1;
 		return 0;
+	}
 	if (age < 0)
 		c->fresh_base = off;
 	if (!c->fresh_seen || (int32_t)(off - c->fresh_min) < 0)
 		c->fresh_min = off;
+	if ((int32_t)(ts - c->fresh_ts_max) > 0)
+		c->fresh_ts_max = ts;
 	c->fresh_seen = 1;
 	return 1;
 }

@@ -142,11 +142,13 @@ void rn_shim_opt_replay(int fd, const rn_shim_ent *e)
 {
 	int saved = errno;
 
-	for (int i = 0; i < e->nopt; i++)
-		if (own_end(e->opt[i].level, e->opt[i].name) ||
-		    (e->opt[i].level == SOL_SOCKET && e->opt[i].name == SO_LINGER))
+	for (int i = 0; i < e->nopt; i++) {
+		if (own_end(e->opt[i].level, e->opt[i].name))
 			rn_shim_opt_set(fd, e, e->opt[i].level, e->opt[i].name, e->opt[i].val,
 					e->opt[i].len);
+		else if (e->opt[i].level == SOL_SOCKET && e->opt[i].name == SO_LINGER)
+			ri2n_setsockopt(fd, SOL_SOCKET, SO_LINGER, e->opt[i].val, e->opt[i].len);
+	}
 	errno = saved;
 }
 

@@ -1194,6 +1194,39 @@ static void test_conn_dead_peer(void **state)
 	un_del(n);
 }
 
+/*
+ * The peer's clock steps 5 s ahead (its datagrams all look "from the
+ * future"): they are not fresh at first, but as a live sender's times pass
+ * everything taken before, the baseline follows within two 10 s periods:
+ * the connection lives, its rails come back, nothing is lost for good.
+ */
+static void test_conn_fresh_peer_clock_step(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair_proven(2, &t_est); /* the baseline is set by real datagrams */
+	const uint64_t step = 5 * UT_S;
+	uint64_t t;
+
+	(void)state;
+	n->filter = un_drop_all; /* the test speaks for the client */
+	for (t = t_est; t < t_est + 25 * UT_S; t += 50 * UT_MS) {
+		rn_hdr h = { .type = RN_PT_KEEPALIVE, .dst = rn_conn_id(sv(n)),
+			     .ts = rn_now_us(t + step - D) };
+
+		un_run(n, t);
+		for (int k = 0; k < 2; k++) {
+			h.path = (uint8_t)k;
+			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, NULL, 0);
+		}
+	}
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	assert_true(stats(sv(n)).drops[RN_DROP_REPLAY] > 0);
+	/* the last datagrams were fresh again: both rails received on */
+	assert_int_equal(stats(sv(n)).rail[0].rx_up, 1);
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
+	un_del(n);
+}
+
 /* ---- rails named in an unkeyed hello ---- */
 
 static int drop_client_rail1_always(un_net *n, const un_rec *r, void *arg)
@@ -1643,6 +1676,7 @@ int main(void)
 		cmocka_unit_test(test_conn_replayed_keepalive_black_hole),
 		cmocka_unit_test(test_conn_replayed_keepalive_dead_peer),
 		cmocka_unit_test(test_conn_fresh_clock_drift),
+		cmocka_unit_test(test_conn_fresh_peer_clock_step),
 		cmocka_unit_test(test_conn_unproven_rail_no_data),
 		cmocka_unit_test(test_conn_sreset_restarted_server),
 		cmocka_unit_test(test_conn_sreset_forged),
