@@ -31,6 +31,7 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/util/proc.h"
 
+#include "btl_ri2n_wire.h"
 #include "rn_core.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
@@ -38,17 +39,18 @@
 
 BEGIN_C_DECLS
 
-/* Stream frame header: u32 payload length (big-endian), u8 tag, u8 type, u16 0. */
+/* Stream frames and nudges: btl_ri2n_wire.h. */
 enum {
-	RI2N_HDR_LEN = 8,
-	RI2N_FT_FRAG = 1,     /* a BTL fragment for the callback of its tag */
-	RI2N_FT_HELLO = 2,    /* the connecting process's name, first on every stream */
-	RI2N_HELLO_LEN = 12,  /* magic, jobid, vpid */
-	RI2N_MAX_FRAME = 64 << 20, /* longer frames are a protocol error */
 	RI2N_BTL_SND_SLOTS = 4096, /* default send ring per peer, packets (~6 MB) */
+	/*
+	 * Accepted links whose hello has not come yet: at most this many at once
+	 * (a COOKIE_ECHO over the limit is dropped and resent by its client), and
+	 * each gets this long to say who it is before it is reset.  A real peer
+	 * writes its hello in its first round trip.
+	 */
+	RI2N_MAX_UNBOUND = 256,
 };
-
-#define RI2N_MAGIC 0x52324e42u /* "R2NB": modex blobs, hellos and nudges */
+#define RI2N_UNBOUND_NS UINT64_C(10000000000) /* 10 s */
 
 /* Endpoint states. */
 enum ri2n_ep_state {
@@ -78,12 +80,7 @@ struct ri2n_link {
 	uint8_t dead;       /* to be reaped by the next progress */
 	uint8_t dirty;      /* got input: deliver and flush */
 	int rail;           /* initiator: index into ep->peer of the INIT's address */
-	/* receive framing: a header split over packets, a frame copied whole */
-	uint8_t hdr[RI2N_HDR_LEN];
-	uint32_t hdr_have;
-	uint8_t *rbuf;
-	size_t rcap, rlen, rneed;
-	uint8_t rtag, rtype;
+	ri2n_rx rx;         /* receive framing (btl_ri2n_wire.h) */
 };
 
 /* One peer process. */
@@ -134,6 +131,7 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
 	opal_process_name_t me;
+	uint32_t job_size;             /* ranks in our job (0: unknown): names past it are strangers */
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
 	mca_btl_ri2n_endpoint_t *self_ep;
 	ri2n_link *links;              /* every connection */
@@ -148,6 +146,9 @@ typedef struct mca_btl_ri2n_module_t {
 	/* counters for the verbose summary at finalize */
 	uint64_t frames_in, frames_zero_copy, frames_copied, frames_out, bytes_out, bytes_in;
 	uint64_t rail_events;
+	/* refused: nudges (bad tag, a stranger's name, an address not in its modex),
+	 * hellos (a stranger, a takeover), accepts over RI2N_MAX_UNBOUND, hello deadlines */
+	uint64_t nudges_refused, hellos_refused, unbound_refused, unbound_expired;
 } mca_btl_ri2n_module_t;
 
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
@@ -187,6 +188,13 @@ int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *
 
 /* Sets up the module's sockets, listener and modex; 0 or an OPAL error. */
 int ri2n_module_init(mca_btl_ri2n_module_t *m);
+/*
+ * The rail addresses a process of our job published in the modex: their
+ * count (0: a stranger, or no ri2n there).  Never asks about a name outside
+ * the job (which PMIx could wait on).
+ */
+int ri2n_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+		     rn_addr out[RN_MAX_RAILS]);
 /* Local completion of a sent fragment: the PML's callback if asked, then the free. */
 void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status);
 /* The module's lock (recursive: PML callbacks send from inside progress).
@@ -219,8 +227,6 @@ mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_nam
 void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep);
 /* Sets ep->desc ("rank 1 on host (name)") from what is known of the peer. */
 void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep);
-/* True for a nudge datagram (not ri2n's: those start with version 1). */
-int ri2n_is_nudge(const uint8_t *d, size_t len);
 /* Makes the endpoint start connecting (or nudge the peer) if it is idle. */
 void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
 /* Connection attempts, nudges and failures due at `now`; `main`: the MPI thread. */

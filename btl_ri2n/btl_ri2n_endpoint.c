@@ -8,12 +8,19 @@
  * belongs to nobody.
  *
  * When the higher-named process has something to send first, it "nudges"
- * the lower one: a 16-byte datagram on every rail (magic, type, its name),
- * resent with backoff, that makes the lower one connect.  Open MPI adds
- * peers lazily, so a nudge or a hello may name a process the PML has not
- * added yet: its endpoint is created without a proc and completed by
- * add_procs later.  Frames need no endpoint: the PML's headers say who sent
- * them.
+ * the lower one: a 16-byte datagram on every rail (magic, type, its name;
+ * with a cluster key, and a tag under it), resent with backoff, that makes
+ * the lower one connect.  Open MPI adds peers lazily, so a nudge or a hello
+ * may name a process the PML has not added yet: its endpoint is created
+ * without a proc and completed by add_procs later.  Frames need no
+ * endpoint: the PML's headers say who sent them.
+ *
+ * Only processes of our job get endpoints, and only at the rail addresses
+ * they published in the modex: a nudge naming anyone else, or coming from
+ * an address its name did not publish, is refused (it would otherwise cost
+ * an endpoint for ever, or aim our INITs at any address); a hello binds a
+ * link only if the link's rails are the named process's modex addresses,
+ * and never takes over a link that is up.
  *
  * A connect attempt goes to one of the peer's rails and lasts attempt_ms
  * (1 s: four INITs); if it fails the next rail is tried, until
@@ -40,7 +47,6 @@
 #include "rn_log.h"
 
 #define MS UINT64_C(1000000)
-#define NUDGE_LEN 16
 #define NUDGE_FIRST_NS (20 * MS)  /* a lost nudge costs little */
 #define NUDGE_MAX_NS (500 * MS)   /* the peer may be computing: its keeper answers */
 
@@ -123,16 +129,6 @@ void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep)
 	free(ep);
 }
 
-/* Remembers a peer rail address we learned from a nudge (or the modex). */
-static void ep_learn(mca_btl_ri2n_endpoint_t *ep, rn_addr a)
-{
-	for (int i = 0; i < ep->npeer; i++)
-		if (ep->peer[i].ip == a.ip && ep->peer[i].port == a.port)
-			return;
-	if (ep->npeer < RN_MAX_RAILS)
-		ep->peer[ep->npeer++] = a;
-}
-
 /* The local socket in the same subnet as `a`, or -1. */
 static int local_rail_for(const mca_btl_ri2n_module_t *m, rn_addr a)
 {
@@ -176,6 +172,7 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 				break;
 			}
 			l->initiator = 1;
+			l->rx.bound = 1; /* we connected: the peer sends fragments, never a hello */
 			l->rail = r;
 			l->ep = ep;
 			l->dirty = 1;
@@ -193,21 +190,16 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
-	uint8_t b[NUDGE_LEN] = { 0 };
-	uint32_t v = htonl(RI2N_MAGIC);
+	uint8_t b[RI2N_NUDGE_LEN + RI2N_NUDGE_TAG_LEN];
+	size_t n = ri2n_wire_nudge_write(b, sizeof(b), m->me.jobid, m->me.vpid,
+					 m->cfg.keyed ? m->cfg.key : NULL);
 
-	memcpy(b, &v, 4);
-	b[4] = 1; /* type: connect to me */
-	v = htonl(m->me.jobid);
-	memcpy(b + 8, &v, 4);
-	v = htonl(m->me.vpid);
-	memcpy(b + 12, &v, 4);
 	/* every rail: the first ones may be the dead ones */
-	for (int i = 0; i < ep->npeer; i++) {
+	for (int i = 0; i < ep->npeer && n; i++) {
 		int r = local_rail_for(m, ep->peer[i]);
 
 		if (r >= 0)
-			rn_hset_send_now(&m->io, r, ep->peer[i], b, sizeof(b));
+			rn_hset_send_now(&m->io, r, ep->peer[i], b, n);
 	}
 	ep->nudge_next_ns = now + ep->nudge_gap_ns;
 	ep->nudge_gap_ns = ep->nudge_gap_ns * 2 < NUDGE_MAX_NS ? ep->nudge_gap_ns * 2 : NUDGE_MAX_NS;
@@ -246,24 +238,60 @@ void ri2n_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	}
 }
 
+static int addr_in(const rn_addr *set, int n, rn_addr a)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i].ip == a.ip && set[i].port == a.port)
+			return 1;
+	return 0;
+}
+
+/*
+ * The endpoint of a process of our job that speaks to us from `from`: one
+ * of the rail addresses it published in the modex.  Created (with those
+ * addresses) for a process the PML has not added yet.  NULL for anyone else.
+ */
+static mca_btl_ri2n_endpoint_t *ep_admit(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+					 rn_addr from)
+{
+	mca_btl_ri2n_endpoint_t *ep = ri2n_ep_find(m, name, 0);
+	rn_addr addrs[RN_MAX_RAILS];
+	int n;
+
+	if (ep && ep->npeer)
+		return addr_in(ep->peer, ep->npeer, from) ? ep : NULL;
+	n = ri2n_modex_addrs(m, name, addrs);
+	if (n == 0 || !addr_in(addrs, n, from))
+		return NULL;
+	ep = ri2n_ep_find(m, name, 1);
+	if (ep && ep->npeer == 0) {
+		memcpy(ep->peer, addrs, sizeof(addrs));
+		ep->npeer = n;
+	}
+	return ep;
+}
+
 void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
 		      size_t len, uint64_t now)
 {
 	opal_process_name_t name;
 	mca_btl_ri2n_endpoint_t *ep;
-	uint32_t v;
 
 	(void)rail;
-	if (len != NUDGE_LEN || d[4] != 1 || m->finalizing)
+	if (m->finalizing)
 		return;
-	memcpy(&v, d + 8, 4);
-	name.jobid = ntohl(v);
-	memcpy(&v, d + 12, 4);
-	name.vpid = ntohl(v);
-	ep = ri2n_ep_find(m, name, 1);
-	if (!ep || !ep->initiator)
-		return; /* only a lower name connects: a nudge the other way is bogus */
-	ep_learn(ep, from);
+	if (ri2n_wire_nudge_read(d, len, m->cfg.keyed ? m->cfg.key : NULL, &name.jobid,
+				 &name.vpid)) {
+		m->nudges_refused++;
+		return;
+	}
+	ep = ep_admit(m, name, from);
+	if (!ep || !ep->initiator) {
+		/* a stranger, an address its name never published, or a higher name
+		 * asking the wrong way round: no endpoint, no INIT anywhere */
+		m->nudges_refused++;
+		return;
+	}
 	if (ep->state != RI2N_EP_IDLE)
 		return;
 	/* the rail the nudge came in on works at least one way: try it first */
@@ -273,24 +301,36 @@ void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 	ri2n_ep_kick(ep, now);
 }
 
-int ri2n_is_nudge(const uint8_t *d, size_t len)
+/* True if every rail of the link is an address the process published. */
+static int link_matches_modex(ri2n_link *l, const mca_btl_ri2n_endpoint_t *ep)
 {
-	uint32_t v;
+	rn_conn_stats st;
 
-	if (len != NUDGE_LEN)
+	rn_conn_get_stats(l->conn, &st);
+	if (!addr_in(ep->peer, ep->npeer, rn_conn_peer(l->conn)) || st.npaths == 0)
 		return 0;
-	memcpy(&v, d, 4);
-	return ntohl(v) == RI2N_MAGIC; /* ri2n's own datagrams start with version 1 */
+	for (int k = 0; k < st.npaths; k++)
+		if (!addr_in(ep->peer, ep->npeer, st.rail[k].remote))
+			return 0;
+	return 1;
 }
 
 int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,
 		 uint64_t now)
 {
-	mca_btl_ri2n_endpoint_t *ep = ri2n_ep_find(m, name, 1);
-	rn_conn_stats st;
+	mca_btl_ri2n_endpoint_t *ep = ep_admit(m, name, rn_conn_peer(l->conn));
 
-	if (!ep || ep->initiator || l->initiator)
-		return -1; /* the peer should not have connected: names disagree */
+	if (!ep || ep->initiator || l->initiator || !link_matches_modex(l, ep)) {
+		/* a stranger, names that disagree, or rails the named process never published */
+		m->hellos_refused++;
+		return -1;
+	}
+	if (ep->link && ep->link != l && !ep->link->dead &&
+	    rn_conn_state(ep->link->conn) == RN_ST_ESTABLISHED && ep->link->hello_done) {
+		/* the process's stream is up: a second hello in its name is not its own */
+		m->hellos_refused++;
+		return -1;
+	}
 	if (ep->link && ep->link != l) {
 		/* the peer gave up on an older attempt and made this one: drop the old */
 		ri2n_link *old = ep->link;
@@ -302,14 +342,11 @@ int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t nam
 	ep->link = l;
 	l->ep = ep;
 	l->hello_done = 1;
+	l->rx.bound = 1;
 	if (ep->state != RI2N_EP_FAILED) {
 		ep->state = RI2N_EP_OPEN;
 		ep->was_open = 1;
 	}
-	/* the handshake told us every rail of the peer: nudges could use them */
-	rn_conn_get_stats(l->conn, &st);
-	for (int k = 0; k < st.npaths; k++)
-		ep_learn(ep, st.rail[k].remote);
 	return 0;
 }
 
@@ -356,7 +393,7 @@ void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
 void ri2n_link_free(ri2n_link *l)
 {
 	rn_conn_del(l->conn);
-	free(l->rbuf);
+	ri2n_rx_free(&l->rx);
 	free(l);
 }
 

@@ -7,6 +7,8 @@
  */
 #include "opal_config.h"
 
+#include <sodium/utils.h>
+
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
@@ -264,6 +266,15 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	pthread_mutex_init(&m->lock, &a);
 	pthread_mutexattr_destroy(&a);
 	m->me = OPAL_PROC_MY_NAME;
+	{
+		/* who belongs to the job: nudges and hellos from other names are refused */
+		opal_process_name_t wild = { .jobid = m->me.jobid, .vpid = OPAL_VPID_WILDCARD };
+		uint32_t *u32 = &m->job_size;
+
+		OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wild, &u32, OPAL_UINT32);
+		if (rc != OPAL_SUCCESS)
+			m->job_size = 0;
+	}
 	m->last_progress_ns = ri2n_now_ns();
 	m->ready = 1;
 	return OPAL_SUCCESS;
@@ -271,16 +282,17 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 
 /* ---- procs ---- */
 
-/* The peer's rail addresses from its modex blob; 0 if it has none we can reach. */
-static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_endpoint_t *ep)
+int ri2n_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+		     rn_addr out[RN_MAX_RAILS])
 {
 	uint8_t *raw = NULL;
 	modex_blob *b;
 	size_t size = 0;
 	int rc, n = 0;
 
-	OPAL_MODEX_RECV(rc, &mca_btl_ri2n_component.super.btl_version, &proc->proc_name, &raw,
-			&size);
+	if (name.jobid != m->me.jobid || (m->job_size && name.vpid >= m->job_size))
+		return 0;
+	OPAL_MODEX_RECV(rc, &mca_btl_ri2n_component.super.btl_version, &name, &raw, &size);
 	b = (modex_blob *)raw;
 	if (rc != OPAL_SUCCESS || !b)
 		return 0;
@@ -288,12 +300,17 @@ static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_
 	    b->version == MODEX_VERSION && b->nrails <= RN_MAX_RAILS &&
 	    size >= offsetof(modex_blob, rail) + b->nrails * sizeof(modex_rail)) {
 		for (int i = 0; i < b->nrails; i++)
-			ep->peer[n++] = (rn_addr){ ntohl(b->rail[i].ip), ntohs(b->rail[i].port) };
-		ep->npeer = n;
+			out[n++] = (rn_addr){ ntohl(b->rail[i].ip), ntohs(b->rail[i].port) };
 	}
 	free(b);
-	(void)m;
 	return n;
+}
+
+/* The peer's rail addresses from its modex blob; 0 if it has none we can reach. */
+static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_endpoint_t *ep)
+{
+	ep->npeer = ri2n_modex_addrs(m, proc->proc_name, ep->peer);
+	return ep->npeer;
 }
 
 /* True if one of our rails shares a subnet with one of the peer's. */
@@ -666,6 +683,9 @@ static int ri2n_finalize(struct mca_btl_base_module_t *btl)
 		m->self_ep = NULL;
 	}
 	io_close(m);
+	/* the cluster key's copies go with the module */
+	rn_listener_wipe(&m->lis);
+	sodium_memzero(m->cfg.key, sizeof(m->cfg.key));
 	m->nfatal = 0;
 	ri2n_unlock(m);
 	return OPAL_SUCCESS;

@@ -19,6 +19,8 @@
 
 #include "opal/util/output.h"
 
+#include <sodium/utils.h>
+
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
 #include "rn_log.h"
@@ -149,25 +151,26 @@ static void bad_stream(ri2n_link *l, const char *why, uint64_t now)
 static void on_hello(ri2n_link *l, const uint8_t *d, size_t len, uint64_t now)
 {
 	opal_process_name_t name;
-	uint32_t v;
 
-	memcpy(&v, d, 4);
-	if (l->initiator || l->hello_done || len != RI2N_HELLO_LEN || ntohl(v) != RI2N_MAGIC) {
-		bad_stream(l, "unexpected or malformed hello", now);
+	/* the header was checked (btl_ri2n_wire.c): an acceptor's first frame, 12 bytes */
+	if (ri2n_wire_hello_read(d, len, &name.jobid, &name.vpid)) {
+		bad_stream(l, "malformed hello", now);
 		return;
 	}
-	memcpy(&v, d + 4, 4);
-	name.jobid = ntohl(v);
-	memcpy(&v, d + 8, 4);
-	name.vpid = ntohl(v);
 	if (ri2n_ep_bind(l->mod, l, name, now) != 0)
 		bad_stream(l, "a hello from a process that should not connect to us", now);
 }
 
-/* One frame: the hello, or a fragment for the PML. */
-static void on_frame(ri2n_link *l, uint8_t tag, uint8_t type, uint8_t *d, size_t len,
-		     uint64_t now)
+typedef struct frame_ctx {
+	ri2n_link *l;
+	uint64_t now;
+} frame_ctx;
+
+/* One frame, its header checked: the hello, or a fragment for the PML. */
+static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t len)
 {
+	frame_ctx *x = arg;
+	ri2n_link *l = x->l;
 	mca_btl_ri2n_module_t *m = l->mod;
 	mca_btl_active_message_callback_t *reg;
 	mca_btl_base_segment_t seg;
@@ -175,16 +178,12 @@ static void on_frame(ri2n_link *l, uint8_t tag, uint8_t type, uint8_t *d, size_t
 	int depth;
 
 	if (type == RI2N_FT_HELLO) {
-		on_hello(l, d, len, now);
-		return;
-	}
-	if (type != RI2N_FT_FRAG || (!l->initiator && !l->hello_done)) {
-		bad_stream(l, "a frame of unknown type, or data before the hello", now);
+		on_hello(l, d, len, x->now);
 		return;
 	}
 	m->frames_in++;
 	m->bytes_in += len;
-	reg = mca_btl_base_active_message_trigger + tag;
+	reg = mca_btl_base_active_message_trigger + tag; /* tag < MCA_BTL_TAG_MAX: checked */
 	if (!reg->cbfunc) {
 		rn_warn("btl_ri2n: fragment with tag %u and no receiver: dropped", tag);
 		return;
@@ -197,75 +196,6 @@ static void on_frame(ri2n_link *l, uint8_t tag, uint8_t type, uint8_t *d, size_t
 	depth = ri2n_release(m);
 	reg->cbfunc(&m->super, tag, &des, reg->cbdata);
 	ri2n_reacquire(m, depth);
-}
-
-static uint32_t hdr_len(const uint8_t *h)
-{
-	uint32_t v;
-
-	memcpy(&v, h, 4);
-	return ntohl(v);
-}
-
-/* Starts gathering a frame whose header is `h`; 0, or -1 if it is malformed. */
-static int begin_copy(ri2n_link *l, const uint8_t *h)
-{
-	size_t len = hdr_len(h);
-
-	if (len > RI2N_MAX_FRAME)
-		return -1;
-	if (len > l->rcap) {
-		size_t cap = len < 65536 ? 65536 : len;
-		uint8_t *b = realloc(l->rbuf, cap);
-
-		if (!b)
-			return -1;
-		l->rbuf = b;
-		l->rcap = cap;
-	}
-	l->rtag = h[4];
-	l->rtype = h[5];
-	l->rneed = len;
-	l->rlen = 0;
-	l->hdr_have = RI2N_HDR_LEN; /* in the body now */
-	return 0;
-}
-
-/*
- * Uses some of the n in-order bytes at d: a whole frame in place, or a piece
- * of a split one.  Returns bytes consumed, or -1 on a malformed stream.
- */
-static ssize_t frame_step(ri2n_link *l, uint8_t *d, size_t n, uint64_t now)
-{
-	size_t k;
-
-	if (l->hdr_have == 0 && n >= RI2N_HDR_LEN) {
-		size_t len = hdr_len(d);
-
-		if (n - RI2N_HDR_LEN >= len) { /* whole here: no copy */
-			l->mod->frames_zero_copy++;
-			on_frame(l, d[4], d[5], d + RI2N_HDR_LEN, len, now);
-			return (ssize_t)(RI2N_HDR_LEN + len);
-		}
-		return begin_copy(l, d) ? -1 : RI2N_HDR_LEN;
-	}
-	if (l->hdr_have < RI2N_HDR_LEN) { /* a header split over packets */
-		k = RI2N_HDR_LEN - l->hdr_have < n ? RI2N_HDR_LEN - l->hdr_have : n;
-		memcpy(l->hdr + l->hdr_have, d, k);
-		l->hdr_have += (uint32_t)k;
-		if (l->hdr_have == RI2N_HDR_LEN && begin_copy(l, l->hdr))
-			return -1;
-	} else { /* the body of a split frame */
-		k = l->rneed - l->rlen < n ? l->rneed - l->rlen : n;
-		memcpy(l->rbuf + l->rlen, d, k);
-		l->rlen += k;
-	}
-	if (l->hdr_have == RI2N_HDR_LEN && l->rlen == l->rneed) {
-		l->hdr_have = 0;
-		l->mod->frames_copied++;
-		on_frame(l, l->rtag, l->rtype, l->rbuf, l->rneed, now);
-	}
-	return (ssize_t)k;
 }
 
 int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
@@ -285,10 +215,20 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 		}
 		if (n < 0)
 			break; /* nothing yet, or dead (ri2n_link_check says what to do) */
-		used = frame_step(l, (uint8_t *)d, (size_t)n, now);
-		if (used < 0) {
-			bad_stream(l, "malformed frame header", now);
-			break;
+		{
+			frame_ctx x = { l, now };
+			uint32_t had = l->rx.hdr_have;
+			const char *why;
+
+			used = ri2n_rx_step(&l->rx, (uint8_t *)d, (size_t)n, on_frame, &x, &why);
+			if (used < 0) {
+				bad_stream(l, why, now);
+				break;
+			}
+			if (had == 0 && l->rx.hdr_have == 0)
+				l->mod->frames_zero_copy++;
+			else if (had == RI2N_HDR_LEN && l->rx.hdr_have == 0)
+				l->mod->frames_copied++;
 		}
 		/* after the callback: the bytes stayed in the ring while the PML read them */
 		rn_conn_consume(l->conn, now, (size_t)used);
@@ -299,16 +239,43 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 
 /* ---- the pass ---- */
 
+/* A stateless reset names the peer's id, not ours: it goes to the link whose peer that was. */
+static int sreset_input(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+			size_t len, uint64_t now)
+{
+	if (!rn_wire_peek_sreset(d, len))
+		return 0;
+	for (ri2n_link *l = m->links; l; l = l->next)
+		if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
+			l->dirty = 1;
+			break;
+		}
+	return 1;
+}
+
+/* Accepted links that have not said who they are. */
+static int unbound_links(const mca_btl_ri2n_module_t *m)
+{
+	int n = 0;
+
+	for (const ri2n_link *l = m->links; l; l = l->next)
+		n += !l->initiator && !l->ep && !l->dead;
+	return n;
+}
+
 int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 			uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
 	uint8_t reply[RN_INIT_LEN * 2];
 	rn_accept_params ap;
+	ri2n_link *l = NULL;
 	size_t rlen = 0;
 	int rc;
 
-	if (ri2n_is_nudge(d, len)) {
+	if (rn_wire_peek_dst(d, len) == 0 && sreset_input(m, rail, from, d, len, now))
+		return 0;
+	if (ri2n_wire_is_nudge(d, len)) {
 		ri2n_ep_on_nudge(m, rail, from, d, len, now);
 		return 0;
 	}
@@ -320,14 +287,19 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 	} else if (rc == RN_LISTEN_ACCEPT) {
 		rn_conn *c;
 
-		if (rn_conn_accept(&c, &ap, &m->env, now) == 0) {
-			ri2n_link *l = ri2n_link_new(m, c, now);
-
+		if (unbound_links(m) >= RI2N_MAX_UNBOUND) {
+			/* its client resends the COOKIE_ECHO; a real peer's hello comes within a round trip */
+			m->unbound_refused++;
+		} else if (rn_conn_accept(&c, &ap, &m->env, now) == 0) {
+			l = ri2n_link_new(m, c, now);
 			if (l)
 				l->dirty = 1; /* COOKIE_ACK to send */
 			else
 				rn_conn_del(c);
 		}
+		if (!l)
+			rn_listener_forget(&m->lis, &ap); /* its COOKIE_ECHO may come again */
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
 	}
 	return 0;
 }
@@ -388,6 +360,13 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	for (ri2n_link *l = m->links; l; l = l->next) {
 		if (l->dead)
 			continue;
+		if (!l->initiator && !l->ep && now - l->created_ns > RI2N_UNBOUND_NS &&
+		    rn_conn_state(l->conn) != RN_ST_CLOSED) {
+			/* no hello in 10 s: not a peer of ours */
+			m->unbound_expired++;
+			bad_stream(l, "no hello within 10 s of the handshake", now);
+			l->dirty = 1;
+		}
 		if (l->expiry_ns <= now) {
 			rn_conn_on_timer(l->conn, now);
 			ri2n_link_rekey(m, l);
@@ -411,6 +390,13 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    (unsigned long long)m->frames_in, (unsigned long long)m->bytes_in,
 		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
 		    (unsigned long long)m->rail_events);
+	if (m->nudges_refused || m->hellos_refused || m->unbound_refused || m->unbound_expired)
+		opal_output(0, "btl_ri2n %s: refused %llu nudges, %llu hellos, %llu accepts over "
+			    "%d links without a hello; %llu links reset for no hello in time",
+			    OPAL_NAME_PRINT(m->me), (unsigned long long)m->nudges_refused,
+			    (unsigned long long)m->hellos_refused,
+			    (unsigned long long)m->unbound_refused, RI2N_MAX_UNBOUND,
+			    (unsigned long long)m->unbound_expired);
 	for (ri2n_link *l = m->links; l; l = l->next) {
 		rn_conn_stats st;
 

@@ -8,8 +8,8 @@ set -euo pipefail
 lib=${1:?usage: check_core_pure.sh librn_core.a}
 
 # What the core may use: memory and string helpers, libsodium's SipHash, keyed
-# BLAKE2b and constant-time compare (pure functions), sanitizer/compiler runtime hooks.
-allow='^(memcpy|memmove|memset|memcmp|strlen|crypto_shorthash_siphashx24|crypto_generichash_blake2b|sodium_memcmp|__stack_chk_fail|__asan_.*|__ubsan_.*|__tsan_.*|__sanitizer_.*|__sancov_.*|__llvm_.*|__afl_.*|_GLOBAL_OFFSET_TABLE_)$'
+# BLAKE2b, constant-time compare and zeroing (pure functions), sanitizer/compiler runtime hooks.
+allow='^(memcpy|memmove|memset|memcmp|strlen|crypto_shorthash_siphashx24|crypto_generichash_blake2b|sodium_memcmp|sodium_memzero|__stack_chk_fail|__asan_.*|__ubsan_.*|__tsan_.*|__sanitizer_.*|__sancov_.*|__llvm_.*|__afl_.*|_GLOBAL_OFFSET_TABLE_)$'
 
 bad=$(nm -u "$lib" | awk 'NF==2 && $1=="U" {print $2}' | sort -u | grep -Ev "$allow" || true)
 # symbols defined inside the library itself are fine

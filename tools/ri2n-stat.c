@@ -4,7 +4,9 @@
  *   ri2n-stat [--json] [--watch] [--pid N] [--dir DIR]
  *
  * Reads the snapshots ri2n processes publish (every 250 ms, see
- * docs/OPERATIONS.md) from /run/ri2n, /tmp/ri2n-<uid> and $RI2N_RUN_DIR,
+ * docs/OPERATIONS.md) from /run/ri2n, /run/user/<uid>/ri2n, /tmp/ri2n-<uid>
+ * and $RI2N_RUN_DIR (each only if it is a directory of this user or root
+ * that nobody else may write),
  * skips those of processes that are gone, and prints each process, its
  * listeners and connections, and per rail: addresses, state, counters, and
  * the last state change with its cause.  --json prints the same as JSON;
@@ -13,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -284,22 +287,30 @@ static void usage(void)
 /* Every live snapshot in the directories to look at. */
 static int collect(snap *out, int max, const char *only_dir, int want_pid)
 {
-	char tmpdir[64], *dirs[3];
+	char tmpdir[64], userdir[64], *dirs[4];
 	int nd = 0, n = 0;
 
 	if (only_dir) {
 		dirs[nd++] = (char *)only_dir;
 	} else {
 		snprintf(tmpdir, sizeof(tmpdir), "/tmp/ri2n-%u", (unsigned)geteuid());
+		snprintf(userdir, sizeof(userdir), "/run/user/%u/ri2n", (unsigned)geteuid());
 		dirs[nd++] = "/run/ri2n";
+		dirs[nd++] = userdir;
 		dirs[nd++] = tmpdir;
 		if (getenv("RI2N_RUN_DIR") && *getenv("RI2N_RUN_DIR"))
 			dirs[nd++] = getenv("RI2N_RUN_DIR");
 	}
 	for (int d = 0; d < nd; d++) {
-		DIR *dir = opendir(dirs[d]);
+		DIR *dir;
 		struct dirent *e;
+		struct stat st;
 
+		/* a directory another user planted (or a symlink) would show forged state */
+		if (!only_dir && (lstat(dirs[d], &st) < 0 || !S_ISDIR(st.st_mode) ||
+				  (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022)))
+			continue;
+		dir = opendir(dirs[d]);
 		if (!dir)
 			continue;
 		while ((e = readdir(dir)) && n < max) {

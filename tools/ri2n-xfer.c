@@ -479,6 +479,9 @@ static int serve(void)
 			if (e == EINTR)
 				continue;
 			fprintf(stderr, "ri2n-xfer: accept: %s\n", strerror(e));
+			/* out of connections or memory for one: the others go on, as a server's do */
+			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+				continue;
 			return 3;
 		}
 		if (opt.once) {

@@ -35,6 +35,7 @@
 
 #include "ri2n.h"
 #include "rn_api.h"
+#include "rn_log.h"
 #include "rn_engine.h"
 #include "rn_events.h"
 #include "rn_inline.h"
@@ -230,13 +231,15 @@ int ri2n_socket(void)
 	s = rn_sock_new();
 	if (!s)
 		return fail(ENOMEM);
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) {
+	/* both ends close-on-exec from birth: a fork+exec in another thread meanwhile must
+	 * not carry the engine's end away; the user's end loses the flag just below */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		rc = errno;
 		rn_sock_unref(s);
 		return fail(rc);
 	}
+	fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	fstat(sv[0], &sb);
-	fcntl(sv[1], F_SETFD, FD_CLOEXEC);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	rn_fd_own(sv[1]);
 	s->user_fd = sv[0];
@@ -338,10 +341,18 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 				s->accq_tail = NULL;
 			s->accq_len--;
 			ns->acc_next = NULL;
+		} else if (s->acc_err) {
+			/* a connection the engine could not take (its byte was this one) */
+			err = s->acc_err;
+			s->acc_err = 0;
 		}
 		pthread_mutex_unlock(&s->mu);
 		if (ns)
 			break;
+		if (err) {
+			rn_sock_unref(s);
+			return fail(err);
+		}
 	}
 	rn_sock_unref(s);
 	nfd = ns->user_fd;
@@ -549,11 +560,34 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		pthread_mutex_lock(&s->mu);
 		if (!err && s->kind != RN_SK_NEW)
 			err = EISCONN; /* the connection was set up with the old value */
+		if (!err && name == RI2N_MTU && v - 28 > (int64_t)rn_engine_config()->max_dgram) {
+			/*
+			 * The process's sockets and buffers are sized for its rails' MTU:
+			 * a larger datagram could be neither written nor received.
+			 */
+			rn_warn("RI2N_MTU %lld refused: above this process's %u (the rails' MTU, or "
+				"RI2N_MTU in the environment)", (long long)v,
+				rn_engine_config()->max_dgram + 28);
+			err = EINVAL;
+		}
 		if (!err) {
 			rc = rn_knob_set(&s->cfg, name, v);
 			err = rc ? -rc : 0;
 		}
 		pthread_mutex_unlock(&s->mu);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		/* {1, 0}: close resets (honoured); {1, n}: close does not block, ri2n delivers
+		 * in the background as without it; {0, *}: the usual close */
+		struct linger lg;
+
+		if (!val || len < (socklen_t)sizeof(lg)) {
+			err = EINVAL;
+		} else {
+			memcpy(&lg, val, sizeof(lg));
+			__atomic_store_n(&s->linger_abort, lg.l_onoff && lg.l_linger == 0,
+					 __ATOMIC_RELAXED);
+			err = 0;
+		}
 	} else if ((level == SOL_SOCKET && (name == SO_KEEPALIVE || name == SO_REUSEADDR ||
 					    name == SO_REUSEPORT)) ||
 		   (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_QUICKACK))) {
@@ -985,16 +1019,16 @@ int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
 		rn_sock_unref(s);
 		return fail(err);
 	}
-	pthread_mutex_lock(&s->mu);
-	kind = s->kind;
-	pthread_mutex_unlock(&s->mu);
 	/*
 	 * A larger buffer would make A writable before the handshake ends: fill
-	 * it up too.  The engine takes s->junk at connect or listen, which the
-	 * caller has not asked for yet (the command queue orders it after this).
+	 * it up too.  The engine takes s->junk at connect or listen, under the
+	 * same mutex.
 	 */
+	pthread_mutex_lock(&s->mu);
+	kind = s->kind;
 	if (kind == RN_SK_NEW)
 		s->junk += fill_junk(fd);
+	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
 	return 0;
 }

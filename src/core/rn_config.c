@@ -97,7 +97,7 @@ const char *rn_drop_name(rn_drop d)
 {
 	static const char *const names[RN_DROP__COUNT] = {
 		"malformed", "version", "type", "unknown_conn", "source",
-		"window", "duplicate", "cookie", "state", "auth", "rate", "nomem",
+		"window", "duplicate", "cookie", "state", "auth", "rate", "nomem", "replay",
 	};
 
 	return (unsigned)d < RN_DROP__COUNT ? names[d] : "?";

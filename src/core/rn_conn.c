@@ -4,6 +4,8 @@
  */
 #include <string.h>
 
+#include <sodium/utils.h>
+
 #include "rn_conn.h"
 #include "rn_seq.h"
 
@@ -123,6 +125,7 @@ void rn_conn_del(rn_conn *c)
 	rn_rob_free(&c->rq, mem);
 	for (int k = 0; k < RN_MAX_RAILS; k++)
 		rn_rail_free(&c->rail[k], mem);
+	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
 }
 
@@ -168,6 +171,10 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			return rc;
 		r->last_rx_ns = now_ns;
 		r->last_tx_ns = now_ns;
+		/* a key holder wrote the hello; else only the handshake's own address is proven */
+		r->validated = c->cfg.keyed ||
+			       (r->local_rail == c->hs_rail && r->remote.ip == c->peer.ip &&
+				r->remote.port == c->peer.port);
 	}
 	c->npaths = n;
 	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->isn);

@@ -92,6 +92,20 @@ struct rn_conn {
 	uint64_t hb_next_ns;
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
 
+	/*
+	 * Freshness (rn_conn_recv.c): our arrival time minus the peer's send
+	 * time, in us on both clocks, is the one-way delay plus a constant.  Its
+	 * smallest value is the baseline; a datagram far above it is a replay.
+	 */
+	uint32_t fresh_base;        /* smallest offset up to the last period */
+	uint32_t fresh_min;         /* smallest offset of fresh datagrams this period */
+	uint8_t fresh_valid, fresh_seen;
+	uint64_t fresh_since_ns;    /* start of this period */
+	uint32_t fresh_ts_max;      /* newest send time of any fresh datagram */
+	uint32_t stale_min;         /* this period's datagrams judged stale: smallest offset... */
+	uint32_t stale_ts_hi;       /* ...and newest send time */
+	uint8_t stale_seen;
+
 	/* liveness, close */
 	uint64_t last_rx_any_ns;
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */

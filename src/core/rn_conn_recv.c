@@ -89,6 +89,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
+	r->validated = 1; /* the peer's address on it answers: it may carry anything */
 	note_gap(r, now_ns);
 	r->last_rx_ns = now_ns;
 	r->suspect = 0;
@@ -101,6 +102,84 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->win_rx++;
 	if (++c->win_total >= c->cfg.fail_window)
 		evaluate_window(c, now_ns);
+}
+
+/* ---- freshness: replays count for nothing ---- */
+
+/*
+ * A datagram sent again by someone who recorded it (with the cluster key its
+ * tag is still valid) must not count as a sign of life: a KEEPALIVE replayed
+ * every 100 ms would keep a black-holed rail up and a dead peer alive.  Each
+ * datagram carries its send time (ts, the peer's clock in us); our arrival
+ * time minus it is the one-way delay plus the clocks' constant difference.
+ * The smallest such offset seen is the baseline; a datagram more than
+ * RN_FRESH_NS above it waited that long somewhere, which no LAN queue does
+ * (8 MB of socket buffer drains in 64 ms at 1 Gbit/s) and a recording does
+ * as long as it is kept.  Arrival times are the kernel's (drivers pass them),
+ * so a receiver held off the CPU reads a backlog that is still fresh.  The
+ * baseline follows the clocks' drift: every RN_FRESH_PERIOD_NS it becomes
+ * the smallest offset of the fresh datagrams of the period (none: it stays),
+ * so a replay can hold things up for at most about 2 RN_FRESH_NS after the
+ * last real datagram.  A datagram as far "from the future" (a forged ts, or
+ * one that spent a clock step in flight) is not fresh either and moves
+ * nothing.  Should the baseline still go wrong (a peer's clock stepped, a
+ * forgery without a key), a period with no fresh datagram but stale ones
+ * sent later than anything ever taken (RN_FRESH_PERIOD_NS / 2 later: a live
+ * sender, which no recording can be) takes those as the new baseline.
+ * Without a key an on-path host can forge ts as it can forge anything; off
+ * the path nobody sees a datagram to replay.
+ */
+#define RN_FRESH_NS UINT64_C(250000000)
+#define RN_FRESH_PERIOD_NS UINT64_C(10000000000)
+
+/* A new period: the baseline follows the fresh datagrams, or a live sender it lost. */
+static void fresh_rotate(rn_conn *c, uint64_t now_ns)
+{
+	if (c->fresh_seen)
+		c->fresh_base = c->fresh_min;
+	else if (c->stale_seen &&
+		 (int32_t)(c->stale_ts_hi - c->fresh_ts_max) >= (int32_t)(RN_FRESH_PERIOD_NS / 2000)) {
+		c->fresh_base = c->stale_min;
+		c->fresh_ts_max = c->stale_ts_hi;
+	}
+	c->fresh_seen = 0;
+	c->stale_seen = 0;
+	c->fresh_since_ns = now_ns;
+}
+
+static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
+{
+	const int32_t bound = (int32_t)(RN_FRESH_NS / 1000);
+	uint32_t off = rn_now_us(now_ns) - ts;
+	int32_t age;
+
+	if (!c->fresh_valid) {
+		c->fresh_valid = 1;
+		c->fresh_base = c->fresh_min = off;
+		c->fresh_ts_max = ts;
+		c->fresh_seen = 1;
+		c->fresh_since_ns = now_ns;
+		return 1;
+	}
+	if (now_ns - c->fresh_since_ns >= RN_FRESH_PERIOD_NS)
+		fresh_rotate(c, now_ns);
+	age = (int32_t)(off - c->fresh_base);
+	if (age > bound || age < -bound) {
+		if (!c->stale_seen || (int32_t)(off - c->stale_min) < 0)
+			c->stale_min = off;
+		if (!c->stale_seen || (int32_t)(ts - c->stale_ts_hi) > 0)
+			c->stale_ts_hi = ts;
+		c->stale_seen = 1;
+		return 0;
+	}
+	if (age < 0)
+		c->fresh_base = off;
+	if (!c->fresh_seen || (int32_t)(off - c->fresh_min) < 0)
+		c->fresh_min = off;
+	if ((int32_t)(ts - c->fresh_ts_max) > 0)
+		c->fresh_ts_max = ts;
+	c->fresh_seen = 1;
+	return 1;
 }
 
 /* ---- ACKs and loss detection ---- */
@@ -365,13 +444,48 @@ static void establish(rn_conn *c, uint64_t now_ns)
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
 
+/*
+ * A stateless reset (rn_listen.c): the peer no longer knows the id we send
+ * to.  It is ours when it names our peer's id and comes from the peer's
+ * address on that rail; drivers may offer it to every connection of a port.
+ */
+static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from,
+		       uint64_t now_ns)
+{
+	int ours = 0;
+
+	if (c->peer_id == 0 || rn_get64(p->payload) != c->peer_id)
+		return drop(c, RN_DROP_UNKNOWN_CONN);
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].local_rail == local_rail && addr_eq(from, c->rail[k].remote))
+			ours = 1;
+	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs_rail && addr_eq(from, c->peer))
+		ours = 1;
+	if (!ours)
+		return drop(c, RN_DROP_SOURCE);
+	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_COOKIE_SENT)
+		return drop(c, RN_DROP_STATE); /* closed cleanly: the peer may forget us */
+	c->st.sresets++;
+	/* before the COOKIE_ACK: the listener would not take us (out of its budget) */
+	rn_conn_fail(c, now_ns, c->state == RN_ST_COOKIE_SENT ? RN_ERR_REFUSED : RN_ERR_RESET);
+	return 0;
+}
+
 int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		 const uint8_t *pkt, size_t len)
 {
 	rn_pkt p;
 	rn_rail *r;
+	uint64_t named = rn_wire_peek_sreset(pkt, len);
 	int rc;
 
+	/*
+	 * Drivers offer a stateless reset to every connection of a port: the
+	 * others leave it here after one comparison, uncounted (the driver
+	 * counts one nobody took).
+	 */
+	if (named && named != c->peer_id)
+		return RN_ERR_DROP;
 	if (c->cfg.keyed) {
 		ssize_t n = rn_wire_open(pkt, len, c->cfg.key);
 
@@ -382,6 +496,8 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	rc = rn_wire_decode(&p, pkt, len);
 	if (rc)
 		return drop(c, (rn_drop)(-rc - 1));
+	if (p.type == RN_PT_SRESET)
+		return recv_sreset(c, &p, local_rail, from, now_ns);
 	if (p.dst != c->id)
 		return drop(c, RN_DROP_UNKNOWN_CONN);
 	if (c->state == RN_ST_CLOSED)
@@ -400,6 +516,9 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		return drop(c, RN_DROP_SOURCE);
 	if ((p.flags & RN_F_ACK) && !ack_valid(c, &p))
 		return drop(c, RN_DROP_WINDOW);
+	/* before anything is counted or acted on: a recording proves nothing */
+	if (!fresh(c, p.ts, now_ns))
+		return drop(c, RN_DROP_REPLAY);
 	if (c->state == RN_ST_COOKIE_SENT)
 		establish(c, now_ns);
 

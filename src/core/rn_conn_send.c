@@ -48,7 +48,7 @@ static uint32_t control_rails(const rn_conn *c, uint32_t writable)
 	uint32_t both = 0, tx = 0, all = 0;
 
 	for (int k = 0; k < c->npaths; k++) {
-		if (!writable_rail(c, k, writable))
+		if (!writable_rail(c, k, writable) || !c->rail[k].validated)
 			continue;
 		all |= 1u << k;
 		if (rn_rail_tx_up(&c->rail[k])) {
@@ -183,8 +183,8 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	ssize_t n;
 
 	for (int i = 0; i < c->npaths; i++)
-		if (rn_rail_tx_up(&c->rail[i]) && writable_rail(c, i, writable) &&
-		    rn_rail_has_room(&c->rail[i]))
+		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
+		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
 			usable |= 1u << i;
 	if (!usable)
 		return 0;

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "rn_replay.h"
+
 /* All protocol limits in one place. */
 enum {
 	RN_MAX_RAILS = 8,          /* rails per host and paths per connection */
@@ -85,6 +87,7 @@ typedef enum rn_drop {
 	RN_DROP_AUTH,        /* message authentication failed */
 	RN_DROP_RATE,        /* handshake from a source over its reply rate limit */
 	RN_DROP_NOMEM,       /* data in the window, but no memory to grow the ring for it */
+	RN_DROP_REPLAY,      /* a cookie used before, or a datagram older than its rail's traffic */
 	RN_DROP__COUNT
 } rn_drop;
 
@@ -209,6 +212,7 @@ typedef struct rn_conn_stats {
 	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */
 	uint64_t tx_packets, rx_packets;
 	uint64_t retransmits, rto_events, dup_data;
+	uint64_t sresets;     /* 1 if a stateless reset from the peer ended it */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
 	uint32_t mss;
@@ -355,13 +359,19 @@ typedef struct rn_listener {
 	rn_rail_addr rails[RN_MAX_RAILS];
 	int nrails;
 	uint64_t cookie_life_ns;
+	rn_replay used;                       /* cookies accepted and still alive */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t inits, accepts;
+	uint64_t resets;          /* stateless resets sent for unknown connection ids */
+	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
+
+/* Wipes the listener's key and secrets before its memory goes (or accept params': their cfg). */
+void rn_listener_wipe(rn_listener *l);
 
 enum {
 	RN_LISTEN_REPLY = 1,  /* send reply (reply_len bytes) back to `from` */
@@ -383,16 +393,48 @@ struct rn_accept_params {
 };
 
 /*
- * Handles a datagram addressed to no connection (destination id 0, or an
- * unknown id carrying a COOKIE_ECHO).  Allocates nothing.  Returns
- * RN_LISTEN_REPLY, RN_LISTEN_ACCEPT or RN_ERR_DROP.
+ * Handles a datagram addressed to no connection the driver has (destination
+ * id 0, or an id it does not know).  Allocates nothing.  Returns
+ * RN_LISTEN_REPLY (an INIT_ACK, or a stateless reset answering a datagram
+ * for an unknown id: send it back to `from` on the same rail),
+ * RN_LISTEN_ACCEPT or RN_ERR_DROP.
  */
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_addr from, const uint8_t *pkt, size_t len,
 		     uint8_t *reply, size_t cap, size_t *reply_len,
 		     rn_accept_params *accepted);
 
+/*
+ * Says that the connection of an RN_LISTEN_ACCEPT could not be made (no
+ * memory, a full accept queue): its cookie may be used once more, by the
+ * client's next COOKIE_ECHO.  Every accept is otherwise final: the listener
+ * refuses a cookie it accepted before (RN_DROP_REPLAY) for the cookie's life.
+ */
+void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted);
+
+/*
+ * Says that the connection of an RN_LISTEN_ACCEPT is refused for good (the
+ * process is out of its connection budget or descriptors): writes into
+ * reply a stateless reset naming the id the client sent its COOKIE_ECHO
+ * to, which ends the client's connect at once with RN_ERR_REFUSED (send it
+ * to accepted->from on accepted->local_rail).  Returns its length, or 0
+ * when the source is over its reply rate (the client's resent COOKIE_ECHO
+ * gets the next try).
+ */
+size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_params *accepted,
+			  uint8_t *reply, size_t cap);
+
 /* Destination connection id of a datagram, or 0 if too short to tell. */
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);
+
+/*
+ * A stateless reset (a listener's answer to a datagram for a connection id
+ * it does not know) has destination id 0 and names the id the peer no
+ * longer knows: returns that id, or 0 if the datagram is not one.  Drivers
+ * offer such a datagram to each connection of the port it came in on
+ * (rn_conn_recv); the one whose peer had that id, at that address, fails
+ * with RN_ERR_RESET, the others drop it after one comparison.
+ */
+uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len);
 
 #endif

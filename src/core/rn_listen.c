@@ -11,6 +11,7 @@
  * can never make the server send more bytes than it received.
  */
 #include <sodium/crypto_shorthash_siphash24.h>
+#include <sodium/utils.h>
 #include <string.h>
 
 #include "rn_cookie.h"
@@ -54,6 +55,7 @@ int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 	memcpy(l->rails, rails, sizeof(*rails) * (size_t)nrails);
 	l->nrails = nrails;
 	l->cookie_life_ns = RN_COOKIE_LIFE_NS;
+	rn_replay_init(&l->used);
 	for (int i = 0; i < RN_COOKIE_SECRET_LEN; i += 8) {
 		uint64_t v = env->rng(env->user);
 
@@ -146,6 +148,12 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 			    (uint32_t)(l->cookie_life_ns / 1000000)) ||
 	    ck.id != p->dst)
 		return ldrop(l, RN_DROP_COOKIE);
+	/* a cookie builds one connection: a recorded COOKIE_ECHO sent again builds none */
+	if (rn_replay_seen(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
+			   (uint32_t)(l->cookie_life_ns / 1000000)))
+		return ldrop(l, RN_DROP_REPLAY);
+	rn_replay_add(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
+		      (uint32_t)(l->cookie_life_ns / 1000000));
 	memset(a, 0, sizeof(*a));
 	a->cfg = l->cfg;
 	a->id = ck.id;
@@ -164,12 +172,100 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 	return RN_LISTEN_ACCEPT;
 }
 
+void rn_listener_wipe(rn_listener *l)
+{
+	sodium_memzero(l->cfg.key, sizeof(l->cfg.key));
+	sodium_memzero(l->secret, sizeof(l->secret));
+}
+
+void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
+{
+	if (l->accepts > 0)
+		l->accepts--;
+	rn_replay_forget(&l->used, accepted->id);
+}
+
+/*
+ * A datagram for a connection id nobody here holds: its sender still
+ * believes in a connection this host lost (the process restarted on the
+ * same port, or the connection was freed).  A stateless reset tells it at
+ * once, where it would otherwise wait for its dead-peer timeout (30 s).  The
+ * reset names the id the datagram was sent to and is addressed to no id
+ * (the sender's own id is not in its datagrams; its driver hands the reset
+ * to the connections on the port and the one whose peer has that id and
+ * that address takes it, rn_conn_recv).  Who can make one:
+ *   - with a cluster key, only a key holder: the trigger must carry a valid
+ *     tag (checked before this) and the reset carries one;
+ *   - without, only who has seen the 64-bit id, which travels on the
+ *     connection's rails alone: a host on the path (which can forge a RESET
+ *     anyway), never one off it.
+ * A reset is never larger than its trigger, never answers a reset or a
+ * datagram without an id, and shares the source's INIT_ACK rate limit, so
+ * a listener cannot be made to flood or amplify toward a forged source.
+ */
+static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *p,
+		      size_t got, uint8_t *reply, size_t cap, size_t *reply_len)
+{
+	uint8_t body[RN_SRESET_LEN];
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff, .ts = (uint32_t)(now_ns / 1000) };
+	size_t need = rn_wire_size(0, 0, sizeof(body)) + (l->cfg.keyed ? RN_MAC_LEN : 0);
+	ssize_t n;
+
+	switch (p->type) {
+	case RN_PT_DATA:
+	case RN_PT_ACK:
+	case RN_PT_LINK_STATE:
+	case RN_PT_LINK_ACK:
+	case RN_PT_HEARTBEAT:
+	case RN_PT_KEEPALIVE:
+		break;
+	default: /* handshake replies go to clients; resets are never answered */
+		return ldrop(l, RN_DROP_UNKNOWN_CONN);
+	}
+	l->drops[RN_DROP_UNKNOWN_CONN]++;
+	if (p->dst == 0 || got < need)
+		return RN_ERR_DROP;
+	if (!reply_allowed(l, from.ip, now_ns)) {
+		l->resets_limited++;
+		return RN_ERR_DROP;
+	}
+	rn_put64(body, p->dst);
+	n = rn_wire_encode(reply, cap, &h, NULL, body, sizeof(body));
+	if (n < 0)
+		return (int)n;
+	*reply_len = (size_t)n;
+	l->resets++;
+	return RN_LISTEN_REPLY;
+}
+
+size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_params *accepted,
+			  uint8_t *reply, size_t cap)
+{
+	uint8_t body[RN_SRESET_LEN];
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff, .ts = (uint32_t)(now_ns / 1000) };
+	ssize_t n;
+
+	rn_listener_forget(l, accepted);
+	if (!reply_allowed(l, accepted->from.ip, now_ns))
+		return 0;
+	rn_put64(body, accepted->id);
+	n = rn_wire_encode(reply, l->cfg.keyed ? cap - RN_MAC_LEN : cap, &h, NULL, body,
+			   sizeof(body));
+	if (n > 0 && l->cfg.keyed)
+		n = rn_wire_seal(reply, (size_t)n, cap, l->cfg.key);
+	if (n <= 0)
+		return 0;
+	l->resets++;
+	return (size_t)n;
+}
+
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		     rn_addr from, const uint8_t *pkt, size_t len,
 		     uint8_t *reply, size_t cap, size_t *reply_len,
 		     rn_accept_params *accepted)
 {
 	rn_pkt p;
+	size_t got = len, room = cap;
 	int rc;
 
 	*reply_len = 0;
@@ -185,24 +281,23 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 		return ldrop(l, (rn_drop)(-rc - 1));
 	if (local_rail < 0 || local_rail >= l->nrails)
 		return ldrop(l, RN_DROP_SOURCE);
-	switch (p.type) {
-	case RN_PT_INIT:
-		if (!l->cfg.keyed)
-			return on_init(l, now_ns, from, &p, reply, cap, reply_len);
+	if (p.type == RN_PT_COOKIE_ECHO)
+		return on_cookie_echo(l, now_ns, local_rail, from, &p, accepted);
+	if (l->cfg.keyed) {
 		if (cap < RN_MAC_LEN)
 			return RN_ERR_NOBUF;
-		rc = on_init(l, now_ns, from, &p, reply, cap - RN_MAC_LEN, reply_len);
-		if (rc == RN_LISTEN_REPLY) {
-			ssize_t n = rn_wire_seal(reply, *reply_len, cap, l->cfg.key);
-
-			if (n < 0)
-				return (int)n;
-			*reply_len = (size_t)n;
-		}
-		return rc;
-	case RN_PT_COOKIE_ECHO:
-		return on_cookie_echo(l, now_ns, local_rail, from, &p, accepted);
-	default:
-		return ldrop(l, RN_DROP_UNKNOWN_CONN);
+		room = cap - RN_MAC_LEN; /* the tag goes after the reply */
 	}
+	if (p.type == RN_PT_INIT)
+		rc = on_init(l, now_ns, from, &p, reply, room, reply_len);
+	else
+		rc = on_unknown(l, now_ns, from, &p, got, reply, room, reply_len);
+	if (rc == RN_LISTEN_REPLY && l->cfg.keyed) {
+		ssize_t n = rn_wire_seal(reply, *reply_len, cap, l->cfg.key);
+
+		if (n < 0)
+			return (int)n;
+		*reply_len = (size_t)n;
+	}
+	return rc;
 }

@@ -45,6 +45,17 @@ typedef struct rn_rail {
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
 
 	/* send view */
+	/*
+	 * The peer's address on this rail came from its hello; without a key
+	 * anyone can write a hello, naming someone else's address.  Until a
+	 * datagram of the connection arrives from that address (or the
+	 * handshake ran over it, or the hello was authenticated) the rail
+	 * carries no DATA and no ACKs, only keepalives (one per keepalive
+	 * period, or per quarter window of packets on the others: a 44-byte
+	 * datagram per 25 sent, which is also what proves the address to the
+	 * peer): a listener cannot be made to stream at a third host.
+	 */
+	uint8_t validated;
 	uint8_t peer_up;    /* the peer receives on it (LINK_STATE) */
 	uint8_t local_err;  /* the driver saw a hard send error */
 	uint64_t last_tx_ns;

@@ -24,6 +24,8 @@ static int fixed_payload_len(uint8_t type)
 		return RN_LINK_ACK_LEN;
 	case RN_PT_RESET:
 		return RN_RESET_LEN;
+	case RN_PT_SRESET:
+		return RN_SRESET_LEN;
 	default:
 		return -1;
 	}
@@ -56,10 +58,15 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 		if (p->len < RN_HELLO_FIXED + RN_COOKIE_LEN || (p->flags & RN_F_ACK))
 			return BAD(RN_DROP_MALFORMED);
 		break;
+	case RN_PT_SRESET:
+		/* addressed to nobody: the sender knows no id of ours */
+		if (p->dst != 0 || (p->flags & RN_F_ACK) || rn_get64(p->payload) == 0)
+			return BAD(RN_DROP_MALFORMED);
+		break;
 	default:
 		break;
 	}
-	if (p->type != RN_PT_INIT && p->dst == 0)
+	if (p->type != RN_PT_INIT && p->type != RN_PT_SRESET && p->dst == 0)
 		return BAD(RN_DROP_MALFORMED);
 	return 0;
 }
@@ -224,6 +231,14 @@ int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_coo
 uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len)
 {
 	return len >= RN_HDR_LEN ? rn_get64(pkt + 4) : 0;
+}
+
+uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len)
+{
+	if (len < RN_HDR_LEN + RN_SRESET_LEN || pkt[0] != RN_WIRE_VERSION ||
+	    pkt[1] != RN_PT_SRESET || rn_get64(pkt + 4) != 0)
+		return 0;
+	return rn_get64(pkt + RN_HDR_LEN);
 }
 
 /* ---- authentication ---- */

@@ -29,7 +29,8 @@ enum rn_ptype {
 	RN_PT_HEARTBEAT = 9,   /* probe on every rail while one has failed */
 	RN_PT_KEEPALIVE = 10,  /* keeps an idle rail's receive count alive */
 	RN_PT_RESET = 11,      /* connection aborted */
-	RN_PT__MAX = 11,
+	RN_PT_SRESET = 12,     /* stateless reset: no connection has the id you used */
+	RN_PT__MAX = 12,
 };
 
 enum rn_pflag {
@@ -111,6 +112,7 @@ enum {
 	RN_LINK_STATE_LEN = 8, /* u32 version, u8 rx_up mask, 3 zero bytes */
 	RN_LINK_ACK_LEN = 4,   /* u32 version */
 	RN_RESET_LEN = 4,      /* u16 reason (an rn_err, negated), 2 zero bytes */
+	RN_SRESET_LEN = 8,     /* u64 the destination id the unknown datagram named */
 	RN_RAIL_WIRE_LEN = 8,  /* u32 ip, u16 port, u8 prefix, u8 zero */
 	RN_HELLO_FIXED = 24,   /* handshake parameters before the rail list */
 };

@@ -245,6 +245,7 @@ void rn_sock_unref(rn_sock *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s->final);
+	sodium_memzero(s->cfg.key, sizeof(s->cfg.key));
 	free(s);
 }
 

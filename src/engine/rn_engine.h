@@ -54,6 +54,7 @@ typedef struct rn_sock {
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
+	int linger_abort;          /* (atomic) SO_LINGER {1, 0}: the user's close resets, as TCP's */
 	/*
 	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
@@ -65,6 +66,7 @@ typedef struct rn_sock {
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;
 	int accq_len, backlog;
+	int acc_err;               /* a connection refused (budget, descriptors): ri2n_accept says it once */
 
 	/* engine thread only */
 	struct rn_port *port;

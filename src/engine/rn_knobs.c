@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sodium/utils.h>
 
@@ -178,11 +180,21 @@ int rn_knobs_key_from_file(rn_config *cfg, const char *path)
 {
 	char buf[2 * RN_KEY_LEN + 8];
 	size_t n;
+	struct stat st;
 	FILE *f = fopen(path, "re");
 	int rc;
 
 	if (!f) {
 		rn_error("cannot read the cluster key file %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	/* as ssh does with its keys: a key others can read or change is no secret */
+	if (fstat(fileno(f), &st) < 0 || (st.st_mode & 077) ||
+	    (st.st_uid != geteuid() && st.st_uid != 0)) {
+		rn_error("the cluster key file %s is readable or writable by other users, or owned "
+			 "by another user (mode %03o): refusing it; chmod 600 it", path,
+			 (unsigned)(st.st_mode & 0777));
+		fclose(f);
 		return -EINVAL;
 	}
 	n = fread(buf, 1, sizeof(buf), f);

@@ -134,6 +134,8 @@ static void port_free(rn_port *p)
 		}
 	}
 	rn_htab_free(&p->tab);
+	if (p->lis)
+		rn_listener_wipe(p->lis);
 	free(p->lis);
 	if (p->fallback)
 		event_free(p->fallback);
@@ -332,6 +334,42 @@ static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 	rn_host_kick();
 }
 
+/* A stateless reset being offered to a port's connections (sreset_input). */
+struct sreset_ctx {
+	int idx;
+	rn_addr from;
+	const uint8_t *d;
+	size_t len;
+	uint64_t now;
+	int taken;
+};
+
+static void sreset_one(void *v, void *arg)
+{
+	struct sreset_ctx *x = arg;
+
+	if (!x->taken && rn_stream_sreset_input(v, x->idx, x->from, x->d, x->len, x->now))
+		x->taken = 1;
+}
+
+/*
+ * A stateless reset names the peer's id, not ours (rn_core.h): it goes to
+ * the connection of the port whose peer that was, if any.  Returns 0 when
+ * the datagram is not a stateless reset.
+ */
+static int sreset_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
+			uint64_t now)
+{
+	struct sreset_ctx x = { idx, from, d, len, now, 0 };
+
+	if (!rn_wire_peek_sreset(d, len))
+		return 0;
+	rn_htab_each(&p->tab, sreset_one, &x);
+	if (!x.taken)
+		p->disp.unknown++;
+	return 1;
+}
+
 static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t at)
 {
@@ -344,6 +382,8 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 {
 	rn_port *p = arg;
 
+	if (rn_wire_peek_dst(d, len) == 0 && sreset_input(p, idx, from, d, len, at))
+		return 0;
 	if (!p->lis)
 		return -1;
 	if (rn_host_inline())

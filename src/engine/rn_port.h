@@ -50,6 +50,7 @@ typedef struct rn_port {
 	rn_hdisp disp;          /* datagrams to them or to the listener */
 	int refs;
 	uint64_t drops_unknown, drops_backlog;
+	uint64_t refused;       /* handshakes refused: out of the budget or of descriptors */
 	/*
 	 * Inline receive (rn_inline.c): threads blocked in poll() on this port's
 	 * sockets, each woken through its own eventfd when another thread reads

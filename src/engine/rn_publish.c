@@ -5,7 +5,14 @@
  * small text snapshot of its connections and rails to <dir>/<pid>.stat, by
  * writing a temporary file and renaming it, so a reader never sees half of
  * one.  <dir> is RI2N_RUN_DIR, else /run/ri2n for root, else
- * /tmp/ri2n-<uid>.  The file is removed at exit; ri2n-stat ignores files of
+ * /run/user/<uid>/ri2n when the session directory exists, else
+ * /tmp/ri2n-<uid>.  A directory another user can reach is trusted only as
+ * far as it must be (run_dir_open): it must be a real directory (no
+ * symlink), owned by us, writable by nobody else; ours with a wider mode
+ * is narrowed to 0700 (0755 for root's /run/ri2n, which other users'
+ * ri2n-stat reads); anything else is refused with a warning and nothing is
+ * published.  Files are then opened relative to the directory's descriptor,
+ * never by path, and never through a symlink.  The file is removed at exit; ri2n-stat ignores files of
  * processes that are gone (or whose pid was reused: the process start time
  * is in the file).  Nothing is added to the per-packet path: the counters
  * are read from the core in the engine thread, off the timer.
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +42,8 @@ static struct {
 	struct event *ev;
 	struct timeval period;
 	char path[256], tmp[264];
+	int dirfd;                /* the run directory, checked once (run_dir_open) */
+	char name[32], tmpname[40]; /* <pid>.stat and its temporary, relative to dirfd */
 	unsigned long long start; /* this process's start time, /proc/self/stat field 22 */
 	FILE *f;
 	int nconn;
@@ -41,7 +51,7 @@ static struct {
 	/* exit removes the file while the engine thread may still be writing one */
 	pthread_mutex_t mu;
 	int closed;
-} g = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} g = { .mu = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
 
 static unsigned long long proc_start(void)
 {
@@ -139,10 +149,12 @@ static void write_listener(rn_port *p)
 		pthread_mutex_unlock(&p->lsock->mu);
 	}
 	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
-		     "drops_backlog=%llu drops_auth=%llu keyed=%d\n", p->number, p->nsock, queued,
+		     "drops_backlog=%llu drops_auth=%llu keyed=%d refused=%llu resets=%llu\n",
+		p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
 		(unsigned long long)drops, (unsigned long long)p->drops_backlog,
-		(unsigned long long)p->lis->drops[RN_DROP_AUTH], p->lis->cfg.keyed);
+		(unsigned long long)p->lis->drops[RN_DROP_AUTH], p->lis->cfg.keyed,
+		(unsigned long long)p->refused, (unsigned long long)p->lis->resets);
 }
 
 static void snapshot(evutil_socket_t fd, short what, void *arg)
@@ -154,9 +166,17 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	g.f = fopen(g.tmp, "we");
-	if (!g.f)
-		return;
+	{
+		int tfd = openat(g.dirfd, g.tmpname,
+				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		g.f = tfd < 0 ? NULL : fdopen(tfd, "w");
+		if (!g.f) {
+			if (tfd >= 0)
+				close(tfd);
+			return;
+		}
+	}
 	c = fopen("/proc/self/comm", "re");
 	if (c) {
 		if (fgets(cmd, sizeof(cmd), c))
@@ -175,9 +195,9 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	rn_host_unlock();
 	pthread_mutex_lock(&g.mu);
 	if (fclose(g.f) == 0 && !g.closed)
-		rename(g.tmp, g.path);
+		renameat(g.dirfd, g.tmpname, g.dirfd, g.name);
 	else
-		unlink(g.tmp);
+		unlinkat(g.dirfd, g.tmpname, 0);
 	pthread_mutex_unlock(&g.mu);
 	g.f = NULL;
 }
@@ -186,33 +206,92 @@ static void remove_at_exit(void)
 {
 	pthread_mutex_lock(&g.mu);
 	g.closed = 1; /* no snapshot after this one: the engine thread outlives exit handlers */
-	if (g.path[0] && getpid() == atoi(strrchr(g.path, '/') + 1))
-		unlink(g.path);
+	if (g.path[0] && g.dirfd >= 0 && getpid() == atoi(g.name))
+		unlinkat(g.dirfd, g.name, 0);
 	pthread_mutex_unlock(&g.mu);
+}
+
+int rn_publish_dir_open(const char *dir, mode_t mode, const char **why)
+{
+	struct stat st;
+	mode_t want;
+	int fd;
+
+	*why = NULL;
+	if (mkdir(dir, mode ? mode : 0700) < 0 && errno != EEXIST) {
+		*why = strerror(errno);
+		return -1;
+	}
+	/* O_NOFOLLOW: a symlink planted in the directory's place fails here */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		*why = errno == ELOOP || errno == ENOTDIR ? "not a directory (a symlink?)" :
+							    strerror(errno);
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		*why = "not a directory";
+	} else if (st.st_uid != geteuid()) {
+		*why = "owned by another user";
+	} else {
+		/* mode 0: a directory the user named keeps its mode, minus others' write */
+		want = mode ? mode : (st.st_mode & 07777 & ~(mode_t)022);
+		if ((st.st_mode & 07777) != want && fchmod(fd, want) < 0)
+			*why = "its mode lets others in and cannot be changed";
+	}
+	if (*why) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* /run/user/<uid>/ri2n when the session directory is there and ours, else /tmp/ri2n-<uid>. */
+static void default_dir(char *out, size_t cap, mode_t *mode)
+{
+	char run[64];
+	struct stat st;
+	uid_t uid = geteuid();
+
+	*mode = 0700;
+	if (uid == 0) {
+		snprintf(out, cap, "/run/ri2n");
+		*mode = 0755; /* ri2n-stat of other users reads it */
+		return;
+	}
+	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
+	if (lstat(run, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		snprintf(out, cap, "%s/ri2n", run);
+	else
+		snprintf(out, cap, "/tmp/ri2n-%u", (unsigned)uid);
 }
 
 void rn_publish_start(void)
 {
-	const char *dir = getenv("RI2N_RUN_DIR"), *ms = getenv("RI2N_STAT_MS");
-	char fallback[64];
+	const char *env = getenv("RI2N_RUN_DIR"), *ms = getenv("RI2N_STAT_MS"), *why;
+	char dir[200];
+	mode_t mode = 0700;
 	long period = ms && *ms ? strtol(ms, NULL, 10) : 250;
 	static int registered;
 
 	if (period <= 0)
 		return;
-	if (!dir || !*dir) {
-		if (geteuid() == 0) {
-			dir = "/run/ri2n";
-		} else {
-			snprintf(fallback, sizeof(fallback), "/tmp/ri2n-%u", (unsigned)geteuid());
-			dir = fallback;
-		}
+	if (env && *env) {
+		snprintf(dir, sizeof(dir), "%s", env);
+		mode = 0;
+	} else {
+		default_dir(dir, sizeof(dir), &mode);
 	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		rn_debug("not publishing connection state: %s: %s", dir, strerror(errno));
+	if (g.dirfd >= 0)
+		close(g.dirfd);
+	g.dirfd = rn_publish_dir_open(dir, mode, &why);
+	if (g.dirfd < 0) {
+		rn_warn("not publishing connection state for ri2n-stat: %s: %s", dir, why);
 		return;
 	}
-	snprintf(g.path, sizeof(g.path), "%s/%d.stat", dir, (int)getpid());
+	snprintf(g.name, sizeof(g.name), "%d.stat", (int)getpid());
+	snprintf(g.tmpname, sizeof(g.tmpname), "%s.tmp", g.name);
+	snprintf(g.path, sizeof(g.path), "%s/%s", dir, g.name);
 	snprintf(g.tmp, sizeof(g.tmp), "%s.tmp", g.path);
 	g.start = proc_start();
 	g.period = (struct timeval){ period / 1000, (period % 1000) * 1000 };
@@ -230,6 +309,9 @@ void rn_publish_start(void)
 
 void rn_publish_forget(void)
 {
+	if (g.dirfd >= 0)
+		close(g.dirfd);
+	g.dirfd = -1;
 	pthread_mutex_init(&g.mu, NULL);
 	g.closed = 0;
 	g.ev = NULL;

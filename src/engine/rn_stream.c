@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <sodium/utils.h>
 
 #include "rn_events.h"
 #include "rn_inline.h"
@@ -238,6 +241,81 @@ static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
 
+/*
+ * The process's budget of accepted connections.  Each holds two descriptors
+ * (its socketpair) and rings that grow with use, all made before the
+ * application calls ri2n_accept, so a flood of completed handshakes must
+ * meet a limit: RI2N_MAX_CONNS, else half of the descriptors the process may
+ * open, after 64 left to the application.  Past it a handshake is refused
+ * at once (the client's connect fails with ECONNREFUSED), counted on the
+ * listener, logged (at most once a second), and the next ri2n_accept fails
+ * with EMFILE; so does a socketpair the kernel refuses.
+ */
+static long g_conns;           /* (atomic) accepted connections alive */
+static long g_conn_cap = -1;
+static uint64_t g_refuse_logged_ns;
+
+static long conn_cap(void)
+{
+	const char *v = getenv("RI2N_MAX_CONNS");
+	struct rlimit rl;
+
+	if (g_conn_cap >= 0)
+		return g_conn_cap;
+	if (v && *v && atol(v) > 0)
+		g_conn_cap = atol(v);
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		g_conn_cap = rl.rlim_cur > 128 ? (long)(rl.rlim_cur - 64) / 2 : 32;
+	else
+		g_conn_cap = 1L << 20;
+	return g_conn_cap;
+}
+
+/* Takes one connection from the budget; -1 when none is left. */
+static int budget_take(void)
+{
+	if (__atomic_add_fetch(&g_conns, 1, __ATOMIC_RELAXED) > conn_cap()) {
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	return 0;
+}
+
+static void budget_give(rn_stream *st)
+{
+	if (st->budgeted)
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+	st->budgeted = 0;
+}
+
+/* A handshake this process cannot take: the client hears it, the application too. */
+static void refuse_accept(rn_port *p, const rn_accept_params *ap, int err, uint64_t now)
+{
+	rn_sock *ls = p->lsock;
+	uint8_t reply[128];
+	size_t n = rn_listener_refuse(p->lis, now, ap, reply, sizeof(reply));
+	int wake;
+
+	if (n)
+		rn_port_send_now(p, ap->local_rail, ap->from, reply, n);
+	p->refused++;
+	if (now - g_refuse_logged_ns >= UINT64_C(1000000000) || !g_refuse_logged_ns) {
+		g_refuse_logged_ns = now;
+		rn_warn("refusing connections on port %u: %s (%ld accepted connections alive, "
+			"the most is %ld: RI2N_MAX_CONNS or the descriptor limit); %llu refused so far",
+			p->number, strerror(err), __atomic_load_n(&g_conns, __ATOMIC_RELAXED),
+			conn_cap(), (unsigned long long)p->refused);
+	}
+	pthread_mutex_lock(&ls->mu);
+	wake = ls->acc_err == 0;
+	if (wake)
+		ls->acc_err = err;
+	pthread_mutex_unlock(&ls->mu);
+	/* one byte, as for a connection: the listening descriptor polls readable */
+	if (wake && send(ls->eng_fd, "e", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		rn_debug("accept wake-up not written: %s", strerror(errno));
+}
+
 static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 {
 	rn_stream *st = calloc(1, sizeof(*st));
@@ -361,6 +439,7 @@ static void stream_free(rn_stream *st)
 	event_free(st->rev);
 	event_free(st->wev);
 	rn_conn_del(st->conn);
+	budget_give(st);
 	st->gone = 1;
 	rn_sock_unref(s); /* the engine's reference */
 	free(st);
@@ -445,9 +524,17 @@ static void deliver(rn_stream *st, uint64_t now)
 
 static void user_closed(rn_stream *st, uint64_t now)
 {
+	struct pollfd pf = { .fd = st->fd };
+
 	st->user_eof = 1;
 	event_del(st->rev);
 	st->rd_on = 0;
+	/* SO_LINGER {1, 0} and a close (not a shutdown): a reset, what is unsent discarded */
+	if (__atomic_load_n(&st->sock->linger_abort, __ATOMIC_RELAXED) &&
+	    poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP)) {
+		rn_conn_abort(st->conn, now);
+		return;
+	}
 	if (rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
 }
@@ -595,6 +682,15 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 	rn_engine_dirty(st);
 }
 
+int rn_stream_sreset_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, size_t len,
+			   uint64_t now)
+{
+	if (rn_conn_recv(st->conn, now, idx, from, d, len))
+		return 0;
+	rn_engine_dirty(st);
+	return 1;
+}
+
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
 	st->armed_ns = UINT64_MAX;
@@ -662,8 +758,16 @@ void rn_stream_port_writable(rn_port *p)
 	rn_port_each(p, mark_dirty);
 }
 
+/* The address a port unreachable named (rn_port_each's callback takes no argument). */
+static rn_addr g_refused_to;
+
 static void refused_one(rn_stream *st)
 {
+	rn_addr a = rn_conn_peer(st->conn);
+
+	/* only the connection whose INIT went there: a forged error naming another does nothing */
+	if (a.ip != g_refused_to.ip || a.port != g_refused_to.port)
+		return;
 	rn_conn_refused(st->conn, rn_now_ns());
 	rn_engine_dirty(st);
 }
@@ -671,8 +775,8 @@ static void refused_one(rn_stream *st)
 void rn_stream_refused(rn_port *p, int idx, rn_addr to)
 {
 	(void)idx;
-	(void)to;
 	/* only a connection still sending INIT takes it (rn_conn_refused) */
+	g_refused_to = to;
 	if (!p->lis)
 		rn_port_each(p, refused_one);
 }
@@ -701,13 +805,14 @@ static int make_pair(rn_sock *s)
 	return 0;
 }
 
-static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
+/* Returns 0, or -1 when the connection could not be made (the client will retry). */
+static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 {
 	rn_sock *ls = p->lsock, *ns;
 	rn_env env = *rn_engine_env();
 	rn_conn *c;
 	rn_stream *st;
-	int full;
+	int full, rc;
 
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
@@ -715,13 +820,20 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	if (full) {
 		/* the client resends its COOKIE_ECHO; it may fit later */
 		p->drops_backlog++;
-		return;
+		return -1;
+	}
+	if (budget_take()) {
+		refuse_accept(p, ap, EMFILE, now);
+		return 0; /* answered: not to be forgotten */
 	}
 	ns = rn_sock_new();
-	if (!ns || make_pair(ns)) {
+	rc = ns ? make_pair(ns) : -ENOMEM;
+	if (rc) {
 		if (ns)
 			rn_sock_unref(ns);
-		return;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, rc == -ENOMEM || rc == -ENOBUFS ? ENOBUFS : EMFILE, now);
+		return 0;
 	}
 	ns->cfg = ap->cfg;
 	env.on_event = on_core_event;
@@ -730,7 +842,9 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, ENOBUFS, now);
+		return 0;
 	}
 	st = stream_new(c, p, ns);
 	if (!st) {
@@ -738,8 +852,11 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		rn_fd_close(ns->user_fd);
 		rn_fd_close(ns->eng_fd);
 		rn_sock_unref(ns);
-		return;
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		refuse_accept(p, ap, ENOBUFS, now);
+		return 0;
 	}
+	st->budgeted = 1;
 	rn_conn_set_user(c, st);
 	st->connected = 1;
 	st->server = 1;
@@ -762,6 +879,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_info("accepted connection from %s", st->name);
 	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
+	return 0;
 }
 
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
@@ -774,8 +892,10 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 
 	if (rc == RN_LISTEN_REPLY)
 		rn_port_send_now(p, idx, from, reply, rlen);
-	else if (rc == RN_LISTEN_ACCEPT)
-		accept_conn(p, &ap, now);
+	else if (rc == RN_LISTEN_ACCEPT && accept_conn(p, &ap, now))
+		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
+	if (rc == RN_LISTEN_ACCEPT)
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
 }
 
 /* Aborts the connections queued on a listening socket nobody will accept. */
@@ -953,6 +1073,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 	s->port->lsock = s;
 	rn_sock_ref(s); /* the listener's */
 	/* the user's end is never written to by ri2n: drop what held it back */
+	pthread_mutex_lock(&s->mu);
 	while (s->junk > 0) {
 		ssize_t n = recv(s->eng_fd, g_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
 				 MSG_DONTWAIT);
@@ -961,7 +1082,6 @@ int rn_stream_cmd_listen(rn_sock *s)
 			break;
 		s->junk -= (size_t)n;
 	}
-	pthread_mutex_lock(&s->mu);
 	s->kind = RN_SK_LISTEN;
 	pthread_mutex_unlock(&s->mu);
 	return watch(s, EV_READ);
@@ -1002,10 +1122,10 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	}
 	rn_conn_set_user(c, st);
 	rn_port_unref(s->port); /* the stream holds the port now */
-	st->junk_left = s->junk;
-	s->junk = 0;
 	s->stream = st;
 	pthread_mutex_lock(&s->mu);
+	st->junk_left = s->junk; /* set_sndbuf adds to it under the mutex */
+	s->junk = 0;
 	s->kind = RN_SK_CONNECTING;
 	s->peer = *a;
 	pthread_mutex_unlock(&s->mu);

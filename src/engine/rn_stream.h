@@ -36,6 +36,7 @@ typedef struct rn_stream {
 	uint64_t orphan_ns;      /* when the user went away with the stream open */
 	uint64_t created_ns;
 	uint8_t server;          /* accepted, not connected */
+	uint8_t budgeted;        /* holds one of the process's accepted connections (rn_stream.c) */
 	struct rn_stream *dirty_next;
 	/*
 	 * Inline drivers (rn_inline.c): pair_rx says the engine wrote bytes (or
@@ -58,6 +59,9 @@ typedef struct rn_stream {
 /* A datagram for this stream's connection arrived on port socket idx. */
 void rn_stream_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,
 		     size_t len, uint64_t now);
+/* A stateless reset offered to a connection of the port: 1 if it was this one's (now failed). */
+int rn_stream_sreset_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,
+			   size_t len, uint64_t now);
 /* A datagram for no known connection on a listening port. */
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
 			    uint64_t now);

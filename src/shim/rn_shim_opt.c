@@ -128,6 +128,9 @@ int rn_shim_opt_set(int fd, const rn_shim_ent *e, int level, int name, const voi
 			return -1;
 		}
 		rn_shim_tab_note_opt(fd, level, name, val, len);
+		/* remembered for getsockopt; {1, 0} also makes close reset, as TCP's does */
+		if (level == SOL_SOCKET && name == SO_LINGER && e->kind == RN_SHIM_RI2N)
+			return ri2n_setsockopt(fd, level, name, val, len);
 		return 0;
 	default:
 		errno = ENOPROTOOPT;
@@ -139,10 +142,13 @@ void rn_shim_opt_replay(int fd, const rn_shim_ent *e)
 {
 	int saved = errno;
 
-	for (int i = 0; i < e->nopt; i++)
+	for (int i = 0; i < e->nopt; i++) {
 		if (own_end(e->opt[i].level, e->opt[i].name))
 			rn_shim_opt_set(fd, e, e->opt[i].level, e->opt[i].name, e->opt[i].val,
 					e->opt[i].len);
+		else if (e->opt[i].level == SOL_SOCKET && e->opt[i].name == SO_LINGER)
+			ri2n_setsockopt(fd, SOL_SOCKET, SO_LINGER, e->opt[i].val, e->opt[i].len);
+	}
 	errno = saved;
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -215,6 +216,14 @@ void test_options(void **state)
 	for (int o = RI2N_HEARTBEAT_MS; o <= RI2N_RCVBUF; o++) /* every one reads back */
 		assert_true(get_opt(fd, o) > 0);
 	assert_int_equal(get_opt(fd, RI2N_MTU), 1500); /* the rails' MTU */
+	/* larger than the process's datagrams: refused (it used to stall the connection) */
+	v = 9000;
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_MTU, &v, sizeof(v)), EINVAL);
+	v = 1501;
+	expect_fail(ri2n_setsockopt(fd, RI2N_SOL, RI2N_MTU, &v, sizeof(v)), EINVAL);
+	assert_int_equal(get_opt(fd, RI2N_MTU), 1500);
+	set_opt(fd, RI2N_MTU, 1400); /* smaller is fine */
+	assert_int_equal(get_opt(fd, RI2N_MTU), 1400);
 
 	/* what TCP programs set: accepted (and ignored) */
 	v = 1;
@@ -533,6 +542,13 @@ void test_key_from_environment(void **state)
 	close(fd);
 	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 1);
 	assert_int_equal(run_key_child(good, path, text, sizeof(text)), 0); /* both: which one? */
+	/* a key file other users can read is no secret: refused, as ssh refuses its keys */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 0);
+	if (!strstr(text, "readable or writable by other users") || strstr(text, "0011"))
+		fail_msg("want the file's mode as the reason, never the key:\n%s", text);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 1);
 	unlink(path);
 	assert_int_equal(run_key_child(NULL, path, text, sizeof(text)), 0); /* gone */
 	if (!strstr(text, "cannot read the cluster key file"))

@@ -422,6 +422,27 @@ void test_reset(void **state)
 	assert_int_equal(ri2n_close(s), 0);
 }
 
+/* SO_LINGER {1, 0} then close: the peer reads ECONNRESET, as after TCP's abortive close. */
+void test_linger_reset(void **state)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int c, s;
+
+	(void)state;
+	connect_pair(&c, &s);
+	assert_int_equal(ri2n_setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	assert_int_equal(close(c), 0);
+	expect_reset("close() after SO_LINGER {1, 0}", s, 10000, 0);
+	assert_int_equal(ri2n_close(s), 0);
+	/* {1, 5} is a graceful close (ri2n delivers in the background): EOF */
+	connect_pair(&c, &s);
+	lg.l_linger = 5;
+	assert_int_equal(ri2n_setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	assert_int_equal(close(c), 0);
+	flow1(s, 0, 0, 0, 0, 0, 1);
+	assert_int_equal(ri2n_close(s), 0);
+}
+
 /* Closed by one side, never by the other: reset after the closer's dead-peer timeout. */
 void test_orphan_reset(void **state)
 {

@@ -118,6 +118,7 @@ int main(int argc, char **argv)
 		T(test_death_of_acceptor),
 		T(test_death_of_connector),
 		T(test_reset),
+		T(test_linger_reset),
 		T(test_orphan_reset),
 		T(test_listener_close),
 		T(test_nonblocking_io),

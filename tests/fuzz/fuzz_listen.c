@@ -15,8 +15,10 @@
  *   - a reply is an INIT_ACK to the INIT's sender id, no longer than the
  *     request, carrying the listener's rails and a cookie; every call is
  *     counted once: inits, accepts or one drop reason;
- *   - ACCEPT only for a COOKIE_ECHO whose cookie this listener issued in
- *     this run, echoed with the same client parameters, from the address
+ *   - a reply to a datagram for an unknown connection id is a stateless
+ *     reset naming that id, counted once as a reset and once as a drop;
+ *   - ACCEPT only once per cookie, only for a COOKIE_ECHO whose cookie this
+ *     listener issued in this run, echoed with the same client parameters, from the address
  *     the INIT came from, at most the cookie life (10 s) later, to the
  *     connection id the cookie names; the accept parameters are what the
  *     handshake said, and rn_conn_accept on them works or says NOROUTE and
@@ -48,6 +50,7 @@ typedef struct issued {
 	uint64_t server_id;
 	uint8_t hello[HELLO_MAX]; /* the client's parameters it covers */
 	size_t hello_len;
+	int accepted;             /* a cookie builds one connection */
 } issued;
 
 typedef struct lctx {
@@ -105,6 +108,22 @@ static uint64_t drops_total(const rn_listener *l)
 	return n;
 }
 
+/* A stateless reset answers only a decodable datagram to an unknown id, and names that id. */
+static void check_sreset(const uint8_t *req, size_t len, const uint8_t *reply, size_t rlen)
+{
+	rn_pkt q, k;
+
+	FZ_CHECK(rn_wire_decode(&q, req, len) == 0 && q.dst != 0 && q.type != RN_PT_INIT &&
+			 q.type != RN_PT_COOKIE_ECHO && q.type != RN_PT_RESET &&
+			 q.type != RN_PT_SRESET && q.type != RN_PT_INIT_ACK &&
+			 q.type != RN_PT_COOKIE_ACK,
+		 "stateless reset for a datagram of type %u to id %#llx", q.type,
+		 (unsigned long long)q.dst);
+	FZ_CHECK(rn_wire_decode(&k, reply, rlen) == 0 && k.dst == 0 &&
+			 rn_get64(k.payload) == q.dst,
+		 "stateless reset does not name the id the datagram was sent to");
+}
+
 static void check_reply(lctx *x, rn_addr from, const uint8_t *req, size_t len,
 			const uint8_t *reply, size_t rlen, size_t cap)
 {
@@ -114,6 +133,10 @@ static void check_reply(lctx *x, rn_addr from, const uint8_t *req, size_t len,
 
 	FZ_CHECK(rlen > 0 && rlen <= len && rlen <= cap,
 		 "listener replied %zu bytes to %zu (buffer %zu)", rlen, len, cap);
+	if (rlen > 1 && reply[1] == RN_PT_SRESET) {
+		check_sreset(req, len, reply, rlen);
+		return;
+	}
 	FZ_CHECK(rn_wire_decode(&q, req, len) == 0 && q.type == RN_PT_INIT &&
 			 rn_wire_read_hello(&client, q.payload, q.len, 0) == 0,
 		 "listener answered a datagram that is not a valid INIT");
@@ -136,11 +159,12 @@ static void check_reply(lctx *x, rn_addr from, const uint8_t *req, size_t len,
 	is->from = from;
 	is->t_ns = x->now;
 	is->server_id = server.id;
+	is->accepted = 0;
 	is->hello_len = client.raw_len;
 	memcpy(is->hello, client.raw, client.raw_len);
 }
 
-static const issued *find_issued(const lctx *x, const uint8_t *cookie)
+static issued *find_issued(lctx *x, const uint8_t *cookie)
 {
 	for (int i = 0; i < x->niss; i++)
 		if (memcmp(x->iss[i].cookie, cookie, RN_COOKIE_LEN) == 0)
@@ -152,7 +176,7 @@ static void check_accept(lctx *x, int rail, rn_addr from, const uint8_t *req, si
 			 const rn_accept_params *ap)
 {
 	rn_env env = { .mem = fz_mem_of(&x->conn_mem), .rng = fz_rng_next, .user = &x->rng };
-	const issued *is;
+	issued *is;
 	rn_conn *c = NULL;
 	rn_hello client;
 	rn_pkt q;
@@ -163,6 +187,8 @@ static void check_accept(lctx *x, int rail, rn_addr from, const uint8_t *req, si
 		 "ACCEPT for a datagram that is not a valid COOKIE_ECHO");
 	is = find_issued(x, client.cookie);
 	FZ_CHECK(is, "ACCEPT for a cookie this listener never issued");
+	FZ_CHECK(!is->accepted, "a cookie accepted twice (a replayed COOKIE_ECHO)");
+	is->accepted = 1;
 	FZ_CHECK(fz_addr_eq(is->from, from), "cookie issued to %#x:%u accepted from %#x:%u",
 		 is->from.ip, is->from.port, from.ip, from.port);
 	FZ_CHECK(is->hello_len == client.raw_len && memcmp(is->hello, client.raw, client.raw_len) == 0,
@@ -204,13 +230,20 @@ static int lrecv(lctx *x, int rail, rn_addr from, const uint8_t *pkt, size_t len
 	FZ_CHECK(req && reply, "out of memory");
 	memcpy(req, pkt, len);
 	memset(&ap, 0, sizeof(ap));
+	uint64_t resets = x->l.resets;
+
 	rc = rn_listener_recv(&x->l, x->now, rail, from, req, len, reply, cap, &rlen, &ap);
 	switch (rc) {
 	case RN_LISTEN_REPLY:
 		check_reply(x, from, req, len, reply, rlen, cap);
-		FZ_CHECK(x->l.inits == inits + 1 && x->l.accepts == accepts &&
-				 drops_total(&x->l) == drops,
-			 "a reply not counted once as an INIT");
+		if (reply[1] == RN_PT_SRESET)
+			FZ_CHECK(x->l.resets == resets + 1 && x->l.inits == inits &&
+					 x->l.accepts == accepts && drops_total(&x->l) == drops + 1,
+				 "a stateless reset not counted once");
+		else
+			FZ_CHECK(x->l.inits == inits + 1 && x->l.accepts == accepts &&
+					 drops_total(&x->l) == drops,
+				 "a reply not counted once as an INIT");
 		break;
 	case RN_LISTEN_ACCEPT:
 		FZ_CHECK(rlen == 0, "ACCEPT with a %zu-byte reply", rlen);

@@ -6,7 +6,7 @@
 include_guard(GLOBAL)
 
 set(RI2N_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen fuzz_dispatch)
+set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen fuzz_dispatch fuzz_btl)
 
 add_library(rn_fuzz_common STATIC ${RI2N_FUZZ_DIR}/fuzz_common.c ${RI2N_FUZZ_DIR}/fuzz_pair.c
   ${RI2N_FUZZ_DIR}/fuzz_drive.c)
@@ -17,6 +17,10 @@ foreach(t ${RI2N_FUZZ_TARGETS})
   string(REPLACE "fuzz_" "" short ${t})
   add_executable(fuzz_replay_${short} ${RI2N_FUZZ_DIR}/${t}.c ${RI2N_FUZZ_DIR}/replay_main.c)
   target_link_libraries(fuzz_replay_${short} PRIVATE rn_fuzz_common rn_host)
+  if(t STREQUAL "fuzz_btl") # the BTL's parsers are pure code: no Open MPI needed
+    target_sources(fuzz_replay_${short} PRIVATE ${RI2N_FUZZ_DIR}/../../btl_ri2n/btl_ri2n_wire.c)
+    target_include_directories(fuzz_replay_${short} PRIVATE ${RI2N_FUZZ_DIR}/../../btl_ri2n)
+  endif()
   add_test(NAME fuzz_replay_${short}
     COMMAND fuzz_replay_${short} ${RI2N_FUZZ_DIR}/corpus/${t} ${RI2N_FUZZ_DIR}/crashes/${t})
   set_tests_properties(fuzz_replay_${short} PROPERTIES LABELS unit TIMEOUT 300)

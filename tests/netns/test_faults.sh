@@ -15,6 +15,13 @@
 #   dark-short  every rail black-holed for 2 s (< dead-peer timeout): completes
 #   dark-long   every rail black-holed past the dead-peer timeout: both ends fail
 #   kill        the receiving process killed: the sender fails within the timeout
+#   restart     next to a healthy stream, one server killed and another killed and
+#               started again on its port: the restarted one's client gets a
+#               stateless reset ("connection reset", long before the 30 s dead-peer
+#               timeout); the healthy stream arrives verified, none of its rails fails
+#   budget      a server allowed 2 connections (RI2N_MAX_CONNS=2): a third client is
+#               refused at once (ECONNREFUSED, not the 30 s connect timeout), the
+#               server's accept says EMFILE and its log says why, the two verified
 #   four-rails  4 rails, two failing at different times
 #   mesh        4 hosts, a stream between every pair, one rail's switch failing
 #   dup         duplication on one rail
@@ -171,6 +178,73 @@ kill)
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')
 	awk -v s="$secs" 'BEGIN { exit !(s <= 3 + 5) }' || nt_fail "sender took $secs s to notice"
 	nt_ok "kill: the sender failed $secs s after the receiver was killed (dead-peer timeout 3 s)"
+	;;
+restart)
+	nt_init "$tag" 2 2 1gbit
+	serve_on() { # PORT: a server in h2 on PORT, its output in serveP.*
+		RI2N_RAILS=$NT_RAILS setsid ip netns exec "$(tb_ns 2)" "$NT_XFER" serve --quiet \
+			--port "$1" >>"$NT_DIR/serve$1.out" 2>>"$NT_DIR/serve$1.err" &
+		NT_PIDS+=($!)
+		NT_PID=$!
+		sleep 0.3
+	}
+	serve_on 7001; s1=$NT_PID # killed, then started again
+	serve_on 7002             # the healthy one's
+	serve_on 7003; s3=$NT_PID # killed for good
+	nt_send_bg x 1 2 --seconds 30 --port 7001; xpid=$NT_PID
+	nt_send_bg y 1 2 --seconds 30 --port 7003; ypid=$NT_PID
+	nt_send_bg h 1 2 --seconds 6 --port 7002; hpid=$NT_PID
+	sleep 2
+	kill -0 "$xpid" 2>/dev/null || nt_fail "the stream to 7001 ended early: $(cat "$NT_DIR/x.out")"
+	kill -KILL "$s1" "$s3"
+	wait "$s1" "$s3" 2>/dev/null
+	t0=$(nt_clock)
+	serve_on 7001
+	wait "$xpid"
+	rc=$?
+	t1=$(nt_clock)
+	[ $rc -eq 3 ] || nt_fail "client of the restarted server exited $rc, expected 3: $(cat "$NT_DIR/x.out")"
+	grep -qi "reset" "$NT_DIR/x.out" "$NT_DIR/x.err" ||
+		nt_fail "client of the restarted server did not fail with a reset: $(tail -n 3 "$NT_DIR/x.out" "$NT_DIR/x.err")"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}')
+	# the dead-peer timeout is 30 s: anything well below it is the reset
+	awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || nt_fail "the reset took $secs s"
+	wait "$hpid"
+	rc=$?
+	[ $rc -eq 0 ] || nt_fail "healthy stream exited $rc: $(cat "$NT_DIR/h.out")"
+	nt_require_verified h
+	for r in 1 2; do
+		[ -z "$(nt_event_mono h "$r" down)" ] || nt_fail "a rail of the healthy stream failed (rail $r)"
+	done
+	# the killed server's client is still waiting for its dead-peer timeout: end it
+	kill -9 -- "-$ypid" 2>/dev/null
+	nt_ok "restart: reset $secs s after the restart (dead-peer timeout 30 s); the healthy stream verified, no rail of it failed"
+	;;
+budget)
+	nt_init "$tag" 2 2 1gbit
+	RI2N_MAX_CONNS=2 nt_serve 2
+	nt_send_bg a 1 2 --seconds 6; apid=$NT_PID
+	nt_send_bg b 1 2 --seconds 6; bpid=$NT_PID
+	sleep 1.5
+	t0=$(nt_clock)
+	nt_send c 1 2 1M
+	rc=$?
+	t1=$(nt_clock)
+	[ $rc -eq 3 ] || nt_fail "the third client exited $rc, expected 3: $(cat "$NT_DIR/c.out" "$NT_DIR/c.err")"
+	grep -qi "refused" "$NT_DIR/c.out" "$NT_DIR/c.err" ||
+		nt_fail "the third client was not refused: $(tail -n 3 "$NT_DIR/c.out" "$NT_DIR/c.err")"
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b - a}')
+	awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || nt_fail "the refusal took $secs s (connect timeout 30 s)"
+	grep -q "accept: Too many open files" "$NT_DIR/serve2.err" ||
+		nt_fail "the server's accept did not say EMFILE: $(cat "$NT_DIR/serve2.err")"
+	grep -q "refusing connections" "$NT_DIR/serve2.err" ||
+		nt_fail "no log line for the refusal: $(cat "$NT_DIR/serve2.err")"
+	wait "$apid"; ra=$?
+	wait "$bpid"; rb=$?
+	[ $ra -eq 0 ] && [ $rb -eq 0 ] || nt_fail "the admitted streams exited $ra/$rb"
+	nt_require_verified a
+	nt_require_verified b
+	nt_ok "budget: the third client refused in $secs s, the server said EMFILE and why, the two admitted verified"
 	;;
 four-rails)
 	nt_init "$tag" 2 4 1gbit

@@ -37,6 +37,11 @@ void sim_net_free(sim_net *n)
 		free(n->heap[i].data);
 	free(n->heap);
 	n->heap = NULL;
+	for (int r = 0; r < SIM_MAX_RAILS; r++)
+		for (int h = 0; h < 2; h++) {
+			free(n->rec[r][h]);
+			n->rec[r][h] = NULL;
+		}
 	n->nheap = n->capheap = 0;
 }
 
@@ -147,8 +152,8 @@ again:
 	if (n->nheap)
 		n->heap[i] = last;
 	/* a fault on the path when the packet gets there swallows it */
-	if (fault_at(n, out->rail, 1 - out->to_host, out->at_ns) >= 0 ||
-	    fault_at(n, out->rail, out->to_host, out->at_ns) == 1) {
+	if (!out->injected && (fault_at(n, out->rail, 1 - out->to_host, out->at_ns) >= 0 ||
+			       fault_at(n, out->rail, out->to_host, out->at_ns) == 1)) {
 		n->dropped_fault++;
 		free(out->data);
 		i = 0;
@@ -163,16 +168,51 @@ uint64_t sim_net_next(const sim_net *n)
 	return n->nheap ? n->heap[0].at_ns : SIM_NEVER;
 }
 
-static void schedule(sim_net *n, uint64_t at, int to_host, int rail, const uint8_t *data,
-		     size_t len)
+static void schedule_as(sim_net *n, uint64_t at, int to_host, int rail, const uint8_t *data,
+			size_t len, int injected)
 {
-	sim_pkt p = { .at_ns = at, .to_host = to_host, .rail = rail, .len = (uint16_t)len };
+	sim_pkt p = { .at_ns = at, .to_host = to_host, .rail = rail, .len = (uint16_t)len,
+		      .injected = (uint8_t)injected };
 
 	p.data = malloc(len ? len : 1);
 	if (!p.data)
 		abort();
 	memcpy(p.data, data, len);
 	heap_push(n, p);
+}
+
+static void schedule(sim_net *n, uint64_t at, int to_host, int rail, const uint8_t *data,
+		     size_t len)
+{
+	schedule_as(n, at, to_host, rail, data, len, 0);
+}
+
+/*
+ * replay_ns: a datagram that gets through is recorded; while the rail is in
+ * a fault window, the recording goes to the other host every replay_ns.
+ */
+static void replay(sim_net *n, uint64_t now_ns, int from_host, int rail, int fault,
+		   const uint8_t *data, size_t len)
+{
+	const sim_link *l = &n->link[rail];
+	uint8_t **rec = &n->rec[rail][from_host];
+
+	if (fault < 0) {
+		uint8_t *b = realloc(*rec, len ? len : 1);
+
+		if (!b)
+			abort();
+		memcpy(b, data, len);
+		*rec = b;
+		n->rec_len[rail][from_host] = (uint16_t)len;
+		return;
+	}
+	if (!*rec || now_ns < n->rec_next[rail][from_host])
+		return;
+	n->rec_next[rail][from_host] = now_ns + l->replay_ns;
+	n->replayed++;
+	schedule_as(n, now_ns + l->delay_ns, 1 - from_host, rail, *rec,
+		    n->rec_len[rail][from_host], 1);
 }
 
 /* Schedules a copy with 1-8 bits flipped, cut short, or with 1-64 random bytes added. */
@@ -264,6 +304,8 @@ int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 
 	n->sent[rail][from_host]++;
 	n->sent_bytes[rail][from_host] += len;
+	if (l->replay_ns)
+		replay(n, now_ns, from_host, rail, fault, data, len);
 	if (len > 1)
 		n->sent_type[rail][from_host][data[1] & 15]++;
 	if (fault == 1) {

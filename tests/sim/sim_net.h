@@ -35,6 +35,10 @@ typedef struct sim_link {
 				 follows: random bytes, a well-formed packet to a
 				 connection id nobody holds, or an INIT or
 				 COOKIE_ECHO with made-up fields */
+	uint64_t replay_ns;   /* an attacker past a black hole records the last
+				 datagram each host got through the rail and, while
+				 the hole lasts, re-sends it to the other host every
+				 replay_ns (the hole does not swallow the copies) */
 } sim_link;
 
 typedef struct sim_window {
@@ -47,6 +51,7 @@ typedef struct sim_pkt {
 	uint64_t at_ns, order;
 	int to_host, rail;
 	uint16_t len;
+	uint8_t injected; /* sent by the attacker beyond any fault */
 	uint8_t *data;
 } sim_pkt;
 
@@ -69,6 +74,11 @@ typedef struct sim_net {
 	uint64_t sent_bytes[SIM_MAX_RAILS][2];
 	uint64_t sent_type[SIM_MAX_RAILS][2][16]; /* by packet type (byte 1) */
 	uint64_t dropped_queue, dropped_fault, dropped_loss, duplicated, mangled, junk;
+	/* replay_ns: the recording per rail and sending host, and when it goes next */
+	uint8_t *rec[SIM_MAX_RAILS][2];
+	uint16_t rec_len[SIM_MAX_RAILS][2];
+	uint64_t rec_next[SIM_MAX_RAILS][2];
+	uint64_t replayed;
 } sim_net;
 
 void sim_net_init(sim_net *n, int nrails, uint64_t seed);

@@ -346,6 +346,41 @@ static int sc_all_dead_long(uint64_t seed)
 	return rc;
 }
 
+/*
+ * Keyed; every rail dark for 40 s from 30 ms while an attacker past the hole
+ * re-sends, every 100 ms, the last datagram each host got through on each
+ * rail (its tag is valid).  Replays are no sign of life: both ends still
+ * time out after the dead-peer timeout.
+ */
+static int sc_replay_dead(uint64_t seed)
+{
+	sim s;
+	sim_link l = gbe();
+	int rc;
+
+	sim_init(&s, 2, seed);
+	l.replay_ns = 100 * MS;
+	set_links(&s, l);
+	for (int h = 0; h < 2; h++) {
+		s.cfg[h].keyed = 1;
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed * 17 + (uint64_t)i * 5);
+	}
+	for (int r = 0; r < 2; r++)
+		sim_net_window(&s.net, r, at(30 * MS), at(30 * MS) + 40 * SEC, 0, -1);
+	sim_start(&s, g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_timeout(&s, 0, at(30 * MS));
+	if (!rc)
+		rc = check_timeout(&s, 1, at(30 * MS));
+	if (!rc && s.net.replayed < 100) {
+		snprintf(g_why, sizeof(g_why), "only %" PRIu64 " replays", s.net.replayed);
+		rc = 1;
+	}
+	sim_free(&s);
+	return rc;
+}
+
 static int sc_vanish(uint64_t seed)
 {
 	sim s;
@@ -476,6 +511,7 @@ static const scenario scenarios[] = {
 	{ "dead-from-start", sc_dead_from_start, "rail 1 dead from the start" },
 	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
 	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },
+	{ "replay-dead", sc_replay_dead, "keyed; all rails dark 40 s, recorded packets replayed" },
 	{ "vanish", sc_vanish, "the server vanishes mid-transfer" },
 	{ "hostile", sc_hostile, "garbage, forged packets and handshakes after 30% of packets" },
 	{ "keyed-mangle", sc_keyed_mangle, "keyed; mangled copies of 20% of packets injected" },

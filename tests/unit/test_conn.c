@@ -26,6 +26,20 @@ static un_net *pair(int nrails, uint64_t *t_est)
 	return n;
 }
 
+/*
+ * A pair whose every rail has carried a datagram each way (the keepalives
+ * 100 ms after the handshake): without a key, a rail carries DATA only once
+ * the peer's address on it has been heard from.
+ */
+static un_net *pair_proven(int nrails, uint64_t *t)
+{
+	un_net *n = pair(nrails, t);
+
+	*t += 150 * UT_MS;
+	un_run(n, *t);
+	return n;
+}
+
 static rn_conn *cl(un_net *n) { return n->side[UN_CLIENT].c; }
 static rn_conn *sv(un_net *n) { return n->side[UN_SERVER].c; }
 
@@ -428,7 +442,7 @@ static void test_conn_wrong_source(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const src_case *tc = &cases[i];
 		rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = (uint8_t)tc->path,
-			     .dst = rn_conn_id(sv(n)), .ts = 1 };
+			     .dst = rn_conn_id(sv(n)) };
 		rn_conn_stats before = stats(sv(n)), after;
 		int rc = un_inject(n, UN_SERVER, t1, tc->local_rail, tc->from, &h, NULL, NULL, 0);
 
@@ -545,7 +559,7 @@ static void test_conn_duplicate_data(void **state)
 	un_net *n = pair(2, &t_est);
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
-		     .seq = cl(n)->isn, .ts = 5 };
+		     .seq = cl(n)->isn };
 
 	(void)state;
 	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
@@ -629,7 +643,7 @@ static int drop_first_data(un_net *n, const un_rec *r, void *arg)
 static void test_conn_loss_resent_other_rail(void **state)
 {
 	uint64_t t_est;
-	un_net *n = pair(2, &t_est);
+	un_net *n = pair_proven(2, &t_est);
 	int left = 1;
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	const un_rec *first, *again;
@@ -849,7 +863,7 @@ static void test_conn_heartbeat_marks_up(void **state)
 static void test_conn_link_state_applied(void **state)
 {
 	uint64_t t_est;
-	un_net *n = pair(2, &t_est);
+	un_net *n = pair_proven(2, &t_est);
 	rn_conn *c = cl(n);
 	const uint64_t t1 = t_est + 1 * UT_MS, t2 = t1 + 10 * UT_US;
 	const uint8_t ls[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
@@ -1022,6 +1036,128 @@ static void test_conn_rail_silence_and_heal(void **state)
 	un_del(n);
 }
 
+/* ---- freshness: replayed datagrams are no sign of life ---- */
+
+/* Sends side `to` a copy of datagram r as recorded (header only: keepalives carry nothing). */
+static int replay(un_net *n, int to, uint64_t now, const un_rec *r)
+{
+	rn_hdr h = { .type = r->type, .path = r->hpath, .dst = r->dst, .seq = r->seq,
+		     .ts = rn_now_us(r->sent_ns) };
+
+	return un_inject(n, to, now, r->src_rail, un_addr(n, 1 - to, r->src_rail), &h, NULL,
+			 NULL, 0);
+}
+
+/*
+ * Client -> server on rail 1 black-holes while an attacker replays a
+ * KEEPALIVE it recorded on that rail every 100 ms: the rail still fails, at
+ * most rail_timeout plus twice the 250 ms freshness bound after the hole.
+ */
+static void test_conn_replayed_keepalive_black_hole(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	int broken = 0;
+	const uint64_t t_b = t_est + 500 * UT_MS;
+	const un_rec *rec;
+	un_rec cap;
+	const rn_event *ev;
+
+	(void)state;
+	n->filter = drop_client_rail1;
+	n->filter_arg = &broken;
+	un_run(n, t_b);
+	/* the last keepalive the client sent on rail 1 before the hole */
+	rec = un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t_b - 150 * UT_MS, 0);
+	assert_non_null(rec);
+	cap = *rec;
+	broken = 1;
+	for (uint64_t t = t_b; t < t_b + 2 * UT_S; t += 100 * UT_MS) {
+		un_run(n, t);
+		replay(n, UN_SERVER, t, &cap);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, t_b);
+	assert_non_null(ev);
+	assert_true(ev->time_ns <= t_b + 350 * UT_MS + 500 * UT_MS);
+	assert_true(stats(sv(n)).drops[RN_DROP_REPLAY] >= 10);
+	/* and it stays down: the replays do not bring it back */
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, ev->time_ns));
+	/* rail 0 was never disturbed */
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 0, 0));
+	un_del(n);
+}
+
+/* The peer is gone; its keepalives, replayed on both rails, do not keep it alive. */
+static void test_conn_replayed_keepalive_dead_peer(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t_d = t_est + 500 * UT_MS;
+	un_rec cap[2];
+	const rn_event *ev;
+
+	(void)state;
+	un_run(n, t_d);
+	for (int k = 0; k < 2; k++) {
+		const un_rec *rec = un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, k, t_d - 150 * UT_MS, 0);
+
+		assert_non_null(rec);
+		cap[k] = *rec;
+	}
+	n->filter = un_drop_all;
+	for (uint64_t t = t_d; t < t_d + 32 * UT_S; t += 100 * UT_MS) {
+		un_run(n, t);
+		if (rn_conn_state(sv(n)) != RN_ST_CLOSED)
+			for (int k = 0; k < 2; k++)
+				replay(n, UN_SERVER, t, &cap[k]);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_FAILED, -1, 0);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_TIMEDOUT);
+	assert_true(ev->time_ns <= t_d + 30 * UT_S + 500 * UT_MS);
+	un_del(n);
+}
+
+/*
+ * Freshness is judged against the peer's clock, which drifts: a peer whose
+ * clock runs 200 ppm fast or slow keeps both rails up for an hour, nothing
+ * dropped; one whose datagrams are late by 100 ms (a queue) is still fresh.
+ */
+static void test_conn_fresh_clock_drift(void **state)
+{
+	static const int64_t ppm[] = { 200, -200 };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		uint64_t t_est;
+		un_net *n = pair(2, &t_est);
+		uint64_t t;
+
+		n->filter = un_drop_all; /* the test speaks for the client */
+		for (t = t_est; t < t_est + 3600 * UT_S; t += 50 * UT_MS) {
+			int64_t el = (int64_t)(t - t_est);
+			uint64_t peer = t_est + (uint64_t)(el + el / 1000000 * ppm[i]);
+			rn_hdr h = { .type = RN_PT_KEEPALIVE, .dst = rn_conn_id(sv(n)),
+				     .ts = rn_now_us(peer - D) };
+
+			/* every 10 minutes, one datagram waited 100 ms in a queue */
+			if ((t - t_est) % (600 * UT_S) == 0)
+				h.ts = rn_now_us(peer - D - 100 * UT_MS);
+			un_run(n, t);
+			for (int k = 0; k < 2; k++) {
+				h.path = (uint8_t)k;
+				assert_int_equal(un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k),
+							   &h, NULL, NULL, 0), 0);
+			}
+		}
+		assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+		assert_int_equal(stats(sv(n)).drops[RN_DROP_REPLAY], 0);
+		assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+		un_del(n);
+	}
+}
+
 /* All rails silent: the connection dies after dead_peer_ns with an error, never EOF. */
 static void test_conn_dead_peer(void **state)
 {
@@ -1055,6 +1191,216 @@ static void test_conn_dead_peer(void **state)
 		assert_true(rn_conn_expiry(c) == UINT64_MAX);
 		assert_int_equal(rn_conn_owes(c), 0);
 	}
+	un_del(n);
+}
+
+/*
+ * The peer's clock steps 5 s ahead (its datagrams all look "from the
+ * future"): they are not fresh at first, but as a live sender's times pass
+ * everything taken before, the baseline follows within two 10 s periods:
+ * the connection lives, its rails come back, nothing is lost for good.
+ */
+static void test_conn_fresh_peer_clock_step(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair_proven(2, &t_est); /* the baseline is set by real datagrams */
+	const uint64_t step = 5 * UT_S;
+	uint64_t t;
+
+	(void)state;
+	n->filter = un_drop_all; /* the test speaks for the client */
+	for (t = t_est; t < t_est + 25 * UT_S; t += 50 * UT_MS) {
+		rn_hdr h = { .type = RN_PT_KEEPALIVE, .dst = rn_conn_id(sv(n)),
+			     .ts = rn_now_us(t + step - D) };
+
+		un_run(n, t);
+		for (int k = 0; k < 2; k++) {
+			h.path = (uint8_t)k;
+			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, NULL, 0);
+		}
+	}
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	assert_true(stats(sv(n)).drops[RN_DROP_REPLAY] > 0);
+	/* the last datagrams were fresh again: both rails received on */
+	assert_int_equal(stats(sv(n)).rail[0].rx_up, 1);
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
+	un_del(n);
+}
+
+/* ---- rails named in an unkeyed hello ---- */
+
+static int drop_client_rail1_always(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return r->from == UN_CLIENT && r->src_rail == 1;
+}
+
+/*
+ * Without a key the client's hello may name anyone's address as its rail 1.
+ * Until a datagram comes from that address the server sends no DATA and no
+ * ACK there, only keepalives (here the address never answers: the client's
+ * rail 1 is cut from the start); the stream flows on rail 0, whole.
+ */
+static void test_conn_unproven_rail_no_data(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	int sent, ka;
+
+	(void)state;
+	n->filter = drop_client_rail1_always;
+	n->side[UN_SERVER].to_send = 2000 * MSS;
+	n->side[UN_CLIENT].reading = 1;
+	un_run(n, t_est + 2 * UT_S);
+	assert_int_equal(n->side[UN_CLIENT].recvd, 2000 * MSS);
+	assert_int_equal(n->side[UN_CLIENT].mismatches, 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_DATA, 1, 0, UINT64_MAX), 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, 1, 0, UINT64_MAX), 0);
+	sent = un_count(n, UN_SERVER, 0, -1, 0, UINT64_MAX);
+	ka = un_count(n, UN_SERVER, RN_PT_KEEPALIVE, 1, 0, UINT64_MAX) +
+	     un_count(n, UN_SERVER, RN_PT_HEARTBEAT, 1, 0, UINT64_MAX) +
+	     un_count(n, UN_SERVER, RN_PT_LINK_STATE, 1, 0, UINT64_MAX);
+	/* a keepalive per quarter window of packets, heartbeats and notices: a trickle */
+	assert_true(ka * 20 <= sent);
+	/* the client's rail 1 works the other way and is proven there: it may use it */
+	assert_true(stats(cl(n)).rail[1].rx_packets > 0);
+	un_del(n);
+}
+
+/* ---- stateless reset ---- */
+
+/*
+ * The server process restarts on the same port (its connection is gone, a
+ * new listener with a new secret): the client's next keepalive draws a
+ * stateless reset and the client fails with RESET within one keepalive
+ * period and a round trip, not after the 30 s dead-peer timeout.
+ */
+static void test_conn_sreset_restarted_server(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t_r = t_est + 300 * UT_MS;
+	const rn_event *ev;
+	rn_conn_stats st;
+
+	(void)state;
+	un_run(n, t_r);
+	rn_conn_del(sv(n));
+	n->side[UN_SERVER].c = NULL;
+	n->side[UN_SERVER].rng.state ^= 0x5555; /* a new process: a new listener secret */
+	un_listen(n);
+	un_run(n, t_r + UT_S);
+	ev = un_event(n, UN_CLIENT, RN_EV_FAILED, -1, t_r);
+	assert_non_null(ev);
+	assert_int_equal(ev->err, RN_ERR_RESET);
+	assert_true(ev->time_ns <= t_r + 100 * UT_MS + 2 * D);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_RESET);
+	rn_conn_get_stats(cl(n), &st);
+	assert_true(st.sresets == 1);
+	assert_true(n->side[UN_SERVER].lis.resets >= 1);
+	/* the client, reset, sends no RESET back: no ping-pong */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_RESET, -1, t_r, UINT64_MAX), 0);
+	un_del(n);
+}
+
+typedef struct sreset_case {
+	const char *name;
+	int64_t id_delta;  /* named id: the client's peer id plus this */
+	int rail;          /* local rail it arrives on */
+	int from_rail;     /* the server rail address it claims to come from */
+	int from_port_delta;
+	int want;
+} sreset_case;
+
+/* Only the peer's id, from the peer's address on that rail, resets; anything else is dropped. */
+static void test_conn_sreset_forged(void **state)
+{
+	static const sreset_case cases[] = {
+		{ "another id", 1, 0, 0, 0, RN_ERR_DROP },
+		{ "our own id", 0x7fffffff, 0, 0, 0, RN_ERR_DROP },
+		{ "the peer's rail 1 address on rail 0", 0, 0, 1, 0, RN_ERR_DROP },
+		{ "another port", 0, 0, 0, 1, RN_ERR_DROP },
+		{ "right on rail 1", 0, 1, 1, 0, 0 },
+	};
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	rn_conn *c = cl(n);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const sreset_case *tc = &cases[i];
+		uint8_t body[RN_SRESET_LEN];
+		rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+		rn_addr from = un_addr(n, UN_SERVER, tc->from_rail);
+		uint64_t named = c->peer_id + (uint64_t)tc->id_delta;
+		int rc;
+
+		if (tc->id_delta == 0x7fffffff)
+			named = rn_conn_id(c);
+		from.port = (uint16_t)(from.port + tc->from_port_delta);
+		rn_put64(body, named);
+		rc = un_inject(n, UN_CLIENT, t_est + UT_MS, tc->rail, from, &h, NULL, body,
+			       sizeof(body));
+		if (rc != tc->want)
+			fail_msg("case \"%s\": got %d, want %d", tc->name, rc, tc->want);
+		if (tc->want)
+			assert_int_equal(rn_conn_state(c), RN_ST_ESTABLISHED);
+	}
+	assert_int_equal(rn_conn_error(c), RN_ERR_RESET);
+	un_del(n);
+}
+
+/* A listener out of its budget refuses the COOKIE_ECHO: the connect fails at once, refused. */
+static void test_conn_sreset_refused_handshake(void **state)
+{
+	un_net *n = un_new(2);
+	int type = RN_PT_COOKIE_ECHO;
+	uint8_t body[RN_SRESET_LEN], reply[256];
+	rn_accept_params ap = { .id = 0 };
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+	size_t rlen;
+
+	(void)state;
+	n->filter = drop_first_of_type; /* the listener's answer is made by hand below */
+	n->filter_arg = &type;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_run(n, t0 + 3 * D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	/* what rn_listener_refuse writes for this client's echo */
+	ap.id = cl(n)->peer_id;
+	ap.from = un_addr(n, UN_CLIENT, 0);
+	rlen = rn_listener_refuse(&n->side[UN_SERVER].lis, t0 + 3 * D, &ap, reply, sizeof(reply));
+	assert_true(rlen > 0);
+	assert_true(rn_wire_peek_sreset(reply, rlen) == ap.id);
+	rn_put64(body, rn_wire_peek_sreset(reply, rlen));
+	assert_int_equal(un_inject(n, UN_CLIENT, t0 + 4 * D, 0, un_addr(n, UN_SERVER, 0), &h, NULL,
+				   body, sizeof(body)), 0);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_REFUSED);
+	un_del(n);
+}
+
+/* A connection closed cleanly (lingering) takes a reset quietly: the peer may forget it. */
+static void test_conn_sreset_after_close(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	uint8_t body[RN_SRESET_LEN];
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+	uint64_t t;
+
+	(void)state;
+	n->side[UN_CLIENT].shut_when_done = 1;
+	n->side[UN_SERVER].shut_when_done = 1;
+	un_run(n, t_est + 50 * UT_MS);
+	t = t_est + 50 * UT_MS;
+	if (rn_conn_state(cl(n)) != RN_ST_LINGER)
+		fail_msg("client in state %s, not linger", rn_state_name(rn_conn_state(cl(n))));
+	rn_put64(body, cl(n)->peer_id);
+	assert_int_equal(un_inject(n, UN_CLIENT, t, 0, un_addr(n, UN_SERVER, 0), &h, NULL, body,
+				   sizeof(body)), RN_ERR_DROP);
+	assert_int_equal(rn_conn_error(cl(n)), 0);
 	un_del(n);
 }
 
@@ -1327,6 +1673,15 @@ int main(void)
 		cmocka_unit_test(test_conn_keepalive),
 		cmocka_unit_test(test_conn_rail_silence_and_heal),
 		cmocka_unit_test(test_conn_dead_peer),
+		cmocka_unit_test(test_conn_replayed_keepalive_black_hole),
+		cmocka_unit_test(test_conn_replayed_keepalive_dead_peer),
+		cmocka_unit_test(test_conn_fresh_clock_drift),
+		cmocka_unit_test(test_conn_fresh_peer_clock_step),
+		cmocka_unit_test(test_conn_unproven_rail_no_data),
+		cmocka_unit_test(test_conn_sreset_restarted_server),
+		cmocka_unit_test(test_conn_sreset_forged),
+		cmocka_unit_test(test_conn_sreset_after_close),
+		cmocka_unit_test(test_conn_sreset_refused_handshake),
 		cmocka_unit_test(test_conn_abort_and_reset),
 		cmocka_unit_test(test_conn_reset_after_data),
 		cmocka_unit_test(test_conn_graceful_close),

@@ -394,6 +394,188 @@ static void test_cookie_listener_rate_limit(void **state)
 		do_init(f, UT_T0 + 1002 * UT_MS, CLIENT_ADDR, &ch);
 }
 
+/* Sends the echo of the last INIT (f->cookie) at now; returns the listener's answer. */
+static int echo_last(lis_fix *f, uint64_t now, const rn_hello *ch, rn_accept_params *ap)
+{
+	uint8_t echo[512], reply[2048];
+	size_t rlen;
+
+	return rn_listener_recv(&f->l, now, 0, CLIENT_ADDR, echo,
+				make_echo(echo, ch, f->server_id, f->cookie), reply, sizeof(reply),
+				&rlen, ap);
+}
+
+/*
+ * A recorded COOKIE_ECHO sent again after its connection is gone builds no
+ * second connection, however late within the cookie's life; a driver that
+ * could not take the connection lets the client's next echo through once.
+ */
+static void test_cookie_listener_replay(void **state)
+{
+	lis_fix *f = *state;
+	rn_hello ch = client_hello();
+	rn_accept_params ap;
+
+	do_init(f, UT_T0, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, UT_T0 + UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	assert_int_equal(echo_last(f, UT_T0 + 2 * UT_MS, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(echo_last(f, UT_T0 + 2 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(echo_last(f, UT_T0 + 10 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.accepts, 1);
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], 3);
+	assert_int_equal(f->l.drops[RN_DROP_COOKIE], 0);
+	/* past its life it is just stale */
+	assert_int_equal(echo_last(f, UT_T0 + 11 * UT_S, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.drops[RN_DROP_COOKIE], 1);
+
+	/* the driver had no room: the client's resent echo gets one more go */
+	do_init(f, UT_T0 + 20 * UT_S, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	rn_listener_forget(&f->l, &ap);
+	assert_int_equal(f->l.accepts, 1);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + 2 * UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+	assert_int_equal(echo_last(f, UT_T0 + 20 * UT_S + 3 * UT_MS, &ch, &ap), RN_ERR_DROP);
+	assert_int_equal(f->l.accepts, 2);
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], 4);
+}
+
+/*
+ * More live cookies accepted than the listener remembers: no cookie is ever
+ * accepted twice, cookies issued after the oldest forgotten one still work,
+ * and the memory stays what it was (the fixture checks no allocation).
+ */
+static void test_cookie_listener_replay_full(void **state)
+{
+	enum { N = RN_REPLAY_SLOTS + 300 };
+	lis_fix *f = *state;
+	rn_hello ch = client_hello();
+	static uint8_t cookies[N][RN_COOKIE_LEN];
+	static uint64_t ids[N];
+	uint8_t unused[RN_COOKIE_LEN];
+	uint64_t unused_id, t = UT_T0;
+	rn_accept_params ap;
+
+	/* one cookie issued and never echoed, before all the others */
+	do_init(f, t, CLIENT_ADDR, &ch);
+	memcpy(unused, f->cookie, RN_COOKIE_LEN);
+	unused_id = f->server_id;
+	for (int i = 0; i < N; i++) {
+		t += UT_MS; /* 1 ms apart: within the rate limit and all alive at the end */
+		do_init(f, t, CLIENT_ADDR, &ch);
+		memcpy(cookies[i], f->cookie, RN_COOKIE_LEN);
+		ids[i] = f->server_id;
+		assert_int_equal(echo_last(f, t, &ch, &ap), RN_LISTEN_ACCEPT);
+	}
+	assert_int_equal(f->l.accepts, N);
+	/* every one of them replayed: refused, remembered or under the floor */
+	for (int i = 0; i < N; i++) {
+		f->server_id = ids[i];
+		memcpy(f->cookie, cookies[i], RN_COOKIE_LEN);
+		if (echo_last(f, t + UT_MS, &ch, &ap) != RN_ERR_DROP)
+			fail_msg("cookie %d of %d accepted twice", i, N);
+	}
+	assert_int_equal(f->l.drops[RN_DROP_REPLAY], N);
+	assert_int_equal(f->l.accepts, N);
+	/* the cookie issued before the floor cannot be told from a replay: refused */
+	f->server_id = unused_id;
+	memcpy(f->cookie, unused, RN_COOKIE_LEN);
+	assert_int_equal(echo_last(f, t + UT_MS, &ch, &ap), RN_ERR_DROP);
+	/* a new one works */
+	do_init(f, t + 2 * UT_MS, CLIENT_ADDR, &ch);
+	assert_int_equal(echo_last(f, t + 3 * UT_MS, &ch, &ap), RN_LISTEN_ACCEPT);
+}
+
+/* Sends the listener a datagram of `type` (with an ACK block when `ack`) to connection id dst. */
+static int to_unknown(lis_fix *f, uint64_t now, uint8_t type, int ack, uint64_t dst,
+		      uint8_t *reply, size_t *rlen, size_t *len)
+{
+	uint8_t pkt[256], pl[8] = { 0 };
+	rn_hdr h = { .type = type, .path = 0, .dst = dst, .flags = ack ? RN_F_ACK : 0 };
+	rn_ackblk ab = { .ack = 1, .wnd = 65 };
+	size_t plen = type == RN_PT_LINK_ACK ? RN_LINK_ACK_LEN :
+		      type == RN_PT_RESET ? RN_RESET_LEN : type == RN_PT_SRESET ? RN_SRESET_LEN : 0;
+	ssize_t n;
+	rn_accept_params ap;
+
+	if (type == RN_PT_SRESET)
+		pl[7] = 1;
+	n = rn_wire_encode(pkt, sizeof(pkt) - RN_MAC_LEN, &h, ack ? &ab : NULL, pl, plen);
+	assert_true(n > 0);
+	if (f->cfg.keyed)
+		n = rn_wire_seal(pkt, (size_t)n, sizeof(pkt), f->cfg.key);
+	*len = (size_t)n;
+	return rn_listener_recv(&f->l, now, 0, CLIENT_ADDR, pkt, (size_t)n, reply, 512, rlen, &ap);
+}
+
+/*
+ * A datagram for an id the listener's host does not know (it restarted)
+ * gets a stateless reset naming that id, no larger than the datagram;
+ * resets, handshake replies and datagrams too small to pay for one get
+ * none; the source's rate limit holds.
+ */
+static void test_cookie_listener_sreset(void **state)
+{
+	lis_fix *f = *state;
+	const uint64_t dst = UINT64_C(0x0123456789abcdef);
+	uint8_t reply[512];
+	size_t rlen, len;
+	rn_pkt k;
+
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, dst, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	assert_true(rlen <= len);
+	assert_int_equal(rn_wire_decode(&k, reply, rlen), 0);
+	assert_int_equal(k.type, RN_PT_SRESET);
+	assert_true(k.dst == 0);
+	assert_true(rn_get64(k.payload) == dst);
+	assert_true(rn_wire_peek_sreset(reply, rlen) == dst);
+	assert_int_equal(f->l.resets, 1);
+	assert_int_equal(f->l.drops[RN_DROP_UNKNOWN_CONN], 1);
+	/* DATA, ACK: the same */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_ACK, 1, dst, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	/* never answered */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_RESET, 1, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_SRESET, 0, 0, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_COOKIE_ACK, 0, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	/* a 24-byte keepalive cannot pay for a 32-byte reset: no amplification */
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 0, dst, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(rlen, 0);
+	assert_int_equal(f->l.resets, 2);
+	/* a flood from one source: a burst, then the rate */
+	for (int i = 0; i < 2 * RN_RL_BURST; i++)
+		to_unknown(f, UT_T0 + UT_MS, RN_PT_KEEPALIVE, 1, dst + (uint64_t)i, reply, &rlen,
+			   &len);
+	assert_true(f->l.resets <= RN_RL_BURST + 2);
+	assert_true(f->l.resets_limited >= RN_RL_BURST);
+}
+
+/* With a cluster key only a tagged datagram draws a reset, and the reset is tagged. */
+static void test_cookie_listener_sreset_keyed(void **state)
+{
+	lis_fix *f = *state;
+	uint8_t reply[512];
+	size_t rlen, len;
+
+	f->cfg.keyed = 1;
+	memset(f->cfg.key, 0x42, RN_KEY_LEN);
+	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
+			 RN_LISTEN_REPLY);
+	assert_true(rlen <= len);
+	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key), (ssize_t)(rlen - RN_MAC_LEN));
+	/* the same datagram without its tag (someone without the key): nothing */
+	f->cfg.keyed = 0;
+	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
+			 RN_ERR_DROP);
+	assert_int_equal(f->l.drops[RN_DROP_AUTH], 1);
+	assert_int_equal(f->l.resets, 1);
+}
+
 typedef struct echo_case {
 	const char *name;
 	int flip_bit;     /* bit of the cookie to flip, -1 none */
@@ -561,6 +743,10 @@ int main(void)
 		LIS_TEST(test_cookie_listener_accept),
 		LIS_TEST(test_cookie_listener_accept_small_dgram),
 		LIS_TEST(test_cookie_listener_stateless),
+		LIS_TEST(test_cookie_listener_replay),
+		LIS_TEST(test_cookie_listener_replay_full),
+		LIS_TEST(test_cookie_listener_sreset),
+		LIS_TEST(test_cookie_listener_sreset_keyed),
 		LIS_TEST(test_cookie_listener_reply_size),
 		LIS_TEST(test_cookie_listener_rate_limit),
 		LIS_TEST(test_cookie_listener_bad_cookie),

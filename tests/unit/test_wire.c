@@ -197,7 +197,7 @@ static const bad_case bad_cases[] = {
 	{ "version before length", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 9 }}, HDR + 3, 0,
 	  RN_DROP_VERSION },
 	{ "type 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 0 }}, NOCUT, 0, RN_DROP_TYPE },
-	{ "type 12", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 12 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 13", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 13 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
 	{ "flag 0x04", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x04 }}, NOCUT, 0, RN_DROP_MALFORMED },

@@ -164,7 +164,8 @@ static void deliver_one(un_net *n, const un_pkt *p, uint64_t now)
 	un_side *sd = &n->side[1 - p->rec.from];
 	uint64_t dst = rn_wire_peek_dst(p->data, p->rec.len);
 
-	if (sd->c && dst == rn_conn_id(sd->c)) {
+	/* a stateless reset names no id of ours: a driver offers it to its connections */
+	if (sd->c && (dst == rn_conn_id(sd->c) || rn_wire_peek_sreset(p->data, p->rec.len))) {
 		rn_conn_recv(sd->c, now, p->rec.dst_rail, p->src, p->data, p->rec.len);
 		return;
 	}
@@ -345,8 +346,13 @@ int un_inject(un_net *n, int to, uint64_t now, int local_rail, rn_addr from,
 	      const rn_hdr *h, const rn_ackblk *ab, const void *payload, size_t len)
 {
 	uint8_t buf[UN_DGRAM];
-	ssize_t dlen = rn_wire_encode(buf, sizeof(buf), h, ab, payload, len);
+	rn_hdr hd = *h;
+	ssize_t dlen;
 
+	/* no send time given: sent now, as a real peer's datagram would be */
+	if (!hd.ts)
+		hd.ts = (uint32_t)(now / 1000);
+	dlen = rn_wire_encode(buf, sizeof(buf), &hd, ab, payload, len);
 	assert_true(dlen > 0);
 	return rn_conn_recv(n->side[to].c, now, local_rail, from, buf, (size_t)dlen);
 }

@@ -130,7 +130,7 @@ void un_run(un_net *n, uint64_t until);
 /* un_run until both sides are established; returns the time it happened. */
 uint64_t un_handshake(un_net *n, uint64_t t0);
 
-/* Hands side `to` a datagram written by the test, as if from the peer's rail. */
+/* Hands side `to` a datagram written by the test, as if from the peer's rail (h->ts 0: sent now). */
 int un_inject(un_net *n, int to, uint64_t now, int local_rail, rn_addr from,
 	      const rn_hdr *h, const rn_ackblk *ab, const void *payload, size_t len);
 /* The same with the usual header: to side `to`'s connection, on path = rail. */
