@@ -80,6 +80,19 @@ enum rn_shim_kind {
 };
 
 #define RN_SHIM_MAXOPT 12 /* options remembered per socket */
+#define RN_SHIM_MAXEP 4   /* epoll sets a TCP socket's registrations are carried into */
+
+/*
+ * An epoll registration of a TCP socket not converted yet: conversion
+ * replaces the open file behind the number, which drops it from every epoll
+ * set, so the shim adds it again, with the same events and data.
+ */
+typedef struct rn_shim_epreg {
+	int epfd;        /* the epoll descriptor the program registered through */
+	uint64_t ep_ino; /* its inode: the set must still be that one */
+	uint32_t events;
+	uint64_t data;
+} rn_shim_epreg;
 
 /* An option the program set: replayed at conversion, or answered by getsockopt. */
 typedef struct rn_shim_opt {
@@ -98,6 +111,9 @@ typedef struct rn_shim_ent {
 	struct sockaddr_in local, peer; /* last known: they also answer in a forked child */
 	int nopt;
 	rn_shim_opt opt[RN_SHIM_MAXOPT];
+	int nep, ep_lost;      /* TCP: registrations to carry; ep_lost: more than fit */
+	rn_shim_epreg ep[RN_SHIM_MAXEP];
+	int shared;            /* TCP: dup'ed, other numbers hold the same socket */
 } rn_shim_ent;
 
 /*
@@ -122,8 +138,29 @@ int rn_shim_tab_drop(int fd);
 void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len);
 /* Remembers fd's local (peer == 0) or peer address. */
 void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a);
+/*
+ * Remembers (EPOLL_CTL_ADD, MOD) or forgets (DEL) the registration of TCP
+ * socket fd in the epoll set epfd (inode ep_ino).
+ */
+void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_ino, const struct epoll_event *ev);
+/* Marks fd's entry as one of several numbers of the same socket. */
+void rn_shim_tab_note_shared(int fd);
+/*
+ * The other numbers whose entry is the same open socket as fd's entry e
+ * (its duplicates), up to max in out[]; their count.
+ */
+int rn_shim_tab_others(int fd, const rn_shim_ent *e, int *out, int max);
 /* The remembered option, or NULL. */
 const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name);
+
+/* ---- waits (rn_shim_poll.c) ---- */
+
+/*
+ * epoll_ctl as the program's interposed call does it (the rail sockets and
+ * ri2n's held bytes follow the registration): for registrations the shim
+ * carries across a conversion.
+ */
+int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 
 /* ---- which sockets become ri2n (rn_shim_policy.c) ---- */
 

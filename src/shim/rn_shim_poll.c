@@ -125,17 +125,27 @@ static void ep_settle(int epfd, ep_set *e)
 	e->np = k;
 }
 
-RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
+	rn_shim_ent te;
 
-	if (rc == 0 && op == EPOLL_CTL_DEL && ours(fd)) {
+	if (rc < 0 || !ours(fd) || !rn_shim_tab_get(fd, &te)) {
+		errno = saved;
+		return rc;
+	}
+	if (te.kind == RN_SHIM_TCP) {
+		/* carried across the conversion at connect or listen (rn_shim_sock.c) */
+		struct stat sb;
+
+		if (fstat(epfd, &sb) == 0)
+			rn_shim_tab_note_ep(fd, op, epfd, (uint64_t)sb.st_ino, ev);
+	} else if (op == EPOLL_CTL_DEL) {
 		struct stat sb;
 
 		if (fstat(epfd, &sb) == 0)
 			rn_api_epoll_note(fd, (uint64_t)sb.st_ino, 0, 0);
-	}
-	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
+	} else if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		ep_set *e;
 
 		pthread_mutex_lock(&g_ep.mu);
@@ -154,6 +164,11 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	errno = saved;
 	return rc;
+}
+
+RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return rn_shim_epoll_ctl(epfd, op, fd, ev);
 }
 
 /* The milliseconds left of timeout (ms, -1: none) begun at t0. */

@@ -6,7 +6,16 @@
  * A TCP socket becomes ri2n when the program calls connect() or listen() on
  * it (the shim cannot know earlier where it will go): a ri2n socket is made,
  * given the options the program set and its bound port, and moved onto the
- * program's descriptor number, which keeps its O_NONBLOCK and FD_CLOEXEC.
+ * program's descriptor number.  That replaces the open file behind the
+ * number, so what the program tied to the old one is carried over (adopt):
+ * the file status flags (O_NONBLOCK, O_ASYNC), the owner and signal of
+ * O_ASYNC, each number's FD_CLOEXEC, the numbers dup'ed from it before
+ * (each becomes a duplicate of the ri2n socket) and the registrations in
+ * epoll sets, added again with the same events and data.  Not carried:
+ * locks (flock, OFD locks), copies held by other processes (a fork child,
+ * SCM_RIGHTS: they keep the TCP socket), epoll registrations beyond
+ * RN_SHIM_MAXEP sets per number (logged) and a thread already blocked in
+ * poll or select on the number (it sees the TCP socket close).
  * Anything the policy leaves alone passes through, and so does every call on
  * a descriptor the shim does not know; ri2n's own engine, statically linked
  * into this library, goes through these same functions and is one of those.
@@ -17,6 +26,8 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,16 +57,45 @@ static void after_dup(int old, int nfd)
 	forget(nfd);
 	if (rn_shim_tab_get(old, &e)) {
 		if (e.kind == RN_SHIM_TCP) {
-			/* converting one number would leave the other on the TCP socket */
-			rn_shim_tab_drop(old);
-			rn_shim_log("fd %d: duplicated to %d before connect/listen: stays TCP", old, nfd);
+			/* both numbers convert together at connect/listen (adopt) */
+			rn_shim_tab_note_shared(old);
+			e.shared = 1;
+			e.nep = 0; /* registrations are per number */
+			e.ep_lost = 0;
 		} else {
 			/* ENOTSOCK in a forked child: the parent's engine serves it, as is */
 			rn_api_dup(old, nfd);
-			rn_shim_tab_set(nfd, &e);
 		}
+		rn_shim_tab_set(nfd, &e);
 	}
 	errno = saved;
+}
+
+#define MAX_DUPS 8 /* numbers of one TCP socket converted together */
+
+/* The other numbers of TCP socket fd still open on it, with their entries. */
+static int others_of(int fd, const rn_shim_ent *e, int *num, rn_shim_ent *ent)
+{
+	int cand[MAX_DUPS], n = 0, k;
+
+	if (!e->shared)
+		return 0;
+	k = rn_shim_tab_others(fd, e, cand, MAX_DUPS);
+	for (int i = 0; i < k; i++)
+		if (rn_shim_tab_get(cand[i], &ent[n]) && ent[n].kind == RN_SHIM_TCP)
+			num[n++] = cand[i];
+	return n;
+}
+
+/* TCP socket fd stays TCP: forget it under every number. */
+static void stays_tcp(int fd, const rn_shim_ent *e)
+{
+	rn_shim_ent ent[MAX_DUPS];
+	int num[MAX_DUPS], n = others_of(fd, e, num, ent);
+
+	for (int i = 0; i < n; i++)
+		rn_shim_tab_drop(num[i]);
+	rn_shim_tab_drop(fd);
 }
 
 static int v6only(int fd)
@@ -79,17 +119,68 @@ static void bound_of(int fd, struct sockaddr_in *out)
 	}
 }
 
-/* Moves ri2n socket n onto the program's number fd, keeping fd's O_NONBLOCK and FD_CLOEXEC. */
-static int take_number(int n, int fd)
+/* Adds again the epoll registrations e had as a TCP socket, now on ri2n socket fd. */
+static void carry_epoll(int fd, const rn_shim_ent *e)
+{
+	for (int i = 0; i < e->nep; i++) {
+		const rn_shim_epreg *r = &e->ep[i];
+		struct epoll_event ev = { .events = r->events, .data.u64 = r->data };
+		struct stat sb;
+
+		if (fstat(r->epfd, &sb) < 0 || (uint64_t)sb.st_ino != r->ep_ino)
+			continue; /* that epoll set is gone */
+		if (rn_shim_epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			rn_shim_log("fd %d: its epoll registration in fd %d could not be carried over: %s",
+				    fd, r->epfd, strerror(errno));
+	}
+	if (e->ep_lost)
+		rn_shim_log("fd %d: registered in more than %d epoll sets before connect/listen: "
+			    "only %d carried over", fd, RN_SHIM_MAXEP, RN_SHIM_MAXEP);
+}
+
+/*
+ * Moves ri2n socket n onto the program's number fd (and onto every number
+ * dup'ed from it) and carries over what was tied to the TCP socket's open
+ * file (see the top of this file).  ne is the entry each number gets.
+ */
+static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
 {
 	int fl = RN_REAL->fcntl(fd, F_GETFL), fdfl = RN_REAL->fcntl(fd, F_GETFD);
+	int sig = RN_REAL->fcntl(fd, F_GETSIG), num[MAX_DUPS], nd;
+	struct f_owner_ex own = { 0 };
+	rn_shim_ent ent[MAX_DUPS];
 
 	if (fl < 0 || fdfl < 0)
 		return -1;
+	if (RN_REAL->fcntl(fd, F_GETOWN_EX, &own) < 0)
+		own.pid = 0;
+	nd = others_of(fd, e, num, ent);
 	if (rn_api_move(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		return -1;
-	if (fl & O_NONBLOCK)
-		RN_REAL->fcntl(fd, F_SETFL, RN_REAL->fcntl(fd, F_GETFL) | O_NONBLOCK);
+	/* the owner and signal first: O_ASYNC would signal the old owner meanwhile */
+	if (own.pid)
+		RN_REAL->fcntl(fd, F_SETOWN_EX, &own);
+	if (sig > 0)
+		RN_REAL->fcntl(fd, F_SETSIG, sig);
+	if (fl & (O_NONBLOCK | O_ASYNC))
+		RN_REAL->fcntl(fd, F_SETFL,
+			       RN_REAL->fcntl(fd, F_GETFL) | (fl & (O_NONBLOCK | O_ASYNC)));
+	rn_shim_tab_set(fd, ne);
+	for (int i = 0; i < nd; i++) {
+		int dfl = RN_REAL->fcntl(num[i], F_GETFD);
+
+		/* raw: the interposed dup3 would take it for the program's own */
+		if (dfl < 0 || syscall(SYS_dup3, fd, num[i], (dfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
+		    rn_api_dup(fd, num[i]) < 0) {
+			rn_shim_log("fd %d: its duplicate %d could not follow it onto ri2n: %s", fd,
+				    num[i], strerror(errno));
+			rn_shim_tab_drop(num[i]);
+			continue;
+		}
+		rn_shim_tab_set(num[i], ne);
+		carry_epoll(num[i], &ent[i]);
+	}
+	carry_epoll(fd, e);
 	return 0;
 }
 
@@ -190,15 +281,15 @@ static int listen_convert(int fd, const rn_shim_ent *e, struct sockaddr_in *loca
 	if (bind_listener(n, e, &any) < 0 || ri2n_listen(n, backlog) < 0)
 		return give_up(n, fd, "listen");
 	rn_shim_opt_replay(n, e);
-	if (take_number(n, fd) < 0)
-		return give_up(n, fd, "listen");
-	if (ri2n_getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+	if (ri2n_getsockname(n, (struct sockaddr *)&got, &gl) == 0)
 		local->sin_port = got.sin_port; /* the port ri2n chose if the program bound none */
 	ne.kind = RN_SHIM_RI2N;
 	ne.listening = 1;
 	ne.local = *local;
 	ne.have_local = 1;
-	rn_shim_tab_set(fd, &ne);
+	ne.nep = ne.ep_lost = ne.shared = 0;
+	if (adopt(n, fd, e, &ne) < 0)
+		return give_up(n, fd, "listen");
 	rn_shim_log("fd %d: listening on %s over ri2n", fd, rn_shim_addr_str(local, as, sizeof(as)));
 	return 0;
 }
@@ -228,7 +319,7 @@ RN_SHIM_API int listen(int fd, int backlog)
 		goto stays;
 	return listen_convert(fd, &e, &local, backlog);
 stays:
-	rn_shim_tab_drop(fd);
+	stays_tcp(fd, &e);
 	rn_shim_log("fd %d: listen on %s stays TCP (%s)", fd, as, why);
 	return RN_REAL->listen(fd, backlog);
 }
@@ -250,12 +341,12 @@ static int connect_convert(int fd, const rn_shim_ent *e, const struct sockaddr_i
 		if (ri2n_bind(n, (struct sockaddr *)&b, sizeof(b)) < 0)
 			return give_up(n, fd, "bind");
 	}
-	if (take_number(n, fd) < 0)
-		return give_up(n, fd, "connect");
 	ne.kind = RN_SHIM_RI2N;
 	ne.peer = *dst;
 	ne.have_peer = 1;
-	rn_shim_tab_set(fd, &ne);
+	ne.nep = ne.ep_lost = ne.shared = 0;
+	if (adopt(n, fd, e, &ne) < 0)
+		return give_up(n, fd, "connect");
 	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
 	return ri2n_connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
 }
@@ -286,7 +377,7 @@ RN_SHIM_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto stays;
 	return connect_convert(fd, &e, &dst, &bound);
 stays:
-	rn_shim_tab_drop(fd);
+	stays_tcp(fd, &e);
 	rn_shim_log("fd %d: connect to %s stays TCP (%s)", fd, as, why);
 	return RN_REAL->connect(fd, addr, len);
 }

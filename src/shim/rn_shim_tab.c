@@ -212,3 +212,67 @@ const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name)
 			return &e->opt[i];
 	return NULL;
 }
+
+void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_ino, const struct epoll_event *ev)
+{
+	rn_shim_ent **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s && (*s)->kind == RN_SHIM_TCP) {
+		rn_shim_ent *e = *s;
+		int i;
+
+		for (i = 0; i < e->nep; i++)
+			if (e->ep[i].epfd == epfd && e->ep[i].ep_ino == ep_ino)
+				break;
+		if (op == EPOLL_CTL_DEL) {
+			if (i < e->nep)
+				e->ep[i] = e->ep[--e->nep];
+		} else if (ev && i < RN_SHIM_MAXEP) {
+			e->ep[i] = (rn_shim_epreg){ .epfd = epfd, .ep_ino = ep_ino,
+						    .events = ev->events, .data = ev->data.u64 };
+			if (i == e->nep)
+				e->nep++;
+		} else if (ev) {
+			e->ep_lost = 1;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+}
+
+void rn_shim_tab_note_shared(int fd)
+{
+	rn_shim_ent **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s)
+		(*s)->shared = 1;
+	pthread_mutex_unlock(&g.mu);
+}
+
+int rn_shim_tab_others(int fd, const rn_shim_ent *e, int *out, int max)
+{
+	int n = 0;
+
+	if (!rn_shim_tab_mine())
+		return 0;
+	pthread_mutex_lock(&g.mu);
+	for (int p = 0; p < NPAGES && n < max; p++) {
+		rn_shim_ent **pg = __atomic_load_n(&g.page[p], __ATOMIC_ACQUIRE);
+
+		for (int j = 0; pg && j < PAGE_SIZE && n < max; j++) {
+			int o = p * PAGE_SIZE + j;
+
+			if (o != fd && pg[j] && pg[j]->dev == e->dev && pg[j]->ino == e->ino)
+				out[n++] = o;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	return n;
+}

@@ -20,17 +20,27 @@
 #           client children, an inetd-style exec, threads, sendfile/splice,
 #           options, TCP_INFO, v4-mapped IPv6, a vfork()ed child's
 #           close_range, RI2N_RUN_PORTS
+#   early   shim_fidelity: an epoll server whose listener is registered (and
+#           dup'ed) before listen(), and a client whose socket is registered
+#           in epoll, dup'ed and given O_ASYNC/F_SETOWN before a non-blocking
+#           connect(): the registrations keep delivering events, every byte
+#           of a 4 MiB echo checked
+#   nginx   an nginx reverse proxy (ri2n-run --ports 8080: its upstream
+#           connections convert, its own listener stays TCP) in host 1 in
+#           front of an nginx upstream under ri2n-run in host 2: curl fetches
+#           100 MiB through the proxy, sha256 compared
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
-tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
+tag=${RI2N_TEST_TAG:-}; [ -n "$tag" ] || tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
 if [ -n "${RI2N_RUN_LIB:-}" ]; then
@@ -331,7 +341,88 @@ scenario_probe() {
 	nt_ok "probe: $(grep -c '^ok' "$NT_DIR/check.out") socket behaviours kept under ri2n-run"
 }
 
+# ---- registrations made before connect and listen ----
+
+scenario_early() {
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9100
+	local srv=$ST_PID
+	st_wait_listen 2 9100
+	st_fg early 1 "$FIDELITY" early "$(nt_addr 2)" 9100
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/early.out"
+	[ $rc -eq 0 ] || nt_fail "early: $(grep -c FAIL "$NT_DIR/early.out") check(s) failed: $(tail -n 3 "$NT_DIR/early.err")"
+	grep -q "^listening ri2n ri2n" "$NT_DIR/server.out" ||
+		nt_fail "the epoll server's listener and its dup: '$(head -n 1 "$NT_DIR/server.out")', want 'listening ri2n ri2n'"
+	st_require_ri2n early server
+	kill -0 "$srv" 2>/dev/null || nt_fail "the epoll server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "early: epoll registrations, dups, O_ASYNC and F_SETOWN made before connect/listen keep working"
+}
+
+# ---- nginx as a reverse proxy over ri2n ----
+
+# nginx_conf NAME SERVER_BLOCK [MASTER]: a configuration for a foreground nginx under $NT_DIR/NAME.
+nginx_conf() {
+	local d=$NT_DIR/$1
+	mkdir -p "$d/tmp"
+	cat >"$d/nginx.conf" <<EOF
+daemon off;
+master_process ${3:-on};
+worker_processes 1;
+user root;
+pid $d/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	$2
+}
+EOF
+}
+
+scenario_nginx() {
+	local up px
+	need nginx curl
+	nt_init "$tag" 2 2 1gbit
+	mkdir -p "$NT_DIR/www"
+	head -c 100M /dev/urandom >"$NT_DIR/www/file"
+	# only the upstream port converts: the proxy's own listener (loopback) and curl stay TCP
+	export RI2N_RUN_PORTS=8080
+	# the upstream: one process (a prefork upstream's workers would accept on an inherited listener)
+	nginx_conf upstream "server { listen 8080; root $NT_DIR/www; }" off
+	st_bg upstream 2 nginx -e stderr -p "$NT_DIR/upstream" -c "$NT_DIR/upstream/nginx.conf"
+	up=$ST_PID
+	st_wait_listen 2 8080
+	nginx_conf proxy "server { listen 127.0.0.1:8081; location / {
+		proxy_pass http://$(nt_addr 2):8080; proxy_http_version 1.1; proxy_buffering off; } }"
+	st_bg proxy 1 nginx -e stderr -p "$NT_DIR/proxy" -c "$NT_DIR/proxy/nginx.conf"
+	px=$ST_PID
+	st_wait_listen 1 8081
+	ip netns exec "$(tb_ns 1)" timeout -s KILL 100 curl -sS --max-time 90 -o "$NT_DIR/body" \
+		-w '%{http_code} %{speed_download}\n' http://127.0.0.1:8081/file >"$NT_DIR/curl.out" \
+		2>"$NT_DIR/curl.err" ||
+		nt_fail "curl through the nginx proxy failed: $(cat "$NT_DIR/curl.err") (proxy: $(tail -n 5 "$NT_DIR/proxy.err"))"
+	[ "$(cut -d' ' -f1 "$NT_DIR/curl.out")" = 200 ] || nt_fail "nginx answered $(cat "$NT_DIR/curl.out")"
+	[ "$(st_sha "$NT_DIR/body")" = "$(st_sha "$NT_DIR/www/file")" ] ||
+		nt_fail "sha256 differs ($(stat -c %s "$NT_DIR/body") bytes)"
+	st_require_ri2n proxy upstream
+	kill -0 "$up" 2>/dev/null && kill -0 "$px" 2>/dev/null || nt_fail "an nginx died"
+	nt_note "curl via the nginx proxy: 100 MiB, sha256 matches, $(awk '{printf "%d", $2 * 8 / 1e6}' "$NT_DIR/curl.out") Mbit/s"
+	st_stop "$px"
+	st_stop "$up"
+	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact"
+}
+
 case $scenario in
-iperf3 | nc | http | probe) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx) "scenario_$scenario" ;;
+
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac

@@ -1,0 +1,312 @@
+/*
+ * shim_fidelity.c - a plain TCP program (it knows nothing of ri2n) doing, run
+ * under ri2n-run in two namespaces, what event-driven servers and proxies do
+ * and what a conversion at connect() or listen() must keep working.
+ *
+ *   shim_fidelity serve PORT       an epoll server, one thread: its listener
+ *                                  is registered in epoll (and dup'ed) before
+ *                                  listen(); echoes every connection until
+ *                                  EOF, then closes it.  Prints "listening
+ *                                  ri2n ri2n" (the listener and its dup, as
+ *                                  the kernel sees them) or "tcp".
+ *   shim_fidelity early ADDR PORT  a client that registers its socket in
+ *                                  epoll, dup()s it, sets O_ASYNC, F_SETOWN
+ *                                  and FD_CLOEXEC on the dup, all before a
+ *                                  non-blocking connect(); then echoes
+ *                                  ECHO_BYTES through the registration made
+ *                                  before connect, every byte checked
+ *
+ * Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
+ * Whether a descriptor really is ri2n's (a socketpair end) is read with the
+ * raw getsockname system call, which the shim cannot see.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ECHO_BYTES (4 << 20)
+#define MAX_CONNS 64
+#define MAGIC UINT64_C(0x5eed00000000abcd) /* the client's epoll data */
+
+static int g_failed;
+
+static void report(int good, const char *fmt, ...)
+{
+	va_list ap;
+	int err = errno;
+
+	printf(good ? "ok: " : "FAIL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (!good)
+		printf(" (errno %s)", strerror(err));
+	printf("\n");
+	fflush(stdout);
+	g_failed |= !good;
+}
+
+#define CHECK(cond, ...) report((cond) != 0, __VA_ARGS__)
+
+static const char *real_kind(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (syscall(SYS_getsockname, fd, &ss, &l) < 0)
+		return "none";
+	return ss.ss_family == AF_UNIX ? "ri2n" : "tcp";
+}
+
+static uint8_t pattern(uint64_t i)
+{
+	return (uint8_t)(i * 2654435761u >> 13);
+}
+
+/* ---- the server ---- */
+
+typedef struct conn {
+	int fd;
+	size_t off, len; /* bytes read and not yet echoed: buf[off, len) */
+	int eof;
+	uint8_t buf[1 << 16];
+} conn;
+
+static conn *g_conns[MAX_CONNS];
+
+static void conn_end(int ep, conn *c)
+{
+	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (g_conns[i] == c)
+			g_conns[i] = NULL;
+	free(c);
+}
+
+/* Reads and echoes what it can without blocking; 0 while the connection lives. */
+static int conn_serve(conn *c)
+{
+	for (;;) {
+		if (c->off < c->len) {
+			ssize_t w = write(c->fd, c->buf + c->off, c->len - c->off);
+
+			if (w < 0)
+				return errno == EAGAIN ? 0 : -1;
+			c->off += (size_t)w;
+			continue;
+		}
+		if (c->eof)
+			return -1; /* everything echoed: close */
+		c->off = c->len = 0;
+		ssize_t r = read(c->fd, c->buf, sizeof(c->buf));
+
+		if (r < 0)
+			return errno == EAGAIN ? 0 : -1;
+		if (r == 0)
+			c->eof = 1;
+		c->len = (size_t)r;
+	}
+}
+
+static void serve_accept(int ep, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), i;
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET };
+		conn *c;
+
+		if (fd < 0)
+			return;
+		for (i = 0; i < MAX_CONNS && g_conns[i]; i++)
+			;
+		c = i < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		g_conns[i] = c;
+		ev.data.ptr = c;
+		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+static int serve(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+	int ep = epoll_create1(EPOLL_CLOEXEC), dup_l;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	signal(SIGPIPE, SIG_IGN);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		perror("fidelity serve: bind");
+		return 1;
+	}
+	/* as event loops do: registered first, listening after */
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+		perror("fidelity serve: epoll_ctl");
+		return 1;
+	}
+	dup_l = dup(lfd);
+	if (listen(lfd, 64) < 0) {
+		perror("fidelity serve: listen");
+		return 1;
+	}
+	printf("listening %s %s\n", real_kind(lfd), real_kind(dup_l));
+	fflush(stdout);
+	for (;;) {
+		struct epoll_event e[16];
+		int n = epoll_wait(ep, e, 16, -1);
+
+		for (int i = 0; i < n; i++) {
+			conn *c = e[i].data.ptr;
+
+			if (!c)
+				serve_accept(ep, lfd);
+			else if (conn_serve(c) < 0)
+				conn_end(ep, c);
+		}
+	}
+}
+
+/* ---- the client ---- */
+
+static volatile sig_atomic_t g_sigio;
+
+static void on_sigio(int sig)
+{
+	(void)sig;
+	g_sigio++;
+}
+
+/* Echoes len bytes through fd, waiting in ep (edge-triggered, data MAGIC). */
+static int echo_epoll(int ep, int fd, size_t len)
+{
+	static uint8_t out[1 << 16], in[1 << 16];
+	size_t sent = 0, got = 0;
+
+	while (got < len) {
+		struct epoll_event e[4];
+		int n = epoll_wait(ep, e, 4, 10000);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1; /* 10 s without an event: the registration was lost */
+		for (int i = 0; i < n; i++) {
+			if (e[i].data.u64 != MAGIC)
+				return -3;
+			while (sent < len) {
+				size_t k = len - sent < sizeof(out) ? len - sent : sizeof(out);
+				ssize_t w;
+
+				for (size_t j = 0; j < k; j++)
+					out[j] = pattern(sent + j);
+				w = write(fd, out, k);
+				if (w < 0 && errno != EAGAIN)
+					return -1;
+				if (w <= 0)
+					break;
+				sent += (size_t)w;
+				if (sent == len)
+					shutdown(fd, SHUT_WR);
+			}
+			while (got < len) {
+				ssize_t r = read(fd, in, sizeof(in));
+
+				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+					fprintf(stderr, "fidelity: read %zd after %zu of %zu bytes back (%zu sent): %s\n",
+						r, got, len, sent, r ? strerror(errno) : "end of file");
+					return -1;
+				}
+				if (r < 0)
+					break;
+				for (ssize_t j = 0; j < r; j++)
+					if (in[j] != pattern(got + (size_t)j))
+						return -2;
+				got += (size_t)r;
+			}
+		}
+	}
+	return 0;
+}
+
+static int early(const char *addr, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), ep = epoll_create1(0), d, rc;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET, .data.u64 = MAGIC }, got;
+	int err = -1;
+	socklen_t el = sizeof(err);
+
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGIO, on_sigio);
+	/* everything tied to the open file or the number, before connect */
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0, "epoll_ctl ADD before connect");
+	d = dup(fd);
+	CHECK(d >= 0 && fcntl(d, F_SETFD, FD_CLOEXEC) == 0, "dup before connect, FD_CLOEXEC on the dup");
+	CHECK(fcntl(fd, F_SETOWN, getpid()) == 0 &&
+	      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) == 0, "F_SETOWN and O_ASYNC before connect");
+
+	rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	CHECK(rc < 0 && errno == EINPROGRESS, "non-blocking connect: EINPROGRESS");
+	CHECK(!strcmp(real_kind(fd), "ri2n") && !strcmp(real_kind(d), "ri2n"),
+	      "the descriptor and its dup are both ri2n's (%s, %s)", real_kind(fd), real_kind(d));
+	do
+		rc = epoll_wait(ep, &got, 1, 10000);
+	while (rc < 0 && errno == EINTR);
+	CHECK(rc == 1 && (got.events & EPOLLOUT) && got.data.u64 == MAGIC,
+	      "the registration made before connect reports it connected, with the program's data");
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err == 0, "SO_ERROR 0");
+	CHECK((fcntl(fd, F_GETFL) & (O_NONBLOCK | O_ASYNC)) == (O_NONBLOCK | O_ASYNC) &&
+	      fcntl(fd, F_GETOWN) == getpid(), "O_NONBLOCK, O_ASYNC and the owner carried over");
+	CHECK(fcntl(d, F_GETFD) == FD_CLOEXEC && fcntl(fd, F_GETFD) == 0,
+	      "each number's FD_CLOEXEC carried over");
+	/* an O_ASYNC program waits for the signal, not in poll: one byte there and back */
+	g_sigio = 0;
+	CHECK(write(d, "x", 1) == 1, "a byte written through the dup");
+	for (int i = 0; i < 1000 && !g_sigio; i++)
+		usleep(10000);
+	CHECK(g_sigio > 0, "SIGIO delivered to the owner set before connect when the echo came back");
+	{
+		char c = 0;
+
+		for (int i = 0; i < 1000 && read(fd, &c, 1) < 0 && errno == EAGAIN; i++)
+			usleep(10000);
+		CHECK(c == 'x', "the echoed byte read");
+	}
+	rc = echo_epoll(ep, fd, ECHO_BYTES);
+	CHECK(rc == 0, "echo of %d bytes through the registration made before connect, every byte "
+		       "checked (%d)", ECHO_BYTES, rc);
+	close(d);
+	close(fd);
+	close(ep);
+	return g_failed;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "serve"))
+		return serve(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "early"))
+		return early(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: shim_fidelity serve PORT | early ADDR PORT\n");
+	return 2;
+}
