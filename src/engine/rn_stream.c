@@ -347,8 +347,12 @@ static void stream_free(rn_stream *st)
 	pthread_mutex_lock(&s->mu);
 	s->stream = NULL;
 	pthread_mutex_unlock(&s->mu);
-	/* an unconnected end still holds the junk bytes: closing it resets anyway */
-	close_user_end(st, err != 0 && st->connected);
+	/*
+	 * an unconnected end still holds the junk bytes: closing it resets
+	 * anyway; a user given the clean end of the stream keeps it (reads
+	 * return 0, writes fail with EPIPE), as after TCP's RST in CLOSE_WAIT
+	 */
+	close_user_end(st, err != 0 && st->connected && !st->eof_sent);
 	if (s->watch_ev) {
 		event_free(s->watch_ev);
 		s->watch_ev = NULL;
@@ -576,7 +580,9 @@ static void service(rn_stream *st, uint64_t now)
 	more = rn_stream_flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
-		if (st->fd < 0 || st->eof_sent || rn_conn_error(st->conn)) {
+		/* reset after the peer's whole stream: it still goes to the user first */
+		if (st->fd < 0 || st->eof_sent ||
+		    (rn_conn_error(st->conn) && !rn_conn_ended_clean(st->conn))) {
 			rn_stream_flush(st, now); /* a RESET may still be owed */
 			stream_free(st);
 			return;

@@ -15,6 +15,15 @@
  *                                  non-blocking connect(); then echoes
  *                                  ECHO_BYTES through the registration made
  *                                  before connect, every byte checked
+ *   shim_fidelity exiter [ADDR] PORT BYTES
+ *                                  accepts on PORT (or connects to ADDR:PORT),
+ *                                  writes BYTES and exit()s at once, without
+ *                                  close, with its bytes unsent and the
+ *                                  peer's unread
+ *   shim_fidelity reader [ADDR] PORT BYTES
+ *                                  the other end: sends bytes the exiter never
+ *                                  reads, waits 1 s, reads (the last 4 MiB
+ *                                  slowly), checks every byte and a clean EOF
  *
  * Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
  * Whether a descriptor really is ri2n's (a socketpair end) is read with the
@@ -301,12 +310,124 @@ static int early(const char *addr, int port)
 	return g_failed;
 }
 
+/* ---- exit with unread and unsent data ---- */
+
+#define UNREAD_BYTES (1 << 20) /* the reader sends these; the exiter never reads them */
+#define SLOW_TAIL (4 << 20)    /* the reader's last bytes go slowly: longer than ri2n's 1 s grace */
+
+/* A connected socket: accepted on PORT (addr NULL) or connected to ADDR:PORT. */
+static int get_conn(const char *addr, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, c;
+
+	if (fd < 0)
+		return -1;
+	if (addr) {
+		if (inet_pton(AF_INET, addr, &a.sin_addr) != 1 ||
+		    connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+			return -1;
+		return fd;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0)
+		return -1;
+	c = accept(fd, NULL, NULL);
+	close(fd);
+	return c;
+}
+
+/*
+ * Writes `bytes` of the pattern and exits at once through exit(): the bytes
+ * still unsent, the peer's UNREAD_BYTES unread, the socket never closed.
+ */
+static int exiter(const char *addr, int port, size_t bytes)
+{
+	static uint8_t buf[1 << 16];
+	int fd = get_conn(addr, port);
+	size_t sent = 0;
+
+	if (fd < 0) {
+		perror("fidelity exiter: connection");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	while (sent < bytes) {
+		size_t k = bytes - sent < sizeof(buf) ? bytes - sent : sizeof(buf);
+		ssize_t w;
+
+		for (size_t j = 0; j < k; j++)
+			buf[j] = pattern(sent + j);
+		w = write(fd, buf, k);
+		if (w <= 0) {
+			perror("fidelity exiter: write");
+			return 1;
+		}
+		sent += (size_t)w;
+	}
+	printf("wrote %zu bytes, exiting without close\n", sent);
+	fflush(stdout);
+	exit(0);
+}
+
+/*
+ * Sends UNREAD_BYTES the exiter never reads, waits, then reads: fast, and the
+ * last SLOW_TAIL bytes slowly; every byte checked; the end must be a clean
+ * EOF exactly after `bytes`.
+ */
+static int reader(const char *addr, int port, size_t bytes)
+{
+	static uint8_t buf[1 << 16];
+	int fd = get_conn(addr, port);
+	size_t got = 0;
+	ssize_t r;
+
+	if (fd < 0) {
+		perror("fidelity reader: connection");
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	memset(buf, 'u', sizeof(buf));
+	for (size_t s = 0; s < UNREAD_BYTES; s += sizeof(buf))
+		if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) <= 0)
+			break; /* the exiter may be gone: its business */
+	sleep(1); /* the exiter exits meanwhile, its bytes still on their way */
+	for (;;) {
+		size_t want = got + SLOW_TAIL >= bytes ? 8192 : sizeof(buf);
+
+		r = read(fd, buf, want);
+		if (r <= 0)
+			break;
+		for (ssize_t j = 0; j < r; j++)
+			if (buf[j] != pattern(got + (size_t)j)) {
+				report(0, "byte %zu differs", got + (size_t)j);
+				return 1;
+			}
+		got += (size_t)r;
+		if (want < sizeof(buf))
+			usleep(5000); /* ~1.6 MB/s: the tail takes ~2.5 s */
+	}
+	CHECK(r == 0 && got == bytes, "%zu of %zu bytes, every one checked, then %s", got, bytes,
+	      r == 0 ? "a clean end of file" : strerror(errno));
+	close(fd);
+	return g_failed;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "serve"))
 		return serve(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "early"))
 		return early(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: shim_fidelity serve PORT | early ADDR PORT\n");
+	if (argc >= 4 && (!strcmp(argv[1], "exiter") || !strcmp(argv[1], "reader"))) {
+		/* exiter|reader PORT BYTES (accepts) or exiter|reader ADDR PORT BYTES (connects) */
+		const char *addr = argc == 5 ? argv[2] : NULL;
+		int port = atoi(argv[argc - 2]);
+		size_t bytes = strtoull(argv[argc - 1], NULL, 0);
+
+		return argv[1][0] == 'e' ? exiter(addr, port, bytes) : reader(addr, port, bytes);
+	}
+	fprintf(stderr, "usage: shim_fidelity serve PORT | early ADDR PORT |\n"
+			"       exiter|reader [ADDR] PORT BYTES\n");
 	return 2;
 }

@@ -29,13 +29,18 @@
 #           connections convert, its own listener stays TCP) in host 1 in
 #           front of an nginx upstream under ri2n-run in host 2: curl fetches
 #           100 MiB through the proxy, sha256 compared
+#   exit    shim_fidelity: a process writes 16 MiB and exit()s at once, with
+#           its peer's bytes unread and the socket never closed; the peer,
+#           reading late and slowly, must get every byte and then EOF (client
+#           and server side); an unmodified sockperf server under ri2n-run
+#           serves three ping-pong clients and reports nothing
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -421,8 +426,58 @@ scenario_nginx() {
 	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact"
 }
 
+# ---- exit: a graceful close, data first ----
+
+# exit_pair: the reader listens on PORT, the exiter connects and exits
+exit_pair() { # NAME PORT READER_HOST EXITER_HOST
+	local name=$1 port=$2 rh=$3 eh=$4 rpid
+	st_bg ${name}_reader "$rh" "$FIDELITY" reader "$port" $((16 << 20))
+	rpid=$ST_PID
+	st_wait_listen "$rh" "$port"
+	st_fg ${name}_exiter "$eh" "$FIDELITY" exiter "$(nt_addr "$rh")" "$port" $((16 << 20)) ||
+		nt_fail "$name: the exiter failed: $(tail -n 3 "$NT_DIR/${name}_exiter.err")"
+	wait "$rpid"
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/${name}_reader.out"
+	[ $rc -eq 0 ] || nt_fail "$name: the reader did not get every byte and a clean end: $(tail -n 3 "$NT_DIR/${name}_reader.err")"
+	st_require_ri2n ${name}_exiter ${name}_reader
+}
+
+scenario_exit() {
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	# 16 MiB written and exit() at once, the peer's 1 MiB unread, never closed;
+	# the peer reads only after 1 s, its last 4 MiB slowly (longer than the 1 s
+	# ri2n gives a peer to close before it resets): EOF, never a reset
+	exit_pair client 9300 2 1
+	exit_pair server 9301 1 2
+	nt_note "an exit with unsent and unread data, client or server side: every byte, then EOF"
+
+	if command -v sockperf >/dev/null; then
+		local spid out
+		# as a user runs it (ri2n-run quiet), three ping-pong clients in a row
+		RI2N_RAILS=$NT_RAILS setsid timeout -s KILL 60 ip netns exec "$(tb_ns 2)" "$RUN" -- \
+			sockperf server --tcp -p 11111 >"$NT_DIR/sockperf_srv.out" 2>&1 &
+		spid=$!
+		NT_PIDS+=("$spid")
+		st_wait_listen 2 11111
+		for i in 1 2 3; do
+			out=$(RI2N_RAILS=$NT_RAILS timeout -s KILL 30 ip netns exec "$(tb_ns 1)" "$RUN" -- \
+				sockperf ping-pong --tcp -i "$(nt_addr 2)" -p 11111 -t 1 2>&1) ||
+				nt_fail "sockperf ping-pong run $i failed: $(tail -n 3 <<<"$out")"
+			grep -q "Summary: Latency" <<<"$out" || nt_fail "sockperf run $i: no summary"
+		done
+		kill -0 "$spid" 2>/dev/null || nt_fail "the sockperf server died"
+		! grep -iE "reset|error|fail" "$NT_DIR/sockperf_srv.out" ||
+			nt_fail "the sockperf server reported the above"
+		st_stop "$spid"
+		nt_note "sockperf server: three ping-pong clients came and went, nothing reported"
+	fi
+	nt_ok "exit: a process that exits closes its connections gracefully, data first"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
