@@ -524,6 +524,52 @@ static int set_key(rn_sock *s, const void *val, socklen_t len)
 	return 0;
 }
 
+/*
+ * SO_LINGER: {0, *} a graceful close (the default); {1, 0} an abortive one,
+ * the peer gets a RESET (rn_stream.c, user_closed); {1, N > 0} would make
+ * close() block until the bytes are delivered, which ri2n's close cannot
+ * (they go in the background): EOPNOTSUPP rather than a silent difference.
+ */
+static int set_linger(rn_sock *s, const void *val, socklen_t len)
+{
+	struct linger l;
+
+	if (!val || len < (socklen_t)sizeof(l))
+		return EINVAL;
+	memcpy(&l, val, sizeof(l));
+	if (l.l_onoff && l.l_linger > 0)
+		return EOPNOTSUPP;
+	__atomic_store_n(&s->abort_close, l.l_onoff != 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * TCP_USER_TIMEOUT (ms; 0: the default) is ri2n's dead-peer timeout
+ * (RI2N_DEAD_PEER_MS), fixed when the connection is set up: EISCONN after,
+ * unless it is the value the connection has (an accepted socket inherits the
+ * listener's).  Under s->mu.
+ */
+static int set_user_timeout(rn_sock *s, const void *val, socklen_t len)
+{
+	int64_t v, cur = 0;
+	int err = get_int(val, len, &v);
+
+	if (err)
+		return err;
+	if (v < 0)
+		return EINVAL;
+	if (v == 0)
+		v = rn_engine_config()->dead_peer_ns / 1000000;
+	if (v < 3)
+		v = 3; /* ri2n's least */
+	rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &cur);
+	if (v == cur)
+		return 0;
+	if (s->kind != RN_SK_NEW)
+		return EISCONN;
+	return -rn_knob_set(&s->cfg, RI2N_DEAD_PEER_MS, v);
+}
+
 int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int err, rc = 0;
@@ -552,6 +598,12 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			rc = rn_knob_set(&s->cfg, name, v);
 			err = rc ? -rc : 0;
 		}
+		pthread_mutex_unlock(&s->mu);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		err = set_linger(s, val, len);
+	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
+		pthread_mutex_lock(&s->mu);
+		err = set_user_timeout(s, val, len);
 		pthread_mutex_unlock(&s->mu);
 	} else if ((level == SOL_SOCKET && (name == SO_KEEPALIVE || name == SO_REUSEADDR ||
 					    name == SO_REUSEPORT)) ||
@@ -598,6 +650,20 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		err = put_int(val, len, SOCK_STREAM);
 	} else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
 		err = put_int(val, len, 1);
+	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
+		pthread_mutex_lock(&s->mu);
+		err = rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &v);
+		pthread_mutex_unlock(&s->mu);
+		err = err ? -err : put_int(val, len, (int)v);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger l = { __atomic_load_n(&s->abort_close, __ATOMIC_RELAXED), 0 };
+
+		if (!val || !len || *len < (socklen_t)sizeof(l)) {
+			err = EINVAL;
+		} else {
+			memcpy(val, &l, sizeof(l));
+			*len = sizeof(l);
+		}
 	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
 		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
 	} else if (level == RI2N_SOL && name == RI2N_KEY) {
@@ -758,12 +824,21 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 		return fail(ENOTCONN);
 	}
 	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
-	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		return syscall(SYS_recvmsg, fd, &m, flags);
+		rc = syscall(SYS_recvmsg, fd, &m, flags);
+		if (rc < 0 && errno == ECONNRESET) {
+			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
+			pthread_mutex_lock(&s->mu);
+			err = s->dead_error;
+			pthread_mutex_unlock(&s->mu);
+			errno = err ? err : ECONNRESET;
+		}
+		rn_sock_unref(s);
+		return rc;
 	}
+	rn_sock_unref(s);
 	if (rc < 0)
 		return fail((int)-rc);
 	return rc;

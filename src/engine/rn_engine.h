@@ -54,6 +54,7 @@ typedef struct rn_sock {
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
+	int abort_close;           /* (atomic) SO_LINGER {1, 0}: the user's close resets */
 	/*
 	 * (host lock) Under ri2n-run: the epoll set (by inode) the socket was
 	 * last added to, with the events and data it was added with; lets an

@@ -447,11 +447,24 @@ static void deliver(rn_stream *st, uint64_t now)
 	}
 }
 
+/* Whether the user closed its end for good (POLLHUP), not just shut down writing. */
+static int user_gone(rn_stream *st)
+{
+	struct pollfd pf = { .fd = st->fd };
+
+	return poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+}
+
 static void user_closed(rn_stream *st, uint64_t now)
 {
 	st->user_eof = 1;
 	event_del(st->rev);
 	st->rd_on = 0;
+	if (__atomic_load_n(&st->sock->abort_close, __ATOMIC_RELAXED) && user_gone(st)) {
+		/* SO_LINGER {1, 0}: an abortive close, as TCP's: the peer gets a RESET */
+		rn_conn_abort(st->conn, now);
+		return;
+	}
 	if (rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
 }
@@ -553,12 +566,10 @@ static void arm_timer(rn_stream *st, uint64_t now)
  */
 static void check_orphan(rn_stream *st, uint64_t now)
 {
-	struct pollfd pf = { .fd = st->fd };
-
 	if (!st->user_eof || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
 		return;
 	if (!st->orphan_ns) {
-		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+		if (user_gone(st))
 			st->orphan_ns = now;
 		return;
 	}

@@ -230,12 +230,64 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/* Whether UDP port `port` (network order) is free on every address right now. */
+static int udp_port_free(in_port_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port };
+	int u = RN_REAL->socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (u < 0)
+		return 1; /* cannot tell: the kernel's bind decides */
+	rc = RN_REAL->bind(u, (struct sockaddr *)&a, sizeof(a));
+	RN_REAL->close(u);
+	return rc == 0 || errno != EADDRINUSE;
+}
+
+/*
+ * Whether binding TCP socket fd (entry e) to addr must fail with EADDRINUSE,
+ * as TCP's bind does on a port a listener holds: a ri2n listener holds the
+ * port as UDP on the rails, which the kernel's TCP bind does not see.  Only
+ * for a port a listener would convert on.  With SO_REUSEADDR, the port may
+ * still be held for up to 1 s by the connections of a listener that closed
+ * (TCP's TIME_WAIT, which SO_REUSEADDR lets TCP bind over): wait up to 3 s.
+ */
+static int port_served(const rn_shim_ent *e, const struct sockaddr *addr, socklen_t len)
+{
+	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
+	struct sockaddr_in a;
+	const char *why;
+	int reuse = 0;
+
+	if (rn_shim_addr_to4(addr, len, &a) < 0 || !a.sin_port || rn_shim_addr_is_loopback(&a) ||
+	    !rn_shim_policy_listen(&a, &why))
+		return 0;
+	if (o && o->len >= sizeof(int))
+		memcpy(&reuse, o->val, sizeof(int));
+	for (int i = 0; !udp_port_free(a.sin_port); i++) {
+		if (!reuse || i == 150)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
 RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	rn_shim_ent e;
+	int known = rn_shim_tab_get(fd, &e);
 
-	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N) {
+	if (known && e.kind == RN_SHIM_RI2N) {
 		errno = EINVAL; /* already listening or connecting, as TCP says */
+		return -1;
+	}
+	if (known && e.kind == RN_SHIM_TCP && addr && port_served(&e, addr, len)) {
+		char as[64];
+		struct sockaddr_in a;
+
+		rn_shim_addr_to4(addr, len, &a);
+		rn_shim_log("fd %d: bind to %s: the port is in use (by a ri2n listener or "
+			    "connection)", fd, rn_shim_addr_str(&a, as, sizeof(as)));
+		errno = EADDRINUSE;
 		return -1;
 	}
 	/* a TCP socket is bound for real: errors are the kernel's, and listen/connect read it back */

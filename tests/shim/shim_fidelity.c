@@ -15,6 +15,11 @@
  *                                  non-blocking connect(); then echoes
  *                                  ECHO_BYTES through the registration made
  *                                  before connect, every byte checked
+ *   shim_fidelity bind2 PORT       beside a server of PORT: bind() to PORT
+ *                                  fails with EADDRINUSE (also with
+ *                                  SO_REUSEADDR); PORT+1 binds and listens
+ *   shim_fidelity opts ADDR PORT   TCP_USER_TIMEOUT and SO_LINGER against the
+ *                                  server: honoured or refused (see opts())
  *   shim_fidelity exiter [ADDR] PORT BYTES
  *                                  accepts on PORT (or connects to ADDR:PORT),
  *                                  writes BYTES and exit()s at once, without
@@ -34,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -105,6 +111,14 @@ static void conn_end(int ep, conn *c)
 	free(c);
 }
 
+/* How a connection ended, for the test script: "end: eof" or "end: reset" (or another error). */
+static int conn_ended(const char *how)
+{
+	printf("end: %s\n", how);
+	fflush(stdout);
+	return -1;
+}
+
 /* Reads and echoes what it can without blocking; 0 while the connection lives. */
 static int conn_serve(conn *c)
 {
@@ -112,18 +126,22 @@ static int conn_serve(conn *c)
 		if (c->off < c->len) {
 			ssize_t w = write(c->fd, c->buf + c->off, c->len - c->off);
 
+			if (w < 0 && errno == EAGAIN)
+				return 0;
 			if (w < 0)
-				return errno == EAGAIN ? 0 : -1;
+				return conn_ended(errno == ECONNRESET ? "reset" : strerror(errno));
 			c->off += (size_t)w;
 			continue;
 		}
 		if (c->eof)
-			return -1; /* everything echoed: close */
+			return conn_ended("eof"); /* everything echoed: close */
 		c->off = c->len = 0;
 		ssize_t r = read(c->fd, c->buf, sizeof(c->buf));
 
+		if (r < 0 && errno == EAGAIN)
+			return 0;
 		if (r < 0)
-			return errno == EAGAIN ? 0 : -1;
+			return conn_ended(errno == ECONNRESET ? "reset" : strerror(errno));
 		if (r == 0)
 			c->eof = 1;
 		c->len = (size_t)r;
@@ -412,6 +430,100 @@ static int reader(const char *addr, int port, size_t bytes)
 	close(fd);
 	return g_failed;
 }
+/* ---- errors and options as TCP's ---- */
+
+/* A second server binding a port already served: EADDRINUSE at bind(), as TCP. */
+static void bind_taken(int port, const char *whose)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1;
+
+	for (int reuse = 0; reuse <= 1; reuse++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+
+		if (reuse)
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+		CHECK(rc < 0 && errno == EADDRINUSE, "bind to port %d, served by %s%s: EADDRINUSE",
+		      port, whose, reuse ? ", with SO_REUSEADDR" : "");
+		close(fd);
+	}
+}
+
+static int bind2(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port + 1)) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	bind_taken(port, "another process");
+	/* a free port: bind and listen work there, and then it is taken */
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0 &&
+	      !strcmp(real_kind(fd), "ri2n"), "bind and listen on a free port: a ri2n listener");
+	bind_taken(port + 1, "this process");
+	close(fd);
+	return g_failed;
+}
+
+/*
+ * TCP_USER_TIMEOUT and SO_LINGER: honoured or refused, never ignored.  The
+ * server (serve) prints how each connection ended; the test script reads
+ * "end: reset" for the abortive close.  Last, a connection with a 1.5 s
+ * TCP_USER_TIMEOUT prints "blocked" and reads: the script black-holes every
+ * rail, the read must fail with ETIMEDOUT (ri2n's default would take 30 s:
+ * 20 s fails the check).
+ */
+static int opts(const char *addr, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), v = 2000, got = 0;
+	struct linger l = { 1, 5 }, lg = { 0, 0 };
+	socklen_t gl = sizeof(got), ll = sizeof(lg);
+	char c;
+
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	CHECK(setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v)) == 0,
+	      "TCP_USER_TIMEOUT 2000 before connect");
+	CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && !strcmp(real_kind(fd), "ri2n"),
+	      "connected over ri2n");
+	CHECK(getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &got, &gl) == 0 && got == 2000,
+	      "TCP_USER_TIMEOUT reads back 2000 (%d)", got);
+	v = 9000;
+	CHECK(setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v)) < 0 && errno == EISCONN,
+	      "TCP_USER_TIMEOUT changed once connected: EISCONN (ri2n fixes it at connect)");
+	CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) < 0 && errno == EOPNOTSUPP,
+	      "SO_LINGER {1, 5}: EOPNOTSUPP (ri2n's close does not block)");
+	l.l_linger = 0;
+	CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) == 0 &&
+	      getsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, &ll) == 0 && lg.l_onoff == 1 && lg.l_linger == 0,
+	      "SO_LINGER {1, 0} set and read back");
+	CHECK(write(fd, "abc", 3) == 3 && read(fd, &c, 1) == 1, "an echo before the abortive close");
+	close(fd);
+
+	/* the dead-peer timeout a TCP program asked for */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	v = 1500;
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, sizeof(v));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(fd, "x", 1) != 1 ||
+	    read(fd, &c, 1) != 1) {
+		report(0, "a second connection");
+		return 1;
+	}
+	printf("blocked\n");
+	fflush(stdout);
+	{
+		struct timeval tv = { 20, 0 };
+		ssize_t r;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		r = read(fd, &c, 1);
+		CHECK(r < 0 && errno == ETIMEDOUT,
+		      "every rail black-holed: the read fails with ETIMEDOUT after TCP_USER_TIMEOUT");
+	}
+	close(fd);
+	return g_failed;
+}
 
 int main(int argc, char **argv)
 {
@@ -419,6 +531,10 @@ int main(int argc, char **argv)
 		return serve(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "early"))
 		return early(argv[2], atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "bind2"))
+		return bind2(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "opts"))
+		return opts(argv[2], atoi(argv[3]));
 	if (argc >= 4 && (!strcmp(argv[1], "exiter") || !strcmp(argv[1], "reader"))) {
 		/* exiter|reader PORT BYTES (accepts) or exiter|reader ADDR PORT BYTES (connects) */
 		const char *addr = argc == 5 ? argv[2] : NULL;
@@ -428,6 +544,6 @@ int main(int argc, char **argv)
 		return argv[1][0] == 'e' ? exiter(addr, port, bytes) : reader(addr, port, bytes);
 	}
 	fprintf(stderr, "usage: shim_fidelity serve PORT | early ADDR PORT |\n"
-			"       exiter|reader [ADDR] PORT BYTES\n");
+			"       exiter|reader [ADDR] PORT BYTES | bind2 PORT | opts ADDR PORT\n");
 	return 2;
 }

@@ -34,13 +34,18 @@
 #           reading late and slowly, must get every byte and then EOF (client
 #           and server side); an unmodified sockperf server under ri2n-run
 #           serves three ping-pong clients and reports nothing
+#   errors  shim_fidelity: a second bind on a served port fails with
+#           EADDRINUSE (with SO_REUSEADDR too); TCP_USER_TIMEOUT becomes the
+#           dead-peer timeout (a read fails with ETIMEDOUT once every rail is
+#           black-holed), is refused (EISCONN) once connected; SO_LINGER
+#           {1, 0} resets the connection at close, {1, N} is refused
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -476,8 +481,45 @@ scenario_exit() {
 	nt_ok "exit: a process that exits closes its connections gracefully, data first"
 }
 
+# ---- errors and options as TCP's ----
+
+scenario_errors() {
+	local srv cli
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9400
+	srv=$ST_PID
+	st_wait_listen 2 9400
+	st_fg bind2 2 "$FIDELITY" bind2 9400
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/bind2.out"
+	[ $rc -eq 0 ] || nt_fail "bind2: $(grep -c FAIL "$NT_DIR/bind2.out") check(s) failed"
+
+	st_bg opts 1 "$FIDELITY" opts "$(nt_addr 2)" 9400
+	cli=$ST_PID
+	for _ in $(seq 100); do
+		grep -q blocked "$NT_DIR/opts.out" && break
+		kill -0 "$cli" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q blocked "$NT_DIR/opts.out" || nt_fail "opts: never got to its last check: $(tail -n 3 "$NT_DIR/opts.err")"
+	tb_fault blackhole 1 1 on
+	tb_fault blackhole 1 2 on
+	wait "$cli"
+	rc=$?
+	tb_fault blackhole 1 1 off
+	tb_fault blackhole 1 2 off
+	sed 's/^/  /' "$NT_DIR/opts.out"
+	[ $rc -eq 0 ] || nt_fail "opts: $(grep -c FAIL "$NT_DIR/opts.out") check(s) failed"
+	grep -q "^end: reset" "$NT_DIR/server.out" ||
+		nt_fail "the server did not see SO_LINGER {1, 0}'s close as a reset: $(grep '^end' "$NT_DIR/server.out")"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "errors: EADDRINUSE at a second bind; TCP_USER_TIMEOUT and SO_LINGER honoured or refused"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
