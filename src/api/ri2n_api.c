@@ -303,11 +303,77 @@ static void put_addr(const struct sockaddr_in *in, struct sockaddr *addr, sockle
 	*len = sizeof(*in);
 }
 
+/*
+ * Reads one accept record (rn_accept_rec, rn_engine.h) from listener fd:
+ * blocking or not as the descriptor is.  The record's descriptor (a copy of
+ * the connection's end A) goes to *afd.  0, or an errno (EINVAL: the engine
+ * let go of the listener).
+ */
+static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd)
+{
+	struct iovec iov = { rec, sizeof(*rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	/* raw: an interposed recvmsg would take this for the fast path */
+	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c;
+
+	*afd = -1;
+	if (n < 0)
+		return errno;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(afd, CMSG_DATA(c), sizeof(int));
+	if (n != (ssize_t)sizeof(*rec) || *afd < 0) {
+		if (*afd >= 0)
+			syscall(SYS_close, *afd);
+		return EINVAL; /* 0: the engine let go of the listener */
+	}
+	return 0;
+}
+
+/*
+ * Under s->mu: takes from s's accept queue the connection whose end A is
+ * the open file afd; the ones queued before it were taken by another
+ * process holding the listener (their records came first): they are that
+ * process's now, so this one drops its copies.
+ */
+static rn_sock *take_queued(rn_sock *s, int afd)
+{
+	struct stat sb;
+	rn_sock *ns;
+
+	if (fstat(afd, &sb) < 0)
+		return NULL;
+	for (ns = s->accq_head; ns && !(ns->ino == sb.st_ino && ns->dev == sb.st_dev); ns = ns->acc_next)
+		;
+	if (!ns)
+		return NULL;
+	while (s->accq_head != ns) {
+		rn_sock *gone = s->accq_head;
+
+		s->accq_head = gone->acc_next;
+		s->accq_len--;
+		gone->acc_next = NULL;
+		rn_sock_unref(gone);
+	}
+	s->accq_head = ns->acc_next;
+	if (!s->accq_head)
+		s->accq_tail = NULL;
+	s->accq_len--;
+	ns->acc_next = NULL;
+	return ns;
+}
+
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	int err, nfd;
+	int err, nfd, afd;
 	rn_sock *s = lookup(fd, &err), *ns;
-	char c;
+	rn_accept_rec rec;
 
 	if (!s)
 		return fail(err);
@@ -315,40 +381,31 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_sock_unref(s);
 		return fail(EINVAL);
 	}
-	for (;;) {
-		/* one byte per waiting connection; blocking or not as the descriptor is
-		 * (raw: an interposed read would take this for the fast path) */
-		ssize_t n = syscall(SYS_read, fd, &c, 1);
-
-		if (n < 0) {
-			err = errno;
-			rn_sock_unref(s);
-			return fail(err);
-		}
-		if (n == 0) { /* the engine let go of the listener */
-			rn_sock_unref(s);
-			return fail(EINVAL);
-		}
-		pthread_mutex_lock(&s->mu);
-		ns = s->accq_head;
-		if (ns) {
-			s->accq_head = ns->acc_next;
-			if (!s->accq_head)
-				s->accq_tail = NULL;
-			s->accq_len--;
-			ns->acc_next = NULL;
-		}
-		pthread_mutex_unlock(&s->mu);
-		if (ns)
-			break;
+	err = read_accept_rec(fd, &rec, &afd);
+	if (err) {
+		rn_sock_unref(s);
+		return fail(err);
 	}
+	pthread_mutex_lock(&s->mu);
+	ns = take_queued(s, afd);
+	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
-	nfd = ns->user_fd;
-	rn_fd_disown(nfd);
+	nfd = afd;
 	if (!(flags & SOCK_CLOEXEC))
 		fcntl(nfd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
 		fcntl(nfd, F_SETFL, O_NONBLOCK);
+	if (!ns) {
+		/*
+		 * The engine let go of it meanwhile (it saw every record read:
+		 * prune_taken in rn_stream.c): a connection it still serves,
+		 * through the descriptor only, as in a process that inherited it.
+		 */
+		put_addr(&rec.peer, addr, len);
+		return nfd;
+	}
+	/* the engine dropped its copy of A: this number is the connection's now */
+	__atomic_store_n(&ns->user_fd, nfd, __ATOMIC_RELAXED);
 	if (tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
 		close(nfd);
 		rn_sock_unref(ns);
@@ -358,6 +415,21 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	put_addr(&ns->peer, addr, len);
 	pthread_mutex_unlock(&ns->mu);
 	return nfd;
+}
+
+int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
+{
+	rn_accept_rec rec;
+	int afd, err = read_accept_rec(fd, &rec, &afd);
+
+	if (err)
+		return fail(err);
+	if (!(flags & SOCK_CLOEXEC))
+		fcntl(afd, F_SETFD, 0);
+	if (flags & SOCK_NONBLOCK)
+		fcntl(afd, F_SETFL, O_NONBLOCK);
+	*peer = rec.peer;
+	return afd;
 }
 
 int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len)

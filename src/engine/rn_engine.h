@@ -74,6 +74,19 @@ typedef struct rn_sock {
 	struct event *watch_ev;    /* not connected: watches B for the user's close */
 } rn_sock;
 
+/*
+ * What the engine sends on a listener's socketpair per connection waiting
+ * for accept (one record per sendmsg, with the connection's descriptor A
+ * attached as SCM_RIGHTS): the listening process takes its own copy from
+ * the accept queue, and a process that inherited the listener (a prefork
+ * worker) accepts with the attached descriptor, which the listening
+ * process's engine serves.
+ */
+typedef struct rn_accept_rec {
+	char tag;                /* 'a' */
+	struct sockaddr_in peer; /* the connection's peer */
+} rn_accept_rec;
+
 rn_sock *rn_sock_new(void);
 void rn_sock_ref(rn_sock *s);
 void rn_sock_unref(rn_sock *s);

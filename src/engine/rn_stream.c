@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -720,6 +722,54 @@ static int make_pair(rn_sock *s)
 	return 0;
 }
 
+/* Tells the listener's user end of connection ns: an rn_accept_rec with ns's descriptor A. */
+static int send_accept_rec(int eng_fd, const rn_sock *ns)
+{
+	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
+	struct iovec iov = { &rec, sizeof(rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ns->user_fd, sizeof(int));
+	return sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
+}
+
+/*
+ * Every accept record sent was read (nothing left in the listener's
+ * socketpair): the connections still queued went to processes that
+ * inherited the listener (prefork workers); the listening process, which
+ * never took them, lets go.  Otherwise they would fill its backlog.
+ */
+static void prune_taken(rn_sock *ls)
+{
+	rn_sock *ns;
+	int outq = 0;
+
+	if (ioctl(ls->eng_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+		return;
+	pthread_mutex_lock(&ls->mu);
+	ns = ls->accq_head;
+	ls->accq_head = ls->accq_tail = NULL;
+	ls->accq_len = 0;
+	pthread_mutex_unlock(&ls->mu);
+	while (ns) {
+		rn_sock *next = ns->acc_next;
+
+		ns->acc_next = NULL;
+		rn_sock_unref(ns);
+		ns = next;
+	}
+}
+
 static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 {
 	rn_sock *ls = p->lsock, *ns;
@@ -728,6 +778,7 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_stream *st;
 	int full;
 
+	prune_taken(ls);
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
 	pthread_mutex_unlock(&ls->mu);
@@ -775,9 +826,29 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	ls->accq_tail = ns;
 	ls->accq_len++;
 	pthread_mutex_unlock(&ls->mu);
-	/* one byte per waiting connection: the listening descriptor polls readable */
-	if (send(ls->eng_fd, "a", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		rn_debug("accept wake-up not written: %s", strerror(errno));
+	/*
+	 * One record per waiting connection, carrying its end A: the listening
+	 * descriptor polls readable, and whichever process reads the record
+	 * (the listener's, or a prefork worker that inherited it) holds the
+	 * connection.  The engine keeps no copy of A: the record does.
+	 */
+	{
+		int a = ns->user_fd;
+
+		if (send_accept_rec(ls->eng_fd, ns) < 0) {
+			rn_info("connection from %s dropped: the listener's queue is full (%s)", st->name,
+				strerror(errno));
+			rn_conn_abort(c, now);
+		}
+		int expect = a;
+
+		/* the accepting process may have named it already (rn_api_accept) */
+		__atomic_compare_exchange_n(&ns->user_fd, &expect, -1, 0, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+		/* raw: an interposed close (ri2n-run's) must not take it for the program's */
+		rn_fd_disown(a);
+		syscall(SYS_close, a);
+	}
 	rn_info("accepted connection from %s", st->name);
 	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
@@ -800,6 +871,8 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 /* Aborts the connections queued on a listening socket nobody will accept. */
 static void drop_accept_queue(rn_sock *ls)
 {
+	if (ls->eng_fd >= 0)
+		prune_taken(ls); /* those went to other processes: they live */
 	for (;;) {
 		rn_sock *ns;
 

@@ -251,15 +251,16 @@ static int udp_port_free(in_port_t port)
  * still be held for up to 1 s by the connections of a listener that closed
  * (TCP's TIME_WAIT, which SO_REUSEADDR lets TCP bind over): wait up to 3 s.
  */
-static int port_served(const rn_shim_ent *e, const struct sockaddr *addr, socklen_t len)
+static int port_served(int fd, const rn_shim_ent *e, const struct sockaddr *addr, socklen_t len)
 {
 	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
 	struct sockaddr_in a;
 	const char *why;
 	int reuse = 0;
 
+	/* as listen() decides: an IPV6_V6ONLY socket stays TCP (redis binds :: beside 0.0.0.0) */
 	if (rn_shim_addr_to4(addr, len, &a) < 0 || !a.sin_port || rn_shim_addr_is_loopback(&a) ||
-	    !rn_shim_policy_listen(&a, &why))
+	    (e->family == AF_INET6 && v6only(fd)) || !rn_shim_policy_listen(&a, &why))
 		return 0;
 	if (o && o->len >= sizeof(int))
 		memcpy(&reuse, o->val, sizeof(int));
@@ -280,7 +281,7 @@ RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = EINVAL; /* already listening or connecting, as TCP says */
 		return -1;
 	}
-	if (known && e.kind == RN_SHIM_TCP && addr && port_served(&e, addr, len)) {
+	if (known && e.kind == RN_SHIM_TCP && addr && port_served(fd, &e, addr, len)) {
 		char as[64];
 		struct sockaddr_in a;
 
@@ -448,12 +449,31 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 		return -1;
 	}
 	nfd = rn_api_accept(fd, (struct sockaddr *)&from, &fl, flags);
-	if (nfd < 0) {
-		if (errno == ENOTSOCK)
-			rn_shim_log("fd %d: accept on a ri2n listener this process did not open "
-				    "(inherited across fork?): only the listening process accepts", fd);
-		return -1;
+	if (nfd < 0 && errno == ENOTSOCK) {
+		/*
+		 * A listener inherited across fork (a prefork worker): the
+		 * connection comes with its record; the listening process's
+		 * engine serves it, through the descriptor, while that lives.
+		 */
+		nfd = rn_api_accept_inherited(fd, &from, flags);
+		if (nfd >= 0) {
+			ne.peer = from;
+			ne.have_peer = 1;
+			ne.local = e->local;
+			ne.have_local = e->have_local;
+			memcpy(ne.opt, e->opt, sizeof(ne.opt));
+			ne.nopt = e->nopt;
+			rn_shim_tab_set(nfd, &ne);
+			if (addr && len)
+				rn_shim_addr_put(e->family, &from, addr, len);
+			rn_shim_log("fd %d: accepted %s over ri2n on fd %d (a listener inherited: "
+				    "served by its parent's engine)", fd,
+				    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
+			return nfd;
+		}
 	}
+	if (nfd < 0)
+		return -1;
 	/* accepted sockets inherit the listener's options, as with TCP */
 	memcpy(ne.opt, e->opt, sizeof(ne.opt));
 	ne.nopt = e->nopt;

@@ -27,8 +27,9 @@
 #           of a 4 MiB echo checked
 #   nginx   an nginx reverse proxy (ri2n-run --ports 8080: its upstream
 #           connections convert, its own listener stays TCP) in host 1 in
-#           front of an nginx upstream under ri2n-run in host 2: curl fetches
-#           100 MiB through the proxy, sha256 compared
+#           front of an nginx upstream under ri2n-run in host 2, whose two
+#           prefork workers accept on the listener they inherited from the
+#           master: curl fetches 100 MiB through the proxy, sha256 compared
 #   exit    shim_fidelity: a process writes 16 MiB and exit()s at once, with
 #           its peer's bytes unread and the socket never closed; the peer,
 #           reading late and slowly, must get every byte and then EOF (client
@@ -373,14 +374,14 @@ scenario_early() {
 
 # ---- nginx as a reverse proxy over ri2n ----
 
-# nginx_conf NAME SERVER_BLOCK [MASTER]: a configuration for a foreground nginx under $NT_DIR/NAME.
+# nginx_conf NAME SERVER_BLOCK [MASTER [WORKERS]]: a foreground nginx's configuration under $NT_DIR/NAME.
 nginx_conf() {
 	local d=$NT_DIR/$1
 	mkdir -p "$d/tmp"
 	cat >"$d/nginx.conf" <<EOF
 daemon off;
 master_process ${3:-on};
-worker_processes 1;
+worker_processes ${4:-1};
 user root;
 pid $d/nginx.pid;
 error_log stderr warn;
@@ -406,8 +407,8 @@ scenario_nginx() {
 	head -c 100M /dev/urandom >"$NT_DIR/www/file"
 	# only the upstream port converts: the proxy's own listener (loopback) and curl stay TCP
 	export RI2N_RUN_PORTS=8080
-	# the upstream: one process (a prefork upstream's workers would accept on an inherited listener)
-	nginx_conf upstream "server { listen 8080; root $NT_DIR/www; }" off
+	# the upstream: a master and two prefork workers accepting on the listener they inherited
+	nginx_conf upstream "server { listen 8080; root $NT_DIR/www; }" on 2
 	st_bg upstream 2 nginx -e stderr -p "$NT_DIR/upstream" -c "$NT_DIR/upstream/nginx.conf"
 	up=$ST_PID
 	st_wait_listen 2 8080
@@ -424,6 +425,8 @@ scenario_nginx() {
 	[ "$(st_sha "$NT_DIR/body")" = "$(st_sha "$NT_DIR/www/file")" ] ||
 		nt_fail "sha256 differs ($(stat -c %s "$NT_DIR/body") bytes)"
 	st_require_ri2n proxy upstream
+	grep -q "listener inherited" "$NT_DIR/upstream.err" ||
+		nt_fail "the upstream's workers did not accept on the listener they inherited"
 	kill -0 "$up" 2>/dev/null && kill -0 "$px" 2>/dev/null || nt_fail "an nginx died"
 	nt_note "curl via the nginx proxy: 100 MiB, sha256 matches, $(awk '{printf "%d", $2 * 8 / 1e6}' "$NT_DIR/curl.out") Mbit/s"
 	st_stop "$px"
