@@ -359,6 +359,9 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 		s->accq_head = gone->acc_next;
 		s->accq_len--;
 		gone->acc_next = NULL;
+		__atomic_store_n(&gone->queued, 0, __ATOMIC_RELAXED);
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* the other process holds its own copy */
 		rn_sock_unref(gone);
 	}
 	s->accq_head = ns->acc_next;
@@ -366,6 +369,7 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 		s->accq_tail = NULL;
 	s->accq_len--;
 	ns->acc_next = NULL;
+	__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
 	return ns;
 }
 
@@ -390,22 +394,26 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	ns = take_queued(s, afd);
 	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
-	nfd = afd;
+	if (!ns) {
+		/*
+		 * The engine let go of it meanwhile (it saw the record read:
+		 * prune_taken in rn_stream.c): a connection it still serves,
+		 * through the descriptor only, as in a process that inherited it.
+		 */
+		if (!(flags & SOCK_CLOEXEC))
+			fcntl(afd, F_SETFD, 0);
+		if (flags & SOCK_NONBLOCK)
+			fcntl(afd, F_SETFL, O_NONBLOCK);
+		put_addr(&rec.peer, addr, len);
+		return afd;
+	}
+	syscall(SYS_close, afd); /* ours is the copy the engine kept */
+	nfd = ns->user_fd;
+	rn_fd_disown(nfd);
 	if (!(flags & SOCK_CLOEXEC))
 		fcntl(nfd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
 		fcntl(nfd, F_SETFL, O_NONBLOCK);
-	if (!ns) {
-		/*
-		 * The engine let go of it meanwhile (it saw every record read:
-		 * prune_taken in rn_stream.c): a connection it still serves,
-		 * through the descriptor only, as in a process that inherited it.
-		 */
-		put_addr(&rec.peer, addr, len);
-		return nfd;
-	}
-	/* the engine dropped its copy of A: this number is the connection's now */
-	__atomic_store_n(&ns->user_fd, nfd, __ATOMIC_RELAXED);
 	if (tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
 		close(nfd);
 		rn_sock_unref(ns);
@@ -1089,6 +1097,19 @@ void rn_api_forget(int fd)
 		rn_inline_closed(s); /* its last number: closed under any thread blocked on it */
 		rn_sock_unref(s);
 	}
+}
+
+void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
+{
+	int same;
+
+	pthread_mutex_lock(&g_tab.mu);
+	same = fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
+	       g_tab.tab[fd]->dev == dev;
+	pthread_mutex_unlock(&g_tab.mu);
+	/* nothing else names that number meanwhile: its close left it to us (the shim) */
+	if (same)
+		rn_api_forget(fd);
 }
 
 int rn_api_rail_match(in_addr_t ip, int exact)

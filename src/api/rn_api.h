@@ -63,6 +63,12 @@ int rn_api_dup(int fd, int dup);
  */
 void rn_api_forget(int fd);
 /*
+ * rn_api_forget for number fd, already closed (in a signal handler, the
+ * work deferred): only if the table still names the socket of device dev
+ * and inode ino there (the number may be another socket's by now).
+ */
+void rn_api_forget_closed(int fd, dev_t dev, ino_t ino);
+/*
  * Whether ip (network order) is in the subnet of one of this host's rails, or
  * with `exact` is a rail's own address; INADDR_ANY: whether there is a rail.
  * Starts the engine.  1, 0, or -errno (no rails).

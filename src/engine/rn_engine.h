@@ -66,6 +66,7 @@ typedef struct rn_sock {
 	/* listening sockets: handshakes completed, waiting for ri2n_accept (mu) */
 	struct rn_sock *accq_head, *accq_tail, *acc_next;
 	int accq_len, backlog;
+	int queued;                /* (atomic) in its listener's accept queue */
 
 	/* engine thread only */
 	struct rn_port *port;

@@ -10,9 +10,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -581,9 +580,15 @@ static void check_orphan(rn_stream *st, uint64_t now)
 	}
 }
 
+static void prune_taken(rn_sock *ls);
+
 static void service(rn_stream *st, uint64_t now)
 {
 	int more;
+
+	/* its record may have gone to a prefork worker: the engine's copy of A must go */
+	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
+		prune_taken(st->port->lsock);
 
 	deliver(st, now);
 	take(st, now);
@@ -744,29 +749,46 @@ static int send_accept_rec(int eng_fd, const rn_sock *ns)
 }
 
 /*
- * Every accept record sent was read (nothing left in the listener's
- * socketpair): the connections still queued went to processes that
- * inherited the listener (prefork workers); the listening process, which
- * never took them, lets go.  Otherwise they would fill its backlog.
+ * Connections whose accept record was read, counted from what is still
+ * unread on the listener's descriptor (records are read in order): the ones
+ * no longer in the queue of the listening process went to a process that
+ * inherited the listener (a prefork worker), which holds its own copy of
+ * end A now; the engine lets go of its copy.  Otherwise they would fill the
+ * backlog of a listening process that never accepts.
  */
 static void prune_taken(rn_sock *ls)
 {
-	rn_sock *ns;
-	int outq = 0;
+	rn_sock *gone = NULL, **tail = &gone;
+	int ufd = __atomic_load_n(&ls->user_fd, __ATOMIC_RELAXED), unread = 0;
+	struct stat sb;
 
-	if (ioctl(ls->eng_fd, SIOCOUTQ, &outq) < 0 || outq > 0)
+	/* raw: the number is the program's; it must still be the listener */
+	if (ufd < 0 || fstat(ufd, &sb) < 0 || sb.st_ino != ls->ino || sb.st_dev != ls->dev ||
+	    syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0)
 		return;
+	unread /= (int)sizeof(rn_accept_rec);
 	pthread_mutex_lock(&ls->mu);
-	ns = ls->accq_head;
-	ls->accq_head = ls->accq_tail = NULL;
-	ls->accq_len = 0;
-	pthread_mutex_unlock(&ls->mu);
-	while (ns) {
-		rn_sock *next = ns->acc_next;
+	while (ls->accq_len > unread && ls->accq_head) {
+		rn_sock *ns = ls->accq_head;
 
+		ls->accq_head = ns->acc_next;
+		if (!ls->accq_head)
+			ls->accq_tail = NULL;
+		ls->accq_len--;
 		ns->acc_next = NULL;
-		rn_sock_unref(ns);
-		ns = next;
+		__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+		*tail = ns;
+		tail = &ns->acc_next;
+	}
+	pthread_mutex_unlock(&ls->mu);
+	while (gone) {
+		rn_sock *next = gone->acc_next;
+
+		gone->acc_next = NULL;
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* raw: not the program's close */
+		rn_sock_unref(gone);
+		gone = next;
 	}
 }
 
@@ -825,30 +847,17 @@ static void accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		ls->accq_head = ns;
 	ls->accq_tail = ns;
 	ls->accq_len++;
+	__atomic_store_n(&ns->queued, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ls->mu);
 	/*
 	 * One record per waiting connection, carrying its end A: the listening
 	 * descriptor polls readable, and whichever process reads the record
 	 * (the listener's, or a prefork worker that inherited it) holds the
-	 * connection.  The engine keeps no copy of A: the record does.
+	 * connection.  The engine keeps its copy of A until the record is read
+	 * (rn_api_accept, prune_taken).
 	 */
-	{
-		int a = ns->user_fd;
-
-		if (send_accept_rec(ls->eng_fd, ns) < 0) {
-			rn_info("connection from %s dropped: the listener's queue is full (%s)", st->name,
-				strerror(errno));
-			rn_conn_abort(c, now);
-		}
-		int expect = a;
-
-		/* the accepting process may have named it already (rn_api_accept) */
-		__atomic_compare_exchange_n(&ns->user_fd, &expect, -1, 0, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED);
-		/* raw: an interposed close (ri2n-run's) must not take it for the program's */
-		rn_fd_disown(a);
-		syscall(SYS_close, a);
-	}
+	if (send_accept_rec(ls->eng_fd, ns) < 0)
+		rn_debug("accept record not written: %s", strerror(errno));
 	rn_info("accepted connection from %s", st->name);
 	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
@@ -871,8 +880,7 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 /* Aborts the connections queued on a listening socket nobody will accept. */
 static void drop_accept_queue(rn_sock *ls)
 {
-	if (ls->eng_fd >= 0)
-		prune_taken(ls); /* those went to other processes: they live */
+	prune_taken(ls); /* those went to other processes: they live */
 	for (;;) {
 		rn_sock *ns;
 
@@ -883,6 +891,7 @@ static void drop_accept_queue(rn_sock *ls)
 			if (!ls->accq_head)
 				ls->accq_tail = NULL;
 			ls->accq_len--;
+			__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&ls->mu);
 		if (!ns)
