@@ -114,6 +114,8 @@ typedef struct rn_shim_ent {
 	int nep, ep_lost;      /* TCP: registrations to carry; ep_lost: more than fit */
 	rn_shim_epreg ep[RN_SHIM_MAXEP];
 	int shared;            /* TCP: dup'ed, other numbers hold the same socket */
+	int retired_fd;        /* closed in a signal handler: its number (rn_shim_tab_retire) */
+	struct rn_shim_ent *retired_next;
 } rn_shim_ent;
 
 /*
@@ -132,6 +134,17 @@ int rn_shim_tab_mine(void);
 int rn_shim_tab_has(int fd);
 /* Stores *e as fd's entry, stamped with fd's device and inode.  Keeps errno. */
 void rn_shim_tab_set(int fd, const rn_shim_ent *e);
+/*
+ * fd is being closed in a signal handler: takes its entry out of the table
+ * without a lock or free (async-signal-safe); the rest of the work (ri2n's
+ * side, the free) waits for rn_shim_tab_drain.
+ */
+void rn_shim_tab_retire(int fd);
+/*
+ * Finishes the work of retired entries; outside a signal handler only.  The
+ * tab calls and the waits call it; cheap when there is none.
+ */
+void rn_shim_tab_drain(void);
 /* Drops fd's entry; returns the kind it had (RN_SHIM_NONE if none).  Keeps errno. */
 int rn_shim_tab_drop(int fd);
 /* Remembers an option set on fd (replacing an earlier value). */
@@ -161,6 +174,13 @@ const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name);
  * carries across a conversion.
  */
 int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+
+/* ---- signals (rn_shim_sig.c) ---- */
+
+/* Whether this thread is running a signal handler the program installed. */
+int rn_shim_in_handler(void);
+/* Whether this is ri2n's engine thread (rn_shim_sock.c). */
+int rn_shim_engine_thread(void);
 
 /* ---- which sockets become ri2n (rn_shim_policy.c) ---- */
 

@@ -207,6 +207,12 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	pthread_mutex_unlock(&g_ep.mu);
 	if (n == 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	/*
+	 * A socket closed in a signal handler is never reported again (its
+	 * entry's work, deferred, done now).  Only for the program's sets: ri2n's
+	 * engine waits on its own, holding what the drain takes.
+	 */
+	rn_shim_tab_drain();
 	/* bytes reported before and not read yet: ready now (level-triggered) */
 	ns = rn_inline_held(ino, syn, max < MAX_RAILS ? max : MAX_RAILS);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -200,7 +200,7 @@ static int give_up(int n, int fd, const char *what)
  * Whether this is ri2n's engine thread: what it does is ri2n's business (its
  * hwloc probing X displays over TCP, say), never converted or logged.
  */
-static int engine_thread(void)
+int rn_shim_engine_thread(void)
 {
 	static __thread int is = -1;
 
@@ -222,7 +222,7 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 		return fd;
 	forget(fd); /* a number closed behind our back and given out again */
 	if ((domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
-	    (protocol == 0 || protocol == IPPROTO_TCP) && !engine_thread()) {
+	    (protocol == 0 || protocol == IPPROTO_TCP) && !rn_shim_engine_thread()) {
 		rn_shim_ent e = { .kind = RN_SHIM_TCP, .family = domain };
 
 		rn_shim_tab_set(fd, &e);
@@ -518,10 +518,22 @@ RN_SHIM_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	return nfd;
 }
 
+/*
+ * In a signal handler (rn_shim_sig.c) a close must be async-signal-safe: the
+ * entry leaves the table lock-free, the rest waits (rn_shim_tab_drain).
+ */
+static void forget_on_close(int fd)
+{
+	if (rn_shim_in_handler())
+		rn_shim_tab_retire(fd);
+	else
+		forget(fd);
+}
+
 RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
-		forget(fd);
+		forget_on_close(fd);
 	return RN_REAL->close(fd);
 }
 
@@ -530,7 +542,7 @@ RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine())
 		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
 			if (rn_shim_tab_has((int)fd))
-				forget((int)fd);
+				forget_on_close((int)fd);
 	return RN_REAL->close_range(first, last, flags);
 }
 

@@ -3,18 +3,26 @@
  * under ri2n-run in two namespaces, what event-driven servers and proxies do
  * and what a conversion at connect() or listen() must keep working.
  *
- *   shim_fidelity serve PORT       an epoll server, one thread: its listener
+ *   shim_fidelity serve PORT [late]
+ *                                  an epoll server, one thread: its listener
  *                                  is registered in epoll (and dup'ed) before
  *                                  listen(); echoes every connection until
  *                                  EOF, then closes it.  Prints "listening
  *                                  ri2n ri2n" (the listener and its dup, as
- *                                  the kernel sees them) or "tcp".
+ *                                  the kernel sees them) or "tcp".  late:
+ *                                  registered and dup'ed after listen()
  *   shim_fidelity early ADDR PORT  a client that registers its socket in
  *                                  epoll, dup()s it, sets O_ASYNC, F_SETOWN
  *                                  and FD_CLOEXEC on the dup, all before a
  *                                  non-blocking connect(); then echoes
  *                                  ECHO_BYTES through the registration made
  *                                  before connect, every byte checked
+ *   shim_fidelity idle ADDR PORT SECS
+ *                                  connects, one byte echoed, then idle
+ *   shim_fidelity sigclose ADDR PORT
+ *                                  connections closed by a SIGALRM handler
+ *                                  while the shim is busy on them (see
+ *                                  sigclose())
  *   shim_fidelity bind2 PORT       beside a server of PORT: bind() to PORT
  *                                  fails with EADDRINUSE (also with
  *                                  SO_REUSEADDR); PORT+1 binds and listens
@@ -46,7 +54,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -171,7 +181,8 @@ static void serve_accept(int ep, int lfd)
 	}
 }
 
-static int serve(int port)
+/* late: register and dup after listen() (what works without carrying registrations) */
+static int serve(int port, int late)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
@@ -185,14 +196,18 @@ static int serve(int port)
 		return 1;
 	}
 	/* as event loops do: registered first, listening after */
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
+	if (!late && epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0) {
 		perror("fidelity serve: epoll_ctl");
 		return 1;
 	}
-	dup_l = dup(lfd);
+	dup_l = late ? -1 : dup(lfd);
 	if (listen(lfd, 64) < 0) {
 		perror("fidelity serve: listen");
 		return 1;
+	}
+	if (late) {
+		epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+		dup_l = dup(lfd);
 	}
 	printf("listening %s %s\n", real_kind(lfd), real_kind(dup_l));
 	fflush(stdout);
@@ -524,13 +539,136 @@ static int opts(const char *addr, int port)
 	close(fd);
 	return g_failed;
 }
+/* ---- close() in a signal handler ---- */
+
+#define SIG_ROUNDS 200
+
+static volatile int g_victim = -1; /* the handler closes this descriptor */
+static volatile int g_closed, g_progress;
+
+static void on_alarm(int sig)
+{
+	int fd = __atomic_exchange_n(&g_victim, -1, __ATOMIC_ACQ_REL);
+
+	(void)sig;
+	if (fd >= 0 && close(fd) == 0)
+		g_closed++;
+}
+
+static void *watchdog(void *arg)
+{
+	int last = -1;
+
+	sigset_t alrm;
+
+	(void)arg;
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, NULL); /* the handler runs in the threads under test */
+	for (;;) {
+		sleep(20);
+		if (g_progress == last) {
+			printf("FAIL: no progress in 20 s after %d of %d rounds: a close in the signal "
+			       "handler deadlocked\n", last, SIG_ROUNDS);
+			fflush(stdout);
+			_exit(1);
+		}
+		last = g_progress;
+	}
+	return NULL;
+}
+
+/*
+ * SIG_ROUNDS connections, each closed by a SIGALRM handler (a 1 ms timer)
+ * while the main thread keeps calling into the shim on it (epoll_ctl,
+ * getsockopt, setsockopt: the shim's and ri2n's locks); then a connection
+ * still echoes.  A close that took those locks in the handler would
+ * deadlock (the watchdog says so).
+ */
+static int sigclose(const char *addr, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	struct sigaction sa, old;
+	pthread_t t;
+	int ep = epoll_create1(0);
+
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = SA_RESTART;
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0 && sigaction(SIGALRM, NULL, &old) == 0 &&
+	      old.sa_handler == on_alarm, "sigaction: the handler reads back as installed");
+	pthread_create(&t, NULL, watchdog, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (int r = 0; r < SIG_ROUNDS; r++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, v;
+		socklen_t vl = sizeof(v);
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+
+		sigset_t alrm, prev;
+
+		/* the connect itself is not what is tested: no signal meanwhile */
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		pthread_sigmask(SIG_BLOCK, &alrm, &prev);
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			report(0, "round %d: connect", r);
+			return 1;
+		}
+		pthread_sigmask(SIG_SETMASK, &prev, NULL);
+		epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+		__atomic_store_n(&g_victim, fd, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&g_victim, __ATOMIC_ACQUIRE) == fd) {
+			ev.events ^= EPOLLOUT;
+			epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+			getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl);
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
+		g_progress = r + 1;
+	}
+	it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	CHECK(g_closed == SIG_ROUNDS, "%d connections closed in a signal handler while the shim was "
+				      "busy on them", g_closed);
+	{
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		char buf[8] = { 0 };
+
+		CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && !strcmp(real_kind(fd), "ri2n") &&
+		      write(fd, "after", 5) == 5 && read(fd, buf, 5) == 5 && !memcmp(buf, "after", 5),
+		      "a connection after them echoes");
+		close(fd);
+	}
+	close(ep);
+	return g_failed;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && !strcmp(argv[1], "serve"))
-		return serve(atoi(argv[2]));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "serve"))
+		return serve(atoi(argv[2]), argc == 4 && !strcmp(argv[3], "late"));
 	if (argc == 4 && !strcmp(argv[1], "early"))
 		return early(argv[2], atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "idle")) {
+		/* idle ADDR PORT SECS: one echoed byte, then an idle connection for SECS */
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[3])) };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		char c;
+
+		if (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1 ||
+		    connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(fd, "i", 1) != 1 ||
+		    read(fd, &c, 1) != 1)
+			return 1;
+		printf("idle\n");
+		fflush(stdout);
+		sleep((unsigned)atoi(argv[4]));
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "sigclose"))
+		return sigclose(argv[2], atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "bind2"))
 		return bind2(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "opts"))
@@ -544,6 +682,7 @@ int main(int argc, char **argv)
 		return argv[1][0] == 'e' ? exiter(addr, port, bytes) : reader(addr, port, bytes);
 	}
 	fprintf(stderr, "usage: shim_fidelity serve PORT | early ADDR PORT |\n"
-			"       exiter|reader [ADDR] PORT BYTES | bind2 PORT | opts ADDR PORT\n");
+			"       exiter|reader [ADDR] PORT BYTES | bind2 PORT | opts ADDR PORT |\n"
+			"       idle ADDR PORT SECS | sigclose ADDR PORT\n");
 	return 2;
 }

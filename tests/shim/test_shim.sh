@@ -40,13 +40,20 @@
 #           dead-peer timeout (a read fails with ETIMEDOUT once every rail is
 #           black-holed), is refused (EISCONN) once connected; SO_LINGER
 #           {1, 0} resets the connection at close, {1, N} is refused
+#   quiet   the epoll server with an idle client; its host's rail interfaces
+#           are deleted: the connection ends once (ETIMEDOUT, a 2 s dead-peer
+#           timeout) and the server then uses under a quarter of a CPU over
+#           2 s (a spin detector with a generous bound, not a speed figure)
+#   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
+#           timer) while the main thread is inside the shim on them
+#           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -521,8 +528,66 @@ scenario_errors() {
 	nt_ok "errors: EADDRINUSE at a second bind; TCP_USER_TIMEOUT and SO_LINGER honoured or refused"
 }
 
+# ---- no busy loops ----
+
+# CPU time (clock ticks, user + system) PID has used.
+st_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+scenario_quiet() {
+	local srv spid t0 t1 hz
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	hz=$(getconf CLK_TCK)
+	nt_init "$tag" 2 2 1gbit
+	# a 2 s dead-peer timeout, so that the connection dies within the test
+	export RI2N_DEAD_PEER_MS=2000
+	st_bg server 2 "$FIDELITY" serve 9600
+	srv=$ST_PID
+	unset RI2N_DEAD_PEER_MS
+	st_wait_listen 2 9600
+	st_bg idle 1 "$FIDELITY" idle "$(nt_addr 2)" 9600 60
+	for _ in $(seq 100); do grep -q idle "$NT_DIR/idle.out" && break; sleep 0.1; done
+	grep -q idle "$NT_DIR/idle.out" || nt_fail "the idle client never connected: $(tail -n 3 "$NT_DIR/idle.err")"
+	spid=$(st_pid_of 2 "$FIDELITY serve 9600")
+	[ -n "$spid" ] || nt_fail "the server process not found"
+	# the server's rails vanish (what removing its namespace's links does)
+	ip -n "$(tb_ns 2)" link del r1
+	ip -n "$(tb_ns 2)" link del r2
+	for _ in $(seq 100); do grep -q "^end:" "$NT_DIR/server.out" && break; sleep 0.1; done
+	grep -q "^end:" "$NT_DIR/server.out" || nt_fail "the connection never ended after its rails vanished"
+	# a spin detector, not a speed figure: a busy loop takes a whole CPU (2 s of ticks)
+	t0=$(st_ticks "$spid")
+	sleep 2
+	t1=$(st_ticks "$spid")
+	nt_note "server with its rails gone: $((t1 - t0)) of $((2 * hz)) CPU ticks in 2 s; ended: $(grep '^end:' "$NT_DIR/server.out" | tr '\n' ' ')"
+	[ $((t1 - t0)) -lt $((hz / 2)) ] || nt_fail "the server used $((t1 - t0)) CPU ticks in 2 s with its rails gone: a busy loop"
+	[ "$(grep -c '^end:' "$NT_DIR/server.out")" = 1 ] || nt_fail "the connection's end was reported more than once"
+	grep -q "^end: Connection timed out" "$NT_DIR/server.out" ||
+		nt_fail "the connection ended with '$(grep '^end:' "$NT_DIR/server.out")', want ETIMEDOUT"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died"
+	st_stop "$srv"
+	nt_ok "quiet: a server whose rails vanished reports the error once and stays idle"
+}
+
+# ---- close() in a signal handler ----
+
+scenario_signal() {
+	local srv rc
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9700 late
+	srv=$ST_PID
+	st_wait_listen 2 9700
+	ST_TIMEOUT=100 st_fg sigclose 1 "$FIDELITY" sigclose "$(nt_addr 2)" 9700
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/sigclose.out"
+	[ $rc -eq 0 ] || nt_fail "sigclose: $(grep -c FAIL "$NT_DIR/sigclose.out") check(s) failed (status $rc)"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died"
+	st_stop "$srv"
+	nt_ok "signal: close() of ri2n descriptors in a signal handler never deadlocks"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
