@@ -8,8 +8,10 @@ set -euo pipefail
 
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
-run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl
+run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
 	procps util-linux python3 psmisc mptcpize)
+# nginx: tests/shim (netns_shim_nginx); like redis-server, Debian enables its service where
+# systemd runs (the tests start their own in their namespaces).
 # Only for the bench (Debian's redis-server package also enables a redis service on
 # 127.0.0.1:6379 where systemd runs; the bench starts its own servers in its namespaces)
 bench_pkgs=(redis-server redis-tools)

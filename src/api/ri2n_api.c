@@ -307,11 +307,83 @@ static void put_addr(const struct sockaddr_in *in, struct sockaddr *addr, sockle
 	*len = sizeof(*in);
 }
 
+/*
+ * Reads one accept record (rn_accept_rec, rn_engine.h) from listener fd:
+ * blocking or not as the descriptor is.  The record's descriptor (a copy of
+ * the connection's end A) goes to *afd.  0, or an errno (EINVAL: the engine
+ * let go of the listener).
+ */
+static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd)
+{
+	struct iovec iov = { rec, sizeof(*rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	/* raw: an interposed recvmsg would take this for the fast path */
+	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c;
+
+	*afd = -1;
+	if (n < 0)
+		return errno;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(afd, CMSG_DATA(c), sizeof(int));
+	if (n == (ssize_t)sizeof(*rec) && *afd < 0 && rec->tag == 'e')
+		return 0; /* no connection: rec->err says why */
+	if (n != (ssize_t)sizeof(*rec) || *afd < 0) {
+		if (*afd >= 0)
+			syscall(SYS_close, *afd);
+		return EINVAL; /* 0: the engine let go of the listener */
+	}
+	return 0;
+}
+
+/*
+ * Under s->mu: takes from s's accept queue the connection whose end A is
+ * the open file afd; the ones queued before it were taken by another
+ * process holding the listener (their records came first): they are that
+ * process's now, so this one drops its copies.
+ */
+static rn_sock *take_queued(rn_sock *s, int afd)
+{
+	struct stat sb;
+	rn_sock *ns;
+
+	if (fstat(afd, &sb) < 0)
+		return NULL;
+	for (ns = s->accq_head; ns && !(ns->ino == sb.st_ino && ns->dev == sb.st_dev); ns = ns->acc_next)
+		;
+	if (!ns)
+		return NULL;
+	while (s->accq_head != ns) {
+		rn_sock *gone = s->accq_head;
+
+		s->accq_head = gone->acc_next;
+		s->accq_len--;
+		gone->acc_next = NULL;
+		__atomic_store_n(&gone->queued, 0, __ATOMIC_RELAXED);
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* the other process holds its own copy */
+		rn_sock_unref(gone);
+	}
+	s->accq_head = ns->acc_next;
+	if (!s->accq_head)
+		s->accq_tail = NULL;
+	s->accq_len--;
+	ns->acc_next = NULL;
+	__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+	return ns;
+}
+
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	int err, nfd;
+	int err, nfd, afd;
 	rn_sock *s = lookup(fd, &err), *ns;
-	char c;
+	rn_accept_rec rec;
 
 	if (!s)
 		return fail(err);
@@ -319,42 +391,36 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_sock_unref(s);
 		return fail(EINVAL);
 	}
-	for (;;) {
-		/* one byte per waiting connection; blocking or not as the descriptor is
-		 * (raw: an interposed read would take this for the fast path) */
-		ssize_t n = syscall(SYS_read, fd, &c, 1);
-
-		if (n < 0) {
-			err = errno;
-			rn_sock_unref(s);
-			return fail(err);
-		}
-		if (n == 0) { /* the engine let go of the listener */
-			rn_sock_unref(s);
-			return fail(EINVAL);
-		}
+	err = read_accept_rec(fd, &rec, &afd);
+	if (!err && rec.tag == 'e') {
+		/* a connection the engine could not take (budget, descriptors, memory) */
 		pthread_mutex_lock(&s->mu);
-		ns = s->accq_head;
-		if (ns) {
-			s->accq_head = ns->acc_next;
-			if (!s->accq_head)
-				s->accq_tail = NULL;
-			s->accq_len--;
-			ns->acc_next = NULL;
-		} else if (s->acc_err) {
-			/* a connection the engine could not take (its byte was this one) */
-			err = s->acc_err;
-			s->acc_err = 0;
-		}
+		s->acc_err = 0;
 		pthread_mutex_unlock(&s->mu);
-		if (ns)
-			break;
-		if (err) {
-			rn_sock_unref(s);
-			return fail(err);
-		}
+		err = rec.err ? rec.err : EMFILE;
 	}
+	if (err) {
+		rn_sock_unref(s);
+		return fail(err);
+	}
+	pthread_mutex_lock(&s->mu);
+	ns = take_queued(s, afd);
+	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
+	if (!ns) {
+		/*
+		 * The engine let go of it meanwhile (it saw the record read:
+		 * prune_taken in rn_stream.c): a connection it still serves,
+		 * through the descriptor only, as in a process that inherited it.
+		 */
+		if (!(flags & SOCK_CLOEXEC))
+			fcntl(afd, F_SETFD, 0);
+		if (flags & SOCK_NONBLOCK)
+			fcntl(afd, F_SETFL, O_NONBLOCK);
+		put_addr(&rec.peer, addr, len);
+		return afd;
+	}
+	syscall(SYS_close, afd); /* ours is the copy the engine kept */
 	nfd = ns->user_fd;
 	rn_fd_disown(nfd);
 	if (!(flags & SOCK_CLOEXEC))
@@ -370,6 +436,23 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	put_addr(&ns->peer, addr, len);
 	pthread_mutex_unlock(&ns->mu);
 	return nfd;
+}
+
+int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
+{
+	rn_accept_rec rec;
+	int afd, err = read_accept_rec(fd, &rec, &afd);
+
+	if (!err && rec.tag == 'e')
+		err = rec.err ? rec.err : EMFILE; /* the listening process's engine refused one */
+	if (err)
+		return fail(err);
+	if (!(flags & SOCK_CLOEXEC))
+		fcntl(afd, F_SETFD, 0);
+	if (flags & SOCK_NONBLOCK)
+		fcntl(afd, F_SETFL, O_NONBLOCK);
+	*peer = rec.peer;
+	return afd;
 }
 
 int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len)
@@ -536,6 +619,52 @@ static int set_key(rn_sock *s, const void *val, socklen_t len)
 	return 0;
 }
 
+/*
+ * SO_LINGER: {0, *} a graceful close (the default); {1, 0} an abortive one,
+ * the peer gets a RESET (rn_stream.c, user_closed); {1, N > 0} would make
+ * close() block until the bytes are delivered, which ri2n's close cannot
+ * (they go in the background): EOPNOTSUPP rather than a silent difference.
+ */
+static int set_linger(rn_sock *s, const void *val, socklen_t len)
+{
+	struct linger l;
+
+	if (!val || len < (socklen_t)sizeof(l))
+		return EINVAL;
+	memcpy(&l, val, sizeof(l));
+	if (l.l_onoff && l.l_linger > 0)
+		return EOPNOTSUPP;
+	__atomic_store_n(&s->abort_close, l.l_onoff != 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * TCP_USER_TIMEOUT (ms; 0: the default) is ri2n's dead-peer timeout
+ * (RI2N_DEAD_PEER_MS), fixed when the connection is set up: EISCONN after,
+ * unless it is the value the connection has (an accepted socket inherits the
+ * listener's).  Under s->mu.
+ */
+static int set_user_timeout(rn_sock *s, const void *val, socklen_t len)
+{
+	int64_t v, cur = 0;
+	int err = get_int(val, len, &v);
+
+	if (err)
+		return err;
+	if (v < 0)
+		return EINVAL;
+	if (v == 0)
+		v = rn_engine_config()->dead_peer_ns / 1000000;
+	if (v < 3)
+		v = 3; /* ri2n's least */
+	rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &cur);
+	if (v == cur)
+		return 0;
+	if (s->kind != RN_SK_NEW)
+		return EISCONN;
+	return -rn_knob_set(&s->cfg, RI2N_DEAD_PEER_MS, v);
+}
+
 int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	int err, rc = 0;
@@ -576,18 +705,11 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		}
 		pthread_mutex_unlock(&s->mu);
 	} else if (level == SOL_SOCKET && name == SO_LINGER) {
-		/* {1, 0}: close resets (honoured); {1, n}: close does not block, ri2n delivers
-		 * in the background as without it; {0, *}: the usual close */
-		struct linger lg;
-
-		if (!val || len < (socklen_t)sizeof(lg)) {
-			err = EINVAL;
-		} else {
-			memcpy(&lg, val, sizeof(lg));
-			__atomic_store_n(&s->linger_abort, lg.l_onoff && lg.l_linger == 0,
-					 __ATOMIC_RELAXED);
-			err = 0;
-		}
+		err = set_linger(s, val, len);
+	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
+		pthread_mutex_lock(&s->mu);
+		err = set_user_timeout(s, val, len);
+		pthread_mutex_unlock(&s->mu);
 	} else if ((level == SOL_SOCKET && (name == SO_KEEPALIVE || name == SO_REUSEADDR ||
 					    name == SO_REUSEPORT)) ||
 		   (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_QUICKACK))) {
@@ -633,6 +755,20 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		err = put_int(val, len, SOCK_STREAM);
 	} else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
 		err = put_int(val, len, 1);
+	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
+		pthread_mutex_lock(&s->mu);
+		err = rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &v);
+		pthread_mutex_unlock(&s->mu);
+		err = err ? -err : put_int(val, len, (int)v);
+	} else if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger l = { __atomic_load_n(&s->abort_close, __ATOMIC_RELAXED), 0 };
+
+		if (!val || !len || *len < (socklen_t)sizeof(l)) {
+			err = EINVAL;
+		} else {
+			memcpy(val, &l, sizeof(l));
+			*len = sizeof(l);
+		}
 	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
 		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
 	} else if (level == RI2N_SOL && name == RI2N_KEY) {
@@ -793,12 +929,21 @@ ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 		return fail(ENOTCONN);
 	}
 	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
-	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		return syscall(SYS_recvmsg, fd, &m, flags);
+		rc = syscall(SYS_recvmsg, fd, &m, flags);
+		if (rc < 0 && errno == ECONNRESET) {
+			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
+			pthread_mutex_lock(&s->mu);
+			err = s->dead_error;
+			pthread_mutex_unlock(&s->mu);
+			errno = err ? err : ECONNRESET;
+		}
+		rn_sock_unref(s);
+		return rc;
 	}
+	rn_sock_unref(s);
 	if (rc < 0)
 		return fail((int)-rc);
 	return rc;
@@ -981,6 +1126,19 @@ void rn_api_forget(int fd)
 		rn_inline_closed(s); /* its last number: closed under any thread blocked on it */
 		rn_sock_unref(s);
 	}
+}
+
+void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
+{
+	int same;
+
+	pthread_mutex_lock(&g_tab.mu);
+	same = fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
+	       g_tab.tab[fd]->dev == dev;
+	pthread_mutex_unlock(&g_tab.mu);
+	/* nothing else names that number meanwhile: its close left it to us (the shim) */
+	if (same)
+		rn_api_forget(fd);
 }
 
 int rn_api_rail_match(in_addr_t ip, int exact)

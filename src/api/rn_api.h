@@ -8,6 +8,15 @@
 
 /* ri2n_accept with accept4() flags (SOCK_NONBLOCK, SOCK_CLOEXEC). */
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+/*
+ * accept on a ri2n listener this process inherited (fork) and does not know
+ * (rn_api_accept says ENOTSOCK): a connection the listening process's engine
+ * queued, as a descriptor that engine serves (plain read/write/poll, while
+ * that process lives); its peer in *peer.  flags as accept4's.  The
+ * descriptor, or -1 with errno (EAGAIN, EINVAL: not a ri2n listener).
+ */
+#include <netinet/in.h>
+int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 
@@ -58,6 +67,12 @@ int rn_api_dup(int fd, int dup);
  * duplicate from now on.
  */
 void rn_api_forget(int fd);
+/*
+ * rn_api_forget for number fd, already closed (in a signal handler, the
+ * work deferred): only if the table still names the socket of device dev
+ * and inode ino there (the number may be another socket's by now).
+ */
+void rn_api_forget_closed(int fd, dev_t dev, ino_t ino);
 /*
  * Whether ip (network order) is in the subnet of one of this host's rails, or
  * with `exact` is a rail's own address; INADDR_ANY: whether there is a rail.

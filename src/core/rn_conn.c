@@ -471,10 +471,20 @@ ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)
 	if (!c->bufs_ready)
 		return c->err ? c->err : RN_ERR_AGAIN;
 	n = rn_rob_peek(&c->rq, data);
-	/* in-order data is delivered first; then the reason the stream died */
+	/*
+	 * in-order data is delivered first; then the reason the stream died,
+	 * unless the peer's whole stream came before its RESET: then the end of
+	 * it (TCP's RST in CLOSE_WAIT: the reader gets EOF, a writer EPIPE)
+	 */
 	if (c->err && n <= 0)
-		return c->err;
+		return n == 0 && c->err == RN_ERR_RESET ? 0 : c->err;
 	return n;
+}
+
+int rn_conn_ended_clean(const rn_conn *c)
+{
+	return c->state == RN_ST_CLOSED && c->err == RN_ERR_RESET && c->bufs_ready &&
+	       rn_rob_fin_in_order(&c->rq);
 }
 
 void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)

@@ -336,6 +336,11 @@ void rn_conn_abort(rn_conn *c, uint64_t now_ns);
 int rn_conn_state(const rn_conn *c);
 /* The fatal rn_err that ended the connection, or 0. */
 int rn_conn_error(const rn_conn *c);
+/*
+ * Whether a RESET ended the connection after the peer's whole stream (its
+ * FIN in order): rn_conn_peek still gives its bytes, then 0 (the end).
+ */
+int rn_conn_ended_clean(const rn_conn *c);
 void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st);
 /* Negotiated payload bytes per DATA packet. */
 uint32_t rn_conn_mss(const rn_conn *c);

@@ -54,7 +54,7 @@ typedef struct rn_sock {
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
-	int linger_abort;          /* (atomic) SO_LINGER {1, 0}: the user's close resets, as TCP's */
+	int abort_close;           /* (atomic) SO_LINGER {1, 0}: the user's close resets */
 	/*
 	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
@@ -67,6 +67,7 @@ typedef struct rn_sock {
 	struct rn_sock *accq_head, *accq_tail, *acc_next;
 	int accq_len, backlog;
 	int acc_err;               /* a connection refused (budget, descriptors): ri2n_accept says it once */
+	int queued;                /* (atomic) in its listener's accept queue */
 
 	/* engine thread only */
 	struct rn_port *port;
@@ -74,6 +75,20 @@ typedef struct rn_sock {
 	rn_conn_stats *final;      /* the connection's counters when it ended (ri2n_stats) */
 	struct event *watch_ev;    /* not connected: watches B for the user's close */
 } rn_sock;
+
+/*
+ * What the engine sends on a listener's socketpair per connection waiting
+ * for accept (one record per sendmsg, with the connection's descriptor A
+ * attached as SCM_RIGHTS): the listening process takes its own copy from
+ * the accept queue, and a process that inherited the listener (a prefork
+ * worker) accepts with the attached descriptor, which the listening
+ * process's engine serves.
+ */
+typedef struct rn_accept_rec {
+	char tag;                /* 'a'; 'e': no connection, ri2n_accept fails once with err */
+	struct sockaddr_in peer; /* the connection's peer */
+	int err;                 /* 'e': EMFILE or ENOBUFS (the connection budget, memory) */
+} rn_accept_rec;
 
 rn_sock *rn_sock_new(void);
 void rn_sock_ref(rn_sock *s);

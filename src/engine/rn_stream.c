@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -311,9 +312,13 @@ static void refuse_accept(rn_port *p, const rn_accept_params *ap, int err, uint6
 	if (wake)
 		ls->acc_err = err;
 	pthread_mutex_unlock(&ls->mu);
-	/* one byte, as for a connection: the listening descriptor polls readable */
-	if (wake && send(ls->eng_fd, "e", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		rn_debug("accept wake-up not written: %s", strerror(errno));
+	/* a record, as for a connection: the listening descriptor polls readable */
+	if (wake) {
+		rn_accept_rec rec = { .tag = 'e', .err = err };
+
+		if (send(ls->eng_fd, &rec, sizeof(rec), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			rn_debug("accept error record not written: %s", strerror(errno));
+	}
 }
 
 static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
@@ -425,8 +430,12 @@ static void stream_free(rn_stream *st)
 	pthread_mutex_lock(&s->mu);
 	s->stream = NULL;
 	pthread_mutex_unlock(&s->mu);
-	/* an unconnected end still holds the junk bytes: closing it resets anyway */
-	close_user_end(st, err != 0 && st->connected);
+	/*
+	 * an unconnected end still holds the junk bytes: closing it resets
+	 * anyway; a user given the clean end of the stream keeps it (reads
+	 * return 0, writes fail with EPIPE), as after TCP's RST in CLOSE_WAIT
+	 */
+	close_user_end(st, err != 0 && st->connected && !st->eof_sent);
 	if (s->watch_ev) {
 		event_free(s->watch_ev);
 		s->watch_ev = NULL;
@@ -522,16 +531,21 @@ static void deliver(rn_stream *st, uint64_t now)
 	}
 }
 
-static void user_closed(rn_stream *st, uint64_t now)
+/* Whether the user closed its end for good (POLLHUP), not just shut down writing. */
+static int user_gone(rn_stream *st)
 {
 	struct pollfd pf = { .fd = st->fd };
 
+	return poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+}
+
+static void user_closed(rn_stream *st, uint64_t now)
+{
 	st->user_eof = 1;
 	event_del(st->rev);
 	st->rd_on = 0;
-	/* SO_LINGER {1, 0} and a close (not a shutdown): a reset, what is unsent discarded */
-	if (__atomic_load_n(&st->sock->linger_abort, __ATOMIC_RELAXED) &&
-	    poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP)) {
+	if (__atomic_load_n(&st->sock->abort_close, __ATOMIC_RELAXED) && user_gone(st)) {
+		/* SO_LINGER {1, 0}: an abortive close, as TCP's: the peer gets a RESET */
 		rn_conn_abort(st->conn, now);
 		return;
 	}
@@ -634,12 +648,10 @@ static void arm_timer(rn_stream *st, uint64_t now)
  */
 static void check_orphan(rn_stream *st, uint64_t now)
 {
-	struct pollfd pf = { .fd = st->fd };
-
 	if (!st->user_eof || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
 		return;
 	if (!st->orphan_ns) {
-		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+		if (user_gone(st))
 			st->orphan_ns = now;
 		return;
 	}
@@ -649,9 +661,15 @@ static void check_orphan(rn_stream *st, uint64_t now)
 	}
 }
 
+static void prune_taken(rn_sock *ls);
+
 static void service(rn_stream *st, uint64_t now)
 {
 	int more;
+
+	/* its record may have gone to a prefork worker: the engine's copy of A must go */
+	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
+		prune_taken(st->port->lsock);
 
 	deliver(st, now);
 	take(st, now);
@@ -661,7 +679,9 @@ static void service(rn_stream *st, uint64_t now)
 	more = rn_stream_flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
-		if (st->fd < 0 || st->eof_sent || rn_conn_error(st->conn)) {
+		/* reset after the peer's whole stream: it still goes to the user first */
+		if (st->fd < 0 || st->eof_sent ||
+		    (rn_conn_error(st->conn) && !rn_conn_ended_clean(st->conn))) {
 			rn_stream_flush(st, now); /* a RESET may still be owed */
 			stream_free(st);
 			return;
@@ -805,6 +825,71 @@ static int make_pair(rn_sock *s)
 	return 0;
 }
 
+/* Tells the listener's user end of connection ns: an rn_accept_rec with ns's descriptor A. */
+static int send_accept_rec(int eng_fd, const rn_sock *ns)
+{
+	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
+	struct iovec iov = { &rec, sizeof(rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ns->user_fd, sizeof(int));
+	return sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
+}
+
+/*
+ * Connections whose accept record was read, counted from what is still
+ * unread on the listener's descriptor (records are read in order): the ones
+ * no longer in the queue of the listening process went to a process that
+ * inherited the listener (a prefork worker), which holds its own copy of
+ * end A now; the engine lets go of its copy.  Otherwise they would fill the
+ * backlog of a listening process that never accepts.
+ */
+static void prune_taken(rn_sock *ls)
+{
+	rn_sock *gone = NULL, **tail = &gone;
+	int ufd = __atomic_load_n(&ls->user_fd, __ATOMIC_RELAXED), unread = 0;
+	struct stat sb;
+
+	/* raw: the number is the program's; it must still be the listener */
+	if (ufd < 0 || fstat(ufd, &sb) < 0 || sb.st_ino != ls->ino || sb.st_dev != ls->dev ||
+	    syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0)
+		return;
+	unread /= (int)sizeof(rn_accept_rec);
+	pthread_mutex_lock(&ls->mu);
+	while (ls->accq_len > unread && ls->accq_head) {
+		rn_sock *ns = ls->accq_head;
+
+		ls->accq_head = ns->acc_next;
+		if (!ls->accq_head)
+			ls->accq_tail = NULL;
+		ls->accq_len--;
+		ns->acc_next = NULL;
+		__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+		*tail = ns;
+		tail = &ns->acc_next;
+	}
+	pthread_mutex_unlock(&ls->mu);
+	while (gone) {
+		rn_sock *next = gone->acc_next;
+
+		gone->acc_next = NULL;
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* raw: not the program's close */
+		rn_sock_unref(gone);
+		gone = next;
+	}
+}
+
 /* Returns 0, or -1 when the connection could not be made (the client will retry). */
 static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 {
@@ -814,6 +899,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_stream *st;
 	int full, rc;
 
+	prune_taken(ls);
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
 	pthread_mutex_unlock(&ls->mu);
@@ -872,10 +958,17 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 		ls->accq_head = ns;
 	ls->accq_tail = ns;
 	ls->accq_len++;
+	__atomic_store_n(&ns->queued, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ls->mu);
-	/* one byte per waiting connection: the listening descriptor polls readable */
-	if (send(ls->eng_fd, "a", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		rn_debug("accept wake-up not written: %s", strerror(errno));
+	/*
+	 * One record per waiting connection, carrying its end A: the listening
+	 * descriptor polls readable, and whichever process reads the record
+	 * (the listener's, or a prefork worker that inherited it) holds the
+	 * connection.  The engine keeps its copy of A until the record is read
+	 * (rn_api_accept, prune_taken).
+	 */
+	if (send_accept_rec(ls->eng_fd, ns) < 0)
+		rn_debug("accept record not written: %s", strerror(errno));
 	rn_info("accepted connection from %s", st->name);
 	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
@@ -901,6 +994,7 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 /* Aborts the connections queued on a listening socket nobody will accept. */
 static void drop_accept_queue(rn_sock *ls)
 {
+	prune_taken(ls); /* those went to other processes: they live */
 	for (;;) {
 		rn_sock *ns;
 
@@ -911,6 +1005,7 @@ static void drop_accept_queue(rn_sock *ls)
 			if (!ls->accq_head)
 				ls->accq_tail = NULL;
 			ls->accq_len--;
+			__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&ls->mu);
 		if (!ns)

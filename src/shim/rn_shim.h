@@ -82,6 +82,19 @@ enum rn_shim_kind {
 };
 
 #define RN_SHIM_MAXOPT 12 /* options remembered per socket */
+#define RN_SHIM_MAXEP 4   /* epoll sets a TCP socket's registrations are carried into */
+
+/*
+ * An epoll registration of a TCP socket not converted yet: conversion
+ * replaces the open file behind the number, which drops it from every epoll
+ * set, so the shim adds it again, with the same events and data.
+ */
+typedef struct rn_shim_epreg {
+	int epfd;        /* the epoll descriptor the program registered through */
+	uint64_t ep_id;  /* the shim's id of that set (rn_shim_ep_id): it must still be that one */
+	uint32_t events;
+	uint64_t data;
+} rn_shim_epreg;
 
 /* An option the program set: replayed at conversion, or answered by getsockopt. */
 typedef struct rn_shim_opt {
@@ -100,6 +113,11 @@ typedef struct rn_shim_ent {
 	struct sockaddr_in local, peer; /* last known: they also answer in a forked child */
 	int nopt;
 	rn_shim_opt opt[RN_SHIM_MAXOPT];
+	int nep, ep_lost;      /* TCP: registrations to carry; ep_lost: more than fit */
+	rn_shim_epreg ep[RN_SHIM_MAXEP];
+	int shared;            /* TCP: dup'ed, other numbers hold the same socket */
+	int retired_fd;        /* closed in a signal handler: its number (rn_shim_tab_retire) */
+	struct rn_shim_ent *retired_next;
 } rn_shim_ent;
 
 /*
@@ -118,14 +136,59 @@ int rn_shim_tab_mine(void);
 int rn_shim_tab_has(int fd);
 /* Stores *e as fd's entry, stamped with fd's device and inode.  Keeps errno. */
 void rn_shim_tab_set(int fd, const rn_shim_ent *e);
+/*
+ * fd is being closed in a signal handler: takes its entry out of the table
+ * without a lock or free (async-signal-safe); the rest of the work (ri2n's
+ * side, the free) waits for rn_shim_tab_drain.
+ */
+void rn_shim_tab_retire(int fd);
+/*
+ * Finishes the work of retired entries; outside a signal handler only.  The
+ * tab calls and the waits call it; cheap when there is none.
+ */
+void rn_shim_tab_drain(void);
 /* Drops fd's entry; returns the kind it had (RN_SHIM_NONE if none).  Keeps errno. */
 int rn_shim_tab_drop(int fd);
 /* Remembers an option set on fd (replacing an earlier value). */
 void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len);
 /* Remembers fd's local (peer == 0) or peer address. */
 void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a);
+/*
+ * Remembers (EPOLL_CTL_ADD, MOD) or forgets (DEL) the registration of TCP
+ * socket fd in the epoll set epfd (id ep_id).
+ */
+void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct epoll_event *ev);
+/* Marks fd's entry as one of several numbers of the same socket. */
+void rn_shim_tab_note_shared(int fd);
+/*
+ * The other numbers whose entry is the same open socket as fd's entry e
+ * (its duplicates), up to max in out[]; their count.
+ */
+int rn_shim_tab_others(int fd, const rn_shim_ent *e, int *out, int max);
 /* The remembered option, or NULL. */
 const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name);
+
+/* ---- waits (rn_shim_poll.c) ---- */
+
+/*
+ * epoll_ctl as the program's interposed call does it (the rail sockets and
+ * ri2n's held bytes follow the registration): for registrations the shim
+ * carries across a conversion.
+ */
+int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/*
+ * The shim's id of the epoll set under number epfd (made on first use, new
+ * when epoll_create gives the number again; never reused).  Every epoll
+ * instance has the same inode: this is what tells them apart.
+ */
+uint64_t rn_shim_ep_id(int epfd);
+
+/* ---- signals (rn_shim_sig.c) ---- */
+
+/* Whether this thread is running a signal handler the program installed. */
+int rn_shim_in_handler(void);
+/* Whether this is ri2n's engine thread (rn_shim_sock.c). */
+int rn_shim_engine_thread(void);
 
 /* ---- which sockets become ri2n (rn_shim_policy.c) ---- */
 

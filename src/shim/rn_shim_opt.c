@@ -2,9 +2,12 @@
  * rn_shim_opt.c - socket options and addresses of ri2n sockets, as a TCP
  * program expects them: setsockopt, getsockopt, getsockname, getpeername.
  *
- * Options fall in four groups (docs/RI2N-RUN.md has the list):
+ * Options fall in five groups (docs/RI2N-RUN.md has the list):
  *   - kernel options of the descriptor itself (buffers, timeouts, low-water
  *     marks): set on the socketpair end the program holds;
+ *   - TCP options ri2n honours its own way: SO_LINGER ({1, 0}: close
+ *     resets), TCP_USER_TIMEOUT (the dead-peer timeout), through
+ *     ri2n_setsockopt, which refuses what it cannot do;
  *   - TCP and IP tuning ri2n has no use for (keepalive, Nagle, TOS, ...):
  *     accepted, remembered and read back, otherwise ignored;
  *   - answered by ri2n: SO_ERROR, SO_TYPE, TCP_INFO, TCP_MAXSEG, RI2N_SOL;
@@ -27,7 +30,7 @@
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
-enum { OPT_NONE, OPT_OWN_END, OPT_IGNORED, OPT_RI2N };
+enum { OPT_NONE, OPT_OWN_END, OPT_IGNORED, OPT_RI2N, OPT_MAPPED };
 
 /* Options of the descriptor the program holds: the kernel applies them to the socketpair end. */
 static int own_end(int level, int name)
@@ -52,7 +55,7 @@ static int ignored(int family, int level, int name)
 	switch (level) {
 	case SOL_SOCKET:
 		switch (name) {
-		case SO_KEEPALIVE: case SO_REUSEADDR: case SO_REUSEPORT: case SO_LINGER:
+		case SO_KEEPALIVE: case SO_REUSEADDR: case SO_REUSEPORT:
 		case SO_PRIORITY: case SO_OOBINLINE: case SO_BINDTODEVICE: case SO_MARK:
 		case SO_MAX_PACING_RATE: case SO_BUSY_POLL: case SO_INCOMING_CPU:
 		case SO_DONTROUTE:
@@ -62,7 +65,7 @@ static int ignored(int family, int level, int name)
 	case IPPROTO_TCP:
 		switch (name) {
 		case TCP_NODELAY: case TCP_CORK: case TCP_QUICKACK: case TCP_KEEPIDLE:
-		case TCP_KEEPINTVL: case TCP_KEEPCNT: case TCP_USER_TIMEOUT: case TCP_CONGESTION:
+		case TCP_KEEPINTVL: case TCP_KEEPCNT: case TCP_CONGESTION:
 		case TCP_MAXSEG: case TCP_DEFER_ACCEPT: case TCP_FASTOPEN: case TCP_FASTOPEN_CONNECT:
 		case TCP_NOTSENT_LOWAT: case TCP_WINDOW_CLAMP: case TCP_LINGER2: case TCP_SYNCNT:
 		case TCP_THIN_LINEAR_TIMEOUTS:
@@ -90,10 +93,19 @@ static int ignored(int family, int level, int name)
 	}
 }
 
+/* TCP options ri2n_setsockopt maps onto ri2n's behaviour (or refuses). */
+static int mapped(int level, int name)
+{
+	return (level == SOL_SOCKET && name == SO_LINGER) ||
+	       (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT);
+}
+
 static int classify(int family, int level, int name)
 {
 	if (level == RI2N_SOL)
 		return OPT_RI2N;
+	if (mapped(level, name))
+		return OPT_MAPPED;
 	if (own_end(level, name))
 		return OPT_OWN_END;
 	if (ignored(family, level, name))
@@ -114,6 +126,11 @@ int rn_shim_opt_set(int fd, const rn_shim_ent *e, int level, int name, const voi
 	switch (classify(e->family, level, name)) {
 	case OPT_RI2N:
 		return ri2n_setsockopt(fd, level, name, val, len);
+	case OPT_MAPPED:
+		if (ri2n_setsockopt(fd, level, name, val, len) < 0)
+			return -1;
+		rn_shim_tab_note_opt(fd, level, name, val, len); /* replayed on accepted sockets */
+		return 0;
 	case OPT_OWN_END:
 		if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE))
 			return rn_api_set_sndbuf(fd, name, val, len); /* stays unwritable until connected */
@@ -143,11 +160,17 @@ void rn_shim_opt_replay(int fd, const rn_shim_ent *e)
 	int saved = errno;
 
 	for (int i = 0; i < e->nopt; i++) {
-		if (own_end(e->opt[i].level, e->opt[i].name))
-			rn_shim_opt_set(fd, e, e->opt[i].level, e->opt[i].name, e->opt[i].val,
-					e->opt[i].len);
-		else if (e->opt[i].level == SOL_SOCKET && e->opt[i].name == SO_LINGER)
-			ri2n_setsockopt(fd, SOL_SOCKET, SO_LINGER, e->opt[i].val, e->opt[i].len);
+		const rn_shim_opt *o = &e->opt[i];
+
+		if (own_end(o->level, o->name)) {
+			rn_shim_opt_set(fd, e, o->level, o->name, o->val, o->len);
+		} else if (mapped(o->level, o->name) &&
+			   ri2n_setsockopt(fd, o->level, o->name, o->val, o->len) < 0) {
+			/* accepted by the kernel on the TCP socket, refused by ri2n */
+			rn_shim_log("fd %d: %s set before connect/listen cannot be honoured over "
+				    "ri2n: %s", fd, o->name == SO_LINGER ? "SO_LINGER" :
+				    "TCP_USER_TIMEOUT", strerror(errno));
+		}
 	}
 	errno = saved;
 }
@@ -253,6 +276,12 @@ int rn_shim_opt_get(int fd, const rn_shim_ent *e, int level, int name, void *val
 	switch (classify(e->family, level, name)) {
 	case OPT_RI2N:
 		return ri2n_getsockopt(fd, level, name, val, len);
+	case OPT_MAPPED:
+		if (ri2n_getsockopt(fd, level, name, val, len) == 0)
+			return 0;
+		if (errno != ENOTSOCK)
+			return -1;
+		return get_ignored(e, level, name, val, len); /* a forked child: what it set */
 	case OPT_OWN_END:
 		return RN_REAL->getsockopt(fd, level, name, val, len);
 	case OPT_IGNORED:

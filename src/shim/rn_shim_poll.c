@@ -92,6 +92,18 @@ static ep_set *ep_get(int epfd, int make)
 	return g_ep.set[epfd];
 }
 
+uint64_t rn_shim_ep_id(int epfd)
+{
+	ep_set *e;
+	uint64_t id;
+
+	pthread_mutex_lock(&g_ep.mu);
+	e = ep_get(epfd, 1);
+	id = e ? e->id : 0;
+	pthread_mutex_unlock(&g_ep.mu);
+	return id;
+}
+
 /* A new epoll instance under number epfd: what we knew of that number is gone. */
 static int ep_created(int epfd)
 {
@@ -158,11 +170,19 @@ static void ep_settle(int epfd, ep_set *e)
 	e->np = k;
 }
 
-RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
+	rn_shim_ent te;
 
-	if (rc == 0 && op == EPOLL_CTL_DEL && ours(fd)) {
+	if (rc < 0 || !ours(fd) || !rn_shim_tab_get(fd, &te)) {
+		errno = saved;
+		return rc;
+	}
+	if (te.kind == RN_SHIM_TCP) {
+		/* carried across the conversion at connect or listen (rn_shim_sock.c) */
+		rn_shim_tab_note_ep(fd, op, epfd, rn_shim_ep_id(epfd), ev);
+	} else if (op == EPOLL_CTL_DEL) {
 		ep_set *e;
 
 		pthread_mutex_lock(&g_ep.mu);
@@ -170,8 +190,7 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		if (e)
 			rn_api_epoll_note(fd, e->id, 0, 0, NULL, 0);
 		pthread_mutex_unlock(&g_ep.mu);
-	}
-	if (rc == 0 && (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ours(fd)) {
+	} else if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		rn_railref r[RN_MAX_RAILS];
 		int nr = 0;
 		ep_set *e;
@@ -196,6 +215,11 @@ RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	errno = saved;
 	return rc;
+}
+
+RN_SHIM_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return rn_shim_epoll_ctl(epfd, op, fd, ev);
 }
 
 /* The milliseconds left of timeout (ms, -1: none) begun at t0. */
@@ -316,6 +340,12 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	pthread_mutex_unlock(&g_ep.mu);
 	if (n == 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
+	/*
+	 * A socket closed in a signal handler is never reported again (its
+	 * entry's work, deferred, done now).  Only for the program's sets: ri2n's
+	 * engine waits on its own, holding what the drain takes.
+	 */
+	rn_shim_tab_drain();
 	/* bytes reported before and not read yet: ready now (level-triggered) */
 	ns = rn_inline_held(id, syn, max < cap ? max : cap);
 	clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -6,7 +6,16 @@
  * A TCP socket becomes ri2n when the program calls connect() or listen() on
  * it (the shim cannot know earlier where it will go): a ri2n socket is made,
  * given the options the program set and its bound port, and moved onto the
- * program's descriptor number, which keeps its O_NONBLOCK and FD_CLOEXEC.
+ * program's descriptor number.  That replaces the open file behind the
+ * number, so what the program tied to the old one is carried over (adopt):
+ * the file status flags (O_NONBLOCK, O_ASYNC), the owner and signal of
+ * O_ASYNC, each number's FD_CLOEXEC, the numbers dup'ed from it before
+ * (each becomes a duplicate of the ri2n socket) and the registrations in
+ * epoll sets, added again with the same events and data.  Not carried:
+ * locks (flock, OFD locks), copies held by other processes (a fork child,
+ * SCM_RIGHTS: they keep the TCP socket), epoll registrations beyond
+ * RN_SHIM_MAXEP sets per number (logged) and a thread already blocked in
+ * poll or select on the number (it sees the TCP socket close).
  * Anything the policy leaves alone passes through, and so does every call on
  * a descriptor the shim does not know; ri2n's own engine, statically linked
  * into this library, goes through these same functions and is one of those.
@@ -17,6 +26,8 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -46,16 +57,45 @@ static void after_dup(int old, int nfd)
 	forget(nfd);
 	if (rn_shim_tab_get(old, &e)) {
 		if (e.kind == RN_SHIM_TCP) {
-			/* converting one number would leave the other on the TCP socket */
-			rn_shim_tab_drop(old);
-			rn_shim_log("fd %d: duplicated to %d before connect/listen: stays TCP", old, nfd);
+			/* both numbers convert together at connect/listen (adopt) */
+			rn_shim_tab_note_shared(old);
+			e.shared = 1;
+			e.nep = 0; /* registrations are per number */
+			e.ep_lost = 0;
 		} else {
 			/* ENOTSOCK in a forked child: the parent's engine serves it, as is */
 			rn_api_dup(old, nfd);
-			rn_shim_tab_set(nfd, &e);
 		}
+		rn_shim_tab_set(nfd, &e);
 	}
 	errno = saved;
+}
+
+#define MAX_DUPS 8 /* numbers of one TCP socket converted together */
+
+/* The other numbers of TCP socket fd still open on it, with their entries. */
+static int others_of(int fd, const rn_shim_ent *e, int *num, rn_shim_ent *ent)
+{
+	int cand[MAX_DUPS], n = 0, k;
+
+	if (!e->shared)
+		return 0;
+	k = rn_shim_tab_others(fd, e, cand, MAX_DUPS);
+	for (int i = 0; i < k; i++)
+		if (rn_shim_tab_get(cand[i], &ent[n]) && ent[n].kind == RN_SHIM_TCP)
+			num[n++] = cand[i];
+	return n;
+}
+
+/* TCP socket fd stays TCP: forget it under every number. */
+static void stays_tcp(int fd, const rn_shim_ent *e)
+{
+	rn_shim_ent ent[MAX_DUPS];
+	int num[MAX_DUPS], n = others_of(fd, e, num, ent);
+
+	for (int i = 0; i < n; i++)
+		rn_shim_tab_drop(num[i]);
+	rn_shim_tab_drop(fd);
 }
 
 static int v6only(int fd)
@@ -79,17 +119,66 @@ static void bound_of(int fd, struct sockaddr_in *out)
 	}
 }
 
-/* Moves ri2n socket n onto the program's number fd, keeping fd's O_NONBLOCK and FD_CLOEXEC. */
-static int take_number(int n, int fd)
+/* Adds again the epoll registrations e had as a TCP socket, now on ri2n socket fd. */
+static void carry_epoll(int fd, const rn_shim_ent *e)
+{
+	for (int i = 0; i < e->nep; i++) {
+		const rn_shim_epreg *r = &e->ep[i];
+		struct epoll_event ev = { .events = r->events, .data.u64 = r->data };
+		if (rn_shim_ep_id(r->epfd) != r->ep_id)
+			continue; /* that epoll set is gone */
+		if (rn_shim_epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			rn_shim_log("fd %d: its epoll registration in fd %d could not be carried over: %s",
+				    fd, r->epfd, strerror(errno));
+	}
+	if (e->ep_lost)
+		rn_shim_log("fd %d: registered in more than %d epoll sets before connect/listen: "
+			    "only %d carried over", fd, RN_SHIM_MAXEP, RN_SHIM_MAXEP);
+}
+
+/*
+ * Moves ri2n socket n onto the program's number fd (and onto every number
+ * dup'ed from it) and carries over what was tied to the TCP socket's open
+ * file (see the top of this file).  ne is the entry each number gets.
+ */
+static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
 {
 	int fl = RN_REAL->fcntl(fd, F_GETFL), fdfl = RN_REAL->fcntl(fd, F_GETFD);
+	int sig = RN_REAL->fcntl(fd, F_GETSIG), num[MAX_DUPS], nd;
+	struct f_owner_ex own = { 0 };
+	rn_shim_ent ent[MAX_DUPS];
 
 	if (fl < 0 || fdfl < 0)
 		return -1;
+	if (RN_REAL->fcntl(fd, F_GETOWN_EX, &own) < 0)
+		own.pid = 0;
+	nd = others_of(fd, e, num, ent);
 	if (rn_api_move(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		return -1;
-	if (fl & O_NONBLOCK)
-		RN_REAL->fcntl(fd, F_SETFL, RN_REAL->fcntl(fd, F_GETFL) | O_NONBLOCK);
+	/* the owner and signal first: O_ASYNC would signal the old owner meanwhile */
+	if (own.pid)
+		RN_REAL->fcntl(fd, F_SETOWN_EX, &own);
+	if (sig > 0)
+		RN_REAL->fcntl(fd, F_SETSIG, sig);
+	if (fl & (O_NONBLOCK | O_ASYNC))
+		RN_REAL->fcntl(fd, F_SETFL,
+			       RN_REAL->fcntl(fd, F_GETFL) | (fl & (O_NONBLOCK | O_ASYNC)));
+	rn_shim_tab_set(fd, ne);
+	for (int i = 0; i < nd; i++) {
+		int dfl = RN_REAL->fcntl(num[i], F_GETFD);
+
+		/* raw: the interposed dup3 would take it for the program's own */
+		if (dfl < 0 || syscall(SYS_dup3, fd, num[i], (dfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
+		    rn_api_dup(fd, num[i]) < 0) {
+			rn_shim_log("fd %d: its duplicate %d could not follow it onto ri2n: %s", fd,
+				    num[i], strerror(errno));
+			rn_shim_tab_drop(num[i]);
+			continue;
+		}
+		rn_shim_tab_set(num[i], ne);
+		carry_epoll(num[i], &ent[i]);
+	}
+	carry_epoll(fd, e);
 	return 0;
 }
 
@@ -109,7 +198,7 @@ static int give_up(int n, int fd, const char *what)
  * Whether this is ri2n's engine thread: what it does is ri2n's business (its
  * hwloc probing X displays over TCP, say), never converted or logged.
  */
-static int engine_thread(void)
+int rn_shim_engine_thread(void)
 {
 	static __thread int is = -1;
 
@@ -131,7 +220,7 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 		return fd;
 	forget(fd); /* a number closed behind our back and given out again */
 	if ((domain == AF_INET || domain == AF_INET6) && base == SOCK_STREAM &&
-	    (protocol == 0 || protocol == IPPROTO_TCP) && !engine_thread()) {
+	    (protocol == 0 || protocol == IPPROTO_TCP) && !rn_shim_engine_thread()) {
 		rn_shim_ent e = { .kind = RN_SHIM_TCP, .family = domain };
 
 		rn_shim_tab_set(fd, &e);
@@ -139,12 +228,65 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/* Whether UDP port `port` (network order) is free on every address right now. */
+static int udp_port_free(in_port_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port };
+	int u = RN_REAL->socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (u < 0)
+		return 1; /* cannot tell: the kernel's bind decides */
+	rc = RN_REAL->bind(u, (struct sockaddr *)&a, sizeof(a));
+	RN_REAL->close(u);
+	return rc == 0 || errno != EADDRINUSE;
+}
+
+/*
+ * Whether binding TCP socket fd (entry e) to addr must fail with EADDRINUSE,
+ * as TCP's bind does on a port a listener holds: a ri2n listener holds the
+ * port as UDP on the rails, which the kernel's TCP bind does not see.  Only
+ * for a port a listener would convert on.  With SO_REUSEADDR, the port may
+ * still be held for up to 1 s by the connections of a listener that closed
+ * (TCP's TIME_WAIT, which SO_REUSEADDR lets TCP bind over): wait up to 3 s.
+ */
+static int port_served(int fd, const rn_shim_ent *e, const struct sockaddr *addr, socklen_t len)
+{
+	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
+	struct sockaddr_in a;
+	const char *why;
+	int reuse = 0;
+
+	/* as listen() decides: an IPV6_V6ONLY socket stays TCP (redis binds :: beside 0.0.0.0) */
+	if (rn_shim_addr_to4(addr, len, &a) < 0 || !a.sin_port || rn_shim_addr_is_loopback(&a) ||
+	    (e->family == AF_INET6 && v6only(fd)) || !rn_shim_policy_listen(&a, &why))
+		return 0;
+	if (o && o->len >= sizeof(int))
+		memcpy(&reuse, o->val, sizeof(int));
+	for (int i = 0; !udp_port_free(a.sin_port); i++) {
+		if (!reuse || i == 150)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
 RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	rn_shim_ent e;
+	int known = rn_shim_tab_get(fd, &e);
 
-	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N) {
+	if (known && e.kind == RN_SHIM_RI2N) {
 		errno = EINVAL; /* already listening or connecting, as TCP says */
+		return -1;
+	}
+	if (known && e.kind == RN_SHIM_TCP && addr && port_served(fd, &e, addr, len)) {
+		char as[64];
+		struct sockaddr_in a;
+
+		rn_shim_addr_to4(addr, len, &a);
+		rn_shim_log("fd %d: bind to %s: the port is in use (by a ri2n listener or "
+			    "connection)", fd, rn_shim_addr_str(&a, as, sizeof(as)));
+		errno = EADDRINUSE;
 		return -1;
 	}
 	/* a TCP socket is bound for real: errors are the kernel's, and listen/connect read it back */
@@ -190,15 +332,15 @@ static int listen_convert(int fd, const rn_shim_ent *e, struct sockaddr_in *loca
 	if (bind_listener(n, e, &any) < 0 || ri2n_listen(n, backlog) < 0)
 		return give_up(n, fd, "listen");
 	rn_shim_opt_replay(n, e);
-	if (take_number(n, fd) < 0)
-		return give_up(n, fd, "listen");
-	if (ri2n_getsockname(fd, (struct sockaddr *)&got, &gl) == 0)
+	if (ri2n_getsockname(n, (struct sockaddr *)&got, &gl) == 0)
 		local->sin_port = got.sin_port; /* the port ri2n chose if the program bound none */
 	ne.kind = RN_SHIM_RI2N;
 	ne.listening = 1;
 	ne.local = *local;
 	ne.have_local = 1;
-	rn_shim_tab_set(fd, &ne);
+	ne.nep = ne.ep_lost = ne.shared = 0;
+	if (adopt(n, fd, e, &ne) < 0)
+		return give_up(n, fd, "listen");
 	rn_shim_log("fd %d: listening on %s over ri2n", fd, rn_shim_addr_str(local, as, sizeof(as)));
 	return 0;
 }
@@ -228,7 +370,7 @@ RN_SHIM_API int listen(int fd, int backlog)
 		goto stays;
 	return listen_convert(fd, &e, &local, backlog);
 stays:
-	rn_shim_tab_drop(fd);
+	stays_tcp(fd, &e);
 	rn_shim_log("fd %d: listen on %s stays TCP (%s)", fd, as, why);
 	return RN_REAL->listen(fd, backlog);
 }
@@ -250,12 +392,12 @@ static int connect_convert(int fd, const rn_shim_ent *e, const struct sockaddr_i
 		if (ri2n_bind(n, (struct sockaddr *)&b, sizeof(b)) < 0)
 			return give_up(n, fd, "bind");
 	}
-	if (take_number(n, fd) < 0)
-		return give_up(n, fd, "connect");
 	ne.kind = RN_SHIM_RI2N;
 	ne.peer = *dst;
 	ne.have_peer = 1;
-	rn_shim_tab_set(fd, &ne);
+	ne.nep = ne.ep_lost = ne.shared = 0;
+	if (adopt(n, fd, e, &ne) < 0)
+		return give_up(n, fd, "connect");
 	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
 	return ri2n_connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
 }
@@ -286,7 +428,7 @@ RN_SHIM_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		goto stays;
 	return connect_convert(fd, &e, &dst, &bound);
 stays:
-	rn_shim_tab_drop(fd);
+	stays_tcp(fd, &e);
 	rn_shim_log("fd %d: connect to %s stays TCP (%s)", fd, as, why);
 	return RN_REAL->connect(fd, addr, len);
 }
@@ -305,12 +447,31 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 		return -1;
 	}
 	nfd = rn_api_accept(fd, (struct sockaddr *)&from, &fl, flags);
-	if (nfd < 0) {
-		if (errno == ENOTSOCK)
-			rn_shim_log("fd %d: accept on a ri2n listener this process did not open "
-				    "(inherited across fork?): only the listening process accepts", fd);
-		return -1;
+	if (nfd < 0 && errno == ENOTSOCK) {
+		/*
+		 * A listener inherited across fork (a prefork worker): the
+		 * connection comes with its record; the listening process's
+		 * engine serves it, through the descriptor, while that lives.
+		 */
+		nfd = rn_api_accept_inherited(fd, &from, flags);
+		if (nfd >= 0) {
+			ne.peer = from;
+			ne.have_peer = 1;
+			ne.local = e->local;
+			ne.have_local = e->have_local;
+			memcpy(ne.opt, e->opt, sizeof(ne.opt));
+			ne.nopt = e->nopt;
+			rn_shim_tab_set(nfd, &ne);
+			if (addr && len)
+				rn_shim_addr_put(e->family, &from, addr, len);
+			rn_shim_log("fd %d: accepted %s over ri2n on fd %d (a listener inherited: "
+				    "served by its parent's engine)", fd,
+				    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
+			return nfd;
+		}
 	}
+	if (nfd < 0)
+		return -1;
 	/* accepted sockets inherit the listener's options, as with TCP */
 	memcpy(ne.opt, e->opt, sizeof(ne.opt));
 	ne.nopt = e->nopt;
@@ -355,10 +516,22 @@ RN_SHIM_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	return nfd;
 }
 
+/*
+ * In a signal handler (rn_shim_sig.c) a close must be async-signal-safe: the
+ * entry leaves the table lock-free, the rest waits (rn_shim_tab_drain).
+ */
+static void forget_on_close(int fd)
+{
+	if (rn_shim_in_handler())
+		rn_shim_tab_retire(fd);
+	else
+		forget(fd);
+}
+
 RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
-		forget(fd);
+		forget_on_close(fd);
 	return RN_REAL->close(fd);
 }
 
@@ -367,7 +540,7 @@ RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine())
 		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
 			if (rn_shim_tab_has((int)fd))
-				forget((int)fd);
+				forget_on_close((int)fd);
 	return RN_REAL->close_range(first, last, flags);
 }
 

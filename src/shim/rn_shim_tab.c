@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rn_api.h"
 #include "rn_shim.h"
 
 #define PAGE_BITS 10
@@ -35,6 +36,7 @@ static struct {
 	pthread_mutex_t mu;
 	rn_shim_ent **page[NPAGES]; /* page[i][j]: number i * PAGE_SIZE + j */
 	pid_t owner;                /* the process this memory is the table of */
+	rn_shim_ent *retired;       /* (atomic) entries closed in a signal handler */
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void atfork_prepare(void) { pthread_mutex_lock(&g.mu); }
@@ -90,6 +92,7 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 
 	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
 		return 0;
+	rn_shim_tab_drain();
 	if (fstat(fd, &sb) < 0)
 		memset(&sb, 0, sizeof(sb));
 	pthread_mutex_lock(&g.mu);
@@ -99,8 +102,8 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 			*e = **s;
 			found = 1;
 		} else {
-			stale = *s;
-			__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
+			/* exchanged: a close in a signal handler may take it at the same time */
+			stale = __atomic_exchange_n(s, NULL, __ATOMIC_ACQ_REL);
 		}
 	}
 	pthread_mutex_unlock(&g.mu);
@@ -117,6 +120,7 @@ void rn_shim_tab_set(int fd, const rn_shim_ent *e)
 
 	if (!rn_shim_tab_mine())
 		return;
+	rn_shim_tab_drain();
 	n = malloc(sizeof(*n));
 	if (!n || fstat(fd, &sb) < 0) {
 		free(n);
@@ -130,8 +134,7 @@ void rn_shim_tab_set(int fd, const rn_shim_ent *e)
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 1);
 	if (s) {
-		old = *s;
-		__atomic_store_n(s, n, __ATOMIC_RELEASE);
+		old = __atomic_exchange_n(s, n, __ATOMIC_ACQ_REL);
 		n = NULL;
 	}
 	pthread_mutex_unlock(&g.mu);
@@ -147,13 +150,11 @@ int rn_shim_tab_drop(int fd)
 
 	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
 		return RN_SHIM_NONE;
+	rn_shim_tab_drain();
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	if (s && *s) {
-		old = *s;
+	if (s && (old = __atomic_exchange_n(s, NULL, __ATOMIC_ACQ_REL)))
 		kind = old->kind;
-		__atomic_store_n(s, NULL, __ATOMIC_RELEASE);
-	}
 	pthread_mutex_unlock(&g.mu);
 	free(old);
 	errno = saved;
@@ -211,4 +212,108 @@ const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name)
 		if (e->opt[i].level == level && e->opt[i].name == name)
 			return &e->opt[i];
 	return NULL;
+}
+
+void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct epoll_event *ev)
+{
+	rn_shim_ent **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s && (*s)->kind == RN_SHIM_TCP) {
+		rn_shim_ent *e = *s;
+		int i;
+
+		for (i = 0; i < e->nep; i++)
+			if (e->ep[i].epfd == epfd && e->ep[i].ep_id == ep_id)
+				break;
+		if (op == EPOLL_CTL_DEL) {
+			if (i < e->nep)
+				e->ep[i] = e->ep[--e->nep];
+		} else if (ev && i < RN_SHIM_MAXEP) {
+			e->ep[i] = (rn_shim_epreg){ .epfd = epfd, .ep_id = ep_id,
+						    .events = ev->events, .data = ev->data.u64 };
+			if (i == e->nep)
+				e->nep++;
+		} else if (ev) {
+			e->ep_lost = 1;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+}
+
+void rn_shim_tab_note_shared(int fd)
+{
+	rn_shim_ent **s;
+
+	if (!rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g.mu);
+	s = slot(fd, 0);
+	if (s && *s)
+		(*s)->shared = 1;
+	pthread_mutex_unlock(&g.mu);
+}
+
+int rn_shim_tab_others(int fd, const rn_shim_ent *e, int *out, int max)
+{
+	int n = 0;
+
+	if (!rn_shim_tab_mine())
+		return 0;
+	pthread_mutex_lock(&g.mu);
+	for (int p = 0; p < NPAGES && n < max; p++) {
+		rn_shim_ent **pg = __atomic_load_n(&g.page[p], __ATOMIC_ACQUIRE);
+
+		for (int j = 0; pg && j < PAGE_SIZE && n < max; j++) {
+			int o = p * PAGE_SIZE + j;
+
+			if (o != fd && pg[j] && pg[j]->dev == e->dev && pg[j]->ino == e->ino)
+				out[n++] = o;
+		}
+	}
+	pthread_mutex_unlock(&g.mu);
+	return n;
+}
+
+void rn_shim_tab_retire(int fd)
+{
+	rn_shim_ent **s, *e;
+
+	if (!rn_shim_tab_mine() || !(s = slot(fd, 0)))
+		return;
+	e = __atomic_exchange_n(s, NULL, __ATOMIC_ACQ_REL);
+	if (!e)
+		return;
+	e->retired_fd = fd;
+	e->retired_next = __atomic_load_n(&g.retired, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&g.retired, &e->retired_next, e, 1, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+void rn_shim_tab_drain(void)
+{
+	rn_shim_ent *e;
+	int saved = errno;
+
+	/* not in a handler; not on ri2n's engine thread, which may hold what ri2n_api takes */
+	if (!__atomic_load_n(&g.retired, __ATOMIC_ACQUIRE) || rn_shim_in_handler() ||
+	    rn_shim_engine_thread())
+		return;
+	e = __atomic_exchange_n(&g.retired, NULL, __ATOMIC_ACQUIRE);
+	/* a reader that found an entry before it was retired copies it under the lock: wait it out */
+	pthread_mutex_lock(&g.mu);
+	pthread_mutex_unlock(&g.mu);
+	while (e) {
+		rn_shim_ent *next = e->retired_next;
+
+		if (e->kind == RN_SHIM_RI2N)
+			rn_api_forget_closed(e->retired_fd, e->dev, e->ino);
+		free(e);
+		e = next;
+	}
+	errno = saved;
 }

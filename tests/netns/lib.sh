@@ -14,6 +14,7 @@ set -uo pipefail
 NT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NT_XFER=${RI2N_XFER:-$NT_ROOT/build/tools/ri2n-xfer}
 NT_DIR=$(mktemp -d /tmp/ri2n-netns.XXXXXX)
+[ "${NT_KEEP:-0}" = 1 ] && echo "NT_DIR=$NT_DIR" >&2
 NT_PIDS=()
 NT_FAILED=0
 

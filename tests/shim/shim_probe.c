@@ -538,17 +538,19 @@ static void check_dup(int port)
 	close(d2);
 	CHECK(echo_check(200, 1 << 20) == 0, "echo through the dup2'ed number");
 	close(200);
-	/* a TCP socket duplicated before connect stays TCP: one number cannot be converted alone */
+	/* a TCP socket duplicated before connect converts under both numbers */
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	d = dup(fd);
 	{
 		struct sockaddr_in a = dst_port(port);
 		int rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
 
-		CHECK((rc < 0 || real_family(fd) != AF_UNIX) && real_family(d) != AF_UNIX,
-		      "a socket dup'ed before connect stays TCP");
+		CHECK(rc == 0 && real_family(fd) == AF_UNIX && real_family(d) == AF_UNIX,
+		      "a socket dup'ed before connect: both numbers are ri2n's");
 	}
 	close(fd);
+	CHECK(write_all(d, "E", 1) == 0 && echo_check(d, 1 << 20) == 0,
+	      "echo through the number dup'ed before connect, the other closed");
 	close(d);
 	/* close_range forgets what it closes: the numbers come back as plain sockets */
 	fd = connect_to(dst_port(port), 'E');

@@ -20,17 +20,45 @@
 #           client children, an inetd-style exec, threads, sendfile/splice,
 #           options, TCP_INFO, v4-mapped IPv6, a vfork()ed child's
 #           close_range, RI2N_RUN_PORTS
+#   early   shim_fidelity: an epoll server whose listener is registered (and
+#           dup'ed) before listen(), and a client whose socket is registered
+#           in epoll, dup'ed and given O_ASYNC/F_SETOWN before a non-blocking
+#           connect(): the registrations keep delivering events, every byte
+#           of a 4 MiB echo checked
+#   nginx   an nginx reverse proxy (ri2n-run --ports 8080: its upstream
+#           connections convert, its own listener stays TCP) in host 1 in
+#           front of an nginx upstream under ri2n-run in host 2, whose two
+#           prefork workers accept on the listener they inherited from the
+#           master: curl fetches 100 MiB through the proxy, sha256 compared
+#   exit    shim_fidelity: a process writes 16 MiB and exit()s at once, with
+#           its peer's bytes unread and the socket never closed; the peer,
+#           reading late and slowly, must get every byte and then EOF (client
+#           and server side); an unmodified sockperf server under ri2n-run
+#           serves three ping-pong clients and reports nothing
+#   errors  shim_fidelity: a second bind on a served port fails with
+#           EADDRINUSE (with SO_REUSEADDR too); TCP_USER_TIMEOUT becomes the
+#           dead-peer timeout (a read fails with ETIMEDOUT once every rail is
+#           black-holed), is refused (EISCONN) once connected; SO_LINGER
+#           {1, 0} resets the connection at close, {1, N} is refused
+#   quiet   the epoll server with an idle client; its host's rail interfaces
+#           are deleted: the connection ends once (ETIMEDOUT, a 2 s dead-peer
+#           timeout) and the server then uses under a quarter of a CPU over
+#           2 s (a spin detector with a generous bound, not a speed figure)
+#   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
+#           timer) while the main thread is inside the shim on them
+#           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
-tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
+tag=${RI2N_TEST_TAG:-}; [ -n "$tag" ] || tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
 if [ -n "${RI2N_RUN_LIB:-}" ]; then
@@ -331,7 +359,235 @@ scenario_probe() {
 	nt_ok "probe: $(grep -c '^ok' "$NT_DIR/check.out") socket behaviours kept under ri2n-run"
 }
 
+# ---- registrations made before connect and listen ----
+
+scenario_early() {
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9100
+	local srv=$ST_PID
+	st_wait_listen 2 9100
+	st_fg early 1 "$FIDELITY" early "$(nt_addr 2)" 9100
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/early.out"
+	[ $rc -eq 0 ] || nt_fail "early: $(grep -c FAIL "$NT_DIR/early.out") check(s) failed: $(tail -n 3 "$NT_DIR/early.err")"
+	grep -q "^listening ri2n ri2n" "$NT_DIR/server.out" ||
+		nt_fail "the epoll server's listener and its dup: '$(head -n 1 "$NT_DIR/server.out")', want 'listening ri2n ri2n'"
+	st_require_ri2n early server
+	kill -0 "$srv" 2>/dev/null || nt_fail "the epoll server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "early: epoll registrations, dups, O_ASYNC and F_SETOWN made before connect/listen keep working"
+}
+
+# ---- nginx as a reverse proxy over ri2n ----
+
+# nginx_conf NAME SERVER_BLOCK [MASTER [WORKERS]]: a foreground nginx's configuration under $NT_DIR/NAME.
+nginx_conf() {
+	local d=$NT_DIR/$1
+	mkdir -p "$d/tmp"
+	cat >"$d/nginx.conf" <<EOF
+daemon off;
+master_process ${3:-on};
+worker_processes ${4:-1};
+user root;
+pid $d/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	$2
+}
+EOF
+}
+
+scenario_nginx() {
+	local up px
+	need nginx curl
+	nt_init "$tag" 2 2 1gbit
+	mkdir -p "$NT_DIR/www"
+	head -c 100M /dev/urandom >"$NT_DIR/www/file"
+	# only the upstream port converts: the proxy's own listener (loopback) and curl stay TCP
+	export RI2N_RUN_PORTS=8080
+	# the upstream: a master and two prefork workers accepting on the listener they inherited
+	nginx_conf upstream "server { listen 8080; root $NT_DIR/www; }" on 2
+	st_bg upstream 2 nginx -e stderr -p "$NT_DIR/upstream" -c "$NT_DIR/upstream/nginx.conf"
+	up=$ST_PID
+	st_wait_listen 2 8080
+	nginx_conf proxy "server { listen 127.0.0.1:8081; location / {
+		proxy_pass http://$(nt_addr 2):8080; proxy_http_version 1.1; proxy_buffering off; } }"
+	st_bg proxy 1 nginx -e stderr -p "$NT_DIR/proxy" -c "$NT_DIR/proxy/nginx.conf"
+	px=$ST_PID
+	st_wait_listen 1 8081
+	ip netns exec "$(tb_ns 1)" timeout -s KILL 100 curl -sS --max-time 90 -o "$NT_DIR/body" \
+		-w '%{http_code} %{speed_download}\n' http://127.0.0.1:8081/file >"$NT_DIR/curl.out" \
+		2>"$NT_DIR/curl.err" ||
+		nt_fail "curl through the nginx proxy failed: $(cat "$NT_DIR/curl.err") (proxy: $(tail -n 5 "$NT_DIR/proxy.err"))"
+	[ "$(cut -d' ' -f1 "$NT_DIR/curl.out")" = 200 ] || nt_fail "nginx answered $(cat "$NT_DIR/curl.out")"
+	[ "$(st_sha "$NT_DIR/body")" = "$(st_sha "$NT_DIR/www/file")" ] ||
+		nt_fail "sha256 differs ($(stat -c %s "$NT_DIR/body") bytes)"
+	st_require_ri2n proxy upstream
+	grep -q "listener inherited" "$NT_DIR/upstream.err" ||
+		nt_fail "the upstream's workers did not accept on the listener they inherited"
+	kill -0 "$up" 2>/dev/null && kill -0 "$px" 2>/dev/null || nt_fail "an nginx died"
+	nt_note "curl via the nginx proxy: 100 MiB, sha256 matches, $(awk '{printf "%d", $2 * 8 / 1e6}' "$NT_DIR/curl.out") Mbit/s"
+	st_stop "$px"
+	st_stop "$up"
+	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact"
+}
+
+# ---- exit: a graceful close, data first ----
+
+# exit_pair: the reader listens on PORT, the exiter connects and exits
+exit_pair() { # NAME PORT READER_HOST EXITER_HOST
+	local name=$1 port=$2 rh=$3 eh=$4 rpid
+	st_bg ${name}_reader "$rh" "$FIDELITY" reader "$port" $((16 << 20))
+	rpid=$ST_PID
+	st_wait_listen "$rh" "$port"
+	st_fg ${name}_exiter "$eh" "$FIDELITY" exiter "$(nt_addr "$rh")" "$port" $((16 << 20)) ||
+		nt_fail "$name: the exiter failed: $(tail -n 3 "$NT_DIR/${name}_exiter.err")"
+	wait "$rpid"
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/${name}_reader.out"
+	[ $rc -eq 0 ] || nt_fail "$name: the reader did not get every byte and a clean end: $(tail -n 3 "$NT_DIR/${name}_reader.err")"
+	st_require_ri2n ${name}_exiter ${name}_reader
+}
+
+scenario_exit() {
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	# 16 MiB written and exit() at once, the peer's 1 MiB unread, never closed;
+	# the peer reads only after 1 s, its last 4 MiB slowly (longer than the 1 s
+	# ri2n gives a peer to close before it resets): EOF, never a reset
+	exit_pair client 9300 2 1
+	exit_pair server 9301 1 2
+	nt_note "an exit with unsent and unread data, client or server side: every byte, then EOF"
+
+	if command -v sockperf >/dev/null; then
+		local spid out
+		# as a user runs it (ri2n-run quiet), three ping-pong clients in a row
+		RI2N_RAILS=$NT_RAILS setsid timeout -s KILL 60 ip netns exec "$(tb_ns 2)" "$RUN" -- \
+			sockperf server --tcp -p 11111 >"$NT_DIR/sockperf_srv.out" 2>&1 &
+		spid=$!
+		NT_PIDS+=("$spid")
+		st_wait_listen 2 11111
+		for i in 1 2 3; do
+			out=$(RI2N_RAILS=$NT_RAILS timeout -s KILL 30 ip netns exec "$(tb_ns 1)" "$RUN" -- \
+				sockperf ping-pong --tcp -i "$(nt_addr 2)" -p 11111 -t 1 2>&1) ||
+				nt_fail "sockperf ping-pong run $i failed: $(tail -n 3 <<<"$out")"
+			grep -q "Summary: Latency" <<<"$out" || nt_fail "sockperf run $i: no summary"
+		done
+		kill -0 "$spid" 2>/dev/null || nt_fail "the sockperf server died"
+		! grep -iE "reset|error|fail" "$NT_DIR/sockperf_srv.out" ||
+			nt_fail "the sockperf server reported the above"
+		st_stop "$spid"
+		nt_note "sockperf server: three ping-pong clients came and went, nothing reported"
+	fi
+	nt_ok "exit: a process that exits closes its connections gracefully, data first"
+}
+
+# ---- errors and options as TCP's ----
+
+scenario_errors() {
+	local srv cli
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9400
+	srv=$ST_PID
+	st_wait_listen 2 9400
+	st_fg bind2 2 "$FIDELITY" bind2 9400
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/bind2.out"
+	[ $rc -eq 0 ] || nt_fail "bind2: $(grep -c FAIL "$NT_DIR/bind2.out") check(s) failed"
+
+	st_bg opts 1 "$FIDELITY" opts "$(nt_addr 2)" 9400
+	cli=$ST_PID
+	for _ in $(seq 100); do
+		grep -q blocked "$NT_DIR/opts.out" && break
+		kill -0 "$cli" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q blocked "$NT_DIR/opts.out" || nt_fail "opts: never got to its last check: $(tail -n 3 "$NT_DIR/opts.err")"
+	tb_fault blackhole 1 1 on
+	tb_fault blackhole 1 2 on
+	wait "$cli"
+	rc=$?
+	tb_fault blackhole 1 1 off
+	tb_fault blackhole 1 2 off
+	sed 's/^/  /' "$NT_DIR/opts.out"
+	[ $rc -eq 0 ] || nt_fail "opts: $(grep -c FAIL "$NT_DIR/opts.out") check(s) failed"
+	grep -q "^end: reset" "$NT_DIR/server.out" ||
+		nt_fail "the server did not see SO_LINGER {1, 0}'s close as a reset: $(grep '^end' "$NT_DIR/server.out")"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "errors: EADDRINUSE at a second bind; TCP_USER_TIMEOUT and SO_LINGER honoured or refused"
+}
+
+# ---- no busy loops ----
+
+# CPU time (clock ticks, user + system) PID has used.
+st_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+scenario_quiet() {
+	local srv spid t0 t1 hz
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	hz=$(getconf CLK_TCK)
+	nt_init "$tag" 2 2 1gbit
+	# a 2 s dead-peer timeout, so that the connection dies within the test
+	export RI2N_DEAD_PEER_MS=2000
+	st_bg server 2 "$FIDELITY" serve 9600
+	srv=$ST_PID
+	unset RI2N_DEAD_PEER_MS
+	st_wait_listen 2 9600
+	st_bg idle 1 "$FIDELITY" idle "$(nt_addr 2)" 9600 60
+	for _ in $(seq 100); do grep -q idle "$NT_DIR/idle.out" && break; sleep 0.1; done
+	grep -q idle "$NT_DIR/idle.out" || nt_fail "the idle client never connected: $(tail -n 3 "$NT_DIR/idle.err")"
+	spid=$(st_pid_of 2 "$FIDELITY serve 9600")
+	[ -n "$spid" ] || nt_fail "the server process not found"
+	# the server's rails vanish (what removing its namespace's links does)
+	ip -n "$(tb_ns 2)" link del r1
+	ip -n "$(tb_ns 2)" link del r2
+	for _ in $(seq 100); do grep -q "^end:" "$NT_DIR/server.out" && break; sleep 0.1; done
+	grep -q "^end:" "$NT_DIR/server.out" || nt_fail "the connection never ended after its rails vanished"
+	# a spin detector, not a speed figure: a busy loop takes a whole CPU (2 s of ticks)
+	t0=$(st_ticks "$spid")
+	sleep 2
+	t1=$(st_ticks "$spid")
+	nt_note "server with its rails gone: $((t1 - t0)) of $((2 * hz)) CPU ticks in 2 s; ended: $(grep '^end:' "$NT_DIR/server.out" | tr '\n' ' ')"
+	[ $((t1 - t0)) -lt $((hz / 2)) ] || nt_fail "the server used $((t1 - t0)) CPU ticks in 2 s with its rails gone: a busy loop"
+	[ "$(grep -c '^end:' "$NT_DIR/server.out")" = 1 ] || nt_fail "the connection's end was reported more than once"
+	grep -q "^end: Connection timed out" "$NT_DIR/server.out" ||
+		nt_fail "the connection ended with '$(grep '^end:' "$NT_DIR/server.out")', want ETIMEDOUT"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died"
+	st_stop "$srv"
+	nt_ok "quiet: a server whose rails vanished reports the error once and stays idle"
+}
+
+# ---- close() in a signal handler ----
+
+scenario_signal() {
+	local srv rc
+	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$FIDELITY" serve 9700 late
+	srv=$ST_PID
+	st_wait_listen 2 9700
+	ST_TIMEOUT=100 st_fg sigclose 1 "$FIDELITY" sigclose "$(nt_addr 2)" 9700
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/sigclose.out"
+	[ $rc -eq 0 ] || nt_fail "sigclose: $(grep -c FAIL "$NT_DIR/sigclose.out") check(s) failed (status $rc)"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died"
+	st_stop "$srv"
+	nt_ok "signal: close() of ri2n descriptors in a signal handler never deadlocks"
+}
+
 case $scenario in
-iperf3 | nc | http | probe) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal) "scenario_$scenario" ;;
+
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac

@@ -1469,6 +1469,36 @@ static void test_conn_reset_after_data(void **state)
 	un_del(n);
 }
 
+/*
+ * A RESET after the peer's FIN (a process that exited): its bytes, then the
+ * end of the stream, as TCP's RST in CLOSE_WAIT; a RESET after data without
+ * the FIN stays an error (above).
+ */
+static void test_conn_reset_after_fin(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	const uint8_t *d;
+	uint8_t buf[16];
+
+	(void)state;
+	assert_int_equal(rn_conn_write(sv(n), t1, "last words", 10), 10);
+	assert_int_equal(rn_conn_shutdown(sv(n), t1), 0);
+	un_flush(n, UN_SERVER, t1);
+	rn_conn_abort(sv(n), t1 + 1);
+	un_flush(n, UN_SERVER, t1 + 1);
+	un_deliver(n, t1 + 1 + D);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_CLOSED);
+	assert_int_equal(rn_conn_error(cl(n)), RN_ERR_RESET);
+	assert_true(rn_conn_ended_clean(cl(n)));
+	assert_int_equal(rn_conn_read(cl(n), t1 + 1 + D, buf, sizeof(buf)), 10);
+	assert_memory_equal(buf, "last words", 10);
+	assert_int_equal(rn_conn_peek(cl(n), &d), 0);
+	assert_int_equal(rn_conn_read(cl(n), t1 + 1 + D, buf, sizeof(buf)), 0);
+	un_del(n);
+}
+
 /* ---- close ---- */
 
 static void test_conn_graceful_close(void **state)
@@ -1684,6 +1714,7 @@ int main(void)
 		cmocka_unit_test(test_conn_sreset_refused_handshake),
 		cmocka_unit_test(test_conn_abort_and_reset),
 		cmocka_unit_test(test_conn_reset_after_data),
+		cmocka_unit_test(test_conn_reset_after_fin),
 		cmocka_unit_test(test_conn_graceful_close),
 		cmocka_unit_test(test_conn_write_after_shutdown),
 		cmocka_unit_test(test_conn_refused),

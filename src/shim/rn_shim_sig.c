@@ -1,0 +1,122 @@
+/*
+ * rn_shim_sig.c - the interposed sigaction and signal: the program's
+ * handlers run inside a trampoline that marks the thread as in a handler,
+ * so that close() there does only what is async-signal-safe (rn_shim_sock.c:
+ * the shim's and ri2n's bookkeeping takes mutexes and frees memory, which
+ * the interrupted code may hold or be inside of; it is deferred to the next
+ * shim call outside a handler, rn_shim_tab_drain).
+ *
+ * The program sees its own handlers: the old action sigaction returns is
+ * the one it installed, never the trampoline.  SIG_DFL and SIG_IGN pass
+ * through as they are.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "rn_shim.h"
+
+#define RN_SHIM_API __attribute__((visibility("default")))
+
+/* The program's handler of each signal while the trampoline stands in for it. */
+static struct {
+	void (*sa)(int, siginfo_t *, void *); /* with SA_SIGINFO */
+	void (*h)(int);                       /* without */
+	int siginfo;                          /* SA_SIGINFO: sa, else h */
+	int flags;                            /* the program's sa_flags */
+} g_handler[NSIG];
+
+/* initial-exec: no allocation on first use, so safe in a handler */
+static __thread int t_in_handler __attribute__((tls_model("initial-exec")));
+
+static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
+
+int rn_shim_in_handler(void)
+{
+	return t_in_handler > 0;
+}
+
+static void trampoline(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	t_in_handler++;
+	errno = saved;
+	if (__atomic_load_n(&g_handler[sig].siginfo, __ATOMIC_ACQUIRE))
+		__atomic_load_n(&g_handler[sig].sa, __ATOMIC_ACQUIRE)(sig, si, uc);
+	else
+		__atomic_load_n(&g_handler[sig].h, __ATOMIC_ACQUIRE)(sig);
+	saved = errno;
+	t_in_handler--;
+	errno = saved;
+}
+
+static int wrappable(int sig, const struct sigaction *act)
+{
+	if (sig <= 0 || sig >= NSIG || !act)
+		return 0;
+	if (act->sa_flags & SA_SIGINFO)
+		return act->sa_sigaction != NULL;
+	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+}
+
+RN_SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction mine, prev;
+	int rc, saved;
+
+	if (!real_sigaction)
+		*(void **)&real_sigaction = dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaction) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (sig <= 0 || sig >= NSIG)
+		return real_sigaction(sig, act, old);
+	if (wrappable(sig, act)) {
+		mine = *act;
+		g_handler[sig].flags = act->sa_flags;
+		if (act->sa_flags & SA_SIGINFO)
+			__atomic_store_n(&g_handler[sig].sa, act->sa_sigaction, __ATOMIC_RELEASE);
+		else
+			__atomic_store_n(&g_handler[sig].h, act->sa_handler, __ATOMIC_RELEASE);
+		__atomic_store_n(&g_handler[sig].siginfo, (act->sa_flags & SA_SIGINFO) != 0,
+				 __ATOMIC_RELEASE);
+		mine.sa_flags |= SA_SIGINFO;
+		mine.sa_sigaction = trampoline;
+		act = &mine;
+	}
+	rc = real_sigaction(sig, act, &prev);
+	saved = errno;
+	if (rc == 0 && old) {
+		*old = prev;
+		if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction == trampoline) {
+			/* what the program installed, as it installed it */
+			old->sa_flags = g_handler[sig].flags;
+			if (g_handler[sig].siginfo)
+				old->sa_sigaction = g_handler[sig].sa;
+			else
+				old->sa_handler = g_handler[sig].h;
+		}
+	}
+	errno = saved;
+	return rc;
+}
+
+/* signal(): glibc's BSD semantics (SA_RESTART, the signal blocked in its handler), through ours. */
+RN_SHIM_API sighandler_t signal(int sig, sighandler_t h)
+{
+	struct sigaction act, old;
+
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = h;
+	act.sa_flags = SA_RESTART;
+	sigemptyset(&act.sa_mask);
+	if (sig > 0 && sig < NSIG)
+		sigaddset(&act.sa_mask, sig);
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
