@@ -300,16 +300,19 @@ int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to.port),
 				 .sin_addr.s_addr = htonl(to.ip) };
 
+	int e = 0;
+
 	for (int tries = 0; tries < 2; tries++) {
 		if (sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
 			   sizeof(a)) >= 0)
 			return 0;
+		e = errno;
 		/* an ICMP error about someone else surfaced here: read it, try again */
-		if (errno == EAGAIN || rn_hset_drain_errors(h, idx) == 0)
+		if (e == EAGAIN || rn_hset_drain_errors(h, idx) == 0)
 			break;
 	}
 	h->s[idx].tx_errors++;
-	return -errno;
+	return -e;
 }
 
 /* ---- the error queue ---- */
