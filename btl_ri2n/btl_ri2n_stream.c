@@ -313,14 +313,14 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
  */
 static int receive(mca_btl_ri2n_module_t *m)
 {
-	uint32_t want = m->rx_more ? m->rx_more : rn_hset_ready(&m->io);
+	uint32_t more = m->rx_more, want = more ? more : rn_hset_ready(&m->io);
 	uint64_t floor = m->core_now;
 	int n;
 
 	if (!want)
 		return 0;
-	n = rn_hset_recv(&m->io, &m->rx, want, RX_ROUNDS, &floor, rn_hdisp_input, &m->disp,
-			 &m->rx_more);
+	n = rn_hset_recv(&m->io, &m->rx, want, more ? 0 : want, RX_ROUNDS, &floor,
+			 rn_hdisp_input, &m->disp, &m->rx_more);
 	if (floor > m->core_now)
 		m->core_now = floor;
 	return n;

@@ -430,18 +430,14 @@ static void on_send_error(void *arg, int idx, uint64_t owner, int err)
  * other rail failed (paper 3.3.3 assumes arrivals interleave as the sender
  * stripes them).
  */
-int rn_port_read(rn_port *p)
-{
-	return rn_port_read_some(p, UINT32_MAX);
-}
-
-int rn_port_read_some(rn_port *p, uint32_t mask)
+/* Reads the sockets in mask; `ready` ones were reported by a poller (error queue checked). */
+static int read_port(rn_port *p, uint32_t mask, uint32_t ready)
 {
 	int total;
 
 	rn_port_ref(p);
-	total = rn_hset_recv(&p->hs, &g_rx, mask & ((1u << p->nsock) - 1), RX_ROUNDS, NULL,
-			     input, p, NULL);
+	total = rn_hset_recv(&p->hs, &g_rx, mask & ((1u << p->nsock) - 1), ready, RX_ROUNDS,
+			     NULL, input, p, NULL);
 	if (rn_host_inline()) {
 		p->inline_ns = rn_now_ns();
 		if (total && p->nwait)
@@ -449,6 +445,16 @@ int rn_port_read_some(rn_port *p, uint32_t mask)
 	}
 	rn_port_unref(p);
 	return total;
+}
+
+int rn_port_read(rn_port *p)
+{
+	return read_port(p, UINT32_MAX, 0);
+}
+
+int rn_port_read_some(rn_port *p, uint32_t mask)
+{
+	return read_port(p, mask, mask); /* what an inline wait's poll reported */
 }
 
 static void rx_set(rn_port *p, int on)
@@ -505,7 +511,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		rx_set(p, 0);
 		arm_fallback(p);
 	} else {
-		rn_port_read(p);
+		read_port(p, UINT32_MAX, 1u << u->idx); /* all rails, interleaved */
 		rn_stream_service_dirty();
 	}
 	rn_host_unlock();

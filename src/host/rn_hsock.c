@@ -300,16 +300,19 @@ int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to.port),
 				 .sin_addr.s_addr = htonl(to.ip) };
 
+	int e = 0;
+
 	for (int tries = 0; tries < 2; tries++) {
 		if (sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
 			   sizeof(a)) >= 0)
 			return 0;
+		e = errno;
 		/* an ICMP error about someone else surfaced here: read it, try again */
-		if (errno == EAGAIN || rn_hset_drain_errors(h, idx) == 0)
+		if (e == EAGAIN || rn_hset_drain_errors(h, idx) == 0)
 			break;
 	}
 	h->s[idx].tx_errors++;
-	return -errno;
+	return -e;
 }
 
 /* ---- the error queue ---- */
@@ -477,7 +480,7 @@ static int read_batch(rn_hset *h, rn_hrxbuf *r, int idx)
  * its receive count (fewer than M of N packets) would judge the other rail
  * failed; the sender striped them one by one, so they go in one by one.
  */
-static int read_turn(rn_hset *h, rn_hrxbuf *r, uint32_t want, int first, uint32_t *full,
+static int read_turn(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, uint32_t *full,
 		     uint64_t *floor, rn_hsock_input_fn fn, void *arg)
 {
 	int got = 0, more = 1, total = 0;
@@ -492,12 +495,12 @@ static int read_turn(rn_hset *h, rn_hrxbuf *r, uint32_t want, int first, uint32_
 			continue;
 		n = read_batch(h, r, i);
 		/*
-		 * An error, or nothing although the caller was told the socket was
+		 * An error, or nothing although the poller said the socket was
 		 * ready: the error queue may hold an entry whose sk_err a send
 		 * already took, which leaves POLLERR set while reads say EAGAIN.
 		 * Reading the queue clears it: no wake-up loop.
 		 */
-		if ((n < 0 && n != -EAGAIN && n != -EINTR) || (n == -EAGAIN && first))
+		if ((n < 0 && n != -EAGAIN && n != -EINTR) || (n == -EAGAIN && ((ready >> i) & 1)))
 			rn_hset_drain_errors(h, i);
 		if (n <= 0)
 			continue;
@@ -542,15 +545,15 @@ uint32_t rn_hset_ready(const rn_hset *h)
 	return m;
 }
 
-int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, int rounds, uint64_t *floor,
-		 rn_hsock_input_fn fn, void *arg, uint32_t *more)
+int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, int rounds,
+		 uint64_t *floor, rn_hsock_input_fn fn, void *arg, uint32_t *more)
 {
 	int total = 0;
 
 	for (int round = 0; round < rounds && want; round++) {
 		uint32_t full;
 
-		total += read_turn(h, r, want, round == 0, &full, floor, fn, arg);
+		total += read_turn(h, r, want, round == 0 ? ready : 0, &full, floor, fn, arg);
 		/* a socket that filled its batch may hold more: then read every rail
 		 * of `want` again, so what the others got meanwhile stays interleaved */
 		want = full ? want : 0;

@@ -220,12 +220,15 @@ int rn_hrx_next(rn_hrx *b, rn_hdgram *out);
 /*
  * Reads the sockets in `want` of a set in turns: a batch from each, then
  * their datagrams handed to fn one rail at a time, until no socket filled
- * its batch or `rounds` turns.  *floor: the clock clamp's floor (in/out);
- * NULL: fn gets the kernel's stamp (or r->now) unclamped, to clamp itself.
- * *more gets the sockets whose last batch was full (they may hold more).
- * Returns the datagrams delivered.  fn may not close the set's sockets.
+ * its batch or `rounds` turns.  `ready`: the sockets the caller's poller
+ * reported (readable or in error); one of them found empty has its error
+ * queue read, which is what its readiness was about.  *floor: the clock
+ * clamp's floor (in/out); NULL: fn gets the kernel's stamp (or r->now)
+ * unclamped, to clamp itself.  *more gets the sockets whose last batch was
+ * full (they may hold more).  Returns the datagrams delivered.  fn may not
+ * close the set's sockets.
  */
-int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, int rounds, uint64_t *floor,
-		 rn_hsock_input_fn fn, void *arg, uint32_t *more);
+int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, int rounds,
+		 uint64_t *floor, rn_hsock_input_fn fn, void *arg, uint32_t *more);
 
 #endif

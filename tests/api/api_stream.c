@@ -432,7 +432,7 @@ void test_reset(void **state)
 	assert_int_equal(ri2n_close(s), 0);
 }
 
-/* SO_LINGER {1, 0} then close: the peer reads ECONNRESET, as after TCP's abortive close. */
+/* SO_LINGER {1, 0} then close: the peer reads ECONNRESET, as after TCP's abortive close; {1, N > 0} refused. */
 void test_linger_reset(void **state)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -444,9 +444,15 @@ void test_linger_reset(void **state)
 	assert_int_equal(close(c), 0);
 	expect_reset("close() after SO_LINGER {1, 0}", s, 10000, 0);
 	assert_int_equal(ri2n_close(s), 0);
-	/* {1, 5} is a graceful close (ri2n delivers in the background): EOF */
+	/*
+	 * {1, 5} would make close block until the bytes are delivered; ri2n's
+	 * close delivers them in the background: refused, not ignored.  {0, *}
+	 * is the graceful close: EOF.
+	 */
 	connect_pair(&c, &s);
 	lg.l_linger = 5;
+	expect_fail(ri2n_setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), EOPNOTSUPP);
+	lg.l_onoff = 0;
 	assert_int_equal(ri2n_setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
 	assert_int_equal(close(c), 0);
 	flow1(s, 0, 0, 0, 0, 0, 1);

@@ -9,6 +9,7 @@
 #                552-byte path MTU shows in its route cache), yet every byte arrives
 #                verified and no send fails (no rail goes down on a send error): ri2n
 #                sizes its own datagrams and the ICMP changes nothing it sends.
+#   fragneeded-keyed  the same with a cluster key (RI2N_KEY) at both ends
 #   killed-peer  a server, two clients on h1: A streams, B streams 800 MiB; A is
 #                killed -9 while B streams, so h1 answers the server's datagrams to A
 #                with ICMP port unreachable on the rail sockets both share.  B's
@@ -23,7 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 FORGE="$(dirname "$0")/icmp_forge.py"
 BYTES=${RI2N_ICMP_BYTES:-800M}
-scenario=${1:?usage: test_icmp.sh fragneeded|killed-peer}
+scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer}
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 command -v ss >/dev/null || nt_skip "ss is not installed"
 
@@ -82,7 +83,7 @@ scenario_fragneeded() {
 	[ "$(nt_verified "$NT_DIR/serve2.out" recv)" = yes ] || nt_fail "the server did not verify what it received"
 	downs=$(send_failures x)
 	[ "$downs" = 0 ] || nt_fail "the sender failed a rail $downs times on a send error: the forged ICMP did"
-	nt_ok "fragneeded: $BYTES verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s$([ "${RI2N_ICMP_NOFORGE:-0}" = 1 ] && echo ' (no forgery: baseline)'), no send failed"
+	nt_ok "fragneeded: $BYTES verified at $(nt_field "$NT_DIR/x.out" mbps) Mbit/s$([ "${RI2N_ICMP_NOFORGE:-0}" = 1 ] && echo ' (no forgery: baseline)')$([ -n "${RI2N_KEY:-}" ] && echo ', keyed'), no send failed"
 }
 
 scenario_killed_peer() {
@@ -132,6 +133,10 @@ scenario_killed_peer() {
 
 case $scenario in
 fragneeded) scenario_fragneeded ;;
+fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not authenticated)
+	RI2N_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	export RI2N_KEY
+	scenario_fragneeded ;;
 killed-peer) scenario_killed_peer ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
