@@ -763,6 +763,7 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	} else if (level == SOL_SOCKET && name == SO_LINGER) {
 		struct linger l = { __atomic_load_n(&s->abort_close, __ATOMIC_RELAXED), 0 };
 
+		err = 0;
 		if (!val || !len || *len < (socklen_t)sizeof(l)) {
 			err = EINVAL;
 		} else {

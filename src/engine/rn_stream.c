@@ -861,8 +861,8 @@ static void prune_taken(rn_sock *ls)
 	struct stat sb;
 
 	/* raw: the number is the program's; it must still be the listener */
-	if (ufd < 0 || fstat(ufd, &sb) < 0 || sb.st_ino != ls->ino || sb.st_dev != ls->dev ||
-	    syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0)
+	if (ufd < 0 || syscall(SYS_fstat, ufd, &sb) < 0 || sb.st_ino != ls->ino ||
+	    sb.st_dev != ls->dev || syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0)
 		return;
 	unread /= (int)sizeof(rn_accept_rec);
 	pthread_mutex_lock(&ls->mu);

@@ -19,6 +19,11 @@
 #include "rn_shim.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
+/*
+ * Not instrumented by TSan: its runtime installs its own handlers through
+ * sigaction while it initialises, before instrumented code may run.
+ */
+#define NO_TSAN __attribute__((no_sanitize_thread))
 
 /* The program's handler of each signal while the trampoline stands in for it. */
 static struct {
@@ -33,12 +38,12 @@ static __thread int t_in_handler __attribute__((tls_model("initial-exec")));
 
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
-int rn_shim_in_handler(void)
+NO_TSAN int rn_shim_in_handler(void)
 {
 	return t_in_handler > 0;
 }
 
-static void trampoline(int sig, siginfo_t *si, void *uc)
+NO_TSAN static void trampoline(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 
@@ -53,7 +58,7 @@ static void trampoline(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-static int wrappable(int sig, const struct sigaction *act)
+NO_TSAN static int wrappable(int sig, const struct sigaction *act)
 {
 	if (sig <= 0 || sig >= NSIG || !act)
 		return 0;
@@ -62,7 +67,7 @@ static int wrappable(int sig, const struct sigaction *act)
 	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 }
 
-RN_SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+RN_SHIM_API NO_TSAN int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction mine, prev;
 	int rc, saved;
@@ -106,7 +111,7 @@ RN_SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction
 }
 
 /* signal(): glibc's BSD semantics (SA_RESTART, the signal blocked in its handler), through ours. */
-RN_SHIM_API sighandler_t signal(int sig, sighandler_t h)
+RN_SHIM_API NO_TSAN sighandler_t signal(int sig, sighandler_t h)
 {
 	struct sigaction act, old;
 
