@@ -1031,7 +1031,7 @@ mem_summary() {
 		"Growth of each process's Pss (/proc/self/smaps_rollup) per connection:" \
 		"idle **$ic KiB** client, **$is KiB** server (target <= 64 KiB);" \
 		"each of 100 busy connections (8 MiB streamed, verified: $(sval mem ri2n verified)) $bc KiB client, $bs KiB server;" \
-		"descriptors per connection $(sval mem client idle_fds_per_conn) client (socketpair + a UDP socket per rail)," \
+		"descriptors per connection $(sval mem client idle_fds_per_conn) client (the socketpair; the UDP sockets, one per rail, are shared by every connection of the process)," \
 		"$(sval mem server idle_fds_per_conn) server. memory.csv has every phase."
 	echo
 }
