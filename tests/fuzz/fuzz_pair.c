@@ -323,6 +323,18 @@ static void check_accepted(fz_pair *p, int to, int rail, rn_addr from, const uin
 
 	FZ_CHECK(rn_wire_decode(&k, pkt, len) == 0, "host %d accepted a datagram that does not decode",
 		 to);
+	if (k.type == RN_PT_SRESET) {
+		/* a stateless reset names the peer's id (addressed to none) and ends the connection */
+		rn_conn_get_stats(h->conn, &st);
+		FZ_CHECK(k.dst == 0 && rn_get64(k.payload) != 0 &&
+				 (rn_conn_error(h->conn) == RN_ERR_RESET ||
+				  rn_conn_error(h->conn) == RN_ERR_REFUSED),
+			 "host %d took a stateless reset and is still %s (error %d)", to,
+			 rn_state_name(rn_conn_state(h->conn)), rn_conn_error(h->conn));
+		if (!genuine && !in_pool(p, pkt, len))
+			p->forged_any = 1;
+		return;
+	}
 	FZ_CHECK(k.dst == rn_conn_id(h->conn), "host %d accepted a datagram for id %#llx", to,
 		 (unsigned long long)k.dst);
 	if (k.type == RN_PT_INIT_ACK) {
@@ -399,9 +411,11 @@ static int to_listener(fz_pair *p, int rail, rn_addr from, const uint8_t *pkt, s
 		FZ_CHECK(rlen > 0 && rlen <= len, "listener replied %zu bytes to %zu", rlen, len);
 		FZ_CHECK(rn_wire_decode(&k, reply, rlen) == 0 && k.len >= 8,
 			 "listener reply does not decode");
-		if (p->nids < FZ_MAX_IDS)
-			p->ids[p->nids] = rn_get64(k.payload); /* the hello's id */
-		p->nids++;
+		if (k.type == RN_PT_INIT_ACK) {
+			if (p->nids < FZ_MAX_IDS)
+				p->ids[p->nids] = rn_get64(k.payload); /* the hello's id */
+			p->nids++;
+		}
 		back = rail_of(0, from);
 		if (back == rail) { /* a reply to anyone else leaves the pair */
 			pool_push(p, 0, rail, reply, rlen);

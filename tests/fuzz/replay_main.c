@@ -96,7 +96,8 @@ static long run_dir(const char *dir)
 		names[n++] = strdup(e->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n) /* an empty directory has no list at all */
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096];
 		struct stat st;
