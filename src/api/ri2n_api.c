@@ -313,7 +313,7 @@ static void put_addr(const struct sockaddr_in *in, struct sockaddr *addr, sockle
  * the connection's end A) goes to *afd.  0, or an errno (EINVAL: the engine
  * let go of the listener).
  */
-static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd)
+static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd, int flags)
 {
 	struct iovec iov = { rec, sizeof(*rec) };
 	union {
@@ -323,7 +323,7 @@ static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf) };
 	/* raw: an interposed recvmsg would take this for the fast path */
-	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC);
+	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC | flags);
 	struct cmsghdr *c;
 
 	*afd = -1;
@@ -381,7 +381,7 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	int err, nfd, afd;
+	int err, nfd, afd, nonblock;
 	rn_sock *s = lookup(fd, &err), *ns;
 	rn_accept_rec rec;
 
@@ -391,21 +391,40 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_sock_unref(s);
 		return fail(EINVAL);
 	}
-	err = read_accept_rec(fd, &rec, &afd);
-	if (!err && rec.tag == 'e') {
-		/* a connection the engine could not take (budget, descriptors, memory) */
+	/*
+	 * The record is read and its connection taken from the queue under the
+	 * listener's mutex, which the engine holds while it counts the records
+	 * still unread (prune_taken): else it could take a record being read
+	 * here for one a prefork worker took, and let go of the connection.
+	 * The wait itself is outside the mutex (the engine queues under it).
+	 */
+	nonblock = (flags & SOCK_NONBLOCK) || (fcntl(fd, F_GETFL) & O_NONBLOCK);
+	for (;;) {
+		char peek;
+		ssize_t n;
+
 		pthread_mutex_lock(&s->mu);
-		s->acc_err = 0;
+		err = read_accept_rec(fd, &rec, &afd, MSG_DONTWAIT);
+		if (!err && rec.tag == 'e') {
+			/* a connection the engine could not take (budget, descriptors, memory) */
+			s->acc_err = 0;
+			err = rec.err ? rec.err : EMFILE;
+		}
+		ns = err ? NULL : take_queued(s, afd);
 		pthread_mutex_unlock(&s->mu);
-		err = rec.err ? rec.err : EMFILE;
+		if (err != EAGAIN || nonblock)
+			break;
+		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
+		n = syscall(SYS_recvfrom, fd, &peek, 1, MSG_PEEK, NULL, NULL);
+		if (n <= 0) {
+			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
+			break;
+		}
 	}
 	if (err) {
 		rn_sock_unref(s);
 		return fail(err);
 	}
-	pthread_mutex_lock(&s->mu);
-	ns = take_queued(s, afd);
-	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
 	if (!ns) {
 		/*
@@ -441,7 +460,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
 {
 	rn_accept_rec rec;
-	int afd, err = read_accept_rec(fd, &rec, &afd);
+	int afd, err = read_accept_rec(fd, &rec, &afd, 0);
 
 	if (!err && rec.tag == 'e')
 		err = rec.err ? rec.err : EMFILE; /* the listening process's engine refused one */

@@ -862,10 +862,15 @@ static void prune_taken(rn_sock *ls)
 
 	/* raw: the number is the program's; it must still be the listener */
 	if (ufd < 0 || syscall(SYS_fstat, ufd, &sb) < 0 || sb.st_ino != ls->ino ||
-	    sb.st_dev != ls->dev || syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0)
+	    sb.st_dev != ls->dev)
 		return;
-	unread /= (int)sizeof(rn_accept_rec);
+	/* counted under the mutex an accept in this process reads its record under */
 	pthread_mutex_lock(&ls->mu);
+	if (syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0) {
+		pthread_mutex_unlock(&ls->mu);
+		return;
+	}
+	unread /= (int)sizeof(rn_accept_rec);
 	while (ls->accq_len > unread && ls->accq_head) {
 		rn_sock *ns = ls->accq_head;
 

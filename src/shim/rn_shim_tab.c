@@ -88,7 +88,7 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 {
 	int saved = errno, found = 0;
 	struct stat sb;
-	rn_shim_ent **s, *stale = NULL;
+	rn_shim_ent **s, *cur, *stale = NULL;
 
 	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
 		return 0;
@@ -97,9 +97,15 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 		memset(&sb, 0, sizeof(sb));
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	if (s && *s) {
-		if ((*s)->dev == sb.st_dev && (*s)->ino == sb.st_ino && sb.st_ino) {
-			*e = **s;
+	/*
+	 * Read once: a close in a signal handler may take the entry out at any
+	 * moment (it goes on the retire list, freed only by a later drain, so
+	 * what we read stays valid until then).
+	 */
+	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+	if (cur) {
+		if (cur->dev == sb.st_dev && cur->ino == sb.st_ino && sb.st_ino) {
+			*e = *cur;
 			found = 1;
 		} else {
 			/* exchanged: a close in a signal handler may take it at the same time */
@@ -188,19 +194,20 @@ void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_
 
 void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a)
 {
-	rn_shim_ent **s;
+	rn_shim_ent **s, *cur;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	if (s && *s) {
+	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	if (cur) {
 		if (peer) {
-			(*s)->peer = *a;
-			(*s)->have_peer = 1;
+			cur->peer = *a;
+			cur->have_peer = 1;
 		} else {
-			(*s)->local = *a;
-			(*s)->have_local = 1;
+			cur->local = *a;
+			cur->have_local = 1;
 		}
 	}
 	pthread_mutex_unlock(&g.mu);
@@ -216,14 +223,14 @@ const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name)
 
 void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct epoll_event *ev)
 {
-	rn_shim_ent **s;
+	rn_shim_ent **s, *e;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	if (s && *s && (*s)->kind == RN_SHIM_TCP) {
-		rn_shim_ent *e = *s;
+	e = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	if (e && e->kind == RN_SHIM_TCP) {
 		int i;
 
 		for (i = 0; i < e->nep; i++)
@@ -246,14 +253,15 @@ void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct 
 
 void rn_shim_tab_note_shared(int fd)
 {
-	rn_shim_ent **s;
+	rn_shim_ent **s, *cur;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	if (s && *s)
-		(*s)->shared = 1;
+	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	if (cur)
+		cur->shared = 1;
 	pthread_mutex_unlock(&g.mu);
 }
 
