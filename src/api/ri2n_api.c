@@ -398,7 +398,8 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	 * here for one a prefork worker took, and let go of the connection.
 	 * The wait itself is outside the mutex (the engine queues under it).
 	 */
-	nonblock = (flags & SOCK_NONBLOCK) || (fcntl(fd, F_GETFL) & O_NONBLOCK);
+	nonblock = fcntl(fd, F_GETFL); /* the listener's own mode (flags are the new socket's) */
+	nonblock = nonblock >= 0 && (nonblock & O_NONBLOCK);
 	for (;;) {
 		char peek;
 		ssize_t n;

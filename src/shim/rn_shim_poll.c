@@ -146,28 +146,45 @@ static void ep_add_refs(int epfd, ep_set *e, const rn_railref *r, int n)
 	}
 }
 
-/* Under g_ep.mu: adds fd's rail sockets to epfd; 0 if fd has none (yet). */
-static int ep_add_rails(int epfd, ep_set *e, int fd)
+/*
+ * ri2n descriptors of epfd's set that were connecting when added get their
+ * rail sockets added.  g_ep.mu is never held across a call into ri2n (it
+ * takes the host lock, and the engine's start, under its own mutex, makes
+ * epoll sets that come through here): the pending list is copied out first.
+ */
+static void ep_settle(int epfd)
 {
-	rn_railref r[RN_MAX_RAILS];
-	int n = rn_api_rails(fd, r, RN_MAX_RAILS);
+	int pend[MAX_RAILS], np = 0;
+	uint64_t id = 0;
+	ep_set *e;
 
-	ep_add_refs(epfd, e, r, n);
-	return n;
-}
-
-/* Under g_ep.mu: ri2n descriptors that were connecting get their rail sockets added. */
-static void ep_settle(int epfd, ep_set *e)
-{
-	int k = 0;
-
-	for (int i = 0; i < e->np; i++) {
-		int fd = e->pending[i];
-
-		if (ours(fd) && ep_add_rails(epfd, e, fd) == 0)
-			e->pending[k++] = fd; /* still connecting */
+	pthread_mutex_lock(&g_ep.mu);
+	e = ep_get(epfd, 0);
+	if (e && e->np) {
+		np = e->np;
+		id = e->id;
+		memcpy(pend, e->pending, (size_t)np * sizeof(int));
 	}
-	e->np = k;
+	pthread_mutex_unlock(&g_ep.mu);
+	for (int i = 0; i < np; i++) {
+		rn_railref r[RN_MAX_RAILS];
+		int n = ours(pend[i]) ? rn_api_rails(pend[i], r, RN_MAX_RAILS) : -1;
+
+		if (n == 0)
+			continue; /* still connecting */
+		pthread_mutex_lock(&g_ep.mu);
+		e = ep_get(epfd, 0);
+		if (e && e->id == id) {
+			if (n > 0)
+				ep_add_refs(epfd, e, r, n);
+			for (int k = 0; k < e->np; k++)
+				if (e->pending[k] == pend[i]) {
+					e->pending[k] = e->pending[--e->np];
+					break;
+				}
+		}
+		pthread_mutex_unlock(&g_ep.mu);
+	}
 }
 
 int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
@@ -183,33 +200,38 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		/* carried across the conversion at connect or listen (rn_shim_sock.c) */
 		rn_shim_tab_note_ep(fd, op, epfd, rn_shim_ep_id(epfd), ev);
 	} else if (op == EPOLL_CTL_DEL) {
+		uint64_t id = 0;
 		ep_set *e;
 
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 0);
 		if (e)
-			rn_api_epoll_note(fd, e->id, 0, 0, NULL, 0);
+			id = e->id;
 		pthread_mutex_unlock(&g_ep.mu);
+		if (id) /* outside g_ep.mu: see ep_settle */
+			rn_api_epoll_note(fd, id, 0, 0, NULL, 0);
 	} else if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		rn_railref r[RN_MAX_RAILS];
+		uint64_t id = rn_shim_ep_id(epfd);
 		int nr = 0;
 		ep_set *e;
 
-		pthread_mutex_lock(&g_ep.mu);
-		e = ep_get(epfd, 1);
 		/* its bytes may be reported from ri2n's buffer (rn_inline_held); its rail sockets */
-		if (e)
-			nr = rn_api_epoll_note(fd, e->id, ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
+		if (id)
+			nr = rn_api_epoll_note(fd, id, ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
 					       RN_MAX_RAILS);
-		if (e)
+		pthread_mutex_lock(&g_ep.mu);
+		e = ep_get(epfd, 0);
+		if (e && e->id == id) {
 			ep_add_refs(epfd, e, r, nr);
-		if (e && nr == 0 && e->np < MAX_RAILS) {
-			int k;
+			if (nr == 0 && e->np < MAX_RAILS) {
+				int k;
 
-			for (k = 0; k < e->np && e->pending[k] != fd; k++)
-				;
-			if (k == e->np)
-				e->pending[e->np++] = fd;
+				for (k = 0; k < e->np && e->pending[k] != fd; k++)
+					;
+				if (k == e->np)
+					e->pending[e->np++] = fd;
+			}
 		}
 		pthread_mutex_unlock(&g_ep.mu);
 	}
@@ -329,10 +351,10 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		syn = fixed;
 		cap = MAX_RAILS;
 	}
+	ep_settle(epfd);
 	pthread_mutex_lock(&g_ep.mu);
 	e = ep_get(epfd, 0);
 	if (e) {
-		ep_settle(epfd, e);
 		n = e->nr;
 		id = e->id;
 		memcpy(r, e->r, (size_t)n * sizeof(*r));
