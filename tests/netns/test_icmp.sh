@@ -144,8 +144,8 @@ scenario_killed_peer() {
 # Waits (at most 5 s) until PID has bound a UDP port to ADDR in HOST's
 # namespace and prints it.
 wait_port() { # HOST PID ADDR
-	local i p
-	for i in $(seq 50); do
+	local p
+	for _ in $(seq 50); do
 		p=$(port_of "$1" "$2" "$3")
 		[ -n "$p" ] && { echo "$p"; return; }
 		sleep 0.1
@@ -155,8 +155,7 @@ wait_port() { # HOST PID ADDR
 # Waits (at most 10 s, a third of the connect timeout) for background PID to
 # end; its status, or 124 if it is still running.
 wait_end() { # PID
-	local i
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
 		sleep 0.1
 	done
