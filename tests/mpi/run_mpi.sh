@@ -20,6 +20,16 @@
 #   all-dead        both rails black-holed for good during the stream,
 #                   dead-peer timeout 3 s: the job must abort with the BTL's
 #                   sentence well within a minute (prints the time it took)
+#   nudge-flood     2 ranks; during the stream phase 2000 well-formed nudges naming
+#                   processes of no job (other job ids, vpids 1000..) reach rank 1's
+#                   BTL port on both rails from host 1: PASS, rank 1 counts them
+#                   refused and has still one link only (a nudge no longer makes an
+#                   endpoint, nor an INIT to whoever sent it)
+#   hostile-hello   2 ranks; during the stream phase a process of no job on host 1
+#                   (tests/mpi/ri2n_hostile_hello) connects to rank 1's BTL port over
+#                   ri2n and sends a hello naming rank 0, whose stream to rank 1 is up:
+#                   PASS, rank 1 counts the hello refused, and the hostile process
+#                   reads none of the bytes meant for rank 0
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
@@ -114,9 +124,9 @@ cleanup() {
 	[ "${MPI_KEEP:-0}" = 1 ] && echo "logs kept in $WORK" || rm -rf "$WORK"
 }
 
-bed_up() { # HOSTS
+bed_up() { # HOSTS [TAG]
 	NHOSTS=$1
-	TAG=mpi$1
+	TAG=${2:-mpi$1}
 	tb_use "$TAG"
 	tb_on_exit cleanup
 	tb_cleanup_on_exit
@@ -284,6 +294,100 @@ sc_bench() { # N
 	awk '{ printf "  %-5s %-11s %s\n", $1, $2, $3 }' "$WORK/bench.txt"
 }
 
+# NUDGES datagrams shaped like nudges naming processes of no job, from HOST's
+# namespace to ADDR:PORT (plain, untagged: the job has no key).
+nudge_flood() { # HOST ADDR PORT NUDGES
+	ip netns exec "ri2n-$TAG-h$1" python3 - "$2" "$3" "$4" <<'PY'
+import socket, struct, sys, time
+addr, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(n):
+    s.sendto(struct.pack("!IB3xII", 0x52324E42, 1, 0x7E570000 + i % 7, 1000 + i), (addr, port))
+    if i % 50 == 49:
+        time.sleep(0.005)
+PY
+}
+
+# The UDP port the process named NAME has bound to ADDR in HOST's namespace.
+udp_port_of() { # HOST NAME ADDR
+	ip netns exec "ri2n-$TAG-h$1" ss -uanpH | awk -v p="\"$2\"" -v a="$3" '
+		index($0, p) { n = split($4, x, ":"); if (x[1] == a) { print x[n]; exit } }'
+}
+
+sc_nudge_flood() {
+	local name=nudge pid r a p i sent=0 refused links
+	bed_up 2 mpinf
+	mpi_run "$name" 2 ri2n,self 240 --mca btl_ri2n_verbose 1 -- --bw-seconds 4 &
+	pid=$!
+	after_stream_start "$name" 0.5
+	for r in 1 2; do
+		a=$(tb_addr 2 "$r")
+		p=""
+		for ((i = 0; i < 20 && ${#p} == 0; i++)); do
+			p=$(udp_port_of 2 mpi_check "$a")
+			[ -n "$p" ] || sleep 0.1
+		done
+		[ -n "$p" ] || fail "rank 1's BTL port on rail $r not found"
+		nudge_flood 1 "$a" "$p" 1000 || fail "the nudge flood failed"
+		sent=$((sent + 1000))
+	done
+	note "$sent nudges naming strangers sent to rank 1 during the stream phase"
+	wait "$pid" || fail "mpirun failed (status $?)"
+	require_pass "$name"
+	report "$name"
+	refused=$(sed -n 's/.*btl_ri2n \[\[[0-9]*,[0-9]*\],1\]: refused \([0-9]*\) nudges.*/\1/p' "$WORK/$name.out" | head -n 1)
+	[ -n "$refused" ] && [ "$refused" -gt 0 ] || fail "rank 1 counted no refused nudge: $(grep -m3 'btl_ri2n .*refused' "$WORK/$name.out")"
+	links=$(grep -c 'btl_ri2n \[\[[0-9]*,[0-9]*\],1\] -> .*failed authentication' "$WORK/$name.out")
+	[ "$links" = 1 ] || fail "rank 1 has $links links after the flood (1 expected): $(grep 'btl_ri2n \[\[[0-9]*,[0-9]*\],1\] -> ' "$WORK/$name.out" | head -n 5)"
+	ok "nudge flood: every byte verified; rank 1 refused $refused of $sent nudges naming strangers and kept its one link"
+}
+
+# The pid of the rank VPID (its mpi_check) in HOST's namespace.
+rank_pid() { # HOST VPID
+	local p
+	for p in $(ip netns pids "ri2n-$TAG-h$1"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = mpi_check ] &&
+			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" &&
+			{ echo "$p"; return; }
+	done
+}
+
+sc_hostile_hello() {
+	local name=hello pid rpid a p jobid hostile=${RI2N_HOSTILE:-$ROOT/build/tests/mpi/ri2n_hostile_hello}
+	local refused i
+	[ -x "$hostile" ] || skip "ri2n_hostile_hello not built at $hostile"
+	bed_up 2 mpihh
+	# a taken-over stream leaves the job hanging: 120 s bound it
+	mpi_run "$name" 2 ri2n,self 120 --mca btl_ri2n_verbose 1 -- --bw-seconds 4 &
+	pid=$!
+	after_stream_start "$name" 0.5
+	rpid=$(rank_pid 2 1)
+	[ -n "$rpid" ] || fail "rank 1 not found"
+	jobid=$(tr '\0' '\n' <"/proc/$rpid/environ" | sed -n 's/^OMPI_MCA_ess_base_jobid=//p')
+	[ -n "$jobid" ] || fail "rank 1's job id not found"
+	a=$(tb_addr 2 1)
+	p=""
+	for ((i = 0; i < 20 && ${#p} == 0; i++)); do
+		p=$(udp_port_of 2 mpi_check "$a")
+		[ -n "$p" ] || sleep 0.1
+	done
+	[ -n "$p" ] || fail "rank 1's BTL port not found"
+	RI2N_RAILS=r1,r2 ip netns exec "ri2n-$TAG-h1" timeout -s KILL 20 "$hostile" "$a" "$p" "$jobid" 0 2 \
+		>"$WORK/hostile.log" 2>&1
+	grep -q '^hostile hello: sent' "$WORK/hostile.log" ||
+		fail "the hostile process did not send its hello: $(cat "$WORK/hostile.log")"
+	note "$(grep 'hostile hello:' "$WORK/hostile.log" | tr '\n' ' ')(job $jobid, rank 1 at $a:$p)"
+	wait "$pid" || fail "mpirun failed (status $?)"
+	require_pass "$name"
+	report "$name"
+	grep -q '^hostile hello: read 0 bytes' "$WORK/hostile.log" ||
+		fail "the hostile process read rank 0's traffic: $(cat "$WORK/hostile.log")"
+	refused=$(sed -n 's/.*btl_ri2n \[\[[0-9]*,[0-9]*\],1\]: refused [0-9]* nudges, \([0-9]*\) hellos.*/\1/p' "$WORK/$name.out" | head -n 1)
+	[ -n "$refused" ] && [ "$refused" -ge 1 ] ||
+		fail "rank 1 counted no refused hello: $(grep -m3 'btl_ri2n .*refused' "$WORK/$name.out")"
+	ok "hostile hello naming rank 0: every byte verified, rank 1 refused $refused hello(s), the impostor read nothing"
+}
+
 case $SC in
 keyed) sc_keyed ;;
 two-ranks) sc_ranks 2 2 ri2n,self ;;
@@ -293,7 +397,9 @@ blackhole) sc_blackhole 2 2 1 ;;
 blackhole-four) sc_blackhole 4 4 0 ;;
 compute) sc_compute ;;
 all-dead) sc_all_dead ;;
+nudge-flood) sc_nudge_flood ;;
+hostile-hello) sc_hostile_hello ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|bench [N]"; exit 2 ;;
 esac
 exit 0

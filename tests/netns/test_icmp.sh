@@ -18,13 +18,23 @@
 #                the server, idle afterwards with A's connection still waiting for its
 #                dead-peer timeout, uses < 20% of a CPU over 2 s (a spin detector:
 #                an error-queue entry left behind kept the engine waking).
+#   forged-refusal  h1 connects to h2 while h2's rails are black-holed, so its INIT
+#                waits for an answer.  h3 sends h1's rail sockets ICMP port
+#                unreachable quoting h1's ports and a destination other than the
+#                one the INIT went to (h2's port 7001, an absent host's 7000, h2's
+#                rail-2 address): the connect still waits, and once the black hole
+#                is healed it succeeds and 20 MiB follow, verified.  Controls: the
+#                same forgery naming the INIT's own destination (h2 rail 1 :7000)
+#                fails the pending connect with "Connection refused" while h2 is
+#                still black-holed (an ICMP naming it is believed), and a connect
+#                to h2's port 7001, where nobody listens, is refused by h2's kernel.
 #
 # Environment: RI2N_XFER; RI2N_ICMP_NOFORGE=1 runs fragneeded without the forged
 # packets (the baseline rate); RI2N_ICMP_BYTES (default 800M).
 source "$(dirname "$0")/lib.sh"
 FORGE="$(dirname "$0")/icmp_forge.py"
 BYTES=${RI2N_ICMP_BYTES:-800M}
-scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer}
+scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal}
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 command -v ss >/dev/null || nt_skip "ss is not installed"
 
@@ -131,6 +141,102 @@ scenario_killed_peer() {
 	nt_ok "killed-peer: B's $BYTES verified at $(nt_field "$NT_DIR/b.out" mbps) Mbit/s, no send failed, idle server at $((used * 100 / ($(getconf CLK_TCK) * 2)))% of a CPU"
 }
 
+# Waits (at most 5 s) until PID has bound a UDP port to ADDR in HOST's
+# namespace and prints it.
+wait_port() { # HOST PID ADDR
+	local p
+	for _ in $(seq 50); do
+		p=$(port_of "$1" "$2" "$3")
+		[ -n "$p" ] && { echo "$p"; return; }
+		sleep 0.1
+	done
+}
+
+# Waits (at most 10 s, a third of the connect timeout) for background PID to
+# end; its status, or 124 if it is still running.
+wait_end() { # PID
+	for _ in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
+		sleep 0.1
+	done
+	return 124
+}
+
+# A client on h1 connecting to h2 whose rails are both black-holed: its
+# pid in CPID and its rail ports in P1 P2 (the INIT is out, unanswered).
+pending_connect() { # NAME [xfer args]
+	local name=$1 r
+	shift
+	for r in 1 2; do tb_fault blackhole 2 "$r" on || nt_fail "blackhole"; done
+	nt_send_bg "$name" 1 2 "$@"
+	XPID=$NT_PID
+	for r in 1 2; do
+		sleep 0.1
+		CPID=$(nt_xfer_pid 1 send)
+		[ -n "$CPID" ] && break
+	done
+	[ -n "$CPID" ] || nt_fail "client $name not found"
+	P1=$(wait_port 1 "$CPID" "$(nt_addr 1 1)")
+	P2=$(wait_port 1 "$CPID" "$(nt_addr 1 2)")
+	[ -n "$P1" ] && [ -n "$P2" ] || nt_fail "client $name's rail ports not found"
+	sleep 0.3 # its INIT has gone out (into the black hole)
+	kill -0 "$XPID" 2>/dev/null || nt_fail "client $name ended before the forgery: $(cat "$NT_DIR/$name.err")"
+}
+
+# From h3: port unreachable to h1's rail RAIL socket (port PORT) quoting a
+# datagram it sent to DST.
+forge_unreach() { # RAIL PORT DST
+	ip netns exec "$(tb_ns 3)" python3 "$FORGE" 3 0 "$(nt_addr 1 "$1")" \
+		"$(nt_addr 1 "$1"):$2" "$3" 3 0.05 || nt_fail "forging ICMP failed"
+}
+
+scenario_forged_refusal() {
+	local a21 a22 absent st
+	nt_init hkr 3 2
+	NT_TIMEOUT=${NT_TIMEOUT:-60}
+	a21=$(nt_addr 2 1)
+	a22=$(nt_addr 2 2)
+	absent=${a21%.*}.200 # on rail 1's subnet, no host
+	nt_serve 2
+
+	# 1. errors naming other destinations: the pending connect goes on
+	pending_connect x 20M
+	forge_unreach 1 "$P1" "$a21:7001"
+	forge_unreach 1 "$P1" "$absent:7000"
+	forge_unreach 2 "$P2" "$a22:7000"
+	forge_unreach 2 "$P2" "$a22:7001"
+	sleep 0.5
+	kill -0 "$XPID" 2>/dev/null ||
+		nt_fail "a port unreachable naming another destination aborted the pending connect: $(cat "$NT_DIR/x.err")"
+	nt_note "12 forged port unreachable naming other destinations: the connect still waits"
+	for r in 1 2; do tb_fault blackhole 2 "$r" off || nt_fail "heal"; done
+	wait "$XPID" || nt_fail "the transfer after the forgery failed: $(cat "$NT_DIR/x.err")"
+	nt_require_verified x
+	nt_note "black hole healed: connected, 20M verified"
+
+	# 2. control: the same forgery naming the INIT's destination is believed
+	pending_connect y 20M
+	forge_unreach 1 "$P1" "$a21:7000"
+	wait_end "$XPID"
+	st=$?
+	[ "$st" != 124 ] || nt_fail "a port unreachable naming the INIT's destination did not fail the connect: the test proves nothing"
+	[ "$st" != 0 ] || nt_fail "the connect succeeded through a black hole"
+	grep -q "cannot connect.*Connection refused" "$NT_DIR/y.err" ||
+		nt_fail "the connect failed otherwise than refused: $(cat "$NT_DIR/y.err")"
+	nt_note "port unreachable naming $a21:7000: connect refused while h2 was black-holed"
+	for r in 1 2; do tb_fault blackhole 2 "$r" off || nt_fail "heal"; done
+
+	# 3. control: nobody listens at h2's port 7001, h2's own kernel says so
+	nt_send_bg z 1 2 --port 7001 1M
+	XPID=$NT_PID
+	wait_end "$XPID"
+	st=$?
+	[ "$st" != 124 ] && [ "$st" != 0 ] || nt_fail "a connect to a port nobody listens at was not refused (status $st)"
+	grep -q "cannot connect.*Connection refused" "$NT_DIR/z.err" ||
+		nt_fail "the connect to a closed port failed otherwise than refused: $(cat "$NT_DIR/z.err")"
+	nt_ok "forged-refusal: forged port unreachable naming other destinations left the connect pending, 20M verified after; one naming the INIT's destination, and a closed port, refuse it"
+}
+
 case $scenario in
 fragneeded) scenario_fragneeded ;;
 fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not authenticated)
@@ -138,5 +244,6 @@ fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not au
 	export RI2N_KEY
 	scenario_fragneeded ;;
 killed-peer) scenario_killed_peer ;;
+forged-refusal) scenario_forged_refusal ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
