@@ -57,7 +57,7 @@ nt_init() { # TAG HOSTS RAILS [RATE]
 	# shellcheck source=../../tools/ri2n-testbed.sh
 	source "$NT_ROOT/tools/ri2n-testbed.sh"
 	set +e # the test bed library turns on -e; checks here handle failures
-	tb_use "$tag"
+	tb_use "$tag" || nt_fail "bad test-bed tag '$tag' (1-6 of [a-z0-9]): it would share the default bed"
 	tb_on_exit nt_cleanup
 	tb_cleanup_on_exit
 	if tb_exists; then

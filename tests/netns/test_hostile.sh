@@ -45,7 +45,7 @@ print($2)"
 scenario_flood() {
 	local spid base peak=0 rss fpid drops accepts t_end
 	[ -x "$FLOOD" ] || nt_skip "ri2n_flood not built at $FLOOD"
-	nt_init hostile 3 2 1gbit
+	nt_init hostl 3 2 1gbit
 	nt_serve 2 --once
 	spid=$(nt_xfer_pid 2 serve)
 	[ -n "$spid" ] || nt_fail "server process not found"
