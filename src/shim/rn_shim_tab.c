@@ -84,6 +84,18 @@ int rn_shim_tab_has(int fd)
 	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL;
 }
 
+/*
+ * Under g.mu: fd's entry, read once.  A close in a signal handler may take
+ * the entry out at any moment without the mutex; it goes on the retire
+ * list, freed only by a later drain, so what is read stays valid until then.
+ */
+static rn_shim_ent *entry_locked(int fd)
+{
+	rn_shim_ent **s = slot(fd, 0);
+
+	return s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+}
+
 int rn_shim_tab_get(int fd, rn_shim_ent *e)
 {
 	int saved = errno, found = 0;
@@ -97,12 +109,7 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 		memset(&sb, 0, sizeof(sb));
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
-	/*
-	 * Read once: a close in a signal handler may take the entry out at any
-	 * moment (it goes on the retire list, freed only by a later drain, so
-	 * what we read stays valid until then).
-	 */
-	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL;
+	cur = entry_locked(fd);
 	if (cur) {
 		if (cur->dev == sb.st_dev && cur->ino == sb.st_ino && sb.st_ino) {
 			*e = *cur;
@@ -194,13 +201,12 @@ void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_
 
 void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a)
 {
-	rn_shim_ent **s, *cur;
+	rn_shim_ent *cur;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
-	s = slot(fd, 0);
-	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	cur = entry_locked(fd);
 	if (cur) {
 		if (peer) {
 			cur->peer = *a;
@@ -223,13 +229,12 @@ const rn_shim_opt *rn_shim_ent_opt(const rn_shim_ent *e, int level, int name)
 
 void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct epoll_event *ev)
 {
-	rn_shim_ent **s, *e;
+	rn_shim_ent *e;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
-	s = slot(fd, 0);
-	e = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	e = entry_locked(fd);
 	if (e && e->kind == RN_SHIM_TCP) {
 		int i;
 
@@ -253,13 +258,12 @@ void rn_shim_tab_note_ep(int fd, int op, int epfd, uint64_t ep_id, const struct 
 
 void rn_shim_tab_note_shared(int fd)
 {
-	rn_shim_ent **s, *cur;
+	rn_shim_ent *cur;
 
 	if (!rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
-	s = slot(fd, 0);
-	cur = s ? __atomic_load_n(s, __ATOMIC_ACQUIRE) : NULL; /* once: see rn_shim_tab_get */
+	cur = entry_locked(fd);
 	if (cur)
 		cur->shared = 1;
 	pthread_mutex_unlock(&g.mu);
