@@ -42,6 +42,7 @@ typedef struct rn_rail {
 	/* the longest gap between packets on this working rail, this and last second */
 	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
 	uint64_t last_rx_ns;
+	uint32_t last_rx_ts;     /* the peer's send time (us) of the last packet on it */
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
 
 	/* send view */
