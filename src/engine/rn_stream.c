@@ -823,6 +823,7 @@ static int make_pair(rn_sock *s)
 	rn_fd_own(sv[1]);
 	s->dev = sb.st_dev;
 	s->ino = sb.st_ino;
+	s->cookie = rn_fd_cookie(sv[0]);
 	set_pair_buf(sv[1]);
 	return 0;
 }
