@@ -216,7 +216,8 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
-	if (now_ns - c->last_rx_any_ns >= c->cfg.dead_peer_ns) {
+	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
+	if (now_ns > c->last_rx_any_ns && now_ns - c->last_rx_any_ns >= c->cfg.dead_peer_ns) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}

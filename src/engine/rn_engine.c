@@ -134,6 +134,13 @@ uint64_t rn_now_ns(void)
 	return t;
 }
 
+uint64_t rn_core_time(uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&g_core_last, __ATOMIC_RELAXED);
+
+	return now > last ? now : last;
+}
+
 uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_t now)
 {
 	uint64_t last = __atomic_load_n(&g_core_last, __ATOMIC_RELAXED);

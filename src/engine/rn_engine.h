@@ -145,6 +145,14 @@ void rn_host_kick(void);
 /* ---- inside the engine thread ---- */
 
 uint64_t rn_now_ns(void);
+/*
+ * now, or the latest time already given to the core if that is later: a
+ * time taken before a read of the rails may be older than the arrival times
+ * the read gave the core, and the core's clock never goes back (a timer
+ * call with such a time took every connection the read fed for 2^64 ns
+ * silent: dead-peer timeout at once).
+ */
+uint64_t rn_core_time(uint64_t now);
 struct timespec;
 /*
  * The time a datagram reached the kernel (SO_TIMESTAMPNS, CLOCK_REALTIME;

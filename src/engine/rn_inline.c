@@ -277,8 +277,10 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 		more = 1;
 	more |= rn_stream_flush(st, now);
 	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
-		if (rn_conn_verdict_pending(st->conn))
+		if (rn_conn_verdict_pending(st->conn)) {
 			rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
+			now = rn_core_time(now);
+		}
 		rn_conn_on_timer(st->conn, now);
 		more |= rn_stream_flush(st, now);
 	}

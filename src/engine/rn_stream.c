@@ -716,6 +716,7 @@ void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 	st->armed_ns = UINT64_MAX;
 	if (rn_conn_verdict_pending(st->conn))
 		rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
+	now = rn_core_time(now); /* the caller's may predate datagrams read since */
 	rn_conn_on_timer(st->conn, now);
 	if (rn_conn_id(st->conn) != st->id) { /* the handshake restarted: a new id */
 		rn_port_remove(st->port, st, st->id);

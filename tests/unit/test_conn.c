@@ -1238,6 +1238,24 @@ static void test_conn_dead_peer(void **state)
 }
 
 /*
+ * A driver that hands a timer call a time taken before the datagrams it
+ * read since (their arrival times are later) gets no failure: that is a
+ * moment before the last arrival, not 2^64 ns of silence.
+ */
+static void test_conn_timer_before_arrival(void **state)
+{
+	un_net *n = pair(2, NULL);
+	uint64_t t = t0 + 3 * D + 10 * UT_MS;
+
+	(void)state;
+	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, NULL, 0), 0);
+	rn_conn_on_timer(sv(n), t - 5 * UT_US);
+	assert_null(un_event(n, UN_SERVER, RN_EV_FAILED, -1, 0));
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	un_del(n);
+}
+
+/*
  * The peer's clock steps 5 s ahead (its datagrams all look "from the
  * future"): they are not fresh at first, but as a live sender's times pass
  * everything taken before, the baseline follows within two 10 s periods:
@@ -1741,6 +1759,7 @@ int main(void)
 		cmocka_unit_test(test_conn_rx_count_failure),
 		cmocka_unit_test(test_conn_rx_count_batch_skew),
 		cmocka_unit_test(test_conn_rx_count_sender_stall),
+		cmocka_unit_test(test_conn_timer_before_arrival),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
 		cmocka_unit_test(test_conn_link_state_applied),
 		cmocka_unit_test(test_conn_heartbeats_while_down),
