@@ -33,21 +33,29 @@ run() { # HOST ARGS...
 	shift
 	RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns "$h")" "$NT_DIR/contract" "$@"
 }
+# a server listens once its rails' UDP port is bound: connecting earlier is refused
+wait_port() { # PORT
+	for _ in $(seq 100); do
+		ip netns exec "$(tb_ns 2)" ss -Hnlu "sport = :$1" | grep -q . && return 0
+		sleep 0.05
+	done
+	nt_fail "no server on port $1 after 5 s"
+}
 run 2 serve 7100 >"$NT_DIR/serve.out" 2>&1 &
 NT_PIDS+=($!)
-sleep 0.3
+wait_port 7100
 out=$(run 1 send "$(tb_addr 2 1)" 7100 512) || nt_fail "512 MiB transfer: $out"
 nt_note "$out"
 run 2 serve 7101 >/dev/null 2>&1 &
 NT_PIDS+=($!)
-sleep 0.3
+wait_port 7101
 out=$(run 1 ping "$(tb_addr 2 1)" 7101 2000) || nt_fail "ping-pong: $out"
 nt_note "$out"
 # the statically linked build of the same program, both ends
 RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns 2)" "$NT_DIR/cmake/contract_static" \
 	serve 7102 >/dev/null 2>&1 &
 NT_PIDS+=($!)
-sleep 0.3
+wait_port 7102
 out=$(RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns 1)" "$NT_DIR/cmake/contract_static" \
 	send "$(tb_addr 2 1)" 7102 64) || nt_fail "64 MiB with libri2n.a: $out"
 nt_note "libri2n.a: $out"
