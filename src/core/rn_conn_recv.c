@@ -28,6 +28,13 @@ static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.po
 #define RN_FAIL_SILENCE_MIN_NS UINT64_C(2000000)
 #define RN_FAIL_SILENCE_MAX_NS UINT64_C(8000000)
 #define RN_GAP_PERIOD_NS UINT64_C(1000000000)
+/*
+ * A rail that brought small datagrams but nothing full-size is judged after
+ * at least this long without a full-size one: the sender pads a keepalive
+ * every 1.5 ms (RN_FULL_EVIDENCE_NS) on a rail carrying only small ones,
+ * but that one may wait behind a queue of ACKs.
+ */
+#define RN_SIZE_SILENCE_NS UINT64_C(4000000)
 
 static uint64_t silence_needed(const rn_rail *r)
 {
@@ -37,9 +44,15 @@ static uint64_t silence_needed(const rn_rail *r)
 	       g > RN_FAIL_SILENCE_MAX_NS ? RN_FAIL_SILENCE_MAX_NS : g;
 }
 
-/* Records the gap before this packet on a working rail. */
-static void note_gap(rn_rail *r, uint64_t now_ns)
+/*
+ * Records the gap before this packet on a working rail.  Only while
+ * full-size datagrams still come: the sporadic small ones an MTU black hole
+ * lets through would teach it gaps that no healthy rail has.
+ */
+static void note_gap(rn_rail *r, uint64_t now_ns, int full)
 {
+	if (!full && now_ns - r->last_full_rx_ns >= RN_FAIL_SILENCE_MIN_NS)
+		return;
 	if (now_ns - r->gap_since_ns >= RN_GAP_PERIOD_NS) {
 		r->gap_prev_ns = r->gap_cur_ns;
 		r->gap_cur_ns = 0;
@@ -66,39 +79,72 @@ static void note_gap(rn_rail *r, uint64_t now_ns)
  * a batch of one rail while packets of another already wait in its socket.
  * A packet on the suspect rail before the timer call clears it.
  */
+/*
+ * The same count judges size: in a window where most datagrams were full
+ * size (a stream), a working rail that brought fewer than fail_min full-size
+ * ones while it still brought small ones (ACKs, short writes) loses what the
+ * others carry: an MTU black hole.  Its verdict is RN_CAUSE_RX_SIZE.
+ */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
+	int sized = c->win_full_total >= c->cfg.fail_window / 2;
+
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
-		int short_now = r->win_rx < c->cfg.fail_min;
+		int by_count = r->win_rx < c->cfg.fail_min;
+		int by_size = !by_count && sized && r->win_full < c->cfg.fail_min;
+		/* while full-size traffic is due, silence is counted in full-size datagrams */
+		uint64_t quiet = now_ns - (sized ? r->last_full_rx_ns : r->last_rx_ns);
 
-		if (r->rx_up && now_ns >= r->grace_until_ns && short_now && r->win_short &&
-		    now_ns - r->last_rx_ns >= silence_needed(r) && !r->suspect) {
-			r->suspect = 1;
+		if (sized && r->last_rx_ns > r->last_full_rx_ns && quiet < RN_SIZE_SILENCE_NS)
+			quiet = 0;
+		if (r->rx_up && now_ns >= r->grace_until_ns && (by_count || by_size) &&
+		    r->win_short && quiet >= silence_needed(r) && !r->suspect) {
+			r->suspect = by_size ? 2 : 1;
 			r->suspect_ns = now_ns;
 		}
-		r->win_short = (uint8_t)short_now;
+		r->win_short = (uint8_t)(by_count || by_size);
 		r->win_rx = 0;
+		r->win_full = 0;
 	}
 	c->win_total = 0;
+	c->win_full_total = 0;
 }
 
+/*
+ * Counts a datagram of len bytes (its tag removed) on rail k.  Only a
+ * full-size one (the peer's full DATA packets, its zero-padded heartbeats
+ * and keepalives: all exactly c->dgram) is evidence that the rail carries
+ * what we would send on it: only that brings a failed rail back, clears a
+ * size suspicion and keeps the size deadline (rn_timer.c) away.  Any
+ * datagram still keeps the count rule's verdict (by_count) away.
+ */
 static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 {
 	rn_rail *r = &c->rail[k];
+	int full = len >= c->dgram;
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
 	r->validated = 1; /* the peer's address on it answers: it may carry anything */
-	note_gap(r, now_ns);
+	note_gap(r, now_ns, full);
 	r->last_rx_ns = now_ns;
-	r->suspect = 0;
+	if (full || r->suspect == 1)
+		r->suspect = 0;
 	c->last_rx_any_ns = now_ns;
 	c->st.rx_packets++;
 	if (r->local_err) /* the interface works again */
 		rn_conn_set_tx(c, k, r->peer_up, 0, RN_CAUSE_RX_SEEN, now_ns);
-	if (!r->rx_up)
-		rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
+	if (full) {
+		r->last_full_rx_ns = now_ns;
+		r->small_max = 0;
+		r->win_full++;
+		c->win_full_total++;
+		if (!r->rx_up)
+			rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
+	} else if (len > r->small_max) {
+		r->small_max = (uint32_t)len;
+	}
 	r->win_rx++;
 	if (++c->win_total >= c->cfg.fail_window)
 		evaluate_window(c, now_ns);
@@ -439,8 +485,10 @@ static void establish(rn_conn *c, uint64_t now_ns)
 	c->hs_due = 0;
 	/* a long wait in the listener's queue is not silence on the rails */
 	c->last_rx_any_ns = now_ns;
-	for (int k = 0; k < c->npaths; k++)
+	for (int k = 0; k < c->npaths; k++) {
 		c->rail[k].last_rx_ns = c->rail[k].last_tx_ns = now_ns;
+		c->rail[k].last_full_rx_ns = c->rail[k].last_full_tx_ns = now_ns;
+	}
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
 
@@ -553,7 +601,12 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 			c->cookie_ack_due = 1;
 		rc = 0;
 		break;
-	default: /* ACK, COOKIE_ACK, HEARTBEAT, KEEPALIVE: counted above */
+	case RN_PT_HEARTBEAT:
+		if (len < c->dgram)
+			rn_conn_on_small_heartbeat(c, p.path, now_ns);
+		rc = 0;
+		break;
+	default: /* ACK, COOKIE_ACK, KEEPALIVE: counted above */
 		rc = 0;
 		break;
 	}

@@ -15,6 +15,9 @@
 static const uint64_t t0 = UT_T0;
 #define D UN_DELAY_NS
 #define MSS (1472 - RN_HDR_LEN)
+/* zero padding that makes a heartbeat or keepalive full size (1472 bytes): full-size evidence */
+static const uint8_t full_pad[MSS];
+#define PAD full_pad, MSS
 
 static un_net *pair(int nrails, uint64_t *t_est)
 {
@@ -842,7 +845,19 @@ static void test_conn_heartbeat_marks_up(void **state)
 	}
 	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
 	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	/* a small heartbeat is no evidence: an MTU black hole passes those */
 	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	/* nor is padding that is not zeros (strict decoding) */
+	{
+		uint8_t junk[MSS] = { 0 };
+
+		junk[MSS - 1] = 1;
+		assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, junk, MSS),
+				 RN_ERR_DROP);
+	}
+	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, PAD), 0);
 	ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
 	assert_non_null(ev);
 	assert_true(ev->time_ns == t);
@@ -902,12 +917,15 @@ static void test_conn_link_state_applied(void **state)
 	/* an old copy of the same LINK_STATE changes nothing but is acked again */
 	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t2, 1, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
 	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 1);
-	/* heartbeats start at once, on every rail */
+	/* heartbeats start at once, on every rail; the down rail also gets a small one */
 	assert_true(rn_conn_expiry(c) == t2);
 	un_timer(n, UN_CLIENT, t2);
 	un_flush(n, UN_CLIENT, t2);
 	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 0, t2, t2), 1);
-	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, t2), 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, t2), 2);
+	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 0, t2, 0)->len, 1472);
+	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, 0)->len, 1472);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, 1)->len < 100);
 	/* new data: rail 0 only */
 	assert_int_equal(rn_conn_write(c, t2 + 1, buf, 6 * MSS), 6 * MSS);
 	assert_int_equal(un_flush(n, UN_CLIENT, t2 + 1), 6);
@@ -928,13 +946,18 @@ static void test_conn_heartbeats_while_down(void **state)
 	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t1, 0, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
 	n->now = t1;
 	un_run(n, t1 + 250 * UT_MS);
+	/* rail 0: one full-size heartbeat a period; rail 1 (down): a full and a small one */
 	for (int r = 0; r < 2; r++) {
-		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, t1 + 250 * UT_MS), 3);
-		for (int k = 0; k < 3; k++)
-			assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, k)->sent_ns ==
-				    t1 + (uint64_t)k * 100 * UT_MS);
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, t1 + 250 * UT_MS),
+				 3 * (1 + r));
+		for (int k = 0; k < 3 * (1 + r); k++) {
+			const un_rec *hb = un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, k);
+
+			assert_true(hb->sent_ns == t1 + (uint64_t)(k / (1 + r)) * 100 * UT_MS);
+			assert_true(k % 2 || r == 0 ? 1 : hb->len == 1472);
+		}
 	}
-	assert_int_equal(stats(cl(n)).rail[1].heartbeats, 3);
+	assert_int_equal(stats(cl(n)).rail[1].heartbeats, 6);
 	/* the server never lost a rail: it sends none */
 	assert_int_equal(un_count(n, UN_SERVER, RN_PT_HEARTBEAT, -1, 0, UINT64_MAX), 0);
 	un_del(n);
@@ -959,9 +982,11 @@ static void test_conn_keepalive(void **state)
 		assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, 0)->sent_ns ==
 			    tx0 + 100 * UT_MS);
 	}
-	/* data on rail 0 at tw postpones rail 0's next keepalive, not rail 1's */
+	for (int r = 0; r < 2; r++) /* zero-padded: full-size evidence */
+		assert_int_equal(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, 0)->len, 1472);
+	/* a full DATA packet on rail 0 at tw postpones rail 0's next keepalive, not rail 1's */
 	n->now = tw; /* nothing is due in between */
-	n->side[UN_CLIENT].to_send = 100;
+	n->side[UN_CLIENT].to_send = MSS;
 	un_run(n, t0 + 400 * UT_MS);
 	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0)->path, 0);
 	assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, 0, tw, 0)->sent_ns == tw + 100 * UT_MS);
@@ -1013,8 +1038,9 @@ static void test_conn_rail_silence_and_heal(void **state)
 	assert_int_equal(ev->rail, 1);
 	assert_int_equal(ev->cause, RN_CAUSE_PEER);
 	assert_true(ev->time_ns == t_ls);
-	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t_ls, t_ls + 150 * UT_MS), 2);
-	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, 0, 1)->sent_ns == t_ls + 100 * UT_MS);
+	/* a full and a small heartbeat each period on the down rail */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t_ls, t_ls + 150 * UT_MS), 4);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, 0, 2)->sent_ns == t_ls + 100 * UT_MS);
 	/* the server's LINK_STATE was acknowledged: not resent for ever */
 	assert_int_equal(un_count(n, UN_SERVER, RN_PT_LINK_STATE, -1, t_down + 50 * UT_MS,
 				  UINT64_MAX), 0);
@@ -1148,7 +1174,7 @@ static void test_conn_fresh_clock_drift(void **state)
 			for (int k = 0; k < 2; k++) {
 				h.path = (uint8_t)k;
 				assert_int_equal(un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k),
-							   &h, NULL, NULL, 0), 0);
+							   &h, NULL, PAD), 0);
 			}
 		}
 		assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
@@ -1216,7 +1242,7 @@ static void test_conn_fresh_peer_clock_step(void **state)
 		un_run(n, t);
 		for (int k = 0; k < 2; k++) {
 			h.path = (uint8_t)k;
-			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, NULL, 0);
+			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, PAD);
 		}
 	}
 	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
