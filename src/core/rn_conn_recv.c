@@ -100,7 +100,8 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
 			quiet = 0;
 		if (r->rx_up && now_ns >= r->grace_until_ns && (by_count || by_size) &&
 		    r->win_short && quiet >= silence_needed(r) && !r->suspect) {
-			r->suspect = by_size ? 2 : 1;
+			/* an MTU black hole if small ones came since the last full one */
+			r->suspect = by_size && r->last_rx_ns > r->last_full_rx_ns ? 2 : 1;
 			r->suspect_ns = now_ns;
 		}
 		r->win_short = (uint8_t)(by_count || by_size);

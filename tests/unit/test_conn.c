@@ -873,6 +873,126 @@ static void test_conn_heartbeat_marks_up(void **state)
 	un_del(n);
 }
 
+/* ---- MTU black holes: full-size evidence ---- */
+
+/*
+ * A stream of full-size datagrams on rail 0 and only small ones on rail 1
+ * (one in four, 20 us apart): rail 1 keeps its count, but brings fewer than
+ * fail_min full-size ones per window.  It fails as an MTU black hole once it
+ * has gone 4 ms without a full-size one (not earlier), reporting the largest
+ * datagram that still came; while full-size ones come too, it stays up.
+ */
+static void test_conn_size_verdict(void **state)
+{
+	for (int full_too = 0; full_too < 2; full_too++) {
+		un_net *n = pair(2, NULL);
+		uint64_t t = t0 + 10 * UT_MS, t1;
+		const rn_event *ev;
+		rn_conn_stats st;
+
+		(void)state;
+		/* both rails in step, full size: one window of 100 */
+		for (int p = 0; p < 100; p++, t += 10 * UT_US) {
+			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, PAD);
+			un_timer(n, UN_SERVER, t);
+		}
+		/* then rail 1 brings only small datagrams, one in four, 25 us apart */
+		t1 = t;
+		for (int p = 0; p < 400; p++, t += 25 * UT_US) {
+			if (p % 4 != 3)
+				un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+			else if (full_too && p % 8 == 3)
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, PAD);
+			else
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+			un_timer(n, UN_SERVER, t);
+			/* under 4 ms without a full-size datagram is not yet a verdict */
+			if (t < t1 + 4 * UT_MS)
+				assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+		}
+		st = stats(sv(n));
+		if (full_too) {
+			/* every second one of rail 1's is full size: it stays up */
+			assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+			assert_int_equal(st.rail[1].rx_up, 1);
+			un_del(n);
+			continue;
+		}
+		ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
+		assert_non_null(ev);
+		assert_int_equal(ev->cause, RN_CAUSE_RX_SIZE);
+		/* the second short window closes 5 ms in (2 x 100 packets, 25 us apart) */
+		/*
+		 * Not before 4 ms; here at 10 ms: the silence rule also needs twice
+		 * the longest gap the rail showed (the 10 ms before the first
+		 * datagram puts that at its 8 ms cap), so the fourth window judges.
+		 */
+		assert_true(ev->time_ns == t1 + 399 * 25 * UT_US);
+		assert_int_equal(st.rail[1].rx_up, 0);
+		assert_int_equal(st.rail[1].mtu_holes, 1);
+		assert_int_equal(st.rail[1].small_ok, RN_HDR_LEN); /* a bare keepalive */
+		assert_int_equal(st.rail[1].dgram, 1472);
+		/* small ones keep coming: they do not bring it back; one full-size one does */
+		un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+		assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+		un_inject_ctl(n, UN_SERVER, t + 1, 1, RN_PT_KEEPALIVE, PAD);
+		ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
+		assert_non_null(ev);
+		assert_true(ev->time_ns == t + 1);
+		un_del(n);
+	}
+}
+
+/*
+ * Rail 1 failed by count (nothing came).  The peer's heartbeat rounds send
+ * a padded heartbeat, then a small one.  A round whose padded one arrives
+ * (just before its small twin) says nothing; two rounds in a row of the
+ * small one alone name the rail an MTU black hole: a second RAIL_DOWN,
+ * cause RN_CAUSE_RX_SIZE, counted once however many rounds follow.
+ */
+static void test_conn_small_heartbeats_alone(void **state)
+{
+	un_net *n = pair(2, NULL);
+	uint64_t t = t0 + 10 * UT_MS;
+	const uint64_t hb = 100 * UT_MS;
+	const rn_event *ev;
+
+	(void)state;
+	for (int p = 0; p < 200; p++, t += 10 * UT_US) {
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+		un_timer(n, UN_SERVER, t);
+	}
+	assert_int_equal(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0)->cause, RN_CAUSE_RX_COUNT);
+	/* a heartbeat round: the small one alone (its padded twin was lost) */
+	un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0);
+	/* the next round gets through whole: the count starts over */
+	t += hb;
+	un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, PAD);
+	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+	/* down again by count (once its grace after coming back is over), then
+	 * three rounds of the small one alone */
+	t += 20 * UT_MS;
+	for (int p = 0; p < 200; p++) {
+		t += 10 * UT_US;
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+		un_timer(n, UN_SERVER, t);
+	}
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 2);
+	for (int round = 0; round < 3; round++) {
+		t += hb;
+		assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
+		assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), round == 0 ? 2 : 3);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, t - 2 * hb);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SIZE);
+	assert_true(ev->time_ns == t - hb);
+	assert_int_equal(stats(sv(n)).rail[1].mtu_holes, 1);
+	assert_int_equal(stats(sv(n)).rail[1].down_events, 2); /* a report, not a change */
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	un_del(n);
+}
+
 /* ---- LINK_STATE from the peer, heartbeats ---- */
 
 static void test_conn_link_state_applied(void **state)
@@ -1724,6 +1844,8 @@ int main(void)
 		cmocka_unit_test(test_conn_rx_count_failure),
 		cmocka_unit_test(test_conn_rx_count_batch_skew),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
+		cmocka_unit_test(test_conn_size_verdict),
+		cmocka_unit_test(test_conn_small_heartbeats_alone),
 		cmocka_unit_test(test_conn_link_state_applied),
 		cmocka_unit_test(test_conn_heartbeats_while_down),
 		cmocka_unit_test(test_conn_keepalive),
