@@ -418,11 +418,19 @@ tb__fault_blackhole() {
 	esac
 }
 
-# Drops by length (nft meta length: the IP packet, without the Ethernet header).
+# Drops by length (nft meta length: the IP packet, without the Ethernet header).  A GSO
+# batch crosses veth and the bridge as one skb, which a real switch never sees: while the
+# hole is in place every host's r<i> on the rail segments in software (gso_max_segs 1),
+# so the rule judges frames (a small datagram sent right after a large one would
+# otherwise vanish with it).
 tb__fault_mtuhole() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
-	local ns port=h$TB__K n=${3-}
+	local ns port=h$TB__K n=${3-} k segs=1
 	ns=$(tb__sw_ns "$TB__I")
+	[[ $n == off ]] && segs=65535
+	for ((k = 1; k <= TB__H; k++)); do
+		tb__do ip -n "$(tb__host_ns "$k")" link set dev "r$TB__I" gso_max_segs "$segs"
+	done
 	if [[ $n == off ]]; then
 		tb__nft_del_chain "$ns" bridge "mtu_$port"
 		return

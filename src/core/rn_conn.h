@@ -93,6 +93,7 @@ struct rn_conn {
 	uint64_t hb_next_ns;
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
 	uint32_t hb_small_pending;       /* down rails owed an unpadded heartbeat too */
+	uint32_t ka_full_pending;        /* rails owed a padded keepalive (rn_conn_send.c) */
 
 	/*
 	 * Freshness (rn_conn_recv.c): our arrival time minus the peer's send

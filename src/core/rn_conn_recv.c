@@ -30,11 +30,15 @@ static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.po
 #define RN_GAP_PERIOD_NS UINT64_C(1000000000)
 /*
  * A rail that brought small datagrams but nothing full-size is judged after
- * at least this long without a full-size one: the sender pads a keepalive
- * every 1.5 ms (RN_FULL_EVIDENCE_NS) on a rail carrying only small ones,
- * but that one may wait behind a queue of ACKs.
+ * twice the longest gap between full-size ones it showed while healthy over
+ * the last second or two, within these bounds: the sender pads a keepalive
+ * every 1.5 ms (RN_FULL_EVIDENCE_NS) on a rail carrying only small ones, but
+ * that one may wait behind a queue of ACKs, and a shaper's queue on a real
+ * rail (tbf, 20 ms) stretches the gaps it was sent with.  Gaps longer than
+ * the upper bound are pauses of the stream, not learned.
  */
-#define RN_SIZE_SILENCE_NS UINT64_C(4000000)
+#define RN_SIZE_SILENCE_MIN_NS UINT64_C(4000000)
+#define RN_SIZE_SILENCE_MAX_NS UINT64_C(30000000)
 
 static uint64_t silence_needed(const rn_rail *r)
 {
@@ -42,6 +46,15 @@ static uint64_t silence_needed(const rn_rail *r)
 
 	return g < RN_FAIL_SILENCE_MIN_NS ? RN_FAIL_SILENCE_MIN_NS :
 	       g > RN_FAIL_SILENCE_MAX_NS ? RN_FAIL_SILENCE_MAX_NS : g;
+}
+
+static uint64_t size_silence_needed(const rn_rail *r)
+{
+	uint64_t g = 2 * (r->gap_full_cur_ns > r->gap_full_prev_ns ? r->gap_full_cur_ns :
+								      r->gap_full_prev_ns);
+
+	return g < RN_SIZE_SILENCE_MIN_NS ? RN_SIZE_SILENCE_MIN_NS :
+	       g > RN_SIZE_SILENCE_MAX_NS ? RN_SIZE_SILENCE_MAX_NS : g;
 }
 
 /*
@@ -56,10 +69,15 @@ static void note_gap(rn_rail *r, uint64_t now_ns, int full)
 	if (now_ns - r->gap_since_ns >= RN_GAP_PERIOD_NS) {
 		r->gap_prev_ns = r->gap_cur_ns;
 		r->gap_cur_ns = 0;
+		r->gap_full_prev_ns = r->gap_full_cur_ns;
+		r->gap_full_cur_ns = 0;
 		r->gap_since_ns = now_ns;
 	}
 	if (r->rx_up && now_ns - r->last_rx_ns > r->gap_cur_ns)
 		r->gap_cur_ns = now_ns - r->last_rx_ns;
+	if (full && r->rx_up && now_ns - r->last_full_rx_ns > r->gap_full_cur_ns &&
+	    now_ns - r->last_full_rx_ns <= RN_SIZE_SILENCE_MAX_NS)
+		r->gap_full_cur_ns = now_ns - r->last_full_rx_ns;
 }
 
 /*
@@ -96,7 +114,7 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
 		/* while full-size traffic is due, silence is counted in full-size datagrams */
 		uint64_t quiet = now_ns - (sized ? r->last_full_rx_ns : r->last_rx_ns);
 
-		if (sized && r->last_rx_ns > r->last_full_rx_ns && quiet < RN_SIZE_SILENCE_NS)
+		if (sized && r->last_rx_ns > r->last_full_rx_ns && quiet < size_silence_needed(r))
 			quiet = 0;
 		if (r->rx_up && now_ns >= r->grace_until_ns && (by_count || by_size) &&
 		    r->win_short && quiet >= silence_needed(r) && !r->suspect) {
@@ -116,9 +134,9 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
  * Counts a datagram of len bytes (its tag removed) on rail k.  Only a
  * full-size one (the peer's full DATA packets, its zero-padded heartbeats
  * and keepalives: all exactly c->dgram) is evidence that the rail carries
- * what we would send on it: only that brings a failed rail back, clears a
- * size suspicion and keeps the size deadline (rn_timer.c) away.  Any
- * datagram still keeps the count rule's verdict (by_count) away.
+ * what we would send on it: only that brings a failed rail back and clears
+ * a size suspicion.  Any datagram still keeps the count rule's verdict
+ * (by_count) and the silence deadline (rn_timer.c) away.
  */
 static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 {

@@ -41,6 +41,7 @@ typedef struct rn_rail {
 	uint64_t suspect_ns;     /* when the count judged it */
 	/* the longest gap between packets on this working rail, this and last second */
 	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
+	uint64_t gap_full_cur_ns, gap_full_prev_ns; /* the same between full-size datagrams */
 	uint64_t last_rx_ns;
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
 	/*

@@ -26,17 +26,17 @@
  *                 only a rail that carries full-size datagrams comes back;
  *                 a rail that is down also gets a small one, whose arrival
  *                 alone tells the peer it is an MTU black hole.
- *   keepalive     a working rail that carried nothing full-size for
- *                 keepalive (100 ms) gets a KEEPALIVE, zero-padded to the
- *                 full size, so idle rails and rails carrying only small
- *                 datagrams stay judged on full-size evidence.
+ *   keepalive     a working rail that carried nothing for keepalive
+ *                 (100 ms) gets a KEEPALIVE, so idle rails stay judged.
+ *                 (While full-size DATA streams, a rail without a
+ *                 full-size datagram for 1.5 ms gets a padded one at once:
+ *                 rn_conn_send.c, count_tx.)
  *   rail verdict  a rail the receive count judged failed (rn_conn_recv.c)
  *                 fails at the next timer call, due at once: the driver may
  *                 first hand over packets of that rail it has already read.
- *   rail silence  a rail we receive nothing full-size on for rail_timeout
- *                 (350 ms, three keepalives and change) has failed: the
- *                 count rule needs traffic, this one covers light traffic
- *                 (and an MTU black hole under small messages).
+ *   rail silence  a rail we receive nothing on for rail_timeout (350 ms,
+ *                 three keepalives and change) has failed: the count rule
+ *                 needs traffic, this one covers light traffic.
  *   idle pace     after RN_IDLE_NS (1 s) without DATA either way, keepalive,
  *                 rail silence and heartbeat periods are RN_IDLE_SCALE (10)
  *                 times longer: 10,000 idle connections send 20,000
@@ -82,15 +82,10 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 	return t < c->last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
 }
 
-/*
- * When a working rail we hear nothing full-size on has failed (also right
- * after DATA resumed).  The peer sends a zero-padded keepalive on a rail
- * that carried nothing full-size for keepalive, so a healthy rail always
- * brings one in time; small datagrams alone do not hold this off.
- */
+/* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
-	return paced(c, max64(r->last_full_rx_ns, c->active_since_ns), c->cfg.rail_timeout_ns);
+	return paced(c, max64(r->last_rx_ns, c->active_since_ns), c->cfg.rail_timeout_ns);
 }
 
 static int any_tx_down(const rn_conn *c)
@@ -135,7 +130,7 @@ static uint64_t established_expiry(const rn_conn *c)
 		const rn_rail *r = &c->rail[k];
 
 		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
-			t = min64(t, paced(c, r->last_full_tx_ns, c->cfg.keepalive_ns));
+			t = min64(t, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
 		if (r->rx_up)
 			t = min64(t, r->suspect ? r->suspect_ns : rail_deadline(c, r));
 		t = min64(t, loss_expiry(c, k));
@@ -205,14 +200,13 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
 
-		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_full_tx_ns, c->cfg.keepalive_ns))
+		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
 			c->ka_pending |= 1u << k;
 		if (r->rx_up && r->suspect)
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
 		else if (r->rx_up && now_ns >= rail_deadline(c, r))
-			rn_conn_set_rx(c, k, 0, r->last_rx_ns > r->last_full_rx_ns ?
-					RN_CAUSE_RX_SIZE : RN_CAUSE_RX_SILENCE, now_ns);
+			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}
 }

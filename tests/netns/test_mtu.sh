@@ -50,6 +50,11 @@ hole)
 	[ "$used" -eq 0 ] || nt_fail "$used DATA packets on rail $rail while it was down"
 	ev=$(event_with_cause x $rail "MTU black hole")
 	[ -n "$ev" ] || nt_fail "no event named rail $rail an MTU black hole: $(grep -F "rail=$rail" "$NT_DIR/x.err" | grep event | head -n 4)"
+	# the healthy rail is never taken for an MTU black hole (nor anything else)
+	for f in x.out serve2.out; do
+		[ "$(nt_rail_field "$NT_DIR/$f" 0 downs)" -eq 0 ] || nt_fail "$f: the healthy rail 0 went down"
+		[ "$(nt_rail_field "$NT_DIR/$f" $rail downs)" -eq 1 ] || nt_fail "$f: rail $rail went down more than once"
+	done
 	holes=$(nt_rail_field "$NT_DIR/x.out" $rail mtu_holes)
 	[ "${holes:-0}" -ge 1 ] || nt_fail "rail $rail counts no MTU black hole (mtu_holes=${holes:-none})"
 	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the hole began, back $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began (the command took $(awk -v a="$th" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms)"
