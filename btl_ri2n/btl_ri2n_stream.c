@@ -357,6 +357,12 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	if (n)
 		now = ri2n_core_now(m);
 	ri2n_ep_timers(m, now, main);
+	/* a rail verdict due: what its socket still holds comes first (rn_conn_verdict_pending) */
+	for (ri2n_link *l = m->links; l && m->rx_more; l = l->next)
+		if (!l->dead && l->expiry_ns <= now && rn_conn_verdict_pending(l->conn)) {
+			n += receive(m);
+			break;
+		}
 	for (ri2n_link *l = m->links; l; l = l->next) {
 		if (l->dead)
 			continue;

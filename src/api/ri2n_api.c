@@ -92,18 +92,17 @@ static int tab_install(int fd, rn_sock *s)
 /* The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK. */
 static rn_sock *lookup(int fd, int *err)
 {
-	struct stat sb;
+	uint64_t cookie = rn_fd_cookie(fd);
 	rn_sock *s = NULL;
 
-	/* the plain fstat syscall: glibc's fstat is fstatat(fd, "", AT_EMPTY_PATH), dearer */
-	if (fd < 0 || syscall(SYS_fstat, fd, &sb) < 0) {
-		*err = EBADF;
+	if (!cookie) {
+		*err = errno == ENOTSOCK ? ENOTSOCK : EBADF;
 		return NULL;
 	}
 	pthread_mutex_lock(&g_tab.mu);
 	if (fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
-		if (s->ino == sb.st_ino && s->dev == sb.st_dev) {
+		if (s->cookie == cookie) {
 			rn_sock_ref(s);
 		} else {
 			g_tab.tab[fd] = NULL;
@@ -246,6 +245,7 @@ int ri2n_socket(void)
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;
 	s->ino = sb.st_ino;
+	s->cookie = rn_fd_cookie(sv[0]);
 	s->cfg = *rn_engine_config();
 	s->junk = fill_junk(sv[0]);
 	rc = tab_install(sv[0], s);

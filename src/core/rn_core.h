@@ -302,6 +302,14 @@ void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail);
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);
 
+/*
+ * Whether the next rn_conn_on_timer judges a rail the receive count found
+ * short.  A driver reads every rail socket of the connection before that
+ * call: packets of the suspect rail may wait unread in its socket while a
+ * batch of another rail filled the count, and any of them clears it.
+ */
+int rn_conn_verdict_pending(const rn_conn *c);
+
 /* Earliest time rn_conn_on_timer must run; UINT64_MAX when none. */
 uint64_t rn_conn_expiry(const rn_conn *c);
 void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);

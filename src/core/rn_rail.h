@@ -43,6 +43,7 @@ typedef struct rn_rail {
 	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
 	uint64_t gap_full_cur_ns, gap_full_prev_ns; /* the same between full-size datagrams */
 	uint64_t last_rx_ns;
+	uint32_t last_rx_ts;     /* the peer's send time (us) of the last packet on it */
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
 	/*
 	 * Full-size evidence (see count_rx in rn_conn_recv.c): a rail that
@@ -51,6 +52,7 @@ typedef struct rn_rail {
 	 */
 	uint32_t win_full;       /* full-size datagrams this evaluation window */
 	uint64_t last_full_rx_ns;
+	uint32_t last_full_rx_ts; /* the peer's send time (us) of the last full-size one */
 	uint32_t small_max;      /* largest datagram below full size since the last full one */
 	uint8_t small_alone;     /* down: small heartbeats whose padded twin was lost, in a row */
 	uint8_t mtu_hole;        /* down, and known to be an MTU black hole */

@@ -211,6 +211,14 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	}
 }
 
+int rn_conn_verdict_pending(const rn_conn *c)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].rx_up && c->rail[k].suspect)
+			return 1;
+	return 0;
+}
+
 void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 {
 	if (c->state == RN_ST_INIT_SENT || c->state == RN_ST_COOKIE_SENT) {

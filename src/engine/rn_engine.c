@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +57,24 @@ static struct {
 	uint8_t *own;
 	int cap;
 } g_fds = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+#ifndef SO_COOKIE
+#define SO_COOKIE 57 /* Linux 4.12 and later */
+#endif
+
+uint64_t rn_fd_cookie(int fd)
+{
+	uint64_t c = 0;
+	socklen_t len = sizeof(c);
+
+	if (fd < 0) {
+		errno = EBADF;
+		return 0;
+	}
+	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
+		return 0;
+	return c;
+}
 
 void rn_fd_own(int fd)
 {

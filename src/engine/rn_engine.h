@@ -45,6 +45,7 @@ typedef struct rn_sock {
 	int user_fd, eng_fd;       /* A and B of the socketpair */
 	dev_t dev;
 	ino_t ino;                 /* A's identity: tells it from a reused fd number */
+	uint64_t cookie;           /* the same, cheaper to check (rn_fd_cookie) */
 	int kind;                  /* (mu) rn_sock_kind */
 	int so_error;              /* (mu) errno for SO_ERROR; reset when read */
 	int dead_error;            /* (mu) errno the connection ended with, 0 if clean */
@@ -151,6 +152,13 @@ struct timespec;
  * between the last time the core was given and now.
  */
 uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_t now);
+/*
+ * The socket's cookie (SO_COOKIE: unique for the system's lifetime), which
+ * tells a socket from another one given the same number after a close, in
+ * half the time of fstat (280 ns against 570 here); 0 with errno (EBADF,
+ * ENOTSOCK) for a number that is not a socket.  Never through a shim.
+ */
+uint64_t rn_fd_cookie(int fd);
 /* Records a descriptor as the engine's (a forked child closes them all)... */
 void rn_fd_own(int fd);
 /* ...and closes one, or hands one over to the user. */

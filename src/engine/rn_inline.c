@@ -47,11 +47,18 @@ static __thread rn_waiter t_waiter = { .efd = -1 };
 
 /* ---- the inline timer ---- */
 
+/*
+ * Moves the timer earlier only: a later time (an ACK sent with the reply
+ * moved an expiry from 200 us to the 20 ms RTO, every message of a
+ * ping-pong) leaves it where it is, and the early firing finds nothing due
+ * and hands the streams to the engine's own timers.  One firing per delayed
+ * ACK period instead of two timerfd_settime calls per message (420 ns each).
+ */
 static void tfd_set(uint64_t at)
 {
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
-	if (at == g.tfd_at || g.tfd < 0)
+	if (at >= g.tfd_at || g.tfd < 0)
 		return;
 	if (at != UINT64_MAX) {
 		/* 0 would disarm it: a time already past fires at once as 1 ns */
@@ -270,6 +277,8 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 		more = 1;
 	more |= rn_stream_flush(st, now);
 	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
+		if (rn_conn_verdict_pending(st->conn))
+			rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 		rn_conn_on_timer(st->conn, now);
 		more |= rn_stream_flush(st, now);
 	}

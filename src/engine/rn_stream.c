@@ -714,6 +714,8 @@ int rn_stream_sreset_input(rn_stream *st, int idx, rn_addr from, const uint8_t *
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
 	st->armed_ns = UINT64_MAX;
+	if (rn_conn_verdict_pending(st->conn))
+		rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 	rn_conn_on_timer(st->conn, now);
 	if (rn_conn_id(st->conn) != st->id) { /* the handshake restarted: a new id */
 		rn_port_remove(st->port, st, st->id);
@@ -821,6 +823,7 @@ static int make_pair(rn_sock *s)
 	rn_fd_own(sv[1]);
 	s->dev = sb.st_dev;
 	s->ino = sb.st_ino;
+	s->cookie = rn_fd_cookie(sv[0]);
 	set_pair_buf(sv[1]);
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "rn_api.h"
+#include "rn_engine.h"
 #include "rn_shim.h"
 
 #define PAGE_BITS 10
@@ -99,19 +100,18 @@ static rn_shim_ent *entry_locked(int fd)
 int rn_shim_tab_get(int fd, rn_shim_ent *e)
 {
 	int saved = errno, found = 0;
-	struct stat sb;
+	uint64_t cookie;
 	rn_shim_ent **s, *cur, *stale = NULL;
 
 	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
 		return 0;
 	rn_shim_tab_drain();
-	if (fstat(fd, &sb) < 0)
-		memset(&sb, 0, sizeof(sb));
+	cookie = rn_fd_cookie(fd);
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
 	cur = entry_locked(fd);
 	if (cur) {
-		if (cur->dev == sb.st_dev && cur->ino == sb.st_ino && sb.st_ino) {
+		if (cur->cookie == cookie && cookie) {
 			*e = *cur;
 			found = 1;
 		} else {
@@ -144,6 +144,7 @@ void rn_shim_tab_set(int fd, const rn_shim_ent *e)
 	*n = *e;
 	n->dev = sb.st_dev;
 	n->ino = sb.st_ino;
+	n->cookie = rn_fd_cookie(fd);
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 1);
 	if (s) {

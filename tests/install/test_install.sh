@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Installs ri2n into a scratch prefix, builds tests/install/contract.c the way
-# a user would (only <ri2n.h> and `pkg-config --cflags --libs ri2n`), and runs
-# it between two namespaces over two rails shaped to 1 Gbit/s: 512 MiB with
-# every word checked, then an 8-byte ping-pong.  Prints the figures.
+# Installs ri2n into a scratch prefix, builds tests/install/contract.c the ways
+# a user would (only <ri2n.h> and `pkg-config --cflags --libs ri2n`; a CMake
+# project with find_package(ri2n CONFIG), against libri2n.so and libri2n.a),
+# and runs it between two namespaces over two rails shaped to 1 Gbit/s: 512 MiB
+# with every word checked, then an 8-byte ping-pong, also statically linked.
+# Prints the figures.
 #   tests/install/test_install.sh BUILD_DIR     (root; 77 = skipped)
 source "$(dirname "$0")/../netns/lib.sh"
 build=${1:-$NT_ROOT/build}
 prefix=$NT_DIR/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null || nt_fail "cmake --install failed"
-for f in lib/libri2n.so include/ri2n.h lib/pkgconfig/ri2n.pc; do
+for f in lib/libri2n.so lib/libri2n.a include/ri2n.h lib/pkgconfig/ri2n.pc \
+	lib/cmake/ri2n/ri2nConfig.cmake share/doc/ri2n/LICENSE; do
 	[ -e "$prefix/$f" ] || nt_fail "install lacks $f"
 done
 soname=$(readelf -d "$prefix/lib/libri2n.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -17,6 +20,12 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
 cc -O2 -Wall -Werror -o "$NT_DIR/contract" "$NT_ROOT/tests/install/contract.c" \
 	$(pkg-config --cflags --libs ri2n) || nt_fail "the contract program does not build with pkg-config"
+cmake -S "$NT_ROOT/tests/install/cmake" -B "$NT_DIR/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+	>"$NT_DIR/cmake.log" 2>&1 && cmake --build "$NT_DIR/cmake" >>"$NT_DIR/cmake.log" 2>&1 ||
+	nt_fail "the contract program does not build with find_package(ri2n): $(tail -n 5 "$NT_DIR/cmake.log")"
+ldd "$NT_DIR/cmake/contract_static" | grep -q libri2n && nt_fail "contract_static is not linked statically"
+ldd "$NT_DIR/cmake/contract_shared" | grep -q "libri2n.so.0 => $prefix" ||
+	nt_fail "contract_shared does not use the installed libri2n.so"
 export LD_LIBRARY_PATH=$prefix/lib
 nt_init inst 2 2 1gbit
 run() { # HOST ARGS...
@@ -34,4 +43,12 @@ NT_PIDS+=($!)
 sleep 0.3
 out=$(run 1 ping "$(tb_addr 2 1)" 7101 2000) || nt_fail "ping-pong: $out"
 nt_note "$out"
-nt_ok "installed libri2n: the contract program builds with pkg-config and works over 2 rails"
+# the statically linked build of the same program, both ends
+RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns 2)" "$NT_DIR/cmake/contract_static" \
+	serve 7102 >/dev/null 2>&1 &
+NT_PIDS+=($!)
+sleep 0.3
+out=$(RI2N_RAILS=$NT_RAILS timeout 120 ip netns exec "$(tb_ns 1)" "$NT_DIR/cmake/contract_static" \
+	send "$(tb_addr 2 1)" 7102 64) || nt_fail "64 MiB with libri2n.a: $out"
+nt_note "libri2n.a: $out"
+nt_ok "installed libri2n: the contract program builds with pkg-config and with find_package(ri2n) (shared and static) and works over 2 rails"

@@ -802,14 +802,14 @@ static void test_conn_rx_count_batch_skew(void **state)
 		for (int p = 0; p < 100; p++, t += 10 * UT_US)
 			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, NULL, 0);
 		un_timer(n, UN_SERVER, t);
-		/* a 10 ms backlog (more than the 8 ms of silence a rail may need to fail):
-		 * 500 of rail 0's packets read first, kernel stamps 20 us apart */
+		/* a 50 ms backlog (more than the 40 ms of silence a rail may need to fail):
+		 * 500 of rail 0's packets read first, kernel stamps 100 us apart */
 		for (int p = 0; p < 500; p++)
-			un_inject_ctl(n, UN_SERVER, t + (uint64_t)p * 20 * UT_US, 0,
+			un_inject_ctl(n, UN_SERVER, t + (uint64_t)p * 100 * UT_US, 0,
 				      RN_PT_KEEPALIVE, NULL, 0);
 		/* then rail 1's, read from its socket in the same pass: their stamps are
 		 * older, but time given to the core never goes back (the engine clamps) */
-		t += 499 * 20 * UT_US;
+		t += 499 * 100 * UT_US;
 		if (rail1_after)
 			for (int p = 0; p < 500; p++)
 				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
@@ -819,6 +819,49 @@ static void test_conn_rx_count_batch_skew(void **state)
 			assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
 			un_flush(n, UN_SERVER, t);
 			assert_null(un_find(n, UN_SERVER, RN_PT_LINK_STATE, -1, 0, 0));
+		} else {
+			const rn_event *ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
+
+			assert_non_null(ev);
+			assert_int_equal(ev->cause, RN_CAUSE_RX_COUNT);
+		}
+		un_del(n);
+	}
+}
+
+/*
+ * A sender held off the CPU between handing its rails their datagrams:
+ * rail 1's share of a batch arrives, rail 0's share of the same batch (the
+ * same send time) 50 ms later, 300 packets of it.  In arrival times rail 1
+ * is silent for 50 ms over three windows; in the sender's clock it is not
+ * silent at all: no failure.  The same arrivals stamped as the sender's
+ * clock runs (what a black hole of rail 1 looks like) fail it.
+ */
+static void test_conn_rx_count_sender_stall(void **state)
+{
+	for (int stalled = 1; stalled >= 0; stalled--) {
+		un_net *n = pair(2, NULL);
+		uint64_t t = t0 + 3 * D + 10 * UT_MS, batch;
+
+		(void)state;
+		for (int p = 0; p < 100; p++, t += 10 * UT_US)
+			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, NULL, 0);
+		un_timer(n, UN_SERVER, t);
+		batch = t;
+		for (int p = 0; p < 10; p++)
+			un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+		t += 50 * UT_MS;
+		for (int p = 0; p < 300; p++, t += 5 * UT_US) {
+			rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = 0, .dst = rn_conn_id(sv(n)),
+				     .ts = (uint32_t)((stalled ? batch : t) / 1000) };
+
+			assert_int_equal(un_inject(n, UN_SERVER, t, 0, un_addr(n, UN_CLIENT, 0), &h,
+						   NULL, NULL, 0), 0);
+			un_timer(n, UN_SERVER, t);
+		}
+		if (stalled) {
+			assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+			assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
 		} else {
 			const rn_event *ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
 
@@ -1847,6 +1890,7 @@ int main(void)
 		cmocka_unit_test(test_conn_flow_control),
 		cmocka_unit_test(test_conn_rx_count_failure),
 		cmocka_unit_test(test_conn_rx_count_batch_skew),
+		cmocka_unit_test(test_conn_rx_count_sender_stall),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
 		cmocka_unit_test(test_conn_size_verdict),
 		cmocka_unit_test(test_conn_small_heartbeats_alone),
