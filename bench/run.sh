@@ -8,16 +8,17 @@
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
-#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv,mem
+#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
+#              latency,mpi,kv,mem
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
 #   --keep     keep the per-run logs (OUT/raw) even after a successful smoke run
 #
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
-# 198.18.<i>.0/24 in namespaces ri2n-bN*-*, nothing else is touched) and writes OUT/summary.md,
-# throughput.csv, latency.csv, failover.csv, failover_events.csv, failover.png, latency.png,
-# mpi.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
+# touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
+# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -89,9 +90,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,latency,mpi,kv,mem}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,kv,mem}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -284,17 +285,22 @@ wait_port() {
 PORT=7200
 next_port() { PORT=$((PORT + 1)); }
 
-# make_bed TAG RAILS RATE: a fresh 2-host bed with MPTCP endpoints for every extra rail
+# The bed tag for a figure's bed: RI2N_BENCH_BED (1-2 characters) replaces its "bn" prefix, so
+# runs beside each other (or beside another engineer's) keep to beds of their own.
+bed_tag() { echo "${RI2N_BENCH_BED:-bn}${1#bn}"; }
+
+# make_bed TAG RAILS RATE [MTU[,MTU..]]: a fresh 2-host bed with MPTCP endpoints for every extra rail
 make_bed() {
-	local tag=$1 n=$2 rate=$3 i
+	local tag n=$2 rate=$3 mtu=${4:-1500} i
+	tag=$(bed_tag "$1")
 	[ -n "$BED" ] && drop_bed
 	tb_use "$tag"
 	tb_exists && tb_destroy >/dev/null 2>&1
-	log "   test bed $tag: 2 hosts, $n rails, rate $rate (namespaces ri2n-$tag-*)"
+	log "   test bed $tag: 2 hosts, $n rails, rate $rate, MTU $mtu (namespaces ri2n-$tag-*)"
 	if [ "$rate" = off ]; then
-		tb_create --hosts 2 --rails "$n" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+		tb_create --hosts 2 --rails "$n" --mtu "$mtu" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
 	else
-		tb_create --hosts 2 --rails "$n" --rate "$rate" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+		tb_create --hosts 2 --rails "$n" --rate "$rate" --mtu "$mtu" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
 	fi
 	tb_cleanup_on_exit "$tag"
 	BED=$tag BED_RAILS=$n
@@ -317,7 +323,7 @@ drop_bed() {
 	tb_destroy >/dev/null 2>&1
 	BED="" BED_RAILS=0
 }
-bed_step() { # TAG RAILS RATE
+bed_step() { # TAG RAILS RATE [MTU]
 	make_bed "$@" || fail "could not create test bed $1"
 }
 
@@ -527,15 +533,21 @@ loss_figure() { # REP PERCENT
 }
 
 # ---- failover ------------------------------------------------------------------------------
-FO_CSV=$out/failover.csv
+FO_CSV=$out/failover.csv # the plot's; mtuhole.csv and mtuhole_events.csv have the same columns
 FO_EV=$out/failover_events.csv
-echo "system,rep,t,mbps,rail1_state,rail2_state,rail1_mbps,rail2_mbps,rail1_pkts,rail2_pkts" >"$FO_CSV"
-echo "system,rep,what,t,ms_after" >"$FO_EV"
+for f in failover mtuhole; do
+	echo "system,rep,t,mbps,rail1_state,rail2_state,rail1_mbps,rail2_mbps,rail1_pkts,rail2_pkts" >"$out/$f.csv"
+	echo "system,rep,what,t,ms_after" >"$out/${f}_events.csv"
+done
 
-# failover SYS REP: rail 2 of host 1 black-holed at FO_FAULT s, healed at FO_HEAL s
+# failover SYS REP [FIG]: rail 2 of host 1 black-holed at FO_FAULT s, healed at FO_HEAL s.
+# FIG mtuhole: the same, but only IP packets over 1000 bytes are dropped (an MTU black hole)
 failover() {
-	local sys=$1 rep=$2 name wrap=() targs=() rails t0 tf tf0 th th0 rc m
-	name=$RAW/failover-$sys-$rep
+	local sys=$1 rep=$2 fig=${3:-failover} name wrap=() targs=() rails t0 tf tf0 th th0 rc m
+	local fault="blackhole 1 2 on" heal="blackhole 1 2 off" chain=bh_h1
+	local FO_CSV=$out/$fig.csv FO_EV=$out/${fig}_events.csv
+	[ "$fig" = mtuhole ] && fault="mtuhole 1 2 1000" heal="mtuhole 1 2 off" chain=mtu_h1
+	name=$RAW/$fig-$sys-$rep
 	rails=$(rails_list)
 	if [ "$sys" = mptcp ]; then
 		need mptcpize "apt-get install mptcpize" || return
@@ -554,13 +566,14 @@ failover() {
 	timeout -s KILL $((${FO_SECS%.*} + 40)) ip netns exec "$(hns 1)" env RI2N_RAILS="$rails" "${wrap[@]}" \
 		"$STREAM" send "$(haddr 2 1)" --port "$PORT" --seconds "$FO_SECS" --quiet --csv "$name.send.csv" \
 		"${targs[@]}" \
-		--fault-at "$FO_FAULT" --fault-cmd "$TESTBED --tag $BED fault blackhole 1 2 on" \
-		--heal-at "$FO_HEAL" --heal-cmd "$TESTBED --tag $BED fault blackhole 1 2 off" \
+		--fault-at "$FO_FAULT" --fault-cmd "$TESTBED --tag $BED fault $fault" \
+		--heal-at "$FO_HEAL" --heal-cmd "$TESTBED --tag $BED fault $heal" \
 		>"$name.out" 2>"$name.err"
 	rc=$?
 	stop_bg $mon
 	wait_exit $srv 10
-	tb_fault blackhole 1 2 off >/dev/null 2>&1 # whatever happened, heal
+	# shellcheck disable=SC2086 # word splitting of the fault's arguments is meant
+	tb_fault $heal >/dev/null 2>&1 # whatever happened, heal
 	[ $rc -eq 0 ] || { fail "$sys stream exited $rc: $(grep -m1 done "$name.out") $(grep -v '^stream' "$name.err" | head -c 300)"; return; }
 	tf=$(awk '/stream fault what=fault/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_end=/) print substr($i, 10) }' "$name.err")
 	tf0=$(awk '/stream fault what=fault/ { for (i = 1; i <= NF; i++) if ($i ~ /^mono_start=/) print substr($i, 12) }' "$name.err")
@@ -570,8 +583,8 @@ failover() {
 	# in place: the earlier of the command's end and the monitor's "new generation" line
 	# after the black hole chain was added (removed); the monitor sees it ~1 ms late at most
 	local mf mh
-	mf=$(awk -v a="$tf0" '$1 >= a - 0.001 && / add chain .* bh_h1 / { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
-	mh=$(awk -v a="$th0" '$1 >= a - 0.001 && / delete chain .* bh_h1/ { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
+	mf=$(awk -v a="$tf0" -v c="$chain" '$1 >= a - 0.001 && $0 ~ (" add chain .* " c " ") { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
+	mh=$(awk -v a="$th0" -v c="$chain" '$1 >= a - 0.001 && $0 ~ (" delete chain .* " c) { s = 1 } s && /new generation/ { print $1; exit }' "$name.nft")
 	[ -n "$mf" ] && tf=$(awk -v a="$tf" -v b="$mf" 'BEGIN { printf "%.6f", (b < a ? b : a) }')
 	[ -n "$mh" ] && th=$(awk -v a="$th" -v b="$mh" 'BEGIN { printf "%.6f", (b < a ? b : a) }')
 	[ -n "$mf" ] || log "   (no nft monitor line for the fault: timing from the command's end)"
@@ -598,15 +611,15 @@ failover() {
 	local min_out min_all below back aggb before during v
 	read -r min_out min_all below back aggb before during <<<"${m//NA/-}"
 	for v in min_out min_all below back aggb before during; do [ "${!v}" = - ] && printf -v "$v" '%s' ""; done
-	put failover "$sys" "$rep" min_outage "$min_out"
-	put failover "$sys" "$rep" min_all "$min_all"
-	put failover "$sys" "$rep" below40 "$below"
-	put failover "$sys" "$rep" data_back_ms "$back"
-	put failover "$sys" "$rep" agg_back_ms "$aggb"
-	put failover "$sys" "$rep" before "$before"
-	put failover "$sys" "$rep" during "$during"
-	put failover "$sys" "$rep" fault_cmd_ms "$(awk -v a="$tf0" -v b="$tf" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
-	put failover "$sys" "$rep" verified "$(field verified "$name.srv.out")"
+	put "$fig" "$sys" "$rep" min_outage "$min_out"
+	put "$fig" "$sys" "$rep" min_all "$min_all"
+	put "$fig" "$sys" "$rep" below40 "$below"
+	put "$fig" "$sys" "$rep" data_back_ms "$back"
+	put "$fig" "$sys" "$rep" agg_back_ms "$aggb"
+	put "$fig" "$sys" "$rep" before "$before"
+	put "$fig" "$sys" "$rep" during "$during"
+	put "$fig" "$sys" "$rep" fault_cmd_ms "$(awk -v a="$tf0" -v b="$tf" 'BEGIN { printf "%.0f", (b - a) * 1000 }')"
+	put "$fig" "$sys" "$rep" verified "$(field verified "$name.srv.out")"
 	{
 		echo "$sys,$rep,fault_cmd_start,$(awk -v a="$tf0" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),"
 		echo "$sys,$rep,fault_in_place,$(awk -v a="$tf" -v t="$t0" 'BEGIN { printf "%.4f", a - t }'),0"
@@ -623,8 +636,8 @@ failover() {
 		up=$(awk -v a="$th0" -v th="$th" '/stream event/ && / rail=1 up/ {
 			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6)
 			if (m >= a - 0.005 && u == "") u = m } END { if (u != "") printf "%.1f", (u - th) * 1000 }' "$name.err")
-		put failover ri2n "$rep" detect_ms "$det"
-		put failover ri2n "$rep" up_ms "$up"
+		put "$fig" ri2n "$rep" detect_ms "$det"
+		put "$fig" ri2n "$rep" up_ms "$up"
 		for line in "detected_down,$det" "up_event,$up"; do
 			local ms=${line#*,}
 			[ -n "$ms" ] && echo "$sys,$rep,${line%%,*},$(awk -v a="$tf" -v b="$th" -v m="$ms" -v t="$t0" -v w="${line%%,*}" \
@@ -1038,9 +1051,9 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want latency || want mpi || want kv; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
-		if [ "$BED" = bn2g ]; then
+		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
 				want tp2 && step "goodput, 2 x GbE (rep $rep)" tp_figure tp2 "$rep"
 				want tp2 && step "goodput, 2 x GbE, with a cluster key (rep $rep)" keyed_figure tp2 "$rep"
@@ -1058,6 +1071,14 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 						step "failover, MPTCP: the same (rep $rep)" failover mptcp "$rep"
 					fi
 				fi
+				if want mtuhole; then
+					step "MTU black hole, ri2n: rail 2 drops IP packets over 1000 bytes from ${FO_FAULT} s to ${FO_HEAL} s (rep $rep)" failover ri2n "$rep" mtuhole
+					if [ "$mode" = smoke ] && ! have mptcpize; then
+						record_step "MTU black hole, mptcp (rep $rep)" skipped "mptcpize is not installed"
+					else
+						step "MTU black hole, MPTCP: the same (rep $rep)" failover mptcp "$rep" mtuhole
+					fi
+				fi
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
@@ -1065,16 +1086,29 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		fi
 		drop_bed
 	fi
+	# ri2n sizes its datagrams for the smallest rail's MTU (no per-rail size yet): on the mixed
+	# bed it sends 1472-byte datagrams on the 9000-byte rail too, where TCP uses jumbo frames
+	for fig in jumbo mixed; do
+		want $fig || continue
+		mtus=9000 tag=bn2j; [ $fig = mixed ] && mtus=9000,1500 tag=bn2x
+		step "test bed: 2 rails x 1 Gbit/s, MTU $mtus" bed_step "$tag" 2 1gbit "$mtus"
+		if [ "$BED" = "$(bed_tag "$tag")" ]; then
+			for rep in $(seq "$reps"); do
+				step "goodput, 2 x GbE at MTU $mtus (rep $rep)" tp_figure "$fig" "$rep"
+			done
+		fi
+		drop_bed
+	done
 	if want tp4; then
 		step "test bed: 4 rails x 1 Gbit/s" bed_step bn4g 4 1gbit
-		if [ "$BED" = bn4g ]; then
+		if [ "$BED" = "$(bed_tag bn4g)" ]; then
 			for rep in $(seq "$reps"); do step "goodput, 4 x GbE (rep $rep)" tp_figure tp4 "$rep"; done
 		fi
 		drop_bed
 	fi
 	if want veth; then
 		step "test bed: 2 unshaped veth rails" bed_step bn2u 2 off
-		if [ "$BED" = bn2u ]; then
+		if [ "$BED" = "$(bed_tag bn2u)" ]; then
 			for rep in $(seq "$reps"); do
 				step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify
 				step "goodput, 2 unshaped veth rails, no ri2n-stat publishing (rep $rep)" \
@@ -1089,7 +1123,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 	fi
 	if want mem; then
 		step "test bed: 2 unshaped veth rails (connections)" bed_step bn2m 2 off
-		[ "$BED" = bn2m ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
+		[ "$BED" = "$(bed_tag bn2m)" ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
 		drop_bed
 	fi
 fi
@@ -1233,9 +1267,10 @@ summary() {
 		echo
 		echo "| figure | ri2n | MPTCP | sum of single-rail TCP | ri2n / MPTCP | ri2n / sum TCP | ri2n rails % | MPTCP rails % (subflows) |"
 		echo "|---|---|---|---|---|---|---|---|"
-		for fig in tp2 tp4 veth degraded loss1 loss5; do
+		for fig in tp2 tp4 veth degraded loss1 loss5 jumbo mixed; do
 			case $fig in
 			tp2) label="2 x 1 Gbit/s" ;; tp4) label="4 x 1 Gbit/s" ;; veth) label="2 unshaped veth rails" ;;
+			jumbo) label="2 x 1 Gbit/s, MTU 9000" ;; mixed) label="1 Gbit/s at MTU 9000 + 1 Gbit/s at 1500" ;;
 			degraded) label="1 Gbit/s + 250 Mbit/s" ;; loss1) label="2 x 1 Gbit/s, 1% loss each" ;;
 			loss5) label="2 x 1 Gbit/s, 5% loss each" ;;
 			esac
@@ -1310,6 +1345,23 @@ summary() {
 				"$(fmtv failover $s agg_back_ms) | $(awk -F'\t' -v s=$s '$1 == "failover" && $2 == s && $4 == "verified" { printf "%s%s", n++ ? "," : "", $5 }' "$METRICS") |"
 		done
 		echo
+		if [ -n "$(agg mtuhole ri2n min_all)$(agg mtuhole mptcp min_all)" ]; then
+			echo "## MTU black hole: rail 2 of 2 drops IP packets over 1000 bytes from ${FO_FAULT} s to ${FO_HEAL} s (silently, both ways)"
+			echo
+			echo "As the failover table, with \`tools/ri2n-testbed.sh fault mtuhole 1 2 1000\` (nftables \`meta length > 1000 drop\`" \
+				"on host 1's port in rail 2's switch; the rail's hosts segment GSO batches in software meanwhile," \
+				"so the switch judges frames). Small packets (ACKs, heartbeats) pass; full-size ones vanish."
+			echo
+			echo "| system | before (Mbit/s) | during the hole | lowest bin, hole | lowest bin, hole..end | time below 400 Mbit/s (s) | detection (ms) | up event after heal (ms) | rail 2 data back (ms, bin end) | back above 1.5 rails (ms) | verified |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|"
+			for s in ri2n mptcp; do
+				[ -n "$(agg mtuhole $s min_all)" ] || continue
+				echo "| $s | $(fmtv mtuhole $s before) | $(fmtv mtuhole $s during) | $(fmtv mtuhole $s min_outage) | $(fmtv mtuhole $s min_all) |" \
+					"$(fmtv mtuhole $s below40 1) | $(fmtv mtuhole $s detect_ms 1) | $(fmtv mtuhole $s up_ms 1) | $(fmtv mtuhole $s data_back_ms) |" \
+					"$(fmtv mtuhole $s agg_back_ms) | $(awk -F'\t' -v s=$s '$1 == "mtuhole" && $2 == s && $4 == "verified" { printf "%s%s", n++ ? "," : "", $5 }' "$METRICS") |"
+			done
+			echo
+		fi
 		echo "## Latency: one-way (half round trip), µs, median [p99]; blocking reads"
 		echo
 		echo "ri2n-pingpong for ri2n (2 rails) through plain read/write on its descriptor and through the fast API" \
@@ -1453,6 +1505,17 @@ targets() {
 	a=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "up_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
 	b=$(awk -F'\t' '$1 == "failover" && $2 == "ri2n" && $4 == "data_back_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
 	echo "| healed rail back in use <= 300 ms after the heal | worst up event ${a:-n/a} ms, data on the rail in the bin ending ${b:-n/a} ms after (MPTCP: $(fmtv failover mptcp data_back_ms) ms) | $(verdict "$(numcmp "$a" "<=" 300)") |"
+	a=$(awk -F'\t' '$1 == "mtuhole" && $2 == "ri2n" && $4 == "min_outage" && $5 != "" { if (m == "" || $5 < m) m = $5 } END { print m }' "$METRICS")
+	b=$(awk -F'\t' '$1 == "mtuhole" && $2 == "ri2n" && $4 == "data_back_ms" && $5 != "" { if (m == "" || $5 > m) m = $5 } END { print m }' "$METRICS")
+	s=$(med tp2 tcp-sum mbps)
+	s=$(awk -v s="$s" 'BEGIN { print (s == "" ? 941 : s / 2) }') # one rail: half the single-rail TCP sum
+	v=x; [ -n "$a" ] && [ -n "$b" ] && v=$(( $(numcmp "$a" ">=" "$(awk -v s="$s" 'BEGIN { print 0.9 * s }')") && $(numcmp "$b" "<=" 1000) ))
+	echo "| rail 2 silently dropping IP packets over 1000 bytes for $(awk -v a="$FO_FAULT" -v b="$FO_HEAL" 'BEGIN { print b - a }') s: >= 90% of one rail throughout, full size back <= 1 s after the heal | lowest 100 ms bin in the hole ${a:-n/a} Mbit/s (one rail: $s), rail 2 data back in the bin ending ${b:-n/a} ms after the heal (MPTCP lowest bin $(awk -F'\t' '$1 == "mtuhole" && $2 == "mptcp" && $4 == "min_outage" && $5 != "" { if (m == "" || $5 < m) m = $5 } END { print m }' "$METRICS")) | $(verdict $v) |"
+	for f in jumbo mixed; do
+		r=$(med $f ri2n mbps) s=$(med $f tcp-sum mbps)
+		[ -n "$r$s" ] || continue
+		echo "| $([ $f = jumbo ] && echo "MTU 9000 on both rails" || echo "rail 1 at MTU 9000, rail 2 at 1500"): >= 98.5% of the rails' single-rail TCP sum | ri2n ${r:-n/a}, $(ratio "$r" "$s") of TCP sum ${s:-n/a}, MPTCP $(med $f mptcp mbps) | $(verdict "$(numcmp "$(ratio "$r" "$s")" ">=" 0.985)") |"
+	done
 	r=$(med degraded ri2n mbps)
 	echo "| degraded pair 1 Gbit/s + 250 Mbit/s: >= 95% of 1.25 Gbit/s (1187.5 Mbit/s) | ri2n ${r:-n/a} ($(ratio "$r" 1250) of 1250; the two rails alone with TCP: $(med degraded tcp-sum mbps). Framing caps goodput near 95.6% of the rate (1448 of 1514 bytes for TCP), so this target leaves almost no room) | $(verdict "$(numcmp "$r" ">=" 1187.5)") |"
 	r=$(med loss5 ri2n mbps) s=$(med tp2 ri2n mbps)

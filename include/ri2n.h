@@ -131,6 +131,9 @@ struct ri2n_rail_stats {
 	uint64_t heartbeats, keepalives;
 	uint32_t cwnd, inflight;  /* packets */
 	uint64_t srtt_ns;
+	uint32_t dgram;           /* full datagram size on this rail, bytes (UDP payload) */
+	uint32_t mtu_holes;       /* times it failed as an MTU black hole (large datagrams lost) */
+	uint32_t small_ok;        /* largest datagram that still arrived then, bytes */
 };
 
 /* A connection's counters; drops are counted by reason. */

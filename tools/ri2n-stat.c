@@ -199,6 +199,10 @@ static void print_table(const snap *s)
 			printf("    %-4s %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", get(r, "index"),
 			       get(r, "local"), get(r, "remote"), get(r, "state"), a, b, c, d,
 			       get(r, "retransmits"), get(r, "lost"), since);
+			if (num(r, "mtu_holes") > 0)
+				printf("         MTU black holes: %lld (datagrams of %s bytes lost, up to %s "
+				       "got through)\n", num(r, "mtu_holes"), get(r, "dgram"),
+				       get(r, "small_ok"));
 		}
 	}
 }

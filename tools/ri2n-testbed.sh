@@ -42,6 +42,8 @@
 #   switch RAIL down|up            the whole bridge down: every host loses the rail at once
 #   switch RAIL blackhole|heal     bridge up but forwarding nothing (nft bridge forward drop)
 #   blackhole HOST RAIL on|off     silent black hole of one host's link, link stays up
+#   mtuhole HOST RAIL BYTES|off    the same for IP packets over BYTES only (an MTU black
+#                                  hole: small packets pass, large ones vanish, no ICMP)
 #   loss HOST RAIL P               random loss P% each way on that host's link (0 clears)
 #   rate HOST RAIL RATE|off        tbf at RATE on both ends of the link (off: creation rate)
 #   dup HOST RAIL on|off           every frame the host sends on r<i> is sent twice
@@ -416,6 +418,29 @@ tb__fault_blackhole() {
 	esac
 }
 
+# Drops by length (nft meta length: the IP packet, without the Ethernet header).  A GSO
+# batch crosses veth and the bridge as one skb, which a real switch never sees: while the
+# hole is in place every host's r<i> on the rail segments in software (gso_max_segs 1),
+# so the rule judges frames (a small datagram sent right after a large one would
+# otherwise vanish with it).
+tb__fault_mtuhole() {
+	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
+	local ns port=h$TB__K n=${3-} k segs=1
+	ns=$(tb__sw_ns "$TB__I")
+	[[ $n == off ]] && segs=65535
+	for ((k = 1; k <= TB__H; k++)); do
+		tb__do ip -n "$(tb__host_ns "$k")" link set dev "r$TB__I" gso_max_segs "$segs"
+	done
+	if [[ $n == off ]]; then
+		tb__nft_del_chain "$ns" bridge "mtu_$port"
+		return
+	fi
+	tb__is_uint "$n" && ((n >= 68)) || tb__die "mtuhole HOST RAIL BYTES|off: BYTES >= 68, not '$n'"
+	tb__nft_add_chain "$ns" bridge "mtu_$port" forward \
+		"iifname \"$port\" meta length > $n counter drop" \
+		"oifname \"$port\" meta length > $n counter drop"
+}
+
 tb__fault_loss() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
 	local ns port=h$TB__K p=${3-}
@@ -506,8 +531,8 @@ tb_fault() (
 	shift || true
 	tb__require_root; tb__load
 	case $kind in
-	cable | switch | blackhole | loss | rate | dup | flap) "tb__fault_$kind" "$@" ;;
-	*) tb__die "unknown fault '$kind' (cable, switch, blackhole, loss, rate, dup, flap)" ;;
+	cable | switch | blackhole | mtuhole | loss | rate | dup | flap) "tb__fault_$kind" "$@" ;;
+	*) tb__die "unknown fault '$kind' (cable, switch, blackhole, mtuhole, loss, rate, dup, flap)" ;;
 	esac
 )
 

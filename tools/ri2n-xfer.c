@@ -199,8 +199,9 @@ static void rail_summary(int fd)
 		inet_ntop(AF_INET, &r->remote.sin_addr, m, sizeof(m));
 		printf("xfer rail=%d local=%s remote=%s up=%d downs=%u ups=%u tx_data=%" PRIu64
 		       " rx_data=%" PRIu64 " retransmits=%" PRIu64 " lost=%" PRIu64
-		       " heartbeats=%" PRIu64 "\n", i, l, m, r->up, r->down_events, r->up_events,
-		       r->tx_data, r->rx_data, r->retransmits, r->lost, r->heartbeats);
+		       " heartbeats=%" PRIu64 " dgram=%u mtu_holes=%u small_ok=%u\n", i, l, m, r->up,
+		       r->down_events, r->up_events, r->tx_data, r->rx_data, r->retransmits, r->lost,
+		       r->heartbeats, r->dgram, r->mtu_holes, r->small_ok);
 	}
 	fflush(stdout);
 	pthread_mutex_unlock(&opt.out_mu);

@@ -838,6 +838,9 @@ static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
 	o->cwnd = r->cwnd;
 	o->inflight = r->inflight;
 	o->srtt_ns = r->srtt_ns;
+	o->dgram = r->dgram;
+	o->mtu_holes = r->mtu_holes;
+	o->small_ok = r->small_ok;
 }
 
 static int errno_of(int err)

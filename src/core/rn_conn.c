@@ -169,8 +169,8 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 		rc = rn_rail_init(r, mem, 2 * snd0, c->cfg.init_cwnd);
 		if (rc)
 			return rc;
-		r->last_rx_ns = now_ns;
-		r->last_tx_ns = now_ns;
+		r->last_rx_ns = r->last_full_rx_ns = now_ns;
+		r->last_tx_ns = r->last_full_tx_ns = now_ns;
 		/* a key holder wrote the hello; else only the handshake's own address is proven */
 		r->validated = c->cfg.keyed ||
 			       (r->local_rail == c->hs_rail && r->remote.ip == c->peer.ip &&
@@ -366,6 +366,42 @@ static void rail_changed(rn_conn *c, int k, int was_up, rn_cause cause, uint64_t
 	rn_conn_emit(c, is_up ? RN_EV_RAIL_UP : RN_EV_RAIL_DOWN, now_ns, k, cause, 0);
 }
 
+/*
+ * 1 ms: a padded heartbeat and the small one sent right after it on the same
+ * rail arrive microseconds apart; if the padded one came, it came this
+ * recently.
+ */
+#define RN_TWIN_NS UINT64_C(1000000)
+
+/* Rail k went down as an MTU black hole: counted, with the size that still got through. */
+static void note_mtu_hole(rn_conn *c, int k)
+{
+	rn_rail *r = &c->rail[k];
+
+	r->mtu_hole = 1;
+	r->st.mtu_holes++;
+	r->st.small_ok = r->small_max + (c->cfg.keyed ? RN_MAC_LEN : 0);
+}
+
+void rn_conn_on_small_heartbeat(rn_conn *c, int k, uint64_t now_ns)
+{
+	rn_rail *r = &c->rail[k];
+
+	if (r->rx_up || r->mtu_hole)
+		return;
+	/* its padded twin went just before it on the same rail: if it came, it came just now */
+	if (now_ns - r->last_full_rx_ns < RN_TWIN_NS) {
+		r->small_alone = 0;
+		return;
+	}
+	if (++r->small_alone < 2)
+		return;
+	note_mtu_hole(c, k);
+	r->st.last_cause = RN_CAUSE_RX_SIZE;
+	r->st.last_change_ns = now_ns;
+	rn_conn_emit(c, RN_EV_RAIL_DOWN, now_ns, k, RN_CAUSE_RX_SIZE, 0);
+}
+
 void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 {
 	rn_rail *r = &c->rail[k];
@@ -376,6 +412,14 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 	r->rx_up = (uint8_t)up;
 	if (up)
 		r->grace_until_ns = now_ns + 4 * rn_conn_rtt_estimate(c) + 10000000;
+	r->small_alone = 0;
+	r->mtu_hole = 0;
+	if (!up && cause == RN_CAUSE_RX_SIZE) {
+		note_mtu_hole(c, k);
+		/* already down the other way: no RAIL_DOWN below, but this one is news */
+		if (!was_up)
+			rn_conn_emit(c, RN_EV_RAIL_DOWN, now_ns, k, RN_CAUSE_RX_SIZE, 0);
+	}
 	/* tell the peer at once, then until it acknowledges */
 	c->ls_version++;
 	c->ls_pending = rn_conn_paths_mask(c);
@@ -577,5 +621,6 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		rs->srtt_ns = r->srtt_ns;
 		rs->min_rtt_ns = r->min_rtt_ns;
 		rs->queue_ns = r->latest_q_ns;
+		rs->dgram = c->dgram + (c->cfg.keyed ? RN_MAC_LEN : 0);
 	}
 }

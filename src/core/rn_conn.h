@@ -53,6 +53,7 @@ struct rn_conn {
 	rn_rail rail[RN_MAX_RAILS];
 	unsigned rr_data, rr_ctl;   /* round-robin cursors */
 	uint32_t win_total;         /* packets in the current evaluation window */
+	uint32_t win_full_total;    /* ...of them full-size (rn_conn_recv.c: count_rx) */
 
 	/* streams */
 	uint8_t bufs_ready;
@@ -91,6 +92,8 @@ struct rn_conn {
 	/* probes */
 	uint64_t hb_next_ns;
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
+	uint32_t hb_small_pending;       /* down rails owed an unpadded heartbeat too */
+	uint32_t ka_full_pending;        /* rails owed a padded keepalive (rn_conn_send.c) */
 
 	/*
 	 * Freshness (rn_conn_recv.c): our arrival time minus the peer's send
@@ -121,6 +124,14 @@ void rn_conn_emit(rn_conn *c, rn_event_type type, uint64_t now_ns, int rail,
 		  rn_cause cause, int err);
 void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err);
 void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns);
+/*
+ * A small heartbeat came on rail k.  The peer sends one on a rail it cannot
+ * use right after a padded one: if the rail is down here and two heartbeat
+ * rounds in a row brought the small one alone, it is an MTU black hole:
+ * counted and reported once (RN_EV_RAIL_DOWN again, cause
+ * RN_CAUSE_RX_SIZE).  Only a report: the rail stays down either way.
+ */
+void rn_conn_on_small_heartbeat(rn_conn *c, int k, uint64_t now_ns);
 void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause cause,
 		    uint64_t now_ns);
 void rn_conn_check_close(rn_conn *c, uint64_t now_ns);

@@ -32,6 +32,17 @@ static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.po
 #define RN_FAIL_SILENCE_MIN_NS UINT64_C(2000000)
 #define RN_FAIL_SILENCE_MAX_NS UINT64_C(40000000)
 #define RN_GAP_PERIOD_NS UINT64_C(1000000000)
+/*
+ * A rail that brought small datagrams but nothing full-size is judged after
+ * twice the longest gap between full-size ones it showed while healthy over
+ * the last second or two, within these bounds: the sender pads a keepalive
+ * every 1.5 ms (RN_FULL_EVIDENCE_NS) on a rail carrying only small ones, but
+ * that one may wait behind a queue of ACKs, and a shaper's queue on a real
+ * rail (tbf, 20 ms) stretches the gaps it was sent with.  Gaps longer than
+ * the upper bound are pauses of the stream, not learned.
+ */
+#define RN_SIZE_SILENCE_MIN_NS UINT64_C(4000000)
+#define RN_SIZE_SILENCE_MAX_NS UINT64_C(30000000)
 
 static uint64_t silence_needed(const rn_rail *r)
 {
@@ -43,29 +54,50 @@ static uint64_t silence_needed(const rn_rail *r)
 
 /*
  * Whether the peer sent, on other rails, packets stamped at least span_ns
- * after the last one that came on this rail: silence in its own clock too.
- * Arrival times alone mislead when the sender is held off the CPU between
- * handing one rail its datagrams and the next (on a loaded host: 8-90 ms
- * between rails' packets of one batch, same send time, no packet lost).  A
- * black hole swallows packets the peer goes on stamping with its clock, so
- * it is judged as soon as before.
+ * after the last one (last_ts, its clock, us) that came on this rail:
+ * silence in its own clock too.  Arrival times alone mislead when the
+ * sender is held off the CPU between handing one rail its datagrams and the
+ * next (on a loaded host: 8-90 ms between rails' packets of one batch, same
+ * send time, no packet lost).  A black hole swallows packets the peer goes
+ * on stamping with its clock, so it is judged as soon as before.  The size
+ * verdict asks it of the last full-size datagram.
  */
-static int sent_since(const rn_conn *c, const rn_rail *r, uint64_t span_ns)
+static int sent_since(const rn_conn *c, uint64_t last_rx_ns, uint32_t last_ts, uint64_t span_ns)
 {
-	return !r->last_rx_ns || /* nothing came on it yet */
-	       (int32_t)(c->fresh_ts_max - r->last_rx_ts) >= (int32_t)(span_ns / 1000);
+	return !last_rx_ns || /* nothing came on it yet */
+	       (int32_t)(c->fresh_ts_max - last_ts) >= (int32_t)(span_ns / 1000);
 }
 
-/* Records the gap before this packet on a working rail. */
-static void note_gap(rn_rail *r, uint64_t now_ns)
+static uint64_t size_silence_needed(const rn_rail *r)
 {
+	uint64_t g = 2 * (r->gap_full_cur_ns > r->gap_full_prev_ns ? r->gap_full_cur_ns :
+								      r->gap_full_prev_ns);
+
+	return g < RN_SIZE_SILENCE_MIN_NS ? RN_SIZE_SILENCE_MIN_NS :
+	       g > RN_SIZE_SILENCE_MAX_NS ? RN_SIZE_SILENCE_MAX_NS : g;
+}
+
+/*
+ * Records the gap before this packet on a working rail.  Only while
+ * full-size datagrams still come: the sporadic small ones an MTU black hole
+ * lets through would teach it gaps that no healthy rail has.
+ */
+static void note_gap(rn_rail *r, uint64_t now_ns, int full)
+{
+	if (!full && now_ns - r->last_full_rx_ns >= RN_FAIL_SILENCE_MIN_NS)
+		return;
 	if (now_ns - r->gap_since_ns >= RN_GAP_PERIOD_NS) {
 		r->gap_prev_ns = r->gap_cur_ns;
 		r->gap_cur_ns = 0;
+		r->gap_full_prev_ns = r->gap_full_cur_ns;
+		r->gap_full_cur_ns = 0;
 		r->gap_since_ns = now_ns;
 	}
 	if (r->rx_up && now_ns - r->last_rx_ns > r->gap_cur_ns)
 		r->gap_cur_ns = now_ns - r->last_rx_ns;
+	if (full && r->rx_up && now_ns - r->last_full_rx_ns > r->gap_full_cur_ns &&
+	    now_ns - r->last_full_rx_ns <= RN_SIZE_SILENCE_MAX_NS)
+		r->gap_full_cur_ns = now_ns - r->last_full_rx_ns;
 }
 
 /*
@@ -86,40 +118,76 @@ static void note_gap(rn_rail *r, uint64_t now_ns)
  * a batch of one rail while packets of another already wait in its socket.
  * A packet on the suspect rail before the timer call clears it.
  */
+/*
+ * The same count judges size: in a window where most datagrams were full
+ * size (a stream), a working rail that brought fewer than fail_min full-size
+ * ones while it still brought small ones (ACKs, short writes) loses what the
+ * others carry: an MTU black hole.  Its verdict is RN_CAUSE_RX_SIZE.
+ */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
+	int sized = c->win_full_total >= c->cfg.fail_window / 2;
+
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
-		int short_now = r->win_rx < c->cfg.fail_min;
+		int by_count = r->win_rx < c->cfg.fail_min;
+		int by_size = !by_count && sized && r->win_full < c->cfg.fail_min;
+		/* while full-size traffic is due, silence is counted in full-size datagrams */
+		uint64_t quiet = now_ns - (sized ? r->last_full_rx_ns : r->last_rx_ns);
 
-		if (r->rx_up && now_ns >= r->grace_until_ns && short_now && r->win_short &&
-		    now_ns - r->last_rx_ns >= silence_needed(r) && sent_since(c, r, silence_needed(r)) &&
+		if (sized && r->last_rx_ns > r->last_full_rx_ns && quiet < size_silence_needed(r))
+			quiet = 0;
+		if (r->rx_up && now_ns >= r->grace_until_ns && (by_count || by_size) &&
+		    r->win_short && quiet >= silence_needed(r) &&
+		    sent_since(c, sized ? r->last_full_rx_ns : r->last_rx_ns,
+			       sized ? r->last_full_rx_ts : r->last_rx_ts, silence_needed(r)) &&
 		    !r->suspect) {
-			r->suspect = 1;
+			/* an MTU black hole if small ones came since the last full one */
+			r->suspect = by_size && r->last_rx_ns > r->last_full_rx_ns ? 2 : 1;
 			r->suspect_ns = now_ns;
 		}
-		r->win_short = (uint8_t)short_now;
+		r->win_short = (uint8_t)(by_count || by_size);
 		r->win_rx = 0;
+		r->win_full = 0;
 	}
 	c->win_total = 0;
+	c->win_full_total = 0;
 }
 
+/*
+ * Counts a datagram of len bytes (its tag removed) on rail k.  Only a
+ * full-size one (the peer's full DATA packets, its zero-padded heartbeats
+ * and keepalives: all exactly c->dgram) is evidence that the rail carries
+ * what we would send on it: only that brings a failed rail back and clears
+ * a size suspicion.  Any datagram still keeps the count rule's verdict
+ * (by_count) and the silence deadline (rn_timer.c) away.
+ */
 static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 {
 	rn_rail *r = &c->rail[k];
+	int full = len >= c->dgram;
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
 	r->validated = 1; /* the peer's address on it answers: it may carry anything */
-	note_gap(r, now_ns);
+	note_gap(r, now_ns, full);
 	r->last_rx_ns = now_ns;
-	r->suspect = 0;
+	if (full || r->suspect == 1)
+		r->suspect = 0;
 	c->last_rx_any_ns = now_ns;
 	c->st.rx_packets++;
 	if (r->local_err) /* the interface works again */
 		rn_conn_set_tx(c, k, r->peer_up, 0, RN_CAUSE_RX_SEEN, now_ns);
-	if (!r->rx_up)
-		rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
+	if (full) {
+		r->last_full_rx_ns = now_ns;
+		r->small_max = 0;
+		r->win_full++;
+		c->win_full_total++;
+		if (!r->rx_up)
+			rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
+	} else if (len > r->small_max) {
+		r->small_max = (uint32_t)len;
+	}
 	r->win_rx++;
 	if (++c->win_total >= c->cfg.fail_window)
 		evaluate_window(c, now_ns);
@@ -460,8 +528,10 @@ static void establish(rn_conn *c, uint64_t now_ns)
 	c->hs_due = 0;
 	/* a long wait in the listener's queue is not silence on the rails */
 	c->last_rx_any_ns = now_ns;
-	for (int k = 0; k < c->npaths; k++)
+	for (int k = 0; k < c->npaths; k++) {
 		c->rail[k].last_rx_ns = c->rail[k].last_tx_ns = now_ns;
+		c->rail[k].last_full_rx_ns = c->rail[k].last_full_tx_ns = now_ns;
+	}
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
 
@@ -544,6 +614,8 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		establish(c, now_ns);
 
 	r->last_rx_ts = p.ts;
+	if (len >= c->dgram)
+		r->last_full_rx_ts = p.ts;
 	count_rx(c, p.path, now_ns, len);
 	c->echo[p.path].ts = p.ts;
 	c->echo[p.path].rx_us = rn_now_us(now_ns);
@@ -575,7 +647,12 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 			c->cookie_ack_due = 1;
 		rc = 0;
 		break;
-	default: /* ACK, COOKIE_ACK, HEARTBEAT, KEEPALIVE: counted above */
+	case RN_PT_HEARTBEAT:
+		if (len < c->dgram)
+			rn_conn_on_small_heartbeat(c, p.path, now_ns);
+		rc = 0;
+		break;
+	default: /* ACK, COOKIE_ACK, KEEPALIVE: counted above */
 		rc = 0;
 		break;
 	}

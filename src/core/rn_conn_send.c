@@ -10,27 +10,59 @@
 #include "rn_seq.h"
 
 /*
+ * 1.5 ms: while we stream full-size datagrams, a working rail that carried
+ * nothing full-size for this long (ACKs only, or passed over by the rail
+ * choice) gets a KEEPALIVE padded to full size.  The peer's size verdict
+ * needs at least 2 ms without one (RN_FAIL_SILENCE_MIN_NS in
+ * rn_conn_recv.c), so a healthy rail is never taken for an MTU black hole
+ * (the simulator shows healthy GbE rails passed over for about 1 ms).
+ * Idle keepalives stay small: 10,000 idle connections would otherwise send
+ * 30 MB/s of padding.
+ */
+#define RN_FULL_EVIDENCE_NS UINT64_C(1500000)
+
+/* Whether rail k owes the peer full-size evidence (never to an unproven address). */
+static int owes_full(const rn_conn *c, int k, uint64_t now_ns)
+{
+	const rn_rail *r = &c->rail[k];
+
+	return r->validated && rn_rail_tx_up(r) && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS;
+}
+
+/*
  * Counts a datagram sent on rail k.  A working rail that went a quarter of
  * the peer's evaluation window without a packet (its window is small, or
  * the rail choice passed it over) gets a keepalive, so the peer's receive
  * count always sees every live rail: only a rail that swallows packets
- * falls below fail_min.
+ * falls below fail_min.  Likewise, while we stream full-size datagrams (the
+ * peer judges size then), a rail that owes full-size evidence gets a padded
+ * keepalive (RN_FULL_EVIDENCE_NS).
  */
 static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 {
 	rn_rail *r = &c->rail[k];
 	uint32_t quarter = c->cfg.fail_window / 4 ? c->cfg.fail_window / 4 : 1;
+	/* full-size datagrams for a while (not the first of a burst after a pause) */
+	int streaming = len >= c->dgram && now_ns - r->last_full_tx_ns < RN_FULL_EVIDENCE_NS;
 
 	r->st.tx_packets++;
 	r->st.tx_bytes += len;
 	r->last_tx_ns = now_ns;
+	if (len >= c->dgram) { /* the peer takes it as full-size evidence (count_rx) */
+		r->last_full_tx_ns = now_ns;
+		c->ka_full_pending &= ~(1u << k);
+	}
 	c->st.tx_packets++;
 	r->tx_mark = c->st.tx_packets;
 	c->ka_pending &= ~(1u << k);
-	for (int i = 0; i < c->npaths; i++)
-		if (i != k && rn_rail_tx_up(&c->rail[i]) &&
-		    c->st.tx_packets - c->rail[i].tx_mark >= quarter)
+	for (int i = 0; i < c->npaths; i++) {
+		if (i == k || !rn_rail_tx_up(&c->rail[i]))
+			continue;
+		if (c->st.tx_packets - c->rail[i].tx_mark >= quarter)
 			c->ka_pending |= 1u << i;
+		if (streaming && owes_full(c, i, now_ns))
+			c->ka_full_pending |= 1u << i;
+	}
 }
 
 static int writable_rail(const rn_conn *c, int k, uint32_t writable)
@@ -102,10 +134,15 @@ static void ack_sent(rn_conn *c, const rn_ackblk *ab)
 	c->adv_edge = ab->wnd;
 }
 
-/* Writes a control packet with an ACK block on rail k. */
-static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
-			 const uint8_t *payload, size_t len, uint8_t *buf, size_t cap,
-			 rn_tx *tx)
+/*
+ * Writes a control packet with an ACK block on rail k.  pad > 0: a NULL
+ * payload is zero padding up to the full datagram size (heartbeats and
+ * keepalives: full-size evidence for the peer's count_rx); pad < 0: no ACK
+ * block either, as small as the packet gets.
+ */
+static ssize_t write_ctl_pad(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
+			     const uint8_t *payload, size_t len, int pad, uint8_t *buf,
+			     size_t cap, rn_tx *tx)
 {
 	uint64_t words[RN_MAX_SACK_WORDS];
 	rn_hdr h = { .type = type, .path = (uint8_t)k, .dst = c->peer_id,
@@ -117,7 +154,11 @@ static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
 
 	if (limit < RN_HDR_LEN + len)
 		return RN_ERR_NOBUF;
-	with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - len);
+	if (pad > 0 && limit < c->dgram)
+		return RN_ERR_NOBUF; /* a short probe would prove nothing */
+	with_ack = pad >= 0 && build_ack(c, &ab, words, limit - RN_HDR_LEN - len);
+	if (pad > 0)
+		len = limit - rn_wire_size(with_ack, with_ack ? ab.nwords : 0, 0);
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, payload, len);
 	if (n < 0)
 		return n;
@@ -128,6 +169,13 @@ static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
 	tx->to = c->rail[k].remote;
 	count_tx(c, k, now_ns, (size_t)n);
 	return n;
+}
+
+static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
+			 const uint8_t *payload, size_t len, uint8_t *buf, size_t cap,
+			 rn_tx *tx)
+{
+	return write_ctl_pad(c, now_ns, k, type, payload, len, 0, buf, cap, tx);
 }
 
 static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
@@ -299,14 +347,28 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		if (((c->hb_pending >> k) & 1) && writable_rail(c, k, writable)) {
 			c->hb_pending &= ~(1u << k);
 			c->rail[k].st.heartbeats++;
-			return write_ctl(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, buf, cap, tx);
+			/* padded: only a full-size datagram revives a rail (an unproven address: small) */
+			return write_ctl_pad(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, c->rail[k].validated,
+					     buf, cap, tx);
 		}
 	}
 	for (k = 0; k < c->npaths; k++) {
-		if (((c->ka_pending >> k) & 1) && writable_rail(c, k, writable)) {
+		if (((c->hb_small_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->hb_small_pending &= ~(1u << k);
+			c->rail[k].st.heartbeats++;
+			/* bare: an ACK block of 128 SACK words would not be small */
+			return write_ctl_pad(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, -1, buf, cap, tx);
+		}
+	}
+	for (k = 0; k < c->npaths; k++) {
+		int full = (c->ka_full_pending >> k) & 1;
+
+		if ((((c->ka_pending >> k) & 1) || full) && writable_rail(c, k, writable)) {
 			c->ka_pending &= ~(1u << k);
+			c->ka_full_pending &= ~(1u << k);
 			c->rail[k].st.keepalives++;
-			return write_ctl(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, buf, cap, tx);
+			return write_ctl_pad(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, full, buf, cap,
+					     tx);
 		}
 	}
 	if (c->state == RN_ST_ESTABLISHED) {

@@ -165,6 +165,7 @@ typedef enum rn_cause {
 	RN_CAUSE_RX_SEEN,    /* packets arrive again */
 	RN_CAUSE_PEER,       /* the peer reported it (LINK_STATE) */
 	RN_CAUSE_LOCAL,      /* the driver reported a hard send error */
+	RN_CAUSE_RX_SIZE,    /* small datagrams arrive, full-size ones do not (MTU black hole) */
 } rn_cause;
 
 const char *rn_cause_name(rn_cause c);
@@ -204,6 +205,9 @@ typedef struct rn_rail_stats {
 	uint32_t cwnd, inflight; /* packets */
 	uint64_t srtt_ns, min_rtt_ns;
 	uint64_t queue_ns;       /* latest one-way queueing delay sample */
+	uint32_t dgram;          /* full datagram size on this rail, bytes (UDP payload) */
+	uint32_t mtu_holes;      /* times it failed as an MTU black hole (RN_CAUSE_RX_SIZE) */
+	uint32_t small_ok;       /* largest datagram that still arrived then, bytes (0: none) */
 } rn_rail_stats;
 
 typedef struct rn_conn_stats {

@@ -41,9 +41,21 @@ typedef struct rn_rail {
 	uint64_t suspect_ns;     /* when the count judged it */
 	/* the longest gap between packets on this working rail, this and last second */
 	uint64_t gap_cur_ns, gap_prev_ns, gap_since_ns;
+	uint64_t gap_full_cur_ns, gap_full_prev_ns; /* the same between full-size datagrams */
 	uint64_t last_rx_ns;
 	uint32_t last_rx_ts;     /* the peer's send time (us) of the last packet on it */
 	uint64_t grace_until_ns; /* just recovered: not judged by count yet */
+	/*
+	 * Full-size evidence (see count_rx in rn_conn_recv.c): a rail that
+	 * loses large datagrams and passes small ones (an MTU black hole) must
+	 * not be kept up or revived by the small ones.
+	 */
+	uint32_t win_full;       /* full-size datagrams this evaluation window */
+	uint64_t last_full_rx_ns;
+	uint32_t last_full_rx_ts; /* the peer's send time (us) of the last full-size one */
+	uint32_t small_max;      /* largest datagram below full size since the last full one */
+	uint8_t small_alone;     /* down: small heartbeats whose padded twin was lost, in a row */
+	uint8_t mtu_hole;        /* down, and known to be an MTU black hole */
 
 	/* send view */
 	/*
@@ -60,6 +72,7 @@ typedef struct rn_rail {
 	uint8_t peer_up;    /* the peer receives on it (LINK_STATE) */
 	uint8_t local_err;  /* the driver saw a hard send error */
 	uint64_t last_tx_ns;
+	uint64_t last_full_tx_ns; /* keepalives go padded when nothing full went for a while */
 	uint64_t tx_mark;   /* the connection's packet count at the last send here */
 
 	/* congestion control and RTT */

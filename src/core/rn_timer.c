@@ -22,8 +22,15 @@
  *   heartbeat     while a rail is not usable for sending, a heartbeat goes
  *                 on every rail each heartbeat (100 ms; the paper's 3 s
  *                 made recovery slow): a healed rail is seen within one.
+ *                 Heartbeats are zero-padded to the full datagram size, so
+ *                 only a rail that carries full-size datagrams comes back;
+ *                 a rail that is down also gets a small one, whose arrival
+ *                 alone tells the peer it is an MTU black hole.
  *   keepalive     a working rail that carried nothing for keepalive
  *                 (100 ms) gets a KEEPALIVE, so idle rails stay judged.
+ *                 (While full-size DATA streams, a rail without a
+ *                 full-size datagram for 1.5 ms gets a padded one at once:
+ *                 rn_conn_send.c, count_tx.)
  *   rail verdict  a rail the receive count judged failed (rn_conn_recv.c)
  *                 fails at the next timer call, due at once: the driver may
  *                 first hand over packets of that rail it has already read.
@@ -185,6 +192,9 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
 	if (any_tx_down(c) && now_ns >= c->hb_next_ns) {
 		c->hb_pending = rn_conn_paths_mask(c);
+		for (int k = 0; k < c->npaths; k++)
+			if (!rn_rail_tx_up(&c->rail[k]))
+				c->hb_small_pending |= 1u << k;
 		c->hb_next_ns = paced(c, now_ns, c->cfg.heartbeat_ns);
 	}
 	for (int k = 0; k < c->npaths; k++) {
@@ -193,7 +203,8 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
 			c->ka_pending |= 1u << k;
 		if (r->rx_up && r->suspect)
-			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_COUNT, now_ns);
+			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
+				       now_ns);
 		else if (r->rx_up && now_ns >= rail_deadline(c, r))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;

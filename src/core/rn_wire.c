@@ -15,8 +15,6 @@ static int fixed_payload_len(uint8_t type)
 	switch (type) {
 	case RN_PT_ACK:
 	case RN_PT_COOKIE_ACK:
-	case RN_PT_HEARTBEAT:
-	case RN_PT_KEEPALIVE:
 		return 0;
 	case RN_PT_LINK_STATE:
 		return RN_LINK_STATE_LEN;
@@ -47,6 +45,13 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 	case RN_PT_ACK:
 		if (!(p->flags & RN_F_ACK))
 			return BAD(RN_DROP_MALFORMED);
+		break;
+	case RN_PT_HEARTBEAT:
+	case RN_PT_KEEPALIVE:
+		/* padded with zeros to the rail's full size: only zeros may follow */
+		for (uint16_t i = 0; i < p->len; i++)
+			if (p->payload[i])
+				return BAD(RN_DROP_MALFORMED);
 		break;
 	case RN_PT_INIT:
 		/* padded so that no reply is larger than the request */
@@ -148,8 +153,10 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
 		for (unsigned i = 0; i < ab->nwords; i++, off += 8)
 			rn_put64(buf + off, ab->words[i]);
 	}
-	if (len)
+	if (len && payload)
 		memcpy(buf + off, payload, len);
+	else if (len)
+		memset(buf + off, 0, len); /* padding */
 	return (ssize_t)need;
 }
 

@@ -26,8 +26,8 @@ enum rn_ptype {
 	RN_PT_COOKIE_ACK = 6,  /* server -> client: established */
 	RN_PT_LINK_STATE = 7,  /* rails this side receives on; resent until acked */
 	RN_PT_LINK_ACK = 8,    /* acknowledges a LINK_STATE version */
-	RN_PT_HEARTBEAT = 9,   /* probe on every rail while one has failed */
-	RN_PT_KEEPALIVE = 10,  /* keeps an idle rail's receive count alive */
+	RN_PT_HEARTBEAT = 9,   /* probe on every rail while one has failed; zero-padded */
+	RN_PT_KEEPALIVE = 10,  /* keeps an idle rail's receive count alive; zero-padded */
 	RN_PT_RESET = 11,      /* connection aborted */
 	RN_PT_SRESET = 12,     /* stateless reset: no connection has the id you used */
 	RN_PT__MAX = 12,
@@ -86,7 +86,8 @@ static inline size_t rn_wire_size(int has_ack, unsigned nwords, size_t len)
 }
 
 /*
- * Writes header, optional ACK block (ab may be NULL) and payload into buf.
+ * Writes header, optional ACK block (ab may be NULL) and payload into buf;
+ * a NULL payload writes len zero bytes (the padding of a full-size probe).
  * Returns the datagram length or RN_ERR_NOBUF.
  */
 ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,

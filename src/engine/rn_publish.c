@@ -121,7 +121,7 @@ static void write_conn(struct rn_stream *st)
 			     "tx_packets=%llu rx_packets=%llu tx_bytes=%llu rx_bytes=%llu "
 			     "tx_data=%llu rx_data=%llu retransmits=%llu lost=%llu heartbeats=%llu "
 			     "keepalives=%llu downs=%u ups=%u cwnd=%u srtt_us=%llu changed_ms_ago=%lld "
-			     "cause=\"%s\"\n",
+			     "dgram=%u mtu_holes=%u small_ok=%u cause=\"%s\"\n",
 			n, k, ip_of(r->local, l, sizeof(l)), ip_of(r->remote, p, sizeof(p)),
 			r->rx_up && r->tx_up ? "up" : "down", r->rx_up ? "up" : "down",
 			r->tx_up ? "up" : "down", (unsigned long long)r->tx_packets,
@@ -132,6 +132,7 @@ static void write_conn(struct rn_stream *st)
 			(unsigned long long)r->keepalives, r->down_events, r->up_events, r->cwnd,
 			(unsigned long long)(r->srtt_ns / 1000),
 			r->last_change_ns ? (long long)((g.now - r->last_change_ns) / 1000000) : -1LL,
+			r->dgram, r->mtu_holes, r->small_ok,
 			r->last_change_ns ? rn_cause_name(r->last_cause) : "");
 	}
 }

@@ -48,18 +48,29 @@ void sim_net_free(sim_net *n)
 void sim_net_window(sim_net *n, int rail, uint64_t from_ns, uint64_t to_ns, int down, int dir)
 {
 	if (n->nwin[rail] < SIM_MAX_WINDOWS)
-		n->win[rail][n->nwin[rail]++] = (sim_window){ from_ns, to_ns, down, dir };
+		n->win[rail][n->nwin[rail]++] = (sim_window){ from_ns, to_ns, down, dir, 0 };
 }
 
-/* The fault active on a packet leaving `host` on `rail` at t: -1 none, 0 black hole, 1 down. */
-static int fault_at(const sim_net *n, int rail, int host, uint64_t t)
+void sim_net_mtu_window(sim_net *n, int rail, uint64_t from_ns, uint64_t to_ns, uint32_t above,
+			int dir)
+{
+	if (n->nwin[rail] < SIM_MAX_WINDOWS)
+		n->win[rail][n->nwin[rail]++] = (sim_window){ from_ns, to_ns, 0, dir, above };
+}
+
+/*
+ * The fault active on a len-byte packet leaving `host` on `rail` at t: -1
+ * none, 0 black hole, 1 down.
+ */
+static int fault_at(const sim_net *n, int rail, int host, uint64_t t, size_t len)
 {
 	int f = -1;
 
 	for (int i = 0; i < n->nwin[rail]; i++) {
 		const sim_window *w = &n->win[rail][i];
 
-		if (t >= w->from_ns && t < w->to_ns && (w->dir < 0 || w->dir == host))
+		if (t >= w->from_ns && t < w->to_ns && (w->dir < 0 || w->dir == host) &&
+		    (w->above == 0 || len > w->above))
 			f = f > w->down ? f : w->down;
 	}
 	return f;
@@ -152,8 +163,9 @@ again:
 	if (n->nheap)
 		n->heap[i] = last;
 	/* a fault on the path when the packet gets there swallows it */
-	if (!out->injected && (fault_at(n, out->rail, 1 - out->to_host, out->at_ns) >= 0 ||
-			       fault_at(n, out->rail, out->to_host, out->at_ns) == 1)) {
+	if (!out->injected &&
+	    (fault_at(n, out->rail, 1 - out->to_host, out->at_ns, out->len) >= 0 ||
+	     fault_at(n, out->rail, out->to_host, out->at_ns, out->len) == 1)) {
 		n->dropped_fault++;
 		free(out->data);
 		i = 0;
@@ -299,7 +311,7 @@ int sim_net_send(sim_net *n, uint64_t now_ns, int from_host, int rail,
 {
 	const sim_link *l = &n->link[rail];
 	sim_dir *d = &n->dir[rail][from_host];
-	int fault = fault_at(n, rail, from_host, now_ns);
+	int fault = fault_at(n, rail, from_host, now_ns, len);
 	uint64_t start, at;
 
 	n->sent[rail][from_host]++;

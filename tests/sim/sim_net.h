@@ -8,7 +8,10 @@
  * windows of black-hole (packets arriving in the window are silently
  * dropped, the link looks up) or link down (the same, and a sender sending
  * in the window is told, as a pulled cable would tell it).  A window with a
- * direction only affects packets leaving that host.
+ * direction only affects packets leaving that host.  A window with a size
+ * limit (sim_net_mtu_window) only swallows datagrams longer than it, as a
+ * rail whose path MTU shrank without telling anyone (an MTU black hole);
+ * one lasting for ever is a rail with a smaller MTU.
  * Everything random comes from one seeded generator; events with equal times
  * keep their order of insertion, so a seed replays exactly.
  */
@@ -45,6 +48,7 @@ typedef struct sim_window {
 	uint64_t from_ns, to_ns;
 	int down; /* 1: link down (sender told), 0: black hole */
 	int dir;  /* -1 both directions, else only packets leaving host `dir` */
+	uint32_t above; /* 0: every packet; else only datagrams longer than this */
 } sim_window;
 
 typedef struct sim_pkt {
@@ -85,6 +89,9 @@ void sim_net_init(sim_net *n, int nrails, uint64_t seed);
 void sim_net_free(sim_net *n);
 /* Adds a fault window on a rail. */
 void sim_net_window(sim_net *n, int rail, uint64_t from_ns, uint64_t to_ns, int down, int dir);
+/* Adds a black hole of the datagrams (UDP payloads) longer than `above` bytes. */
+void sim_net_mtu_window(sim_net *n, int rail, uint64_t from_ns, uint64_t to_ns, uint32_t above,
+			int dir);
 
 /* 1 when host's queue on rail can take a packet at now. */
 int sim_net_writable(const sim_net *n, int host, int rail, uint64_t now_ns);

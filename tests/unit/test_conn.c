@@ -15,6 +15,9 @@
 static const uint64_t t0 = UT_T0;
 #define D UN_DELAY_NS
 #define MSS (1472 - RN_HDR_LEN)
+/* zero padding that makes a heartbeat or keepalive full size (1472 bytes): full-size evidence */
+static const uint8_t full_pad[MSS];
+#define PAD full_pad, MSS
 
 static un_net *pair(int nrails, uint64_t *t_est)
 {
@@ -885,7 +888,19 @@ static void test_conn_heartbeat_marks_up(void **state)
 	}
 	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0));
 	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	/* a small heartbeat is no evidence: an MTU black hole passes those */
 	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
+	assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
+	/* nor is padding that is not zeros (strict decoding) */
+	{
+		uint8_t junk[MSS] = { 0 };
+
+		junk[MSS - 1] = 1;
+		assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, junk, MSS),
+				 RN_ERR_DROP);
+	}
+	assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, PAD), 0);
 	ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
 	assert_non_null(ev);
 	assert_true(ev->time_ns == t);
@@ -898,6 +913,126 @@ static void test_conn_heartbeat_marks_up(void **state)
 		assert_non_null(ls);
 		assert_memory_equal(ls->head, want, sizeof(want));
 	}
+	un_del(n);
+}
+
+/* ---- MTU black holes: full-size evidence ---- */
+
+/*
+ * A stream of full-size datagrams on rail 0 and only small ones on rail 1
+ * (one in four, 25 us apart): rail 1 keeps its count, but brings fewer than
+ * fail_min full-size ones per window.  It fails as an MTU black hole after
+ * at least 4 ms without a full-size one, reporting the largest datagram that
+ * still came; while full-size ones come too, it stays up.
+ */
+static void test_conn_size_verdict(void **state)
+{
+	for (int full_too = 0; full_too < 2; full_too++) {
+		un_net *n = pair(2, NULL);
+		uint64_t t = t0 + 10 * UT_MS, t1;
+		const rn_event *ev;
+		rn_conn_stats st;
+
+		(void)state;
+		/* both rails in step, full size: one window of 100 */
+		for (int p = 0; p < 100; p++, t += 10 * UT_US) {
+			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, PAD);
+			un_timer(n, UN_SERVER, t);
+		}
+		/* then rail 1 brings only small datagrams, one in four, 25 us apart */
+		t1 = t;
+		for (int p = 0; p < 1600; p++, t += 25 * UT_US) {
+			if (p % 4 != 3)
+				un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+			else if (full_too && p % 8 == 3)
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, PAD);
+			else
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+			un_timer(n, UN_SERVER, t);
+			/* under 4 ms without a full-size datagram is not yet a verdict */
+			if (t < t1 + 4 * UT_MS)
+				assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+		}
+		st = stats(sv(n));
+		if (full_too) {
+			/* every second one of rail 1's is full size: it stays up */
+			assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+			assert_int_equal(st.rail[1].rx_up, 1);
+			un_del(n);
+			continue;
+		}
+		ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
+		assert_non_null(ev);
+		assert_int_equal(ev->cause, RN_CAUSE_RX_SIZE);
+		/* the second short window closes 5 ms in (2 x 100 packets, 25 us apart) */
+		/*
+		 * Not before 4 ms, and within 30 ms: it also needs twice the longest
+		 * gap between full-size datagrams the rail showed while healthy (the
+		 * ~10 ms before the first one counts: up to the 30 ms cap).
+		 */
+		assert_true(ev->time_ns >= t1 + 4 * UT_MS && ev->time_ns <= t1 + 30 * UT_MS);
+		assert_int_equal(st.rail[1].rx_up, 0);
+		assert_int_equal(st.rail[1].mtu_holes, 1);
+		assert_int_equal(st.rail[1].small_ok, RN_HDR_LEN); /* a bare keepalive */
+		assert_int_equal(st.rail[1].dgram, 1472);
+		/* small ones keep coming: they do not bring it back; one full-size one does */
+		un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+		assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+		un_inject_ctl(n, UN_SERVER, t + 1, 1, RN_PT_KEEPALIVE, PAD);
+		ev = un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0);
+		assert_non_null(ev);
+		assert_true(ev->time_ns == t + 1);
+		un_del(n);
+	}
+}
+
+/*
+ * Rail 1 failed by count (nothing came).  The peer's heartbeat rounds send
+ * a padded heartbeat, then a small one.  A round whose padded one arrives
+ * (just before its small twin) says nothing; two rounds in a row of the
+ * small one alone name the rail an MTU black hole: a second RAIL_DOWN,
+ * cause RN_CAUSE_RX_SIZE, counted once however many rounds follow.
+ */
+static void test_conn_small_heartbeats_alone(void **state)
+{
+	un_net *n = pair(2, NULL);
+	uint64_t t = t0 + 10 * UT_MS;
+	const uint64_t hb = 100 * UT_MS;
+	const rn_event *ev;
+
+	(void)state;
+	for (int p = 0; p < 200; p++, t += 10 * UT_US) {
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+		un_timer(n, UN_SERVER, t);
+	}
+	assert_int_equal(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0)->cause, RN_CAUSE_RX_COUNT);
+	/* a heartbeat round: the small one alone (its padded twin was lost) */
+	un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0);
+	/* the next round gets through whole: the count starts over */
+	t += hb;
+	un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, PAD);
+	assert_non_null(un_event(n, UN_SERVER, RN_EV_RAIL_UP, 1, 0));
+	/* down again by count (once its grace after coming back is over), then
+	 * three rounds of the small one alone */
+	t += 20 * UT_MS;
+	for (int p = 0; p < 200; p++) {
+		t += 10 * UT_US;
+		un_inject_ctl(n, UN_SERVER, t, 0, RN_PT_KEEPALIVE, PAD);
+		un_timer(n, UN_SERVER, t);
+	}
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), 2);
+	for (int round = 0; round < 3; round++) {
+		t += hb;
+		assert_int_equal(un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_HEARTBEAT, NULL, 0), 0);
+		assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_RAIL_DOWN), round == 0 ? 2 : 3);
+	}
+	ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, t - 2 * hb);
+	assert_non_null(ev);
+	assert_int_equal(ev->cause, RN_CAUSE_RX_SIZE);
+	assert_true(ev->time_ns == t - hb);
+	assert_int_equal(stats(sv(n)).rail[1].mtu_holes, 1);
+	assert_int_equal(stats(sv(n)).rail[1].down_events, 2); /* a report, not a change */
+	assert_int_equal(stats(sv(n)).rail[1].rx_up, 0);
 	un_del(n);
 }
 
@@ -945,12 +1080,15 @@ static void test_conn_link_state_applied(void **state)
 	/* an old copy of the same LINK_STATE changes nothing but is acked again */
 	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t2, 1, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
 	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_RAIL_DOWN), 1);
-	/* heartbeats start at once, on every rail */
+	/* heartbeats start at once, on every rail; the down rail also gets a small one */
 	assert_true(rn_conn_expiry(c) == t2);
 	un_timer(n, UN_CLIENT, t2);
 	un_flush(n, UN_CLIENT, t2);
 	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 0, t2, t2), 1);
-	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, t2), 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, t2), 2);
+	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 0, t2, 0)->len, 1472);
+	assert_int_equal(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, 0)->len, 1472);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t2, 1)->len < 100);
 	/* new data: rail 0 only */
 	assert_int_equal(rn_conn_write(c, t2 + 1, buf, 6 * MSS), 6 * MSS);
 	assert_int_equal(un_flush(n, UN_CLIENT, t2 + 1), 6);
@@ -962,7 +1100,7 @@ static void test_conn_link_state_applied(void **state)
 static void test_conn_heartbeats_while_down(void **state)
 {
 	uint64_t t_est;
-	un_net *n = pair(2, &t_est);
+	un_net *n = pair_proven(2, &t_est); /* padded heartbeats go to proven addresses only */
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	const uint8_t ls[8] = { 0, 0, 0, 1, 0x1, 0, 0, 0 };
 
@@ -971,13 +1109,18 @@ static void test_conn_heartbeats_while_down(void **state)
 	assert_int_equal(un_inject_ctl(n, UN_CLIENT, t1, 0, RN_PT_LINK_STATE, ls, sizeof(ls)), 0);
 	n->now = t1;
 	un_run(n, t1 + 250 * UT_MS);
+	/* rail 0: one full-size heartbeat a period; rail 1 (down): a full and a small one */
 	for (int r = 0; r < 2; r++) {
-		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, t1 + 250 * UT_MS), 3);
-		for (int k = 0; k < 3; k++)
-			assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, k)->sent_ns ==
-				    t1 + (uint64_t)k * 100 * UT_MS);
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, t1 + 250 * UT_MS),
+				 3 * (1 + r));
+		for (int k = 0; k < 3 * (1 + r); k++) {
+			const un_rec *hb = un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, r, t1, k);
+
+			assert_true(hb->sent_ns == t1 + (uint64_t)(k / (1 + r)) * 100 * UT_MS);
+			assert_true(k % 2 || r == 0 ? 1 : hb->len == 1472);
+		}
 	}
-	assert_int_equal(stats(cl(n)).rail[1].heartbeats, 3);
+	assert_int_equal(stats(cl(n)).rail[1].heartbeats, 6);
 	/* the server never lost a rail: it sends none */
 	assert_int_equal(un_count(n, UN_SERVER, RN_PT_HEARTBEAT, -1, 0, UINT64_MAX), 0);
 	un_del(n);
@@ -1002,6 +1145,8 @@ static void test_conn_keepalive(void **state)
 		assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, 0)->sent_ns ==
 			    tx0 + 100 * UT_MS);
 	}
+	for (int r = 0; r < 2; r++) /* idle keepalives stay small (see RN_FULL_EVIDENCE_NS) */
+		assert_true(un_find(n, UN_CLIENT, RN_PT_KEEPALIVE, r, 0, 0)->len < 100);
 	/* data on rail 0 at tw postpones rail 0's next keepalive, not rail 1's */
 	n->now = tw; /* nothing is due in between */
 	n->side[UN_CLIENT].to_send = 100;
@@ -1056,8 +1201,9 @@ static void test_conn_rail_silence_and_heal(void **state)
 	assert_int_equal(ev->rail, 1);
 	assert_int_equal(ev->cause, RN_CAUSE_PEER);
 	assert_true(ev->time_ns == t_ls);
-	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t_ls, t_ls + 150 * UT_MS), 2);
-	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, 0, 1)->sent_ns == t_ls + 100 * UT_MS);
+	/* a full and a small heartbeat each period on the down rail */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, t_ls, t_ls + 150 * UT_MS), 4);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_HEARTBEAT, 1, 0, 2)->sent_ns == t_ls + 100 * UT_MS);
 	/* the server's LINK_STATE was acknowledged: not resent for ever */
 	assert_int_equal(un_count(n, UN_SERVER, RN_PT_LINK_STATE, -1, t_down + 50 * UT_MS,
 				  UINT64_MAX), 0);
@@ -1191,7 +1337,7 @@ static void test_conn_fresh_clock_drift(void **state)
 			for (int k = 0; k < 2; k++) {
 				h.path = (uint8_t)k;
 				assert_int_equal(un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k),
-							   &h, NULL, NULL, 0), 0);
+							   &h, NULL, PAD), 0);
 			}
 		}
 		assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
@@ -1277,7 +1423,7 @@ static void test_conn_fresh_peer_clock_step(void **state)
 		un_run(n, t);
 		for (int k = 0; k < 2; k++) {
 			h.path = (uint8_t)k;
-			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, NULL, 0);
+			un_inject(n, UN_SERVER, t, k, un_addr(n, UN_CLIENT, k), &h, NULL, PAD);
 		}
 	}
 	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
@@ -1324,6 +1470,10 @@ static void test_conn_unproven_rail_no_data(void **state)
 	     un_count(n, UN_SERVER, RN_PT_LINK_STATE, 1, 0, UINT64_MAX);
 	/* a keepalive per quarter window of packets, heartbeats and notices: a trickle */
 	assert_true(ka * 20 <= sent);
+	/* of small datagrams: none is padded to full size towards an unproven address */
+	for (int i = 0; i < n->nlog; i++)
+		if (n->log[i].from == UN_SERVER && n->log[i].path == 1)
+			assert_true(n->log[i].len < 100);
 	/* the client's rail 1 works the other way and is proven there: it may use it */
 	assert_true(stats(cl(n)).rail[1].rx_packets > 0);
 	un_del(n);
@@ -1761,6 +1911,8 @@ int main(void)
 		cmocka_unit_test(test_conn_rx_count_sender_stall),
 		cmocka_unit_test(test_conn_timer_before_arrival),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
+		cmocka_unit_test(test_conn_size_verdict),
+		cmocka_unit_test(test_conn_small_heartbeats_alone),
 		cmocka_unit_test(test_conn_link_state_applied),
 		cmocka_unit_test(test_conn_heartbeats_while_down),
 		cmocka_unit_test(test_conn_keepalive),

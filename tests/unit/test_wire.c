@@ -60,6 +60,8 @@ static const rt_case rt_cases[] = {
 	{ "HEARTBEAT + ACK", RN_PT_HEARTBEAT, 0, DST, 1, 4, 0 },
 	{ "KEEPALIVE", RN_PT_KEEPALIVE, 0, DST, 0, 0, 0 },
 	{ "KEEPALIVE + ACK", RN_PT_KEEPALIVE, 0, DST, 1, 0, 0 },
+	{ "HEARTBEAT zero-padded", RN_PT_HEARTBEAT, 0, DST, 0, 0, 1000 },
+	{ "KEEPALIVE + ACK zero-padded", RN_PT_KEEPALIVE, 0, DST, 1, 2, 1000 },
 	{ "RESET", RN_PT_RESET, 0, DST, 0, 0, RN_RESET_LEN },
 	{ "RESET + ACK", RN_PT_RESET, 0, DST, 1, 1, RN_RESET_LEN },
 };
@@ -83,9 +85,10 @@ static void test_wire_round_trip(void **state)
 		rn_pkt p;
 		ssize_t n;
 
-		/* INIT carries zero padding after its parameters; others any bytes */
+		/* INIT, HEARTBEAT, KEEPALIVE carry zero padding; others any bytes */
 		for (size_t b = 0; b < tc->plen; b++)
-			payload[b] = tc->type == RN_PT_INIT ? 0 : (uint8_t)(b * 7 + 1);
+			payload[b] = tc->type == RN_PT_INIT || tc->type == RN_PT_HEARTBEAT ||
+					     tc->type == RN_PT_KEEPALIVE ? 0 : (uint8_t)(b * 7 + 1);
 		n = rn_wire_encode(buf, sizeof(buf), &h, tc->ack ? &ab : NULL, payload, tc->plen);
 		print_message("case %s\n", tc->name);
 		assert_int_equal(n, rn_wire_size(tc->ack, tc->nwords, tc->plen));
@@ -282,8 +285,11 @@ static const bad_case bad_cases[] = {
 	{ "RESET 0", RN_PT_RESET, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "RESET 8", RN_PT_RESET, 0, DST, 0, 0, 8, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "COOKIE_ACK 1", RN_PT_COOKIE_ACK, 0, DST, 0, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
-	{ "HEARTBEAT 1", RN_PT_HEARTBEAT, 0, DST, 0, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
-	{ "KEEPALIVE 4", RN_PT_KEEPALIVE, 0, DST, 0, 0, 4, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	/* heartbeats and keepalives carry only zero padding */
+	{ "HEARTBEAT padding not zero", RN_PT_HEARTBEAT, 0, DST, 0, 0, 1, {{ HDR, 1, 1 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "KEEPALIVE padding not zero", RN_PT_KEEPALIVE, 0, DST, 0, 0, 1400, {{ HDR + 1399, 1, 0x80 }},
+	  NOCUT, 0, RN_DROP_MALFORMED },
 	{ "ACK with payload", RN_PT_ACK, 0, DST, 1, 0, 1, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
 };
 

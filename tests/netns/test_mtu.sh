@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Path MTU per rail on real processes over veth rails in network namespaces.
+#
+#   tests/netns/test_mtu.sh SCENARIO      (root; exit 77 = skipped)
+#
+#   hole     rail 2's switch silently drops IP packets over 1000 bytes on h1's
+#            port (both ways, no ICMP) for 3 s of a verified stream both ways,
+#            then forwards them again
+#   mixed    rail 1 at MTU 9000, rail 2 at 1500: a verified stream both ways
+#            (datagrams are still sized for the smallest rail)
+#
+# Checks come from ri2n's own events and per-rail counters (ri2n-xfer prints
+# them), never from wall-clock speed; figures are printed as notes.
+source "$(dirname "$0")/lib.sh"
+
+scenario=${1:?usage: test_mtu.sh SCENARIO}
+tag=m$(printf '%s' "$scenario" | md5sum | cut -c1-5) # a bed of its own per scenario
+
+# The first "xfer event" line for RAIL going down with a cause containing TEXT.
+event_with_cause() { # NAME RAIL TEXT
+	grep -F "rail=$2 down" "$NT_DIR/$1.err" | grep -F "$3" | head -n 1
+}
+
+case $scenario in
+hole)
+	nt_init "$tag" 2 2 1gbit
+	rail=1 # testbed rail 2 (r2), ri2n rail 1
+	nt_serve 2
+	nt_send_bg x 1 2 1500M --duplex
+	sleep 2
+	tb_fault mtuhole 1 $((rail + 1)) 1000
+	tf=$(nt_clock)
+	sleep 3
+	th0=$(nt_clock)
+	tb_fault mtuhole 1 $((rail + 1)) off
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_verified "$NT_DIR/x.out" recv-back)" = yes ] || nt_fail "return stream not verified"
+	down=$(nt_event_mono x $rail down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
+	[ -n "$down" ] || nt_fail "rail $rail never reported down after the MTU black hole began"
+	awk -v d="$down" -v h="$th0" 'BEGIN { exit !(d < h) }' ||
+		nt_fail "rail $rail reported down only after the heal"
+	# small packets (ACKs, LINK_STATE, small heartbeats) pass the hole: none may revive it
+	up=$(nt_event_mono x $rail up "$down")
+	[ -n "$up" ] || nt_fail "rail $rail not back in use after the heal"
+	awk -v u="$up" -v h="$th0" 'BEGIN { exit !(u >= h) }' ||
+		nt_fail "rail $rail came back inside the MTU black hole (small datagrams revived it)"
+	used=$(nt_data_between x $rail "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th0")
+	[ "$used" -eq 0 ] || nt_fail "$used DATA packets on rail $rail while it was down"
+	ev=$(event_with_cause x $rail "MTU black hole")
+	[ -n "$ev" ] || nt_fail "no event named rail $rail an MTU black hole: $(grep -F "rail=$rail" "$NT_DIR/x.err" | grep event | head -n 4)"
+	# the healthy rail is never taken for an MTU black hole (nor anything else)
+	for f in x.out serve2.out; do
+		[ "$(nt_rail_field "$NT_DIR/$f" 0 downs)" -eq 0 ] || nt_fail "$f: the healthy rail 0 went down"
+		[ "$(nt_rail_field "$NT_DIR/$f" $rail downs)" -eq 1 ] || nt_fail "$f: rail $rail went down more than once"
+	done
+	holes=$(nt_rail_field "$NT_DIR/x.out" $rail mtu_holes)
+	[ "${holes:-0}" -ge 1 ] || nt_fail "rail $rail counts no MTU black hole (mtu_holes=${holes:-none})"
+	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the hole began, back $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began (the command took $(awk -v a="$th" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms)"
+	nt_note "slowest 100 ms inside the hole: $(nt_min_mbps_between x "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.2}')" "$th0") Mbit/s one way; event: $ev"
+	nt_ok "hole: every byte verified both ways, rail $rail out of data service for the MTU black hole (not revived by small datagrams) and back after it"
+	;;
+mixed)
+	nt_init "$tag" 2 2
+	tb_destroy >/dev/null 2>&1
+	tb_create --hosts 2 --rails 2 --rate 1gbit --mtu 9000,1500 >/dev/null || nt_fail "test bed"
+	nt_serve 2 --once
+	nt_send x 1 2 256M --duplex || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(nt_verified "$NT_DIR/x.out" recv-back)" = yes ] || nt_fail "return stream not verified"
+	for r in 0 1; do
+		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] || nt_fail "rail $r carried almost nothing"
+		[ "$(nt_rail_field "$NT_DIR/x.out" $r downs)" -eq 0 ] || nt_fail "rail $r went down on a healthy bed"
+	done
+	nt_ok "mixed: MTU 9000 + 1500 rails, 256 MiB each way verified, $(nt_field "$NT_DIR/x.out" mbps) Mbit/s, datagrams of $(nt_rail_field "$NT_DIR/x.out" 0 dgram) bytes"
+	;;
+*)
+	echo "unknown scenario '$scenario'" >&2
+	exit 2
+	;;
+esac
