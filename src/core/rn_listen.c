@@ -185,6 +185,12 @@ void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
 	rn_replay_forget(&l->used, accepted->id);
 }
 
+/* Where a keyed listener's resets on rail i come from: their tags name it. */
+static rn_addr rail_addr(const rn_listener *l, int i)
+{
+	return (rn_addr){ l->rails[i].ip, l->rails[i].port };
+}
+
 /*
  * A datagram for a connection id nobody here holds: its sender still
  * believes in a connection this host lost (the process restarted on the
@@ -252,11 +258,46 @@ size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_param
 	n = rn_wire_encode(reply, l->cfg.keyed ? cap - RN_MAC_LEN : cap, &h, NULL, body,
 			   sizeof(body));
 	if (n > 0 && l->cfg.keyed)
-		n = rn_wire_seal(reply, (size_t)n, cap, l->cfg.key);
+		n = rn_wire_seal_reset(reply, (size_t)n, cap, l->cfg.key,
+				       rail_addr(l, accepted->local_rail));
 	if (n <= 0)
 		return 0;
 	l->resets++;
 	return (size_t)n;
+}
+
+/*
+ * Keyed: a datagram sealed under a connection's keys, which no listener
+ * holds.  It cannot tell a key holder's datagram from a forgery, so anyone
+ * may draw a reset with one; the reset's tag names this rail's address
+ * (rn_wire_seal_reset), which only helps the peer of a connection this host
+ * really lost.  Its header is read as it stands (the body is sealed).
+ */
+static int on_sealed(rn_listener *l, uint64_t now_ns, int local_rail, rn_addr from,
+		     const uint8_t *pkt, size_t len, uint8_t *reply, size_t cap,
+		     size_t *reply_len)
+{
+	rn_pkt p;
+	ssize_t n;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (pkt[0] != RN_WIRE_VERSION)
+		return ldrop(l, RN_DROP_VERSION);
+	if (local_rail < 0 || local_rail >= l->nrails)
+		return ldrop(l, RN_DROP_SOURCE);
+	if (cap < RN_MAC_LEN)
+		return RN_ERR_NOBUF;
+	p.type = pkt[1];
+	p.dst = rn_wire_peek_dst(pkt, len);
+	rc = on_unknown(l, now_ns, from, &p, len, reply, cap - RN_MAC_LEN, reply_len);
+	if (rc != RN_LISTEN_REPLY)
+		return rc;
+	n = rn_wire_seal_reset(reply, *reply_len, cap, l->cfg.key, rail_addr(l, local_rail));
+	if (n < 0)
+		return (int)n;
+	*reply_len = (size_t)n;
+	return rc;
 }
 
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
@@ -269,6 +310,8 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 	int rc;
 
 	*reply_len = 0;
+	if (l->cfg.keyed && len >= RN_HDR_LEN && !rn_wire_cluster_sealed(pkt[1]))
+		return on_sealed(l, now_ns, local_rail, from, pkt, len, reply, cap, reply_len);
 	if (l->cfg.keyed) {
 		ssize_t n = rn_wire_open(pkt, len, l->cfg.key);
 
