@@ -128,7 +128,7 @@ typedef struct rn_config {
 	uint64_t linger_ns;        /* state kept after a clean close for late FINs */
 	uint32_t init_cwnd;        /* packets a rail may have in flight at start */
 	uint8_t keyed;             /* 1: datagrams are sealed under keys from key (rn_crypt.h) */
-	uint8_t auth_only;         /* keyed: authenticate only, payload in clear (RI2N_KEY_AUTH_ONLY) */
+	uint32_t auth_only;        /* keyed: authenticate only, payload in clear (RI2N_KEY_AUTH_ONLY) */
 	uint8_t key[RN_KEY_LEN];   /* the cluster key; never logged */
 } rn_config;
 
