@@ -370,6 +370,9 @@ typedef struct rn_listener {
 	uint64_t inits, accepts;
 	uint64_t resets;          /* stateless resets sent for unknown connection ids */
 	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
+	uint64_t bad_key_inits;   /* keyed: INITs whose tag failed (another cluster key, or none)... */
+	rn_addr bad_key_from;     /* ...the last one's source... */
+	uint64_t bad_key_warned_ns; /* ...and when a driver last warned about them (its field) */
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */

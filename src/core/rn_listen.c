@@ -315,6 +315,10 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 	if (l->cfg.keyed) {
 		ssize_t n = rn_wire_open(pkt, len, l->cfg.key);
 
+		if (n < 0 && len >= RN_HDR_LEN && pkt[1] == RN_PT_INIT) {
+			l->bad_key_inits++; /* a client with another key: drivers tell the operator */
+			l->bad_key_from = from;
+		}
 		if (n < 0)
 			return ldrop(l, RN_DROP_AUTH);
 		len = (size_t)n;
