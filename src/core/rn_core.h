@@ -47,7 +47,7 @@ enum {
 	RN_MAX_SLOTS = 1 << 16,    /* largest ring: keeps windows far below 2^31 */
 	RN_MAX_SACK_WORDS = 128,   /* 8192 packets of selective ACK in one ACK */
 	RN_KEY_LEN = 32,           /* pre-shared cluster key (RI2N_KEY) */
-	RN_MAC_LEN = 16,           /* tag at the end of every datagram when keyed */
+	RN_MAC_LEN = 16,           /* keyed: tag of handshake and stateless datagrams (rn_wire.h) */
 };
 
 typedef enum rn_err {

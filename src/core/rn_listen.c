@@ -200,8 +200,9 @@ static rn_addr rail_addr(const rn_listener *l, int i)
  * (the sender's own id is not in its datagrams; its driver hands the reset
  * to the connections on the port and the one whose peer has that id and
  * that address takes it, rn_conn_recv).  Who can make one:
- *   - with a cluster key, only a key holder: the trigger must carry a valid
- *     tag (checked before this) and the reset carries one;
+ *   - with a cluster key, only this host for its own rail: the reset's tag
+ *     covers this rail's address (on_sealed, rn_wire_seal_reset), so a
+ *     reset drawn from another host's listener is refused by the peer;
  *   - without, only who has seen the 64-bit id, which travels on the
  *     connection's rails alone: a host on the path (which can forge a RESET
  *     anyway), never one off it.
