@@ -372,12 +372,20 @@ typedef struct rn_listener {
 	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
 	uint64_t bad_key_inits;   /* keyed: INITs whose tag failed (another cluster key, or none)... */
 	rn_addr bad_key_from;     /* ...the last one's source... */
-	uint64_t bad_key_warned_ns; /* ...and when a driver last warned about them (its field) */
+	uint64_t bad_key_told_ns; /* ...and when rn_listener_take_bad_key last reported them */
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
+
+/*
+ * Keyed: the INITs this listener refused under another cluster key (or none)
+ * since the last report, at most once a second so that a retrying client or
+ * a flood makes one log line: returns their count, 0 when there is nothing
+ * to report now, and the last one's source in *from.
+ */
+uint64_t rn_listener_take_bad_key(rn_listener *l, uint64_t now_ns, rn_addr *from);
 
 /* Wipes the listener's key and secrets before its memory goes (or accept params': their cfg). */
 void rn_listener_wipe(rn_listener *l);

@@ -172,6 +172,18 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 	return RN_LISTEN_ACCEPT;
 }
 
+uint64_t rn_listener_take_bad_key(rn_listener *l, uint64_t now_ns, rn_addr *from)
+{
+	uint64_t n = l->bad_key_inits;
+
+	if (n == 0 || (l->bad_key_told_ns && now_ns - l->bad_key_told_ns < UINT64_C(1000000000)))
+		return 0;
+	*from = l->bad_key_from;
+	l->bad_key_inits = 0;
+	l->bad_key_told_ns = now_ns;
+	return n;
+}
+
 void rn_listener_wipe(rn_listener *l)
 {
 	sodium_memzero(l->cfg.key, sizeof(l->cfg.key));

@@ -987,17 +987,15 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 /* Keyed listener: INITs under another cluster key (or none) are refused unanswered; say so. */
 static void warn_bad_key(rn_listener *l, uint64_t now)
 {
+	rn_addr from;
+	uint64_t n = rn_listener_take_bad_key(l, now, &from);
 	char a[32];
 
-	/* at most once a second: a client retrying, or a flood, is one line */
-	if (l->bad_key_inits == 0 || now - l->bad_key_warned_ns < UINT64_C(1000000000))
-		return;
-	rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's cluster key "
-		"differs from this listener's, or it has none (RI2N_KEY / RI2N_KEY_FILE)",
-		(unsigned long long)l->bad_key_inits, rn_ip_str(l->bad_key_from.ip, a, sizeof(a)),
-		l->bad_key_from.port);
-	l->bad_key_inits = 0;
-	l->bad_key_warned_ns = now;
+	if (n)
+		rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's "
+			"cluster key differs from this listener's, or it has none (RI2N_KEY / "
+			"RI2N_KEY_FILE)", (unsigned long long)n, rn_ip_str(from.ip, a, sizeof(a)),
+			from.port);
 }
 
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,

@@ -596,6 +596,20 @@ static void test_cookie_listener_sreset_keyed(void **state)
 			 RN_ERR_DROP);
 	assert_int_equal(f->l.drops[RN_DROP_AUTH], 1);
 	assert_int_equal(f->l.resets, 1);
+	/* the operator hears of it once, with the source; a second try within 1 s: not yet */
+	{
+		rn_addr bad = { 0, 0 };
+
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0, &bad), 1);
+		assert_int_equal(bad.ip, CLIENT_ADDR.ip);
+		assert_int_equal(bad.port, CLIENT_ADDR.port);
+		assert_int_equal(rn_listener_recv(&f->l, UT_T0 + UT_MS, 0, CLIENT_ADDR, pkt,
+						  RN_INIT_LEN + RN_MAC_LEN, reply, sizeof(reply), &rlen, &ap),
+				 RN_ERR_DROP);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + UT_MS, &bad), 0);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + UT_S, &bad), 1);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + 3 * UT_S, &bad), 0);
+	}
 }
 
 typedef struct echo_case {
