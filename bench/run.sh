@@ -15,6 +15,9 @@
 #              (cmake -S bench -B build-bench)
 #   --keep     keep the per-run logs (OUT/raw) even after a successful smoke run
 #
+# RI2N_BENCH_BED=P (or RI2N_BENCH_BED_PREFIX=P) names the beds P2g, P4g, P2u... instead of
+# bn2g... (a session sharing the machine with another bench run; P is 1-2 characters of [a-z0-9]).
+#
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
 # touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
@@ -287,7 +290,7 @@ next_port() { PORT=$((PORT + 1)); }
 
 # The bed tag for a figure's bed: RI2N_BENCH_BED (1-2 characters) replaces its "bn" prefix, so
 # runs beside each other (or beside another engineer's) keep to beds of their own.
-bed_tag() { echo "${RI2N_BENCH_BED:-bn}${1#bn}"; }
+bed_tag() { echo "${RI2N_BENCH_BED:-${RI2N_BENCH_BED_PREFIX:-bn}}${1#bn}"; }
 
 # make_bed TAG RAILS RATE [MTU[,MTU..]]: a fresh 2-host bed with MPTCP endpoints for every extra rail
 make_bed() {
@@ -493,12 +496,103 @@ nopub_figure() { # FIG REP [ri2n-stream args]
 	RI2N_STAT_MS=0 ri2n_tp "$fig-nopub" "$rep" "$((TP_SECS + 1))" "$@"
 }
 
-# The same with a cluster key at both ends: every datagram carries a MAC (the cost of RI2N_KEY).
+# The same with a cluster key at both ends: every datagram sealed with AES-256-GCM (the cost of
+# RI2N_KEY); authonly_figure: the integrity-only mode (RI2N_KEY_AUTH_ONLY=1, AES-GMAC).
 keyed_figure() { # FIG REP [ri2n-stream args]
 	local fig=$1 rep=$2 key
 	shift 2
 	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 	RI2N_KEY=$key ri2n_tp "$fig-keyed" "$rep" "$((TP_SECS + 1))" "$@"
+}
+authonly_figure() { # FIG REP [ri2n-stream args]
+	local fig=$1 rep=$2 key
+	shift 2
+	key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	RI2N_KEY=$key RI2N_KEY_AUTH_ONLY=1 ri2n_tp "$fig-keyauth" "$rep" "$((TP_SECS + 1))" "$@"
+}
+
+# ri2n-xfer from the bench's build (or next to the programs given with --bin-dir)
+xfer_bin() {
+	local d
+	for d in "${bindir:+$bindir/../tools}" "$ROOT/build-bench/ri2n/tools" "$ROOT/build/tools"; do
+		[ -n "$d" ] && [ -x "$d/ri2n-xfer" ] && { echo "$d/ri2n-xfer"; return 0; }
+	done
+	return 1
+}
+
+# The capture check: host 2 captures every UDP frame arriving on its rails (a raw socket)
+# while host 1 sends 64 MiB of a known text with ri2n-xfer, without a key and with one; the
+# figures are the bytes captured and how many frames hold a 16-byte piece of the text (with a
+# key: 0, or the payload is readable on the wire).
+CAPTURE_PY='
+import os, socket, sys, time
+stop, patfile, ifs = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = open(patfile, "rb").read(4096)
+pieces = [text[i:i + 16] for i in range(0, 1024, 16)]
+socks = []
+for name in ifs:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
+    s.bind((name, 0))
+    s.setblocking(False)
+    socks.append(s)
+print("capturing", flush=True)
+n = nbytes = hits = 0
+while not os.path.exists(stop):
+    got = False
+    for s in socks:
+        try:
+            f = s.recv(65536)
+        except BlockingIOError:
+            continue
+        got = True
+        ip = f[14:]
+        if len(ip) < 28 or ip[9] != 17:
+            continue
+        udp = ip[(ip[0] & 15) * 4 + 8:]
+        n += 1
+        nbytes += len(udp)
+        hits += any(p in udp for p in pieces)
+    if not got:
+        time.sleep(0.0005)
+print("frames=%d bytes=%d hits=%d" % (n, nbytes, hits), flush=True)
+'
+capture_figure() { # FIG REP
+	local fig=$1 rep=$2 xfer mode name cap srv key v
+	xfer=$(xfer_bin) || { fail "ri2n-xfer not built"; return; }
+	need python3 "apt-get install python3" || return
+	python3 -c '
+import sys
+line = b"ri2n capture check: the quick brown fox jumps over the lazy dog 0123456789\n"
+sys.stdout.buffer.write(line * (64 * 1024 * 1024 // len(line)))' >"$RAW/capture-text"
+	for mode in plain keyed; do
+		name=$RAW/$fig-capture-$mode-$rep
+		key=""
+		[ "$mode" = keyed ] && key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+		rm -f "$name.stop"
+		bg "$name.cap" "$name.cap.err" ip netns exec "$(hns 2)" python3 -c "$CAPTURE_PY" "$name.stop" \
+			"$RAW/capture-text" $(rails_list | tr , ' ')
+		cap=$BG
+		for v in $(seq 50); do grep -qs capturing "$name.cap" && break; sleep 0.1; done
+		next_port
+		bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env ${key:+RI2N_KEY=$key} \
+			RI2N_RAILS="$(rails_list)" "$xfer" serve --quiet --once --port "$PORT" --out "$name.recv"
+		srv=$BG
+		wait_port 2 "$PORT" || { stop_bg $srv; stop_bg $cap; fail "ri2n-xfer server did not start"; return; }
+		timeout -s KILL 60 ip netns exec "$(hns 1)" env ${key:+RI2N_KEY=$key} RI2N_RAILS="$(rails_list)" \
+			"$xfer" send "$(haddr 2 1)" --port "$PORT" --file "$RAW/capture-text" >"$name.out" 2>"$name.err" ||
+			{ stop_bg $srv; stop_bg $cap; fail "ri2n-xfer send failed: $(tail -c 300 "$name.out")"; return; }
+		wait_exit $srv 10
+		touch "$name.stop"
+		wait_exit $cap 10
+		cmp -s "$RAW/capture-text" "$name.recv" || { fail "$mode: the text arrived changed"; return; }
+		rm -f "$name.recv"
+		v=$(sed -n 's/^frames=[0-9]* bytes=\([0-9]*\) hits=\([0-9]*\)$/\1 \2/p' "$name.cap")
+		[ -n "$v" ] || { fail "$mode: the capture failed: $(tail -c 300 "$name.cap.err")"; return; }
+		put "$fig-capture" "$mode" "$rep" bytes "${v% *}"
+		put "$fig-capture" "$mode" "$rep" hits "${v#* }"
+		log "   $mode: $((${v% *} >> 20)) MiB captured, ${v#* } frames holding the text"
+	done
 }
 
 # A figure with a condition on every rail: ri2n and MPTCP only.
@@ -1057,6 +1151,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 			for rep in $(seq "$reps"); do
 				want tp2 && step "goodput, 2 x GbE (rep $rep)" tp_figure tp2 "$rep"
 				want tp2 && step "goodput, 2 x GbE, with a cluster key (rep $rep)" keyed_figure tp2 "$rep"
+				want tp2 && step "goodput, 2 x GbE, with a cluster key, integrity only (rep $rep)" authonly_figure tp2 "$rep"
 				want tp2 && step "goodput, 2 x GbE, unmodified iperf3 under ri2n-run (rep $rep)" runiperf_figure tp2 "$rep"
 				want degraded && step "goodput, degraded pair 1 Gbit/s + 250 Mbit/s (rep $rep)" degraded_figure "$rep"
 				if want loss; then
@@ -1102,7 +1197,10 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 	if want tp4; then
 		step "test bed: 4 rails x 1 Gbit/s" bed_step bn4g 4 1gbit
 		if [ "$BED" = "$(bed_tag bn4g)" ]; then
-			for rep in $(seq "$reps"); do step "goodput, 4 x GbE (rep $rep)" tp_figure tp4 "$rep"; done
+			for rep in $(seq "$reps"); do
+				step "goodput, 4 x GbE (rep $rep)" tp_figure tp4 "$rep"
+				step "goodput, 4 x GbE, with a cluster key (rep $rep)" keyed_figure tp4 "$rep"
+			done
 		fi
 		drop_bed
 	fi
@@ -1115,6 +1213,10 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					nopub_figure veth "$rep" --no-verify
 				step "goodput, 2 unshaped veth rails, with a cluster key (rep $rep)" \
 					keyed_figure veth "$rep" --no-verify
+				step "goodput, 2 unshaped veth rails, with a cluster key, integrity only (rep $rep)" \
+					authonly_figure veth "$rep" --no-verify
+				step "capture check: a known text sent with and without a cluster key, captured on the rails (rep $rep)" \
+					capture_figure veth "$rep"
 				step "goodput, 2 unshaped veth rails, unmodified iperf3 under ri2n-run (rep $rep)" \
 					runiperf_figure veth "$rep"
 			done
@@ -1294,11 +1396,22 @@ summary() {
 			echo
 		fi
 		if [ -n "$(agg tp2-keyed ri2n mbps)$(agg veth-keyed ri2n mbps)" ]; then
-			echo "Cost of a cluster key (RI2N_KEY: a 16-byte BLAKE2b tag on every datagram, checked on" \
-				"arrival): 2 x GbE $(fmtv tp2-keyed ri2n mbps) Mbit/s keyed vs $(fmtv tp2 ri2n mbps)" \
-				"(ratio $(ratio "$(med tp2-keyed ri2n mbps)" "$(med tp2 ri2n mbps)")); unshaped veth" \
+			echo "Cost of a cluster key (RI2N_KEY: every datagram sealed with AES-256-GCM under keys of its" \
+				"connection; target >= 0.98 on GbE, >= 0.85 on unshaped veth): 2 x GbE $(fmtv tp2-keyed ri2n mbps)" \
+				"Mbit/s keyed vs $(fmtv tp2 ri2n mbps) (ratio $(ratio "$(med tp2-keyed ri2n mbps)" "$(med tp2 ri2n mbps)"));" \
+				"4 x GbE $(fmtv tp4-keyed ri2n mbps) vs $(fmtv tp4 ri2n mbps)" \
+				"(ratio $(ratio "$(med tp4-keyed ri2n mbps)" "$(med tp4 ri2n mbps)")); unshaped veth" \
 				"$(fmtv veth-keyed ri2n mbps) vs $(fmtv veth ri2n mbps)" \
-				"(ratio $(ratio "$(med veth-keyed ri2n mbps)" "$(med veth ri2n mbps)"))."
+				"(ratio $(ratio "$(med veth-keyed ri2n mbps)" "$(med veth ri2n mbps)")). Integrity only" \
+				"(RI2N_KEY_AUTH_ONLY=1, AES-GMAC): 2 x GbE $(fmtv tp2-keyauth ri2n mbps)" \
+				"(ratio $(ratio "$(med tp2-keyauth ri2n mbps)" "$(med tp2 ri2n mbps)")), unshaped veth" \
+				"$(fmtv veth-keyauth ri2n mbps) (ratio $(ratio "$(med veth-keyauth ri2n mbps)" "$(med veth ri2n mbps)"))."
+			echo
+		fi
+		if [ -n "$(agg veth-capture keyed hits)" ]; then
+			echo "Capture check (64 MiB of a known text, every UDP frame on host 2's rails captured): without a key" \
+				"$(fmtv veth-capture plain hits) frames held a piece of it ($(fmtv veth-capture plain bytes) bytes" \
+				"captured); with a cluster key $(fmtv veth-capture keyed hits) ($(fmtv veth-capture keyed bytes) bytes)."
 			echo
 		fi
 		if [ -n "$(agg tp2 tcp-r1 mbps)" ]; then
@@ -1319,7 +1432,7 @@ summary() {
 			echo "|---|---|---|---|---|---|"
 			local row f s l
 			for row in "veth ri2n ri2n (ri2n-stream --no-verify)" "veth-nopub ri2n ri2n, no ri2n-stat publishing" \
-				"veth-keyed ri2n ri2n with a cluster key" "veth-ri2n-run ri2n iperf3, both ends under ri2n-run" \
+				"veth-keyed ri2n ri2n with a cluster key" "veth-keyauth ri2n ri2n with a cluster key, integrity only" "veth-ri2n-run ri2n iperf3, both ends under ri2n-run" \
 				"veth mptcp MPTCP (mptcpize run iperf3)" "veth tcp-r1 TCP on rail 1 (iperf3)" "veth tcp-r2 TCP on rail 2 (iperf3)"; do
 				read -r f s l <<<"$row"
 				[ -n "$(agg "$f" "$s" mbps)" ] || continue

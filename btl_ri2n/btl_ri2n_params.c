@@ -53,6 +53,9 @@ static const knob_var knobs[] = {
 	  "Send ring per peer (bytes): written and not yet acknowledged" },
 	{ "rcvbuf", RI2N_RCVBUF, P(rcvbuf),
 	  "Receive ring per peer (bytes): the window a peer may fill" },
+	{ "key_auth_only", RI2N_KEY_AUTH_ONLY, P(key_auth_only),
+	  "With a cluster key: 1 authenticates every datagram but leaves MPI's bytes in clear "
+	  "(AES-GMAC, cheaper); 0 encrypts them (AES-256-GCM).  Every rank must agree" },
 };
 
 static void reg_int(mca_btl_ri2n_component_t *c, const char *name, const char *help, int level,
@@ -154,8 +157,9 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 		"queued or a rail look silent (0/1)", LVL_DEV, &p->rx_ts);
 	p->key_file = NULL;
 	reg_string(c, "key_file",
-		   "File holding the cluster key (64 hex digits): every datagram then carries a MAC "
-		   "and ranks without the same key cannot connect.  A file, so that the key never "
+		   "File holding the cluster key (64 hex digits): every datagram is then encrypted "
+		   "and authenticated (AES-256-GCM under per-connection keys) and ranks without the "
+		   "same key cannot connect.  A file, so that the key never "
 		   "shows in ompi_info or on command lines (default: RI2N_KEY_FILE or RI2N_KEY; "
 		   "none: no authentication)", LVL_USER, &p->key_file);
 	p->log = NULL;

@@ -282,6 +282,18 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 	if (m->finalizing)
 		return 0;
 	rc = rn_listener_recv(&m->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	if (m->lis.bad_key_inits) {
+		rn_addr bad;
+		uint64_t n = rn_listener_take_bad_key(&m->lis, now, &bad);
+		struct in_addr ia = { .s_addr = htonl(bad.ip) };
+		char a[INET_ADDRSTRLEN];
+
+		if (n && inet_ntop(AF_INET, &ia, a, sizeof(a)))
+			rn_warn("btl_ri2n: refused %llu connection attempt(s), the last from %s:%u: the "
+				"rank's cluster key differs from this one's, or it has none "
+				"(btl_ri2n_key_file, RI2N_KEY_FILE, RI2N_KEY)", (unsigned long long)n,
+				a, bad.port);
+	}
 	if (rc == RN_LISTEN_REPLY) {
 		rn_hset_send_now(&m->io, rail, from, reply, rlen);
 	} else if (rc == RN_LISTEN_ACCEPT) {

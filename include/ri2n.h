@@ -102,6 +102,10 @@ enum ri2n_option {
 				    any time, also connected (0: off; at most 1 s;
 				    -1, the default: adaptive, each thread polls as
 				    long as its recent waits say pays, up to 100 us) */
+	RI2N_KEY_AUTH_ONLY,      /* with a cluster key: 1 authenticates every datagram
+				    but leaves the payload in clear (AES-GMAC, about
+				    twice as fast as encrypting); both ends must agree
+				    (0: authenticated encryption, AES-256-GCM) */
 };
 
 /*

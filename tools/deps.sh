@@ -6,7 +6,8 @@
 #                          ri2n-run with (redis-server and redis-benchmark)
 set -euo pipefail
 
-build_pkgs=(build-essential cmake pkg-config libsodium-dev libevent-dev libcmocka-dev
+# libssl-dev: OpenSSL 3's libcrypto seals keyed datagrams (AES-256-GCM, HKDF)
+build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
 	procps util-linux python3 psmisc mptcpize)

@@ -63,6 +63,8 @@ int rn_config_check(const rn_config *c, const char **why)
 		bad = "init_cwnd must be between 4 and snd_slots";
 	else if (c->keyed > 1)
 		bad = "keyed must be 0 or 1";
+	else if (c->auth_only > 1)
+		bad = "auth_only must be 0 or 1";
 	else if (c->keyed && c->max_dgram < RN_INIT_LEN + RN_MAC_LEN)
 		bad = "with a key, max_dgram must be at least 272 bytes";
 	if (why)

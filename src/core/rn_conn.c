@@ -114,6 +114,46 @@ int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
 	return 0;
 }
 
+static void free_keys(rn_conn *c)
+{
+	if (!c->cr)
+		return;
+	rn_crypt_free(c->cr);
+	sodium_memzero(c->plain, c->plain_cap); /* the last datagram opened */
+	c->env.mem.free(c->env.mem.user, c->cr);
+	c->cr = NULL;
+	c->plain = NULL;
+	c->plain_cap = 0;
+}
+
+/*
+ * Keyed: derives the connection's keys from the cluster key and both ends'
+ * ids and initial sequence numbers (rn_crypt_init), and makes room to open
+ * datagrams of up to dgram bytes.  A client whose handshake restarted
+ * derives them again from the new values.
+ */
+static int make_keys(rn_conn *c, uint64_t now_ns)
+{
+	const rn_mem *mem = &c->env.mem;
+	int rc;
+
+	free_keys(c);
+	c->cr = mem->alloc(mem->user, sizeof(*c->cr) + c->dgram);
+	if (!c->cr)
+		return RN_ERR_NOMEM;
+	rc = rn_crypt_init(c->cr, c->cfg.key, c->is_client, c->is_client ? c->id : c->peer_id,
+			   c->is_client ? c->peer_id : c->id, c->is_client ? c->isn : c->peer_isn,
+			   c->is_client ? c->peer_isn : c->isn, c->cfg.auth_only, now_ns);
+	if (rc) {
+		mem->free(mem->user, c->cr);
+		c->cr = NULL;
+		return rc;
+	}
+	c->plain = (uint8_t *)(c->cr + 1);
+	c->plain_cap = c->dgram;
+	return 0;
+}
+
 void rn_conn_del(rn_conn *c)
 {
 	const rn_mem *mem;
@@ -125,6 +165,7 @@ void rn_conn_del(rn_conn *c)
 	rn_rob_free(&c->rq, mem);
 	for (int k = 0; k < RN_MAX_RAILS; k++)
 		rn_rail_free(&c->rail[k], mem);
+	free_keys(c);
 	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
 }
@@ -145,8 +186,12 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 
 	if (n == 0)
 		return RN_ERR_NOROUTE;
-	if (c->cfg.keyed)
-		c->dgram -= RN_MAC_LEN; /* every datagram ends in its tag */
+	if (c->cfg.keyed) {
+		rc = make_keys(c, now_ns);
+		if (rc)
+			return rc;
+		c->dgram -= RN_AEAD_OVERHEAD; /* packet number and tag */
+	}
 	c->mss = c->dgram - RN_HDR_LEN;
 	snd0 = ring_init_slots(c->mss, c->cfg.snd_slots);
 	rcv0 = ring_init_slots(c->mss, c->cfg.rcv_slots);

@@ -8,6 +8,7 @@
 #define RN_CONN_H
 
 #include "rn_core.h"
+#include "rn_crypt.h"
 #include "rn_rail.h"
 #include "rn_rob.h"
 #include "rn_sndq.h"
@@ -115,6 +116,11 @@ struct rn_conn {
 	uint8_t fin_acked, peer_fin_seen;
 	uint32_t rst_pending;       /* rails still owed a RESET */
 	uint64_t linger_until_ns;
+
+	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
+	rn_crypt *cr;
+	uint8_t *plain;
+	size_t plain_cap;
 
 	rn_conn_stats st;
 };

@@ -562,6 +562,29 @@ static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from
 	return 0;
 }
 
+/*
+ * Keyed: checks a datagram's tag and opens it (*pkt then points at the plain
+ * datagram in c->plain).  Returns its plain length or -(1 + rn_drop).
+ */
+static ssize_t open_keyed(rn_conn *c, const uint8_t **pkt, size_t len, rn_addr from)
+{
+	ssize_t n;
+
+	if (len >= RN_HDR_LEN && !rn_wire_cluster_sealed((*pkt)[1])) {
+		if (!c->cr) /* sealed under keys the handshake has not given us yet */
+			return -(1 + RN_DROP_AUTH);
+		n = rn_crypt_open(c->cr, *pkt, len, c->plain, c->plain_cap);
+		if (n >= 0)
+			*pkt = c->plain;
+		return n;
+	}
+	if (len >= RN_HDR_LEN && (*pkt)[1] == RN_PT_SRESET) /* its tag names the sender */
+		n = rn_wire_open_reset(*pkt, len, c->cfg.key, from);
+	else
+		n = rn_wire_open(*pkt, len, c->cfg.key);
+	return n < 0 ? -(1 + RN_DROP_AUTH) : n;
+}
+
 int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		 const uint8_t *pkt, size_t len)
 {
@@ -578,10 +601,10 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	if (named && named != c->peer_id)
 		return RN_ERR_DROP;
 	if (c->cfg.keyed) {
-		ssize_t n = rn_wire_open(pkt, len, c->cfg.key);
+		ssize_t n = open_keyed(c, &pkt, len, from);
 
 		if (n < 0)
-			return drop(c, RN_DROP_AUTH);
+			return drop(c, (rn_drop)(-n - 1));
 		len = (size_t)n;
 	}
 	rc = rn_wire_decode(&p, pkt, len);

@@ -418,8 +418,18 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 
 	if (!c->cfg.keyed)
 		return write_pkt(c, now_ns, writable, buf, cap, tx);
-	if (cap < RN_MAC_LEN)
+	/* written after room for the packet number, which goes after the header */
+	if (cap < RN_AEAD_OVERHEAD)
 		return RN_ERR_NOBUF;
-	n = write_pkt(c, now_ns, writable, buf, cap - RN_MAC_LEN, tx);
-	return n > 0 ? rn_wire_seal(buf, (size_t)n, cap, c->cfg.key) : n;
+	n = write_pkt(c, now_ns, writable, buf + RN_PN_LEN, cap - RN_AEAD_OVERHEAD, tx);
+	if (n <= 0)
+		return n;
+	if (rn_wire_cluster_sealed(buf[RN_PN_LEN + 1])) {
+		memmove(buf, buf + RN_PN_LEN, (size_t)n);
+		return rn_wire_seal(buf, (size_t)n, cap, c->cfg.key);
+	}
+	if (!c->cr)
+		return 0; /* a RESET before the handshake gave us keys: the peer could not read it */
+	n = rn_crypt_seal(c->cr, now_ns, buf, (size_t)n, cap);
+	return n == RN_ERR_NOBUF ? n : n < 0 ? 0 : n; /* OpenSSL failed: the datagram is lost */
 }

@@ -47,7 +47,7 @@ enum {
 	RN_MAX_SLOTS = 1 << 16,    /* largest ring: keeps windows far below 2^31 */
 	RN_MAX_SACK_WORDS = 128,   /* 8192 packets of selective ACK in one ACK */
 	RN_KEY_LEN = 32,           /* pre-shared cluster key (RI2N_KEY) */
-	RN_MAC_LEN = 16,           /* tag at the end of every datagram when keyed */
+	RN_MAC_LEN = 16,           /* keyed: tag of handshake and stateless datagrams (rn_wire.h) */
 };
 
 typedef enum rn_err {
@@ -127,7 +127,8 @@ typedef struct rn_config {
 	uint64_t queue_target_ns;  /* queueing delay a rail may build up */
 	uint64_t linger_ns;        /* state kept after a clean close for late FINs */
 	uint32_t init_cwnd;        /* packets a rail may have in flight at start */
-	uint8_t keyed;             /* 1: every datagram carries a MAC under key */
+	uint8_t keyed;             /* 1: datagrams are sealed under keys from key (rn_crypt.h) */
+	uint32_t auth_only;        /* keyed: authenticate only, payload in clear (RI2N_KEY_AUTH_ONLY) */
 	uint8_t key[RN_KEY_LEN];   /* the cluster key; never logged */
 } rn_config;
 
@@ -381,11 +382,22 @@ typedef struct rn_listener {
 	uint64_t inits, accepts;
 	uint64_t resets;          /* stateless resets sent for unknown connection ids */
 	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
+	uint64_t bad_key_inits;   /* keyed: INITs whose tag failed (another cluster key, or none)... */
+	rn_addr bad_key_from;     /* ...the last one's source... */
+	uint64_t bad_key_told_ns; /* ...and when rn_listener_take_bad_key last reported them */
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
+
+/*
+ * Keyed: the INITs this listener refused under another cluster key (or none)
+ * since the last report, at most once a second so that a retrying client or
+ * a flood makes one log line: returns their count, 0 when there is nothing
+ * to report now, and the last one's source in *from.
+ */
+uint64_t rn_listener_take_bad_key(rn_listener *l, uint64_t now_ns, rn_addr *from);
 
 /* Wipes the listener's key and secrets before its memory goes (or accept params': their cfg). */
 void rn_listener_wipe(rn_listener *l);

@@ -172,6 +172,18 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 	return RN_LISTEN_ACCEPT;
 }
 
+uint64_t rn_listener_take_bad_key(rn_listener *l, uint64_t now_ns, rn_addr *from)
+{
+	uint64_t n = l->bad_key_inits;
+
+	if (n == 0 || (l->bad_key_told_ns && now_ns - l->bad_key_told_ns < UINT64_C(1000000000)))
+		return 0;
+	*from = l->bad_key_from;
+	l->bad_key_inits = 0;
+	l->bad_key_told_ns = now_ns;
+	return n;
+}
+
 void rn_listener_wipe(rn_listener *l)
 {
 	sodium_memzero(l->cfg.key, sizeof(l->cfg.key));
@@ -185,6 +197,12 @@ void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
 	rn_replay_forget(&l->used, accepted->id);
 }
 
+/* Where a keyed listener's resets on rail i come from: their tags name it. */
+static rn_addr rail_addr(const rn_listener *l, int i)
+{
+	return (rn_addr){ l->rails[i].ip, l->rails[i].port };
+}
+
 /*
  * A datagram for a connection id nobody here holds: its sender still
  * believes in a connection this host lost (the process restarted on the
@@ -194,8 +212,9 @@ void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
  * (the sender's own id is not in its datagrams; its driver hands the reset
  * to the connections on the port and the one whose peer has that id and
  * that address takes it, rn_conn_recv).  Who can make one:
- *   - with a cluster key, only a key holder: the trigger must carry a valid
- *     tag (checked before this) and the reset carries one;
+ *   - with a cluster key, only this host for its own rail: the reset's tag
+ *     covers this rail's address (on_sealed, rn_wire_seal_reset), so a
+ *     reset drawn from another host's listener is refused by the peer;
  *   - without, only who has seen the 64-bit id, which travels on the
  *     connection's rails alone: a host on the path (which can forge a RESET
  *     anyway), never one off it.
@@ -252,11 +271,46 @@ size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_param
 	n = rn_wire_encode(reply, l->cfg.keyed ? cap - RN_MAC_LEN : cap, &h, NULL, body,
 			   sizeof(body));
 	if (n > 0 && l->cfg.keyed)
-		n = rn_wire_seal(reply, (size_t)n, cap, l->cfg.key);
+		n = rn_wire_seal_reset(reply, (size_t)n, cap, l->cfg.key,
+				       rail_addr(l, accepted->local_rail));
 	if (n <= 0)
 		return 0;
 	l->resets++;
 	return (size_t)n;
+}
+
+/*
+ * Keyed: a datagram sealed under a connection's keys, which no listener
+ * holds.  It cannot tell a key holder's datagram from a forgery, so anyone
+ * may draw a reset with one; the reset's tag names this rail's address
+ * (rn_wire_seal_reset), which only helps the peer of a connection this host
+ * really lost.  Its header is read as it stands (the body is sealed).
+ */
+static int on_sealed(rn_listener *l, uint64_t now_ns, int local_rail, rn_addr from,
+		     const uint8_t *pkt, size_t len, uint8_t *reply, size_t cap,
+		     size_t *reply_len)
+{
+	rn_pkt p;
+	ssize_t n;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (pkt[0] != RN_WIRE_VERSION)
+		return ldrop(l, RN_DROP_VERSION);
+	if (local_rail < 0 || local_rail >= l->nrails)
+		return ldrop(l, RN_DROP_SOURCE);
+	if (cap < RN_MAC_LEN)
+		return RN_ERR_NOBUF;
+	p.type = pkt[1];
+	p.dst = rn_wire_peek_dst(pkt, len);
+	rc = on_unknown(l, now_ns, from, &p, len, reply, cap - RN_MAC_LEN, reply_len);
+	if (rc != RN_LISTEN_REPLY)
+		return rc;
+	n = rn_wire_seal_reset(reply, *reply_len, cap, l->cfg.key, rail_addr(l, local_rail));
+	if (n < 0)
+		return (int)n;
+	*reply_len = (size_t)n;
+	return rc;
 }
 
 int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
@@ -269,9 +323,15 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 	int rc;
 
 	*reply_len = 0;
+	if (l->cfg.keyed && len >= RN_HDR_LEN && !rn_wire_cluster_sealed(pkt[1]))
+		return on_sealed(l, now_ns, local_rail, from, pkt, len, reply, cap, reply_len);
 	if (l->cfg.keyed) {
 		ssize_t n = rn_wire_open(pkt, len, l->cfg.key);
 
+		if (n < 0 && len >= RN_HDR_LEN && pkt[1] == RN_PT_INIT) {
+			l->bad_key_inits++; /* a client with another key: drivers tell the operator */
+			l->bad_key_from = from;
+		}
 		if (n < 0)
 			return ldrop(l, RN_DROP_AUTH);
 		len = (size_t)n;

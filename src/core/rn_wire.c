@@ -270,3 +270,42 @@ ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LE
 		return RN_ERR_DROP;
 	return (ssize_t)len;
 }
+
+/* The reset's tag: BLAKE2b keyed with the cluster key over the datagram and the sender's address. */
+static void reset_tag(uint8_t tag[RN_MAC_LEN], const uint8_t *buf, size_t len,
+		      const uint8_t key[RN_KEY_LEN], rn_addr sender)
+{
+	crypto_generichash_blake2b_state st;
+	uint8_t a[6];
+
+	rn_put32(a, sender.ip);
+	rn_put16(a + 4, sender.port);
+	crypto_generichash_blake2b_init(&st, key, RN_KEY_LEN, RN_MAC_LEN);
+	crypto_generichash_blake2b_update(&st, buf, len);
+	crypto_generichash_blake2b_update(&st, a, sizeof(a));
+	crypto_generichash_blake2b_final(&st, tag, RN_MAC_LEN);
+	sodium_memzero(&st, sizeof(st));
+}
+
+ssize_t rn_wire_seal_reset(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN],
+			   rn_addr sender)
+{
+	if (len > cap || cap - len < RN_MAC_LEN)
+		return RN_ERR_NOBUF;
+	reset_tag(buf + len, buf, len, key, sender);
+	return (ssize_t)(len + RN_MAC_LEN);
+}
+
+ssize_t rn_wire_open_reset(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN],
+			   rn_addr sender)
+{
+	uint8_t tag[RN_MAC_LEN];
+
+	if (len < RN_HDR_LEN + RN_MAC_LEN)
+		return RN_ERR_DROP;
+	len -= RN_MAC_LEN;
+	reset_tag(tag, buf, len, key, sender);
+	if (sodium_memcmp(tag, buf + len, RN_MAC_LEN) != 0)
+		return RN_ERR_DROP;
+	return (ssize_t)len;
+}

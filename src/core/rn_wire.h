@@ -94,8 +94,11 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
 		       const rn_ackblk *ab, const void *payload, size_t len);
 
 /*
- * With a cluster key every datagram ends in an RN_MAC_LEN-byte tag: keyed
- * BLAKE2b over everything before it.  The header it covers holds the
+ * With a cluster key, the handshake and stateless datagrams (INIT, INIT_ACK,
+ * COOKIE_ECHO, SRESET: sent before or without a connection's keys) end in
+ * an RN_MAC_LEN-byte tag: BLAKE2b keyed with the cluster key over everything
+ * before it; every other type is sealed under its connection's keys
+ * (rn_crypt.h).  The header it covers holds the
  * destination connection id and the sequence number, so a tag is bound to
  * its connection and packet.
  *
@@ -104,8 +107,25 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
  * datagram's tag in constant time; returns the length without it, or
  * RN_ERR_DROP if the tag is missing or wrong.
  */
+static inline int rn_wire_cluster_sealed(uint8_t type)
+{
+	return type == RN_PT_INIT || type == RN_PT_INIT_ACK || type == RN_PT_COOKIE_ECHO ||
+	       type == RN_PT_SRESET;
+}
 ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN]);
 ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN]);
+
+/*
+ * A keyed stateless reset's tag also covers the address of the rail that
+ * sent it (the listener's): a listener cannot check the connection keys of
+ * the datagram it answers, so anyone may draw a reset from it, but only the
+ * host that lost the connection makes one its peer takes (another host's
+ * reset for the same id names another address).  Same returns as above.
+ */
+ssize_t rn_wire_seal_reset(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN],
+			   rn_addr sender);
+ssize_t rn_wire_open_reset(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN],
+			   rn_addr sender);
 
 /* ---- payloads of control packets ---- */
 

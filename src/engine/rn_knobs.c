@@ -39,6 +39,7 @@ static const knob knobs[] = {
 	{ RI2N_MTU, "RI2N_MTU", K_MTU, NS(max_dgram), 576, 65535 },
 	{ RI2N_SNDBUF, "RI2N_SNDBUF", K_BUF_SND, NS(snd_slots), 65536, 256 << 20 },
 	{ RI2N_RCVBUF, "RI2N_RCVBUF", K_BUF_RCV, NS(rcv_slots), 65536, 256 << 20 },
+	{ RI2N_KEY_AUTH_ONLY, "RI2N_KEY_AUTH_ONLY", K_COUNT, NS(auth_only), 0, 1 },
 };
 
 static const knob *find(int opt)
@@ -129,7 +130,7 @@ void rn_knobs_from_env(rn_config *cfg)
 	static const int order[] = { RI2N_MTU, RI2N_HEARTBEAT_MS, RI2N_KEEPALIVE_MS,
 				     RI2N_RAIL_TIMEOUT_MS, RI2N_DEAD_PEER_MS,
 				     RI2N_CONNECT_TIMEOUT_MS, RI2N_FAIL_WINDOW, RI2N_FAIL_MIN,
-				     RI2N_SNDBUF, RI2N_RCVBUF };
+				     RI2N_SNDBUF, RI2N_RCVBUF, RI2N_KEY_AUTH_ONLY };
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++) {
 		const knob *k = find(order[i]);

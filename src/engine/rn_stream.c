@@ -221,6 +221,10 @@ static void on_core_event(void *user, const rn_event *ev)
 	case RN_EV_FAILED:
 		if (ev->err != RN_ERR_ABORTED && st->connected)
 			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
+		else if (ev->err == RN_ERR_TIMEDOUT && (rn_conn_get_stats(st->conn, &cs), cs.keyed))
+			rn_warn("connect to %s failed: no answer within the connect timeout; with a "
+				"cluster key this is also what a listener with another key, or none, "
+				"looks like (it logs the refusal)", st->name);
 		else if (ev->err != RN_ERR_ABORTED)
 			rn_info("connect to %s failed: %s", st->name,
 				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
@@ -984,6 +988,20 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	return 0;
 }
 
+/* Keyed listener: INITs under another cluster key (or none) are refused unanswered; say so. */
+static void warn_bad_key(rn_listener *l, uint64_t now)
+{
+	rn_addr from;
+	uint64_t n = rn_listener_take_bad_key(l, now, &from);
+	char a[32];
+
+	if (n)
+		rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's "
+			"cluster key differs from this listener's, or it has none (RI2N_KEY / "
+			"RI2N_KEY_FILE)", (unsigned long long)n, rn_ip_str(from.ip, a, sizeof(a)),
+			from.port);
+}
+
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
 			    uint64_t now)
 {
@@ -998,6 +1016,7 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
 	if (rc == RN_LISTEN_ACCEPT)
 		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
+	warn_bad_key(p->lis, now);
 }
 
 /* Aborts the connections queued on a listening socket nobody will accept. */

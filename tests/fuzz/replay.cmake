@@ -6,7 +6,7 @@
 include_guard(GLOBAL)
 
 set(RI2N_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen fuzz_dispatch fuzz_btl)
+set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen fuzz_dispatch fuzz_btl fuzz_crypt)
 
 add_library(rn_fuzz_common STATIC ${RI2N_FUZZ_DIR}/fuzz_common.c ${RI2N_FUZZ_DIR}/fuzz_pair.c
   ${RI2N_FUZZ_DIR}/fuzz_drive.c)

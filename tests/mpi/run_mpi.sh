@@ -190,7 +190,7 @@ sc_keyed() {
 		-- --bw-seconds 3 || fail "mpirun failed (status $?)"
 	require_pass keyed
 	report keyed
-	grep -q 'btl_ri2n .* -> .*: [a-z_]*, keyed (mss 1432' "$WORK/keyed.out" ||
+	grep -q 'btl_ri2n .* -> .*: [a-z_]*, keyed (mss 1424' "$WORK/keyed.out" ||
 		fail "the BTL's streams are not keyed: $(grep -m2 'btl_ri2n .* -> ' "$WORK/keyed.out")"
 	! grep -q "$key" "$WORK/keyed.out" || fail "the key appears in the job's output"
 	ok "2 ranks with btl_ri2n_key_file: every byte verified, every stream authenticated"

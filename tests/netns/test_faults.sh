@@ -19,6 +19,9 @@
 #               started again on its port: the restarted one's client gets a
 #               stateless reset ("connection reset", long before the 30 s dead-peer
 #               timeout); the healthy stream arrives verified, none of its rails fails
+#   restart-keyed  the same with a cluster key at every end: the restarted server's
+#               listener cannot check the client's sealed datagrams, and its reset
+#               is taken because its tag names the server's rail address
 #   budget      a server allowed 2 connections (RI2N_MAX_CONNS=2): a third client is
 #               refused at once (ECONNREFUSED, not the 30 s connect timeout), the
 #               server's accept says EMFILE and its log says why, the two verified
@@ -179,8 +182,12 @@ kill)
 	awk -v s="$secs" 'BEGIN { exit !(s <= 3 + 5) }' || nt_fail "sender took $secs s to notice"
 	nt_ok "kill: the sender failed $secs s after the receiver was killed (dead-peer timeout 3 s)"
 	;;
-restart)
+restart | restart-keyed)
 	nt_init "$tag" 2 2 1gbit
+	if [ "$scenario" = restart-keyed ]; then
+		RI2N_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+		export RI2N_KEY
+	fi
 	serve_on() { # PORT: a server in h2 on PORT, its output in serveP.*
 		RI2N_RAILS=$NT_RAILS setsid ip netns exec "$(tb_ns 2)" "$NT_XFER" serve --quiet \
 			--port "$1" >>"$NT_DIR/serve$1.out" 2>>"$NT_DIR/serve$1.err" &
@@ -218,7 +225,7 @@ restart)
 	done
 	# the killed server's client is still waiting for its dead-peer timeout: end it
 	kill -9 -- "-$ypid" 2>/dev/null
-	nt_ok "restart: reset $secs s after the restart (dead-peer timeout 30 s); the healthy stream verified, no rail of it failed"
+	nt_ok "$scenario: reset $secs s after the restart (dead-peer timeout 30 s); the healthy stream verified, no rail of it failed"
 	;;
 budget)
 	nt_init "$tag" 2 2 1gbit

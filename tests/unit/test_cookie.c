@@ -554,12 +554,24 @@ static void test_cookie_listener_sreset(void **state)
 	assert_true(f->l.resets_limited >= RN_RL_BURST);
 }
 
-/* With a cluster key only a tagged datagram draws a reset, and the reset is tagged. */
+/*
+ * With a cluster key, datagrams of a connection are sealed under its own
+ * keys (rn_crypt.h), which no listener holds: any such datagram for an
+ * unknown id draws a reset, whose tag names the listener's rail address.  The
+ * peer of a connection this host lost takes it; another host's listener (same
+ * key, another address) makes a reset nobody takes.  A handshake datagram
+ * without its cluster tag still draws nothing.
+ */
 static void test_cookie_listener_sreset_keyed(void **state)
 {
 	lis_fix *f = *state;
-	uint8_t reply[512];
+	uint8_t reply[512], pkt[256];
 	size_t rlen, len;
+	rn_addr mine = { f->rails[0].ip, f->rails[0].port };
+	rn_addr other = { f->rails[0].ip + 1, f->rails[0].port };
+	rn_hdr h = { .type = RN_PT_INIT };
+	rn_accept_params ap;
+	ssize_t n;
 
 	f->cfg.keyed = 1;
 	memset(f->cfg.key, 0x42, RN_KEY_LEN);
@@ -567,13 +579,37 @@ static void test_cookie_listener_sreset_keyed(void **state)
 	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
 			 RN_LISTEN_REPLY);
 	assert_true(rlen <= len);
-	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key), (ssize_t)(rlen - RN_MAC_LEN));
-	/* the same datagram without its tag (someone without the key): nothing */
-	f->cfg.keyed = 0;
-	assert_int_equal(to_unknown(f, UT_T0, RN_PT_KEEPALIVE, 1, 77, reply, &rlen, &len),
+	assert_int_equal(rn_wire_open_reset(reply, rlen, f->cfg.key, mine),
+			 (ssize_t)(rlen - RN_MAC_LEN));
+	assert_true(rn_wire_peek_sreset(reply, rlen) == 77);
+	/* the same reset as if another host's listener had made it: refused */
+	assert_int_equal(rn_wire_open_reset(reply, rlen, f->cfg.key, other), RN_ERR_DROP);
+	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key), RN_ERR_DROP);
+	reply[RN_HDR_LEN] ^= 1;
+	assert_int_equal(rn_wire_open_reset(reply, rlen, f->cfg.key, mine), RN_ERR_DROP);
+	/* an INIT without its cluster tag: dropped, counted, unanswered */
+	n = rn_wire_encode(pkt, sizeof(pkt), &h, NULL, NULL, 0);
+	assert_true(n > 0);
+	memset(pkt + n, 0, RN_INIT_LEN - (size_t)n);
+	assert_int_equal(rn_listener_recv(&f->l, UT_T0, 0, CLIENT_ADDR, pkt, RN_INIT_LEN + RN_MAC_LEN,
+					  reply, sizeof(reply), &rlen, &ap),
 			 RN_ERR_DROP);
 	assert_int_equal(f->l.drops[RN_DROP_AUTH], 1);
 	assert_int_equal(f->l.resets, 1);
+	/* the operator hears of it once, with the source; a second try within 1 s: not yet */
+	{
+		rn_addr bad = { 0, 0 };
+
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0, &bad), 1);
+		assert_int_equal(bad.ip, CLIENT_ADDR.ip);
+		assert_int_equal(bad.port, CLIENT_ADDR.port);
+		assert_int_equal(rn_listener_recv(&f->l, UT_T0 + UT_MS, 0, CLIENT_ADDR, pkt,
+						  RN_INIT_LEN + RN_MAC_LEN, reply, sizeof(reply), &rlen, &ap),
+				 RN_ERR_DROP);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + UT_MS, &bad), 0);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + UT_S, &bad), 1);
+		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0 + 3 * UT_S, &bad), 0);
+	}
 }
 
 typedef struct echo_case {

@@ -48,6 +48,9 @@ typedef struct un_rec {
 	uint32_t ack, wnd;  /* valid when flags & RN_F_ACK */
 	uint16_t nwords, plen;
 	uint8_t head[UN_HEAD];
+	/* keyed: sealed under the connection's keys (only the header fields above are known) */
+	uint8_t sealed;
+	uint64_t pn;        /* its packet number: epoch << 32 | counter */
 } un_rec;
 
 /* One datagram on its way. */

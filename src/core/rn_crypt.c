@@ -1,0 +1,310 @@
+/*
+ * rn_crypt.c - AES-256-GCM per datagram, HKDF key schedule, epochs and the
+ * replay window (rn_crypt.h says what and why).
+ *
+ * OpenSSL allocates inside rn_aead_new and rn_hkdf, which run when a
+ * connection is set up and once per epoch (RN_REKEY_PACKETS datagrams or
+ * RN_REKEY_NS); sealing and opening a datagram allocate nothing.
+ */
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <sodium/utils.h>
+
+#include "rn_core.h"
+#include "rn_crypt.h"
+#include "rn_wire.h"
+
+#define BAD(reason) (-(1 + (int)(reason)))
+
+/* ---- the AEAD ---- */
+
+void *rn_aead_new(const uint8_t key[RN_AEAD_KEY_LEN], int enc)
+{
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+
+	if (ctx && rn_aead_rekey(ctx, key, enc) != 0) {
+		EVP_CIPHER_CTX_free(ctx);
+		ctx = NULL;
+	}
+	return ctx;
+}
+
+int rn_aead_rekey(void *aead, const uint8_t key[RN_AEAD_KEY_LEN], int enc)
+{
+	EVP_CIPHER_CTX *ctx = aead;
+	const EVP_CIPHER *cipher = EVP_CIPHER_CTX_get0_cipher(ctx) ? NULL : EVP_aes_256_gcm();
+
+	return EVP_CipherInit_ex(ctx, cipher, NULL, key, NULL, enc) == 1 ? 0 : -1;
+}
+
+void rn_aead_del(void *aead)
+{
+	EVP_CIPHER_CTX_free(aead); /* cleanses the key schedule */
+}
+
+/*
+ * Per datagram: the _ex2 init and the tag as an OSSL_PARAM are OpenSSL 3's
+ * direct paths (EVP_EncryptInit_ex and the GCM ctrl go through conversion
+ * layers): 6% less time per 1448-byte datagram, 25 of about 400 ns.
+ */
+int rn_aead_seal(void *aead, const uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8_t *aad,
+		 size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+		 uint8_t tag[RN_AEAD_TAG_LEN])
+{
+	EVP_CIPHER_CTX *ctx = aead;
+	OSSL_PARAM p[2] = { OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag,
+							      RN_AEAD_TAG_LEN),
+			    OSSL_PARAM_construct_end() };
+	int n;
+
+	if (EVP_EncryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
+	    EVP_EncryptUpdate(ctx, NULL, &n, aad, (int)aad_len) != 1 ||
+	    (len && EVP_EncryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
+	    EVP_EncryptFinal_ex(ctx, out + len, &n) != 1 || EVP_CIPHER_CTX_get_params(ctx, p) != 1)
+		return -1;
+	return 0;
+}
+
+int rn_aead_open(void *aead, const uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8_t *aad,
+		 size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,
+		 const uint8_t tag[RN_AEAD_TAG_LEN])
+{
+	EVP_CIPHER_CTX *ctx = aead;
+	OSSL_PARAM p[2] = { OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
+							      (void *)tag, RN_AEAD_TAG_LEN),
+			    OSSL_PARAM_construct_end() };
+	int n;
+
+	if (EVP_DecryptInit_ex2(ctx, NULL, NULL, nonce, NULL) != 1 ||
+	    EVP_DecryptUpdate(ctx, NULL, &n, aad, (int)aad_len) != 1 ||
+	    (len && EVP_DecryptUpdate(ctx, out, &n, in, (int)len) != 1) ||
+	    EVP_CIPHER_CTX_set_params(ctx, p) != 1 || EVP_DecryptFinal_ex(ctx, out + len, &n) != 1)
+		return -1;
+	return 0;
+}
+
+int rn_hkdf(uint8_t *out, size_t out_len, const uint8_t *ikm, size_t ikm_len,
+	    const uint8_t *salt, size_t salt_len, const uint8_t *info, size_t info_len)
+{
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	int mode = salt ? EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND : EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+	OSSL_PARAM params[6], *p = params;
+	int rc = -1;
+
+	*p++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0);
+	*p++ = OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_len);
+	*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, info_len);
+	if (salt)
+		*p++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt,
+							 salt_len);
+	*p = OSSL_PARAM_construct_end();
+	if (kctx && EVP_KDF_derive(kctx, out, out_len, params) == 1)
+		rc = 0;
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	return rc;
+}
+
+/* ---- the key schedule ---- */
+
+/* The key of one epoch of a direction: HKDF-Expand(secret, "ri2n key" epoch). */
+static int epoch_key(uint8_t key[RN_AEAD_KEY_LEN], const uint8_t secret[RN_AEAD_KEY_LEN],
+		     uint32_t epoch)
+{
+	uint8_t info[12] = "ri2n key";
+
+	rn_put32(info + 8, epoch);
+	return rn_hkdf(key, RN_AEAD_KEY_LEN, secret, RN_AEAD_KEY_LEN, NULL, 0, info, sizeof(info));
+}
+
+/* Points aead (new if NULL) at the key of `epoch` of secret; 0 or -1. */
+static int set_epoch(void **aead, const uint8_t secret[RN_AEAD_KEY_LEN], uint32_t epoch, int enc)
+{
+	uint8_t key[RN_AEAD_KEY_LEN];
+	int rc = epoch_key(key, secret, epoch);
+
+	if (rc == 0 && *aead)
+		rc = rn_aead_rekey(*aead, key, enc);
+	else if (rc == 0)
+		rc = (*aead = rn_aead_new(key, enc)) ? 0 : -1;
+	sodium_memzero(key, sizeof(key));
+	return rc;
+}
+
+int rn_crypt_init(rn_crypt *cr, const uint8_t cluster_key[RN_AEAD_KEY_LEN], int is_client,
+		  uint64_t client_id, uint64_t server_id, uint32_t client_isn,
+		  uint32_t server_isn, int auth_only, uint64_t now_ns)
+{
+	uint8_t salt[24];
+	/* the mode is in the labels: ends that disagree on it derive different keys */
+	const char *c2s = auth_only ? "ri2n v1 auth c2s" : "ri2n v1 aead c2s";
+	const char *s2c = auth_only ? "ri2n v1 auth s2c" : "ri2n v1 aead s2c";
+	int rc;
+
+	memset(cr, 0, sizeof(*cr));
+	cr->auth_only = (uint8_t)(auth_only != 0);
+	cr->rekey_packets = RN_REKEY_PACKETS;
+	cr->rekey_ns = RN_REKEY_NS;
+	cr->tx_epoch_ns = now_ns;
+	rn_put64(salt, client_id);
+	rn_put64(salt + 8, server_id);
+	rn_put32(salt + 16, client_isn);
+	rn_put32(salt + 20, server_isn);
+	rc = rn_hkdf(is_client ? cr->tx_secret : cr->rx_secret, RN_AEAD_KEY_LEN, cluster_key,
+		     RN_AEAD_KEY_LEN, salt, sizeof(salt), (const uint8_t *)c2s, strlen(c2s));
+	rc |= rn_hkdf(is_client ? cr->rx_secret : cr->tx_secret, RN_AEAD_KEY_LEN, cluster_key,
+		      RN_AEAD_KEY_LEN, salt, sizeof(salt), (const uint8_t *)s2c, strlen(s2c));
+	if (rc == 0)
+		rc = set_epoch(&cr->tx, cr->tx_secret, 0, 1);
+	if (rc == 0)
+		rc = set_epoch(&cr->rx[0].aead, cr->rx_secret, 0, 0);
+	if (rc != 0) {
+		rn_crypt_free(cr);
+		return RN_ERR_NOMEM;
+	}
+	cr->rx[0].ready = 1;
+	return 0;
+}
+
+void rn_crypt_free(rn_crypt *cr)
+{
+	rn_aead_del(cr->tx);
+	for (int i = 0; i < 3; i++)
+		rn_aead_del(cr->rx[i].aead);
+	sodium_memzero(cr, sizeof(*cr));
+}
+
+/* ---- datagrams ---- */
+
+static void make_nonce(uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8_t *pn)
+{
+	memset(nonce, 0, 4);
+	memcpy(nonce + 4, pn, RN_PN_LEN);
+}
+
+ssize_t rn_crypt_seal(rn_crypt *cr, uint64_t now_ns, uint8_t *buf, size_t len, size_t cap)
+{
+	uint8_t nonce[RN_AEAD_NONCE_LEN], *body = buf + RN_HDR_LEN + RN_PN_LEN;
+	size_t blen;
+	int rc;
+
+	if (len < RN_HDR_LEN || cap < RN_AEAD_OVERHEAD || len > cap - RN_AEAD_OVERHEAD)
+		return RN_ERR_NOBUF;
+	if (cr->tx_count >= cr->rekey_packets || now_ns - cr->tx_epoch_ns >= cr->rekey_ns) {
+		if (cr->tx_epoch == UINT32_MAX)
+			return RN_ERR_STATE;
+		if (set_epoch(&cr->tx, cr->tx_secret, cr->tx_epoch + 1, 1) != 0)
+			return RN_ERR_NOMEM;
+		cr->tx_epoch++;
+		cr->tx_count = 0;
+		cr->tx_epoch_ns = now_ns;
+		cr->tx_rekeys++;
+	}
+	/* the header moves in front of the packet number; the body stays put */
+	memmove(buf, buf + RN_PN_LEN, RN_HDR_LEN);
+	rn_put32(buf + RN_HDR_LEN, cr->tx_epoch);
+	rn_put32(buf + RN_HDR_LEN + 4, cr->tx_count);
+	make_nonce(nonce, buf + RN_HDR_LEN);
+	blen = len - RN_HDR_LEN;
+	if (cr->auth_only)
+		rc = rn_aead_seal(cr->tx, nonce, buf, RN_HDR_LEN + RN_PN_LEN + blen, NULL, 0,
+				  body + blen, body + blen);
+	else
+		rc = rn_aead_seal(cr->tx, nonce, buf, RN_HDR_LEN + RN_PN_LEN, body, blen, body,
+				  body + blen);
+	if (rc != 0)
+		return RN_ERR_NOMEM;
+	cr->tx_count++;
+	return (ssize_t)(len + RN_AEAD_OVERHEAD);
+}
+
+/* The slot for epoch e if we keep it (the newest, the one before, the one after), or NULL. */
+static rn_crypt_rx *rx_slot(rn_crypt *cr, uint32_t e)
+{
+	rn_crypt_rx *s = &cr->rx[e % 3];
+
+	if (e != cr->rx_epoch && e != cr->rx_epoch + 1 && !(cr->rx_epoch > 0 && e == cr->rx_epoch - 1))
+		return NULL;
+	if (s->ready && s->epoch == e)
+		return s;
+	/* first datagram of that epoch: its key, an empty window */
+	s->ready = 0;
+	if (set_epoch(&s->aead, cr->rx_secret, e, 0) != 0)
+		return NULL;
+	s->epoch = e;
+	s->top = 0;
+	memset(s->seen, 0, sizeof(s->seen));
+	s->ready = 1;
+	return s;
+}
+
+/* 1 if counter n may be new under s: above the window's floor and not seen. */
+static int rx_fresh(const rn_crypt_rx *s, uint32_t n)
+{
+	if (n >= s->top)
+		return 1;
+	if (s->top - n > RN_CRYPT_WINDOW)
+		return 0;
+	return !(s->seen[(n / 64) % (RN_CRYPT_WINDOW / 64)] >> (n % 64) & 1);
+}
+
+static void rx_mark(rn_crypt_rx *s, uint32_t n)
+{
+	if (n >= s->top) {
+		if (n - s->top >= RN_CRYPT_WINDOW)
+			memset(s->seen, 0, sizeof(s->seen));
+		else
+			for (uint32_t i = s->top; i != n; i++)
+				s->seen[(i / 64) % (RN_CRYPT_WINDOW / 64)] &= ~(UINT64_C(1) << (i % 64));
+		s->top = n + 1;
+	}
+	s->seen[(n / 64) % (RN_CRYPT_WINDOW / 64)] |= UINT64_C(1) << (n % 64);
+}
+
+ssize_t rn_crypt_open(rn_crypt *cr, const uint8_t *pkt, size_t len, uint8_t *out, size_t cap)
+{
+	uint8_t nonce[RN_AEAD_NONCE_LEN];
+	const uint8_t *body = pkt + RN_HDR_LEN + RN_PN_LEN, *tag;
+	size_t blen;
+	uint32_t e, n;
+	rn_crypt_rx *s;
+	int rc;
+
+	if (len < RN_HDR_LEN + RN_AEAD_OVERHEAD)
+		return BAD(RN_DROP_MALFORMED);
+	blen = len - RN_HDR_LEN - RN_AEAD_OVERHEAD;
+	if (cap < RN_HDR_LEN + blen)
+		return BAD(RN_DROP_MALFORMED);
+	tag = body + blen;
+	e = rn_get32(pkt + RN_HDR_LEN);
+	n = rn_get32(pkt + RN_HDR_LEN + 4);
+	s = rx_slot(cr, e);
+	if (!s)
+		return BAD(RN_DROP_AUTH);
+	if (!rx_fresh(s, n))
+		return BAD(RN_DROP_REPLAY);
+	make_nonce(nonce, pkt + RN_HDR_LEN);
+	if (cr->auth_only) {
+		rc = rn_aead_open(s->aead, nonce, pkt, RN_HDR_LEN + RN_PN_LEN + blen, NULL, 0,
+				  out, tag);
+		if (rc == 0)
+			memcpy(out + RN_HDR_LEN, body, blen);
+	} else {
+		rc = rn_aead_open(s->aead, nonce, pkt, RN_HDR_LEN + RN_PN_LEN, body, blen,
+				  out + RN_HDR_LEN, tag);
+	}
+	if (rc != 0)
+		return BAD(RN_DROP_AUTH);
+	rx_mark(s, n);
+	if (e == cr->rx_epoch + 1) {
+		cr->rx_epoch = e;
+		cr->rx_rekeys++;
+	}
+	memcpy(out, pkt, RN_HDR_LEN);
+	return (ssize_t)(RN_HDR_LEN + blen);
+}

@@ -1,0 +1,402 @@
+/*
+ * test_crypt.c - datagram protection under the cluster key: known answers
+ * through ri2n's own wrapper (the AEAD, the key schedule, a sealed datagram),
+ * packet numbers that never repeat (rails, retransmissions, connections,
+ * restarts, rekeys), rekeying by count and by literal timestamps, the replay
+ * window, and every forgery refused without changing anything.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <stdio.h>
+#include <string.h>
+
+#include "unit_common.h"
+
+#include "rn_conn.h"
+#include "rn_crypt.h"
+#include "rn_wire.h"
+#include "unit_net.h"
+
+static void unhex(uint8_t *out, const char *hex)
+{
+	for (size_t i = 0; hex[2 * i]; i++) {
+		unsigned v;
+
+		assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+		out[i] = (uint8_t)v;
+	}
+}
+
+/* ---- known answers ---- */
+
+/* AES-256-GCM, McGrew and Viega's test case 16 (96-bit IV, 20 bytes of AAD). */
+static void test_crypt_gcm_vector(void **state)
+{
+	uint8_t key[32], iv[12], aad[20], pt[60], ct[60], want[60], tag[16], want_tag[16], back[60];
+	void *enc, *dec;
+
+	(void)state;
+	unhex(key, "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308");
+	unhex(iv, "cafebabefacedbaddecaf888");
+	unhex(aad, "feedfacedeadbeeffeedfacedeadbeefabaddad2");
+	unhex(pt, "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+		  "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39");
+	unhex(want, "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
+		    "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662");
+	unhex(want_tag, "76fc6ece0f4e1768cddf8853bb2d551b");
+	enc = rn_aead_new(key, 1);
+	dec = rn_aead_new(key, 0);
+	assert_non_null(enc);
+	assert_non_null(dec);
+	assert_int_equal(rn_aead_seal(enc, iv, aad, sizeof(aad), pt, sizeof(pt), ct, tag), 0);
+	assert_memory_equal(ct, want, sizeof(ct));
+	assert_memory_equal(tag, want_tag, sizeof(tag));
+	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), 0);
+	assert_memory_equal(back, pt, sizeof(pt));
+	/* one bit anywhere: refused */
+	ct[59] ^= 1;
+	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+	ct[59] ^= 1;
+	aad[0] ^= 1;
+	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+	rn_aead_del(enc);
+	rn_aead_del(dec);
+}
+
+/*
+ * The key schedule and one sealed datagram, computed independently (Python's
+ * cryptography: HKDF-SHA256 and AESGCM) from cluster key 00..1f, client id
+ * 0x0102030405060708, server id 0x1112131415161718, ISNs 0x21222324 and
+ * 0x31323334; header bytes 00..17, body "ri2n known answer".
+ */
+static const char KAT_C2S[] = "e3bc31bc89e4c20a31b8b2473d45d969ee5cf1cd3a5197e919a4f1f2c4d045f2";
+static const char KAT_S2C[] = "b58ecdf6c9f4f887d5b83406b38adbd1a0b8d4bbbdf8f64afdbacadaf5a7734c";
+static const char KAT_DGRAM0[] = /* epoch 0, counter 0 */
+	"000102030405060708090a0b0c0d0e0f1011121314151617" "0000000000000000"
+	"14d882d1f56690208527fe5e40b5a10f84d30f1f61b041f09b1f33eed8684201b9";
+static const char KAT_DGRAM1[] = /* epoch 1, counter 5 */
+	"000102030405060708090a0b0c0d0e0f101112131415161700000001000000050ccf584ee06862649703c0"
+	"8e4ab355d783d583ec4188ccfbb2d551860213641b10";
+
+static void kat_init(rn_crypt *cr, int is_client)
+{
+	uint8_t key[32];
+
+	for (int i = 0; i < 32; i++)
+		key[i] = (uint8_t)i;
+	assert_int_equal(rn_crypt_init(cr, key, is_client, UINT64_C(0x0102030405060708),
+				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, 0, 0),
+			 0);
+}
+
+/* Seals body under cr at now: header bytes 00..17 */
+static ssize_t seal_body(rn_crypt *cr, uint64_t now, uint8_t *buf, size_t cap, const void *body,
+			 size_t len)
+{
+	for (int i = 0; i < RN_HDR_LEN; i++)
+		buf[RN_PN_LEN + i] = (uint8_t)i;
+	memcpy(buf + RN_PN_LEN + RN_HDR_LEN, body, len);
+	return rn_crypt_seal(cr, now, buf, RN_HDR_LEN + len, cap);
+}
+
+static void test_crypt_schedule_vector(void **state)
+{
+	rn_crypt cl, sv;
+	uint8_t want[128], buf[128], out[128];
+	ssize_t n;
+
+	(void)state;
+	kat_init(&cl, 1);
+	kat_init(&sv, 0);
+	unhex(want, KAT_C2S);
+	assert_memory_equal(cl.tx_secret, want, 32);
+	assert_memory_equal(sv.rx_secret, want, 32);
+	unhex(want, KAT_S2C);
+	assert_memory_equal(cl.rx_secret, want, 32);
+	assert_memory_equal(sv.tx_secret, want, 32);
+
+	n = seal_body(&cl, 0, buf, sizeof(buf), "ri2n known answer", 17);
+	assert_int_equal(n, (ssize_t)strlen(KAT_DGRAM0) / 2);
+	unhex(want, KAT_DGRAM0);
+	assert_memory_equal(buf, want, (size_t)n);
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 17);
+	assert_memory_equal(out + RN_HDR_LEN, "ri2n known answer", 17);
+
+	/* epoch 1, counter 5 (the sender's state set by hand) */
+	cl.tx_count = cl.rekey_packets;
+	n = seal_body(&cl, 1, buf, sizeof(buf), "ri2n known answer", 17);
+	assert_int_equal(cl.tx_epoch, 1);
+	cl.tx_count = 5;
+	n = seal_body(&cl, 1, buf, sizeof(buf), "ri2n known answer", 17);
+	unhex(want, KAT_DGRAM1);
+	assert_memory_equal(buf, want, (size_t)n);
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 17);
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* ---- packet numbers, rekeying, replay ---- */
+
+/* Sealing n datagrams never repeats a packet number, and each opens once. */
+static void test_crypt_rekey_by_count(void **state)
+{
+	rn_crypt cl, sv;
+	uint8_t buf[128], out[128], last[8] = { 0 };
+	ssize_t n;
+
+	(void)state;
+	kat_init(&cl, 1);
+	kat_init(&sv, 0);
+	cl.rekey_packets = 100;
+	for (int i = 0; i < 1000; i++) {
+		n = seal_body(&cl, 0, buf, sizeof(buf), &i, sizeof(i));
+		assert_true(n > 0);
+		/* strictly increasing (epoch, counter): never one twice */
+		if (i)
+			assert_true(memcmp(buf + RN_HDR_LEN, last, 8) > 0);
+		memcpy(last, buf + RN_HDR_LEN, 8);
+		assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)),
+				 RN_HDR_LEN + (ssize_t)sizeof(i));
+		assert_memory_equal(out + RN_HDR_LEN, &i, sizeof(i));
+		/* a second copy: a replay */
+		assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)),
+				 -(1 + RN_DROP_REPLAY));
+	}
+	assert_int_equal(cl.tx_epoch, 9);
+	assert_int_equal(cl.tx_rekeys, 9);
+	assert_int_equal(sv.rx_epoch, 9);
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* Rekeying by time, at literal timestamps; late datagrams of the epoch before still open. */
+static void test_crypt_rekey_by_time(void **state)
+{
+	const uint64_t S = UINT64_C(1000000000);
+	rn_crypt cl, sv;
+	uint8_t a[128], b[128], c[128], d[128], out[128];
+	ssize_t na, nb, nc, nd;
+
+	(void)state;
+	kat_init(&cl, 1);
+	kat_init(&sv, 0);
+	na = seal_body(&cl, 0, a, sizeof(a), "a", 1);
+	nb = seal_body(&cl, 119 * S, b, sizeof(b), "b", 1);
+	assert_int_equal(cl.tx_epoch, 0);
+	nc = seal_body(&cl, 120 * S, c, sizeof(c), "c", 1); /* RN_REKEY_NS after the start */
+	assert_int_equal(cl.tx_epoch, 1);
+	assert_int_equal(rn_get32(c + RN_HDR_LEN), 1);
+	assert_int_equal(rn_get32(c + RN_HDR_LEN + 4), 0);
+	nd = seal_body(&cl, 239 * S, d, sizeof(d), "d", 1);
+	assert_int_equal(cl.tx_epoch, 1);
+	/* the new epoch first, then the old one's late datagrams */
+	assert_int_equal(rn_crypt_open(&sv, c, (size_t)nc, out, sizeof(out)), RN_HDR_LEN + 1);
+	assert_int_equal(sv.rx_epoch, 1);
+	assert_int_equal(rn_crypt_open(&sv, a, (size_t)na, out, sizeof(out)), RN_HDR_LEN + 1);
+	assert_int_equal(rn_crypt_open(&sv, b, (size_t)nb, out, sizeof(out)), RN_HDR_LEN + 1);
+	assert_int_equal(rn_crypt_open(&sv, d, (size_t)nd, out, sizeof(out)), RN_HDR_LEN + 1);
+	/* epoch 2 begins at 240 s; then epoch 0's datagrams are too old to keep a key for */
+	nd = seal_body(&cl, 240 * S, d, sizeof(d), "e", 1);
+	assert_int_equal(cl.tx_epoch, 2);
+	assert_int_equal(rn_crypt_open(&sv, d, (size_t)nd, out, sizeof(out)), RN_HDR_LEN + 1);
+	assert_int_equal(rn_crypt_open(&sv, a, (size_t)na, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	/* an epoch two ahead (nobody sealed it) is refused before any key is made for it */
+	rn_put32(d + RN_HDR_LEN, 4);
+	assert_int_equal(rn_crypt_open(&sv, d, (size_t)nd, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	assert_int_equal(sv.rx_epoch, 2);
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* Reordering within the window opens; older than the window is a replay. */
+static void test_crypt_window(void **state)
+{
+	rn_crypt cl, sv;
+	static uint8_t saved[RN_CRYPT_WINDOW + 2][64];
+	ssize_t len[RN_CRYPT_WINDOW + 2];
+	uint8_t out[64];
+
+	(void)state;
+	kat_init(&cl, 1);
+	kat_init(&sv, 0);
+	for (int i = 0; i < RN_CRYPT_WINDOW + 2; i++)
+		len[i] = seal_body(&cl, 0, saved[i], sizeof(saved[i]), "x", 1);
+	/* newest first (top = WINDOW + 2), then the rest backwards down to the window's edge */
+	assert_int_equal(rn_crypt_open(&sv, saved[RN_CRYPT_WINDOW + 1], (size_t)len[RN_CRYPT_WINDOW + 1],
+				       out, sizeof(out)), RN_HDR_LEN + 1);
+	for (int i = RN_CRYPT_WINDOW; i >= 2; i--)
+		assert_int_equal(rn_crypt_open(&sv, saved[i], (size_t)len[i], out, sizeof(out)),
+				 RN_HDR_LEN + 1);
+	/* counters 1 and 0 are more than WINDOW behind: refused as replays, unopened */
+	for (int i = 1; i >= 0; i--)
+		assert_int_equal(rn_crypt_open(&sv, saved[i], (size_t)len[i], out, sizeof(out)),
+				 -(1 + RN_DROP_REPLAY));
+	/* and every one opened is refused a second time */
+	for (int i = 2; i < RN_CRYPT_WINDOW + 2; i += 997)
+		assert_int_equal(rn_crypt_open(&sv, saved[i], (size_t)len[i], out, sizeof(out)),
+				 -(1 + RN_DROP_REPLAY));
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* Every byte of a sealed datagram is covered; a forgery changes nothing (the real one still opens). */
+static void test_crypt_forgery(void **state)
+{
+	rn_crypt cl, sv, other;
+	uint8_t buf[128], bad[128], out[128], key[32];
+	ssize_t n;
+
+	(void)state;
+	kat_init(&cl, 1);
+	kat_init(&sv, 0);
+	n = seal_body(&cl, 0, buf, sizeof(buf), "payload!", 8);
+	for (ssize_t i = 0; i < n; i++) {
+		memcpy(bad, buf, (size_t)n);
+		bad[i] ^= 0x40;
+		assert_true(rn_crypt_open(&sv, bad, (size_t)n, out, sizeof(out)) < 0);
+	}
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n - 1, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	assert_int_equal(rn_crypt_open(&sv, buf, 30, out, sizeof(out)), -(1 + RN_DROP_MALFORMED));
+	/* the payload is not on the wire in clear */
+	assert_null(memmem(buf, (size_t)n, "payload!", 8));
+	/* another connection (other ids) under the same cluster key: refused */
+	for (int i = 0; i < 32; i++)
+		key[i] = (uint8_t)i;
+	assert_int_equal(rn_crypt_init(&other, key, 0, UINT64_C(0x0102030405060708),
+				       UINT64_C(0x1112131415161719), 0x21222324, 0x31323334, 0, 0),
+			 0);
+	assert_int_equal(rn_crypt_open(&other, buf, (size_t)n, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	/* the integrity-only mode derives other keys: ends that disagree cannot talk */
+	rn_crypt_free(&other);
+	assert_int_equal(rn_crypt_init(&other, key, 0, UINT64_C(0x0102030405060708),
+				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, 1, 0),
+			 0);
+	assert_int_equal(rn_crypt_open(&other, buf, (size_t)n, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	rn_crypt_free(&other);
+	/* after all that, the genuine datagram opens */
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 8);
+	assert_memory_equal(out + RN_HDR_LEN, "payload!", 8);
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* Integrity only: the payload travels in clear, and is still covered by the tag. */
+static void test_crypt_auth_only(void **state)
+{
+	rn_crypt cl, sv;
+	uint8_t buf[128], out[128], key[32];
+	ssize_t n;
+
+	(void)state;
+	for (int i = 0; i < 32; i++)
+		key[i] = (uint8_t)i;
+	assert_int_equal(rn_crypt_init(&cl, key, 1, 1, 2, 3, 4, 1, 0), 0);
+	assert_int_equal(rn_crypt_init(&sv, key, 0, 1, 2, 3, 4, 1, 0), 0);
+	n = seal_body(&cl, 0, buf, sizeof(buf), "payload!", 8);
+	assert_non_null(memmem(buf, (size_t)n, "payload!", 8));
+	buf[RN_HDR_LEN + RN_PN_LEN] ^= 1;
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	buf[RN_HDR_LEN + RN_PN_LEN] ^= 1;
+	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 8);
+	assert_memory_equal(out + RN_HDR_LEN, "payload!", 8);
+	rn_crypt_free(&cl);
+	rn_crypt_free(&sv);
+}
+
+/* ---- through two connections ---- */
+
+/* Every sealed datagram's (side, packet number); every 10th DATA dropped. */
+typedef struct tap {
+	uint64_t pn[1 << 16];
+	size_t n;
+	unsigned data;
+} tap;
+
+static int tap_filter(un_net *n, const un_rec *r, void *arg)
+{
+	tap *t = arg;
+
+	(void)n;
+	if (!r->sealed)
+		return 0;
+	assert_true(t->n < sizeof(t->pn) / sizeof(*t->pn));
+	t->pn[t->n++] = (uint64_t)r->from << 63 | r->pn;
+	return r->type == RN_PT_DATA && ++t->data % 10 == 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Two keyed connections over 2 rails, a stream each way with every 10th
+ * DATA datagram lost: every datagram on the wire carries a packet number no
+ * other of its direction had (both rails, retransmissions included), every
+ * byte arrives; the second connection (a restart: new randomness) has other
+ * keys, so its packet numbers, which start again at 0, meet other keys.
+ */
+static void test_crypt_conn_nonces(void **state)
+{
+	static tap t;
+	uint8_t first_secret[RN_AEAD_KEY_LEN];
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		un_net *n = un_new(2);
+		uint64_t te;
+		const uint64_t bytes = 3000000;
+
+		memset(&t, 0, sizeof(t));
+		for (int s = 0; s < 2; s++) {
+			n->side[s].cfg.keyed = 1;
+			memset(n->side[s].cfg.key, 0x5a, RN_KEY_LEN);
+			n->side[s].rng.state += (uint64_t)round * 7919;
+		}
+		te = un_handshake(n, UT_T0);
+		n->filter = tap_filter;
+		n->filter_arg = &t;
+		for (int s = 0; s < 2; s++) {
+			n->side[s].to_send = bytes;
+			n->side[s].reading = 1;
+			n->side[s].shut_when_done = 1;
+		}
+		un_run(n, te + 5 * UT_S);
+		for (int s = 0; s < 2; s++) {
+			rn_conn_stats st;
+
+			assert_int_equal(n->side[s].recvd, bytes);
+			assert_int_equal(n->side[s].mismatches, 0);
+			rn_conn_get_stats(n->side[s].c, &st);
+			assert_true(st.retransmits > 0);
+			assert_int_equal(st.drops[RN_DROP_AUTH], 0);
+		}
+		assert_true(t.n > 4000);
+		qsort(t.pn, t.n, sizeof(*t.pn), cmp_u64);
+		for (size_t i = 1; i < t.n; i++)
+			assert_true(t.pn[i] != t.pn[i - 1]);
+		if (round == 0)
+			memcpy(first_secret, n->side[UN_CLIENT].c->cr->tx_secret, RN_AEAD_KEY_LEN);
+		else
+			assert_memory_not_equal(first_secret, n->side[UN_CLIENT].c->cr->tx_secret,
+						RN_AEAD_KEY_LEN);
+		un_del(n);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crypt_gcm_vector),
+		cmocka_unit_test(test_crypt_schedule_vector),
+		cmocka_unit_test(test_crypt_rekey_by_count),
+		cmocka_unit_test(test_crypt_rekey_by_time),
+		cmocka_unit_test(test_crypt_window),
+		cmocka_unit_test(test_crypt_forgery),
+		cmocka_unit_test(test_crypt_auth_only),
+		cmocka_unit_test(test_crypt_conn_nonces),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
