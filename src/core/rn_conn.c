@@ -425,7 +425,7 @@ static void note_mtu_hole(rn_conn *c, int k)
 
 	r->mtu_hole = 1;
 	r->st.mtu_holes++;
-	r->st.small_ok = r->small_max + (c->cfg.keyed ? RN_MAC_LEN : 0);
+	r->st.small_ok = r->small_max + (c->cfg.keyed ? RN_AEAD_OVERHEAD : 0);
 }
 
 void rn_conn_on_small_heartbeat(rn_conn *c, int k, uint64_t now_ns)
@@ -666,6 +666,6 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		rs->srtt_ns = r->srtt_ns;
 		rs->min_rtt_ns = r->min_rtt_ns;
 		rs->queue_ns = r->latest_q_ns;
-		rs->dgram = c->dgram + (c->cfg.keyed ? RN_MAC_LEN : 0);
+		rs->dgram = c->dgram + (c->cfg.keyed ? RN_AEAD_OVERHEAD : 0);
 	}
 }
