@@ -7,7 +7,7 @@
 #   tools/ri2n-testbed.sh [--tag T] fault KIND ARGS...      (see "Faults" below)
 #   tools/ri2n-testbed.sh [--tag T] status | destroy [--force] | ns HOST | addr HOST RAIL
 #   tools/ri2n-testbed.sh [--tag T] exec HOST CMD...
-#   tools/ri2n-testbed.sh --help | --version
+#   tools/ri2n-testbed.sh -h | --help | --version
 # Library: source it; tb_use T; tb_cleanup_on_exit; tb_create --hosts 2 --rails 2 --rate 1gbit;
 #   tb_exec 1 ping "$(tb_addr 2 1)"; tb_fault blackhole 1 2 on; ...; tb_destroy. Functions:
 #   tb_use tb_create tb_destroy tb_fault tb_status tb_exists | tb_ns tb_sw_ns tb_addr
