@@ -77,14 +77,33 @@ static struct {
 } opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
 	  .bytes = 8 << 20 };
 
-static void usage(void)
+static void print_usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: ri2n-conns serve [--port P] [--bind ADDR]\n"
 		"       ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]\n"
 		"                  [--idle S] [--rest S] [--batch K] [--csv FILE]\n"
+		"       ri2n-conns --help | --version\n"
 		"See the top of ri2n-conns.c for the output.\n");
+}
+
+static void usage(void)
+{
+	print_usage(stderr);
 	exit(2);
+}
+
+/* --help (usage on stdout) and --version end the program with status 0. */
+static void help_or_version(const char *a)
+{
+	if (!strcmp(a, "--help")) {
+		print_usage(stdout);
+		exit(0);
+	}
+	if (!strcmp(a, "--version")) {
+		printf("ri2n-conns %s\n", ri2n_version());
+		exit(0);
+	}
 }
 
 /* ---- measuring ourselves ---- */
@@ -966,6 +985,8 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		usage();
+	for (int k = 1; k < argc; k++)
+		help_or_version(argv[k]);
 	signal(SIGPIPE, SIG_IGN);
 	serve_mode = strcmp(argv[1], "serve") == 0;
 	if (!serve_mode && strcmp(argv[1], "run") != 0)

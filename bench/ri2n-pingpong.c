@@ -70,16 +70,36 @@ static struct {
 	  .timeout_s = 120, .udp_max = 1472, .min_size = 1, .max_size = 4 << 20,
 	  .budget = 64 << 20 };
 
-static void usage(void)
+static void print_usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: ri2n-pingpong serve [--tcp|--udp] [--port P] [--bind ADDR] [--once] [--busy-poll]\n"
 		"       ri2n-pingpong client HOST [--tcp|--udp] [--port P] [--sizes LIST]\n"
 		"                     [--min-size B] [--max-size B] [--iterations N] [--warmup N]\n"
 		"                     [--budget BYTES] [--busy-poll] [--csv FILE] [--label NAME]\n"
 		"                     [--udp-max B] [--timeout S] [--fast]\n"
+		"       ri2n-pingpong --help | --version\n"
+		"--ri2n (the default) names the transport explicitly.\n"
 		"Sizes take k, M suffixes (powers of 1024).  See the top of ri2n-pingpong.c.\n");
+}
+
+static void usage(void)
+{
+	print_usage(stderr);
 	exit(2);
+}
+
+/* --help (usage on stdout) and --version end the program with status 0. */
+static void help_or_version(const char *a)
+{
+	if (!strcmp(a, "--help")) {
+		print_usage(stdout);
+		exit(0);
+	}
+	if (!strcmp(a, "--version")) {
+		printf("ri2n-pingpong %s\n", ri2n_version());
+		exit(0);
+	}
 }
 
 /* ---- server ---- */
@@ -428,9 +448,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	cmd = argv[1];
+	help_or_version(cmd);
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 
+		help_or_version(a);
 #define NEXT (i + 1 < argc ? argv[++i] : (usage(), ""))
 		if (!strcmp(a, "--tcp"))
 			opt.transport = BT_TCP;

@@ -98,17 +98,37 @@ static struct {
 } opt = { .transport = BT_RI2N, .port = 7200, .interval_ms = 100, .verify = 1, .seed = 1,
 	  .block = 128 << 10, .fault_at = -1, .heal_at = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static void usage(void)
+static void print_usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: ri2n-stream serve [--tcp] [--port P] [--bind ADDR] [--once] [common]\n"
 		"       ri2n-stream send HOST [--tcp] [--port P] (--seconds S | --bytes N) [--seed N]\n"
 		"                   [--block B] [--no-verify] [--fault-at S --fault-cmd CMD]\n"
 		"                   [--heal-at S --heal-cmd CMD] [common]\n"
 		"       common: [--csv FILE] [--interval MS] [--rails N] [--quiet]\n"
 		"       ri2n-stream clock | stamp\n"
+		"       ri2n-stream --help | --version\n"
+		"--ri2n (the default) names the transport explicitly.\n"
 		"See the top of ri2n-stream.c for the output.\n");
+}
+
+static void usage(void)
+{
+	print_usage(stderr);
 	exit(2);
+}
+
+/* --help (usage on stdout) and --version end the program with status 0. */
+static void help_or_version(const char *a)
+{
+	if (!strcmp(a, "--help")) {
+		print_usage(stdout);
+		exit(0);
+	}
+	if (!strcmp(a, "--version")) {
+		printf("ri2n-stream %s\n", ri2n_version());
+		exit(0);
+	}
 }
 
 /* ---- per-rail accounting ---- */
@@ -617,9 +637,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		usage();
 	cmd = argv[1];
+	help_or_version(cmd);
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 
+		help_or_version(a);
 #define NEXT (i + 1 < argc ? argv[++i] : (usage(), ""))
 		if (!strcmp(a, "--tcp"))
 			opt.transport = BT_TCP;

@@ -10,7 +10,8 @@ set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
-	procps util-linux python3 psmisc mptcpize)
+	procps util-linux python3 psmisc mptcpize groff-base)
+# groff-base: tests/man checks that the man pages render without warnings
 # nginx: tests/shim (netns_shim_nginx); like redis-server, Debian enables its service where
 # systemd runs (the tests start their own in their namespaces).
 # Only for the bench (Debian's redis-server package also enables a redis service on

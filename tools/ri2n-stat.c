@@ -282,9 +282,19 @@ static void print_json(snap *all, int n)
 	printf("]}\n");
 }
 
+#ifndef RI2N_VERSION
+#define RI2N_VERSION "unknown"
+#endif
+
+static void print_usage(FILE *f)
+{
+	fprintf(f, "usage: ri2n-stat [--json] [--watch] [--pid N] [--dir DIR]\n"
+		   "       ri2n-stat --help | --version\n");
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: ri2n-stat [--json] [--watch] [--pid N] [--dir DIR]\n");
+	print_usage(stderr);
 	exit(2);
 }
 
@@ -347,7 +357,13 @@ int main(int argc, char **argv)
 			pid = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			dir = argv[++i];
-		else
+		else if (!strcmp(argv[i], "--help")) {
+			print_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("ri2n-stat %s\n", RI2N_VERSION);
+			return 0;
+		} else
 			usage();
 	}
 	for (;;) {

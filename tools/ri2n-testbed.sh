@@ -3,9 +3,11 @@
 #
 # Both a library (`source tools/ri2n-testbed.sh`, then call tb_* functions) and a CLI:
 #   tools/ri2n-testbed.sh [--tag T] create [--hosts H] [--rails N] [--rate R[,R..]] [--mtu M[,M..]]
+#                                          [--mgmt-octet O]
 #   tools/ri2n-testbed.sh [--tag T] fault KIND ARGS...      (see "Faults" below)
 #   tools/ri2n-testbed.sh [--tag T] status | destroy [--force] | ns HOST | addr HOST RAIL
 #   tools/ri2n-testbed.sh [--tag T] exec HOST CMD...
+#   tools/ri2n-testbed.sh -h | --help | --version
 # Library: source it; tb_use T; tb_cleanup_on_exit; tb_create --hosts 2 --rails 2 --rate 1gbit;
 #   tb_exec 1 ping "$(tb_addr 2 1)"; tb_fault blackhole 1 2 on; ...; tb_destroy. Functions:
 #   tb_use tb_create tb_destroy tb_fault tb_status tb_exists | tb_ns tb_sw_ns tb_addr
@@ -61,6 +63,8 @@
 
 # shellcheck disable=SC2015,SC2030,SC2031  # `a && b || die` is meant; (..) bodies are meant
 
+# the project's version (CMakeLists.txt); tests/man/test_man.sh fails if they differ
+TB_VERSION=0.1.0
 TB_TAG="${TB_TAG:-tb}"
 TB_STATE_DIR="${TB_STATE_DIR:-/run/ri2n-testbed}"
 TB_SELF="${BASH_SOURCE[0]}"
@@ -635,6 +639,7 @@ tb_main() {
 		case $1 in
 		--tag) [[ $# -ge 2 ]] || tb__die "--tag needs a value"; TB_TAG=$2; shift 2 ;;
 		-h | --help | help) tb_usage; return 0 ;;
+		--version) echo "ri2n-testbed $TB_VERSION"; return 0 ;;
 		*) args+=("$1"); shift
 		   [[ ${args[0]} == exec && ${#args[@]} -eq 2 ]] && { args+=("$@"); break; } ;;
 		esac

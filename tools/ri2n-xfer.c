@@ -67,16 +67,35 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-__attribute__((noreturn)) static void die_usage(void)
+static void print_usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]\n"
 		"       ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex]\n"
 		"                 [--file FILE|-]\n"
 		"       common: [--interval MS] [--csv FILE] [--quiet]\n"
 		"       ri2n-xfer clock\n"
+		"       ri2n-xfer --help | --version\n"
 		"BYTES takes K, M, G suffixes (powers of 1024).\n");
+}
+
+__attribute__((noreturn)) static void die_usage(void)
+{
+	print_usage(stderr);
 	exit(2);
+}
+
+/* --help (usage on stdout) and --version end the program with status 0. */
+static void help_or_version(const char *a)
+{
+	if (!strcmp(a, "--help")) {
+		print_usage(stdout);
+		exit(0);
+	}
+	if (!strcmp(a, "--version")) {
+		printf("ri2n-xfer %s\n", ri2n_version());
+		exit(0);
+	}
 }
 
 /* ---- the pattern: byte i depends only on the seed and i ---- */
@@ -643,9 +662,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		die_usage();
 	cmd = argv[1];
+	help_or_version(cmd);
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 
+		help_or_version(a);
 #define NEXT (i + 1 < argc ? argv[++i] : (die_usage(), ""))
 		if (!strcmp(a, "--port"))
 			opt.port = atoi(NEXT);
