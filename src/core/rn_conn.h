@@ -106,6 +106,7 @@ struct rn_conn {
 	uint8_t fresh_valid, fresh_seen;
 	uint64_t fresh_since_ns;    /* start of this period */
 	uint32_t fresh_ts_max;      /* newest send time of any fresh datagram */
+	uint32_t full_ts_max;       /* ...and of any full-size one (0: none yet) */
 	uint32_t stale_min;         /* this period's datagrams judged stale: smallest offset... */
 	uint32_t stale_ts_hi;       /* ...and newest send time */
 	uint8_t stale_seen;

@@ -68,6 +68,19 @@ static int sent_since(const rn_conn *c, uint64_t last_rx_ns, uint32_t last_ts, u
 	       (int32_t)(c->fresh_ts_max - last_ts) >= (int32_t)(span_ns / 1000);
 }
 
+/*
+ * The same for size: the peer stamped full-size datagrams on other rails at
+ * least span_ns after the last full-size one that came on this rail.  At the
+ * end of a stream the peer's last full-size datagrams may all go on one rail
+ * while this one brings ACKs: that is no MTU black hole, and no full-size
+ * datagram was sent later than the padded keepalive this rail last brought.
+ */
+static int sent_full_since(const rn_conn *c, const rn_rail *r, uint64_t span_ns)
+{
+	return !r->last_full_rx_ns ||
+	       (int32_t)(c->full_ts_max - r->last_full_rx_ts) >= (int32_t)(span_ns / 1000);
+}
+
 static uint64_t size_silence_needed(const rn_rail *r)
 {
 	uint64_t g = 2 * (r->gap_full_cur_ns > r->gap_full_prev_ns ? r->gap_full_cur_ns :
@@ -141,6 +154,7 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
 		    r->win_short && quiet >= silence_needed(r) &&
 		    sent_since(c, sized ? r->last_full_rx_ns : r->last_rx_ns,
 			       sized ? r->last_full_rx_ts : r->last_rx_ts, silence_needed(r)) &&
+		    (!by_size || sent_full_since(c, r, silence_needed(r))) &&
 		    !r->suspect) {
 			/* an MTU black hole if small ones came since the last full one */
 			r->suspect = by_size && r->last_rx_ns > r->last_full_rx_ns ? 2 : 1;
@@ -637,8 +651,11 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		establish(c, now_ns);
 
 	r->last_rx_ts = p.ts;
-	if (len >= c->dgram)
+	if (len >= c->dgram) {
 		r->last_full_rx_ts = p.ts;
+		if (!c->full_ts_max || (int32_t)(p.ts - c->full_ts_max) > 0)
+			c->full_ts_max = p.ts;
+	}
 	count_rx(c, p.path, now_ns, len);
 	c->echo[p.path].ts = p.ts;
 	c->echo[p.path].rx_us = rn_now_us(now_ns);
