@@ -987,6 +987,52 @@ static void test_conn_size_verdict(void **state)
 }
 
 /*
+ * The end of a stream: the peer's last full-size datagrams all go on rail 0
+ * (sent within 1 ms of rail 1's last full-size one, arriving over 40 ms
+ * behind a queue) while rail 1 brings only small ones (ACKs).  In arrival
+ * times rail 1 lacks full-size datagrams for 40 ms; in the peer's clock no
+ * full-size datagram was sent much after its last one there: no verdict.
+ * The same arrivals stamped as the peer's clock runs (it goes on streaming
+ * on rail 0: an MTU black hole on rail 1) fail it by size.
+ */
+static void test_conn_size_verdict_stream_end(void **state)
+{
+	for (int hole = 0; hole < 2; hole++) {
+		un_net *n = pair(2, NULL);
+		uint64_t t = t0 + 10 * UT_MS, t1;
+
+		(void)state;
+		for (int p = 0; p < 100; p++, t += 10 * UT_US) {
+			un_inject_ctl(n, UN_SERVER, t, p % 2, RN_PT_KEEPALIVE, PAD);
+			un_timer(n, UN_SERVER, t);
+		}
+		t1 = t;
+		for (int p = 0; p < 1600; p++, t += 25 * UT_US) {
+			/* rail 0: full size, sent in the 1 ms after t1 unless streaming on */
+			uint64_t sent = hole ? t : t1 + (uint64_t)p * UT_MS / 1600;
+			rn_hdr h = { .type = RN_PT_KEEPALIVE, .path = 0, .dst = rn_conn_id(sv(n)),
+				     .ts = (uint32_t)(sent / 1000) };
+
+			assert_int_equal(un_inject(n, UN_SERVER, t, 0, un_addr(n, UN_CLIENT, 0), &h,
+						   NULL, PAD), 0);
+			if (p % 4 == 3)
+				un_inject_ctl(n, UN_SERVER, t, 1, RN_PT_KEEPALIVE, NULL, 0);
+			un_timer(n, UN_SERVER, t);
+		}
+		if (hole) {
+			const rn_event *ev = un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, 1, 0);
+
+			assert_non_null(ev);
+			assert_int_equal(ev->cause, RN_CAUSE_RX_SIZE);
+		} else {
+			assert_null(un_event(n, UN_SERVER, RN_EV_RAIL_DOWN, -1, 0));
+			assert_int_equal(stats(sv(n)).rail[1].rx_up, 1);
+		}
+		un_del(n);
+	}
+}
+
+/*
  * Rail 1 failed by count (nothing came).  The peer's heartbeat rounds send
  * a padded heartbeat, then a small one.  A round whose padded one arrives
  * (just before its small twin) says nothing; two rounds in a row of the
@@ -1912,6 +1958,7 @@ int main(void)
 		cmocka_unit_test(test_conn_timer_before_arrival),
 		cmocka_unit_test(test_conn_heartbeat_marks_up),
 		cmocka_unit_test(test_conn_size_verdict),
+		cmocka_unit_test(test_conn_size_verdict_stream_end),
 		cmocka_unit_test(test_conn_small_heartbeats_alone),
 		cmocka_unit_test(test_conn_link_state_applied),
 		cmocka_unit_test(test_conn_heartbeats_while_down),
