@@ -524,39 +524,7 @@ xfer_bin() {
 # while host 1 sends 64 MiB of a known text with ri2n-xfer, without a key and with one; the
 # figures are the bytes captured and how many frames hold a 16-byte piece of the text (with a
 # key: 0, or the payload is readable on the wire).
-CAPTURE_PY='
-import os, socket, sys, time
-stop, patfile, ifs = sys.argv[1], sys.argv[2], sys.argv[3:]
-text = open(patfile, "rb").read(4096)
-pieces = [text[i:i + 16] for i in range(0, 1024, 16)]
-socks = []
-for name in ifs:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
-    s.bind((name, 0))
-    s.setblocking(False)
-    socks.append(s)
-print("capturing", flush=True)
-n = nbytes = hits = 0
-while not os.path.exists(stop):
-    got = False
-    for s in socks:
-        try:
-            f = s.recv(65536)
-        except BlockingIOError:
-            continue
-        got = True
-        ip = f[14:]
-        if len(ip) < 28 or ip[9] != 17:
-            continue
-        udp = ip[(ip[0] & 15) * 4 + 8:]
-        n += 1
-        nbytes += len(udp)
-        hits += any(p in udp for p in pieces)
-    if not got:
-        time.sleep(0.0005)
-print("frames=%d bytes=%d hits=%d" % (n, nbytes, hits), flush=True)
-'
+CAPTURE_PY=$ROOT/tests/netns/rail_capture.py
 capture_figure() { # FIG REP
 	local fig=$1 rep=$2 xfer mode name cap srv key v
 	xfer=$(xfer_bin) || { fail "ri2n-xfer not built"; return; }
@@ -570,7 +538,7 @@ sys.stdout.buffer.write(line * (64 * 1024 * 1024 // len(line)))' >"$RAW/capture-
 		key=""
 		[ "$mode" = keyed ] && key=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 		rm -f "$name.stop"
-		bg "$name.cap" "$name.cap.err" ip netns exec "$(hns 2)" python3 -c "$CAPTURE_PY" "$name.stop" \
+		bg "$name.cap" "$name.cap.err" ip netns exec "$(hns 2)" python3 "$CAPTURE_PY" "$name.stop" \
 			"$RAW/capture-text" $(rails_list | tr , ' ')
 		cap=$BG
 		for v in $(seq 50); do grep -qs capturing "$name.cap" && break; sleep 0.1; done

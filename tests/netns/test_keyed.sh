@@ -19,50 +19,15 @@ command -v python3 >/dev/null || nt_skip "python3 is not installed"
 
 newkey() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
 
-# A raw capture of UDP payloads on h2's rails until STOPFILE exists; prints
-# "datagrams=N bytes=B hits=H" where H counts captured frames holding a
-# 16-byte piece of the text in PATFILE (with GRO a frame holds many datagrams).
-CAPTURE='
-import os, socket, sys, time
-stop, patfile, ifs = sys.argv[1], sys.argv[2], sys.argv[3:]
-text = open(patfile, "rb").read(4096)
-pieces = [text[i:i + 16] for i in range(0, 1024, 16)]
-socks = []
-for name in ifs:
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-    s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: keep up with the rails
-    s.bind((name, 0))
-    s.setblocking(False)
-    socks.append(s)
-print("capturing", flush=True)
-n = nbytes = hits = 0
-while not os.path.exists(stop):
-    got = False
-    for s in socks:
-        try:
-            f = s.recv(65536)
-        except BlockingIOError:
-            continue
-        got = True
-        ip = f[14:]
-        if len(ip) < 28 or ip[9] != 17:
-            continue
-        udp = ip[(ip[0] & 15) * 4 + 8:]
-        n += 1
-        nbytes += len(udp)
-        if any(p in udp for p in pieces):
-            hits += 1
-    if not got:
-        time.sleep(0.0005)
-print("datagrams=%d bytes=%d hits=%d" % (n, nbytes, hits), flush=True)
-'
+# A raw capture of UDP payloads on h2's rails (rail_capture.py says what it prints)
+CAPTURE=$(dirname "$0")/rail_capture.py
 
 # One transfer of the text file with the capture running: NAME [env...]
 captured_transfer() {
 	local name=$1 cpid
 	shift
 	rm -f "$NT_DIR/stop" "$NT_DIR/$name.recv"
-	setsid ip netns exec "$(tb_ns 2)" python3 -c "$CAPTURE" "$NT_DIR/stop" "$NT_DIR/text" r1 r2 \
+	setsid ip netns exec "$(tb_ns 2)" python3 "$CAPTURE" "$NT_DIR/stop" "$NT_DIR/text" r1 r2 \
 		>"$NT_DIR/$name.cap" 2>"$NT_DIR/$name.cap.err" &
 	cpid=$!
 	NT_PIDS+=($cpid)
@@ -79,7 +44,7 @@ captured_transfer() {
 	touch "$NT_DIR/stop"
 	wait "$cpid"
 	cmp -s "$NT_DIR/text" "$NT_DIR/$name.recv" || nt_fail "$name: the file arrived changed"
-	sed -n 's/.*\(datagrams=[0-9]* bytes=[0-9]* hits=[0-9]*\).*/\1/p' "$NT_DIR/$name.cap"
+	sed -n 's/.*\(frames=[0-9]* bytes=[0-9]* hits=[0-9]*\).*/\1/p' "$NT_DIR/$name.cap"
 }
 
 field_of() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
