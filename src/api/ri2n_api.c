@@ -55,6 +55,20 @@ static int fail(int err)
 	return -1;
 }
 
+/*
+ * Before a fork: the child will write to these sockets' descriptors the
+ * plain way (its own table is empty), so fast sends here must take what is
+ * in the descriptor first from now on.
+ */
+static void tab_plain_all(void)
+{
+	pthread_mutex_lock(&g_tab.mu);
+	for (int i = 0; i < g_tab.cap; i++)
+		if (g_tab.tab[i])
+			__atomic_store_n(&g_tab.tab[i]->plain_writes, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g_tab.mu);
+}
+
 static void tab_forget(void)
 {
 	/* a forked child: the parent's sockets are the parent engine's business */
@@ -67,7 +81,7 @@ static int tab_install(int fd, rn_sock *s)
 {
 	pthread_mutex_lock(&g_tab.mu);
 	if (!g_tab.atfork) {
-		pthread_atfork(NULL, NULL, tab_forget);
+		pthread_atfork(tab_plain_all, NULL, tab_forget);
 		g_tab.atfork = 1;
 	}
 	if (fd >= g_tab.cap) {
@@ -113,6 +127,37 @@ static rn_sock *lookup(int fd, int *err)
 	pthread_mutex_unlock(&g_tab.mu);
 	if (!s)
 		*err = ENOTSOCK;
+	return s;
+}
+
+void rn_api_writes_seen(void)
+{
+	rn_sock_writes_seen();
+}
+
+void rn_api_note_plain(int fd)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+
+	if (s) {
+		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
+		rn_sock_unref(s);
+	}
+}
+
+/*
+ * The socket behind fd, referenced, as the table has it: for a caller that
+ * knows fd still is the same open file as when it was last looked up.
+ */
+static rn_sock *lookup_known(int fd)
+{
+	rn_sock *s = NULL;
+
+	pthread_mutex_lock(&g_tab.mu);
+	if (fd >= 0 && fd < g_tab.cap && (s = g_tab.tab[fd]))
+		rn_sock_ref(s);
+	pthread_mutex_unlock(&g_tab.mu);
 	return s;
 }
 
@@ -927,6 +972,8 @@ ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 		return fail(EPIPE);
 	}
 	rc = rn_inline_send(s, fd, iov, iovcnt, flags);
+	if (rc == RN_INLINE_PLAIN)
+		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
 	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
 		/* the descriptor's own send: raw, past any interposer */
@@ -985,11 +1032,11 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
-int rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
-		      int max)
+int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data,
+		      rn_railref *out, int max)
 {
 	int err, n = 0;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = known ? lookup_known(fd) : lookup(fd, &err);
 
 	if (!s)
 		return 0;

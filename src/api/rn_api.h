@@ -19,6 +19,13 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
+/*
+ * ri2n-run sees every write: a fast send on a socket made from now on need
+ * not look for plain bytes in its descriptor first ...
+ */
+void rn_api_writes_seen(void);
+/* ... until fd gets some by a way the shim does not serve (sendfile, splice, stdio). */
+void rn_api_note_plain(int fd);
 
 /*
  * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n
@@ -38,9 +45,12 @@ int rn_api_rails(int fd, rn_railref *out, int max);
 /*
  * epoll_ctl on ri2n socket fd in the epoll set with id ep_id
  * (rn_inline_epoll_note); events 0: DEL.  With out, also its rail sockets
- * as rn_api_rails gives them (one look-up for both): their number.
+ * as rn_api_rails gives them (one look-up for both): their number.  known:
+ * fd is known to be the same open file as at its last look-up (an
+ * EPOLL_CTL_MOD or DEL the kernel took: the registration it changed was
+ * added, and checked, while fd was that file), so it is not checked again.
  */
-int rn_api_epoll_note(int fd, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
+int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
 		      int max);
 
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */

@@ -70,6 +70,9 @@ struct rn_conn {
 	uint8_t ack_pending, ack_now;
 	uint32_t unacked;
 	uint64_t ack_first_ns;
+	uint64_t ack_due_ns;        /* the owed ACK goes out by then (ack_delay or ack_delay_pp) */
+	uint64_t data_tx_ns;        /* last new DATA sent */
+	uint64_t data_rx_ns;        /* last new DATA stored */
 	/*
 	 * Per rail, the newest packet received: its ts and our arrival time.
 	 * ACK blocks echo one rail's in turn, so every rail gets one-way delay

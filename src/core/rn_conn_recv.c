@@ -436,10 +436,21 @@ void rn_conn_lose_rail(rn_conn *c, int k)
 
 /* ---- packet types ---- */
 
+/*
+ * An ACK is owed.  It waits for ack_every packets or ack_delay, or, while
+ * the connection answers what it receives (it sent DATA since the DATA
+ * before this arrived: requests and responses), the longer ack_delay_pp:
+ * the answer usually goes first and carries it, instead of an ACK of its
+ * own on each side (TCP's delayed ACK in its ping-pong mode does the same).
+ */
 static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
-	if (!c->ack_pending)
+	if (!c->ack_pending) {
+		int answering = c->data_tx_ns && c->data_tx_ns >= c->data_rx_ns;
+
 		c->ack_first_ns = now_ns;
+		c->ack_due_ns = now_ns + (answering ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns);
+	}
 	c->ack_pending = 1;
 	if (++c->unacked >= c->cfg.ack_every || now)
 		c->ack_now = 1;
@@ -458,6 +469,7 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		c->last_data_ns = now_ns;
 		rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
+		c->data_rx_ns = now_ns;
 		rn_conn_check_close(c, now_ns);
 		return 0;
 	case RN_ROB_DUP:

@@ -289,6 +289,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	} else {
 		q->nxt++;
 		rn_conn_grow_send(c);
+		c->data_tx_ns = now_ns;
 	}
 	c->last_data_ns = now_ns;
 	rn_conn_note_payload(c, now_ns);

@@ -118,6 +118,7 @@ typedef struct rn_config {
 	uint32_t fail_min;         /* M: a rail with fewer than M of N has failed */
 	uint32_t ack_every;        /* ACK at once after this many unacked packets */
 	uint64_t ack_delay_ns;     /* ...or this long after the first one */
+	uint64_t ack_delay_pp_ns;  /* ...or this long while answering (request/response) */
 	uint64_t heartbeat_ns;     /* heartbeat period while a rail is failed */
 	uint64_t keepalive_ns;     /* longest silence on a working rail when idle */
 	uint64_t rail_timeout_ns;  /* nothing received this long: the rail failed */

@@ -118,7 +118,7 @@ static uint64_t established_expiry(const rn_conn *c)
 		t = min64(t, c->linger_until_ns);
 	/* owed packets (ack_now, hb_pending, ka_pending) wait for a writable rail, not a timer */
 	if (c->ack_pending && !c->ack_now)
-		t = min64(t, c->ack_first_ns + c->cfg.ack_delay_ns);
+		t = min64(t, c->ack_due_ns);
 	if (c->ls_acked != c->ls_version)
 		t = min64(t, c->ls_next_ns);
 	if (any_tx_down(c))
@@ -236,7 +236,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
-	if (c->ack_pending && now_ns >= c->ack_first_ns + c->cfg.ack_delay_ns)
+	if (c->ack_pending && now_ns >= c->ack_due_ns)
 		c->ack_now = 1;
 	rn_conn_detect_losses(c, now_ns);
 	if (now_ns - c->last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))

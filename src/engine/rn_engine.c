@@ -238,6 +238,13 @@ static uint64_t core_rng(void *u)
 
 /* ---- sockets shared with API threads ---- */
 
+static int g_writes_seen; /* (atomic) rn_sock_writes_seen */
+
+void rn_sock_writes_seen(void)
+{
+	__atomic_store_n(&g_writes_seen, 1, __ATOMIC_RELAXED);
+}
+
 rn_sock *rn_sock_new(void)
 {
 	rn_sock *s = calloc(1, sizeof(*s));
@@ -250,6 +257,7 @@ rn_sock *rn_sock_new(void)
 	s->user_fd = s->eng_fd = -1;
 	s->backlog = 128;
 	s->busy_us = rn_inline_busy_default();
+	s->plain_writes = !__atomic_load_n(&g_writes_seen, __ATOMIC_RELAXED);
 	return s;
 }
 

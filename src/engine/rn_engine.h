@@ -57,6 +57,13 @@ typedef struct rn_sock {
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
 	int abort_close;           /* (atomic) SO_LINGER {1, 0}: the user's close resets */
 	/*
+	 * (atomic) Bytes may reach A by a plain write (a -lri2n program's write,
+	 * a send the fast path passes on, a forked child, sendfile): a fast send
+	 * first takes what is there, to keep the order.  0 only under ri2n-run,
+	 * which sees every write, until one of those happens (sticky).
+	 */
+	int plain_writes;
+	/*
 	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
 	 * inline epoll wait report its bytes without the socketpair.
@@ -92,6 +99,12 @@ typedef struct rn_accept_rec {
 } rn_accept_rec;
 
 rn_sock *rn_sock_new(void);
+/*
+ * From now on every write to a new socket's descriptor comes through the
+ * fast path unless the socket is marked (rn_sock.plain_writes): ri2n-run
+ * says so at load.
+ */
+void rn_sock_writes_seen(void);
 void rn_sock_ref(rn_sock *s);
 void rn_sock_unref(rn_sock *s);
 

@@ -780,7 +780,10 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		rc = RN_INLINE_PLAIN;
 	} else {
 		uint64_t now = rn_now_ns();
-		int pair = take_pair(st, now);
+		/* plain bytes in the descriptor go first; none can be there unless... */
+		int pair = __atomic_load_n(&s->plain_writes, __ATOMIC_RELAXED) || st->pair_tx
+				   ? take_pair(st, now)
+				   : rn_conn_write_space(st->conn) > 0;
 
 		if (pair < 0) {
 			rc = RN_INLINE_PLAIN;

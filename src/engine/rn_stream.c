@@ -676,7 +676,11 @@ static void service(rn_stream *st, uint64_t now)
 		prune_taken(st->port->lsock);
 
 	deliver(st, now);
-	take(st, now);
+	/* while the descriptor is watched, what the user writes there says so itself */
+	if (!st->rd_on || st->user_ready) {
+		st->user_ready = 0;
+		take(st, now);
+	}
 	if (st->user_eof && !st->fin_queued && rn_conn_shutdown(st->conn, now) == 0)
 		st->fin_queued = 1;
 	check_orphan(st, now);
@@ -751,6 +755,7 @@ static void on_user_readable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rn_host_lock();
+	st->user_ready = 1;
 	service(st, rn_now_ns());
 	rn_host_unlock();
 }

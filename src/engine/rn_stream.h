@@ -32,6 +32,7 @@ typedef struct rn_stream {
 	struct event *rev, *wev, *tev;
 	uint64_t armed_ns;
 	size_t junk_left;        /* bytes to discard before the user's data */
+	uint8_t user_ready;      /* the watched descriptor said readable: take() is due */
 	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
 	uint64_t orphan_ns;      /* when the user went away with the stream open */
 	uint64_t created_ns;

@@ -28,6 +28,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/select.h>
 
 /* ---- the real calls (rn_shim_real.c) ---- */
@@ -67,6 +69,13 @@ typedef struct rn_shim_real {
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+	/* writers the fast path does not serve: they only mark the socket (rn_shim_io.c) */
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	FILE *(*fdopen)(int, const char *);
+	int (*vdprintf)(int, const char *, va_list);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */
@@ -127,6 +136,13 @@ typedef struct rn_shim_ent {
  * Keeps errno.
  */
 int rn_shim_tab_get(int fd, rn_shim_ent *e);
+/*
+ * The kind of fd's entry (RN_SHIM_NONE if none) as the table has it, not
+ * checked against the open file and without the owner check: for calls that
+ * only note something for fd (epoll_ctl), where ri2n's own look-up checks
+ * the socket anyway and a stale entry costs nothing but a note.  Keeps errno.
+ */
+int rn_shim_tab_kind(int fd);
 /*
  * Whether this process owns the table (fork() hands it to the child; a
  * vfork()ed child, sharing the parent's memory, does not own it).  While not,

@@ -7,15 +7,24 @@
  * onto the rails and, waiting for a reply, polls the rails itself, instead
  * of crossing the socketpair and waking ri2n's engine thread on the way.
  * Everything else passes straight through: a descriptor the shim has no
- * entry for costs one lock-free look-up.  Addresses and ancillary data are
+ * entry for costs one lock-free look-up.
+ *
+ * Writers the fast path does not serve (sendfile, splice, sendmmsg, stdio
+ * through fdopen, dprintf) put their bytes into the descriptor, where ri2n's
+ * engine takes them; they mark the socket first, so that fast sends after
+ * them take those bytes first and the order holds (rn_api_note_plain).  Addresses and ancillary data are
  * what TCP gives on a connected socket: none.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <limits.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #include "rn_api.h"
 #include "rn_shim.h"
@@ -166,4 +175,64 @@ RN_SHIM_API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	    fast_send(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc))
 		return rc;
 	return RN_REAL->sendmsg(fd, m, flags);
+}
+
+/* ---- writers that only mark the socket ---- */
+
+static void mark_plain(int fd)
+{
+	if (ours(fd)) {
+		int saved = errno;
+
+		rn_api_note_plain(fd);
+		errno = saved;
+	}
+}
+
+RN_SHIM_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	mark_plain(out);
+	return RN_REAL->sendfile(out, in, off, count);
+}
+
+RN_SHIM_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	mark_plain(out);
+	return RN_REAL->sendfile64(out, in, off, count);
+}
+
+RN_SHIM_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
+			   unsigned int flags)
+{
+	mark_plain(out);
+	return RN_REAL->splice(in, in_off, out, out_off, len, flags);
+}
+
+RN_SHIM_API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	mark_plain(fd);
+	return RN_REAL->sendmmsg(fd, v, n, flags);
+}
+
+RN_SHIM_API FILE *fdopen(int fd, const char *mode)
+{
+	mark_plain(fd);
+	return RN_REAL->fdopen(fd, mode);
+}
+
+RN_SHIM_API int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	mark_plain(fd);
+	return RN_REAL->vdprintf(fd, fmt, ap);
+}
+
+RN_SHIM_API int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return rc;
 }

@@ -189,14 +189,18 @@ static void ep_settle(int epfd)
 
 int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno;
-	rn_shim_ent te;
+	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno, kind;
 
-	if (rc < 0 || !ours(fd) || !rn_shim_tab_get(fd, &te)) {
+	/*
+	 * The entry as the table has it, unchecked: an event loop changes its
+	 * events several times a request, and checking the socket here (a
+	 * getpid and a cookie) doubled what ri2n's look-up below checks anyway.
+	 */
+	if (rc < 0 || !ours(fd) || (kind = rn_shim_tab_kind(fd)) == RN_SHIM_NONE) {
 		errno = saved;
 		return rc;
 	}
-	if (te.kind == RN_SHIM_TCP) {
+	if (kind == RN_SHIM_TCP) {
 		/* carried across the conversion at connect or listen (rn_shim_sock.c) */
 		rn_shim_tab_note_ep(fd, op, epfd, rn_shim_ep_id(epfd), ev);
 	} else if (op == EPOLL_CTL_DEL) {
@@ -209,7 +213,7 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			id = e->id;
 		pthread_mutex_unlock(&g_ep.mu);
 		if (id) /* outside g_ep.mu: see ep_settle */
-			rn_api_epoll_note(fd, id, 0, 0, NULL, 0);
+			rn_api_epoll_note(fd, 1, id, 0, 0, NULL, 0);
 	} else if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		rn_railref r[RN_MAX_RAILS];
 		uint64_t id = rn_shim_ep_id(epfd);
@@ -218,8 +222,8 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 		/* its bytes may be reported from ri2n's buffer (rn_inline_held); its rail sockets */
 		if (id)
-			nr = rn_api_epoll_note(fd, id, ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
-					       RN_MAX_RAILS);
+			nr = rn_api_epoll_note(fd, op == EPOLL_CTL_MOD, id, ev ? ev->events : 0,
+					       ev ? ev->data.u64 : 0, r, RN_MAX_RAILS);
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 0);
 		if (e && e->id == id) {

@@ -52,7 +52,12 @@ static void atfork_child(void)
 
 __attribute__((constructor)) static void tab_init(void)
 {
+	const char *plain = getenv("RI2N_RUN_PLAIN_WRITES");
+
 	g.owner = getpid();
+	/* the shim serves every write on a ri2n descriptor, or marks the socket (rn_shim_io.c) */
+	if (!plain || strcmp(plain, "1") != 0)
+		rn_api_writes_seen();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -123,6 +128,21 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 	free(stale);
 	errno = saved;
 	return found;
+}
+
+int rn_shim_tab_kind(int fd)
+{
+	int kind = RN_SHIM_NONE;
+	rn_shim_ent *cur;
+
+	if (!rn_shim_tab_has(fd))
+		return RN_SHIM_NONE;
+	pthread_mutex_lock(&g.mu); /* a signal handler's close retires entries, a drain frees them */
+	cur = entry_locked(fd);
+	if (cur)
+		kind = cur->kind;
+	pthread_mutex_unlock(&g.mu);
+	return kind;
 }
 
 void rn_shim_tab_set(int fd, const rn_shim_ent *e)

@@ -23,7 +23,7 @@
  * from a forked child, the parent closing its copy at once; 'X' a forked
  * child runs /bin/cat with the connection as stdin and stdout; 'R' read one
  * byte, wait, close with the rest unread (a reset); 'Z' send SENDFILE_BYTES
- * of a pattern with sendfile(); 'I' answer "tcp" or "ri2n" for the accepted
+ * of a pattern with sendfile(), then SENDFILE_TAIL more with write(); 'I' answer "tcp" or "ri2n" for the accepted
  * socket, then echo.
  */
 #define _GNU_SOURCE
@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #define SENDFILE_BYTES (8 << 20)
+#define SENDFILE_TAIL (256 << 10) /* written with write() right after the sendfile() */
 #define ECHO_BYTES (4 << 20)
 #define NTHREADS 8
 
@@ -166,6 +167,13 @@ static void serve_sendfile(int fd)
 		}
 	}
 	close(f);
+	/*
+	 * At once a plain write(), which ri2n-run serves on its fast path: it
+	 * must not overtake the sendfile()'s bytes, still in the descriptor.
+	 */
+	for (size_t i = 0; i < SENDFILE_TAIL; i++)
+		buf[i] = pattern(SENDFILE_BYTES + i);
+	write_all(fd, buf, SENDFILE_TAIL);
 }
 
 static void *serve_one(void *arg)
@@ -656,8 +664,9 @@ static void check_sendfile_splice(int port)
 			bad += buf[i] != pattern(got + (size_t)i);
 		got += (size_t)(r > 0 ? r : 0);
 	}
-	CHECK(n == 0 && got == SENDFILE_BYTES && !bad,
-	      "sendfile() into the socket, splice() out of it: %zu bytes, %d wrong", got, bad);
+	CHECK(n == 0 && got == SENDFILE_BYTES + SENDFILE_TAIL && !bad,
+	      "sendfile() and then write() into the socket, splice() out of it: %zu bytes, "
+	      "%d wrong", got, bad);
 	close(p[0]);
 	close(p[1]);
 	close(fd);

@@ -381,6 +381,56 @@ static void test_conn_data_both_ways(void **state)
 	un_del(n);
 }
 
+/*
+ * The ACK delay: 200 us for a receiver that does not answer, 2 ms while the
+ * connection answers what it receives (requests and responses), where the
+ * answer carries the ACK and no ACK of its own goes out.
+ */
+static void test_conn_ack_delay_answering(void **state)
+{
+	uint64_t t;
+	un_net *n = pair_proven(1, &t);
+	uint64_t t1 = t + 10 * UT_MS, a1 = t1 + D, t2, a2;
+	char buf[64];
+
+	(void)state;
+	/* a first request: the server has never sent DATA, nothing to answer yet */
+	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
+	un_flush(n, UN_CLIENT, t1);
+	un_deliver(n, a1);
+	assert_true(sv(n)->ack_pending);
+	assert_true(sv(n)->ack_due_ns == a1 + sv(n)->cfg.ack_delay_ns);
+	/* its response goes out at once and carries the ACK: no ACK of its own */
+	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
+	un_flush(n, UN_SERVER, a1);
+	assert_false(sv(n)->ack_pending);
+	/* the client sent DATA before this DATA came: it answers, 2 ms */
+	un_deliver(n, a1 + D);
+	assert_true(cl(n)->ack_pending);
+	assert_true(cl(n)->ack_due_ns == a1 + D + 2 * UT_MS);
+	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
+	/* the next request, 500 us later, carries the ACK; the server now answers too */
+	t2 = a1 + D + 500 * UT_US;
+	un_timer(n, UN_CLIENT, t2);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_ACK, -1, t1, t2), 0);
+	assert_int_equal(rn_conn_read(cl(n), t2, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
+	un_flush(n, UN_CLIENT, t2);
+	assert_false(cl(n)->ack_pending);
+	a2 = t2 + D;
+	un_deliver(n, a2);
+	assert_true(sv(n)->ack_due_ns == a2 + 2 * UT_MS);
+	/* unanswered, the ACK still goes out by itself at 2 ms, not later */
+	un_timer(n, UN_SERVER, a2 + 2 * UT_MS - 1);
+	un_flush(n, UN_SERVER, a2 + 2 * UT_MS - 1);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 0);
+	un_timer(n, UN_SERVER, a2 + 2 * UT_MS);
+	un_flush(n, UN_SERVER, a2 + 2 * UT_MS);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 1);
+	un_del(n);
+}
+
 /* Sequence numbers that start just below 2^32 on both sides. */
 static void test_conn_seq_wrap(void **state)
 {
@@ -1944,6 +1994,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_data),
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_data_both_ways),
+		cmocka_unit_test(test_conn_ack_delay_answering),
 		cmocka_unit_test(test_conn_seq_wrap),
 		cmocka_unit_test(test_conn_wrong_source),
 		cmocka_unit_test(test_conn_foreign_packets),
