@@ -323,7 +323,7 @@ static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	if (p->ts_echo) {
 		uint64_t rtt = (uint64_t)(uint32_t)(rn_now_us(now_ns) - p->ts_echo) * 1000;
 
-		if (rtt < c->cfg.dead_peer_ns)
+		if (rtt <= RN_RTO_MAX_NS)
 			c->rtt_ns = c->rtt_ns ? (7 * c->rtt_ns + rtt) / 8 : rtt;
 		if (p->echo_path < c->npaths)
 			rn_rail_on_owd(&c->rail[p->echo_path], p->ts_rx - p->ts_echo, &c->cfg,
@@ -529,7 +529,9 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 			rn_conn_fail(c, now_ns, rc == RN_ERR_NOROUTE ? RN_ERR_UNREACH : RN_ERR_NOSPACE);
 			return RN_ERR_DROP;
 		}
-		c->rtt_ns = now_ns - c->hs_start_ns;
+		c->rtt_ns = now_ns - c->hs_start_ns; /* resends make it long: bounded */
+		if (c->rtt_ns > RN_RTO_MAX_NS)
+			c->rtt_ns = RN_RTO_MAX_NS;
 		c->cookie_ns = now_ns;
 		c->state = RN_ST_COOKIE_SENT;
 		c->hs_due = 1;

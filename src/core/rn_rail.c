@@ -13,7 +13,6 @@ enum {
 /* 10 s: a path's base RTT is re-learned this often, as routes may change. */
 #define RN_MIN_RTT_WINDOW_NS UINT64_C(10000000000)
 /* 2 s: the longest RTO; a rail needing longer has failed (dead-peer: 30 s). */
-#define RN_RTO_MAX_NS UINT64_C(2000000000)
 /* 100 ms: RTO before the first RTT sample on a rail. */
 #define RN_RTO_INITIAL_NS UINT64_C(100000000)
 

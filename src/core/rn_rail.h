@@ -23,6 +23,13 @@
 
 #include "rn_core.h"
 
+/*
+ * The RTO's ceiling, and the longest round trip believed: a sample above it
+ * (a process or a peer held off the CPU, a clock step) says nothing of the
+ * path and would stretch every timer derived from the RTT.
+ */
+#define RN_RTO_MAX_NS UINT64_C(2000000000)
+
 /* One transmission, in a rail's send-order FIFO. */
 typedef struct rn_txrec {
 	uint32_t seq;

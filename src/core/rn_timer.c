@@ -181,8 +181,10 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 	if (c->ls_acked == c->ls_version || now_ns < c->ls_next_ns)
 		return;
 	c->ls_pending = rn_conn_paths_mask(c);
+	/* never longer than the heartbeat, whatever the RTT estimate says */
 	if (c->ls_interval_ns == 0)
-		c->ls_interval_ns = first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS;
+		c->ls_interval_ns = min64(first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS,
+					  c->cfg.heartbeat_ns);
 	else
 		c->ls_interval_ns = min64(2 * c->ls_interval_ns, c->cfg.heartbeat_ns);
 	c->ls_next_ns = now_ns + c->ls_interval_ns;

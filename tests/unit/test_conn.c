@@ -431,6 +431,37 @@ static void test_conn_ack_delay_answering(void **state)
 	un_del(n);
 }
 
+/*
+ * A round-trip sample from a stalled process (an ACK echoing a time 19 s
+ * old) is not believed, and a LINK_STATE is resent within the heartbeat
+ * whatever the RTT estimate: before, a 19 s estimate spaced the resends
+ * 39 s apart, so a lost LINK_STATE kept the peer off a working rail
+ * (fuzz_conn found it: crashes/fuzz_conn/ls-resend-stalled-rtt).
+ */
+static void test_conn_link_state_stalled_rtt(void **state)
+{
+	uint64_t t;
+	un_net *n = pair_proven(2, &t);
+	rn_conn *c = cl(n);
+	uint64_t t1 = t + 10 * UT_MS, before = rn_conn_rtt_estimate(c);
+	rn_hdr h = { .type = RN_PT_ACK, .flags = RN_F_ACK, .path = 0, .dst = rn_conn_id(c) };
+	rn_ackblk ab = { .ack = c->sq.una - 1, .wnd = c->peer_wnd,
+			 .ts_echo = rn_now_us(t1) - 19000000, .ts_rx = 1, .echo_path = 0 };
+
+	(void)state;
+	assert_int_equal(un_inject(n, UN_CLIENT, t1, 0, un_addr(n, UN_SERVER, 0), &h, &ab, NULL, 0), 0);
+	assert_true(rn_conn_rtt_estimate(c) == before);
+	/* an estimate that long anyway (an old sample): LINK_STATE still every heartbeat */
+	c->rtt_ns = 19 * UT_S;
+	n->filter = un_drop_all;
+	rn_conn_set_rx(c, 1, 0, RN_CAUSE_RX_COUNT, t1);
+	un_run(n, t1 + c->cfg.heartbeat_ns + 10 * UT_MS);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1, t1 + 10 * UT_MS) >= 1);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1 + 10 * UT_MS,
+			     t1 + c->cfg.heartbeat_ns + 10 * UT_MS) >= 1);
+	un_del(n);
+}
+
 /* Sequence numbers that start just below 2^32 on both sides. */
 static void test_conn_seq_wrap(void **state)
 {
@@ -1995,6 +2026,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
+		cmocka_unit_test(test_conn_link_state_stalled_rtt),
 		cmocka_unit_test(test_conn_seq_wrap),
 		cmocka_unit_test(test_conn_wrong_source),
 		cmocka_unit_test(test_conn_foreign_packets),
