@@ -60,6 +60,8 @@ int rn_config_check(const rn_config *c, const char **why)
 		bad = "connect timeout must be at least 1 ms";
 	else if (c->rto_min_ns < 100000)
 		bad = "rto_min must be at least 100 us";
+	else if (c->ack_delay_pp_ns < c->ack_delay_ns)
+		bad = "ack_delay_pp must be at least ack_delay";
 	else if (c->init_cwnd < 4 || c->init_cwnd > c->snd_slots)
 		bad = "init_cwnd must be between 4 and snd_slots";
 	else if (c->keyed > 1)

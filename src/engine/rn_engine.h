@@ -41,7 +41,7 @@ enum rn_sock_kind {
 typedef struct rn_sock {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int refs;                  /* (mu) the fd table's, the engine's */
+	int refs;                  /* (atomic) the fd table's, the engine's, callers' */
 	int user_fd, eng_fd;       /* A and B of the socketpair */
 	dev_t dev;
 	ino_t ino;                 /* A's identity: tells it from a reused fd number */

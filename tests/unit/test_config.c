@@ -57,6 +57,7 @@ static void rto_eq_ka(rn_config *c) { c->rail_timeout_ns = c->keepalive_ns; }
 static void dead_eq_rail(rn_config *c) { c->dead_peer_ns = c->rail_timeout_ns; }
 static void conn_small(rn_config *c) { c->connect_timeout_ns = MS - 1; }
 static void rtomin_small(rn_config *c) { c->rto_min_ns = 99999; }
+static void ackpp_small(rn_config *c) { c->ack_delay_pp_ns = c->ack_delay_ns - 1; }
 static void cwnd_small(rn_config *c) { c->init_cwnd = 3; }
 static void cwnd_big(rn_config *c) { c->init_cwnd = c->snd_slots + 1; }
 static void cwnd_eq_slots(rn_config *c) { c->init_cwnd = c->snd_slots; }
@@ -90,6 +91,7 @@ static const cfg_case cfg_cases[] = {
 	{ "dead_peer = rail_timeout", dead_eq_rail, "dead_peer", RN_ERR_INVAL },
 	{ "connect timeout under 1 ms", conn_small, "connect", RN_ERR_INVAL },
 	{ "rto_min under 100 us", rtomin_small, "rto_min", RN_ERR_INVAL },
+	{ "ack_delay_pp under ack_delay", ackpp_small, "ack_delay_pp", RN_ERR_INVAL },
 	{ "init_cwnd 3", cwnd_small, "init_cwnd", RN_ERR_INVAL },
 	{ "init_cwnd above snd_slots", cwnd_big, "init_cwnd", RN_ERR_INVAL },
 	{ "init_cwnd = snd_slots", cwnd_eq_slots, NULL, 0 },
