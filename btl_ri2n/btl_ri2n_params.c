@@ -10,6 +10,7 @@
 #include "opal_config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "btl_ri2n.h"
@@ -166,6 +167,13 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
 		   LVL_USER, &p->log);
+	p->ring_mem_mb = getenv("RI2N_RING_MEM_MB") ? atoi(getenv("RI2N_RING_MEM_MB"))
+						    : RI2N_BTL_RING_MEM_MB;
+	reg_int(c, "ring_mem_mb", "Ceiling on the memory of this process's rings, all peers "
+		"together (MiB; 0: none; default RI2N_RING_MEM_MB, else 256).  A peer's rings start "
+		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "
+		"the ceiling is refused (the ring stays as it is: slower, nothing lost) and a warning "
+		"says so.  A connection's first rings are always granted", LVL_TUNE, &p->ring_mem_mb);
 	p->verbose = 0;
 	reg_int(c, "verbose", "Print each process's per-peer, per-rail counters at finalize (0/1)",
 		LVL_USER, &p->verbose);

@@ -30,11 +30,23 @@
 #                   ri2n and sends a hello naming rank 0, whose stream to rank 1 is up:
 #                   PASS, rank 1 counts the hello refused, and the hostile process
 #                   reads none of the bytes meant for rank 0
+#   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
+#                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
+#                   opened fewer links than it has peers (connections open on first
+#                   use).  Then the ring ceiling: a job whose ranks may hold 1 MiB of
+#                   rings (btl_ri2n_ring_mem_mb) streams 1 MiB messages: PASS, growth
+#                   was refused and said so, the rings stayed near the ceiling.  Then
+#                   the MPI suite's collectives: streams, alltoall and random-pair
+#                   exchanges verified, rail 1 of host 1 black-holed mid-stream for good
+#   sixteen-ranks   the same job with 16 ranks on 8 hosts (manual: about 2 minutes on
+#                   2 cores)
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
 # Environment: RI2N_BTL_DIR (directory of mca_btl_ri2n.so), RI2N_MPI_CHECK
-# (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs.
+# (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs,
+# RI2N_MPI_TAG_PREFIX (one letter put before the beds' tags, so that two
+# sessions on one machine do not share a bed).
 # Needs root (namespaces) and Open MPI 4.1 (mpirun, mpicc, ompi_info); skips
 # with status 77 otherwise.
 set -uo pipefail
@@ -126,7 +138,7 @@ cleanup() {
 
 bed_up() { # HOSTS [TAG]
 	NHOSTS=$1
-	TAG=${2:-mpi$1}
+	TAG=${RI2N_MPI_TAG_PREFIX:-}${2:-mpi$1}
 	tb_use "$TAG"
 	tb_on_exit cleanup
 	tb_cleanup_on_exit
@@ -231,6 +243,56 @@ sc_blackhole() { # NP HOSTS HEAL(0/1)
 	report "$name"
 	grep -h 'stream rank=.* t=' "$WORK/$name.out" | sed 's/^mpi_check /  /'
 	ok "$np ranks: rail 1 black-holed mid-stream$([ "$3" = 1 ] && echo ' and healed'), every byte verified"
+}
+
+# Links rank VPID has at finalize (btl_ri2n_verbose lines "btl_ri2n [[J,S],V] -> peer: ...").
+links_of() { # NAME VPID
+	grep -c "btl_ri2n \[\[[0-9]*,[0-9]*\],$2\] -> .*failed authentication" "$WORK/$1.out"
+}
+
+# NP ranks on HOSTS hosts (several to a namespace): connections open on first use, the
+# ring ceiling holds, and the collectives survive a rail black-holed for good mid-stream.
+sc_many() { # NP HOSTS
+	local np=$1 hosts=$2 v n name pid most=0
+	bed_up "$hosts"
+	# 1. only pairs (r, r^1) and barriers talk: no rank may connect to every peer
+	mpi_run lazy "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 -- --phases pingpong \
+		--max-size 64k || fail "mpirun failed (status $?)"
+	require_pass lazy
+	for ((v = 0; v < np; v++)); do
+		n=$(links_of lazy "$v")
+		[ "$n" -ge 1 ] && [ "$n" -lt $((np - 1)) ] ||
+			fail "rank $v opened $n links for a job that pairs ranks (lazy connections: 1..$((np - 2)) expected)"
+		((n > most)) && most=$n
+	done
+	note "pairs and barriers only: at most $most links per rank of $((np - 1)) peers"
+	# 2. 1 MiB for every ring of a process: growth refused, said once, every byte still right
+	mpi_run ceiling "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 1 \
+		-- --phases stream --bw-seconds 2 || fail "mpirun failed under a 1 MiB ring ceiling (status $?)"
+	require_pass ceiling
+	grep -q 'btl_ri2n: the rings of this process hold .* at the ceiling of 1 MiB' "$WORK/ceiling.out" ||
+		fail "no warning that the ring ceiling was reached"
+	n=$(sed -n 's/.*btl_ri2n \[\[[0-9]*,[0-9]*\],[0-9]*\]: core memory .* \([0-9]*\) KiB at most, ceiling 1024 KiB.*/\1/p' \
+		"$WORK/ceiling.out" | sort -n | tail -n 1)
+	[ -n "$n" ] || fail "no core memory line in the verbose summary"
+	# a handshake's rings are granted over the ceiling: a few tens of KiB per link
+	((n <= 1024 + 64 * np)) || fail "a process held $n KiB of rings under a 1 MiB ceiling"
+	note "ring ceiling 1 MiB: the most any process held was $n KiB; $(grep -h 'growth(s) refused' "$WORK/ceiling.out" | grep -v ' 0 growth' | head -n 1 | sed 's/.*), //')"
+	# 3. the collectives with a rail black-holed mid-stream, left so
+	name=bh$np
+	mpi_run "$name" "$np" ri2n,self 240 -- --phases stream,alltoall,sendrecv --bw-seconds 4 \
+		--rounds 4 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	tb_fault blackhole 1 1 on || fail "cannot black-hole rail 1"
+	note "rail 1 of host 1 black-holed mid-stream, for good"
+	wait "$pid" || fail "mpirun failed with rail 1 black-holed (status $?)"
+	require_pass "$name"
+	grep -q 'btl_ri2n: .*rail r1 .* down' "$WORK/$name.out" || fail "the BTL never reported rail 1 down"
+	report "$name"
+	grep -h 'mpi_check alltoall\|mpi_check phase=sendrecv' "$WORK/$name.out" | sed 's/^mpi_check /  /'
+	ok "$np ranks on $hosts hosts: links opened on first use, the ring ceiling held, streams," \
+		"alltoall and random pairs verified with rail 1 of host 1 black-holed"
 }
 
 sc_compute() {
@@ -399,7 +461,9 @@ compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
 hostile-hello) sc_hostile_hello ;;
+eight-ranks) sc_many 8 4 ;;
+sixteen-ranks) sc_many 16 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|bench [N]"; exit 2 ;;
 esac
 exit 0
