@@ -185,6 +185,7 @@ typedef struct ri2n_params {
 	char *key_file;       /* file holding the cluster key (else RI2N_KEY / RI2N_KEY_FILE) */
 	int verbose;          /* print a per-process summary at finalize */
 	int ring_mem_mb;      /* ceiling on the core's memory in this process, MiB (0: none) */
+	int ring_share;       /* each peer's rings limited to its share of the ceiling (0/1) */
 	int free_list_num, free_list_max, free_list_inc;
 } ri2n_params;
 

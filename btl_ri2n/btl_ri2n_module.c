@@ -294,6 +294,36 @@ static int modex_publish(mca_btl_ri2n_module_t *m)
 	return rc;
 }
 
+/*
+ * Every peer's rings may grow to an equal share of the ceiling, so that all
+ * of them together fit in it and a window is always backed by memory: a
+ * receiver at the ceiling would have to drop what its window let in, and the
+ * peer resend it, a slow way to be back-pressured.  The share lowers
+ * btl_ri2n_sndbuf / rcvbuf only in jobs with many ranks (256 MiB covers 28
+ * peers at the default 6 + 3 MB), never below the smallest rings (64
+ * packets); past that, or with peers from outside the job, the ceiling
+ * itself refuses growth (core_alloc).  Every rank computes the same share.
+ */
+static void share_ceiling(mca_btl_ri2n_module_t *m)
+{
+	uint32_t peers = m->job_size > 1 ? m->job_size - 1 : 0;
+	/* a packet's payload and what its slot costs besides (marks, FIFOs, lengths) */
+	size_t pkt = (size_t)m->cfg.max_dgram + 64, per_ring;
+	uint32_t slots = RN_MIN_SLOTS;
+
+	if (!m->mem_max || !peers || !mca_btl_ri2n_component.p.ring_share)
+		return;
+	per_ring = m->mem_max / peers / 2;
+	while (slots < RN_MAX_SLOTS && (size_t)slots * 2 * pkt <= per_ring)
+		slots *= 2;
+	if (m->cfg.snd_slots > slots)
+		m->cfg.snd_slots = slots;
+	if (m->cfg.rcv_slots > slots)
+		m->cfg.rcv_slots = slots;
+	if (m->cfg.init_cwnd > m->cfg.snd_slots)
+		m->cfg.init_cwnd = m->cfg.snd_slots;
+}
+
 int ri2n_module_init(mca_btl_ri2n_module_t *m)
 {
 	pthread_mutexattr_t a;
@@ -314,6 +344,17 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 		return OPAL_ERR_BAD_PARAM;
 	}
 	m->mem_max = (size_t)mca_btl_ri2n_component.p.ring_mem_mb << 20;
+	m->me = OPAL_PROC_MY_NAME;
+	{
+		/* who belongs to the job: nudges and hellos from other names are refused */
+		opal_process_name_t wild = { .jobid = m->me.jobid, .vpid = OPAL_VPID_WILDCARD };
+		uint32_t *u32 = &m->job_size;
+
+		OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wild, &u32, OPAL_UINT32);
+		if (rc != OPAL_SUCCESS)
+			m->job_size = 0;
+	}
+	share_ceiling(m);
 	m->env = (rn_env){ .mem = { core_alloc, core_free, m }, .rng = core_rng,
 			   .on_event = ri2n_on_core_event, .user = NULL };
 	if (io_open(m, err, sizeof(err))) {
@@ -341,16 +382,6 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&m->lock, &a);
 	pthread_mutexattr_destroy(&a);
-	m->me = OPAL_PROC_MY_NAME;
-	{
-		/* who belongs to the job: nudges and hellos from other names are refused */
-		opal_process_name_t wild = { .jobid = m->me.jobid, .vpid = OPAL_VPID_WILDCARD };
-		uint32_t *u32 = &m->job_size;
-
-		OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wild, &u32, OPAL_UINT32);
-		if (rc != OPAL_SUCCESS)
-			m->job_size = 0;
-	}
 	m->last_progress_ns = ri2n_now_ns();
 	m->ready = 1;
 	return OPAL_SUCCESS;

@@ -174,6 +174,11 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "
 		"the ceiling is refused (the ring stays as it is: slower, nothing lost) and a warning "
 		"says so.  A connection's first rings are always granted", LVL_TUNE, &p->ring_mem_mb);
+	p->ring_share = 1;
+	reg_int(c, "ring_share", "Each peer's rings grow to at most an equal share of "
+		"ring_mem_mb (when that is below sndbuf / rcvbuf), so all of them fit under it and "
+		"the ceiling is never reached within the job (0: rings grow to sndbuf / rcvbuf until "
+		"the ceiling refuses)", LVL_DEV, &p->ring_share);
 	p->verbose = 0;
 	reg_int(c, "verbose", "Print each process's per-peer, per-rail counters at finalize (0/1)",
 		LVL_USER, &p->verbose);

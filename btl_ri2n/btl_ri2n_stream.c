@@ -423,8 +423,10 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
 		    (unsigned long long)m->rail_events);
 	opal_output(0, "btl_ri2n %s: core memory %zu KiB now, %zu KiB at most, ceiling %zu KiB "
-		    "(0: none), %llu growth(s) refused", OPAL_NAME_PRINT(m->me), m->mem_used / 1024,
-		    m->mem_peak / 1024, m->mem_max / 1024, (unsigned long long)m->mem_refused);
+		    "(0: none), %llu growth(s) refused; rings of a peer up to %u + %u packets",
+		    OPAL_NAME_PRINT(m->me), m->mem_used / 1024, m->mem_peak / 1024,
+		    m->mem_max / 1024, (unsigned long long)m->mem_refused, m->cfg.snd_slots,
+		    m->cfg.rcv_slots);
 	if (m->nudges_refused || m->hellos_refused || m->unbound_refused || m->unbound_expired)
 		opal_output(0, "btl_ri2n %s: refused %llu nudges, %llu hellos, %llu accepts over "
 			    "%d links without a hello; %llu links reset for no hello in time",

@@ -33,13 +33,18 @@
 #   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
 #                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
 #                   opened fewer links than it has peers (connections open on first
-#                   use).  Then the ring ceiling: a job whose ranks may hold 1 MiB of
-#                   rings (btl_ri2n_ring_mem_mb) streams 1 MiB messages: PASS, growth
-#                   was refused and said so, the rings stayed near the ceiling.  Then
+#                   use).  Then the ring ceiling (btl_ri2n_ring_mem_mb): under 2 MiB
+#                   each peer's rings are held to a share of it, and streams and
+#                   alltoalls pass with no growth refused and nothing dropped for want
+#                   of memory; under 1 MiB with no shares a stream passes, the ceiling
+#                   refused growth and said so; no process held more than the ceiling
+#                   and its handshakes' first rings.  Then
 #                   the MPI suite's collectives: streams, alltoall and random-pair
 #                   exchanges verified, rail 1 of host 1 black-holed mid-stream for good
 #   sixteen-ranks   the same job with 16 ranks on 8 hosts (manual: about 2 minutes on
 #                   2 cores)
+#   memory [NP HOSTS]  not a test: Pss growth per peer (mpi_check --phases memory)
+#                   and the BTL's count of its core memory; 16 ranks on 8 hosts
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
@@ -250,6 +255,22 @@ links_of() { # NAME VPID
 	grep -c "btl_ri2n \[\[[0-9]*,[0-9]*\],$2\] -> .*failed authentication" "$WORK/$1.out"
 }
 
+# Growths the ceiling refused, and packets dropped for want of memory, over every process.
+refused() { sed -n 's/.*(0: none), \([0-9]*\) growth.*/\1/p' "$WORK/$1.out" | awk '{ s += $1 } END { print s + 0 }'; }
+nomem() { sed -n 's/.*, \([0-9]*\) dropped for no memory/\1/p' "$WORK/$1.out" | awk '{ s += $1 } END { print s + 0 }'; }
+# The most core memory a process of job NAME held (MEM_MOST, KiB) is within CEILING KiB and
+# the first rings of its handshakes (granted over the ceiling: a few tens of KiB each); every
+# process printed TEXT in its memory line.
+mem_check() { # NAME CEILING_KIB TEXT
+	local lines
+	lines=$(grep -h 'btl_ri2n \[\[[0-9]*,[0-9]*\],[0-9]*\]: core memory' "$WORK/$1.out")
+	[ -n "$lines" ] || fail "$1: no core memory line in the verbose summary"
+	[ "$(grep -c -F "$3" <<<"$lines")" = "$(wc -l <<<"$lines")" ] ||
+		fail "$1: not every process says '$3': $(head -n 1 <<<"$lines")"
+	MEM_MOST=$(sed -n 's/.* \([0-9]*\) KiB at most.*/\1/p' <<<"$lines" | sort -n | tail -n 1)
+	((MEM_MOST <= $2 + 64 * np)) || fail "$1: a process held $MEM_MOST KiB of rings under a $2 KiB ceiling"
+}
+
 # NP ranks on HOSTS hosts (several to a namespace): connections open on first use, the
 # ring ceiling holds, and the collectives survive a rail black-holed for good mid-stream.
 sc_many() { # NP HOSTS
@@ -266,18 +287,29 @@ sc_many() { # NP HOSTS
 		((n > most)) && most=$n
 	done
 	note "pairs and barriers only: at most $most links per rank of $((np - 1)) peers"
-	# 2. 1 MiB for every ring of a process: growth refused, said once, every byte still right
+	# 2a. 2 MiB for all rings of a process: each peer's rings are held to a share of it
+	# (64 packets each here), so streams and alltoalls never meet the ceiling: no growth
+	# refused, nothing dropped for want of memory, every byte right
+	mpi_run share "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 2 \
+		-- --phases stream,alltoall --bw-seconds 2 --rounds 2 ||
+		fail "mpirun failed under a 2 MiB ring ceiling (status $?)"
+	require_pass share
+	mem_check share 2048 "rings of a peer up to 64 + 64 packets"
+	[ "$(refused share)" = 0 ] || fail "the ceiling refused $(refused share) growths although every peer had its share"
+	[ "$(nomem share)" = 0 ] || fail "$(nomem share) packets dropped for want of memory under the shares"
+	note "ring ceiling 2 MiB shared by $((np - 1)) peers: the most any process held was $MEM_MOST KiB, nothing refused or dropped"
+	grep -h 'mpi_check stream rank=.*from=\|mpi_check alltoall' "$WORK/share.out" | sed 's/^mpi_check /    /'
+	# 2b. no shares, 1 MiB: the ceiling itself refuses growth, says so, and the job goes on
 	mpi_run ceiling "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 1 \
-		-- --phases stream --bw-seconds 2 || fail "mpirun failed under a 1 MiB ring ceiling (status $?)"
+		--mca btl_ri2n_ring_share 0 -- --phases stream --bw-seconds 2 ||
+		fail "mpirun failed under a 1 MiB ring ceiling (status $?)"
 	require_pass ceiling
 	grep -q 'btl_ri2n: the rings of this process hold .* at the ceiling of 1 MiB' "$WORK/ceiling.out" ||
 		fail "no warning that the ring ceiling was reached"
-	n=$(sed -n 's/.*btl_ri2n \[\[[0-9]*,[0-9]*\],[0-9]*\]: core memory .* \([0-9]*\) KiB at most, ceiling 1024 KiB.*/\1/p' \
-		"$WORK/ceiling.out" | sort -n | tail -n 1)
-	[ -n "$n" ] || fail "no core memory line in the verbose summary"
-	# a handshake's rings are granted over the ceiling: a few tens of KiB per link
-	((n <= 1024 + 64 * np)) || fail "a process held $n KiB of rings under a 1 MiB ceiling"
-	note "ring ceiling 1 MiB: the most any process held was $n KiB; $(grep -h 'growth(s) refused' "$WORK/ceiling.out" | grep -v ' 0 growth' | head -n 1 | sed 's/.*), //')"
+	mem_check ceiling 1024 "ceiling 1024 KiB"
+	[ "$(refused ceiling)" -gt 0 ] || fail "no growth refused under a 1 MiB ceiling"
+	note "ring ceiling 1 MiB, no shares: the most any process held was $MEM_MOST KiB; $(refused ceiling) growths refused and said so"
+	grep -h 'mpi_check stream rank=.*from=' "$WORK/ceiling.out" | sed 's/^mpi_check /    /'
 	# 3. the collectives with a rail black-holed mid-stream, left so
 	name=bh$np
 	mpi_run "$name" "$np" ri2n,self 240 -- --phases stream,alltoall,sendrecv --bw-seconds 4 \
@@ -293,6 +325,17 @@ sc_many() { # NP HOSTS
 	grep -h 'mpi_check alltoall\|mpi_check phase=sendrecv' "$WORK/$name.out" | sed 's/^mpi_check /  /'
 	ok "$np ranks on $hosts hosts: links opened on first use, the ring ceiling held, streams," \
 		"alltoall and random pairs verified with rail 1 of host 1 black-holed"
+}
+
+# Not a test: mpi_check's memory phase (Pss growth per peer) and the BTL's own count.
+sc_memory() { # NP HOSTS
+	bed_up "$2"
+	mpi_run mem "$1" ri2n,self 240 --mca btl_ri2n_verbose 1 -- --phases memory --rounds 8 ||
+		fail "mpirun failed (status $?)"
+	require_pass mem
+	grep -h 'mpi_check memory' "$WORK/mem.out" | sed 's/^mpi_check /  /'
+	grep -h 'btl_ri2n .*: core memory' "$WORK/mem.out" | sed 's/^/  /' | sort | head -n 4
+	grep -h 'btl_ri2n .*,0\] -> .*rings' "$WORK/mem.out" | sed 's/.*; rings/  rank 0: rings/' | head -n 4
 }
 
 sc_compute() {
@@ -463,6 +506,7 @@ nudge-flood) sc_nudge_flood ;;
 hostile-hello) sc_hostile_hello ;;
 eight-ranks) sc_many 8 4 ;;
 sixteen-ranks) sc_many 16 8 ;;
+memory) sc_memory "${2:-16}" "${3:-8}" ;;
 bench) sc_bench "${2:-5}" ;;
 *) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|bench [N]"; exit 2 ;;
 esac
