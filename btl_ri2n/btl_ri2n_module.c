@@ -299,8 +299,8 @@ static int modex_publish(mca_btl_ri2n_module_t *m)
  * of them together fit in it and a window is always backed by memory: a
  * receiver at the ceiling would have to drop what its window let in, and the
  * peer resend it, a slow way to be back-pressured.  The share lowers
- * btl_ri2n_sndbuf / rcvbuf only in jobs with many ranks (256 MiB covers 28
- * peers at the default 6 + 3 MB), never below the smallest rings (64
+ * btl_ri2n_sndbuf / rcvbuf only in jobs with many ranks (256 MiB keeps the
+ * default 6 MB send rings up to 21 peers), never below the smallest rings (64
  * packets); past that, or with peers from outside the job, the ceiling
  * itself refuses growth (core_alloc).  Every rank computes the same share.
  */

@@ -33,8 +33,8 @@
 #   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
 #                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
 #                   opened fewer links than it has peers (connections open on first
-#                   use).  Then the ring ceiling (btl_ri2n_ring_mem_mb): under 2 MiB
-#                   each peer's rings are held to a share of it, and streams and
+#                   use).  Then the ring ceiling (btl_ri2n_ring_mem_mb): under NP/4
+#                   MiB each peer's rings are held to a share of it (64 packets), and streams and
 #                   alltoalls pass with no growth refused and nothing dropped for want
 #                   of memory; under 1 MiB with no shares a stream passes, the ceiling
 #                   refused growth and said so; no process held more than the ceiling
@@ -274,7 +274,7 @@ mem_check() { # NAME CEILING_KIB TEXT
 # NP ranks on HOSTS hosts (several to a namespace): connections open on first use, the
 # ring ceiling holds, and the collectives survive a rail black-holed for good mid-stream.
 sc_many() { # NP HOSTS
-	local np=$1 hosts=$2 v n name pid most=0
+	local np=$1 hosts=$2 v n name pid most=0 mb
 	bed_up "$hosts"
 	# 1. only pairs (r, r^1) and barriers talk: no rank may connect to every peer
 	mpi_run lazy "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 -- --phases pingpong \
@@ -287,17 +287,18 @@ sc_many() { # NP HOSTS
 		((n > most)) && most=$n
 	done
 	note "pairs and barriers only: at most $most links per rank of $((np - 1)) peers"
-	# 2a. 2 MiB for all rings of a process: each peer's rings are held to a share of it
-	# (64 packets each here), so streams and alltoalls never meet the ceiling: no growth
-	# refused, nothing dropped for want of memory, every byte right
-	mpi_run share "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 2 \
+	# 2a. NP/4 MiB for all rings of a process: each peer's rings are held to a share of it
+	# (64 packets each), so streams and alltoalls never meet the ceiling: no growth refused,
+	# nothing dropped for want of memory, every byte right
+	mb=$((np / 4))
+	mpi_run share "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb "$mb" \
 		-- --phases stream,alltoall --bw-seconds 2 --rounds 2 ||
-		fail "mpirun failed under a 2 MiB ring ceiling (status $?)"
+		fail "mpirun failed under a $mb MiB ring ceiling (status $?)"
 	require_pass share
-	mem_check share 2048 "rings of a peer up to 64 + 64 packets"
+	mem_check share $((mb * 1024)) "rings of a peer up to 64 + 64 packets"
 	[ "$(refused share)" = 0 ] || fail "the ceiling refused $(refused share) growths although every peer had its share"
 	[ "$(nomem share)" = 0 ] || fail "$(nomem share) packets dropped for want of memory under the shares"
-	note "ring ceiling 2 MiB shared by $((np - 1)) peers: the most any process held was $MEM_MOST KiB, nothing refused or dropped"
+	note "ring ceiling $mb MiB shared by $((np - 1)) peers: the most any process held was $MEM_MOST KiB, nothing refused or dropped"
 	grep -h 'mpi_check stream rank=.*from=\|mpi_check alltoall' "$WORK/share.out" | sed 's/^mpi_check /    /'
 	# 2b. no shares, 1 MiB: the ceiling itself refuses growth, says so, and the job goes on
 	mpi_run ceiling "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 1 \
