@@ -1747,6 +1747,14 @@ targets() {
 	nov=$(grep -v 'transport=ri2n' <<<"$done_lines" | grep -c 'verified=yes')
 	v=x; [ "$nt" -gt 0 ] && v=$((nbad == 0))
 	echo "| bytes lost or corrupted: 0 | ri2n: $nv of $nt transfers verified byte for byte, $nu unchecked (\`--no-verify\` on unshaped veth), $nbad failed (MPTCP/TCP through ri2n-stream: $nov of $no verified) | $(verdict $v) |"
+	local h
+	for h in 4 8; do
+		a=$(med "mpin-a2a-h$h" ri2n-2r mbps) b=$(med "mpin-a2a-h$h" tcp-2r mbps)
+		v=x; [ -n "$a" ] && [ -n "$b" ] && v=$(numcmp "$a" ">=" "$b")
+		echo "| MPI alltoall over $h hosts >= btl_tcp (MB/s per rank, both on r1,r2) | ri2n ${a:-n/a}, btl_tcp ${b:-n/a} | $(verdict $v) |"
+	done
+	a=$(med mpin-mem ri2n idle)
+	echo "| MPI: an idle peer costs <= 256 KiB (Pss growth per peer, 15 peers) | ${a:-n/a} KiB (busy $(med mpin-mem ri2n busy), rested $(med mpin-mem ri2n rested); btl_tcp idle $(med mpin-mem tcp idle)) | $(verdict "$(numcmp "$a" "<=" 256)") |"
 }
 summary
 log "summary: $out/summary.md"
