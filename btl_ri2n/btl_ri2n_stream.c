@@ -427,6 +427,13 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    OPAL_NAME_PRINT(m->me), m->mem_used / 1024, m->mem_peak / 1024,
 		    m->mem_max / 1024, (unsigned long long)m->mem_refused, m->cfg.snd_slots,
 		    m->cfg.rcv_slots);
+	opal_output(0, "btl_ri2n %s: descriptors allocated: %zu with %zu-byte buffers, %zu with "
+		    "%zu-byte buffers, %zu on the user's data", OPAL_NAME_PRINT(m->me),
+		    mca_btl_ri2n_component.frags_eager.fl_num_allocated,
+		    (size_t)m->super.btl_eager_limit,
+		    mca_btl_ri2n_component.frags_max.fl_num_allocated,
+		    (size_t)m->super.btl_max_send_size,
+		    mca_btl_ri2n_component.frags_user.fl_num_allocated);
 	if (m->nudges_refused || m->hellos_refused || m->unbound_refused || m->unbound_expired)
 		opal_output(0, "btl_ri2n %s: refused %llu nudges, %llu hellos, %llu accepts over "
 			    "%d links without a hello; %llu links reset for no hello in time",
