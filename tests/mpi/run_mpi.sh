@@ -33,7 +33,9 @@
 #   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
 #                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
 #                   opened fewer links than it has peers (connections open on first
-#                   use).  Then the ring ceiling (btl_ri2n_ring_mem_mb): under NP/4
+#                   use).  Memory: an idle peer costs <= 256 KiB of Pss, and after
+#                   alltoalls and 3 s of rest the core holds only first-size rings.
+#                   Then the ring ceiling (btl_ri2n_ring_mem_mb): under NP/4
 #                   MiB each peer's rings are held to a share of it (64 packets), and streams and
 #                   alltoalls pass with no growth refused and nothing dropped for want
 #                   of memory; under 1 MiB with no shares a stream passes, the ceiling
@@ -287,6 +289,19 @@ sc_many() { # NP HOSTS
 		((n > most)) && most=$n
 	done
 	note "pairs and barriers only: at most $most links per rank of $((np - 1)) peers"
+	# 1b. memory per peer: an idle peer costs <= 256 KiB of Pss (Open MPI's share included),
+	# and after alltoalls and 3 s of rest every process's rings are back to their first size
+	mpi_run mem "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 -- --phases memory --rounds 2 ||
+		fail "mpirun failed (status $?)"
+	require_pass mem
+	v=$(sed -n 's/.* idle_kib_per_peer=\([0-9.]*\).*/\1/p' "$WORK/mem.out")
+	[ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v <= 256) }' ||
+		fail "an idle peer costs ${v:-?} KiB of Pss (at most 256 expected)"
+	n=$(sed -n 's/.*: core memory \([0-9]*\) KiB now.*/\1/p' "$WORK/mem.out" | sort -n | tail -n 1)
+	# the listener's 64 KiB, and per peer a connection (6 KiB) with 16 KiB rings
+	[ -n "$n" ] && ((n <= 64 + 48 * (np - 1))) ||
+		fail "after the rest a process still holds ${n:-?} KiB in the core (rings not back to their first size)"
+	note "$(grep -h 'mpi_check memory' "$WORK/mem.out" | sed 's/^mpi_check //'); core memory after the rest at most $n KiB"
 	# 2a. NP/4 MiB for all rings of a process: each peer's rings are held to a share of it
 	# (64 packets each), so streams and alltoalls never meet the ceiling: no growth refused,
 	# nothing dropped for want of memory, every byte right
