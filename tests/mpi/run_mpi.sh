@@ -99,7 +99,8 @@ ompi_info_check() {
 		>"$out" 2>&1 || fail "ompi_info failed"
 	grep -q 'MCA btl: ri2n' "$out" || fail "ompi_info does not list the ri2n component"
 	for p in if_include heartbeat_ms keepalive_ms rail_timeout_ms dead_peer_ms \
-		connect_timeout_ms fail_window fail_min mtu sndbuf rcvbuf eager_limit max_send_size; do
+		connect_timeout_ms fail_window fail_min mtu sndbuf rcvbuf ring_mem_mb ring_share \
+		eager_limit max_send_size; do
 		grep -q "\"btl_ri2n_$p\"" "$out" || fail "ompi_info does not list btl_ri2n_$p"
 	done
 	ok "ompi_info lists btl ri2n with $(grep -c 'parameter "btl_ri2n_' "$out") parameters"
