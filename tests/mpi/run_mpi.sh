@@ -41,7 +41,7 @@
 #                   of memory; under 1 MiB with no shares a stream passes, the ceiling
 #                   refused growth and said so; no process held more than the ceiling
 #                   and its handshakes' first rings.  Then
-#                   the MPI suite's collectives: streams, alltoall and random-pair
+#                   the MPI suite's collectives: streams, allreduce, alltoall and random-pair
 #                   exchanges verified, rail 1 of host 1 black-holed mid-stream for good
 #   sixteen-ranks   the same job with 16 ranks on 8 hosts (manual: about 2 minutes on
 #                   2 cores)
@@ -329,7 +329,7 @@ sc_many() { # NP HOSTS
 	grep -h 'mpi_check stream rank=.*from=' "$WORK/ceiling.out" | sed 's/^mpi_check /    /'
 	# 3. the collectives with a rail black-holed mid-stream, left so
 	name=bh$np
-	mpi_run "$name" "$np" ri2n,self 240 -- --phases stream,alltoall,sendrecv --bw-seconds 4 \
+	mpi_run "$name" "$np" ri2n,self 240 -- --phases stream,allreduce,alltoall,sendrecv --bw-seconds 4 \
 		--rounds 4 &
 	pid=$!
 	after_stream_start "$name" 1.5
@@ -340,7 +340,7 @@ sc_many() { # NP HOSTS
 	grep -q 'btl_ri2n: .*rail r1 .* down' "$WORK/$name.out" || fail "the BTL never reported rail 1 down"
 	report "$name"
 	grep -h 'mpi_check alltoall\|mpi_check phase=sendrecv' "$WORK/$name.out" | sed 's/^mpi_check /  /'
-	ok "$np ranks on $hosts hosts: links opened on first use, the ring ceiling held, streams," \
+	ok "$np ranks on $hosts hosts: links opened on first use, the ring ceiling held, streams, allreduce," \
 		"alltoall and random pairs verified with rail 1 of host 1 black-holed"
 }
 
