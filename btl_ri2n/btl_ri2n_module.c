@@ -339,8 +339,8 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 		return OPAL_ERR_BAD_PARAM;
 	}
 	if (mca_btl_ri2n_component.p.ring_mem_mb < 0) {
-		opal_output(0, "btl_ri2n: btl_ri2n_ring_mem_mb = %d: a size in MiB, or 0 for no "
-			    "ceiling", mca_btl_ri2n_component.p.ring_mem_mb);
+		opal_output(0, "btl_ri2n: btl_ri2n_ring_mem_mb (or RI2N_RING_MEM_MB) must be a "
+			    "size in MiB, or 0 for no ceiling");
 		return OPAL_ERR_BAD_PARAM;
 	}
 	m->mem_max = (size_t)mca_btl_ri2n_component.p.ring_mem_mb << 20;

@@ -9,6 +9,8 @@
  */
 #include "opal_config.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,20 @@ static void knob_defaults(ri2n_params *p)
 	p->mtu = getenv("RI2N_MTU") ? p->mtu : 0;
 }
 
+/* A size in MiB from the environment: `def` when unset, -1 (refused at init) when not one. */
+static int env_mib(const char *name, int def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v)
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *v && !*end && !errno && n >= 0 && n <= INT_MAX ? (int)n : -1;
+}
+
 static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
 	mca_btl_base_module_t *b = &m->super;
@@ -167,8 +183,7 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
 		   LVL_USER, &p->log);
-	p->ring_mem_mb = getenv("RI2N_RING_MEM_MB") ? atoi(getenv("RI2N_RING_MEM_MB"))
-						    : RI2N_BTL_RING_MEM_MB;
+	p->ring_mem_mb = env_mib("RI2N_RING_MEM_MB", RI2N_BTL_RING_MEM_MB);
 	reg_int(c, "ring_mem_mb", "Ceiling on the memory of this process's rings, all peers "
 		"together (MiB; 0: none; default RI2N_RING_MEM_MB, else 256).  A peer's rings start "
 		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "
