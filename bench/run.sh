@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,kv,mem
+#              latency,mpi,mpin,kv,mem
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -21,7 +21,7 @@
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
 # touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
-# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, mpi_hosts.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -62,7 +62,7 @@ full)
 	BUSY_SIZES="8,1k,64k"
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
-	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20
+	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20 MPIN_ROUNDS=20
 	;;
 quick)
 	: "${reps:=1}"
@@ -72,7 +72,7 @@ quick)
 	BUSY_SIZES=""
 	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
-	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15
+	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15 MPIN_ROUNDS=8
 	;;
 smoke)
 	: "${reps:=1}"
@@ -82,7 +82,7 @@ smoke)
 	BUSY_SIZES=""
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="8"
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
-	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5
+	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2
 	: "${only:=tp2,failover,latency,mpi}"
 	;;
 esac
@@ -95,7 +95,7 @@ RAW=$out/raw
 rm -rf "$RAW"
 rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,kv,mem}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,kv,mem}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -272,7 +272,7 @@ wait_exit() {
 	wait "$1"
 }
 
-BED="" BED_RAILS=0
+BED="" BED_RAILS=0 BED_HOSTS=2
 hns() { echo "ri2n-$BED-h$1"; }
 haddr() { echo "198.18.$2.$1"; } # HOST RAIL
 rails_list() { seq -s, -f 'r%g' 1 "$BED_RAILS"; }
@@ -324,7 +324,7 @@ drop_bed() {
 	kill_bg
 	tb_use "$BED"
 	tb_destroy >/dev/null 2>&1
-	BED="" BED_RAILS=0
+	BED="" BED_RAILS=0 BED_HOSTS=2
 }
 bed_step() { # TAG RAILS RATE [MTU]
 	make_bed "$@" || fail "could not create test bed $1"
@@ -954,19 +954,20 @@ mpi_setup() {
 	log "   btl_ri2n from $btl_dir; Open MPI $(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p')"
 }
 mpi_kill() { # whatever still runs in the hosts' namespaces after a job is a leftover rank
-	local h p
-	for h in 1 2; do
+	local p
+	local h
+	for ((h = 1; h <= ${BED_HOSTS:-2}; h++)); do
 		for p in $(ip netns pids "$(hns $h)" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 	done
 }
-# mpi_job OUT BTL RAILS SECONDS mpi_check-args...: 2 ranks over --mca btl BTL,self on RAILS,
-# killed after SECONDS
+# mpi_job OUT BTL RAILS SECONDS mpi_check-args...: MPI_NP ranks (default 2) over --mca btl
+# BTL,self on RAILS, rank r on host r % BED_HOSTS + 1, killed after SECONDS
 mpi_job() {
 	local o=$1 btl=$2 rails=$3 tmo=$4 rc
 	shift 4
-	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=2 PMIX_MCA_ptl_base_if_include=$(tb_mgmt_subnet) \
+	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=${BED_HOSTS:-2} PMIX_MCA_ptl_base_if_include=$(tb_mgmt_subnet) \
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np 2 \
+		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np "${MPI_NP:-2}" \
 		--mca mca_base_component_path "$MPI_PATH" --mca btl "$btl,self" \
 		--mca btl_ri2n_if_include "$rails" --mca btl_tcp_if_include "$rails" \
 		-x RI2N_MPI_NS_PREFIX -x RI2N_MPI_HOSTS -x PMIX_MCA_ptl_base_if_include \
@@ -1055,6 +1056,105 @@ mpi_figure() { # REP
 	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do sub mpi_perf "$s" "$rep"; done
 	for s in ri2n tcp; do sub mpi_blackhole "$s" "$rep"; done
 	sub_end
+}
+
+# ---- MPI over 4 and 8 hosts: alltoall beside btl_tcp, memory per peer ---------------------
+# One rank per host on beds of 4 and 8 hosts (2 rails x 1 Gbit/s each, one switch per rail);
+# mpi_check's alltoall phase (blocks of 1 KiB, which also opens every connection, then 256 KiB,
+# every byte checked) gives MB/s per rank: a rank's 256 KiB blocks to the others over the time
+# the slowest rank spent in MPI_Alltoall. Memory: 2 ranks per host on the 8-host bed (15 peers),
+# mpi_check's memory phase (Pss growth per peer: idle, busy, rested). Rows in mpi_hosts.csv.
+MPIN_CSV=$out/mpi_hosts.csv
+echo "figure,system,hosts,ranks,rep,metric,value" >"$MPIN_CSV"
+mpin_bed() { # HOSTS
+	local tag
+	tag=$(bed_tag "bn$1h")
+	[ -n "$BED" ] && drop_bed
+	tb_use "$tag"
+	tb_exists && tb_destroy >/dev/null 2>&1
+	log "   test bed $tag: $1 hosts, 2 rails x 1 Gbit/s (namespaces ri2n-$tag-*)"
+	tb_create --hosts "$1" --rails 2 --rate 1gbit >"$RAW/bed-$tag.log" 2>&1 ||
+		{ fail "could not create test bed $tag: $(tail -n 2 "$RAW/bed-$tag.log" | tr '\n' ' ')"; return 1; }
+	tb_cleanup_on_exit "$tag"
+	BED=$tag BED_RAILS=2 BED_HOSTS=$1
+}
+# mpin_alltoall SYS REP (SYS: ri2n-2r, tcp-2r, tcp-1r)
+mpin_alltoall() {
+	local sys=$1 rep=$2 btl=${1%-*} rails name rc v
+	rails=$(mpi_rails "$sys")
+	name=$RAW/mpin-a2a-$sys-h$BED_HOSTS-$rep
+	MPI_NP=$BED_HOSTS mpi_job "$name.out" "$btl" "$rails" 240 --phases alltoall --rounds "$MPIN_ROUNDS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "$sys on $BED_HOSTS hosts: mpirun exited $rc: $(tail -n 3 "$name.out" | tr '\n' ' ' | head -c 300)"; return; }
+	v=$(sed -n 's/.*alltoall block=262144 .* MBps_per_rank=\([0-9.]*\).*/\1/p' "$name.out")
+	put "mpin-a2a-h$BED_HOSTS" "$sys" "$rep" mbps "$v"
+	echo "alltoall,$sys,$BED_HOSTS,$BED_HOSTS,$rep,MBps_per_rank,$v" >>"$MPIN_CSV"
+	log "   $btl over $rails, $BED_HOSTS ranks on $BED_HOSTS hosts: alltoall of 256 KiB blocks $v MB/s per rank, every byte checked"
+}
+# mpin_memory BTL REP: 2 ranks per host
+mpin_memory() {
+	local btl=$1 rep=$2 np=$((BED_HOSTS * 2)) name rc k v line
+	name=$RAW/mpin-mem-$btl-$rep
+	MPI_NP=$np mpi_job "$name.out" "$btl" r1,r2 240 --phases memory --rounds "$MPIN_ROUNDS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "$btl memory: mpirun exited $rc: $(tail -n 3 "$name.out" | tr '\n' ' ' | head -c 300)"; return; }
+	line=$(grep -m1 'mpi_check memory peers=' "$name.out")
+	for k in idle busy rested; do
+		v=$(sed -n "s/.* ${k}_kib_per_peer=\([0-9.-]*\).*/\1/p" <<<"$line")
+		put mpin-mem "$btl" "$rep" "$k" "$v"
+		echo "memory,$btl,$BED_HOSTS,$np,$rep,${k}_KiB_per_peer,$v" >>"$MPIN_CSV"
+	done
+	log "   $btl, $np ranks on $BED_HOSTS hosts: Pss growth per peer ${line#*peers=} (KiB)"
+}
+mpin_figure() { # REP
+	local rep=$1 h s
+	[ -n "$MPI_PATH" ] || { mpi_setup || return; }
+	sub_begin
+	for h in 4 8; do
+		mpin_bed "$h" || { sub_end; return 1; }
+		for s in ri2n-2r tcp-2r $([ "$mode" = full ] && echo tcp-1r); do sub mpin_alltoall "$s" "$rep"; done
+		if [ "$h" = 8 ]; then
+			for s in ri2n tcp; do sub mpin_memory "$s" "$rep"; done
+		fi
+		drop_bed
+	done
+	sub_end
+}
+# The many-hosts MPI paragraph of summary.md
+mpin_summary() {
+	local h s
+	echo "## MPI over 4 and 8 hosts: alltoall beside btl_tcp, memory per peer"
+	echo
+	echo "One rank per host, 2 rails x 1 Gbit/s per host (one switch per rail); \`mpi_check --phases alltoall\`" \
+		"($MPIN_ROUNDS rounds of 256 KiB blocks, every byte checked). MB/s per rank: the bytes a rank sends to the" \
+		"others over the time the slowest rank spent in MPI_Alltoall. btl/tcp on r1,r2 stripes over both rails."
+	echo
+	echo "| hosts | --mca btl | rails | alltoall (MB/s per rank) | / btl_tcp on r1,r2 |"
+	echo "|---|---|---|---|---|"
+	for h in 4 8; do
+		for s in ri2n-2r tcp-2r tcp-1r; do
+			[ -n "$(agg "mpin-a2a-h$h" $s mbps)" ] || continue
+			echo "| $h | ${s%-*},self | $(mpi_rails $s) | $(fmtv "mpin-a2a-h$h" $s mbps 1) |" \
+				"$(ratio "$(med "mpin-a2a-h$h" $s mbps)" "$(med "mpin-a2a-h$h" tcp-2r mbps)") |"
+		done
+	done
+	echo
+	if [ -n "$(agg mpin-mem ri2n idle)" ]; then
+		echo "Memory: 16 ranks on the 8-host bed (15 peers each), \`mpi_check --phases memory\`: growth of each" \
+			"rank's Pss per peer, the largest over the ranks, after one 64-byte message each way with every peer" \
+			"and 3 s of rest (idle), right after $MPIN_ROUNDS alltoalls of 256 KiB blocks (busy), and after 3 s of" \
+			"rest again (rested). It includes Open MPI's own per-peer state. Target: idle <= 256 KiB."
+		echo
+		echo "| --mca btl | idle (KiB/peer) | busy (KiB/peer) | rested (KiB/peer) |"
+		echo "|---|---|---|---|"
+		for s in ri2n tcp; do
+			[ -n "$(agg mpin-mem $s idle)" ] || continue
+			echo "| $s,self | $(fmtv mpin-mem $s idle 1) | $(fmtv mpin-mem $s busy 1) | $(fmtv mpin-mem $s rested 1) |"
+		done
+		echo
+	fi
 }
 
 # ---- memory and descriptors per connection ------------------------------------------------
@@ -1189,6 +1289,12 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					runiperf_figure veth "$rep"
 			done
 		fi
+		drop_bed
+	fi
+	if want mpin; then
+		for rep in $(seq "$reps"); do
+			step "MPI over 4 and 8 hosts: alltoall beside btl_tcp, memory per peer (rep $rep)" mpin_figure "$rep"
+		done
 		drop_bed
 	fi
 	if want mem; then
@@ -1485,6 +1591,10 @@ summary() {
 			echo
 			mpi_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 ~ /^mpin-/' "$METRICS")" ]; then
+			echo
+			mpin_summary
+		fi
 		echo
 		mem_summary
 		echo "## Targets (DESIGN.md)"
@@ -1637,6 +1747,14 @@ targets() {
 	nov=$(grep -v 'transport=ri2n' <<<"$done_lines" | grep -c 'verified=yes')
 	v=x; [ "$nt" -gt 0 ] && v=$((nbad == 0))
 	echo "| bytes lost or corrupted: 0 | ri2n: $nv of $nt transfers verified byte for byte, $nu unchecked (\`--no-verify\` on unshaped veth), $nbad failed (MPTCP/TCP through ri2n-stream: $nov of $no verified) | $(verdict $v) |"
+	local h
+	for h in 4 8; do
+		a=$(med "mpin-a2a-h$h" ri2n-2r mbps) b=$(med "mpin-a2a-h$h" tcp-2r mbps)
+		v=x; [ -n "$a" ] && [ -n "$b" ] && v=$(numcmp "$a" ">=" "$b")
+		echo "| MPI alltoall over $h hosts >= btl_tcp (MB/s per rank, both on r1,r2) | ri2n ${a:-n/a}, btl_tcp ${b:-n/a} | $(verdict $v) |"
+	done
+	a=$(med mpin-mem ri2n idle)
+	echo "| MPI: an idle peer costs <= 256 KiB (Pss growth per peer, 15 peers) | ${a:-n/a} KiB (busy $(med mpin-mem ri2n busy), rested $(med mpin-mem ri2n rested); btl_tcp idle $(med mpin-mem tcp idle)) | $(verdict "$(numcmp "$a" "<=" 256)") |"
 }
 summary
 log "summary: $out/summary.md"

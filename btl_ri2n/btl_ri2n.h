@@ -49,8 +49,17 @@ enum {
 	 * writes its hello in its first round trip.
 	 */
 	RI2N_MAX_UNBOUND = 256,
+	/* default ceiling on the core's memory per process, MiB (btl_ri2n_ring_mem_mb):
+	 * 21 peers with both rings grown whole, or hundreds at a fraction of that */
+	RI2N_BTL_RING_MEM_MB = 256,
 };
 #define RI2N_UNBOUND_NS UINT64_C(10000000000) /* 10 s */
+/*
+ * A link that delivered no frame this long frees its gather buffer (up to a
+ * frame, 256 KiB): the core's rings shrink after 2 s idle (rn_timer.c), and an
+ * idle peer should hold only their first size.
+ */
+#define RI2N_RX_IDLE_NS UINT64_C(2000000000) /* 2 s */
 
 /* Endpoint states. */
 enum ri2n_ep_state {
@@ -74,6 +83,7 @@ struct ri2n_link {
 	ri2n_link *next, *prev;               /* the module's list of links */
 	uint64_t expiry_ns;                   /* cached rn_conn_expiry */
 	uint64_t created_ns;
+	uint64_t last_in_ns;                  /* last frame delivered: an idle link frees rx.buf */
 	uint8_t initiator;  /* we connected */
 	uint8_t hello_done; /* initiator: hello written; acceptor: hello read */
 	uint8_t eof;        /* the peer finished its stream */
@@ -149,6 +159,16 @@ typedef struct mca_btl_ri2n_module_t {
 	/* refused: nudges (bad tag, a stranger's name, an address not in its modex),
 	 * hellos (a stranger, a takeover), accepts over RI2N_MAX_UNBOUND, hello deadlines */
 	uint64_t nudges_refused, hellos_refused, unbound_refused, unbound_expired;
+	/*
+	 * The core's memory (rings and connections), counted by the module's
+	 * allocator (btl_ri2n_module.c): bytes held now and at most, the ceiling
+	 * (btl_ri2n_ring_mem_mb; 0: none), allocations it refused, and how many of
+	 * those the last warning covered.  mem_setup > 0 while a connection is set
+	 * up: those allocations are always granted.
+	 */
+	size_t mem_used, mem_peak, mem_max;
+	uint64_t mem_refused, mem_refused_said, mem_warn_next_ns;
+	int mem_setup;
 } mca_btl_ri2n_module_t;
 
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
@@ -164,6 +184,8 @@ typedef struct ri2n_params {
 	char *log;            /* ri2n log level: debug, info, warn, error, off */
 	char *key_file;       /* file holding the cluster key (else RI2N_KEY / RI2N_KEY_FILE) */
 	int verbose;          /* print a per-process summary at finalize */
+	int ring_mem_mb;      /* ceiling on the core's memory in this process, MiB (0: none) */
+	int ring_share;       /* each peer's rings limited to its share of the ceiling (0/1) */
 	int free_list_num, free_list_max, free_list_inc;
 } ri2n_params;
 
@@ -272,6 +294,8 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 			uint64_t now);
 /* One pass of the protocol: receive, timers, deliver, send, flush. */
 int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
+/* Warns (at most every 10 s) when the memory ceiling refused ring growth since the last warning. */
+void ri2n_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now);
 /* Calls the PML's error callback for queued fatal errors (lock not held). */
 void ri2n_report_fatal(mca_btl_ri2n_module_t *m);
 /* Per-peer, per-rail counters on Open MPI's output (btl_ri2n_verbose). */

@@ -164,7 +164,12 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 	for (int tries = 0; tries < ep->npeer && !c; tries++) {
 		int r = ep->next_rail++ % ep->npeer;
 
-		if (rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now) == 0) {
+		int rc;
+
+		m->mem_setup++; /* granted whatever the ceiling (core_alloc) */
+		rc = rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now);
+		m->mem_setup--;
+		if (rc == 0) {
 			ri2n_link *l = ri2n_link_new(m, c, now);
 
 			if (!l) {

@@ -9,7 +9,10 @@
  */
 #include "opal_config.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "btl_ri2n.h"
@@ -98,6 +101,20 @@ static void knob_defaults(ri2n_params *p)
 	p->mtu = getenv("RI2N_MTU") ? p->mtu : 0;
 }
 
+/* A size in MiB from the environment: `def` when unset, -1 (refused at init) when not one. */
+static int env_mib(const char *name, int def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v)
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *v && !*end && !errno && n >= 0 && n <= INT_MAX ? (int)n : -1;
+}
+
 static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
 	mca_btl_base_module_t *b = &m->super;
@@ -166,6 +183,17 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
 		   LVL_USER, &p->log);
+	p->ring_mem_mb = env_mib("RI2N_RING_MEM_MB", RI2N_BTL_RING_MEM_MB);
+	reg_int(c, "ring_mem_mb", "Ceiling on the memory of this process's rings, all peers "
+		"together (MiB; 0: none; default RI2N_RING_MEM_MB, else 256).  A peer's rings start "
+		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "
+		"the ceiling is refused (the ring stays as it is: slower, nothing lost) and a warning "
+		"says so.  A connection's first rings are always granted", LVL_TUNE, &p->ring_mem_mb);
+	p->ring_share = 1;
+	reg_int(c, "ring_share", "Each peer's rings grow to at most an equal share of "
+		"ring_mem_mb (when that is below sndbuf / rcvbuf), so all of them fit under it and "
+		"the ceiling is never reached within the job (0: rings grow to sndbuf / rcvbuf until "
+		"the ceiling refuses)", LVL_DEV, &p->ring_share);
 	p->verbose = 0;
 	reg_int(c, "verbose", "Print each process's per-peer, per-rail counters at finalize (0/1)",
 		LVL_USER, &p->verbose);

@@ -234,6 +234,8 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 		rn_conn_consume(l->conn, now, (size_t)used);
 	}
 	frames = (int)(l->mod->frames_in - before);
+	if (frames)
+		l->last_in_ns = now;
 	return frames;
 }
 
@@ -302,11 +304,15 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 		if (unbound_links(m) >= RI2N_MAX_UNBOUND) {
 			/* its client resends the COOKIE_ECHO; a real peer's hello comes within a round trip */
 			m->unbound_refused++;
-		} else if (rn_conn_accept(&c, &ap, &m->env, now) == 0) {
-			l = ri2n_link_new(m, c, now);
-			if (l)
+		} else {
+			int ok;
+
+			m->mem_setup++; /* granted whatever the ceiling (core_alloc) */
+			ok = rn_conn_accept(&c, &ap, &m->env, now) == 0;
+			m->mem_setup--;
+			if (ok && (l = ri2n_link_new(m, c, now)) != NULL)
 				l->dirty = 1; /* COOKIE_ACK to send */
-			else
+			else if (ok)
 				rn_conn_del(c);
 		}
 		if (!l)
@@ -389,6 +395,10 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 			l->dirty = 1;
 		}
 		if (l->expiry_ns <= now) {
+			/* idle: the gather buffer goes, as the core's rings shrink (no frame half read) */
+			if (l->rx.buf && l->rx.hdr_have != RI2N_HDR_LEN &&
+			    now - l->last_in_ns >= RI2N_RX_IDLE_NS)
+				ri2n_rx_free(&l->rx);
 			rn_conn_on_timer(l->conn, now);
 			ri2n_link_rekey(m, l);
 			l->dirty = 1;
@@ -398,6 +408,7 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	}
 	rn_hset_flush(&m->io);
 	ri2n_links_reap(m);
+	ri2n_mem_warn(m, now);
 	return n;
 }
 
@@ -411,6 +422,18 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    (unsigned long long)m->frames_in, (unsigned long long)m->bytes_in,
 		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
 		    (unsigned long long)m->rail_events);
+	opal_output(0, "btl_ri2n %s: core memory %zu KiB now, %zu KiB at most, ceiling %zu KiB "
+		    "(0: none), %llu growth(s) refused; rings of a peer up to %u + %u packets",
+		    OPAL_NAME_PRINT(m->me), m->mem_used / 1024, m->mem_peak / 1024,
+		    m->mem_max / 1024, (unsigned long long)m->mem_refused, m->cfg.snd_slots,
+		    m->cfg.rcv_slots);
+	opal_output(0, "btl_ri2n %s: descriptors allocated: %zu with %zu-byte buffers, %zu with "
+		    "%zu-byte buffers, %zu on the user's data", OPAL_NAME_PRINT(m->me),
+		    mca_btl_ri2n_component.frags_eager.fl_num_allocated,
+		    (size_t)m->super.btl_eager_limit,
+		    mca_btl_ri2n_component.frags_max.fl_num_allocated,
+		    (size_t)m->super.btl_max_send_size,
+		    mca_btl_ri2n_component.frags_user.fl_num_allocated);
 	if (m->nudges_refused || m->hellos_refused || m->unbound_refused || m->unbound_expired)
 		opal_output(0, "btl_ri2n %s: refused %llu nudges, %llu hellos, %llu accepts over "
 			    "%d links without a hello; %llu links reset for no hello in time",
@@ -423,12 +446,14 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 
 		rn_conn_get_stats(l->conn, &st);
 		opal_output(0, "btl_ri2n %s -> %s: %s, %s (mss %u, %llu failed authentication), "
-			    "retransmits %llu, timeouts %llu, dup %llu",
+			    "retransmits %llu, timeouts %llu, dup %llu; rings %u + %u packets, grew %u, "
+			    "shrank %u, %llu dropped for no memory",
 			    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?", rn_state_name(st.state),
 			    st.keyed ? "keyed" : "no key", st.mss,
 			    (unsigned long long)st.drops[RN_DROP_AUTH],
 			    (unsigned long long)st.retransmits, (unsigned long long)st.rto_events,
-			    (unsigned long long)st.dup_data);
+			    (unsigned long long)st.dup_data, st.snd_ring, st.rcv_ring, st.ring_grows,
+			    st.ring_shrinks, (unsigned long long)st.drops[RN_DROP_NOMEM]);
 		for (int k = 0; k < st.npaths; k++) {
 			const rn_rail_stats *r = &st.rail[k];
 

@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <sodium/crypto_generichash_blake2b.h>
 #include <sodium/utils.h>
@@ -51,11 +52,17 @@ static int begin_copy(ri2n_rx *rx, const uint8_t *h)
 	size_t len = get32(h);
 
 	if (len > rx->cap) {
+		/*
+		 * A mapping of its own (64 KiB at least, nothing to keep from the last
+		 * frame): when an idle link frees it, its pages go back to the system
+		 * rather than stay in malloc's heap
+		 */
 		size_t cap = len < RI2N_RX_MIN_BUF ? RI2N_RX_MIN_BUF : len;
-		uint8_t *b = realloc(rx->buf, cap);
+		void *b = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-		if (!b)
+		if (b == MAP_FAILED)
 			return -1;
+		ri2n_rx_free(rx);
 		rx->buf = b;
 		rx->cap = cap;
 	}
@@ -116,7 +123,8 @@ ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *
 
 void ri2n_rx_free(ri2n_rx *rx)
 {
-	free(rx->buf);
+	if (rx->buf)
+		munmap(rx->buf, rx->cap);
 	rx->buf = NULL;
 	rx->cap = 0;
 }

@@ -16,6 +16,8 @@
  *   alltoall   blocks of 1 KiB and 256 KiB, each stamped (src, dst, round)
  *   sendrecv   random pairs each round (same seed everywhere), random sizes
  *              up to 1 MiB, checked both ways
+ *   memory     (only when asked; first) Pss growth per peer: idle (one small
+ *              message each way), busy (alltoalls of 256 KiB), rested again
  *   compute    (only when asked) the lower rank of each pair makes no MPI call
  *              for --compute-seconds while its partner waits in MPI_Recv: a
  *              long computation must not look like a dead peer
@@ -40,7 +42,7 @@ static size_t g_max = 4u << 20;
 static double g_bw_seconds = 5.0, g_interval = 0.5;
 static size_t g_bw_size = 1u << 20;
 static int g_window = 16, g_lat_iters = 20000, g_rounds = 20;
-static double g_compute = 5.0;
+static double g_compute = 5.0, g_mem_idle = 3.0;
 static double g_t0;
 
 /* ---- patterns ---- */
@@ -455,11 +457,17 @@ static void phase_alltoall(void)
 		uint8_t *sb = malloc(bs * (size_t)g_size), *rb = malloc(bs * (size_t)g_size);
 		uint8_t *tmp = malloc(bs);
 
+		double busy = 0, slowest;
+
 		for (int it = 0; it < g_rounds; it++) {
+			double t;
+
 			for (int d = 0; d < g_size; d++)
 				fill(sb + bs * (size_t)d, bs, key_of(5, (uint64_t)g_rank, (uint64_t)d,
 								      (uint64_t)it + bs));
+			t = now_s();
 			MPI_Alltoall(sb, (int)bs, MPI_BYTE, rb, (int)bs, MPI_BYTE, MPI_COMM_WORLD);
+			busy += now_s() - t;
 			for (int s = 0; s < g_size; s++)
 				check("alltoall", rb + bs * (size_t)s, bs,
 				      key_of(5, (uint64_t)s, (uint64_t)g_rank, (uint64_t)it + bs), tmp);
@@ -467,7 +475,10 @@ static void phase_alltoall(void)
 		free(sb);
 		free(rb);
 		free(tmp);
-		say("alltoall block=%zu rounds=%d ok", bs, g_rounds);
+		/* the time in MPI_Alltoall of the slowest rank; each rank sends size-1 blocks a round */
+		MPI_Reduce(&busy, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+		say("alltoall block=%zu rounds=%d ok MBps_per_rank=%.1f", bs, g_rounds,
+		    slowest > 0 ? (double)bs * (g_size - 1) * g_rounds / slowest / 1e6 : 0.0);
 	}
 	say("phase=alltoall ok t=%.2f", now_s() - g_t0);
 }
@@ -531,6 +542,82 @@ static void nap(double s)
 	/* no MPI call at all meanwhile: only the BTL's keeper speaks for us */
 	while (nanosleep(&ts, &ts) != 0)
 		;
+}
+
+/* ---- memory per peer ---- */
+
+/* This process's proportional set size (KiB), or -1. */
+static long pss_kib(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[256];
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pss: %ld kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/*
+ * How much a peer costs: Pss before any message, after one small message to
+ * and from every other rank and --mem-idle seconds of rest (idle), right after
+ * --rounds alltoalls of 256 KiB blocks (busy), and after the same rest again
+ * (rested: grown rings shrink back after 2 s idle).  Every buffer the phase
+ * uses is touched before the first reading, so the growth is the MPI
+ * library's and the BTL's.  The largest growth over the ranks, per peer.
+ * Meant to run first (--phases memory,...): a connection opened before it
+ * would not be counted.
+ */
+static void phase_memory(void)
+{
+	const size_t bs = 256 * 1024, small = 64;
+	size_t n = bs * (size_t)g_size;
+	uint8_t *sb = malloc(n), *rb = malloc(n), *tmp = malloc(bs);
+	long p[4], grow[3], worst[3];
+	int peers = g_size - 1;
+
+	memset(sb, 1, n);
+	memset(rb, 1, n);
+	memset(tmp, 1, bs);
+	p[0] = pss_kib();
+	for (int k = 1; k < g_size; k++) {
+		int to = (g_rank + k) % g_size, from = (g_rank + g_size - k) % g_size;
+
+		fill(sb, small, key_of(8, (uint64_t)g_rank, (uint64_t)to, 0));
+		MPI_Sendrecv(sb, (int)small, MPI_BYTE, to, 8, rb, (int)small, MPI_BYTE, from, 8,
+			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		check("memory hello", rb, small, key_of(8, (uint64_t)from, (uint64_t)g_rank, 0), tmp);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+	nap(g_mem_idle);
+	p[1] = pss_kib();
+	for (int it = 0; it < g_rounds; it++) {
+		for (int d = 0; d < g_size; d++)
+			fill(sb + bs * (size_t)d, bs, key_of(9, (uint64_t)g_rank, (uint64_t)d, (uint64_t)it));
+		MPI_Alltoall(sb, (int)bs, MPI_BYTE, rb, (int)bs, MPI_BYTE, MPI_COMM_WORLD);
+		for (int s = 0; s < g_size; s++)
+			check("memory alltoall", rb + bs * (size_t)s, bs,
+			      key_of(9, (uint64_t)s, (uint64_t)g_rank, (uint64_t)it), tmp);
+	}
+	p[2] = pss_kib();
+	MPI_Barrier(MPI_COMM_WORLD);
+	nap(g_mem_idle);
+	p[3] = pss_kib();
+	for (int i = 0; i < 3; i++)
+		grow[i] = p[0] < 0 || p[i + 1] < 0 ? -1 : p[i + 1] - p[0];
+	MPI_Reduce(grow, worst, 3, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+	free(sb);
+	free(rb);
+	free(tmp);
+	if (peers > 0)
+		say("memory peers=%d pss_start_kib=%ld idle_kib_per_peer=%.1f busy_kib_per_peer=%.1f "
+		    "rested_kib_per_peer=%.1f", peers, p[0], (double)worst[0] / peers,
+		    (double)worst[1] / peers, (double)worst[2] / peers);
+	say("phase=memory ok t=%.2f", now_s() - g_t0);
 }
 
 static void phase_compute(void)
@@ -605,6 +692,8 @@ static void parse_args(int argc, char **argv)
 			g_interval = atof(v);
 		else if (!strcmp(k, "--compute-seconds"))
 			g_compute = atof(v);
+		else if (!strcmp(k, "--mem-idle"))
+			g_mem_idle = atof(v);
 		else if (g_rank == 0)
 			fprintf(stderr, "mpi_check: unknown option %s\n", k);
 	}
@@ -622,6 +711,8 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	t0 = g_t0 = now_s();
 	say("start ranks=%d phases=%s", g_size, g_phases);
+	if (phase_on("memory"))
+		phase_memory();
 	if (phase_on("pingpong"))
 		phase_pingpong();
 	if (phase_on("self"))

@@ -30,11 +30,30 @@
 #                   ri2n and sends a hello naming rank 0, whose stream to rank 1 is up:
 #                   PASS, rank 1 counts the hello refused, and the hostile process
 #                   reads none of the bytes meant for rank 0
+#   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
+#                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
+#                   opened fewer links than it has peers (connections open on first
+#                   use).  Memory: an idle peer costs <= 256 KiB of Pss, and after
+#                   alltoalls and 3 s of rest the core holds only first-size rings.
+#                   Then the ring ceiling (btl_ri2n_ring_mem_mb): under NP/4
+#                   MiB each peer's rings are held to a share of it (64 packets), and streams and
+#                   alltoalls pass with no growth refused and nothing dropped for want
+#                   of memory; under 1 MiB with no shares a stream passes, the ceiling
+#                   refused growth and said so; no process held more than the ceiling
+#                   and its handshakes' first rings.  Then
+#                   the MPI suite's collectives: streams, allreduce, alltoall and random-pair
+#                   exchanges verified, rail 1 of host 1 black-holed mid-stream for good
+#   sixteen-ranks   the same job with 16 ranks on 8 hosts (manual: about 2 minutes on
+#                   2 cores)
+#   memory [NP HOSTS]  not a test: Pss growth per peer (mpi_check --phases memory)
+#                   and the BTL's count of its core memory; 16 ranks on 8 hosts
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
 # Environment: RI2N_BTL_DIR (directory of mca_btl_ri2n.so), RI2N_MPI_CHECK
-# (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs.
+# (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs,
+# RI2N_MPI_TAG_PREFIX (one letter put before the beds' tags, so that two
+# sessions on one machine do not share a bed).
 # Needs root (namespaces) and Open MPI 4.1 (mpirun, mpicc, ompi_info); skips
 # with status 77 otherwise.
 set -uo pipefail
@@ -80,7 +99,8 @@ ompi_info_check() {
 		>"$out" 2>&1 || fail "ompi_info failed"
 	grep -q 'MCA btl: ri2n' "$out" || fail "ompi_info does not list the ri2n component"
 	for p in if_include heartbeat_ms keepalive_ms rail_timeout_ms dead_peer_ms \
-		connect_timeout_ms fail_window fail_min mtu sndbuf rcvbuf eager_limit max_send_size; do
+		connect_timeout_ms fail_window fail_min mtu sndbuf rcvbuf ring_mem_mb ring_share \
+		eager_limit max_send_size; do
 		grep -q "\"btl_ri2n_$p\"" "$out" || fail "ompi_info does not list btl_ri2n_$p"
 	done
 	ok "ompi_info lists btl ri2n with $(grep -c 'parameter "btl_ri2n_' "$out") parameters"
@@ -126,7 +146,7 @@ cleanup() {
 
 bed_up() { # HOSTS [TAG]
 	NHOSTS=$1
-	TAG=${2:-mpi$1}
+	TAG=${RI2N_MPI_TAG_PREFIX:-}${2:-mpi$1}
 	tb_use "$TAG"
 	tb_on_exit cleanup
 	tb_cleanup_on_exit
@@ -231,6 +251,108 @@ sc_blackhole() { # NP HOSTS HEAL(0/1)
 	report "$name"
 	grep -h 'stream rank=.* t=' "$WORK/$name.out" | sed 's/^mpi_check /  /'
 	ok "$np ranks: rail 1 black-holed mid-stream$([ "$3" = 1 ] && echo ' and healed'), every byte verified"
+}
+
+# Links rank VPID has at finalize (btl_ri2n_verbose lines "btl_ri2n [[J,S],V] -> peer: ...").
+links_of() { # NAME VPID
+	grep -c "btl_ri2n \[\[[0-9]*,[0-9]*\],$2\] -> .*failed authentication" "$WORK/$1.out"
+}
+
+# Growths the ceiling refused, and packets dropped for want of memory, over every process.
+refused() { sed -n 's/.*(0: none), \([0-9]*\) growth.*/\1/p' "$WORK/$1.out" | awk '{ s += $1 } END { print s + 0 }'; }
+nomem() { sed -n 's/.*, \([0-9]*\) dropped for no memory/\1/p' "$WORK/$1.out" | awk '{ s += $1 } END { print s + 0 }'; }
+# The most core memory a process of job NAME held (MEM_MOST, KiB) is within CEILING KiB and
+# the first rings of its handshakes (granted over the ceiling: a few tens of KiB each); every
+# process printed TEXT in its memory line.
+mem_check() { # NAME CEILING_KIB TEXT
+	local lines
+	lines=$(grep -h 'btl_ri2n \[\[[0-9]*,[0-9]*\],[0-9]*\]: core memory' "$WORK/$1.out")
+	[ -n "$lines" ] || fail "$1: no core memory line in the verbose summary"
+	[ "$(grep -c -F "$3" <<<"$lines")" = "$(wc -l <<<"$lines")" ] ||
+		fail "$1: not every process says '$3': $(head -n 1 <<<"$lines")"
+	MEM_MOST=$(sed -n 's/.* \([0-9]*\) KiB at most.*/\1/p' <<<"$lines" | sort -n | tail -n 1)
+	((MEM_MOST <= $2 + 64 * np)) || fail "$1: a process held $MEM_MOST KiB of rings under a $2 KiB ceiling"
+}
+
+# NP ranks on HOSTS hosts (several to a namespace): connections open on first use, the
+# ring ceiling holds, and the collectives survive a rail black-holed for good mid-stream.
+sc_many() { # NP HOSTS
+	local np=$1 hosts=$2 v n name pid most=0 mb
+	bed_up "$hosts"
+	# 1. only pairs (r, r^1) and barriers talk: no rank may connect to every peer
+	mpi_run lazy "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 -- --phases pingpong \
+		--max-size 64k || fail "mpirun failed (status $?)"
+	require_pass lazy
+	for ((v = 0; v < np; v++)); do
+		n=$(links_of lazy "$v")
+		[ "$n" -ge 1 ] && [ "$n" -lt $((np - 1)) ] ||
+			fail "rank $v opened $n links for a job that pairs ranks (lazy connections: 1..$((np - 2)) expected)"
+		((n > most)) && most=$n
+	done
+	note "pairs and barriers only: at most $most links per rank of $((np - 1)) peers"
+	# 1b. memory per peer: an idle peer costs <= 256 KiB of Pss (Open MPI's share included),
+	# and after alltoalls and 3 s of rest every process's rings are back to their first size
+	mpi_run mem "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 -- --phases memory --rounds 2 ||
+		fail "mpirun failed (status $?)"
+	require_pass mem
+	v=$(sed -n 's/.* idle_kib_per_peer=\([0-9.]*\).*/\1/p' "$WORK/mem.out")
+	[ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v <= 256) }' ||
+		fail "an idle peer costs ${v:-?} KiB of Pss (at most 256 expected)"
+	n=$(sed -n 's/.*: core memory \([0-9]*\) KiB now.*/\1/p' "$WORK/mem.out" | sort -n | tail -n 1)
+	# the listener's 64 KiB, and per peer a connection (6 KiB) with 16 KiB rings
+	[ -n "$n" ] && ((n <= 64 + 48 * (np - 1))) ||
+		fail "after the rest a process still holds ${n:-?} KiB in the core (rings not back to their first size)"
+	note "$(grep -h 'mpi_check memory' "$WORK/mem.out" | sed 's/^mpi_check //'); core memory after the rest at most $n KiB"
+	# 2a. NP/4 MiB for all rings of a process: each peer's rings are held to a share of it
+	# (64 packets each), so streams and alltoalls never meet the ceiling: no growth refused,
+	# nothing dropped for want of memory, every byte right
+	mb=$((np / 4))
+	mpi_run share "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb "$mb" \
+		-- --phases stream,alltoall --bw-seconds 2 --rounds 2 ||
+		fail "mpirun failed under a $mb MiB ring ceiling (status $?)"
+	require_pass share
+	mem_check share $((mb * 1024)) "rings of a peer up to 64 + 64 packets"
+	[ "$(refused share)" = 0 ] || fail "the ceiling refused $(refused share) growths although every peer had its share"
+	[ "$(nomem share)" = 0 ] || fail "$(nomem share) packets dropped for want of memory under the shares"
+	note "ring ceiling $mb MiB shared by $((np - 1)) peers: the most any process held was $MEM_MOST KiB, nothing refused or dropped"
+	grep -h 'mpi_check stream rank=.*from=\|mpi_check alltoall' "$WORK/share.out" | sed 's/^mpi_check /    /'
+	# 2b. no shares, 1 MiB: the ceiling itself refuses growth, says so, and the job goes on
+	mpi_run ceiling "$np" ri2n,self 120 --mca btl_ri2n_verbose 1 --mca btl_ri2n_ring_mem_mb 1 \
+		--mca btl_ri2n_ring_share 0 -- --phases stream --bw-seconds 2 ||
+		fail "mpirun failed under a 1 MiB ring ceiling (status $?)"
+	require_pass ceiling
+	grep -q 'btl_ri2n: the rings of this process hold .* at the ceiling of 1 MiB' "$WORK/ceiling.out" ||
+		fail "no warning that the ring ceiling was reached"
+	mem_check ceiling 1024 "ceiling 1024 KiB"
+	[ "$(refused ceiling)" -gt 0 ] || fail "no growth refused under a 1 MiB ceiling"
+	note "ring ceiling 1 MiB, no shares: the most any process held was $MEM_MOST KiB; $(refused ceiling) growths refused and said so"
+	grep -h 'mpi_check stream rank=.*from=' "$WORK/ceiling.out" | sed 's/^mpi_check /    /'
+	# 3. the collectives with a rail black-holed mid-stream, left so
+	name=bh$np
+	mpi_run "$name" "$np" ri2n,self 240 -- --phases stream,allreduce,alltoall,sendrecv --bw-seconds 4 \
+		--rounds 4 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	tb_fault blackhole 1 1 on || fail "cannot black-hole rail 1"
+	note "rail 1 of host 1 black-holed mid-stream, for good"
+	wait "$pid" || fail "mpirun failed with rail 1 black-holed (status $?)"
+	require_pass "$name"
+	grep -q 'btl_ri2n: .*rail r1 .* down' "$WORK/$name.out" || fail "the BTL never reported rail 1 down"
+	report "$name"
+	grep -h 'mpi_check alltoall\|mpi_check phase=sendrecv' "$WORK/$name.out" | sed 's/^mpi_check /  /'
+	ok "$np ranks on $hosts hosts: links opened on first use, the ring ceiling held, streams, allreduce," \
+		"alltoall and random pairs verified with rail 1 of host 1 black-holed"
+}
+
+# Not a test: mpi_check's memory phase (Pss growth per peer) and the BTL's own count.
+sc_memory() { # NP HOSTS
+	bed_up "$2"
+	mpi_run mem "$1" ri2n,self 240 --mca btl_ri2n_verbose 1 -- --phases memory --rounds 8 ||
+		fail "mpirun failed (status $?)"
+	require_pass mem
+	grep -h 'mpi_check memory' "$WORK/mem.out" | sed 's/^mpi_check /  /'
+	grep -h 'btl_ri2n .*: core memory' "$WORK/mem.out" | sed 's/^/  /' | sort | head -n 4
+	grep -h 'btl_ri2n .*,0\] -> .*rings' "$WORK/mem.out" | sed 's/.*; rings/  rank 0: rings/' | head -n 4
 }
 
 sc_compute() {
@@ -399,7 +521,10 @@ compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
 hostile-hello) sc_hostile_hello ;;
+eight-ranks) sc_many 8 4 ;;
+sixteen-ranks) sc_many 16 8 ;;
+memory) sc_memory "${2:-16}" "${3:-8}" ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|bench [N]"; exit 2 ;;
 esac
 exit 0
