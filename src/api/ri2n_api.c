@@ -135,6 +135,17 @@ void rn_api_writes_seen(void)
 	rn_sock_writes_seen();
 }
 
+void rn_api_to_descriptor(int fd)
+{
+	int err;
+	rn_sock *s = lookup(fd, &err);
+
+	if (s) {
+		rn_inline_to_descriptor(s);
+		rn_sock_unref(s);
+	}
+}
+
 void rn_api_note_plain(int fd)
 {
 	int err;

@@ -26,6 +26,8 @@ int rn_api_is_ri2n(int fd);
 void rn_api_writes_seen(void);
 /* ... until fd gets some by a way the shim does not serve (sendfile, splice, stdio). */
 void rn_api_note_plain(int fd);
+/* fd's bytes waiting in ri2n's buffer go into the descriptor (splice reads it there). */
+void rn_api_to_descriptor(int fd);
 
 /*
  * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n

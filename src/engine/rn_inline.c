@@ -573,6 +573,7 @@ static int reportable(const struct rn_stream *st, uint64_t ep_id)
 
 static void hold(struct rn_stream *st)
 {
+	st->held_ns = rn_now_ns();
 	if (st->held)
 		return;
 	st->held = 1;
@@ -638,6 +639,7 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 		if (st->sock && st->sock->ep_id == ep_id && !(st->sock->ep_events & EPOLLET) &&
 		    reportable(st, ep_id) && n < max) {
 			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
+			st->held_ns = rn_now_ns();
 			pp = &st->held_next;
 			continue;
 		}
@@ -655,6 +657,15 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 	finish(NULL);
 	rn_host_leave_inline();
 	return n;
+}
+
+void rn_inline_to_descriptor(rn_sock *s)
+{
+	rn_host_enter_inline();
+	if (ok_to_recv(s->stream))
+		deliver_to_pair(s->stream, rn_now_ns());
+	finish(s);
+	rn_host_leave_inline();
 }
 
 void rn_inline_closed(rn_sock *s)

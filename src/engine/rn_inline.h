@@ -61,6 +61,8 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
  * down as for any close).  Not from the engine thread.
  */
 void rn_inline_closed(rn_sock *s);
+/* The bytes waiting in the core go into s's descriptor now (for a reader the fast path does not serve). */
+void rn_inline_to_descriptor(rn_sock *s);
 
 /*
  * Waiting with the kernel's poll or epoll (ri2n-run's interposed calls): the

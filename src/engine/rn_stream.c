@@ -24,6 +24,9 @@
 #include "rn_log.h"
 #include "rn_stream.h"
 
+/* how long bytes an epoll wait reported stay for its program's read (deliver) */
+#define RN_HELD_NS UINT64_C(50000000)
+
 #define SERVICE_BUDGET 1024 /* datagrams a stream may send per turn */
 #define TAKE_CHUNK (256 << 10)
 #define PAIR_BUF (4 << 20)  /* engine-side socketpair buffer */
@@ -506,6 +509,13 @@ static void deliver(rn_stream *st, uint64_t now)
 		ssize_t n = rn_conn_peek(st->conn, &d), w;
 
 		if (n == RN_ERR_AGAIN)
+			return;
+		/*
+		 * An epoll wait reported these from the core: its program reads them
+		 * there (no copy through the descriptor); unless it has stopped
+		 * asking for a while, then the descriptor gets them after all.
+		 */
+		if (n > 0 && st->held && now - st->held_ns < RN_HELD_NS)
 			return;
 		if (n == 0) {
 			shutdown(st->fd, SHUT_WR); /* the user reads a clean end of stream */

@@ -53,6 +53,7 @@ typedef struct rn_stream {
 	struct rn_stream *tpend_next;
 	/* held: its bytes stay in the core, reported to an epoll wait (rn_inline_held) */
 	uint8_t held;
+	uint64_t held_ns;        /* when an epoll wait last reported it */
 	struct rn_stream *held_next;
 	char name[64];           /* "198.18.1.2:7000", for logs */
 } rn_stream;

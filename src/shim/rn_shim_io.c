@@ -204,6 +204,12 @@ RN_SHIM_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 RN_SHIM_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 			   unsigned int flags)
 {
+	if (ours(in)) { /* it reads the descriptor: what an epoll wait reported from ri2n goes there */
+		int saved = errno;
+
+		rn_api_to_descriptor(in);
+		errno = saved;
+	}
 	mark_plain(out);
 	return RN_REAL->splice(in, in_off, out, out_off, len, flags);
 }
