@@ -1,6 +1,8 @@
 /*
- * rn_stream.c - connections inside the engine, and the engine's side of
- * the socket commands.
+ * rn_stream.c - connections inside the engine: their life (made, connected,
+ * ended, freed), the core's events, and the data pump between the user's
+ * socketpair and the core.  Listeners and the connection budget are in
+ * rn_accept.c, the socket commands in rn_cmd.c (rn_stream_int.h joins them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,21 +25,19 @@
 #include "rn_inline.h"
 #include "rn_log.h"
 #include "rn_stream.h"
+#include "rn_stream_int.h"
 
 /* how long bytes an epoll wait reported stay for its program's read (deliver) */
 #define RN_HELD_NS UINT64_C(50000000)
 
 #define SERVICE_BUDGET 1024 /* datagrams a stream may send per turn */
-#define TAKE_CHUNK (256 << 10)
 #define PAIR_BUF (4 << 20)  /* engine-side socketpair buffer */
 
 
 static rn_stream *g_dirty, *g_dirty_tail; /* marked, for the next turn */
 static rn_stream *g_turn;                 /* the rest of the turn being serviced */
 static struct event *g_kick;
-static uint8_t *g_scratch;   /* one datagram or one chunk of user data */
-
-static void service(rn_stream *st, uint64_t now);
+uint8_t *rn_stream_scratch;   /* one datagram or one chunk of user data */
 
 /* ---- small helpers ---- */
 
@@ -55,7 +55,7 @@ static int err_to_errno(int err)
 	}
 }
 
-static void set_pair_buf(int fd)
+void rn_stream_pair_buf(int fd)
 {
 	int v = PAIR_BUF;
 
@@ -70,7 +70,7 @@ static void name_peer(rn_stream *st, rn_addr a)
 	snprintf(st->name, sizeof(st->name), "%s:%u", rn_ip_str(a.ip, ip, sizeof(ip)), a.port);
 }
 
-static struct sockaddr_in sin_of(rn_addr a)
+struct sockaddr_in rn_stream_sin(rn_addr a)
 {
 	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(a.port),
 				     .sin_addr.s_addr = htonl(a.ip) };
@@ -108,7 +108,7 @@ void rn_stream_service_dirty(void)
 
 		g_turn = st->dirty_next;
 		st->dirty = 0;
-		service(st, now);
+		rn_stream_service(st, now);
 	}
 }
 
@@ -165,13 +165,13 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	rn_host_unlock();
 }
 
-static int ensure_globals(void)
+int rn_stream_globals(void)
 {
-	if (!g_scratch)
-		g_scratch = malloc(TAKE_CHUNK > RN_MAX_DGRAM ? TAKE_CHUNK : RN_MAX_DGRAM);
+	if (!rn_stream_scratch)
+		rn_stream_scratch = malloc(TAKE_CHUNK > RN_MAX_DGRAM ? TAKE_CHUNK : RN_MAX_DGRAM);
 	if (!g_kick)
 		g_kick = event_new(rn_engine_base(), -1, 0, on_kick, NULL);
-	return g_scratch && g_kick ? 0 : -ENOMEM;
+	return rn_stream_scratch && g_kick ? 0 : -ENOMEM;
 }
 
 /* ---- core events ---- */
@@ -179,24 +179,24 @@ static int ensure_globals(void)
 static void connected(rn_stream *st);
 
 /* Hands an event to the application's queue (ri2n_read_event). */
-static void post(rn_stream *st, int type, int rail, int error, const char *cause)
+void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause)
 {
 	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
 				.error = error, .time_ns = rn_now_ns(),
-				.peer = sin_of(rn_conn_peer(st->conn)) };
+				.peer = rn_stream_sin(rn_conn_peer(st->conn)) };
 
 	if (rail >= 0) {
 		rn_conn_stats cs;
 
 		rn_conn_get_stats(st->conn, &cs);
-		e.local_rail = sin_of(cs.rail[rail].local);
-		e.remote_rail = sin_of(cs.rail[rail].remote);
+		e.local_rail = rn_stream_sin(cs.rail[rail].local);
+		e.remote_rail = rn_stream_sin(cs.rail[rail].remote);
 	}
 	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
 	rn_events_post(&e);
 }
 
-static void on_core_event(void *user, const rn_event *ev)
+void rn_stream_on_core_event(void *user, const rn_event *ev)
 {
 	rn_stream *st = user;
 	rn_conn_stats cs;
@@ -217,7 +217,7 @@ static void on_core_event(void *user, const rn_event *ev)
 		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
 		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
 		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
-		post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
+		rn_stream_post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
 		     ev->rail, 0, rn_cause_name(ev->cause));
 		break;
 	}
@@ -232,11 +232,11 @@ static void on_core_event(void *user, const rn_event *ev)
 			rn_info("connect to %s failed: %s", st->name,
 				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
 							     rn_strerror(ev->err));
-		post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
+		rn_stream_post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
 		break;
 	case RN_EV_CLOSED:
 		rn_info("connection %s closed", st->name);
-		post(st, RI2N_EVENT_CLOSED, -1, 0, "closed");
+		rn_stream_post(st, RI2N_EVENT_CLOSED, -1, 0, "closed");
 		break;
 	default:
 		break;
@@ -248,87 +248,7 @@ static void on_core_event(void *user, const rn_event *ev)
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
-
-/*
- * The process's budget of accepted connections.  Each holds two descriptors
- * (its socketpair) and rings that grow with use, all made before the
- * application calls ri2n_accept, so a flood of completed handshakes must
- * meet a limit: RI2N_MAX_CONNS, else half of the descriptors the process may
- * open, after 64 left to the application.  Past it a handshake is refused
- * at once (the client's connect fails with ECONNREFUSED), counted on the
- * listener, logged (at most once a second), and the next ri2n_accept fails
- * with EMFILE; so does a socketpair the kernel refuses.
- */
-static long g_conns;           /* (atomic) accepted connections alive */
-static long g_conn_cap = -1;
-static uint64_t g_refuse_logged_ns;
-
-static long conn_cap(void)
-{
-	const char *v = getenv("RI2N_MAX_CONNS");
-	struct rlimit rl;
-
-	if (g_conn_cap >= 0)
-		return g_conn_cap;
-	if (v && *v && atol(v) > 0)
-		g_conn_cap = atol(v);
-	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		g_conn_cap = rl.rlim_cur > 128 ? (long)(rl.rlim_cur - 64) / 2 : 32;
-	else
-		g_conn_cap = 1L << 20;
-	return g_conn_cap;
-}
-
-/* Takes one connection from the budget; -1 when none is left. */
-static int budget_take(void)
-{
-	if (__atomic_add_fetch(&g_conns, 1, __ATOMIC_RELAXED) > conn_cap()) {
-		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
-		return -1;
-	}
-	return 0;
-}
-
-static void budget_give(rn_stream *st)
-{
-	if (st->budgeted)
-		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
-	st->budgeted = 0;
-}
-
-/* A handshake this process cannot take: the client hears it, the application too. */
-static void refuse_accept(rn_port *p, const rn_accept_params *ap, int err, uint64_t now)
-{
-	rn_sock *ls = p->lsock;
-	uint8_t reply[128];
-	size_t n = rn_listener_refuse(p->lis, now, ap, reply, sizeof(reply));
-	int wake;
-
-	if (n)
-		rn_port_send_now(p, ap->local_rail, ap->from, reply, n);
-	p->refused++;
-	if (now - g_refuse_logged_ns >= UINT64_C(1000000000) || !g_refuse_logged_ns) {
-		g_refuse_logged_ns = now;
-		rn_warn("refusing connections on port %u: %s (%ld accepted connections alive, "
-			"the most is %ld: RI2N_MAX_CONNS or the descriptor limit); %llu refused so far",
-			p->number, strerror(err), __atomic_load_n(&g_conns, __ATOMIC_RELAXED),
-			conn_cap(), (unsigned long long)p->refused);
-	}
-	pthread_mutex_lock(&ls->mu);
-	wake = ls->acc_err == 0;
-	if (wake)
-		ls->acc_err = err;
-	pthread_mutex_unlock(&ls->mu);
-	/* a record, as for a connection: the listening descriptor polls readable */
-	if (wake) {
-		rn_accept_rec rec = { .tag = 'e', .err = err };
-
-		if (send(ls->eng_fd, &rec, sizeof(rec), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			rn_debug("accept error record not written: %s", strerror(errno));
-	}
-}
-
-static rn_stream *stream_new(rn_conn *c, rn_port *p, rn_sock *s)
+rn_stream *rn_stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 {
 	rn_stream *st = calloc(1, sizeof(*st));
 
@@ -455,7 +375,7 @@ static void stream_free(rn_stream *st)
 	event_free(st->rev);
 	event_free(st->wev);
 	rn_conn_del(st->conn);
-	budget_give(st);
+	rn_stream_budget_give(st);
 	st->gone = 1;
 	rn_sock_unref(s); /* the engine's reference */
 	free(st);
@@ -474,16 +394,16 @@ static void connected(rn_stream *st)
 	s->kind = RN_SK_CONNECTED;
 	for (int k = 0; k < cs.npaths; k++) {
 		if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
-			s->local = sin_of(cs.rail[k].local);
+			s->local = rn_stream_sin(cs.rail[k].local);
 			break;
 		}
 	}
-	s->peer = sin_of(rn_conn_peer(st->conn));
+	s->peer = rn_stream_sin(rn_conn_peer(st->conn));
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	/* discard the bytes that held the user's descriptor unwritable */
 	while (st->junk_left > 0) {
-		ssize_t n = recv(st->fd, g_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
+		ssize_t n = recv(st->fd, rn_stream_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
 								     TAKE_CHUNK, MSG_DONTWAIT);
 
 		if (n <= 0)
@@ -495,7 +415,7 @@ static void connected(rn_stream *st)
 		s->watch_ev = NULL;
 	}
 	rn_info("connected to %s over %d rail%s", st->name, cs.npaths, cs.npaths == 1 ? "" : "s");
-	post(st, RI2N_EVENT_CONNECTED, -1, 0, "connected");
+	rn_stream_post(st, RI2N_EVENT_CONNECTED, -1, 0, "connected");
 	rn_engine_dirty(st);
 }
 
@@ -581,11 +501,11 @@ static void take(rn_stream *st, uint64_t now)
 		return;
 	}
 	while ((space = rn_conn_write_space(st->conn)) > 0) {
-		ssize_t n = recv(st->fd, g_scratch, space < TAKE_CHUNK ? space : TAKE_CHUNK,
+		ssize_t n = recv(st->fd, rn_stream_scratch, space < TAKE_CHUNK ? space : TAKE_CHUNK,
 				 MSG_DONTWAIT);
 
 		if (n > 0) {
-			rn_conn_write(st->conn, now, g_scratch, (size_t)n);
+			rn_conn_write(st->conn, now, rn_stream_scratch, (size_t)n);
 			continue;
 		}
 		if (n == 0) {
@@ -622,10 +542,10 @@ int rn_stream_flush(rn_stream *st, uint64_t now)
 
 		if (!w)
 			break;
-		n = rn_conn_write_pkt(st->conn, now, w, g_scratch, p->dgram, &tx);
+		n = rn_conn_write_pkt(st->conn, now, w, rn_stream_scratch, p->dgram, &tx);
 		if (n <= 0)
 			break;
-		rn_port_queue(p, tx.local_rail, st, tx.to, g_scratch, (size_t)n); /* sends a full queue */
+		rn_port_queue(p, tx.local_rail, st, tx.to, rn_stream_scratch, (size_t)n); /* sends a full queue */
 		sent++;
 	}
 	rn_port_flush(p);
@@ -675,15 +595,13 @@ static void check_orphan(rn_stream *st, uint64_t now)
 	}
 }
 
-static void prune_taken(rn_sock *ls);
-
-static void service(rn_stream *st, uint64_t now)
+void rn_stream_service(rn_stream *st, uint64_t now)
 {
 	int more;
 
 	/* its record may have gone to a prefork worker: the engine's copy of A must go */
 	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
-		prune_taken(st->port->lsock);
+		rn_stream_prune_taken(st->port->lsock);
 
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */
@@ -741,7 +659,7 @@ void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 		st->id = rn_conn_id(st->conn);
 		rn_port_add(st->port, st, st->id);
 	}
-	service(st, now);
+	rn_stream_service(st, now);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -766,7 +684,7 @@ static void on_user_readable(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	rn_host_lock();
 	st->user_ready = 1;
-	service(st, rn_now_ns());
+	rn_stream_service(st, rn_now_ns());
 	rn_host_unlock();
 }
 
@@ -777,7 +695,7 @@ static void on_user_writable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rn_host_lock();
-	service(st, rn_now_ns());
+	rn_stream_service(st, rn_now_ns());
 	rn_host_unlock();
 }
 
@@ -823,529 +741,6 @@ void rn_stream_refused(rn_port *p, int idx, rn_addr to)
 		rn_port_each(p, refused_one);
 }
 
-/* ---- listening ---- */
-
-static int make_pair(rn_sock *s)
-{
-	int sv[2];
-	struct stat sb;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	if (fstat(sv[0], &sb) < 0 || fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return -errno;
-	}
-	s->user_fd = sv[0];
-	s->eng_fd = sv[1];
-	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
-	rn_fd_own(sv[1]);
-	s->dev = sb.st_dev;
-	s->ino = sb.st_ino;
-	s->cookie = rn_fd_cookie(sv[0]);
-	set_pair_buf(sv[1]);
-	return 0;
-}
-
-/* Tells the listener's user end of connection ns: an rn_accept_rec with ns's descriptor A. */
-static int send_accept_rec(int eng_fd, const rn_sock *ns)
-{
-	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
-	struct iovec iov = { &rec, sizeof(rec) };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-
-	memset(&u, 0, sizeof(u));
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &ns->user_fd, sizeof(int));
-	return sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
-}
-
-/*
- * Connections whose accept record was read, counted from what is still
- * unread on the listener's descriptor (records are read in order): the ones
- * no longer in the queue of the listening process went to a process that
- * inherited the listener (a prefork worker), which holds its own copy of
- * end A now; the engine lets go of its copy.  Otherwise they would fill the
- * backlog of a listening process that never accepts.
- */
-static void prune_taken(rn_sock *ls)
-{
-	rn_sock *gone = NULL, **tail = &gone;
-	int ufd = __atomic_load_n(&ls->user_fd, __ATOMIC_RELAXED), unread = 0;
-	struct stat sb;
-
-	/* raw: the number is the program's; it must still be the listener */
-	if (ufd < 0 || syscall(SYS_fstat, ufd, &sb) < 0 || sb.st_ino != ls->ino ||
-	    sb.st_dev != ls->dev)
-		return;
-	/* counted under the mutex an accept in this process reads its record under */
-	pthread_mutex_lock(&ls->mu);
-	if (syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0) {
-		pthread_mutex_unlock(&ls->mu);
-		return;
-	}
-	unread /= (int)sizeof(rn_accept_rec);
-	while (ls->accq_len > unread && ls->accq_head) {
-		rn_sock *ns = ls->accq_head;
-
-		ls->accq_head = ns->acc_next;
-		if (!ls->accq_head)
-			ls->accq_tail = NULL;
-		ls->accq_len--;
-		ns->acc_next = NULL;
-		__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
-		*tail = ns;
-		tail = &ns->acc_next;
-	}
-	pthread_mutex_unlock(&ls->mu);
-	while (gone) {
-		rn_sock *next = gone->acc_next;
-
-		gone->acc_next = NULL;
-		rn_fd_disown(gone->user_fd);
-		syscall(SYS_close, gone->user_fd); /* raw: not the program's close */
-		rn_sock_unref(gone);
-		gone = next;
-	}
-}
-
-/* Returns 0, or -1 when the connection could not be made (the client will retry). */
-static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
-{
-	rn_sock *ls = p->lsock, *ns;
-	rn_env env = *rn_engine_env();
-	rn_conn *c;
-	rn_stream *st;
-	int full, rc;
-
-	prune_taken(ls);
-	pthread_mutex_lock(&ls->mu);
-	full = ls->accq_len >= ls->backlog;
-	pthread_mutex_unlock(&ls->mu);
-	if (full) {
-		/* the client resends its COOKIE_ECHO; it may fit later */
-		p->drops_backlog++;
-		return -1;
-	}
-	if (budget_take()) {
-		refuse_accept(p, ap, EMFILE, now);
-		return 0; /* answered: not to be forgotten */
-	}
-	ns = rn_sock_new();
-	rc = ns ? make_pair(ns) : -ENOMEM;
-	if (rc) {
-		if (ns)
-			rn_sock_unref(ns);
-		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
-		refuse_accept(p, ap, rc == -ENOMEM || rc == -ENOBUFS ? ENOBUFS : EMFILE, now);
-		return 0;
-	}
-	ns->cfg = ap->cfg;
-	env.on_event = on_core_event;
-	env.user = NULL;
-	if (rn_conn_accept(&c, ap, &env, now)) {
-		rn_fd_close(ns->user_fd);
-		rn_fd_close(ns->eng_fd);
-		rn_sock_unref(ns);
-		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
-		refuse_accept(p, ap, ENOBUFS, now);
-		return 0;
-	}
-	st = stream_new(c, p, ns);
-	if (!st) {
-		rn_conn_del(c);
-		rn_fd_close(ns->user_fd);
-		rn_fd_close(ns->eng_fd);
-		rn_sock_unref(ns);
-		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
-		refuse_accept(p, ap, ENOBUFS, now);
-		return 0;
-	}
-	st->budgeted = 1;
-	rn_conn_set_user(c, st);
-	st->connected = 1;
-	st->server = 1;
-	ns->stream = st;
-	ns->kind = RN_SK_CONNECTED;
-	ns->peer = sin_of(ap->from);
-	ns->local = sin_of((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
-	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
-	pthread_mutex_lock(&ls->mu);
-	if (ls->accq_tail)
-		ls->accq_tail->acc_next = ns;
-	else
-		ls->accq_head = ns;
-	ls->accq_tail = ns;
-	ls->accq_len++;
-	__atomic_store_n(&ns->queued, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&ls->mu);
-	/*
-	 * One record per waiting connection, carrying its end A: the listening
-	 * descriptor polls readable, and whichever process reads the record
-	 * (the listener's, or a prefork worker that inherited it) holds the
-	 * connection.  The engine keeps its copy of A until the record is read
-	 * (rn_api_accept, prune_taken).
-	 */
-	if (send_accept_rec(ls->eng_fd, ns) < 0)
-		rn_debug("accept record not written: %s", strerror(errno));
-	rn_info("accepted connection from %s", st->name);
-	post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
-	rn_engine_dirty(st);
-	return 0;
-}
-
-/* Keyed listener: INITs under another cluster key (or none) are refused unanswered; say so. */
-static void warn_bad_key(rn_listener *l, uint64_t now)
-{
-	rn_addr from;
-	uint64_t n = rn_listener_take_bad_key(l, now, &from);
-	char a[32];
-
-	if (n)
-		rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's "
-			"cluster key differs from this listener's, or it has none (RI2N_KEY / "
-			"RI2N_KEY_FILE)", (unsigned long long)n, rn_ip_str(from.ip, a, sizeof(a)),
-			from.port);
-}
-
-void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
-			    uint64_t now)
-{
-	uint8_t reply[512];
-	size_t rlen;
-	rn_accept_params ap;
-	int rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
-
-	if (rc == RN_LISTEN_REPLY)
-		rn_port_send_now(p, idx, from, reply, rlen);
-	else if (rc == RN_LISTEN_ACCEPT && accept_conn(p, &ap, now))
-		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
-	if (rc == RN_LISTEN_ACCEPT)
-		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
-	warn_bad_key(p->lis, now);
-}
-
-/* Aborts the connections queued on a listening socket nobody will accept. */
-static void drop_accept_queue(rn_sock *ls)
-{
-	prune_taken(ls); /* those went to other processes: they live */
-	for (;;) {
-		rn_sock *ns;
-
-		pthread_mutex_lock(&ls->mu);
-		ns = ls->accq_head;
-		if (ns) {
-			ls->accq_head = ns->acc_next;
-			if (!ls->accq_head)
-				ls->accq_tail = NULL;
-			ls->accq_len--;
-			__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
-		}
-		pthread_mutex_unlock(&ls->mu);
-		if (!ns)
-			return;
-		if (ns->stream) {
-			rn_conn_abort(ns->stream->conn, rn_now_ns());
-			rn_engine_dirty(ns->stream);
-		}
-		rn_fd_close(ns->user_fd);
-		rn_sock_unref(ns);
-	}
-}
-
-/* The user closed a socket the engine watches (not connected yet, or listening). */
-static void watched_closed(rn_sock *s)
-{
-	if (s->watch_ev) {
-		event_free(s->watch_ev);
-		s->watch_ev = NULL;
-	}
-	if (s->stream) { /* connecting: give up */
-		rn_conn_abort(s->stream->conn, rn_now_ns());
-		service(s->stream, rn_now_ns());
-		return;
-	}
-	if (s->port) {
-		if (s->port->lsock == s) {
-			free(s->port->lis);
-			s->port->lis = NULL;
-			s->port->lsock = NULL;
-			drop_accept_queue(s);
-			rn_sock_unref(s); /* the listener's reference */
-		}
-		if (s->port->owner == s)
-			s->port->owner = NULL;
-		rn_port_unref(s->port);
-		s->port = NULL;
-	}
-	pthread_mutex_lock(&s->mu);
-	s->kind = RN_SK_DEAD;
-	pthread_mutex_unlock(&s->mu);
-	rn_fd_close(s->eng_fd);
-	s->eng_fd = -1;
-	rn_sock_unref(s); /* the engine's reference */
-}
-
-static void on_watch(evutil_socket_t fd, short what, void *arg)
-{
-	rn_sock *s = arg;
-	char buf[256];
-
-	if (what & EV_READ) { /* listening: discard what the user writes, see EOF */
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n > 0 || (n < 0 && errno == EAGAIN))
-			return;
-	}
-	rn_host_lock();
-	watched_closed(s);
-	rn_stream_service_dirty();
-	rn_host_unlock();
-}
-
-static int watch(rn_sock *s, short what)
-{
-	if (s->watch_ev)
-		event_free(s->watch_ev);
-	s->watch_ev = event_new(rn_engine_base(), s->eng_fd, what | EV_PERSIST, on_watch, s);
-	if (!s->watch_ev)
-		return -ENOMEM;
-	event_add(s->watch_ev, NULL);
-	return 0;
-}
-
-/* ---- commands ---- */
-
-int rn_stream_cmd_create(rn_sock *s)
-{
-	int rc = ensure_globals();
-
-	if (rc)
-		return rc;
-	rn_sock_ref(s); /* the engine's, dropped when it closes its end */
-	rc = watch(s, EV_CLOSED);
-	if (rc)
-		rn_sock_unref(s);
-	return rc;
-}
-
-static uint32_t rails_for(uint32_t ip, int *err)
-{
-	const rn_rail_info *rails;
-	int n = rn_engine_rails(&rails);
-
-	if (ip == INADDR_ANY)
-		return n >= 32 ? UINT32_MAX : (1u << n) - 1;
-	for (int i = 0; i < n; i++)
-		if (rails[i].ip == ip)
-			return 1u << i;
-	*err = -EADDRNOTAVAIL;
-	return 0;
-}
-
-int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
-{
-	int err = 0;
-	uint32_t mask = rails_for(ntohl(a->sin_addr.s_addr), &err);
-	uint16_t number = ntohs(a->sin_port);
-	rn_port *p;
-
-	if (!mask)
-		return err;
-	if (s->bound || s->kind != RN_SK_NEW)
-		return -EINVAL;
-	p = number ? rn_port_find_number(number) : NULL;
-	if (p) {
-		/*
-		 * Held only by connections of a closed listener (lingering, or still
-		 * running): a new listener may take it over, as TCP's SO_REUSEADDR
-		 * lets it; the connections go on, demultiplexed by id.
-		 */
-		if (p->owner || p->mask != mask)
-			return -EADDRINUSE;
-		rn_port_ref(p);
-	} else {
-		p = rn_port_open(mask, number, 1, &err);
-		if (!p)
-			return err;
-	}
-	p->owner = s;
-	s->port = p;
-	pthread_mutex_lock(&s->mu);
-	s->bound = 1;
-	s->local = sin_of((rn_addr){ ntohl(a->sin_addr.s_addr), p->number });
-	pthread_mutex_unlock(&s->mu);
-	return 0;
-}
-
-int rn_stream_cmd_listen(rn_sock *s)
-{
-	struct sockaddr_in any = { .sin_family = AF_INET };
-	rn_env env = *rn_engine_env();
-	rn_listener *l;
-	int rc;
-
-	if (s->kind == RN_SK_LISTEN)
-		return 0;
-	if (s->kind != RN_SK_NEW)
-		return -EINVAL;
-	if (!s->port && (rc = rn_stream_cmd_bind(s, &any)) != 0)
-		return rc;
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	if (rn_listener_init(l, &s->cfg, &env, s->port->addrs, s->port->nsock)) {
-		free(l);
-		return -EINVAL;
-	}
-	s->port->lis = l;
-	s->port->lsock = s;
-	rn_sock_ref(s); /* the listener's */
-	/* the user's end is never written to by ri2n: drop what held it back */
-	pthread_mutex_lock(&s->mu);
-	while (s->junk > 0) {
-		ssize_t n = recv(s->eng_fd, g_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
-				 MSG_DONTWAIT);
-
-		if (n <= 0)
-			break;
-		s->junk -= (size_t)n;
-	}
-	s->kind = RN_SK_LISTEN;
-	pthread_mutex_unlock(&s->mu);
-	return watch(s, EV_READ);
-}
-
-int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
-{
-	rn_addr peer = { ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
-	rn_env env = *rn_engine_env();
-	uint64_t now = rn_now_ns();
-	rn_conn *c;
-	rn_stream *st;
-	int rc, err = 0;
-
-	if (s->kind == RN_SK_CONNECTING)
-		return -EALREADY;
-	if (s->kind != RN_SK_NEW)
-		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
-	if (peer.ip == 0 || peer.port == 0)
-		return -EINVAL;
-	if (!s->port) {
-		const rn_rail_info *rails;
-		int n = rn_engine_rails(&rails);
-
-		s->port = rn_port_client(n >= 32 ? UINT32_MAX : (1u << n) - 1, &err);
-		if (!s->port)
-			return err;
-	}
-	env.on_event = on_core_event;
-	env.user = NULL;
-	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
-	if (rc)
-		return rc == RN_ERR_NOROUTE ? -ENETUNREACH : rc == RN_ERR_NOMEM ? -ENOMEM : -EINVAL;
-	st = stream_new(c, s->port, s);
-	if (!st) {
-		rn_conn_del(c);
-		return -ENOMEM;
-	}
-	rn_conn_set_user(c, st);
-	rn_port_unref(s->port); /* the stream holds the port now */
-	s->stream = st;
-	pthread_mutex_lock(&s->mu);
-	st->junk_left = s->junk; /* set_sndbuf adds to it under the mutex */
-	s->junk = 0;
-	s->kind = RN_SK_CONNECTING;
-	s->peer = *a;
-	pthread_mutex_unlock(&s->mu);
-	rn_engine_dirty(st);
-	return 0;
-}
-
-int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
-{
-	if (!s->stream && s->final) { /* ended: its last counters and why */
-		*out = *s->final;
-		return 0;
-	}
-	if (!s->stream)
-		return -ENOTCONN;
-	rn_conn_get_stats(s->stream->conn, out);
-	return 0;
-}
-
-void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
-{
-	out->name = st->name;
-	out->fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED);
-	out->server = st->server;
-	out->created_ns = st->created_ns;
-	pthread_mutex_lock(&st->sock->mu);
-	out->local = st->sock->local;
-	out->peer = st->sock->peer;
-	pthread_mutex_unlock(&st->sock->mu);
-	rn_conn_get_stats(st->conn, &out->cs);
-}
-
-static int g_pending, g_exit_mode;
-
-/*
- * At exit (see drain_at_exit in ri2n_api.c), by mode:
- *   RN_EXIT_OWED   connections that still owe the peer bytes, a FIN, an ACK,
- *                  or are lingering: the ACK of the peer's FIN may have been
- *                  lost, and only a process still here can send it again when
- *                  the peer resends its FIN (what TCP's TIME_WAIT does in the
- *                  kernel); a linger lasts 1 s
- *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
- *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
- *                  then count what still has a RESET or ACK to send
- */
-static void count_pending(rn_stream *st)
-{
-	int state = rn_conn_state(st->conn);
-
-	if (g_exit_mode == RN_EXIT_OPEN) {
-		g_pending += state == RN_ST_ESTABLISHED;
-		return;
-	}
-	if (g_exit_mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
-		rn_conn_abort(st->conn, rn_now_ns());
-		rn_engine_dirty(st);
-		g_pending++;
-		return;
-	}
-
-	if (state == RN_ST_LINGER) {
-		g_pending++;
-		return;
-	}
-	if (state == RN_ST_CLOSED) {
-		g_pending += rn_conn_owes(st->conn); /* a last RESET to send */
-		return;
-	}
-	if (state != RN_ST_ESTABLISHED)
-		return;
-	/* the user's bytes are not all read, sent and acknowledged with the FIN, or an ACK is owed */
-	if (!st->user_eof || !st->fin_queued || rn_conn_owes(st->conn))
-		g_pending++;
-}
-
-int rn_stream_cmd_pending(int mode)
-{
-	g_pending = 0;
-	g_exit_mode = mode;
-	rn_port_each_all(count_pending);
-	return g_pending;
-}
 
 void rn_stream_forget_all(void)
 {

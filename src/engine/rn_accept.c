@@ -1,0 +1,349 @@
+/*
+ * rn_accept.c - the engine's listeners: handshakes a listener completes
+ * become connections (a socketpair, a stream, a record for ri2n_accept),
+ * within the process's budget of accepted connections.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sodium/utils.h>
+
+#include "rn_events.h"
+#include "rn_inline.h"
+#include "rn_log.h"
+#include "rn_stream.h"
+#include "rn_stream_int.h"
+
+
+/*
+ * The process's budget of accepted connections.  Each holds two descriptors
+ * (its socketpair) and rings that grow with use, all made before the
+ * application calls ri2n_accept, so a flood of completed handshakes must
+ * meet a limit: RI2N_MAX_CONNS, else half of the descriptors the process may
+ * open, after 64 left to the application.  Past it a handshake is refused
+ * at once (the client's connect fails with ECONNREFUSED), counted on the
+ * listener, logged (at most once a second), and the next ri2n_accept fails
+ * with EMFILE; so does a socketpair the kernel refuses.
+ */
+static long g_conns;           /* (atomic) accepted connections alive */
+static long g_conn_cap = -1;
+static uint64_t g_refuse_logged_ns;
+
+static long conn_cap(void)
+{
+	const char *v = getenv("RI2N_MAX_CONNS");
+	struct rlimit rl;
+
+	if (g_conn_cap >= 0)
+		return g_conn_cap;
+	if (v && *v && atol(v) > 0)
+		g_conn_cap = atol(v);
+	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		g_conn_cap = rl.rlim_cur > 128 ? (long)(rl.rlim_cur - 64) / 2 : 32;
+	else
+		g_conn_cap = 1L << 20;
+	return g_conn_cap;
+}
+
+/* Takes one connection from the budget; -1 when none is left. */
+int rn_stream_budget_take(void)
+{
+	if (__atomic_add_fetch(&g_conns, 1, __ATOMIC_RELAXED) > conn_cap()) {
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	return 0;
+}
+
+void rn_stream_budget_give(rn_stream *st)
+{
+	if (st->budgeted)
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+	st->budgeted = 0;
+}
+
+/* A handshake this process cannot take: the client hears it, the application too. */
+void rn_stream_refuse(rn_port *p, const rn_accept_params *ap, int err, uint64_t now)
+{
+	rn_sock *ls = p->lsock;
+	uint8_t reply[128];
+	size_t n = rn_listener_refuse(p->lis, now, ap, reply, sizeof(reply));
+	int wake;
+
+	if (n)
+		rn_port_send_now(p, ap->local_rail, ap->from, reply, n);
+	p->refused++;
+	if (now - g_refuse_logged_ns >= UINT64_C(1000000000) || !g_refuse_logged_ns) {
+		g_refuse_logged_ns = now;
+		rn_warn("refusing connections on port %u: %s (%ld accepted connections alive, "
+			"the most is %ld: RI2N_MAX_CONNS or the descriptor limit); %llu refused so far",
+			p->number, strerror(err), __atomic_load_n(&g_conns, __ATOMIC_RELAXED),
+			conn_cap(), (unsigned long long)p->refused);
+	}
+	pthread_mutex_lock(&ls->mu);
+	wake = ls->acc_err == 0;
+	if (wake)
+		ls->acc_err = err;
+	pthread_mutex_unlock(&ls->mu);
+	/* a record, as for a connection: the listening descriptor polls readable */
+	if (wake) {
+		rn_accept_rec rec = { .tag = 'e', .err = err };
+
+		if (send(ls->eng_fd, &rec, sizeof(rec), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			rn_debug("accept error record not written: %s", strerror(errno));
+	}
+}
+
+
+/* ---- listening ---- */
+
+static int make_pair(rn_sock *s)
+{
+	int sv[2];
+	struct stat sb;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	if (fstat(sv[0], &sb) < 0 || fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	s->user_fd = sv[0];
+	s->eng_fd = sv[1];
+	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
+	rn_fd_own(sv[1]);
+	s->dev = sb.st_dev;
+	s->ino = sb.st_ino;
+	s->cookie = rn_fd_cookie(sv[0]);
+	rn_stream_pair_buf(sv[1]);
+	return 0;
+}
+
+/* Tells the listener's user end of connection ns: an rn_accept_rec with ns's descriptor A. */
+static int send_accept_rec(int eng_fd, const rn_sock *ns)
+{
+	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
+	struct iovec iov = { &rec, sizeof(rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+	memset(&u, 0, sizeof(u));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &ns->user_fd, sizeof(int));
+	return sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
+}
+
+/*
+ * Connections whose accept record was read, counted from what is still
+ * unread on the listener's descriptor (records are read in order): the ones
+ * no longer in the queue of the listening process went to a process that
+ * inherited the listener (a prefork worker), which holds its own copy of
+ * end A now; the engine lets go of its copy.  Otherwise they would fill the
+ * backlog of a listening process that never accepts.
+ */
+void rn_stream_prune_taken(rn_sock *ls)
+{
+	rn_sock *gone = NULL, **tail = &gone;
+	int ufd = __atomic_load_n(&ls->user_fd, __ATOMIC_RELAXED), unread = 0;
+	struct stat sb;
+
+	/* raw: the number is the program's; it must still be the listener */
+	if (ufd < 0 || syscall(SYS_fstat, ufd, &sb) < 0 || sb.st_ino != ls->ino ||
+	    sb.st_dev != ls->dev)
+		return;
+	/* counted under the mutex an accept in this process reads its record under */
+	pthread_mutex_lock(&ls->mu);
+	if (syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0) {
+		pthread_mutex_unlock(&ls->mu);
+		return;
+	}
+	unread /= (int)sizeof(rn_accept_rec);
+	while (ls->accq_len > unread && ls->accq_head) {
+		rn_sock *ns = ls->accq_head;
+
+		ls->accq_head = ns->acc_next;
+		if (!ls->accq_head)
+			ls->accq_tail = NULL;
+		ls->accq_len--;
+		ns->acc_next = NULL;
+		__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+		*tail = ns;
+		tail = &ns->acc_next;
+	}
+	pthread_mutex_unlock(&ls->mu);
+	while (gone) {
+		rn_sock *next = gone->acc_next;
+
+		gone->acc_next = NULL;
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* raw: not the program's close */
+		rn_sock_unref(gone);
+		gone = next;
+	}
+}
+
+/* Returns 0, or -1 when the connection could not be made (the client will retry). */
+static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
+{
+	rn_sock *ls = p->lsock, *ns;
+	rn_env env = *rn_engine_env();
+	rn_conn *c;
+	rn_stream *st;
+	int full, rc;
+
+	rn_stream_prune_taken(ls);
+	pthread_mutex_lock(&ls->mu);
+	full = ls->accq_len >= ls->backlog;
+	pthread_mutex_unlock(&ls->mu);
+	if (full) {
+		/* the client resends its COOKIE_ECHO; it may fit later */
+		p->drops_backlog++;
+		return -1;
+	}
+	if (rn_stream_budget_take()) {
+		rn_stream_refuse(p, ap, EMFILE, now);
+		return 0; /* answered: not to be forgotten */
+	}
+	ns = rn_sock_new();
+	rc = ns ? make_pair(ns) : -ENOMEM;
+	if (rc) {
+		if (ns)
+			rn_sock_unref(ns);
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		rn_stream_refuse(p, ap, rc == -ENOMEM || rc == -ENOBUFS ? ENOBUFS : EMFILE, now);
+		return 0;
+	}
+	ns->cfg = ap->cfg;
+	env.on_event = rn_stream_on_core_event;
+	env.user = NULL;
+	if (rn_conn_accept(&c, ap, &env, now)) {
+		rn_fd_close(ns->user_fd);
+		rn_fd_close(ns->eng_fd);
+		rn_sock_unref(ns);
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		rn_stream_refuse(p, ap, ENOBUFS, now);
+		return 0;
+	}
+	st = rn_stream_new(c, p, ns);
+	if (!st) {
+		rn_conn_del(c);
+		rn_fd_close(ns->user_fd);
+		rn_fd_close(ns->eng_fd);
+		rn_sock_unref(ns);
+		__atomic_sub_fetch(&g_conns, 1, __ATOMIC_RELAXED);
+		rn_stream_refuse(p, ap, ENOBUFS, now);
+		return 0;
+	}
+	st->budgeted = 1;
+	rn_conn_set_user(c, st);
+	st->connected = 1;
+	st->server = 1;
+	ns->stream = st;
+	ns->kind = RN_SK_CONNECTED;
+	ns->peer = rn_stream_sin(ap->from);
+	ns->local = rn_stream_sin((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
+	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
+	pthread_mutex_lock(&ls->mu);
+	if (ls->accq_tail)
+		ls->accq_tail->acc_next = ns;
+	else
+		ls->accq_head = ns;
+	ls->accq_tail = ns;
+	ls->accq_len++;
+	__atomic_store_n(&ns->queued, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ls->mu);
+	/*
+	 * One record per waiting connection, carrying its end A: the listening
+	 * descriptor polls readable, and whichever process reads the record
+	 * (the listener's, or a prefork worker that inherited it) holds the
+	 * connection.  The engine keeps its copy of A until the record is read
+	 * (rn_api_accept, prune_taken).
+	 */
+	if (send_accept_rec(ls->eng_fd, ns) < 0)
+		rn_debug("accept record not written: %s", strerror(errno));
+	rn_info("accepted connection from %s", st->name);
+	rn_stream_post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
+	rn_engine_dirty(st);
+	return 0;
+}
+
+/* Keyed listener: INITs under another cluster key (or none) are refused unanswered; say so. */
+static void warn_bad_key(rn_listener *l, uint64_t now)
+{
+	rn_addr from;
+	uint64_t n = rn_listener_take_bad_key(l, now, &from);
+	char a[32];
+
+	if (n)
+		rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's "
+			"cluster key differs from this listener's, or it has none (RI2N_KEY / "
+			"RI2N_KEY_FILE)", (unsigned long long)n, rn_ip_str(from.ip, a, sizeof(a)),
+			from.port);
+}
+
+void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
+			    uint64_t now)
+{
+	uint8_t reply[512];
+	size_t rlen;
+	rn_accept_params ap;
+	int rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
+
+	if (rc == RN_LISTEN_REPLY)
+		rn_port_send_now(p, idx, from, reply, rlen);
+	else if (rc == RN_LISTEN_ACCEPT && accept_conn(p, &ap, now))
+		rn_listener_forget(p->lis, &ap); /* its COOKIE_ECHO may come again */
+	if (rc == RN_LISTEN_ACCEPT)
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
+	warn_bad_key(p->lis, now);
+}
+
+/* Aborts the connections queued on a listening socket nobody will accept. */
+void rn_stream_drop_accept_queue(rn_sock *ls)
+{
+	rn_stream_prune_taken(ls); /* those went to other processes: they live */
+	for (;;) {
+		rn_sock *ns;
+
+		pthread_mutex_lock(&ls->mu);
+		ns = ls->accq_head;
+		if (ns) {
+			ls->accq_head = ns->acc_next;
+			if (!ls->accq_head)
+				ls->accq_tail = NULL;
+			ls->accq_len--;
+			__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&ls->mu);
+		if (!ns)
+			return;
+		if (ns->stream) {
+			rn_conn_abort(ns->stream->conn, rn_now_ns());
+			rn_engine_dirty(ns->stream);
+		}
+		rn_fd_close(ns->user_fd);
+		rn_sock_unref(ns);
+	}
+}
+
+/* The user closed a socket the engine watches (not connected yet, or listening). */

@@ -1,0 +1,311 @@
+/*
+ * rn_cmd.c - the engine's side of the socket commands (create, bind,
+ * listen, connect, stats), the watch on sockets not connected yet, and the
+ * count of what is still owed at exit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sodium/utils.h>
+
+#include "rn_events.h"
+#include "rn_inline.h"
+#include "rn_log.h"
+#include "rn_stream.h"
+#include "rn_stream_int.h"
+
+static void watched_closed(rn_sock *s)
+{
+	if (s->watch_ev) {
+		event_free(s->watch_ev);
+		s->watch_ev = NULL;
+	}
+	if (s->stream) { /* connecting: give up */
+		rn_conn_abort(s->stream->conn, rn_now_ns());
+		rn_stream_service(s->stream, rn_now_ns());
+		return;
+	}
+	if (s->port) {
+		if (s->port->lsock == s) {
+			free(s->port->lis);
+			s->port->lis = NULL;
+			s->port->lsock = NULL;
+			rn_stream_drop_accept_queue(s);
+			rn_sock_unref(s); /* the listener's reference */
+		}
+		if (s->port->owner == s)
+			s->port->owner = NULL;
+		rn_port_unref(s->port);
+		s->port = NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->kind = RN_SK_DEAD;
+	pthread_mutex_unlock(&s->mu);
+	rn_fd_close(s->eng_fd);
+	s->eng_fd = -1;
+	rn_sock_unref(s); /* the engine's reference */
+}
+
+static void on_watch(evutil_socket_t fd, short what, void *arg)
+{
+	rn_sock *s = arg;
+	char buf[256];
+
+	if (what & EV_READ) { /* listening: discard what the user writes, see EOF */
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n > 0 || (n < 0 && errno == EAGAIN))
+			return;
+	}
+	rn_host_lock();
+	watched_closed(s);
+	rn_stream_service_dirty();
+	rn_host_unlock();
+}
+
+static int watch(rn_sock *s, short what)
+{
+	if (s->watch_ev)
+		event_free(s->watch_ev);
+	s->watch_ev = event_new(rn_engine_base(), s->eng_fd, what | EV_PERSIST, on_watch, s);
+	if (!s->watch_ev)
+		return -ENOMEM;
+	event_add(s->watch_ev, NULL);
+	return 0;
+}
+
+/* ---- commands ---- */
+
+int rn_stream_cmd_create(rn_sock *s)
+{
+	int rc = rn_stream_globals();
+
+	if (rc)
+		return rc;
+	rn_sock_ref(s); /* the engine's, dropped when it closes its end */
+	rc = watch(s, EV_CLOSED);
+	if (rc)
+		rn_sock_unref(s);
+	return rc;
+}
+
+static uint32_t rails_for(uint32_t ip, int *err)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails);
+
+	if (ip == INADDR_ANY)
+		return n >= 32 ? UINT32_MAX : (1u << n) - 1;
+	for (int i = 0; i < n; i++)
+		if (rails[i].ip == ip)
+			return 1u << i;
+	*err = -EADDRNOTAVAIL;
+	return 0;
+}
+
+int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
+{
+	int err = 0;
+	uint32_t mask = rails_for(ntohl(a->sin_addr.s_addr), &err);
+	uint16_t number = ntohs(a->sin_port);
+	rn_port *p;
+
+	if (!mask)
+		return err;
+	if (s->bound || s->kind != RN_SK_NEW)
+		return -EINVAL;
+	p = number ? rn_port_find_number(number) : NULL;
+	if (p) {
+		/*
+		 * Held only by connections of a closed listener (lingering, or still
+		 * running): a new listener may take it over, as TCP's SO_REUSEADDR
+		 * lets it; the connections go on, demultiplexed by id.
+		 */
+		if (p->owner || p->mask != mask)
+			return -EADDRINUSE;
+		rn_port_ref(p);
+	} else {
+		p = rn_port_open(mask, number, 1, &err);
+		if (!p)
+			return err;
+	}
+	p->owner = s;
+	s->port = p;
+	pthread_mutex_lock(&s->mu);
+	s->bound = 1;
+	s->local = rn_stream_sin((rn_addr){ ntohl(a->sin_addr.s_addr), p->number });
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+int rn_stream_cmd_listen(rn_sock *s)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	rn_env env = *rn_engine_env();
+	rn_listener *l;
+	int rc;
+
+	if (s->kind == RN_SK_LISTEN)
+		return 0;
+	if (s->kind != RN_SK_NEW)
+		return -EINVAL;
+	if (!s->port && (rc = rn_stream_cmd_bind(s, &any)) != 0)
+		return rc;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	if (rn_listener_init(l, &s->cfg, &env, s->port->addrs, s->port->nsock)) {
+		free(l);
+		return -EINVAL;
+	}
+	s->port->lis = l;
+	s->port->lsock = s;
+	rn_sock_ref(s); /* the listener's */
+	/* the user's end is never written to by ri2n: drop what held it back */
+	pthread_mutex_lock(&s->mu);
+	while (s->junk > 0) {
+		ssize_t n = recv(s->eng_fd, rn_stream_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
+				 MSG_DONTWAIT);
+
+		if (n <= 0)
+			break;
+		s->junk -= (size_t)n;
+	}
+	s->kind = RN_SK_LISTEN;
+	pthread_mutex_unlock(&s->mu);
+	return watch(s, EV_READ);
+}
+
+int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
+{
+	rn_addr peer = { ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
+	rn_env env = *rn_engine_env();
+	uint64_t now = rn_now_ns();
+	rn_conn *c;
+	rn_stream *st;
+	int rc, err = 0;
+
+	if (s->kind == RN_SK_CONNECTING)
+		return -EALREADY;
+	if (s->kind != RN_SK_NEW)
+		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
+	if (peer.ip == 0 || peer.port == 0)
+		return -EINVAL;
+	if (!s->port) {
+		const rn_rail_info *rails;
+		int n = rn_engine_rails(&rails);
+
+		s->port = rn_port_client(n >= 32 ? UINT32_MAX : (1u << n) - 1, &err);
+		if (!s->port)
+			return err;
+	}
+	env.on_event = rn_stream_on_core_event;
+	env.user = NULL;
+	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
+	if (rc)
+		return rc == RN_ERR_NOROUTE ? -ENETUNREACH : rc == RN_ERR_NOMEM ? -ENOMEM : -EINVAL;
+	st = rn_stream_new(c, s->port, s);
+	if (!st) {
+		rn_conn_del(c);
+		return -ENOMEM;
+	}
+	rn_conn_set_user(c, st);
+	rn_port_unref(s->port); /* the stream holds the port now */
+	s->stream = st;
+	pthread_mutex_lock(&s->mu);
+	st->junk_left = s->junk; /* set_sndbuf adds to it under the mutex */
+	s->junk = 0;
+	s->kind = RN_SK_CONNECTING;
+	s->peer = *a;
+	pthread_mutex_unlock(&s->mu);
+	rn_engine_dirty(st);
+	return 0;
+}
+
+int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *out)
+{
+	if (!s->stream && s->final) { /* ended: its last counters and why */
+		*out = *s->final;
+		return 0;
+	}
+	if (!s->stream)
+		return -ENOTCONN;
+	rn_conn_get_stats(s->stream->conn, out);
+	return 0;
+}
+
+void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
+{
+	out->name = st->name;
+	out->fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED);
+	out->server = st->server;
+	out->created_ns = st->created_ns;
+	pthread_mutex_lock(&st->sock->mu);
+	out->local = st->sock->local;
+	out->peer = st->sock->peer;
+	pthread_mutex_unlock(&st->sock->mu);
+	rn_conn_get_stats(st->conn, &out->cs);
+}
+
+static int g_pending, g_exit_mode;
+
+/*
+ * At exit (see drain_at_exit in ri2n_api.c), by mode:
+ *   RN_EXIT_OWED   connections that still owe the peer bytes, a FIN, an ACK,
+ *                  or are lingering: the ACK of the peer's FIN may have been
+ *                  lost, and only a process still here can send it again when
+ *                  the peer resends its FIN (what TCP's TIME_WAIT does in the
+ *                  kernel); a linger lasts 1 s
+ *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
+ *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
+ *                  then count what still has a RESET or ACK to send
+ */
+static void count_pending(rn_stream *st)
+{
+	int state = rn_conn_state(st->conn);
+
+	if (g_exit_mode == RN_EXIT_OPEN) {
+		g_pending += state == RN_ST_ESTABLISHED;
+		return;
+	}
+	if (g_exit_mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
+		rn_conn_abort(st->conn, rn_now_ns());
+		rn_engine_dirty(st);
+		g_pending++;
+		return;
+	}
+
+	if (state == RN_ST_LINGER) {
+		g_pending++;
+		return;
+	}
+	if (state == RN_ST_CLOSED) {
+		g_pending += rn_conn_owes(st->conn); /* a last RESET to send */
+		return;
+	}
+	if (state != RN_ST_ESTABLISHED)
+		return;
+	/* the user's bytes are not all read, sent and acknowledged with the FIN, or an ACK is owed */
+	if (!st->user_eof || !st->fin_queued || rn_conn_owes(st->conn))
+		g_pending++;
+}
+
+int rn_stream_cmd_pending(int mode)
+{
+	g_pending = 0;
+	g_exit_mode = mode;
+	rn_port_each_all(count_pending);
+	return g_pending;
+}
