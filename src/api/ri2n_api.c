@@ -41,6 +41,7 @@
 #include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_stream.h"
+#include "rn_api_int.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -49,7 +50,7 @@ static struct {
 	int atfork;
 } g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static int fail(int err)
+int rn_api_fail(int err)
 {
 	errno = err;
 	return -1;
@@ -77,7 +78,7 @@ static void tab_forget(void)
 	pthread_mutex_init(&g_tab.mu, NULL);
 }
 
-static int tab_install(int fd, rn_sock *s)
+int rn_api_tab_install(int fd, rn_sock *s)
 {
 	pthread_mutex_lock(&g_tab.mu);
 	if (!g_tab.atfork) {
@@ -104,7 +105,7 @@ static int tab_install(int fd, rn_sock *s)
 }
 
 /* The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK. */
-static rn_sock *lookup(int fd, int *err)
+rn_sock *rn_api_lookup(int fd, int *err)
 {
 	uint64_t cookie = rn_fd_cookie(fd);
 	rn_sock *s = NULL;
@@ -138,7 +139,7 @@ void rn_api_writes_seen(void)
 void rn_api_to_descriptor(int fd)
 {
 	int err;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (s) {
 		rn_inline_to_descriptor(s);
@@ -149,7 +150,7 @@ void rn_api_to_descriptor(int fd)
 void rn_api_note_plain(int fd)
 {
 	int err;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (s) {
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
@@ -161,7 +162,7 @@ void rn_api_note_plain(int fd)
  * The socket behind fd, referenced, as the table has it: for a caller that
  * knows fd still is the same open file as when it was last looked up.
  */
-static rn_sock *lookup_known(int fd)
+rn_sock *rn_api_lookup_known(int fd)
 {
 	rn_sock *s = NULL;
 
@@ -175,7 +176,7 @@ static rn_sock *lookup_known(int fd)
 int rn_api_is_ri2n(int fd)
 {
 	int err;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (!s)
 		return 0;
@@ -184,7 +185,7 @@ int rn_api_is_ri2n(int fd)
 }
 
 /* Fills A's send buffer so that A polls writable only once connected. */
-static size_t fill_junk(int fd)
+size_t rn_api_fill_junk(int fd)
 {
 	static const char zeros[65536];
 	int fl = fcntl(fd, F_GETFL);
@@ -277,7 +278,7 @@ int ri2n_socket(void)
 
 	rc = rn_engine_start();
 	if (rc)
-		return fail(-rc);
+		return rn_api_fail(-rc);
 	{
 		static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -285,13 +286,13 @@ int ri2n_socket(void)
 	}
 	s = rn_sock_new();
 	if (!s)
-		return fail(ENOMEM);
+		return rn_api_fail(ENOMEM);
 	/* both ends close-on-exec from birth: a fork+exec in another thread meanwhile must
 	 * not carry the engine's end away; the user's end loses the flag just below */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		rc = errno;
 		rn_sock_unref(s);
-		return fail(rc);
+		return rn_api_fail(rc);
 	}
 	fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	fstat(sv[0], &sb);
@@ -303,13 +304,13 @@ int ri2n_socket(void)
 	s->ino = sb.st_ino;
 	s->cookie = rn_fd_cookie(sv[0]);
 	s->cfg = *rn_engine_config();
-	s->junk = fill_junk(sv[0]);
-	rc = tab_install(sv[0], s);
+	s->junk = rn_api_fill_junk(sv[0]);
+	rc = rn_api_tab_install(sv[0], s);
 	if (rc == 0)
 		rc = rn_engine_call(RN_CMD_CREATE, s, NULL);
 	if (rc) {
 		close(sv[0]);
-		return fail(-rc);
+		return rn_api_fail(-rc);
 	}
 	return sv[0];
 }
@@ -330,210 +331,29 @@ int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	rn_sock *s;
 
 	if (err)
-		return fail(err);
-	s = lookup(fd, &err);
+		return rn_api_fail(err);
+	s = rn_api_lookup(fd, &err);
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	memcpy(&a, addr, sizeof(a));
 	rc = rn_engine_call(RN_CMD_BIND, s, &a);
 	rn_sock_unref(s);
-	return rc ? fail(-rc) : 0;
+	return rc ? rn_api_fail(-rc) : 0;
 }
 
 int ri2n_listen(int fd, int backlog)
 {
 	int err, rc;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	pthread_mutex_lock(&s->mu);
 	s->backlog = backlog <= 0 ? 128 : backlog > 65536 ? 65536 : backlog;
 	pthread_mutex_unlock(&s->mu);
 	rc = rn_engine_call(RN_CMD_LISTEN, s, NULL);
 	rn_sock_unref(s);
-	return rc ? fail(-rc) : 0;
-}
-
-static void put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len)
-{
-	if (!addr || !len)
-		return;
-	memcpy(addr, in, *len < sizeof(*in) ? *len : sizeof(*in));
-	*len = sizeof(*in);
-}
-
-/*
- * Reads one accept record (rn_accept_rec, rn_engine.h) from listener fd:
- * blocking or not as the descriptor is.  The record's descriptor (a copy of
- * the connection's end A) goes to *afd.  0, or an errno (EINVAL: the engine
- * let go of the listener).
- */
-static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd, int flags)
-{
-	struct iovec iov = { rec, sizeof(*rec) };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
-	/* raw: an interposed recvmsg would take this for the fast path */
-	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC | flags);
-	struct cmsghdr *c;
-
-	*afd = -1;
-	if (n < 0)
-		return errno;
-	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-			memcpy(afd, CMSG_DATA(c), sizeof(int));
-	if (n == (ssize_t)sizeof(*rec) && *afd < 0 && rec->tag == 'e')
-		return 0; /* no connection: rec->err says why */
-	if (n != (ssize_t)sizeof(*rec) || *afd < 0) {
-		if (*afd >= 0)
-			syscall(SYS_close, *afd);
-		return EINVAL; /* 0: the engine let go of the listener */
-	}
-	return 0;
-}
-
-/*
- * Under s->mu: takes from s's accept queue the connection whose end A is
- * the open file afd; the ones queued before it were taken by another
- * process holding the listener (their records came first): they are that
- * process's now, so this one drops its copies.
- */
-static rn_sock *take_queued(rn_sock *s, int afd)
-{
-	struct stat sb;
-	rn_sock *ns;
-
-	if (fstat(afd, &sb) < 0)
-		return NULL;
-	for (ns = s->accq_head; ns && !(ns->ino == sb.st_ino && ns->dev == sb.st_dev); ns = ns->acc_next)
-		;
-	if (!ns)
-		return NULL;
-	while (s->accq_head != ns) {
-		rn_sock *gone = s->accq_head;
-
-		s->accq_head = gone->acc_next;
-		s->accq_len--;
-		gone->acc_next = NULL;
-		__atomic_store_n(&gone->queued, 0, __ATOMIC_RELAXED);
-		rn_fd_disown(gone->user_fd);
-		syscall(SYS_close, gone->user_fd); /* the other process holds its own copy */
-		rn_sock_unref(gone);
-	}
-	s->accq_head = ns->acc_next;
-	if (!s->accq_head)
-		s->accq_tail = NULL;
-	s->accq_len--;
-	ns->acc_next = NULL;
-	__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
-	return ns;
-}
-
-int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
-{
-	int err, nfd, afd, nonblock;
-	rn_sock *s = lookup(fd, &err), *ns;
-	rn_accept_rec rec;
-
-	if (!s)
-		return fail(err);
-	if (s->kind != RN_SK_LISTEN) {
-		rn_sock_unref(s);
-		return fail(EINVAL);
-	}
-	/*
-	 * The record is read and its connection taken from the queue under the
-	 * listener's mutex, which the engine holds while it counts the records
-	 * still unread (prune_taken): else it could take a record being read
-	 * here for one a prefork worker took, and let go of the connection.
-	 * The wait itself is outside the mutex (the engine queues under it).
-	 */
-	nonblock = fcntl(fd, F_GETFL); /* the listener's own mode (flags are the new socket's) */
-	nonblock = nonblock >= 0 && (nonblock & O_NONBLOCK);
-	for (;;) {
-		char peek;
-		ssize_t n;
-
-		pthread_mutex_lock(&s->mu);
-		err = read_accept_rec(fd, &rec, &afd, MSG_DONTWAIT);
-		if (!err && rec.tag == 'e') {
-			/* a connection the engine could not take (budget, descriptors, memory) */
-			s->acc_err = 0;
-			err = rec.err ? rec.err : EMFILE;
-		}
-		ns = err ? NULL : take_queued(s, afd);
-		pthread_mutex_unlock(&s->mu);
-		if (err != EAGAIN || nonblock)
-			break;
-		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
-		n = syscall(SYS_recvfrom, fd, &peek, 1, MSG_PEEK, NULL, NULL);
-		if (n <= 0) {
-			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
-			break;
-		}
-	}
-	if (err) {
-		rn_sock_unref(s);
-		return fail(err);
-	}
-	rn_sock_unref(s);
-	if (!ns) {
-		/*
-		 * The engine let go of it meanwhile (it saw the record read:
-		 * prune_taken in rn_stream.c): a connection it still serves,
-		 * through the descriptor only, as in a process that inherited it.
-		 */
-		if (!(flags & SOCK_CLOEXEC))
-			fcntl(afd, F_SETFD, 0);
-		if (flags & SOCK_NONBLOCK)
-			fcntl(afd, F_SETFL, O_NONBLOCK);
-		put_addr(&rec.peer, addr, len);
-		return afd;
-	}
-	syscall(SYS_close, afd); /* ours is the copy the engine kept */
-	nfd = ns->user_fd;
-	rn_fd_disown(nfd);
-	if (!(flags & SOCK_CLOEXEC))
-		fcntl(nfd, F_SETFD, 0);
-	if (flags & SOCK_NONBLOCK)
-		fcntl(nfd, F_SETFL, O_NONBLOCK);
-	if (tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
-		close(nfd);
-		rn_sock_unref(ns);
-		return fail(ENOMEM);
-	}
-	pthread_mutex_lock(&ns->mu);
-	put_addr(&ns->peer, addr, len);
-	pthread_mutex_unlock(&ns->mu);
-	return nfd;
-}
-
-int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
-{
-	rn_accept_rec rec;
-	int afd, err = read_accept_rec(fd, &rec, &afd, 0);
-
-	if (!err && rec.tag == 'e')
-		err = rec.err ? rec.err : EMFILE; /* the listening process's engine refused one */
-	if (err)
-		return fail(err);
-	if (!(flags & SOCK_CLOEXEC))
-		fcntl(afd, F_SETFD, 0);
-	if (flags & SOCK_NONBLOCK)
-		fcntl(afd, F_SETFL, O_NONBLOCK);
-	*peer = rec.peer;
-	return afd;
-}
-
-int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len)
-{
-	return rn_api_accept(fd, addr, len, 0);
+	return rc ? rn_api_fail(-rc) : 0;
 }
 
 /* Waits for a blocking connect: writability means the handshake ended. */
@@ -572,27 +392,27 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	rn_sock *s;
 
 	if (err)
-		return fail(err);
-	s = lookup(fd, &err);
+		return rn_api_fail(err);
+	s = rn_api_lookup(fd, &err);
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	memcpy(&a, addr, sizeof(a));
 	rc = rn_engine_call(RN_CMD_CONNECT, s, &a);
 	if (rc) {
 		rn_sock_unref(s);
-		return fail(-rc);
+		return rn_api_fail(-rc);
 	}
 	if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
 		rn_sock_unref(s);
-		return fail(EINPROGRESS);
+		return rn_api_fail(EINPROGRESS);
 	}
 	err = wait_connected(s, fd);
 	rn_sock_unref(s);
-	return err ? fail(err) : 0;
+	return err ? rn_api_fail(err) : 0;
 }
 
 /* Under g_tab.mu: whether no other number of the table holds s. */
-static int last_number(const rn_sock *s)
+int rn_api_last_number(const rn_sock *s)
 {
 	for (int o = 0; o < g_tab.cap; o++)
 		if (g_tab.tab[o] == s)
@@ -609,7 +429,7 @@ int ri2n_close(int fd)
 		s = g_tab.tab[fd];
 		/* drop the entry even if stale (the number is something else now) */
 		g_tab.tab[fd] = NULL;
-		if (!last_number(s)) {
+		if (!rn_api_last_number(s)) {
 			rn_sock_unref(s);
 			s = NULL;
 		}
@@ -626,25 +446,25 @@ int ri2n_close(int fd)
 static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
 {
 	int err;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	if (!addr || !len) {
 		rn_sock_unref(s);
-		return fail(EINVAL);
+		return rn_api_fail(EINVAL);
 	}
 	pthread_mutex_lock(&s->mu);
 	if (peer && s->kind != RN_SK_CONNECTED && s->kind != RN_SK_CONNECTING) {
 		pthread_mutex_unlock(&s->mu);
 		rn_sock_unref(s);
-		return fail(ENOTCONN);
+		return rn_api_fail(ENOTCONN);
 	}
-	put_addr(peer ? &s->peer : &s->local, addr, len);
+	rn_api_put_addr(peer ? &s->peer : &s->local, addr, len);
 	if (!peer && s->local.sin_family == 0) {
 		struct sockaddr_in any = { .sin_family = AF_INET };
 
-		put_addr(&any, addr, len);
+		rn_api_put_addr(&any, addr, len);
 	}
 	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
@@ -661,450 +481,6 @@ int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	return name_of(fd, addr, len, 1);
 }
 
-static int get_int(const void *val, socklen_t len, int64_t *v)
-{
-	if (!val || len < (socklen_t)sizeof(int))
-		return EINVAL;
-	*v = *(const int *)val;
-	return 0;
-}
-
-/* RI2N_KEY: 32 bytes set the socket's key, 0 bytes remove it.  Under s->mu. */
-static int set_key(rn_sock *s, const void *val, socklen_t len)
-{
-	rn_config next = s->cfg;
-
-	if (s->kind != RN_SK_NEW)
-		return EISCONN;
-	if (len == 0) {
-		next.keyed = 0;
-	} else if (!val || len != RN_KEY_LEN) {
-		return EINVAL;
-	} else {
-		next.keyed = 1;
-		memcpy(next.key, val, RN_KEY_LEN);
-	}
-	if (!next.keyed)
-		sodium_memzero(next.key, sizeof(next.key));
-	if (rn_config_check(&next, NULL)) {
-		sodium_memzero(next.key, sizeof(next.key));
-		return EINVAL; /* e.g. rails too small for the tag */
-	}
-	s->cfg = next;
-	sodium_memzero(next.key, sizeof(next.key));
-	return 0;
-}
-
-/*
- * SO_LINGER: {0, *} a graceful close (the default); {1, 0} an abortive one,
- * the peer gets a RESET (rn_stream.c, user_closed); {1, N > 0} would make
- * close() block until the bytes are delivered, which ri2n's close cannot
- * (they go in the background): EOPNOTSUPP rather than a silent difference.
- */
-static int set_linger(rn_sock *s, const void *val, socklen_t len)
-{
-	struct linger l;
-
-	if (!val || len < (socklen_t)sizeof(l))
-		return EINVAL;
-	memcpy(&l, val, sizeof(l));
-	if (l.l_onoff && l.l_linger > 0)
-		return EOPNOTSUPP;
-	__atomic_store_n(&s->abort_close, l.l_onoff != 0, __ATOMIC_RELAXED);
-	return 0;
-}
-
-/*
- * TCP_USER_TIMEOUT (ms; 0: the default) is ri2n's dead-peer timeout
- * (RI2N_DEAD_PEER_MS), fixed when the connection is set up: EISCONN after,
- * unless it is the value the connection has (an accepted socket inherits the
- * listener's).  Under s->mu.
- */
-static int set_user_timeout(rn_sock *s, const void *val, socklen_t len)
-{
-	int64_t v, cur = 0;
-	int err = get_int(val, len, &v);
-
-	if (err)
-		return err;
-	if (v < 0)
-		return EINVAL;
-	if (v == 0)
-		v = rn_engine_config()->dead_peer_ns / 1000000;
-	if (v < 3)
-		v = 3; /* ri2n's least */
-	rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &cur);
-	if (v == cur)
-		return 0;
-	if (s->kind != RN_SK_NEW)
-		return EISCONN;
-	return -rn_knob_set(&s->cfg, RI2N_DEAD_PEER_MS, v);
-}
-
-int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
-{
-	int err, rc = 0;
-	rn_sock *s = lookup(fd, &err);
-	int64_t v;
-
-	if (!s)
-		return fail(err);
-	if (level == RI2N_SOL && name == RI2N_KEY) {
-		pthread_mutex_lock(&s->mu);
-		err = set_key(s, val, len);
-		pthread_mutex_unlock(&s->mu);
-	} else if (level == RI2N_SOL && name == RI2N_BUSY_POLL_US) {
-		/* the waiting side's choice, not the protocol's: also once connected */
-		err = get_int(val, len, &v);
-		if (!err && (v < RN_BUSY_AUTO || v > RN_BUSY_POLL_MAX_US))
-			err = EINVAL;
-		if (!err)
-			__atomic_store_n(&s->busy_us, (int)v, __ATOMIC_RELAXED);
-	} else if (level == RI2N_SOL) {
-		err = get_int(val, len, &v);
-		pthread_mutex_lock(&s->mu);
-		if (!err && s->kind != RN_SK_NEW)
-			err = EISCONN; /* the connection was set up with the old value */
-		if (!err && name == RI2N_MTU && v - 28 > (int64_t)rn_engine_config()->max_dgram) {
-			/*
-			 * The process's sockets and buffers are sized for its rails' MTU:
-			 * a larger datagram could be neither written nor received.
-			 */
-			rn_warn("RI2N_MTU %lld refused: above this process's %u (the rails' MTU, or "
-				"RI2N_MTU in the environment)", (long long)v,
-				rn_engine_config()->max_dgram + 28);
-			err = EINVAL;
-		}
-		if (!err) {
-			rc = rn_knob_set(&s->cfg, name, v);
-			err = rc ? -rc : 0;
-		}
-		pthread_mutex_unlock(&s->mu);
-	} else if (level == SOL_SOCKET && name == SO_LINGER) {
-		err = set_linger(s, val, len);
-	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
-		pthread_mutex_lock(&s->mu);
-		err = set_user_timeout(s, val, len);
-		pthread_mutex_unlock(&s->mu);
-	} else if ((level == SOL_SOCKET && (name == SO_KEEPALIVE || name == SO_REUSEADDR ||
-					    name == SO_REUSEPORT)) ||
-		   (level == IPPROTO_TCP && (name == TCP_NODELAY || name == TCP_QUICKACK))) {
-		err = val ? 0 : EINVAL; /* ri2n keeps rails alive and never delays writes */
-	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE)) {
-		/* a bigger send buffer must still be full until connected */
-		rn_sock_unref(s);
-		return rn_api_set_sndbuf(fd, name, val, len);
-	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_RCVLOWAT ||
-					   name == SO_SNDTIMEO || name == SO_RCVTIMEO)) {
-		err = setsockopt(fd, level, name, val, len) < 0 ? errno : 0; /* the user's end */
-	} else {
-		err = ENOPROTOOPT;
-	}
-	rn_sock_unref(s);
-	return err ? fail(err) : 0;
-}
-
-static int put_int(void *val, socklen_t *len, int v)
-{
-	if (!val || !len || *len < (socklen_t)sizeof(int))
-		return EINVAL;
-	*(int *)val = v;
-	*len = sizeof(int);
-	return 0;
-}
-
-int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
-{
-	int err;
-	rn_sock *s = lookup(fd, &err);
-	int64_t v;
-
-	if (!s)
-		return fail(err);
-	if (level == SOL_SOCKET && name == SO_ERROR) {
-		pthread_mutex_lock(&s->mu);
-		err = put_int(val, len, s->so_error);
-		if (!err)
-			s->so_error = 0; /* reported once, as the kernel does */
-		pthread_mutex_unlock(&s->mu);
-	} else if (level == SOL_SOCKET && name == SO_TYPE) {
-		err = put_int(val, len, SOCK_STREAM);
-	} else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
-		err = put_int(val, len, 1);
-	} else if (level == IPPROTO_TCP && name == TCP_USER_TIMEOUT) {
-		pthread_mutex_lock(&s->mu);
-		err = rn_knob_get(&s->cfg, RI2N_DEAD_PEER_MS, &v);
-		pthread_mutex_unlock(&s->mu);
-		err = err ? -err : put_int(val, len, (int)v);
-	} else if (level == SOL_SOCKET && name == SO_LINGER) {
-		struct linger l = { __atomic_load_n(&s->abort_close, __ATOMIC_RELAXED), 0 };
-
-		err = 0;
-		if (!val || !len || *len < (socklen_t)sizeof(l)) {
-			err = EINVAL;
-		} else {
-			memcpy(val, &l, sizeof(l));
-			*len = sizeof(l);
-		}
-	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
-		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
-	} else if (level == RI2N_SOL && name == RI2N_KEY) {
-		pthread_mutex_lock(&s->mu);
-		err = put_int(val, len, s->cfg.keyed);
-		pthread_mutex_unlock(&s->mu);
-	} else if (level == RI2N_SOL && name == RI2N_BUSY_POLL_US) {
-		err = put_int(val, len, __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED));
-	} else if (level == RI2N_SOL) {
-		pthread_mutex_lock(&s->mu);
-		err = rn_knob_get(&s->cfg, name, &v);
-		pthread_mutex_unlock(&s->mu);
-		err = err ? -err : put_int(val, len, (int)v);
-	} else {
-		err = ENOPROTOOPT;
-	}
-	rn_sock_unref(s);
-	return err ? fail(err) : 0;
-}
-
-static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
-{
-	memset(o, 0, sizeof(*o));
-	o->local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(r->local.port),
-					 .sin_addr.s_addr = htonl(r->local.ip) };
-	o->remote = (struct sockaddr_in){ .sin_family = AF_INET,
-					  .sin_port = htons(r->remote.port),
-					  .sin_addr.s_addr = htonl(r->remote.ip) };
-	o->rx_up = r->rx_up;
-	o->tx_up = r->tx_up;
-	o->up = r->rx_up && r->tx_up;
-	o->last_change_ns = r->last_change_ns;
-	o->last_cause = rn_cause_name(r->last_cause);
-	o->down_events = r->down_events;
-	o->up_events = r->up_events;
-	o->tx_packets = r->tx_packets;
-	o->tx_bytes = r->tx_bytes;
-	o->rx_packets = r->rx_packets;
-	o->rx_bytes = r->rx_bytes;
-	o->tx_data = r->tx_data;
-	o->rx_data = r->rx_data;
-	o->retransmits = r->retransmits;
-	o->lost = r->lost;
-	o->heartbeats = r->heartbeats;
-	o->keepalives = r->keepalives;
-	o->cwnd = r->cwnd;
-	o->inflight = r->inflight;
-	o->srtt_ns = r->srtt_ns;
-	o->dgram = r->dgram;
-	o->mtu_holes = r->mtu_holes;
-	o->small_ok = r->small_ok;
-}
-
-static int errno_of(int err)
-{
-	switch (err) {
-	case 0: return 0;
-	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
-	case RN_ERR_REFUSED: return ECONNREFUSED;
-	case RN_ERR_ABORTED: return ECONNABORTED;
-	case RN_ERR_UNREACH: return ENETUNREACH;
-	case RN_ERR_NOSPACE: return ENOMEM;
-	default: return ECONNRESET;
-	}
-}
-
-int ri2n_stats(int fd, struct ri2n_stats *out)
-{
-	int err, rc;
-	rn_sock *s = lookup(fd, &err);
-	rn_conn_stats cs;
-
-	if (!s)
-		return fail(err);
-	if (!out) {
-		rn_sock_unref(s);
-		return fail(EINVAL);
-	}
-	rc = rn_engine_call(RN_CMD_STATS, s, &cs);
-	rn_sock_unref(s);
-	if (rc)
-		return fail(-rc);
-	memset(out, 0, sizeof(*out));
-	out->state = rn_state_name(cs.state);
-	out->error = errno_of(cs.err);
-	out->established_ns = cs.established_ns;
-	out->app_tx_bytes = cs.app_tx_bytes;
-	out->app_rx_bytes = cs.app_rx_bytes;
-	out->tx_packets = cs.tx_packets;
-	out->rx_packets = cs.rx_packets;
-	out->retransmits = cs.retransmits;
-	out->rto_events = cs.rto_events;
-	out->dup_data = cs.dup_data;
-	out->drops_malformed = cs.drops[RN_DROP_MALFORMED];
-	out->drops_source = cs.drops[RN_DROP_SOURCE];
-	out->drops_window = cs.drops[RN_DROP_WINDOW];
-	out->drops_duplicate = cs.drops[RN_DROP_DUPLICATE];
-	for (int d = 0; d < RN_DROP__COUNT; d++)
-		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
-		    d != RN_DROP_DUPLICATE)
-			out->drops_other += cs.drops[d];
-	out->mss = cs.mss;
-	out->nrails = cs.npaths;
-	for (int k = 0; k < cs.npaths && k < RI2N_MAX_RAILS; k++)
-		rail_stats(&out->rail[k], &cs.rail[k]);
-	return 0;
-}
-
-/* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
-
-/* A socket never connected (new, bound or listening): TCP's EPIPE / ENOTCONN. */
-static int unconnected(rn_sock *s)
-{
-	int kind;
-
-	pthread_mutex_lock(&s->mu);
-	kind = s->kind;
-	pthread_mutex_unlock(&s->mu);
-	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
-}
-
-ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
-{
-	int err;
-	rn_sock *s = lookup(fd, &err);
-	ssize_t rc;
-
-	*handled = s != NULL;
-	if (!s)
-		return fail(err);
-	if (unconnected(s)) { /* TCP's answer: nothing to send on */
-		rn_sock_unref(s);
-		if (!(flags & MSG_NOSIGNAL))
-			raise(SIGPIPE);
-		return fail(EPIPE);
-	}
-	rc = rn_inline_send(s, fd, iov, iovcnt, flags);
-	if (rc == RN_INLINE_PLAIN)
-		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
-	rn_sock_unref(s);
-	if (rc == RN_INLINE_PLAIN) {
-		/* the descriptor's own send: raw, past any interposer */
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-
-		return syscall(SYS_sendmsg, fd, &m, flags);
-	}
-	if (rc < 0)
-		return fail((int)-rc);
-	return rc;
-}
-
-ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
-{
-	int err;
-	rn_sock *s = lookup(fd, &err);
-	ssize_t rc;
-
-	*handled = s != NULL;
-	if (!s)
-		return fail(err);
-	if (unconnected(s)) {
-		rn_sock_unref(s);
-		return fail(ENOTCONN);
-	}
-	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
-	if (rc == RN_INLINE_PLAIN) {
-		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-
-		rc = syscall(SYS_recvmsg, fd, &m, flags);
-		if (rc < 0 && errno == ECONNRESET) {
-			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
-			pthread_mutex_lock(&s->mu);
-			err = s->dead_error;
-			pthread_mutex_unlock(&s->mu);
-			errno = err ? err : ECONNRESET;
-		}
-		rn_sock_unref(s);
-		return rc;
-	}
-	rn_sock_unref(s);
-	if (rc < 0)
-		return fail((int)-rc);
-	return rc;
-}
-
-int rn_api_rails(int fd, rn_railref *out, int max)
-{
-	int err, n;
-	rn_sock *s = lookup(fd, &err);
-
-	if (!s)
-		return 0;
-	n = rn_inline_rails(s, out, max);
-	rn_sock_unref(s);
-	return n;
-}
-
-int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data,
-		      rn_railref *out, int max)
-{
-	int err, n = 0;
-	rn_sock *s = known ? lookup_known(fd) : lookup(fd, &err);
-
-	if (!s)
-		return 0;
-	rn_inline_epoll_note(s, ep_id, events, data);
-	if (out && max > 0)
-		n = rn_inline_rails(s, out, max);
-	rn_sock_unref(s);
-	return n;
-}
-
-ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)
-{
-	struct iovec iov = { (void *)buf, len };
-	int handled;
-
-	return rn_api_send(fd, &iov, 1, flags, &handled);
-}
-
-ssize_t ri2n_recv(int fd, void *buf, size_t len, int flags)
-{
-	struct iovec iov = { buf, len };
-	int handled;
-
-	return rn_api_recv(fd, &iov, 1, flags, &handled);
-}
-
-ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	int handled;
-
-	if (iovcnt < 0 || iovcnt > IOV_MAX)
-		return fail(EINVAL);
-	return rn_api_send(fd, iov, iovcnt, 0, &handled);
-}
-
-ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt)
-{
-	int handled;
-
-	if (iovcnt < 0 || iovcnt > IOV_MAX)
-		return fail(EINVAL);
-	return rn_api_recv(fd, iov, iovcnt, 0, &handled);
-}
-
-int ri2n_event_fd(void)
-{
-	return rn_events_fd();
-}
-
-int ri2n_read_event(struct ri2n_event *ev)
-{
-	if (!ev) {
-		errno = EINVAL;
-		return -1;
-	}
-	return rn_events_read(ev);
-}
 
 /* ---- descriptor numbers, for the LD_PRELOAD shim (src/shim) ---- */
 
@@ -1123,28 +499,28 @@ int rn_api_move(int fd, int to, int flags)
 	rn_sock *s;
 
 	if (to < 0 || to == fd || (flags & ~O_CLOEXEC))
-		return fail(EINVAL);
-	s = lookup(fd, &err);
+		return rn_api_fail(EINVAL);
+	s = rn_api_lookup(fd, &err);
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	pthread_mutex_lock(&s->mu);
 	kind = s->kind;
 	pthread_mutex_unlock(&s->mu);
 	if (kind != RN_SK_NEW && kind != RN_SK_LISTEN) {
 		/* a connection is named by its number in the engine's events */
 		rn_sock_unref(s);
-		return fail(EINVAL);
+		return rn_api_fail(EINVAL);
 	}
 	if (syscall(SYS_dup3, fd, to, flags) < 0) {
 		err = errno;
 		rn_sock_unref(s);
-		return fail(err);
+		return rn_api_fail(err);
 	}
-	rc = tab_install(to, s); /* our reference moves to the table */
+	rc = rn_api_tab_install(to, s); /* our reference moves to the table */
 	if (rc) {
 		syscall(SYS_close, to);
 		rn_sock_unref(s);
-		return fail(-rc);
+		return rn_api_fail(-rc);
 	}
 	/* the engine reads it unlocked; it has no connection to name yet */
 	__atomic_store_n(&s->user_fd, to, __ATOMIC_RELAXED);
@@ -1157,18 +533,18 @@ int rn_api_dup(int fd, int dup)
 {
 	struct stat sb;
 	int err, rc;
-	rn_sock *s = lookup(fd, &err);
+	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	if (fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
 		rn_sock_unref(s);
-		return fail(EINVAL);
+		return rn_api_fail(EINVAL);
 	}
-	rc = tab_install(dup, s); /* the lookup's reference moves to the table */
+	rc = rn_api_tab_install(dup, s); /* the lookup's reference moves to the table */
 	if (rc) {
 		rn_sock_unref(s);
-		return fail(-rc);
+		return rn_api_fail(-rc);
 	}
 	return 0;
 }
@@ -1198,7 +574,7 @@ void rn_api_forget(int fd)
 			}
 		}
 	}
-	if (s && !last_number(s)) {
+	if (s && !rn_api_last_number(s)) {
 		pthread_mutex_unlock(&g_tab.mu);
 		rn_sock_unref(s);
 		return;
@@ -1249,15 +625,15 @@ int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
 	rn_sock *s;
 
 	if (name != SO_SNDBUF && name != SO_SNDBUFFORCE)
-		return fail(EINVAL);
-	s = lookup(fd, &err);
+		return rn_api_fail(EINVAL);
+	s = rn_api_lookup(fd, &err);
 	if (!s)
-		return fail(err);
+		return rn_api_fail(err);
 	/* the raw call: an interposed setsockopt (the shim's) may be what called us */
 	if (syscall(SYS_setsockopt, fd, SOL_SOCKET, name, val, len) < 0) {
 		err = errno;
 		rn_sock_unref(s);
-		return fail(err);
+		return rn_api_fail(err);
 	}
 	/*
 	 * A larger buffer would make A writable before the handshake ends: fill
@@ -1267,7 +643,7 @@ int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
 	pthread_mutex_lock(&s->mu);
 	kind = s->kind;
 	if (kind == RN_SK_NEW)
-		s->junk += fill_junk(fd);
+		s->junk += rn_api_fill_junk(fd);
 	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
 	return 0;

@@ -1,0 +1,217 @@
+/*
+ * ri2n_accept.c - ri2n_accept and the shim's accept: the records a
+ * listening socket's engine sends, one per connection waiting, and the
+ * connection each names (ours, or one a prefork worker takes over).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <limits.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium/utils.h>
+
+#include "ri2n.h"
+#include "rn_api.h"
+#include "rn_log.h"
+#include "rn_engine.h"
+#include "rn_events.h"
+#include "rn_inline.h"
+#include "rn_knobs.h"
+#include "rn_stream.h"
+#include "rn_api_int.h"
+
+void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len)
+{
+	if (!addr || !len)
+		return;
+	memcpy(addr, in, *len < sizeof(*in) ? *len : sizeof(*in));
+	*len = sizeof(*in);
+}
+
+/*
+ * Reads one accept record (rn_accept_rec, rn_engine.h) from listener fd:
+ * blocking or not as the descriptor is.  The record's descriptor (a copy of
+ * the connection's end A) goes to *afd.  0, or an errno (EINVAL: the engine
+ * let go of the listener).
+ */
+static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd, int flags)
+{
+	struct iovec iov = { rec, sizeof(*rec) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf) };
+	/* raw: an interposed recvmsg would take this for the fast path */
+	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC | flags);
+	struct cmsghdr *c;
+
+	*afd = -1;
+	if (n < 0)
+		return errno;
+	for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(afd, CMSG_DATA(c), sizeof(int));
+	if (n == (ssize_t)sizeof(*rec) && *afd < 0 && rec->tag == 'e')
+		return 0; /* no connection: rec->err says why */
+	if (n != (ssize_t)sizeof(*rec) || *afd < 0) {
+		if (*afd >= 0)
+			syscall(SYS_close, *afd);
+		return EINVAL; /* 0: the engine let go of the listener */
+	}
+	return 0;
+}
+
+/*
+ * Under s->mu: takes from s's accept queue the connection whose end A is
+ * the open file afd; the ones queued before it were taken by another
+ * process holding the listener (their records came first): they are that
+ * process's now, so this one drops its copies.
+ */
+static rn_sock *take_queued(rn_sock *s, int afd)
+{
+	struct stat sb;
+	rn_sock *ns;
+
+	if (fstat(afd, &sb) < 0)
+		return NULL;
+	for (ns = s->accq_head; ns && !(ns->ino == sb.st_ino && ns->dev == sb.st_dev); ns = ns->acc_next)
+		;
+	if (!ns)
+		return NULL;
+	while (s->accq_head != ns) {
+		rn_sock *gone = s->accq_head;
+
+		s->accq_head = gone->acc_next;
+		s->accq_len--;
+		gone->acc_next = NULL;
+		__atomic_store_n(&gone->queued, 0, __ATOMIC_RELAXED);
+		rn_fd_disown(gone->user_fd);
+		syscall(SYS_close, gone->user_fd); /* the other process holds its own copy */
+		rn_sock_unref(gone);
+	}
+	s->accq_head = ns->acc_next;
+	if (!s->accq_head)
+		s->accq_tail = NULL;
+	s->accq_len--;
+	ns->acc_next = NULL;
+	__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+	return ns;
+}
+
+int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	int err, nfd, afd, nonblock;
+	rn_sock *s = rn_api_lookup(fd, &err), *ns;
+	rn_accept_rec rec;
+
+	if (!s)
+		return rn_api_fail(err);
+	if (s->kind != RN_SK_LISTEN) {
+		rn_sock_unref(s);
+		return rn_api_fail(EINVAL);
+	}
+	/*
+	 * The record is read and its connection taken from the queue under the
+	 * listener's mutex, which the engine holds while it counts the records
+	 * still unread (prune_taken): else it could take a record being read
+	 * here for one a prefork worker took, and let go of the connection.
+	 * The wait itself is outside the mutex (the engine queues under it).
+	 */
+	nonblock = fcntl(fd, F_GETFL); /* the listener's own mode (flags are the new socket's) */
+	nonblock = nonblock >= 0 && (nonblock & O_NONBLOCK);
+	for (;;) {
+		char peek;
+		ssize_t n;
+
+		pthread_mutex_lock(&s->mu);
+		err = read_accept_rec(fd, &rec, &afd, MSG_DONTWAIT);
+		if (!err && rec.tag == 'e') {
+			/* a connection the engine could not take (budget, descriptors, memory) */
+			s->acc_err = 0;
+			err = rec.err ? rec.err : EMFILE;
+		}
+		ns = err ? NULL : take_queued(s, afd);
+		pthread_mutex_unlock(&s->mu);
+		if (err != EAGAIN || nonblock)
+			break;
+		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
+		n = syscall(SYS_recvfrom, fd, &peek, 1, MSG_PEEK, NULL, NULL);
+		if (n <= 0) {
+			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
+			break;
+		}
+	}
+	if (err) {
+		rn_sock_unref(s);
+		return rn_api_fail(err);
+	}
+	rn_sock_unref(s);
+	if (!ns) {
+		/*
+		 * The engine let go of it meanwhile (it saw the record read:
+		 * prune_taken in rn_stream.c): a connection it still serves,
+		 * through the descriptor only, as in a process that inherited it.
+		 */
+		if (!(flags & SOCK_CLOEXEC))
+			fcntl(afd, F_SETFD, 0);
+		if (flags & SOCK_NONBLOCK)
+			fcntl(afd, F_SETFL, O_NONBLOCK);
+		rn_api_put_addr(&rec.peer, addr, len);
+		return afd;
+	}
+	syscall(SYS_close, afd); /* ours is the copy the engine kept */
+	nfd = ns->user_fd;
+	rn_fd_disown(nfd);
+	if (!(flags & SOCK_CLOEXEC))
+		fcntl(nfd, F_SETFD, 0);
+	if (flags & SOCK_NONBLOCK)
+		fcntl(nfd, F_SETFL, O_NONBLOCK);
+	if (rn_api_tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
+		close(nfd);
+		rn_sock_unref(ns);
+		return rn_api_fail(ENOMEM);
+	}
+	pthread_mutex_lock(&ns->mu);
+	rn_api_put_addr(&ns->peer, addr, len);
+	pthread_mutex_unlock(&ns->mu);
+	return nfd;
+}
+
+int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
+{
+	rn_accept_rec rec;
+	int afd, err = read_accept_rec(fd, &rec, &afd, 0);
+
+	if (!err && rec.tag == 'e')
+		err = rec.err ? rec.err : EMFILE; /* the listening process's engine refused one */
+	if (err)
+		return rn_api_fail(err);
+	if (!(flags & SOCK_CLOEXEC))
+		fcntl(afd, F_SETFD, 0);
+	if (flags & SOCK_NONBLOCK)
+		fcntl(afd, F_SETFL, O_NONBLOCK);
+	*peer = rec.peer;
+	return afd;
+}
+
+int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return rn_api_accept(fd, addr, len, 0);
+}
+

@@ -1,0 +1,28 @@
+/*
+ * rn_api_int.h - what the API's files (ri2n_api.c, ri2n_accept.c,
+ * ri2n_opt.c, ri2n_fast.c) share: the descriptor table and small helpers.
+ */
+#ifndef RN_API_INT_H
+#define RN_API_INT_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "rn_engine.h"
+
+/* errno = err; -1 */
+int rn_api_fail(int err);
+/* The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK. */
+rn_sock *rn_api_lookup(int fd, int *err);
+/* The same without checking that fd still is that open file (see ri2n_api.c). */
+rn_sock *rn_api_lookup_known(int fd);
+/* fd's entry becomes s (the table takes s's reference); 0 or -ENOMEM. */
+int rn_api_tab_install(int fd, rn_sock *s);
+/* Fills a new socket's send buffer so that it polls writable only once connected. */
+size_t rn_api_fill_junk(int fd);
+/* Whether fd is the last number for s (closing it closes the socket). */
+int rn_api_last_number(const rn_sock *s);
+void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len);
+
+#endif
