@@ -29,10 +29,10 @@
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
+#include "rn_inline_int.h"
 
 #define TAKE_CHUNK (64 << 10) /* bytes moved from the descriptor into the core at once */
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
-#define MAX_IOV 64
 
 static struct {
 	int tfd;                 /* the inline timer (CLOCK_MONOTONIC, absolute) */
@@ -224,13 +224,13 @@ void rn_spin_learn(int busy_us, int64_t waited_ns, int caught)
 
 /* ---- one connection, inline ---- */
 
-static int ok_to_send(const struct rn_stream *st)
+int rn_inline_ok_to_send(const struct rn_stream *st)
 {
 	return st && st->fd >= 0 && st->connected && !st->user_eof && !st->fin_queued &&
 	       st->junk_left == 0 && rn_conn_state(st->conn) == RN_ST_ESTABLISHED;
 }
 
-static int ok_to_recv(const struct rn_stream *st)
+int rn_inline_ok_to_recv(const struct rn_stream *st)
 {
 	return st && st->fd >= 0 && st->connected && !st->eof_sent;
 }
@@ -240,8 +240,6 @@ static int ok_to_recv(const struct rn_stream *st)
  * right.  Returns 1 if the engine must look at the stream (more to send than
  * one turn's budget, the connection ending, bytes in the core nobody takes).
  */
-static int take_pair(struct rn_stream *st, uint64_t now);
-static void deliver_to_pair(struct rn_stream *st, uint64_t now);
 
 /*
  * Sends what the core owes, runs timers already due, keeps the inline timer
@@ -251,7 +249,7 @@ static void deliver_to_pair(struct rn_stream *st, uint64_t now);
  */
 static int service_x(struct rn_stream *st, uint64_t now, int bytes_count);
 
-static int service(struct rn_stream *st, uint64_t now)
+int rn_inline_service(struct rn_stream *st, uint64_t now)
 {
 	return service_x(st, now, 1);
 }
@@ -271,9 +269,9 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	 * watching the descriptor (it stops while the ring is full) or a fast
 	 * writer left some; and the engine is asked to watch it again.
 	 */
-	if (ok_to_send(st) && (st->pair_tx || !st->rd_on) && take_pair(st, now) < 0)
+	if (rn_inline_ok_to_send(st) && (st->pair_tx || !st->rd_on) && rn_inline_take_pair(st, now) < 0)
 		more = 1; /* the user's end of stream, or an error: the engine's */
-	if (ok_to_send(st) && !st->rd_on && rn_conn_write_space(st->conn) > 0)
+	if (rn_inline_ok_to_send(st) && !st->rd_on && rn_conn_write_space(st->conn) > 0)
 		more = 1;
 	more |= rn_stream_flush(st, now);
 	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
@@ -298,9 +296,9 @@ static void serve_other(struct rn_stream *st)
 {
 	uint64_t now = rn_now_ns();
 
-	if (ok_to_recv(st) && rn_conn_state(st->conn) == RN_ST_ESTABLISHED)
-		deliver_to_pair(st, now);
-	if (service(st, now))
+	if (rn_inline_ok_to_recv(st) && rn_conn_state(st->conn) == RN_ST_ESTABLISHED)
+		rn_inline_deliver_to_pair(st, now);
+	if (rn_inline_service(st, now))
 		rn_engine_dirty(st);
 }
 
@@ -309,7 +307,7 @@ static void serve_other(struct rn_stream *st)
  * in the core go to the descriptor, where a plain read or poll finds them),
  * and the engine is woken if anything is left for it.
  */
-static void finish(rn_sock *s)
+void rn_inline_finish(rn_sock *s)
 {
 	struct rn_stream *st = s ? s->stream : NULL;
 
@@ -384,7 +382,7 @@ static int64_t elapsed_ns(const struct timespec *t0)
  * Called and returns with the host lock held; 0 with *ready the port's
  * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
  */
-static int wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
+int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
 		     int busy_us, uint32_t *ready)
 {
 	rn_port *p = st->port;
@@ -469,7 +467,7 @@ static int wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int
 }
 
 /* The descriptor's SO_RCVTIMEO / SO_SNDTIMEO in ns, -1 for none. */
-static int64_t fd_timeout(int fd, int opt)
+int64_t rn_inline_fd_timeout(int fd, int opt)
 {
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
@@ -480,7 +478,7 @@ static int64_t fd_timeout(int fd, int opt)
 	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
 }
 
-static int fd_nonblock(int fd)
+int rn_inline_fd_nonblock(int fd)
 {
 	int fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
 
@@ -488,7 +486,7 @@ static int fd_nonblock(int fd)
 }
 
 /* What is left of a wait of `total` ns begun at t0; -1 stays -1. */
-static int64_t left_of(int64_t total, const struct timespec *t0)
+int64_t rn_inline_left_of(int64_t total, const struct timespec *t0)
 {
 	int64_t left;
 
@@ -505,7 +503,7 @@ int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
 	int n = 0;
 
 	rn_host_lock();
-	if (ok_to_recv(s->stream)) {
+	if (rn_inline_ok_to_recv(s->stream)) {
 		rn_port *p = s->stream->port;
 
 		for (int i = 0; i < p->nsock && n < max; i++)
@@ -567,7 +565,7 @@ static int reportable(const struct rn_stream *st, uint64_t ep_id)
 
 	return ep_id && s && s->ep_id == ep_id && (s->ep_events & EPOLLIN) &&
 	       !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) &&
-	       !(s->ep_events & EPOLLONESHOT) && ok_to_recv(st) && !st->pair_rx &&
+	       !(s->ep_events & EPOLLONESHOT) && rn_inline_ok_to_recv(st) && !st->pair_rx &&
 	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
 }
 
@@ -620,7 +618,7 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 		*nout = g_wait.n;
 	g_wait.out = NULL;
 	g_wait.ino = 0;
-	finish(NULL);
+	rn_inline_finish(NULL);
 	for (int i = 0; i < n; i++)
 		if (h[i])
 			rn_port_unref(((rn_usock *)h[i])->port);
@@ -654,7 +652,7 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 		if (st->sock && st->sock->ep_id != ep_id)
 			serve_other(st);
 	}
-	finish(NULL);
+	rn_inline_finish(NULL);
 	rn_host_leave_inline();
 	return n;
 }
@@ -662,9 +660,9 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 void rn_inline_to_descriptor(rn_sock *s)
 {
 	rn_host_enter_inline();
-	if (ok_to_recv(s->stream))
-		deliver_to_pair(s->stream, rn_now_ns());
-	finish(s);
+	if (rn_inline_ok_to_recv(s->stream))
+		rn_inline_deliver_to_pair(s->stream, rn_now_ns());
+	rn_inline_finish(s);
 	rn_host_leave_inline();
 }
 
@@ -680,14 +678,15 @@ void rn_inline_closed(rn_sock *s)
 	rn_host_unlock();
 }
 
-/* ---- send ---- */
+/* ---- the descriptor ---- */
+
 
 /*
  * Bytes the user wrote into the descriptor (the plain path) go into the core
  * before any inline byte.  1: none left there; 0: the core is full first;
  * -1: the user shut the descriptor down for writing (the plain path says so).
  */
-static int take_pair(struct rn_stream *st, uint64_t now)
+int rn_inline_take_pair(struct rn_stream *st, uint64_t now)
 {
 	for (;;) {
 		size_t space = rn_conn_write_space(st->conn);
@@ -706,156 +705,9 @@ static int take_pair(struct rn_stream *st, uint64_t now)
 	}
 }
 
-/* Puts as much of iov (from byte `off`) into the core as it takes; bytes taken. */
-static size_t write_iov(struct rn_stream *st, uint64_t now, const struct iovec *iov, int iovcnt,
-			size_t off)
-{
-	size_t taken = 0;
-
-	for (int i = 0; i < iovcnt; i++) {
-		size_t len = iov[i].iov_len;
-		ssize_t n;
-
-		if (off >= len) {
-			off -= len;
-			continue;
-		}
-		n = rn_conn_write(st->conn, now, (const uint8_t *)iov[i].iov_base + off, len - off);
-		if (n <= 0)
-			break;
-		taken += (size_t)n;
-		if ((size_t)n < len - off)
-			break;
-		off = 0;
-	}
-	return taken;
-}
-
-/* The part of iov from byte `off` on, as at most MAX_IOV pieces in rest; their count. */
-static size_t iov_from(const struct iovec *iov, int iovcnt, size_t off, struct iovec *rest)
-{
-	size_t n = 0;
-
-	for (int i = 0; i < iovcnt && n < MAX_IOV; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		rest[n++] = (struct iovec){ (uint8_t *)iov[i].iov_base + off, iov[i].iov_len - off };
-		off = 0;
-	}
-	return n;
-}
-
-static size_t iov_total(const struct iovec *iov, int iovcnt)
-{
-	size_t t = 0;
-
-	for (int i = 0; i < iovcnt; i++)
-		t += iov[i].iov_len;
-	return t;
-}
-
-/*
- * The bytes of iov from `off` on go into the descriptor, the plain path:
- * blocking or not as the descriptor and flags say.  Bytes taken, or -errno.
- */
-static ssize_t spill(int fd, const struct iovec *iov, int iovcnt, size_t off, int flags)
-{
-	struct iovec rest[MAX_IOV];
-	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
-	ssize_t rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
-
-	return rc < 0 ? -errno : rc;
-}
-
-/*
- * What the core's send ring takes goes out at once; the rest (a bulk writer
- * ahead of the window) goes into the descriptor, where the engine takes it
- * as room opens, on its own thread, while this one goes on producing: the
- * pipeline a bulk transfer needs, and the back-pressure poll(POLLOUT) shows.
- */
-ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
-{
-	size_t total = iov_total(iov, iovcnt), sent = 0;
-	struct rn_stream *st;
-	ssize_t rc = 0, n;
-
-	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE) || iovcnt > MAX_IOV)
-		return RN_INLINE_PLAIN;
-	rn_host_enter_inline();
-	st = s->stream;
-	if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-		rc = -EBADF;
-	} else if (!ok_to_send(st)) {
-		rc = RN_INLINE_PLAIN;
-	} else {
-		uint64_t now = rn_now_ns();
-		/* plain bytes in the descriptor go first; none can be there unless... */
-		int pair = __atomic_load_n(&s->plain_writes, __ATOMIC_RELAXED) || st->pair_tx
-				   ? take_pair(st, now)
-				   : rn_conn_write_space(st->conn) > 0;
-
-		if (pair < 0) {
-			rc = RN_INLINE_PLAIN;
-		} else {
-			if (pair > 0)
-				sent = write_iov(st, now, iov, iovcnt, 0);
-		}
-	}
-	finish(s); /* services the stream: onto the rails now, as far as windows allow */
-	if (rc >= 0 && sent < total && s->stream) {
-		/*
-		 * The rest goes through the descriptor, after these.  From now on
-		 * whoever makes room (the engine, or an inline thread reading ACKs)
-		 * moves such bytes up; the engine watches the descriptor for them.
-		 */
-		s->stream->pair_tx = 1;
-		rn_engine_dirty(s->stream);
-		rn_host_kick();
-	}
-	rn_host_leave_inline();
-	if (rc < 0 || sent == total)
-		return rc < 0 ? rc : (ssize_t)sent;
-	n = spill(fd, iov, iovcnt, sent, flags);
-	if (n >= 0)
-		return (ssize_t)sent + n;
-	return sent ? (ssize_t)sent : n;
-}
-
-/* ---- receive ---- */
-
-/* Copies n bytes into iov from byte `off` on; bytes copied. */
-static size_t copy_out(const struct iovec *iov, int iovcnt, size_t off, const uint8_t *d, size_t n)
-{
-	size_t done = 0;
-
-	for (int i = 0; i < iovcnt && done < n; i++) {
-		size_t len = iov[i].iov_len, k;
-
-		if (off >= len) {
-			off -= len;
-			continue;
-		}
-		k = len - off < n - done ? len - off : n - done;
-		memcpy((uint8_t *)iov[i].iov_base + off, d + done, k);
-		done += k;
-		off = 0;
-	}
-	return done;
-}
-
-/* Reads what the engine put into the descriptor, into iov from byte `off`. */
-static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off)
-{
-	struct iovec rest[MAX_IOV];
-	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
-
-	return syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
-}
 
 /* The core's bytes go into the descriptor (for a call the inline path does not serve). */
-static void deliver_to_pair(struct rn_stream *st, uint64_t now)
+void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now)
 {
 	for (;;) {
 		const uint8_t *d;
@@ -869,115 +721,4 @@ static void deliver_to_pair(struct rn_stream *st, uint64_t now)
 		rn_conn_consume(st->conn, now, (size_t)w);
 		st->pair_rx = 1;
 	}
-}
-
-ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
-{
-	size_t total = iov_total(iov, iovcnt), got = 0;
-	int nonblock = (flags & MSG_DONTWAIT) != 0, waitall = (flags & MSG_WAITALL) != 0;
-	int checked = 0;
-	int64_t timeout = -1;
-	struct timespec t0 = { 0, 0 };
-	ssize_t rc = 0;
-	uint32_t ready;
-
-	if (iovcnt > MAX_IOV)
-		return RN_INLINE_PLAIN;
-	rn_host_enter_inline();
-	if (flags & ~(MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)) {
-		if (ok_to_recv(s->stream))
-			deliver_to_pair(s->stream, rn_now_ns());
-		rn_host_leave_inline();
-		return RN_INLINE_PLAIN;
-	}
-	if (total == 0) {
-		rn_host_leave_inline();
-		return 0;
-	}
-	for (;;) {
-		struct rn_stream *st = s->stream;
-		const uint8_t *d;
-		ssize_t n;
-
-		if (__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE)) {
-			rc = got ? (ssize_t)got : -EBADF;
-			break;
-		}
-		if (!ok_to_recv(st)) {
-			rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
-			break;
-		}
-		/* what the engine already put into the descriptor comes first */
-		if (st->pair_rx) {
-			size_t room = total - got;
-
-			n = read_pair(fd, iov, iovcnt, got);
-			if (n > 0) {
-				/*
-				 * Short: the descriptor is empty now (only the host
-				 * lock's holders fill it), so the next bytes can come
-				 * from the core, and epoll can report them from there.
-				 */
-				if ((size_t)n < room)
-					st->pair_rx = 0;
-				got += (size_t)n;
-				if (got == total || !waitall) {
-					rc = (ssize_t)got;
-					break;
-				}
-				continue;
-			}
-			if (n == 0 || errno != EAGAIN) { /* the end, or an error: the plain path's */
-				rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
-				break;
-			}
-			st->pair_rx = 0;
-		}
-		n = rn_conn_peek(st->conn, &d);
-		if (n > 0) {
-			size_t k = copy_out(iov, iovcnt, got, d, (size_t)n);
-
-			rn_conn_consume(st->conn, rn_now_ns(), k);
-			got += k;
-			if (got == total || !waitall) {
-				rc = (ssize_t)got;
-				break;
-			}
-			continue;
-		}
-		if (n != RN_ERR_AGAIN) { /* the end of the stream or an error: the engine tells fd */
-			rc = got ? (ssize_t)got : RN_INLINE_PLAIN;
-			break;
-		}
-		if (!checked) {
-			checked = 1;
-			nonblock |= fd_nonblock(fd);
-			if (!nonblock)
-				timeout = fd_timeout(fd, SO_RCVTIMEO);
-			clock_gettime(CLOCK_MONOTONIC, &t0);
-		}
-		if (nonblock) {
-			/*
-			 * Not even a look at the rails: a non-blocking reader waits with
-			 * poll/epoll/select, which reads them (under ri2n-run) or has
-			 * the engine hand the bytes over; two reads finding nothing
-			 * would cost more than the rare datagram they catch early.
-			 */
-			rc = got ? (ssize_t)got : -EAGAIN;
-			break;
-		}
-		/* a datagram already there returns at once: no read to try first */
-		service(st, rn_now_ns());
-		rc = wait_port(s, st, fd, POLLIN, left_of(timeout, &t0),
-			       __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED), &ready);
-		if (rc < 0) {
-			rc = got ? (ssize_t)got : rc;
-			break;
-		}
-		if (ready && s->stream == st && rn_port_read_some(st->port, ready) > 0)
-			service(st, rn_now_ns()); /* ACKs owed, window updates */
-	}
-	finish(s);
-	rn_host_leave_inline();
-	return rc;
 }

@@ -1,0 +1,37 @@
+/*
+ * rn_inline_int.h - what rn_inline.c (timers, waits, epoll readiness) and
+ * rn_inline_io.c (send, receive) share.  Everything runs under the host lock.
+ */
+#ifndef RN_INLINE_INT_H
+#define RN_INLINE_INT_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "rn_inline.h"
+#include "rn_stream.h"
+
+#define MAX_IOV 64
+
+int rn_inline_ok_to_send(const struct rn_stream *st);
+int rn_inline_ok_to_recv(const struct rn_stream *st);
+/*
+ * Bytes the user wrote into the descriptor (the plain path) go into the core
+ * before any inline byte.  1: none left there; 0: the core is full first;
+ * -1: the user shut the descriptor down for writing.
+ */
+int rn_inline_take_pair(struct rn_stream *st, uint64_t now);
+/* The core's bytes go into the descriptor (for a call the inline path does not serve). */
+void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now);
+/* Sends what the core owes, runs due timers; 1 if the engine must look at st. */
+int rn_inline_service(struct rn_stream *st, uint64_t now);
+/* The end of an inline call: every connection touched is served. */
+void rn_inline_finish(rn_sock *s);
+/* Waits on st's rails and fd (see rn_inline.c); 0, or -errno. */
+int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
+			int busy_us, uint32_t *ready);
+int64_t rn_inline_fd_timeout(int fd, int opt);
+int rn_inline_fd_nonblock(int fd);
+int64_t rn_inline_left_of(int64_t total, const struct timespec *t0);
+
+#endif
