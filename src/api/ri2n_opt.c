@@ -271,19 +271,6 @@ static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
 	o->small_ok = r->small_ok;
 }
 
-static int errno_of(int err)
-{
-	switch (err) {
-	case 0: return 0;
-	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
-	case RN_ERR_REFUSED: return ECONNREFUSED;
-	case RN_ERR_ABORTED: return ECONNABORTED;
-	case RN_ERR_UNREACH: return ENETUNREACH;
-	case RN_ERR_NOSPACE: return ENOMEM;
-	default: return ECONNRESET;
-	}
-}
-
 int ri2n_stats(int fd, struct ri2n_stats *out)
 {
 	int err, rc;
@@ -302,7 +289,7 @@ int ri2n_stats(int fd, struct ri2n_stats *out)
 		return rn_api_fail(-rc);
 	memset(out, 0, sizeof(*out));
 	out->state = rn_state_name(cs.state);
-	out->error = errno_of(cs.err);
+	out->error = rn_errno(cs.err);
 	out->established_ns = cs.established_ns;
 	out->app_tx_bytes = cs.app_tx_bytes;
 	out->app_rx_bytes = cs.app_rx_bytes;

@@ -77,25 +77,24 @@ int rn_config_check(const rn_config *c, const char **why)
 
 const char *rn_strerror(int err)
 {
+#define RN_ERR_SENTENCE(code, value, errno_, sentence) \
+	case code: return sentence;
 	switch (err) {
-	case RN_OK: return "success";
-	case RN_ERR_INVAL: return "invalid argument";
-	case RN_ERR_NOMEM: return "out of memory";
-	case RN_ERR_NOBUF: return "buffer too small";
-	case RN_ERR_AGAIN: return "try again";
-	case RN_ERR_DROP: return "datagram dropped";
-	case RN_ERR_STATE: return "not valid in this connection state";
-	case RN_ERR_NOROUTE: return "no local rail in the peer's subnet";
-	case RN_ERR_SHUT: return "connection shut down for writing";
-	case RN_ERR_RESET: return "connection reset by peer";
-	case RN_ERR_TIMEDOUT: return "peer silent past the dead-peer timeout";
-	case RN_ERR_REFUSED: return "connection refused";
-	case RN_ERR_PROTO: return "protocol violation by peer";
-	case RN_ERR_ABORTED: return "connection aborted";
-	case RN_ERR_UNREACH: return "no rail shared with the peer";
-	case RN_ERR_NOSPACE: return "out of memory for the connection";
+	RN_ERR_LIST(RN_ERR_SENTENCE)
 	default: return "unknown error";
 	}
+#undef RN_ERR_SENTENCE
+}
+
+int rn_errno(int err)
+{
+#define RN_ERR_ERRNO(code, value, errno_, sentence) \
+	case code: return errno_;
+	switch (err) {
+	RN_ERR_LIST(RN_ERR_ERRNO)
+	default: return ECONNRESET;
+	}
+#undef RN_ERR_ERRNO
 }
 
 const char *rn_drop_name(rn_drop d)

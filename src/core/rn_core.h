@@ -27,6 +27,7 @@
 #ifndef RN_CORE_H
 #define RN_CORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -50,28 +51,41 @@ enum {
 	RN_MAC_LEN = 16,           /* keyed: tag of handshake and stateless datagrams (rn_wire.h) */
 };
 
-typedef enum rn_err {
-	RN_OK = 0,
-	RN_ERR_INVAL = -1,   /* bad argument or configuration */
-	RN_ERR_NOMEM = -2,   /* allocator failed */
-	RN_ERR_NOBUF = -3,   /* output buffer too small */
-	RN_ERR_AGAIN = -4,   /* nothing to read / no room to write, try later */
-	RN_ERR_DROP = -5,    /* datagram dropped (the reason is counted) */
-	RN_ERR_STATE = -6,   /* call not valid in this connection state */
-	RN_ERR_NOROUTE = -7, /* no local rail shares a subnet with the peer */
-	RN_ERR_SHUT = -8,    /* write after this side shut down */
-	RN_ERR__FATAL = -20, /* codes at or below end the connection: */
-	RN_ERR_RESET = -21,    /* the peer reset the connection */
-	RN_ERR_TIMEDOUT = -22, /* the peer was silent past the dead-peer timeout */
-	RN_ERR_REFUSED = -23,  /* nothing listens at the peer address */
-	RN_ERR_PROTO = -24,    /* the peer broke the protocol */
-	RN_ERR_ABORTED = -25,  /* this side aborted the connection */
-	RN_ERR_UNREACH = -26,  /* the peer's rails share no subnet with ours */
-	RN_ERR_NOSPACE = -27,  /* no memory for the connection's rings */
-} rn_err;
+/*
+ * Every error, once: code, value, the errno a socket call reports for it,
+ * and a sentence.  The enum, rn_strerror and rn_errno come from this list.
+ * Codes above RN_ERR__FATAL: a call failed (bad argument, try again);
+ * at or below it: why a connection died.
+ */
+#define RN_ERR_LIST(X)                                                                       \
+	X(RN_OK, 0, 0, "success")                                                            \
+	X(RN_ERR_INVAL, -1, EINVAL, "invalid argument")                                      \
+	X(RN_ERR_NOMEM, -2, ENOMEM, "out of memory")                                         \
+	X(RN_ERR_NOBUF, -3, ENOBUFS, "buffer too small")                                     \
+	X(RN_ERR_AGAIN, -4, EAGAIN, "try again")                                             \
+	X(RN_ERR_DROP, -5, EINVAL, "datagram dropped") /* the reason is counted */           \
+	X(RN_ERR_STATE, -6, ENOTCONN, "not valid in this connection state")                  \
+	X(RN_ERR_NOROUTE, -7, ENETUNREACH, "no local rail in the peer's subnet")             \
+	X(RN_ERR_SHUT, -8, EPIPE, "connection shut down for writing")                        \
+	X(RN_ERR_RESET, -21, ECONNRESET, "connection reset by peer")                         \
+	X(RN_ERR_TIMEDOUT, -22, ETIMEDOUT, "peer silent past the dead-peer timeout")         \
+	X(RN_ERR_REFUSED, -23, ECONNREFUSED, "connection refused")                           \
+	X(RN_ERR_PROTO, -24, ECONNRESET, "protocol violation by peer")                       \
+	X(RN_ERR_ABORTED, -25, ECONNABORTED, "connection aborted")                           \
+	X(RN_ERR_UNREACH, -26, ENETUNREACH, "no rail shared with the peer")                  \
+	X(RN_ERR_NOSPACE, -27, ENOMEM, "out of memory for the connection")
 
-/* A short English phrase for an rn_err code. */
+#define RN_ERR_ENUM(code, value, errno_, sentence) code = value,
+typedef enum rn_err {
+	RN_ERR_LIST(RN_ERR_ENUM)
+	RN_ERR__FATAL = -20, /* codes at or below end the connection */
+} rn_err;
+#undef RN_ERR_ENUM
+
+/* A short English phrase for an rn_err code ("unknown error" for others). */
 const char *rn_strerror(int err);
+/* The errno a socket call reports for an rn_err code (ECONNRESET for unknown ones). */
+int rn_errno(int err);
 
 /* Why a datagram was dropped; each reason has a counter. */
 typedef enum rn_drop {

@@ -215,7 +215,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	env.user = NULL;
 	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
 	if (rc)
-		return rc == RN_ERR_NOROUTE ? -ENETUNREACH : rc == RN_ERR_NOMEM ? -ENOMEM : -EINVAL;
+		return -rn_errno(rc);
 	st = rn_stream_new(c, s->port, s);
 	if (!st) {
 		rn_conn_del(c);

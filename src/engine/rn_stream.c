@@ -41,20 +41,6 @@ uint8_t *rn_stream_scratch;   /* one datagram or one chunk of user data */
 
 /* ---- small helpers ---- */
 
-static int err_to_errno(int err)
-{
-	switch (err) {
-	case RN_ERR_TIMEDOUT: return ETIMEDOUT;
-	case RN_ERR_REFUSED: return ECONNREFUSED;
-	case RN_ERR_NOROUTE: return ENETUNREACH;
-	case RN_ERR_NOMEM: return ENOMEM;
-	case RN_ERR_ABORTED: return ECONNABORTED;
-	case RN_ERR_UNREACH: return ENETUNREACH;
-	case RN_ERR_NOSPACE: return ENOMEM;
-	default: return ECONNRESET;
-	}
-}
-
 void rn_stream_pair_buf(int fd)
 {
 	int v = PAIR_BUF;
@@ -232,7 +218,7 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 			rn_info("connect to %s failed: %s", st->name,
 				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
 							     rn_strerror(ev->err));
-		rn_stream_post(st, RI2N_EVENT_FAILED, -1, err_to_errno(ev->err), rn_strerror(ev->err));
+		rn_stream_post(st, RI2N_EVENT_FAILED, -1, rn_errno(ev->err), rn_strerror(ev->err));
 		break;
 	case RN_EV_CLOSED:
 		rn_info("connection %s closed", st->name);
@@ -337,7 +323,7 @@ static void record_end(rn_stream *st)
 		s->kind = RN_SK_DEAD;
 		if (err && err != RN_ERR_ABORTED) {
 			/* SO_ERROR tells why: ECONNREFUSED, ETIMEDOUT, ECONNRESET */
-			s->dead_error = err_to_errno(err);
+			s->dead_error = rn_errno(err);
 			s->so_error = s->dead_error;
 		}
 	}

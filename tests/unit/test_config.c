@@ -208,9 +208,37 @@ static void test_config_state_names(void **state)
 	assert_string_equal(rn_state_name(RN_ST_CLOSED + 1), "?");
 }
 
+/* The error list: every code has its own sentence and an errno; unknown codes say so. */
+static void test_error_list(void **state)
+{
+#define ERR_ROW(code, value, errno_, sentence) { code, errno_, sentence },
+	static const struct { int code, err; const char *sentence; } rows[] = { RN_ERR_LIST(ERR_ROW) };
+#undef ERR_ROW
+	size_t n = sizeof(rows) / sizeof(rows[0]);
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		assert_string_equal(rn_strerror(rows[i].code), rows[i].sentence);
+		assert_int_equal(rn_errno(rows[i].code), rows[i].err);
+		assert_true(rows[i].code == RN_OK ? rows[i].err == 0 : rows[i].err > 0);
+		for (size_t j = 0; j < i; j++) {
+			assert_int_not_equal(rows[i].code, rows[j].code);
+			assert_string_not_equal(rows[i].sentence, rows[j].sentence);
+		}
+	}
+	/* what socket calls report for the ends a connection can meet */
+	assert_int_equal(rn_errno(RN_ERR_TIMEDOUT), ETIMEDOUT);
+	assert_int_equal(rn_errno(RN_ERR_REFUSED), ECONNREFUSED);
+	assert_int_equal(rn_errno(RN_ERR_RESET), ECONNRESET);
+	assert_int_equal(rn_errno(RN_ERR_NOROUTE), ENETUNREACH);
+	assert_string_equal(rn_strerror(-999), "unknown error");
+	assert_int_equal(rn_errno(-999), ECONNRESET);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_list),
 		cmocka_unit_test(test_config_defaults_pass),
 		cmocka_unit_test(test_config_bad_values),
 		cmocka_unit_test(test_config_strerror),
