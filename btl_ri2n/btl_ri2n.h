@@ -296,6 +296,11 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
 /* Warns (at most every 10 s) when the memory ceiling refused ring growth since the last warning. */
 void ri2n_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now);
+/* The core's allocator (btl_ri2n_mem.c): u is the module. */
+void *ri2n_core_alloc(void *u, size_t n);
+void ri2n_core_free(void *u, void *ptr);
+/* Each peer's rings are held to an equal share of the ceiling (m->cfg). */
+void ri2n_share_ceiling(mca_btl_ri2n_module_t *m);
 /* Calls the PML's error callback for queued fatal errors (lock not held). */
 void ri2n_report_fatal(mca_btl_ri2n_module_t *m);
 /* Per-peer, per-rail counters on Open MPI's output (btl_ri2n_verbose). */

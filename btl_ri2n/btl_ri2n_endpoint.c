@@ -166,7 +166,7 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 
 		int rc;
 
-		m->mem_setup++; /* granted whatever the ceiling (core_alloc) */
+		m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
 		rc = rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now);
 		m->mem_setup--;
 		if (rc == 0) {

@@ -307,7 +307,7 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 		} else {
 			int ok;
 
-			m->mem_setup++; /* granted whatever the ceiling (core_alloc) */
+			m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
 			ok = rn_conn_accept(&c, &ap, &m->env, now) == 0;
 			m->mem_setup--;
 			if (ok && (l = ri2n_link_new(m, c, now)) != NULL)
