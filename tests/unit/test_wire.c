@@ -200,10 +200,10 @@ static const bad_case bad_cases[] = {
 	{ "version before length", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 9 }}, HDR + 3, 0,
 	  RN_DROP_VERSION },
 	{ "type 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 0 }}, NOCUT, 0, RN_DROP_TYPE },
-	{ "type 13", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 13 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 15", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 15 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
-	{ "flag 0x04", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x04 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "flag 0x08", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x08 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "flag 0x80", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x80 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "header byte 22", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 22, 1, 1 }}, NOCUT, 0,
 	  RN_DROP_MALFORMED },
@@ -357,8 +357,8 @@ static rn_hello hello2(void)
 	rn_hello h = { .id = UINT64_C(0xfedcba9876543210), .isn = 0x80000001, .slots = 1024,
 		       .max_dgram = 9000, .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32 };
+	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0 };
+	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32, 0 };
 	return h;
 }
 
@@ -412,7 +412,7 @@ static void test_wire_hello_eight_rails(void **state)
 	h.nrails = RN_MAX_RAILS;
 	for (int r = 0; r < RN_MAX_RAILS; r++)
 		h.rails[r] = (rn_rail_addr){ UT_IP(192, 168, r, 7), (uint16_t)(1 + r),
-					     (uint8_t)(1 + r * 4) };
+					     (uint8_t)(1 + r * 4), 0 };
 	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
 	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL_WIRE_LEN);
 	/* it still fits an INIT: the INIT length bounds every reply */
