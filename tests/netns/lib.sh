@@ -76,13 +76,22 @@ nt_clock() { "$NT_XFER" clock; }
 nt_addr() { tb_addr "$1" "${2:-1}"; }
 
 nt_serve() { # HOST [args]
-	local host=$1
+	local host=$1 port=7000 a prev=
 	shift
+	for a in "$@"; do
+		[ "$prev" = --port ] && port=$a
+		prev=$a
+	done
 	RI2N_RAILS=$NT_RAILS setsid ip netns exec "$(tb_ns "$host")" "$NT_XFER" serve --quiet "$@" \
 		>"$NT_DIR/serve$host.out" 2>"$NT_DIR/serve$host.err" &
 	NT_PIDS+=($!)
 	NT_PID=$!
 	sleep 0.3
+	# it listens once its rails' UDP port is bound: a loaded host may take longer (refused)
+	for _ in $(seq 100); do
+		ip netns exec "$(tb_ns "$host")" ss -Hnlu "sport = :$port" 2>/dev/null | grep -q . && return 0
+		sleep 0.05
+	done
 }
 
 nt_send() { # NAME HOST DST [args]
