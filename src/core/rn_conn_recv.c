@@ -468,30 +468,24 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
 
 /*
  * A DATA of several packets (RN_F_MULTI): each (u16 length, bytes) in turn
- * at seq, seq + 1, ...; the lengths must fill the payload exactly.  Returns
- * what the last one gave, or the first drop.
+ * at seq, seq + 1, ...  The lengths must be nonzero and fill the payload
+ * exactly, or nothing of it is stored.  Returns what the last packet gave.
  */
 static int recv_multi(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 {
-	const uint8_t *d = p->payload, *end = p->payload + p->len;
+	const uint8_t *d, *end = p->payload + p->len;
 	rn_pkt one = *p;
 	int rc = 0;
 
+	for (d = p->payload; d < end; d += RN_MULTI_HDR + rn_get16(d))
+		if (end - d < RN_MULTI_HDR || rn_get16(d) == 0 ||
+		    rn_get16(d) > end - d - RN_MULTI_HDR)
+			return drop(c, RN_DROP_MALFORMED);
 	one.flags &= (uint8_t)~RN_F_MULTI;
-	while (d < end) {
-		uint16_t n;
-
-		if (end - d < RN_MULTI_HDR)
-			return drop(c, RN_DROP_MALFORMED);
-		n = rn_get16(d);
-		d += RN_MULTI_HDR;
-		if (n == 0 || n > end - d)
-			return drop(c, RN_DROP_MALFORMED);
-		one.payload = d;
-		one.len = n;
+	for (d = p->payload; d < end; d += RN_MULTI_HDR + one.len, one.seq++) {
+		one.len = rn_get16(d);
+		one.payload = d + RN_MULTI_HDR;
 		rc = recv_data(c, &one, now_ns);
-		d += n;
-		one.seq++;
 	}
 	return rc;
 }
