@@ -671,10 +671,12 @@ static uint32_t rail_size(const sim_host *h, int r)
 	return st.rail[r].dgram;
 }
 
-/* Mean size of the datagrams host h sent on rail r. */
+/* Mean size of the DATA datagrams host h sent on rail r. */
 static double mean_sent(const sim *s, int h, int r)
 {
-	return s->net.sent[r][h] ? (double)s->net.sent_bytes[r][h] / (double)s->net.sent[r][h] : 0;
+	const sim_host *x = &s->host[h];
+
+	return x->data_tx[r] ? (double)x->data_tx_bytes[r] / (double)x->data_tx[r] : 0;
 }
 
 /*
@@ -684,13 +686,18 @@ static double mean_sent(const sim *s, int h, int r)
  * sender's rails end at their real sizes (within the search's 32 bytes),
  * the jumbo ones carrying several packets per datagram; every byte arrives.
  */
-static int run_sizes(uint64_t seed, int mixed)
+static int run_sizes(uint64_t seed, int mixed, int keyed)
 {
 	sim s;
 	int rc;
 
 	sim_init(&s, 2, seed);
 	set_links(&s, gbe());
+	for (int h = 0; h < 2 && keyed; h++) {
+		s.cfg[h].keyed = 1; /* sizes count the AEAD's 24 bytes on the wire */
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed * 11 + (uint64_t)i * 3);
+	}
 	set_rail_dgram(&s, 0, JUMBO);
 	set_rail_dgram(&s, 1, JUMBO);
 	if (mixed) {
@@ -706,7 +713,7 @@ static int run_sizes(uint64_t seed, int mixed)
 		uint32_t s0 = rail_size(&s.host[h], 0), s1 = rail_size(&s.host[h], 1);
 		uint32_t want1 = mixed ? ETH : JUMBO;
 
-		printf("    host %d sizes %u %u, mean datagram %.0f %.0f  ", h, s0, s1,
+		printf("    host %d sizes %u %u, mean DATA %.0f %.0f  ", h, s0, s1,
 		       mean_sent(&s, h, 0), mean_sent(&s, h, 1));
 		CHECK(s0 <= JUMBO && s0 + 32 >= JUMBO, "host %d: rail 0 at %u bytes, not %u", h, s0,
 		      JUMBO);
@@ -714,15 +721,16 @@ static int run_sizes(uint64_t seed, int mixed)
 		      want1);
 		/* the stream's sender bundles on a jumbo rail */
 		CHECK(h == 1 || mean_sent(&s, h, 0) > 4000,
-		      "host %d: rail 0's datagrams average %.0f bytes: no jumbo DATA", h,
+		      "host %d: rail 0's DATA datagrams average %.0f bytes: no jumbo DATA", h,
 		      mean_sent(&s, h, 0));
 	}
 	sim_free(&s);
 	return rc;
 }
 
-static int sc_mtu_jumbo(uint64_t seed) { return run_sizes(seed, 0); }
-static int sc_mtu_mixed(uint64_t seed) { return run_sizes(seed, 1); }
+static int sc_mtu_jumbo(uint64_t seed) { return run_sizes(seed, 0, 0); }
+static int sc_mtu_mixed(uint64_t seed) { return run_sizes(seed, 1, 0); }
+static int sc_mtu_mixed_keyed(uint64_t seed) { return run_sizes(seed, 1, 1); }
 
 /* What the shrink-and-grow scenario watches, once per ms of simulated time. */
 static struct {
@@ -815,6 +823,7 @@ static const scenario scenarios[] = {
 	{ "mtu-small-rail", sc_mtu_small_rail, "rail 1 never carries over 1000 bytes; 1% loss" },
 	{ "mtu-jumbo", sc_mtu_jumbo, "both rails MTU 9000: probed to 8972, jumbo DATA" },
 	{ "mtu-mixed", sc_mtu_mixed, "rails 9000 + 9000 behind a 1500 switch, 1% loss: 8972 + 1472" },
+	{ "mtu-mixed-keyed", sc_mtu_mixed_keyed, "mtu-mixed with a cluster key (AEAD on every datagram)" },
 	{ "mtu-shrink-grow", sc_mtu_shrink_grow, "rail 1's path MTU 9000 -> 1500 for 100 ms -> 9000" },
 	{ "dead-from-start", sc_dead_from_start, "rail 1 dead from the start" },
 	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
