@@ -48,7 +48,12 @@ static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->st.tx_packets++;
 	r->st.tx_bytes += len;
 	r->last_tx_ns = now_ns;
-	if (len >= c->dgram) { /* the peer takes it as full-size evidence (count_rx) */
+	/*
+	 * the peer takes it as full-size evidence (count_rx); a datagram of
+	 * several packets does not count here: if the rail's size shrank under
+	 * it, it is lost while one of exactly dgram bytes still proves the rail
+	 */
+	if (len == c->dgram) {
 		r->last_full_tx_ns = now_ns;
 		c->ka_full_pending &= ~(1u << k);
 	}
@@ -343,7 +348,12 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	}
 	limit = rail_limit(c, k, cap);
 	plen = s->len;
-	if (!retx)
+	/*
+	 * A full packet alone every RN_FULL_EVIDENCE_NS / 2 on a rail that
+	 * bundles: full-size evidence at the connection's size, which the peer
+	 * judges the rail by (instead of a padded keepalive: it carries data).
+	 */
+	if (!retx && !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
 		nb = bundle(c, r, seq, limit, &plen);
 	if (c->ack_pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
 		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);

@@ -156,7 +156,7 @@ nt_event_mono() { # NAME RAIL STATE [AFTER_MONO]
 # DATA packets the sender put on RAIL in intervals wholly between two times.
 nt_data_between() { # NAME RAIL FROM_MONO TO_MONO
 	awk -F, -v r="$2" -v from="$3" -v to="$4" 'NR > 1 && $1 == "send" {
-		n = split($7, d, ","); if (prev != "" && prev >= from && $3 <= to && r < n + 1) s += d[r + 1]
+		if (prev != "" && prev >= from && $3 <= to && 7 + r <= NF) s += $(7 + r) # data: one column a rail
 		prev = $3 } END { print s + 0 }' "$NT_DIR/$1.csv"
 }
 
