@@ -129,16 +129,16 @@ static void free_keys(rn_conn *c)
 /*
  * Keyed: derives the connection's keys from the cluster key and both ends'
  * ids and initial sequence numbers (rn_crypt_init), and makes room to open
- * datagrams of up to dgram bytes.  A client whose handshake restarted
+ * datagrams of up to dgram bytes (the largest any of our rails takes).  A client whose handshake restarted
  * derives them again from the new values.
  */
-static int make_keys(rn_conn *c, uint64_t now_ns)
+static int make_keys(rn_conn *c, uint32_t dgram, uint64_t now_ns)
 {
 	const rn_mem *mem = &c->env.mem;
 	int rc;
 
 	free_keys(c);
-	c->cr = mem->alloc(mem->user, sizeof(*c->cr) + c->dgram);
+	c->cr = mem->alloc(mem->user, sizeof(*c->cr) + dgram);
 	if (!c->cr)
 		return RN_ERR_NOMEM;
 	rc = rn_crypt_init(c->cr, c->cfg.key, c->is_client, c->is_client ? c->id : c->peer_id,
@@ -150,7 +150,7 @@ static int make_keys(rn_conn *c, uint64_t now_ns)
 		return rc;
 	}
 	c->plain = (uint8_t *)(c->cr + 1);
-	c->plain_cap = c->dgram;
+	c->plain_cap = dgram;
 	return 0;
 }
 
@@ -170,6 +170,16 @@ void rn_conn_del(rn_conn *c)
 	mem->free(mem->user, c);
 }
 
+/* The largest datagram (as c->dgram counts it) worth trying on local rail l. */
+static uint32_t pm_ceiling(const rn_conn *c, const rn_rail_addr *l)
+{
+	uint32_t top = l->max_dgram;
+
+	if (c->cfg.keyed)
+		top = top > RN_AEAD_OVERHEAD ? top - RN_AEAD_OVERHEAD : 0;
+	return top > c->dgram ? top : c->dgram;
+}
+
 /*
  * Builds the rails from both sides' rail lists (client list first, so both
  * ends number them the same) and allocates the rings.  Called by the client
@@ -181,13 +191,19 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	int pairs[RN_MAX_RAILS][2];
 	int n = rn_rail_match(client, nclient, server, nserver, pairs);
 	const rn_mem *mem = &c->env.mem;
-	uint32_t snd0, rcv0;
+	uint32_t snd0, rcv0, top = c->dgram;
 	int rc;
 
 	if (n == 0)
 		return RN_ERR_NOROUTE;
+	for (int k = 0; k < n; k++) {
+		const rn_rail_addr *l = c->is_client ? &client[pairs[k][0]] : &server[pairs[k][1]];
+
+		if (l->max_dgram > top)
+			top = l->max_dgram;
+	}
 	if (c->cfg.keyed) {
-		rc = make_keys(c, now_ns);
+		rc = make_keys(c, top, now_ns);
 		if (rc)
 			return rc;
 		c->dgram -= RN_AEAD_OVERHEAD; /* packet number and tag */
@@ -216,6 +232,8 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			return rc;
 		r->last_rx_ns = r->last_full_rx_ns = now_ns;
 		r->last_tx_ns = r->last_full_tx_ns = now_ns;
+		/* from the size both ends take up to what this rail's interface carries */
+		rn_pmtu_init(&r->pm, c->dgram, pm_ceiling(c, l), now_ns);
 		/* a key holder wrote the hello; else only the handshake's own address is proven */
 		r->validated = c->cfg.keyed ||
 			       (r->local_rail == c->hs_rail && r->remote.ip == c->peer.ip &&
@@ -486,7 +504,7 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 		return;
 	if (was_tx) {
 		/* stop using it at once: what is in flight there is lost */
-		rn_conn_lose_rail(c, k);
+		rn_conn_lose_rail(c, k, now_ns);
 		if (c->hb_next_ns == 0 || c->hb_next_ns > now_ns)
 			c->hb_next_ns = now_ns; /* first heartbeat right away */
 	}
@@ -666,6 +684,8 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		rs->srtt_ns = r->srtt_ns;
 		rs->min_rtt_ns = r->min_rtt_ns;
 		rs->queue_ns = r->latest_q_ns;
-		rs->dgram = c->dgram + (c->cfg.keyed ? RN_AEAD_OVERHEAD : 0);
+		/* the size it carries now: its size search's, never below the connection's */
+		rs->dgram = (rn_pmtu_size(&r->pm) > c->dgram ? rn_pmtu_size(&r->pm) : c->dgram) +
+			    (c->cfg.keyed ? RN_AEAD_OVERHEAD : 0);
 	}
 }

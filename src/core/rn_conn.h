@@ -98,6 +98,8 @@ struct rn_conn {
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
 	uint32_t hb_small_pending;       /* down rails owed an unpadded heartbeat too */
 	uint32_t ka_full_pending;        /* rails owed a padded keepalive (rn_conn_send.c) */
+	uint32_t pm_pending;             /* rails whose size search has a probe due */
+	uint32_t pm_ack_pending;         /* rails owed a PROBE_ACK */
 
 	/*
 	 * Freshness (rn_conn_recv.c): our arrival time minus the peer's send
@@ -156,7 +158,7 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
-void rn_conn_lose_rail(rn_conn *c, int k);
+void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns);
 
 /* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)

@@ -298,6 +298,8 @@ static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 			rn_rail_on_rtt(r, now_ns - s->sent_ns, now_ns);
 		/* the configured ring bounds the window; the ring grows to follow it */
 		rn_rail_on_acked(r, s->tx_idx, &c->cfg, c->sq.max_slots, now_ns);
+		if (s->flags & RN_SS_MULTI)
+			r->bundle_lost = 0; /* the rail's size works */
 		s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	}
 	s->flags |= RN_SS_ACKED;
@@ -370,10 +372,26 @@ static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
 	return (s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx;
 }
 
-static void declare_lost(rn_conn *c, int k, const rn_txrec *t)
+/*
+ * 24 packets: lost in a row from datagrams of several packets, none of
+ * theirs acknowledged, the rail's size has stopped working (an MTU that
+ * shrank under us: a few datagrams of 6 jumbo packets).  A random loss
+ * takes a datagram or two; a rail that died whole is the failure
+ * detector's, and at worst costs its size until the next try (250 ms).
+ */
+#define RN_BUNDLE_HOLE 24u
+
+/* judge: a loss on a rail still in use, which may tell of its size */
+static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64_t now_ns)
 {
 	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
+	rn_rail *r = &c->rail[k];
 
+	if (judge && (s->flags & RN_SS_MULTI) && ++r->bundle_lost >= RN_BUNDLE_HOLE) {
+		r->bundle_lost = 0;
+		if (rn_pmtu_on_hole(&r->pm, now_ns))
+			c->pm_pending |= 1u << k; /* search down at once */
+	}
 	s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
 	rn_sndq_lost_push(&c->sq, t->seq);
@@ -410,7 +428,7 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
 			} else {
 				break;
 			}
-			declare_lost(c, k, t);
+			declare_lost(c, k, t, 1, now_ns);
 			r->fhead++;
 		}
 		if (timed_out) {
@@ -421,7 +439,7 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
 }
 
 /* Rail k stopped carrying traffic: everything in flight on it is lost. */
-void rn_conn_lose_rail(rn_conn *c, int k)
+void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns)
 {
 	rn_rail *r = &c->rail[k];
 
@@ -429,9 +447,10 @@ void rn_conn_lose_rail(rn_conn *c, int k)
 		rn_txrec *t = &r->fifo[r->fhead & r->fmask];
 
 		if (txrec_live(c, k, t))
-			declare_lost(c, k, t);
+			declare_lost(c, k, t, 0, now_ns);
 	}
 	r->inflight = 0;
+	r->bundle_lost = 0;
 }
 
 /* ---- packet types ---- */
@@ -459,6 +478,32 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 		c->ack_now = 1;
 }
 
+static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
+
+/*
+ * A DATA of several packets (RN_F_MULTI): each (u16 length, bytes) in turn
+ * at seq, seq + 1, ...  The lengths must be nonzero and fill the payload
+ * exactly, or nothing of it is stored.  Returns what the last packet gave.
+ */
+static int recv_multi(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
+{
+	const uint8_t *d, *end = p->payload + p->len;
+	rn_pkt one = *p;
+	int rc = 0;
+
+	for (d = p->payload; d < end; d += RN_MULTI_HDR + rn_get16(d))
+		if (end - d < RN_MULTI_HDR || rn_get16(d) == 0 ||
+		    rn_get16(d) > end - d - RN_MULTI_HDR)
+			return drop(c, RN_DROP_MALFORMED);
+	one.flags &= (uint8_t)~RN_F_MULTI;
+	for (d = p->payload; d < end; d += RN_MULTI_HDR + one.len, one.seq++) {
+		one.len = rn_get16(d);
+		one.payload = d + RN_MULTI_HDR;
+		rc = recv_data(c, &one, now_ns);
+	}
+	return rc;
+}
+
 static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 {
 	int fin = (p->flags & RN_F_FIN) != 0;
@@ -466,6 +511,8 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return drop(c, RN_DROP_STATE);
+	if (p->flags & RN_F_MULTI)
+		return recv_multi(c, p, now_ns);
 	rc = rn_rob_insert(&c->rq, p->seq, p->payload, p->len, fin);
 	switch (rc) {
 	case RN_ROB_NEW:
@@ -707,6 +754,17 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	case RN_PT_HEARTBEAT:
 		if (len < c->dgram)
 			rn_conn_on_small_heartbeat(c, p.path, now_ns);
+		rc = 0;
+		break;
+	case RN_PT_PROBE:
+		/* answered on its own rail: the size got through there (one answer owed at a time) */
+		r->pm_ack_id = rn_get32(p.payload);
+		r->pm_ack_size = (uint32_t)len;
+		c->pm_ack_pending |= 1u << p.path;
+		rc = 0;
+		break;
+	case RN_PT_PROBE_ACK:
+		rn_pmtu_on_ack(&r->pm, rn_get32(p.payload), rn_get32(p.payload + 4), now_ns);
 		rc = 0;
 		break;
 	default: /* ACK, COOKIE_ACK, KEEPALIVE: counted above */

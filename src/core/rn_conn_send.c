@@ -48,7 +48,12 @@ static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->st.tx_packets++;
 	r->st.tx_bytes += len;
 	r->last_tx_ns = now_ns;
-	if (len >= c->dgram) { /* the peer takes it as full-size evidence (count_rx) */
+	/*
+	 * the peer takes it as full-size evidence (count_rx); a datagram of
+	 * several packets does not count here: if the rail's size shrank under
+	 * it, it is lost while one of exactly dgram bytes still proves the rail
+	 */
+	if (len == c->dgram) {
 		r->last_full_tx_ns = now_ns;
 		c->ka_full_pending &= ~(1u << k);
 	}
@@ -217,7 +222,85 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	return n;
 }
 
-/* A DATA packet on a usable rail: a lost one first, else the next new one. */
+/* The largest datagram rail k carries now: its size search's, at least the connection's. */
+static size_t rail_limit(const rn_conn *c, int k, size_t cap)
+{
+	uint32_t size = rn_pmtu_size(&c->rail[k].pm);
+	size_t limit = size > c->dgram ? size : c->dgram;
+
+	return cap < limit ? cap : limit;
+}
+
+/*
+ * How many new packets from seq on go in one datagram of at most `limit`
+ * bytes on rail r (RN_F_MULTI when more than one): consecutive, inside the
+ * peer's window, never the FIN.  The rail's window only has to have room
+ * for the first: a datagram may take it up to 5 packets (7 KB) past, which
+ * is noise beside a GbE rail's window, where stopping at it sent datagrams
+ * of 2-3 packets whenever the rail was window-limited (ACKs free a few at a
+ * time).  *plen: the payload bytes.
+ */
+static unsigned bundle(const rn_conn *c, const rn_rail *r, uint32_t seq, size_t limit,
+		       size_t *plen)
+{
+	const rn_sndq *q = &c->sq;
+	size_t total = RN_MULTI_HDR + q->slot[seq & q->mask].len;
+	unsigned nb = 1;
+
+	for (uint32_t next = seq + 1; next != q->end && rn_seq_lt(next, c->peer_wnd); next++) {
+		const rn_sslot *s = &q->slot[next & q->mask];
+
+		if ((s->flags & RN_SS_FIN) || RN_HDR_LEN + total + RN_MULTI_HDR + s->len > limit ||
+		    r->ftail - r->fhead + nb > r->fmask)
+			break;
+		total += RN_MULTI_HDR + s->len;
+		nb++;
+	}
+	*plen = nb > 1 ? total : q->slot[seq & q->mask].len;
+	return nb;
+}
+
+/* Writes the payload of a DATA of nb packets from seq on behind its header (n bytes in all). */
+static void fill_multi(rn_sndq *q, uint32_t seq, unsigned nb, uint8_t *buf, size_t n,
+		       size_t plen)
+{
+	uint8_t *d = buf + n - plen;
+
+	for (unsigned i = 0; i < nb; i++) {
+		const rn_sslot *s = rn_sndq_slot(q, seq + i);
+
+		rn_put16(d, s->len);
+		memcpy(d + RN_MULTI_HDR, rn_sndq_data(q, seq + i), s->len);
+		d += RN_MULTI_HDR + s->len;
+	}
+}
+
+/* Bookkeeping of a packet just sent on rail k, alone or with others (multi). */
+static void data_sent(rn_conn *c, int k, uint32_t seq, int retx, int multi, uint64_t now_ns)
+{
+	rn_sslot *s = rn_sndq_slot(&c->sq, seq);
+	rn_rail *r = &c->rail[k];
+
+	s->tx_idx = rn_rail_on_send(r, seq, now_ns);
+	s->rail = (uint8_t)k;
+	s->sent_ns = now_ns;
+	s->flags = (uint8_t)((s->flags & ~RN_SS_MULTI) | RN_SS_FLIGHT | (multi ? RN_SS_MULTI : 0));
+	if (s->tx_count < UINT8_MAX)
+		s->tx_count++;
+	if (retx) {
+		c->st.retransmits++;
+		r->st.retransmits++;
+	} else {
+		c->sq.nxt++;
+		rn_conn_grow_send(c);
+		c->data_tx_ns = now_ns;
+	}
+}
+
+/*
+ * A DATA datagram on a usable rail: a lost packet first, else the next new
+ * one, with the new ones after it when the rail's size holds several.
+ */
 static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			  uint8_t *buf, size_t cap, rn_tx *tx)
 {
@@ -225,6 +308,8 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	rn_sndq *q = &c->sq;
 	uint32_t usable = 0, seq;
 	int k, retx = 0, with_ack = 0;
+	unsigned nb = 1;
+	size_t limit, plen;
 	rn_sslot *s;
 	rn_rail *r;
 	rn_ackblk ab;
@@ -260,37 +345,35 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	r = &c->rail[k];
 	/* the FIFO holds twice the ring; if it ever fills, its oldest entry is lost */
 	if (r->ftail - r->fhead > r->fmask) {
-		rn_conn_lose_rail(c, k);
+		rn_conn_lose_rail(c, k, now_ns);
 	}
-	{
-		size_t limit = cap < c->dgram ? cap : c->dgram;
-		size_t room = limit - RN_HDR_LEN - s->len;
-
-		if (c->ack_pending && room >= RN_ACKBLK_LEN)
-			with_ack = build_ack(c, &ab, words, room);
-	}
+	limit = rail_limit(c, k, cap);
+	plen = s->len;
+	/*
+	 * A full packet alone every RN_FULL_EVIDENCE_NS / 2 on a rail that
+	 * bundles: full-size evidence at the connection's size, which the peer
+	 * judges the rail by (instead of a padded keepalive: it carries data).
+	 */
+	if (!retx && !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
+		nb = bundle(c, r, seq, limit, &plen);
+	if (c->ack_pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
+		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
 	rn_hdr h = { .type = RN_PT_DATA, .flags = (s->flags & RN_SS_FIN) ? RN_F_FIN : 0,
 		     .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
 		     .ts = rn_now_us(now_ns) };
-	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, rn_sndq_data(q, seq), s->len);
+	if (nb > 1)
+		h.flags = RN_F_MULTI;
+	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL,
+			   nb > 1 ? NULL : rn_sndq_data(q, seq), plen);
 	if (n < 0)
 		return n;
+	if (nb > 1)
+		fill_multi(q, seq, nb, buf, (size_t)n, plen);
 	if (with_ack)
 		ack_sent(c, &ab);
-	s->tx_idx = rn_rail_on_send(r, seq, now_ns);
-	s->rail = (uint8_t)k;
-	s->sent_ns = now_ns;
-	s->flags |= RN_SS_FLIGHT;
-	if (s->tx_count < UINT8_MAX)
-		s->tx_count++;
-	if (retx) {
-		c->st.retransmits++;
-		r->st.retransmits++;
-	} else {
-		q->nxt++;
-		rn_conn_grow_send(c);
-		c->data_tx_ns = now_ns;
-	}
+	/* after the copy: a new packet sent may grow the ring */
+	for (unsigned i = 0; i < nb; i++)
+		data_sent(c, k, seq + i, retx, nb > 1, now_ns);
 	c->last_data_ns = now_ns;
 	rn_conn_note_payload(c, now_ns);
 	r->st.tx_data++;
@@ -299,6 +382,61 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	tx->to = r->remote;
 	count_tx(c, k, now_ns, (size_t)n);
 	return n;
+}
+
+/*
+ * A PROBE of the size rail k's search wants (rn_pmtu.h): the id, then zeros
+ * to exactly that size.  0 when none is due, or the driver's buffer cannot
+ * hold it (the probe then goes unanswered, which is the truth: we cannot
+ * send that size).
+ */
+static ssize_t write_probe(rn_conn *c, uint64_t now_ns, int k, uint8_t *buf, size_t cap,
+			   rn_tx *tx)
+{
+	rn_hdr h = { .type = RN_PT_PROBE, .path = (uint8_t)k, .dst = c->peer_id,
+		     .ts = rn_now_us(now_ns) };
+	uint32_t id, size = rn_pmtu_next_probe(&c->rail[k].pm, now_ns, &id);
+	ssize_t n;
+
+	if (size < RN_HDR_LEN + RN_PROBE_LEN || size > cap)
+		return 0;
+	n = rn_wire_encode(buf, cap, &h, NULL, NULL, size - RN_HDR_LEN);
+	if (n < 0)
+		return 0;
+	rn_put32(buf + RN_HDR_LEN, id);
+	tx->path = k;
+	tx->local_rail = c->rail[k].local_rail;
+	tx->to = c->rail[k].remote;
+	count_tx(c, k, now_ns, (size_t)n);
+	return n;
+}
+
+/* The PROBE_ACKs we owe, then the PROBEs due, each on its own rail. */
+static ssize_t write_probes(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_t *buf,
+			    size_t cap, rn_tx *tx)
+{
+	uint8_t pl[RN_PROBE_ACK_LEN];
+	ssize_t n;
+
+	for (int k = 0; k < c->npaths; k++) {
+		if (!((c->pm_ack_pending >> k) & 1) || !writable_rail(c, k, writable))
+			continue;
+		c->pm_ack_pending &= ~(1u << k);
+		rn_put32(pl, c->rail[k].pm_ack_id);
+		rn_put32(pl + 4, c->rail[k].pm_ack_size);
+		return write_ctl(c, now_ns, k, RN_PT_PROBE_ACK, pl, sizeof(pl), buf, cap, tx);
+	}
+	for (int k = 0; k < c->npaths; k++) {
+		/* never to an unproven address: a probe is big */
+		if (!((c->pm_pending >> k) & 1) || !writable_rail(c, k, writable) ||
+		    !c->rail[k].validated)
+			continue;
+		c->pm_pending &= ~(1u << k);
+		n = write_probe(c, now_ns, k, buf, cap, tx);
+		if (n != 0)
+			return n;
+	}
+	return 0;
 }
 
 /* First rail in `mask` (round robin from the control cursor). */
@@ -373,6 +511,9 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		}
 	}
 	if (c->state == RN_ST_ESTABLISHED) {
+		n = write_probes(c, now_ns, writable, buf, cap, tx);
+		if (n != 0)
+			return n;
 		n = write_data(c, now_ns, writable, buf, cap, tx);
 		if (n != 0)
 			return n;

@@ -118,6 +118,12 @@ typedef struct rn_rail_addr {
 	uint32_t ip;
 	uint16_t port;
 	uint8_t prefix; /* subnet prefix length, 1..32 */
+	/*
+	 * Local rails only, never on the wire: the largest datagram (UDP
+	 * payload) the rail's interface carries, the ceiling of its size
+	 * search (rn_pmtu.h).  0: the connection's datagram size, no search.
+	 */
+	uint32_t max_dgram;
 } rn_rail_addr;
 
 /*

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "rn_core.h"
+#include "rn_pmtu.h"
 
 /*
  * The RTO's ceiling, and the longest round trip believed: a sample above it
@@ -63,6 +64,17 @@ typedef struct rn_rail {
 	uint32_t small_max;      /* largest datagram below full size since the last full one */
 	uint8_t small_alone;     /* down: small heartbeats whose padded twin was lost, in a row */
 	uint8_t mtu_hole;        /* down, and known to be an MTU black hole */
+
+	/*
+	 * Its datagram size, found by probing (rn_pmtu.h): a rail whose size
+	 * holds several packets carries them in one datagram (RN_F_MULTI).
+	 * bundle_lost counts packets sent in such datagrams lost in a row with
+	 * none of them acknowledged: RN_BUNDLE_HOLE of them is a black hole
+	 * at that size (rn_conn_recv.c).
+	 */
+	rn_pmtu pm;
+	uint32_t pm_ack_id, pm_ack_size; /* a PROBE_ACK we owe on this rail */
+	uint32_t bundle_lost;
 
 	/* send view */
 	/*

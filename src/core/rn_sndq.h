@@ -32,6 +32,7 @@ enum rn_sflag {
 	RN_SS_ACKED = 0x02,  /* selectively acknowledged (una has not passed it) */
 	RN_SS_LOST = 0x04,   /* declared lost, waiting in the lost FIFO */
 	RN_SS_FLIGHT = 0x08, /* its last transmission is in flight */
+	RN_SS_MULTI = 0x10,  /* its last transmission shared a datagram with others (RN_F_MULTI) */
 };
 
 typedef struct rn_sslot {

@@ -50,6 +50,10 @@
  *   linger        after a clean close in both directions the connection
  *                 stays linger (1 s) to re-acknowledge a FIN resent by a
  *                 peer that missed our ACK.
+ *   size search   per rail (rn_pmtu.h): a PROBE is lost after the rail's
+ *                 RTO; a rail below its ceiling looks for a bigger size
+ *                 every 10 min; in an MTU black hole the old size is tried
+ *                 every 250 ms, so it is back within 1 s of the heal.
  *   ring idle     rings grown by traffic go back to their first size once
  *                 they are empty and no DATA went either way for
  *                 RN_RING_IDLE_NS (2 s): an idle connection holds a few
@@ -134,6 +138,9 @@ static uint64_t established_expiry(const rn_conn *c)
 		if (r->rx_up)
 			t = min64(t, r->suspect ? r->suspect_ns : rail_deadline(c, r));
 		t = min64(t, loss_expiry(c, k));
+		/* a probe due waits for a writable rail (pm_pending), not a timer */
+		if (c->state == RN_ST_ESTABLISHED && !((c->pm_pending >> k) & 1))
+			t = min64(t, rn_pmtu_expiry(&r->pm, rn_rail_rto(r, &c->cfg)));
 	}
 	return t;
 }
@@ -204,6 +211,13 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 
 		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
 			c->ka_pending |= 1u << k;
+		if (c->state == RN_ST_ESTABLISHED) {
+			uint64_t rto = rn_rail_rto(r, &c->cfg);
+
+			rn_pmtu_on_timer(&r->pm, now_ns, rto);
+			if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
+				c->pm_pending |= 1u << k;
+		}
 		if (r->rx_up && r->suspect)
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);

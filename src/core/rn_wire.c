@@ -24,6 +24,8 @@ static int fixed_payload_len(uint8_t type)
 		return RN_RESET_LEN;
 	case RN_PT_SRESET:
 		return RN_SRESET_LEN;
+	case RN_PT_PROBE_ACK:
+		return RN_PROBE_ACK_LEN;
 	default:
 		return -1;
 	}
@@ -36,6 +38,9 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 	if (fixed >= 0 && p->len != fixed)
 		return BAD(RN_DROP_MALFORMED);
 	if ((p->flags & RN_F_FIN) && (p->type != RN_PT_DATA || p->len != 0))
+		return BAD(RN_DROP_MALFORMED);
+	/* a FIN is never bundled: it goes alone */
+	if ((p->flags & RN_F_MULTI) && (p->type != RN_PT_DATA || p->len < RN_MULTI_HDR))
 		return BAD(RN_DROP_MALFORMED);
 	switch (p->type) {
 	case RN_PT_DATA:
@@ -50,6 +55,13 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 	case RN_PT_KEEPALIVE:
 		/* padded with zeros to the rail's full size: only zeros may follow */
 		for (uint16_t i = 0; i < p->len; i++)
+			if (p->payload[i])
+				return BAD(RN_DROP_MALFORMED);
+		break;
+	case RN_PT_PROBE:
+		if (p->len < RN_PROBE_LEN)
+			return BAD(RN_DROP_MALFORMED);
+		for (uint16_t i = RN_PROBE_LEN; i < p->len; i++)
 			if (p->payload[i])
 				return BAD(RN_DROP_MALFORMED);
 		break;

@@ -30,13 +30,21 @@ enum rn_ptype {
 	RN_PT_KEEPALIVE = 10,  /* keeps an idle rail's receive count alive; zero-padded */
 	RN_PT_RESET = 11,      /* connection aborted */
 	RN_PT_SRESET = 12,     /* stateless reset: no connection has the id you used */
-	RN_PT__MAX = 12,
+	RN_PT_PROBE = 13,      /* size probe: u32 id, zero-padded to the size tried (rn_pmtu.h) */
+	RN_PT_PROBE_ACK = 14,  /* answers a PROBE on its rail: u32 id, u32 size received */
+	RN_PT__MAX = 14,
 };
 
 enum rn_pflag {
 	RN_F_ACK = 0x01, /* an ACK block follows the header */
 	RN_F_FIN = 0x02, /* DATA: this sequence number ends the stream */
-	RN_F__ALL = 0x03,
+	/*
+	 * DATA: several consecutive packets in one datagram (a rail whose size
+	 * holds them, e.g. jumbo frames): the payload is a run of (u16 length,
+	 * bytes), one per sequence number from seq on (never the FIN).
+	 */
+	RN_F_MULTI = 0x04,
+	RN_F__ALL = 0x07,
 };
 
 /* A decoded datagram; pointers refer into the caller's buffer. */
@@ -134,6 +142,9 @@ enum {
 	RN_LINK_ACK_LEN = 4,   /* u32 version */
 	RN_RESET_LEN = 4,      /* u16 reason (an rn_err, negated), 2 zero bytes */
 	RN_SRESET_LEN = 8,     /* u64 the destination id the unknown datagram named */
+	RN_PROBE_LEN = 4,      /* u32 id; zero padding follows */
+	RN_PROBE_ACK_LEN = 8,  /* u32 id, u32 size of the probe as received */
+	RN_MULTI_HDR = 2,      /* u16 length before each packet of a DATA with RN_F_MULTI */
 	RN_RAIL_WIRE_LEN = 8,  /* u32 ip, u16 port, u8 prefix, u8 zero */
 	RN_HELLO_FIXED = 24,   /* handshake parameters before the rail list */
 };

@@ -48,6 +48,21 @@ static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d,
 static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
 		       uint64_t at);
 
+/*
+ * The largest datagram rail ri's interface carries, when above the
+ * process's datagram size (the smallest rail's): the ceiling of the rail's
+ * size search (rn_pmtu.h), e.g. 8972 on a jumbo-frame rail.  0: no search.
+ * RI2N_MTU in the environment fixes every rail's size.
+ */
+static uint32_t rail_ceiling(const rn_rail_info *ri)
+{
+	int64_t top = (int64_t)ri->mtu - 28; /* IPv4 and UDP headers */
+
+	if (getenv("RI2N_MTU") || top <= (int64_t)rn_engine_config()->max_dgram)
+		return 0;
+	return top > RN_MAX_DGRAM ? RN_MAX_DGRAM : (uint32_t)top;
+}
+
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
 	rn_usock *u = &p->s[idx];
@@ -68,6 +83,7 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	u->ino = fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 	byfd_set(u->fd, u);
 	p->addrs[idx] = p->hs.s[idx].addr;
+	p->addrs[idx].max_dgram = rail_ceiling(ri);
 	u->rev = event_new(rn_engine_base(), u->fd, EV_READ | EV_PERSIST, on_readable, u);
 	u->wev = event_new(rn_engine_base(), u->fd, EV_WRITE, on_writable, u);
 	if (!u->rev || !u->wev)
@@ -178,6 +194,10 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 	for (int attempt = 0; attempt < 16; attempt++) {
 		rn_port *p = calloc(1, sizeof(*p));
 		uint32_t dgram = rn_engine_config()->max_dgram;
+
+		for (int i = 0; i < n; i++) /* room for the largest any rail may carry */
+			if (rail_ceiling(&rails[which[i]]) > dgram)
+				dgram = rail_ceiling(&rails[which[i]]);
 
 		if (!p) {
 			*err = -ENOMEM;

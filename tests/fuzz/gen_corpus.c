@@ -54,7 +54,7 @@ static const char *type_name(uint8_t t)
 	static const char *const names[] = { "?", "data", "ack", "init", "init_ack",
 					     "cookie_echo", "cookie_ack", "link_state",
 					     "link_ack", "heartbeat", "keepalive", "reset",
-					     "sreset" };
+					     "sreset", "probe", "probe_ack" };
 
 	return t <= RN_PT__MAX ? names[t] : "?";
 }

@@ -76,13 +76,22 @@ nt_clock() { "$NT_XFER" clock; }
 nt_addr() { tb_addr "$1" "${2:-1}"; }
 
 nt_serve() { # HOST [args]
-	local host=$1
+	local host=$1 port=7000 a prev=
 	shift
+	for a in "$@"; do
+		[ "$prev" = --port ] && port=$a
+		prev=$a
+	done
 	RI2N_RAILS=$NT_RAILS setsid ip netns exec "$(tb_ns "$host")" "$NT_XFER" serve --quiet "$@" \
 		>"$NT_DIR/serve$host.out" 2>"$NT_DIR/serve$host.err" &
 	NT_PIDS+=($!)
 	NT_PID=$!
 	sleep 0.3
+	# it listens once its rails' UDP port is bound: a loaded host may take longer (refused)
+	for _ in $(seq 100); do
+		ip netns exec "$(tb_ns "$host")" ss -Hnlu "sport = :$port" 2>/dev/null | grep -q . && return 0
+		sleep 0.05
+	done
 }
 
 nt_send() { # NAME HOST DST [args]
@@ -147,7 +156,7 @@ nt_event_mono() { # NAME RAIL STATE [AFTER_MONO]
 # DATA packets the sender put on RAIL in intervals wholly between two times.
 nt_data_between() { # NAME RAIL FROM_MONO TO_MONO
 	awk -F, -v r="$2" -v from="$3" -v to="$4" 'NR > 1 && $1 == "send" {
-		n = split($7, d, ","); if (prev != "" && prev >= from && $3 <= to && r < n + 1) s += d[r + 1]
+		if (prev != "" && prev >= from && $3 <= to && 7 + r <= NF) s += $(7 + r) # data: one column a rail
 		prev = $3 } END { print s + 0 }' "$NT_DIR/$1.csv"
 }
 

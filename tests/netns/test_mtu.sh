@@ -6,8 +6,15 @@
 #   hole     rail 2's switch silently drops IP packets over 1000 bytes on h1's
 #            port (both ways, no ICMP) for 3 s of a verified stream both ways,
 #            then forwards them again
-#   mixed    rail 1 at MTU 9000, rail 2 at 1500: a verified stream both ways
-#            (datagrams are still sized for the smallest rail)
+#   mixed-hole  rail 1 at MTU 9000, rail 2 at 1500 (packets sized for 1500,
+#            several per datagram on rail 1); rail 1's switch drops IP packets
+#            over 1500 bytes (both ways, silently) for 3 s of a verified
+#            stream, then forwards them again: rail 1 drops to a size that
+#            gets through, keeps carrying DATA (never out of service), and is
+#            back at jumbo size after the heal
+#   mixed    rail 1 at MTU 9000, rail 2 at 1500: a verified stream both ways;
+#            each end finds rail 1's size by probing (8972-byte datagrams
+#            carrying several packets) and keeps 1472 on rail 2
 #
 # Checks come from ri2n's own events and per-rail counters (ri2n-xfer prints
 # them), never from wall-clock speed; figures are printed as notes.
@@ -70,6 +77,34 @@ hole)
 	nt_note "slowest 100 ms inside the hole: $(nt_min_mbps_between x "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.2}')" "$th0") Mbit/s one way; event: $ev"
 	nt_ok "hole: every byte verified both ways, rail $rail out of data service for the MTU black hole (not revived by small datagrams) and back after it"
 	;;
+mixed-hole)
+	nt_init "$tag" 2 2
+	tb_destroy >/dev/null 2>&1
+	tb_create --hosts 2 --rails 2 --rate 1gbit --mtu 9000,1500 >/dev/null || nt_fail "test bed"
+	rail=0 # testbed rail 1 (r1, MTU 9000), ri2n rail 0
+	nt_serve 2
+	nt_send_bg x 1 2 1500M
+	sleep 2
+	tb_fault mtuhole 1 $((rail + 1)) 1500
+	tf=$(nt_clock)
+	sleep 3
+	th0=$(nt_clock)
+	tb_fault mtuhole 1 $((rail + 1)) off
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	# the rail carries DATA at its smaller size through the hole (from 0.2 s in: detection)
+	used=$(nt_data_between x $rail "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0")
+	[ "$used" -gt 1000 ] || nt_fail "rail $rail carried $used DATA datagrams inside the hole: out of service"
+	down=$(nt_event_mono x $rail down "$tf")
+	[ -z "$down" ] || awk -v d="$down" -v h="$th0" 'BEGIN { exit !(d >= h) }' ||
+		nt_fail "rail $rail went down inside the hole (it should shrink instead)"
+	[ -z "$down" ] || nt_note "rail $rail went down $(awk -v d="$down" -v h="$th0" 'BEGIN{printf "%.0f", (d-h)*1000}') ms after the heal began"
+	# and is back at jumbo size after the heal (the old size is retried every 250 ms)
+	d=$(nt_rail_field "$NT_DIR/x.out" $rail dgram)
+	[ "${d:-0}" -gt 8900 ] || nt_fail "rail $rail ends at ${d:-?} bytes, not back at jumbo size"
+	nt_note "rail $rail carried $used DATA datagrams inside the hole; slowest 100 ms there: $(nt_min_mbps_between x "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0") Mbit/s"
+	nt_ok "mixed-hole: every byte verified, rail $rail shrank for the MTU black hole and kept carrying data, $d bytes after the heal"
+	;;
 mixed)
 	nt_init "$tag" 2 2
 	tb_destroy >/dev/null 2>&1
@@ -82,7 +117,15 @@ mixed)
 		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] || nt_fail "rail $r carried almost nothing"
 		[ "$(nt_rail_field "$NT_DIR/x.out" $r downs)" -eq 0 ] || nt_fail "rail $r went down on a healthy bed"
 	done
-	nt_ok "mixed: MTU 9000 + 1500 rails, 256 MiB each way verified, $(nt_field "$NT_DIR/x.out" mbps) Mbit/s, datagrams of $(nt_rail_field "$NT_DIR/x.out" 0 dgram) bytes"
+	# the size each end sends on each rail: jumbo where the rail carries it, found by probing
+	for f in x.out serve2.out; do
+		d0=$(nt_rail_field "$NT_DIR/$f" 0 dgram)
+		d1=$(nt_rail_field "$NT_DIR/$f" 1 dgram)
+		[ "${d0:-0}" -gt 8900 ] && [ "${d0:-0}" -le 8972 ] ||
+			nt_fail "$f: the jumbo rail sends datagrams of ${d0:-?} bytes, not ~8972"
+		[ "${d1:-0}" -eq 1472 ] || nt_fail "$f: the 1500 rail sends datagrams of ${d1:-?} bytes, not 1472"
+	done
+	nt_ok "mixed: MTU 9000 + 1500 rails, 256 MiB each way verified, $(nt_field "$NT_DIR/x.out" mbps) Mbit/s, datagrams of $(nt_rail_field "$NT_DIR/x.out" 0 dgram) + $(nt_rail_field "$NT_DIR/x.out" 1 dgram) bytes"
 	;;
 *)
 	echo "unknown scenario '$scenario'" >&2

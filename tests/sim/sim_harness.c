@@ -241,6 +241,7 @@ static void flush(sim *s, sim_host *h)
 			/* the sender must not put DATA on a rail it knows is down */
 			rn_conn_get_stats(h->conn, &st);
 			h->data_tx[tx.path]++;
+			h->data_tx_bytes[tx.path] += (uint64_t)n;
 			if (!st.rail[tx.path].tx_up)
 				h->data_tx_while_down[tx.path]++;
 		}

@@ -38,7 +38,8 @@ typedef struct sim_host {
 	sim_event events[SIM_MAX_EVENTS];
 	int nevents;
 	uint8_t tx_up; /* send view from the latest event */
-	uint64_t data_tx[SIM_MAX_RAILS];        /* DATA packets sent per rail */
+	uint64_t data_tx[SIM_MAX_RAILS];        /* DATA datagrams sent per rail */
+	uint64_t data_tx_bytes[SIM_MAX_RAILS];  /* ...and their bytes */
 	uint64_t data_tx_while_down[SIM_MAX_RAILS];
 	uint64_t rx_packets;                    /* datagrams delivered to this host */
 	uint64_t send_errors;

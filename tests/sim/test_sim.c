@@ -648,6 +648,156 @@ static int sc_key_mismatch(uint64_t seed)
 	return rc;
 }
 
+/* ---- sizes per rail: jumbo rails, mixed rails, a path MTU that shrinks and grows ---- */
+
+#define JUMBO 8972u /* UDP payload of an MTU 9000 rail */
+#define ETH 1472u   /* ... of an MTU 1500 rail */
+
+/* Both hosts' interfaces on rail r carry `dgram` bytes (MTU - 28). */
+static void set_rail_dgram(sim *s, int r, uint32_t dgram)
+{
+	for (int h = 0; h < 2; h++)
+		s->host[h].rails[r].max_dgram = dgram;
+}
+
+/* The size host h sends on rail r now (ri2n_stats' dgram). */
+static uint32_t rail_size(const sim_host *h, int r)
+{
+	rn_conn_stats st;
+
+	if (!h->conn)
+		return 0;
+	rn_conn_get_stats(h->conn, &st);
+	return st.rail[r].dgram;
+}
+
+/* Mean size of the DATA datagrams host h sent on rail r. */
+static double mean_sent(const sim *s, int h, int r)
+{
+	const sim_host *x = &s->host[h];
+
+	return x->data_tx[r] ? (double)x->data_tx_bytes[r] / (double)x->data_tx[r] : 0;
+}
+
+/*
+ * Rail 0 at MTU 9000 on both hosts; rail 1 at 9000 too (jumbo) or with a
+ * switch in its path that only carries 1500 (mixed: the interfaces say 9000,
+ * only probing finds the truth), 1% loss on both in the mixed case.  The
+ * sender's rails end at their real sizes (within the search's 32 bytes),
+ * the jumbo ones carrying several packets per datagram; every byte arrives.
+ */
+static int run_sizes(uint64_t seed, int mixed, int keyed)
+{
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	for (int h = 0; h < 2 && keyed; h++) {
+		s.cfg[h].keyed = 1; /* sizes count the AEAD's 24 bytes on the wire */
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed * 11 + (uint64_t)i * 3);
+	}
+	set_rail_dgram(&s, 0, JUMBO);
+	set_rail_dgram(&s, 1, JUMBO);
+	if (mixed) {
+		sim_net_mtu_window(&s.net, 1, 0, SIM_NEVER, ETH, -1);
+		for (int r = 0; r < 2; r++)
+			s.net.link[r].loss = 0.01;
+	}
+	sim_start(&s, g_mib * MIB, g_mib * MIB / 4);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	for (int h = 0; h < 2 && !rc; h++) {
+		uint32_t s0 = rail_size(&s.host[h], 0), s1 = rail_size(&s.host[h], 1);
+		uint32_t want1 = mixed ? ETH : JUMBO;
+
+		printf("    host %d sizes %u %u, mean DATA %.0f %.0f  ", h, s0, s1,
+		       mean_sent(&s, h, 0), mean_sent(&s, h, 1));
+		CHECK(s0 <= JUMBO && s0 + 32 >= JUMBO, "host %d: rail 0 at %u bytes, not %u", h, s0,
+		      JUMBO);
+		CHECK(s1 <= want1 && s1 + 32 >= want1, "host %d: rail 1 at %u bytes, not %u", h, s1,
+		      want1);
+		/* the stream's sender bundles on a jumbo rail: more than two 1500-byte datagrams' worth */
+		CHECK(h == 1 || mean_sent(&s, h, 0) > 2 * ETH,
+		      "host %d: rail 0's DATA datagrams average %.0f bytes: no jumbo DATA", h,
+		      mean_sent(&s, h, 0));
+	}
+	sim_free(&s);
+	return rc;
+}
+
+static int sc_mtu_jumbo(uint64_t seed) { return run_sizes(seed, 0, 0); }
+static int sc_mtu_mixed(uint64_t seed) { return run_sizes(seed, 1, 0); }
+static int sc_mtu_mixed_keyed(uint64_t seed) { return run_sizes(seed, 1, 1); }
+
+/* What the shrink-and-grow scenario watches, once per ms of simulated time. */
+static struct {
+	uint64_t t_fail, t_heal, next_ns, t_small, t_back;
+	uint64_t data_at_small, data_at_heal;
+} g_sg;
+
+static void probe_sizes(sim *s, void *arg)
+{
+	uint32_t size;
+
+	(void)arg;
+	if (s->now_ns < g_sg.next_ns)
+		return;
+	g_sg.next_ns = s->now_ns + MS;
+	size = rail_size(&s->host[0], 1);
+	if (s->now_ns >= g_sg.t_fail && s->now_ns < g_sg.t_heal && !g_sg.t_small && size &&
+	    size <= ETH) {
+		g_sg.t_small = s->now_ns;
+		g_sg.data_at_small = s->host[0].data_tx[1];
+	}
+	if (s->now_ns >= g_sg.t_heal && !g_sg.data_at_heal)
+		g_sg.data_at_heal = s->host[0].data_tx[1] + 1;
+	if (s->now_ns >= g_sg.t_heal && !g_sg.t_back && size + 32 >= JUMBO)
+		g_sg.t_back = s->now_ns;
+}
+
+/*
+ * Both rails at MTU 9000; rail 1's path shrinks to 1500 (datagrams over
+ * 1472 bytes silently lost) for 100 ms, then grows back.  The sender's
+ * rail 1 drops to a size that gets through within 50 ms and keeps carrying
+ * DATA at it; its jumbo size is back within 300 ms of the heal (the old
+ * size is retried every 250 ms); every byte arrives.
+ */
+static int sc_mtu_shrink_grow(uint64_t seed)
+{
+	sim s;
+	int rc;
+
+	memset(&g_sg, 0, sizeof(g_sg));
+	g_sg.t_fail = at(40 * MS);
+	g_sg.t_heal = g_sg.t_fail + 100 * MS;
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	set_rail_dgram(&s, 0, JUMBO);
+	set_rail_dgram(&s, 1, JUMBO);
+	sim_net_mtu_window(&s.net, 1, g_sg.t_fail, g_sg.t_heal, ETH, -1);
+	s.probe = probe_sizes;
+	sim_start(&s, 4 * g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	if (!rc) {
+		printf("    small after %.1f ms, back %.1f ms after the heal  ",
+		       g_sg.t_small ? (double)(g_sg.t_small - g_sg.t_fail) / MS : -1.0,
+		       g_sg.t_back ? (double)(g_sg.t_back - g_sg.t_heal) / MS : -1.0);
+		CHECK(g_sg.t_small && g_sg.t_small - g_sg.t_fail <= 50 * MS,
+		      "rail 1 not at a size that gets through within 50 ms of the shrink");
+		CHECK(g_sg.data_at_heal - 1 > g_sg.data_at_small,
+		      "rail 1 carried no DATA at its small size");
+		CHECK(g_sg.t_back && g_sg.t_back - g_sg.t_heal <= 300 * MS,
+		      "rail 1 not back at jumbo size within 300 ms of the heal");
+	}
+	sim_free(&s);
+	return rc;
+}
+
 typedef struct scenario {
 	const char *name;
 	int (*run)(uint64_t seed);
@@ -671,6 +821,10 @@ static const scenario scenarios[] = {
 	{ "mtu-hole-both", sc_mtu_hole_both, "the same with full streams both ways" },
 	{ "mtu-hole-back", sc_mtu_hole_back, "the hole only on the server's way, streams both ways" },
 	{ "mtu-small-rail", sc_mtu_small_rail, "rail 1 never carries over 1000 bytes; 1% loss" },
+	{ "mtu-jumbo", sc_mtu_jumbo, "both rails MTU 9000: probed to 8972, jumbo DATA" },
+	{ "mtu-mixed", sc_mtu_mixed, "rails 9000 + 9000 behind a 1500 switch, 1% loss: 8972 + 1472" },
+	{ "mtu-mixed-keyed", sc_mtu_mixed_keyed, "mtu-mixed with a cluster key (AEAD on every datagram)" },
+	{ "mtu-shrink-grow", sc_mtu_shrink_grow, "rail 1's path MTU 9000 -> 1500 for 100 ms -> 9000" },
 	{ "dead-from-start", sc_dead_from_start, "rail 1 dead from the start" },
 	{ "all-dead-short", sc_all_dead_short, "all rails dark for 2 s (< dead-peer timeout)" },
 	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },

@@ -459,6 +459,86 @@ static void test_conn_link_state_stalled_rtt(void **state)
 	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1, t1 + 10 * UT_MS) >= 1);
 	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1 + 10 * UT_MS,
 			     t1 + c->cfg.heartbeat_ns + 10 * UT_MS) >= 1);
+ * Packets of 576 bytes (max_dgram 600) over rails whose interfaces carry
+ * 1472: each side's size search confirms 1472 by PROBE and PROBE_ACK (the
+ * first probe is the ceiling), and the stream then goes two packets per
+ * DATA (RN_F_MULTI) on both rails; every byte arrives in order, nothing is
+ * resent or dropped.
+ */
+static void test_conn_multi_packet_datagrams(void **state)
+{
+	un_net *n = un_new(2);
+	const uint64_t up = 400000;
+	uint64_t t_est;
+	const un_rec *pr;
+
+	(void)state;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].cfg.max_dgram = 600;
+		for (int r = 0; r < 2; r++)
+			n->side[s].rails[r].max_dgram = 1472;
+	}
+	t_est = un_handshake(n, t0);
+	n->side[UN_CLIENT].to_send = up;
+	n->side[UN_CLIENT].shut_when_done = 1;
+	n->side[UN_SERVER].reading = 1;
+	un_run(n, t_est + 2 * UT_S);
+	assert_int_equal(n->side[UN_SERVER].recvd, up);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	assert_true(n->side[UN_SERVER].eof);
+	pr = un_find(n, UN_CLIENT, RN_PT_PROBE, -1, 0, 0);
+	assert_non_null(pr);
+	assert_int_equal(pr->len, 1472);
+	assert_true(un_count(n, UN_SERVER, RN_PT_PROBE_ACK, -1, 0, UINT64_MAX) >= 1);
+	for (int r = 0; r < 2; r++) {
+		int multi = 0;
+
+		assert_int_equal(stats(cl(n)).rail[r].dgram, 1472);
+		for (int k = 0; k < n->nlog; k++) {
+			const un_rec *d = &n->log[k];
+
+			if (d->from == UN_CLIENT && d->type == RN_PT_DATA && d->path == r &&
+			    (d->flags & RN_F_MULTI)) {
+				assert_true(d->len > 600 && d->len <= 1472);
+				multi++;
+			}
+		}
+		/* rail 1 carries DATA once its address is proven (its first keepalive, 100 ms) */
+		assert_true(multi > 50);
+	}
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(stats(sv(n)).drops[RN_DROP_MALFORMED], 0);
+	assert_int_equal(stats(sv(n)).drops[RN_DROP_DUPLICATE], 0);
+	un_del(n);
+}
+
+/* A MULTI DATA whose lengths do not fill it exactly, or name an empty packet, is malformed. */
+static void test_conn_multi_malformed(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair_proven(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	static const struct {
+		uint8_t body[12];
+		size_t len;
+	} cases[] = {
+		{ { 0, 5, 1, 2, 3, 4 }, 6 },                /* says 5, holds 4 */
+		{ { 0, 2, 1, 2, 0 }, 5 },                   /* a dangling byte after the first */
+		{ { 0, 0, 0, 2, 1, 2 }, 6 },                /* an empty packet */
+		{ { 0, 2, 1, 2, 0, 9, 1, 2, 3 }, 9 },        /* the second runs past the end */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* the lengths are checked before any packet is stored (seq need not be in the window) */
+		rn_hdr h = { .type = RN_PT_DATA, .flags = RN_F_MULTI, .path = 0,
+			     .dst = rn_conn_id(sv(n)) };
+
+		assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL,
+					   cases[i].body, cases[i].len), RN_ERR_DROP);
+		assert_int_equal(stats(sv(n)).drops[RN_DROP_MALFORMED], (uint64_t)(i + 1));
+		assert_int_equal(stats(sv(n)).drops[RN_DROP_WINDOW], 0);
+	}
 	un_del(n);
 }
 
@@ -2027,6 +2107,8 @@ int main(void)
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
 		cmocka_unit_test(test_conn_link_state_stalled_rtt),
+		cmocka_unit_test(test_conn_multi_packet_datagrams),
+		cmocka_unit_test(test_conn_multi_malformed),
 		cmocka_unit_test(test_conn_seq_wrap),
 		cmocka_unit_test(test_conn_wrong_source),
 		cmocka_unit_test(test_conn_foreign_packets),

@@ -200,10 +200,10 @@ static const bad_case bad_cases[] = {
 	{ "version before length", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 9 }}, HDR + 3, 0,
 	  RN_DROP_VERSION },
 	{ "type 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 0 }}, NOCUT, 0, RN_DROP_TYPE },
-	{ "type 13", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 13 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 15", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 15 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
-	{ "flag 0x04", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x04 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "flag 0x08", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x08 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "flag 0x80", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x80 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "header byte 22", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 22, 1, 1 }}, NOCUT, 0,
 	  RN_DROP_MALFORMED },
@@ -221,6 +221,24 @@ static const bad_case bad_cases[] = {
 	  RN_DROP_MALFORMED },
 	{ "DATA without payload or FIN", RN_PT_DATA, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0,
 	  RN_DROP_MALFORMED },
+	/* several packets in one datagram: DATA only, never the FIN, room for a length */
+	{ "MULTI with FIN", RN_PT_DATA, RN_F_MULTI | RN_F_FIN, DST, 0, 0, 0, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "MULTI on KEEPALIVE", RN_PT_KEEPALIVE, RN_F_MULTI, DST, 0, 0, 4, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "MULTI, one byte", RN_PT_DATA, RN_F_MULTI, DST, 0, 0, 1, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	/* size probes: an id, zeros after it; the answer has a fixed length */
+	{ "PROBE without id", RN_PT_PROBE, 0, DST, 0, 0, 3, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "PROBE padding not zero", RN_PT_PROBE, 0, DST, 0, 0, 100, {{ HDR + 50, 1, 1 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "PROBE_ACK short", RN_PT_PROBE_ACK, 0, DST, 0, 0, RN_PROBE_ACK_LEN - 1, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "PROBE_ACK long", RN_PT_PROBE_ACK, 0, DST, 0, 0, RN_PROBE_ACK_LEN + 1, {{0}}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "PROBE padded", RN_PT_PROBE, 0, DST, 0, 0, 1500, {{ HDR, 4, 77 }}, NOCUT, 0, WIRE_OK },
+	{ "PROBE_ACK", RN_PT_PROBE_ACK, 0, DST, 1, 2, RN_PROBE_ACK_LEN, {{0}}, NOCUT, 0, WIRE_OK },
+	{ "MULTI DATA", RN_PT_DATA, RN_F_MULTI, DST, 1, 1, 900, {{0}}, NOCUT, 0, WIRE_OK },
 	{ "ACK without ACK block", RN_PT_ACK, 0, DST, 0, 0, 0, {{0}}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "ACK flag on INIT", RN_PT_INIT, 0, 0, 1, 0, RN_INIT_LEN - HDR - RN_ACKBLK_LEN, {{0}},
 	  NOCUT, 0, RN_DROP_MALFORMED },
@@ -357,8 +375,8 @@ static rn_hello hello2(void)
 	rn_hello h = { .id = UINT64_C(0xfedcba9876543210), .isn = 0x80000001, .slots = 1024,
 		       .max_dgram = 9000, .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32 };
+	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0 };
+	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32, 0 };
 	return h;
 }
 
@@ -412,7 +430,7 @@ static void test_wire_hello_eight_rails(void **state)
 	h.nrails = RN_MAX_RAILS;
 	for (int r = 0; r < RN_MAX_RAILS; r++)
 		h.rails[r] = (rn_rail_addr){ UT_IP(192, 168, r, 7), (uint16_t)(1 + r),
-					     (uint8_t)(1 + r * 4) };
+					     (uint8_t)(1 + r * 4), 0 };
 	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
 	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL_WIRE_LEN);
 	/* it still fits an INIT: the INIT length bounds every reply */
