@@ -382,83 +382,6 @@ static void test_conn_data_both_ways(void **state)
 }
 
 /*
- * The ACK delay: 200 us for a receiver that does not answer, 2 ms while the
- * connection answers what it receives (requests and responses), where the
- * answer carries the ACK and no ACK of its own goes out.
- */
-static void test_conn_ack_delay_answering(void **state)
-{
-	uint64_t t;
-	un_net *n = pair_proven(1, &t);
-	uint64_t t1 = t + 10 * UT_MS, a1 = t1 + D, t2, a2;
-	char buf[64];
-
-	(void)state;
-	/* a first request: the server has never sent DATA, nothing to answer yet */
-	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
-	un_flush(n, UN_CLIENT, t1);
-	un_deliver(n, a1);
-	assert_true(sv(n)->ack_pending);
-	assert_true(sv(n)->ack_due_ns == a1 + sv(n)->cfg.ack_delay_ns);
-	/* its response goes out at once and carries the ACK: no ACK of its own */
-	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
-	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
-	un_flush(n, UN_SERVER, a1);
-	assert_false(sv(n)->ack_pending);
-	/* the client sent DATA before this DATA came: it answers, 2 ms */
-	un_deliver(n, a1 + D);
-	assert_true(cl(n)->ack_pending);
-	assert_true(cl(n)->ack_due_ns == a1 + D + 2 * UT_MS);
-	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
-	/* the next request, 500 us later, carries the ACK; the server now answers too */
-	t2 = a1 + D + 500 * UT_US;
-	un_timer(n, UN_CLIENT, t2);
-	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_ACK, -1, t1, t2), 0);
-	assert_int_equal(rn_conn_read(cl(n), t2, buf, sizeof(buf)), 8);
-	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
-	un_flush(n, UN_CLIENT, t2);
-	assert_false(cl(n)->ack_pending);
-	a2 = t2 + D;
-	un_deliver(n, a2);
-	assert_true(sv(n)->ack_due_ns == a2 + 2 * UT_MS);
-	/* unanswered, the ACK still goes out by itself at 2 ms, not later */
-	un_timer(n, UN_SERVER, a2 + 2 * UT_MS - 1);
-	un_flush(n, UN_SERVER, a2 + 2 * UT_MS - 1);
-	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 0);
-	un_timer(n, UN_SERVER, a2 + 2 * UT_MS);
-	un_flush(n, UN_SERVER, a2 + 2 * UT_MS);
-	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 1);
-	un_del(n);
-}
-
-/*
- * A round-trip sample from a stalled process (an ACK echoing a time 19 s
- * old) is not believed, and a LINK_STATE is resent within the heartbeat
- * whatever the RTT estimate: before, a 19 s estimate spaced the resends
- * 39 s apart, so a lost LINK_STATE kept the peer off a working rail
- * (fuzz_conn found it: crashes/fuzz_conn/ls-resend-stalled-rtt).
- */
-static void test_conn_link_state_stalled_rtt(void **state)
-{
-	uint64_t t;
-	un_net *n = pair_proven(2, &t);
-	rn_conn *c = cl(n);
-	uint64_t t1 = t + 10 * UT_MS, before = rn_conn_rtt_estimate(c);
-	rn_hdr h = { .type = RN_PT_ACK, .flags = RN_F_ACK, .path = 0, .dst = rn_conn_id(c) };
-	rn_ackblk ab = { .ack = c->sq.una - 1, .wnd = c->peer_wnd,
-			 .ts_echo = rn_now_us(t1) - 19000000, .ts_rx = 1, .echo_path = 0 };
-
-	(void)state;
-	assert_int_equal(un_inject(n, UN_CLIENT, t1, 0, un_addr(n, UN_SERVER, 0), &h, &ab, NULL, 0), 0);
-	assert_true(rn_conn_rtt_estimate(c) == before);
-	/* an estimate that long anyway (an old sample): LINK_STATE still every heartbeat */
-	c->rtt_ns = 19 * UT_S;
-	n->filter = un_drop_all;
-	rn_conn_set_rx(c, 1, 0, RN_CAUSE_RX_COUNT, t1);
-	un_run(n, t1 + c->cfg.heartbeat_ns + 10 * UT_MS);
-	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1, t1 + 10 * UT_MS) >= 1);
-	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1 + 10 * UT_MS,
-			     t1 + c->cfg.heartbeat_ns + 10 * UT_MS) >= 1);
  * Packets of 576 bytes (max_dgram 600) over rails whose interfaces carry
  * 1472: each side's size search confirms 1472 by PROBE and PROBE_ACK (the
  * first probe is the ceiling), and the stream then goes two packets per
@@ -539,6 +462,87 @@ static void test_conn_multi_malformed(void **state)
 		assert_int_equal(stats(sv(n)).drops[RN_DROP_MALFORMED], (uint64_t)(i + 1));
 		assert_int_equal(stats(sv(n)).drops[RN_DROP_WINDOW], 0);
 	}
+	un_del(n);
+}
+
+/*
+ * The ACK delay: 200 us for a receiver that does not answer, 2 ms while the
+ * connection answers what it receives (requests and responses), where the
+ * answer carries the ACK and no ACK of its own goes out.
+ */
+static void test_conn_ack_delay_answering(void **state)
+{
+	uint64_t t;
+	un_net *n = pair_proven(1, &t);
+	uint64_t t1 = t + 10 * UT_MS, a1 = t1 + D, t2, a2;
+	char buf[64];
+
+	(void)state;
+	/* a first request: the server has never sent DATA, nothing to answer yet */
+	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
+	un_flush(n, UN_CLIENT, t1);
+	un_deliver(n, a1);
+	assert_true(sv(n)->ack_pending);
+	assert_true(sv(n)->ack_due_ns == a1 + sv(n)->cfg.ack_delay_ns);
+	/* its response goes out at once and carries the ACK: no ACK of its own */
+	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
+	un_flush(n, UN_SERVER, a1);
+	assert_false(sv(n)->ack_pending);
+	/* the client sent DATA before this DATA came: it answers, 2 ms */
+	un_deliver(n, a1 + D);
+	assert_true(cl(n)->ack_pending);
+	assert_true(cl(n)->ack_due_ns == a1 + D + 2 * UT_MS);
+	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
+	/* the next request, 500 us later, carries the ACK; the server now answers too */
+	t2 = a1 + D + 500 * UT_US;
+	un_timer(n, UN_CLIENT, t2);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_ACK, -1, t1, t2), 0);
+	assert_int_equal(rn_conn_read(cl(n), t2, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
+	un_flush(n, UN_CLIENT, t2);
+	assert_false(cl(n)->ack_pending);
+	a2 = t2 + D;
+	un_deliver(n, a2);
+	assert_true(sv(n)->ack_due_ns == a2 + 2 * UT_MS);
+	/* unanswered, the ACK still goes out by itself at 2 ms, not later */
+	un_timer(n, UN_SERVER, a2 + 2 * UT_MS - 1);
+	un_flush(n, UN_SERVER, a2 + 2 * UT_MS - 1);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 0);
+	un_timer(n, UN_SERVER, a2 + 2 * UT_MS);
+	un_flush(n, UN_SERVER, a2 + 2 * UT_MS);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, a2, a2 + 2 * UT_MS), 1);
+	un_del(n);
+}
+
+/*
+ * A round-trip sample from a stalled process (an ACK echoing a time 19 s
+ * old) is not believed, and a LINK_STATE is resent within the heartbeat
+ * whatever the RTT estimate: before, a 19 s estimate spaced the resends
+ * 39 s apart, so a lost LINK_STATE kept the peer off a working rail
+ * (fuzz_conn found it: crashes/fuzz_conn/ls-resend-stalled-rtt).
+ */
+static void test_conn_link_state_stalled_rtt(void **state)
+{
+	uint64_t t;
+	un_net *n = pair_proven(2, &t);
+	rn_conn *c = cl(n);
+	uint64_t t1 = t + 10 * UT_MS, before = rn_conn_rtt_estimate(c);
+	rn_hdr h = { .type = RN_PT_ACK, .flags = RN_F_ACK, .path = 0, .dst = rn_conn_id(c) };
+	rn_ackblk ab = { .ack = c->sq.una - 1, .wnd = c->peer_wnd,
+			 .ts_echo = rn_now_us(t1) - 19000000, .ts_rx = 1, .echo_path = 0 };
+
+	(void)state;
+	assert_int_equal(un_inject(n, UN_CLIENT, t1, 0, un_addr(n, UN_SERVER, 0), &h, &ab, NULL, 0), 0);
+	assert_true(rn_conn_rtt_estimate(c) == before);
+	/* an estimate that long anyway (an old sample): LINK_STATE still every heartbeat */
+	c->rtt_ns = 19 * UT_S;
+	n->filter = un_drop_all;
+	rn_conn_set_rx(c, 1, 0, RN_CAUSE_RX_COUNT, t1);
+	un_run(n, t1 + c->cfg.heartbeat_ns + 10 * UT_MS);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1, t1 + 10 * UT_MS) >= 1);
+	assert_true(un_count(n, UN_CLIENT, RN_PT_LINK_STATE, -1, t1 + 10 * UT_MS,
+			     t1 + c->cfg.heartbeat_ns + 10 * UT_MS) >= 1);
 	un_del(n);
 }
 
