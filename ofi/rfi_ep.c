@@ -113,8 +113,10 @@ rfi_op *rfi_op_new(rfi_ep *ep)
 		ep->free_ops = op->next;
 	else
 		op = malloc(sizeof(*op));
-	if (op)
+	if (op) {
 		memset(op, 0, offsetof(rfi_op, hdr));
+		op->copy = NULL;
+	}
 	return op;
 }
 
