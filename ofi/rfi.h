@@ -73,7 +73,7 @@ enum {
 	RFI_CQ_SIZE = 65536,        /* CQ entries when the application names none */
 	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
 	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
-	RFI_NAME_LEN = 8 + 8 * RN_MAX_RAILS, /* endpoint name: rfi_name.c */
+	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
 };
 #define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 

@@ -2,9 +2,10 @@
  * rfi_name.c - an endpoint's name: every rail's address and port.
  *
  * Fixed size (RFI_NAME_LEN bytes) so that an application may pack names
- * end to end for one fi_av_insert, as Open MPI's mtl/ofi does:
- *   "RI2N", u8 version (1), u8 rails, u16 0,
- *   then RN_MAX_RAILS times: u32 ip, u16 port, u8 prefix, u8 0
+ * end to end for one fi_av_insert, as Open MPI's mtl/ofi does, and at most
+ * FI_NAME_MAX (64) bytes, the buffer mtl/ofi offers fi_getname:
+ *   'R', u8 version (1), u8 rails, u8 0,
+ *   then RN_MAX_RAILS times: u32 ip, u16 port, u8 prefix
  * (network byte order; rails past the count are zero).
  */
 #include <arpa/inet.h>
@@ -13,17 +14,18 @@
 
 #include "rfi.h"
 
-#define NAME_MAGIC "RI2N"
+#define NAME_MAGIC 'R'
+#define RAIL_LEN 7
 #define NAME_VERSION 1
 
 void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN])
 {
 	memset(out, 0, RFI_NAME_LEN);
-	memcpy(out, NAME_MAGIC, 4);
-	out[4] = NAME_VERSION;
-	out[5] = (uint8_t)nm->n;
+	out[0] = NAME_MAGIC;
+	out[1] = NAME_VERSION;
+	out[2] = (uint8_t)nm->n;
 	for (int i = 0; i < nm->n; i++) {
-		uint8_t *r = out + 8 + 8 * i;
+		uint8_t *r = out + 4 + RAIL_LEN * i;
 		uint32_t ip = htonl(nm->rail[i].ip);
 		uint16_t port = htons(nm->rail[i].port);
 
@@ -35,13 +37,13 @@ void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN])
 
 int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len)
 {
-	if (len < RFI_NAME_LEN || memcmp(in, NAME_MAGIC, 4) != 0 || in[4] != NAME_VERSION ||
-	    in[5] == 0 || in[5] > RN_MAX_RAILS)
+	if (len < RFI_NAME_LEN || in[0] != NAME_MAGIC || in[1] != NAME_VERSION || in[3] != 0 ||
+	    in[2] == 0 || in[2] > RN_MAX_RAILS)
 		return -FI_EINVAL;
 	memset(nm, 0, sizeof(*nm));
-	nm->n = in[5];
+	nm->n = in[2];
 	for (int i = 0; i < nm->n; i++) {
-		const uint8_t *r = in + 8 + 8 * i;
+		const uint8_t *r = in + 4 + RAIL_LEN * i;
 		uint32_t ip;
 		uint16_t port;
 

@@ -177,51 +177,50 @@ static int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **out, voi
 
 /* ---- fi_getinfo ---- */
 
-/* Every hint we cannot honour makes the answer "no data". */
-static int hints_ok(uint32_t version, const struct fi_info *h)
+/* The first hint we cannot honour (the answer is then "no data"), or NULL. */
+static const char *hints_refuse(const struct fi_info *h)
 {
-	(void)version;
 	if (h->caps & ~RFI_CAPS)
-		return 0;
+		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV only)";
 	if (h->addr_format != FI_FORMAT_UNSPEC)
-		return 0;
+		return "address format";
 	if (h->ep_attr) {
 		if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
-			return 0;
+			return "endpoint type (FI_EP_RDM only)";
 		if (h->ep_attr->protocol != FI_PROTO_UNSPEC)
-			return 0;
+			return "protocol";
 		if (h->ep_attr->max_msg_size > RFI_MAX_MSG)
-			return 0;
+			return "max_msg_size";
 		if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
-			return 0;
+			return "scalable endpoints";
 	}
 	if (h->tx_attr && ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
 			   h->tx_attr->inject_size > rfi_k.inject_size ||
 			   (h->tx_attr->caps & ~RFI_CAPS)))
-		return 0;
+		return "transmit attributes (msg_order FI_ORDER_SAS only, inject size)";
 	if (h->rx_attr && ((h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
 			   (h->rx_attr->caps & ~RFI_CAPS)))
-		return 0;
+		return "receive attributes (msg_order FI_ORDER_SAS only)";
 	if (h->domain_attr) {
 		const struct fi_domain_attr *d = h->domain_attr;
 
 		if (d->name && strcmp(d->name, RFI_FABRIC_NAME) != 0)
-			return 0;
+			return "domain name";
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
-			return 0;
-		if (d->cq_data_size > 0)
-			return 0;
+			return "progress (FI_PROGRESS_MANUAL only)";
+		/* cq_data_size is only asked for with FI_REMOTE_CQ_DATA, which caps refuse;
+		 * mtl/ofi sets it regardless and reads our 0 as "no CQ data" */
 	}
 	if (h->fabric_attr && h->fabric_attr->name &&
 	    strcmp(h->fabric_attr->name, RFI_FABRIC_NAME) != 0)
-		return 0;
+		return "fabric name";
 	if (h->src_addr) {
 		rfi_name nm;
 
 		if (rfi_name_read(&nm, h->src_addr, h->src_addrlen) != 0)
-			return 0;
+			return "source address (not an ri2n name)";
 	}
-	return 1;
+	return NULL;
 }
 
 static void *dup_mem(const void *p, size_t n)
@@ -297,16 +296,20 @@ static int getinfo(uint32_t version, const char *node, const char *service, uint
 		   const struct fi_info *hints, struct fi_info **info)
 {
 	rn_rail_info rails[RN_MAX_RAILS];
-	char why[256];
+	const char *why;
+	char err[256];
 
 	(void)node, (void)service, (void)flags;
 	*info = NULL;
-	if (rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, why, sizeof(why)) <= 0) {
-		rn_info("ri2n provider: no rails: %s", why);
+	if (rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err)) <= 0) {
+		rn_info("ri2n provider: no rails: %s", err);
 		return -FI_ENODATA;
 	}
-	if (hints && !hints_ok(version, hints))
+	if (hints && (why = hints_refuse(hints)) != NULL) {
+		rn_info("ri2n provider: fi_getinfo: cannot offer the %s asked for (caps 0x%llx)", why,
+			(unsigned long long)hints->caps);
 		return -FI_ENODATA;
+	}
 	*info = rfi_info_new(version, hints);
 	return *info ? 0 : -FI_ENOMEM;
 }

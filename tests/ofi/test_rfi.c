@@ -55,6 +55,7 @@ static void test_name_roundtrip(void **st)
 
 static void test_name_rejects(void **st)
 {
+	_Static_assert((int)RFI_NAME_LEN <= (int)FI_NAME_MAX, "mtl/ofi's fi_getname buffer");
 	rfi_name a = name2(), b;
 	uint8_t w[RFI_NAME_LEN], bad[RFI_NAME_LEN];
 
@@ -65,18 +66,18 @@ static void test_name_rejects(void **st)
 	bad[0] = 'X'; /* magic */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 	memcpy(bad, w, sizeof(w));
-	bad[4] = 2; /* version */
+	bad[1] = 2; /* version */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 	memcpy(bad, w, sizeof(w));
-	bad[5] = 0; /* no rail */
+	bad[2] = 0; /* no rail */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
-	bad[5] = RN_MAX_RAILS + 1;
-	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
-	memcpy(bad, w, sizeof(w));
-	bad[8 + 6] = 0; /* prefix 0 */
+	bad[2] = RN_MAX_RAILS + 1;
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 	memcpy(bad, w, sizeof(w));
-	bad[8 + 4] = bad[8 + 5] = 0; /* port 0 */
+	bad[4 + 6] = 0; /* prefix 0 */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[4 + 4] = bad[4 + 5] = 0; /* port 0 */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 }
 
