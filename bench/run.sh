@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,kv,mem
+#              latency,mpi,kv,mem,ofi
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -63,6 +63,7 @@ full)
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
 	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20
+	OFI_ITERS=1000
 	;;
 quick)
 	: "${reps:=1}"
@@ -73,6 +74,7 @@ quick)
 	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
 	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15
+	OFI_ITERS=200
 	;;
 smoke)
 	: "${reps:=1}"
@@ -83,6 +85,7 @@ smoke)
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="8"
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
 	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5
+	OFI_ITERS=20
 	: "${only:=tp2,failover,latency,mpi}"
 	;;
 esac
@@ -93,9 +96,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,kv,mem}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,kv,mem,ofi}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -1057,6 +1060,72 @@ mpi_figure() { # REP
 	sub_end
 }
 
+# ---- libfabric: fi_pingpong over the ri2n provider, tcp and udp;ofi_rxd --------------------
+# fi_pingpong (libfabric-bin) between the two hosts, RDM endpoints, data checked (-c): ri2n over
+# both rails (libri2n-fi.so, FI_PROVIDER_PATH), libfabric's tcp (tcp;ofi_rxm) and udp;ofi_rxd on
+# rail 1.  Latency: fi_pingpong's usec/xfer at 64 bytes (half a round trip, busy-polling);
+# bandwidth: its MB/sec at 1 MiB (ping-pong, one message in flight).  Rows in ofi.csv.
+OFI_CSV=$out/ofi.csv
+echo "provider,rails,rep,lat64_us,bw1m_MBps,outcome" >"$OFI_CSV"
+OFI_PROV=""
+ofi_one() { # PROVIDER REP
+	local prov=$1 rep=$2 name env=() rails=r1 rc lat bw spid
+	name=$RAW/ofi-${prov//;/+}-$rep
+	case $prov in
+	ri2n) env=(FI_PROVIDER_PATH="$OFI_PROV" RI2N_RAILS=r1,r2) rails=r1,r2 ;;
+	tcp) env=(FI_TCP_IFACE=r1) ;;
+	*) env=(FI_UDP_IFACE=r1) ;;
+	esac
+	setsid timeout -s KILL 120 ip netns exec "$(hns 1)" env "${env[@]}" fi_pingpong -p "$prov" -e rdm \
+		-c -I "$OFI_ITERS" >"$name.srv" 2>&1 &
+	spid=$!
+	sleep 0.5
+	timeout -s KILL 120 ip netns exec "$(hns 2)" env "${env[@]}" fi_pingpong -p "$prov" -e rdm \
+		-c -I "$OFI_ITERS" "$(tb_addr 1 1)" >"$name.out" 2>&1
+	rc=$?
+	wait "$spid" 2>/dev/null
+	[ $rc -eq 0 ] || { fail "fi_pingpong -p $prov exited $rc: $(tail -n 2 "$name.out" | tr '\n' ' ' | head -c 200)"; return; }
+	lat=$(awk '$1 == "64" { print $7 }' "$name.out")
+	bw=$(awk '$1 == "1m" { print $6 }' "$name.out")
+	put ofi "$prov" "$rep" lat_us "$lat"
+	put ofi "$prov" "$rep" mbps "$bw"
+	echo "$prov,$rails,$rep,$lat,$bw,pass" >>"$OFI_CSV"
+	log "   fi_pingpong -p $prov over $rails: 64 B $lat us/xfer, 1 MiB $bw MB/s, data checked"
+}
+ofi_figure() { # REP
+	local d p
+	need fi_pingpong "apt-get install libfabric-bin" || return
+	if [ -z "$OFI_PROV" ]; then
+		for d in "${bindir:+$bindir/ofi/prov}" "${bindir:+$bindir/../ofi/prov}" "$ROOT/build-bench/ri2n/ofi/prov" \
+			"$ROOT/build/ofi/prov"; do
+			[ -n "$d" ] && [ -f "$d/libri2n-fi.so" ] && { OFI_PROV=$(cd "$d" && pwd); break; }
+		done
+		[ -n "$OFI_PROV" ] || { fail "libri2n-fi.so is not built (libfabric-dev missing?)"; return; }
+	fi
+	sub_begin
+	for p in ri2n tcp "udp;ofi_rxd"; do sub ofi_one "$p" "$1"; done
+	sub_end
+}
+ofi_summary() {
+	local p ver
+	ver=$(fi_info --version 2>/dev/null | sed -n 's/^libfabric: //p')
+	echo "## libfabric: fi_pingpong over the ri2n provider, tcp and udp;ofi_rxd"
+	echo
+	echo "2 x GbE bed; \`fi_pingpong -e rdm -c -I $OFI_ITERS\` (libfabric $ver), data checked." \
+		"ri2n over both rails, the others on rail 1. Latency: usec/xfer at 64 B (busy-polling; the" \
+		"first size also pays for connecting); bandwidth: MB/sec at 1 MiB, one message in flight."
+	echo
+	echo "| provider | rails | 64 B (µs/xfer) | 1 MiB (MB/s) | latency / tcp | bandwidth / tcp |"
+	echo "|---|---|---|---|---|---|"
+	for p in ri2n tcp "udp;ofi_rxd"; do
+		[ -n "$(agg ofi "$p" mbps)" ] || continue
+		echo "| $p | $([ "$p" = ri2n ] && echo r1,r2 || echo r1) | $(fmtv ofi "$p" lat_us 2) |" \
+			"$(fmtv ofi "$p" mbps 1) | $(ratio "$(med ofi "$p" lat_us)" "$(med ofi tcp lat_us)") |" \
+			"$(ratio "$(med ofi "$p" mbps)" "$(med ofi tcp mbps)") |"
+	done
+	echo
+}
+
 # ---- memory and descriptors per connection ------------------------------------------------
 # ri2n-conns: N connections (full 10,000, quick 1000, smoke 200) from one client process to one
 # server process, held idle, then 100 of them streaming 8 MiB each (verified); memory.csv has
@@ -1113,7 +1182,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want ofi; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1145,6 +1214,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
+				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
 			done
 		fi
 		drop_bed
@@ -1485,6 +1555,10 @@ summary() {
 			echo
 			mpi_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 == "ofi"' "$METRICS")" ]; then
+			echo
+			ofi_summary
+		fi
 		echo
 		mem_summary
 		echo "## Targets (DESIGN.md)"
@@ -1506,7 +1580,7 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, ofi.csv; per-run logs in raw/."
 	} >"$S"
 }
 latcell() { # FIG SYS SIZE
