@@ -228,9 +228,11 @@ rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
 	p = ep->peers[a];
 	if (p && !rfi_name_eq(&p->name, nm)) {
 		/* the AV slot names someone else now (removed, inserted again) */
-		if (p->link)
-			rn_conn_abort(p->link->conn, rfi_ep_now(ep)), p->link->peer = NULL,
-				p->link->dead = 1;
+		if (p->link) {
+			rn_conn_abort(p->link->conn, rfi_ep_now(ep));
+			p->link->peer = NULL;
+			p->link->dead = 1;
+		}
 		rfi_peer_fail(ep, p, FI_ECANCELED);
 		free(p);
 		p = ep->peers[a] = NULL;
@@ -297,12 +299,11 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 /* A connect attempt that has not been answered in time gives way to the next rail. */
 static void peer_timers(rfi_ep *ep, uint64_t now)
 {
-	for (size_t i = 0; i < ep->npeers; i++) {
-		rfi_peer *p = ep->peers[i];
-		rfi_link *l = p ? p->link : NULL;
+	for (rfi_link *l = ep->links; l; l = l->next) {
+		rfi_peer *p = l->peer;
 
-		if (!l || l->dead || rn_conn_state(l->conn) == RN_ST_ESTABLISHED ||
-		    now < p->attempt_end_ns)
+		if (!p || l->dead || now < p->attempt_end_ns ||
+		    rn_conn_state(l->conn) == RN_ST_ESTABLISHED || l->hello_done)
 			continue;
 		l->peer = NULL;
 		l->dead = 1;
@@ -661,8 +662,9 @@ static void linger(rfi_ep *ep)
 {
 	uint64_t end = rfi_clock() + rfi_k.linger_ns;
 
+	/* FIN on every stream: ours end after their data, the peers' see us go */
 	for (rfi_link *l = ep->links; l; l = l->next)
-		if (l->peer && !l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED) {
+		if (!l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED) {
 			rn_conn_shutdown(l->conn, rfi_ep_now(ep));
 			l->dirty = 1;
 		}
