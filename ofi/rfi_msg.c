@@ -585,6 +585,11 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 		}
 		goto out;
 	}
+	if (claim) {
+		rfi_op_free(ep, op); /* no message was claimed with this context */
+		rc = -FI_EINVAL;
+		goto out;
+	}
 	if (flags & FI_PEEK) {
 		struct fi_cq_tagged_entry e = { .op_context = ctx, .flags = FI_RECV | KIND_FLAGS(kind),
 						.tag = tag };

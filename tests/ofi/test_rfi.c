@@ -449,6 +449,7 @@ static void test_ep_directed_peek_cancel(void **st)
 	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), 1);
 	assert_ptr_equal(e.op_context, &cx);
 	assert_memory_equal(r2, s, 12);
+	assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_CLAIM), -FI_EINVAL); /* claimed already */
 	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c3), 0); /* c3 never matched the claimed one */
 	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), -FI_EAVAIL);
 	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
