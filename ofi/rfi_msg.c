@@ -531,6 +531,40 @@ out:
 
 /* ---- posting receives ---- */
 
+/*
+ * A new receive meets the unexpected list: the first message it matches in
+ * arrival order (FI_CLAIM: the one a peek claimed for its context) is taken,
+ * or only reported (FI_PEEK).  Returns 1 if op is used up (freed or bound to
+ * a message), 0 if nothing matched.
+ */
+static int take_unexpected(rfi_ep *ep, rfi_op *op, int claim)
+{
+	for (rfi_unexp *u = ep->ux; u; u = u->next) {
+		if (u->claimed || (!claim && !matches(op, u->kind, u->tag, ux_src(ep, u))))
+			continue;
+		/* a message claimed by a peek is only for the receive with its context */
+		if (claim ? u->claim_ctx != op->context : u->claim_ctx != NULL)
+			continue;
+		if (op->flags & FI_PEEK) {
+			/* report it, leave it (FI_CLAIM: keep it for the context's later receive) */
+			struct fi_cq_tagged_entry e = { .op_context = op->context,
+							.flags = FI_RECV | KIND_FLAGS(op->kind),
+							.len = u->len, .tag = u->tag };
+
+			if (op->flags & FI_CLAIM)
+				u->claim_ctx = op->context;
+			rfi_cq_push(ep->rxcq, &e, ux_src(ep, u));
+			rfi_op_free(ep, op);
+		} else if (u->from) {
+			u->claimed = op; /* still coming in: completes when whole */
+		} else {
+			ux_deliver(ep, u, op);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, size_t niov,
 		       fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, uint64_t flags)
 {
@@ -542,13 +576,9 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	if (niov > RFI_IOV_MAX)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&ep->dom->lock);
-	if (!ep->enabled) {
-		rc = -FI_EOPBADSTATE;
-		goto out;
-	}
-	op = rfi_op_new(ep);
+	op = ep->enabled ? rfi_op_new(ep) : NULL;
 	if (!op) {
-		rc = -FI_EAGAIN;
+		rc = ep->enabled ? -FI_EAGAIN : -FI_EOPBADSTATE;
 		goto out;
 	}
 	op->context = ctx;
@@ -560,41 +590,17 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	op->niov = niov;
 	memcpy(op->iov, iov, niov * sizeof(*iov));
 	op->len = iov_total(iov, niov);
-	for (rfi_unexp *u = ep->ux; u; u = u->next) {
-		if (u->claimed || (!claim && !matches(op, u->kind, u->tag, ux_src(ep, u))))
-			continue;
-		/* a message claimed by a peek is only for the receive with its context */
-		if (claim ? u->claim_ctx != ctx : u->claim_ctx != NULL)
-			continue;
-		if (flags & FI_PEEK) {
-			/* report it, leave it (FI_CLAIM: keep it for the context's later receive) */
-			struct fi_cq_tagged_entry e = { .op_context = ctx,
-							.flags = FI_RECV | KIND_FLAGS(kind),
-							.len = u->len, .tag = u->tag };
-
-			if (flags & FI_CLAIM)
-				u->claim_ctx = ctx;
-			rfi_cq_push(ep->rxcq, &e, ux_src(ep, u));
-			rfi_op_free(ep, op);
-			goto out;
-		}
-		if (u->from) {
-			u->claimed = op; /* still coming in: completes when whole */
-		} else {
-			ux_deliver(ep, u, op);
-		}
+	if (take_unexpected(ep, op, claim))
 		goto out;
-	}
-	if (claim) {
-		rfi_op_free(ep, op); /* no message was claimed with this context */
-		rc = -FI_EINVAL;
-		goto out;
-	}
-	if (flags & FI_PEEK) {
+	if (claim || (flags & FI_PEEK)) {
 		struct fi_cq_tagged_entry e = { .op_context = ctx, .flags = FI_RECV | KIND_FLAGS(kind),
 						.tag = tag };
 
-		rfi_cq_push_err(ep->rxcq, &e, FI_ENOMSG, 0, 0);
+		/* FI_CLAIM: no message was claimed with this context; FI_PEEK: none there */
+		if (claim)
+			rc = -FI_EINVAL;
+		else
+			rfi_cq_push_err(ep->rxcq, &e, FI_ENOMSG, 0, 0);
 		rfi_op_free(ep, op);
 		goto out;
 	}
