@@ -457,6 +457,40 @@ static void test_ep_directed_peek_cancel(void **st)
 }
 
 /*
+ * Unexpected messages past FI_RI2N_UNEXPECTED_MB: the stream stops being read
+ * (ri2n's window holds the sender) and nothing is lost or reordered when the
+ * receives come.
+ */
+static void test_ep_unexpected_cap(void **st)
+{
+	pair *p = *st;
+	size_t keep = rfi_k.unexp_max;
+	uint8_t s[4][800], r[4][800];
+	struct fi_cq_tagged_entry e;
+	int c[4];
+
+	SKIP_WITHOUT_RAILS(st);
+	rfi_k.unexp_max = 1000;
+	for (int i = 0; i < 4; i++) {
+		fill(s[i], sizeof(s[i]), 20u + (unsigned)i);
+		assert_int_equal(fi_tsend(p->ep[1], s[i], sizeof(s[i]), NULL, p->addr[0], 5, NULL), 0);
+	}
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 20000), -FI_EAGAIN); /* nothing posted */
+	assert_non_null(((rfi_ep *)p->ep[0])->ux);
+	assert_null(((rfi_ep *)p->ep[0])->ux->next); /* one buffered, the rest wait */
+	assert_true(((rfi_ep *)p->ep[0])->ux_bytes <= 1000);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fi_trecv(p->ep[0], r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, 5, 0,
+					  &c[i]), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	}
+	rfi_k.unexp_max = keep;
+}
+
+/*
  * A peer whose first rail never answers (nobody at that port): after
  * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
  * arrives; nothing arrives before.
@@ -546,6 +580,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_tagged, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_msg_large_and_trunc, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_directed_peek_cancel, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 	};
