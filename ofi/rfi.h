@@ -90,6 +90,9 @@ typedef struct rfi_knobs {
 extern struct fi_provider rfi_prov;
 extern rfi_knobs rfi_k;
 
+/* The entry point libfabric calls when it loads libri2n-fi.so (FI_EXT_INI, rfi_prov.c). */
+struct fi_provider *fi_prov_ini(void);
+
 /* The clock every call uses (CLOCK_MONOTONIC ns); tests may point it at a fake one. */
 extern uint64_t (*rfi_clock)(void);
 

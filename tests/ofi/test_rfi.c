@@ -16,8 +16,6 @@
 
 #include "rfi.h"
 
-struct fi_provider *fi_prov_ini(void);
-
 static uint64_t fake_now;
 
 static uint64_t fake_clock(void)
