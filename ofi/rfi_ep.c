@@ -493,7 +493,7 @@ void rfi_ep_pass(rfi_ep *ep)
 	}
 	rn_hset_flush(&ep->io);
 	links_reap(ep);
-	ep->last_pass_ns = now;
+	__atomic_store_n(&ep->last_pass_ns, now, __ATOMIC_RELAXED);
 	ep->in_pass = 0;
 }
 
@@ -507,27 +507,32 @@ static int owes(const rfi_ep *ep)
 	return 0;
 }
 
+/*
+ * Never in the application's way: it looks at the time of the last pass
+ * without the lock, and only takes the lock when nobody holds it (an
+ * application inside a call is progressing already).
+ */
 static void *keeper_main(void *arg)
 {
 	rfi_ep *ep = arg;
-	uint64_t idle = 0;
+	int idle = 0;
 
-	for (;;) {
-		struct timespec ts = { 0, (long)(idle ? 50 * rfi_k.keeper_ns : rfi_k.keeper_ns) };
+	while (!__atomic_load_n(&ep->keeper_stop, __ATOMIC_ACQUIRE)) {
+		uint64_t ns = idle ? 50 * rfi_k.keeper_ns : rfi_k.keeper_ns;
+		struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 
-		if (ts.tv_nsec >= 1000000000L)
-			ts = (struct timespec){ ts.tv_nsec / 1000000000L, ts.tv_nsec % 1000000000L };
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&ep->dom->lock);
-		if (ep->keeper_stop) {
-			pthread_mutex_unlock(&ep->dom->lock);
-			return NULL;
-		}
-		if (rfi_clock() - ep->last_pass_ns >= rfi_k.keeper_ns)
+		if (rfi_clock() - __atomic_load_n(&ep->last_pass_ns, __ATOMIC_RELAXED) < rfi_k.keeper_ns)
+			continue; /* the application progressed lately */
+		if (pthread_mutex_trylock(&ep->dom->lock) != 0)
+			continue;
+		if (!ep->keeper_stop) {
 			rfi_ep_pass(ep);
-		idle = !owes(ep);
+			idle = !owes(ep);
+		}
 		pthread_mutex_unlock(&ep->dom->lock);
 	}
+	return NULL;
 }
 
 static void keeper_start(rfi_ep *ep)
@@ -544,7 +549,7 @@ static void keeper_stop(rfi_ep *ep)
 {
 	if (!ep->keeper_on)
 		return;
-	ep->keeper_stop = 1;
+	__atomic_store_n(&ep->keeper_stop, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ep->dom->lock);
 	pthread_join(ep->keeper, NULL);
 	pthread_mutex_lock(&ep->dom->lock);
