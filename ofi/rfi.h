@@ -10,7 +10,8 @@
  * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric, the
  * do-nothing EQ), rfi_domain.c (domain, memory registration that registers
  * nothing), rfi_av.c (address vector), rfi_cq.c (completion queue),
- * rfi_ep.c (endpoint: rail sockets, connections, the progress pass),
+ * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
+ * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
  * rfi_name.c (endpoint names).
  *
@@ -287,6 +288,12 @@ struct rfi_ep {
 };
 
 int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
+
+/* rfi_pass.c */
+/* Opens one UDP socket per rail and the listener; ep->name gets their addresses.  0 or <0. */
+int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen);
+/* Frees the links marked dead. */
+void rfi_links_reap(rfi_ep *ep);
 /* One protocol pass: receive, timers, deliver, send, flush (domain lock held). */
 void rfi_ep_pass(rfi_ep *ep);
 /* Sends what the core has for this link now. */
