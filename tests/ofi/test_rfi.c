@@ -370,13 +370,19 @@ static void test_ep_msg_large_and_trunc(void **st)
 {
 	pair *p = *st;
 	enum { N = 300000 };
-	uint8_t *a = malloc(N), *b = calloc(1, N), small[10];
-	struct iovec iov[2] = { { a, 1000 }, { a + 1000, N - 1000 } };
+	uint8_t *a, *b, small[10];
+	struct iovec iov[2];
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err = { 0 };
 	int c;
 
 	SKIP_WITHOUT_RAILS(st);
+	a = malloc(N);
+	b = calloc(1, N);
+	assert_non_null(a);
+	assert_non_null(b);
+	iov[0] = (struct iovec){ a, 1000 };
+	iov[1] = (struct iovec){ a + 1000, N - 1000 };
 	fill(a, N, 9);
 	assert_int_equal(fi_recv(p->ep[1], b, N, NULL, FI_ADDR_UNSPEC, &c), 0);
 	assert_int_equal(fi_sendv(p->ep[0], iov, NULL, 2, p->addr[1], NULL), 0);
