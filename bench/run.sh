@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,mpin,kv,mem
+#              latency,mpi,mpin,kv,mem,ofi
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -63,6 +63,7 @@ full)
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
 	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20 MPIN_ROUNDS=20
+	OFI_ITERS=1000
 	;;
 quick)
 	: "${reps:=1}"
@@ -73,6 +74,7 @@ quick)
 	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
 	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15 MPIN_ROUNDS=8
+	OFI_ITERS=200
 	;;
 smoke)
 	: "${reps:=1}"
@@ -83,6 +85,7 @@ smoke)
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="8"
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
 	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2
+	OFI_ITERS=20
 	: "${only:=tp2,failover,latency,mpi}"
 	;;
 esac
@@ -93,9 +96,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,kv,mem}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,kv,mem,ofi}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -1155,6 +1158,7 @@ mpin_summary() {
 		done
 		echo
 	fi
+		-c -I "$OFI_ITERS" >"$name.srv" 2>&1 &
 }
 
 # ---- memory and descriptors per connection ------------------------------------------------
@@ -1213,7 +1217,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want ofi; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1245,6 +1249,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
+				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
 			done
 		fi
 		drop_bed
@@ -1595,6 +1600,10 @@ summary() {
 			echo
 			mpin_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 == "ofi"' "$METRICS")" ]; then
+			echo
+			ofi_summary
+		fi
 		echo
 		mem_summary
 		echo "## Targets (DESIGN.md)"
@@ -1616,7 +1625,7 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, ofi.csv; per-run logs in raw/."
 	} >"$S"
 }
 latcell() { # FIG SYS SIZE

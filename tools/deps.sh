@@ -8,9 +8,11 @@ set -euo pipefail
 
 # libssl-dev: OpenSSL 3's libcrypto seals keyed datagrams (AES-256-GCM, HKDF)
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-dev libcmocka-dev
-	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
+	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev libfabric-dev)
+# libfabric-dev: ofi/ builds the libfabric provider libri2n-fi.so against it
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
-	procps util-linux python3 psmisc mptcpize groff-base)
+	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin)
+# libfabric-bin: fi_info and fi_pingpong for tests/ofi and the bench's libfabric rows
 # groff-base: tests/man checks that the man pages render without warnings
 # nginx: tests/shim (netns_shim_nginx); like redis-server, Debian enables its service where
 # systemd runs (the tests start their own in their namespaces).

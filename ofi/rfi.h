@@ -1,0 +1,337 @@
+/*
+ * rfi.h - libri2n-fi.so, the libfabric provider "ri2n".
+ *
+ * A driver of the ri2n core and host kit, like the Open MPI BTL: no thread
+ * of its own; the application's progress calls (fi_cq_read and the data
+ * calls, FI_PROGRESS_MANUAL) read the rail sockets, run the core's timers
+ * and move bytes.  Everything ri2n does underneath (striping, failure
+ * detection, failover, heal) comes with it.
+ *
+ * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric, the
+ * do-nothing EQ), rfi_domain.c (domain, memory registration that registers
+ * nothing), rfi_av.c (address vector), rfi_cq.c (completion queue),
+ * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
+ * connections, the progress pass),
+ * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
+ * rfi_name.c (endpoint names).
+ *
+ * FI_EP_RDM over ri2n streams: an endpoint has one UDP socket per rail and
+ * one ri2n listener.  The first message to a peer opens a connection to it;
+ * messages to that peer go in order on that stream (FI_ORDER_SAS), each as
+ * a 16-byte header and its payload.  Its replies come on the peer's own
+ * connection to us, which opens with a hello naming the peer (its rails),
+ * so a receive knows its source (FI_SOURCE, FI_DIRECTED_RECV).  One
+ * connection per direction: nobody has to decide who connects.
+ *
+ * Send completions mean the payload is in ri2n's send ring (the buffer may
+ * be reused, "inject complete"): ri2n then delivers it across rail failures;
+ * only the death of the whole connection (every rail silent past the
+ * dead-peer timeout, or a reset) loses it, and that is reported on the
+ * peer's later operations and on receives matched to its stream.
+ *
+ * Threading: one lock per domain around every call (FI_THREAD_SAFE).  A
+ * "keeper" thread per endpoint runs the pass when the application has not
+ * called in for a while: a program that waits elsewhere (fi_pingpong on its
+ * control socket, MPI computing) still gets its queued bytes sent, its
+ * peers' data acknowledged and its rails kept alive.
+ */
+#ifndef RFI_H
+#define RFI_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "rn_core.h"
+#include "rn_hsock.h"
+#include "rn_htab.h"
+#include "rn_rails.h"
+
+#define RFI_PROV_NAME "ri2n"
+#define RFI_FABRIC_NAME "ri2n"
+#define RFI_VERSION FI_VERSION(1, 0)
+#define RFI_API FI_VERSION(1, 17)
+
+#define RFI_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | \
+		  FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define RFI_TAG_FORMAT UINT64_C(0xaaaaaaaaaaaaaaaa) /* FI_TAG_GENERIC: 64 bits, all for the user */
+
+/* All the provider's limits in one place. */
+enum {
+	RFI_HDR_LEN = 16,           /* stream frame header: rfi_msg.c */
+	RFI_IOV_MAX = 8,            /* iov entries per operation */
+	RFI_INJECT_SIZE = 4096,     /* default inject size (FI_RI2N_INJECT_SIZE) */
+	RFI_QUEUE_SIZE = 4096,      /* tx/rx queue depth advertised */
+	RFI_CQ_SIZE = 65536,        /* CQ entries when the application names none */
+	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
+	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
+	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
+};
+#define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
+
+/* ---- knobs (rfi_prov.c): FI_RI2N_* through fi_param, read once ---- */
+typedef struct rfi_knobs {
+	char *rails;           /* FI_RI2N_RAILS, else RI2N_RAILS, else every interface */
+	size_t inject_size;    /* FI_RI2N_INJECT_SIZE */
+	size_t unexp_max;      /* FI_RI2N_UNEXPECTED_MB: buffered unexpected bytes per endpoint */
+	uint64_t attempt_ns;   /* FI_RI2N_ATTEMPT_MS: one connect attempt on one peer rail */
+	uint64_t linger_ns;    /* FI_RI2N_LINGER_MS: fi_close waits this long for ACKs */
+	uint64_t keeper_ns;    /* FI_RI2N_KEEPER_MS: the keeper's period while data is owed; 0: none */
+} rfi_knobs;
+
+extern struct fi_provider rfi_prov;
+extern rfi_knobs rfi_k;
+
+/* The entry point libfabric calls when it loads libri2n-fi.so (FI_EXT_INI, rfi_prov.c). */
+struct fi_provider *fi_prov_ini(void);
+
+/* The clock every call uses (CLOCK_MONOTONIC ns); tests may point it at a fake one. */
+extern uint64_t (*rfi_clock)(void);
+
+/* ---- names (rfi_name.c) ---- */
+typedef struct rfi_name {
+	int n;                      /* rails */
+	rn_rail_addr rail[RN_MAX_RAILS];
+} rfi_name;
+
+/* Writes the RFI_NAME_LEN-byte wire form of a name. */
+void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN]);
+/* Reads one; 0, or -FI_EINVAL if it is not an ri2n name. */
+int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len);
+/* "ri2n://198.18.1.1:4000/24,198.18.2.1:4001/24" */
+void rfi_name_str(const rfi_name *nm, char *buf, size_t len);
+/* Same rails, same ports. */
+int rfi_name_eq(const rfi_name *a, const rfi_name *b);
+
+/* ---- fabric, domain ---- */
+typedef struct rfi_fabric {
+	struct fid_fabric f;
+} rfi_fabric;
+
+typedef struct rfi_domain {
+	struct fid_domain d;
+	rfi_fabric *fab;
+	pthread_mutex_t lock;       /* every call into the domain's objects */
+	int refs;                   /* objects opened on it */
+	uint32_t api;               /* the application's FI_VERSION */
+} rfi_domain;
+
+int rfi_domain_open(struct fid_fabric *f, struct fi_info *info, struct fid_domain **d,
+		    void *ctx);
+
+/* ---- address vector (rfi_av.c) ---- */
+typedef struct rfi_av {
+	struct fid_av av;
+	rfi_domain *dom;
+	rfi_name *names;            /* fi_addr_t i is names[i] */
+	uint8_t *used;
+	size_t n, cap;
+	uint64_t gen;               /* bumps on every insert / remove: source caches check it */
+	int refs;                   /* endpoints bound */
+} rfi_av;
+
+int rfi_av_open(struct fid_domain *d, struct fi_av_attr *attr, struct fid_av **av, void *ctx);
+/* The name behind fi_addr, or NULL. */
+const rfi_name *rfi_av_get(const rfi_av *av, fi_addr_t a);
+/* The fi_addr_t of a name, or FI_ADDR_NOTAVAIL. */
+fi_addr_t rfi_av_find(const rfi_av *av, const rfi_name *nm);
+
+/* ---- completion queue (rfi_cq.c) ---- */
+typedef struct rfi_cqerr {
+	struct rfi_cqerr *next;
+	struct fi_cq_err_entry e;
+} rfi_cqerr;
+
+typedef struct rfi_ep rfi_ep;
+
+typedef struct rfi_cq {
+	struct fid_cq cq;
+	rfi_domain *dom;
+	enum fi_cq_format format;
+	struct fi_cq_tagged_entry *ring;
+	fi_addr_t *src;
+	size_t cap, head, count;
+	rfi_cqerr *err, *err_tail;  /* error completions, in order */
+	uint64_t overruns;          /* completions lost to a full ring (never with FI_RM_ENABLED use) */
+	rfi_ep **eps;               /* endpoints bound: a read progresses them */
+	int neps;
+} rfi_cq;
+
+int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **cq, void *ctx);
+/* Queues a completion; 0, or -FI_EAGAIN when the ring is full (counted). */
+int rfi_cq_push(rfi_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src);
+/* Queues an error completion (err: positive FI_E* code). */
+void rfi_cq_push_err(rfi_cq *cq, const struct fi_cq_tagged_entry *e, int err, size_t olen,
+		     int prov_errno);
+/* Adds / removes an endpoint that reads of the CQ drive. */
+int rfi_cq_attach(rfi_cq *cq, rfi_ep *ep);
+void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep);
+/* Copies n entries in the CQ's format (exposed for tests). */
+ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src);
+
+/* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
+enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1 };
+
+typedef struct rfi_op {
+	struct rfi_op *next;
+	void *context;
+	uint64_t flags;             /* FI_COMPLETION, FI_INJECT, ... of the call */
+	uint64_t tag, ignore;
+	fi_addr_t addr;             /* send: destination; recv: source wanted or FI_ADDR_UNSPEC */
+	int kind;                   /* RFI_MSG / RFI_TAG */
+	struct iovec iov[RFI_IOV_MAX];
+	size_t niov, len;           /* total bytes */
+	size_t done;                /* send: bytes of header+payload in the stream; recv: bytes in */
+	uint8_t hdr[RFI_HDR_LEN];
+	uint8_t *copy;              /* inject: the payload's copy */
+} rfi_op;
+
+/* A message that came before its receive. */
+typedef struct rfi_unexp {
+	struct rfi_unexp *next;
+	struct rfi_link *from;      /* NULL once complete or the link died */
+	rfi_name src;
+	fi_addr_t src_addr;
+	uint64_t src_gen;
+	int kind;
+	uint64_t tag;
+	size_t len, have;
+	int err;                    /* its stream died before the whole message came */
+	rfi_op *claimed;            /* a receive matched it before it was whole */
+	void *claim_ctx;            /* FI_PEEK | FI_CLAIM: kept for the receive with this context */
+	uint8_t *data;
+} rfi_unexp;
+
+typedef struct rfi_peer rfi_peer;
+
+/* One ri2n connection: to a peer (we connected: outbound) or from one (accepted). */
+typedef struct rfi_link {
+	struct rfi_link *next;
+	rfi_ep *ep;
+	rn_conn *conn;
+	uint64_t id;
+	rfi_peer *peer;             /* outbound: whose; inbound: NULL */
+	uint64_t created_ns, expiry_ns;
+	uint8_t dead, dirty, hello_done, eof;
+	/* inbound: the stream's receive side */
+	int have_name;
+	rfi_name src;
+	fi_addr_t src_addr;         /* cached AV lookup... */
+	uint64_t src_gen;           /* ...for this AV generation */
+	uint8_t hdr[RFI_HDR_LEN];
+	uint8_t hello[RFI_NAME_LEN];
+	size_t hdr_have;
+	size_t left;                /* payload bytes of the current message still to come */
+	size_t mlen;                /* its whole length */
+	rfi_op *into;               /* ...going into this receive */
+	rfi_unexp *ux;              /* ...or into this buffer */
+	int skip;                   /* ...or into nothing (a hello's payload) */
+} rfi_link;
+
+/* A destination we send to. */
+struct rfi_peer {
+	fi_addr_t addr;
+	rfi_name name;
+	rfi_link *link;             /* the outbound connection, or NULL */
+	int attempt;                /* connect attempts made (rails tried in turn) */
+	uint64_t attempt_end_ns, give_up_ns;
+	rfi_op *q, *q_tail;         /* sends not yet wholly in the stream */
+	size_t queued;
+	int err;                    /* last connection's death (positive FI_E*) for the log */
+};
+
+struct rfi_ep {
+	struct fid_ep ep;
+	rfi_domain *dom;
+	rfi_av *av;
+	rfi_cq *txcq, *rxcq;
+	uint64_t tx_flags, rx_flags;   /* FI_SELECTIVE_COMPLETION from the bind */
+	uint64_t tx_op_flags, rx_op_flags;
+	uint64_t caps;
+	int enabled;
+	int in_pass;
+	uint64_t last_pass_ns;         /* the keeper steps in when this gets old */
+	pthread_t keeper;
+	int keeper_on, keeper_stop;
+	rfi_name name;
+	rn_rail_addr bind[RN_MAX_RAILS]; /* ports asked for (src_addr), 0: any */
+	rn_rail_info rails[RN_MAX_RAILS];
+	int nrails;
+	rn_config cfg;
+	rn_env env;
+	rn_listener lis;
+	int have_lis;
+	rn_hset io;
+	rn_hrxbuf rx;
+	uint32_t rx_more;
+	rn_hdisp disp;
+	rn_htab idtab;
+	uint64_t core_now;
+	rfi_link *links;
+	rfi_peer **peers;              /* by fi_addr_t */
+	size_t npeers;
+	rfi_op *posted[4], *posted_tail[4]; /* receives by kind (RFI_MSG, RFI_TAG) */
+	rfi_unexp *ux, *ux_tail;
+	size_t ux_bytes;
+	rfi_op *free_ops;
+	/* counters (FI_LOG / RI2N_LOG=info at close) */
+	uint64_t msgs_out, msgs_in, bytes_out, bytes_in, unexpected, conn_failures, rail_events;
+};
+
+int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
+
+/* rfi_pass.c */
+/* Opens one UDP socket per rail and the listener; ep->name gets their addresses.  0 or <0. */
+int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen);
+/* Frees the links marked dead. */
+void rfi_links_reap(rfi_ep *ep);
+/* One protocol pass: receive, timers, deliver, send, flush (domain lock held). */
+void rfi_ep_pass(rfi_ep *ep);
+/* Sends what the core has for this link now. */
+void rfi_link_flush(rfi_link *l, uint64_t now);
+/* The current time for a call into the core: never below one given before. */
+uint64_t rfi_ep_now(rfi_ep *ep);
+/* The peer behind fi_addr, created on first use; NULL if the AV does not know it. */
+rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a);
+/* Starts (or restarts) the peer's outbound connection; 0 or -FI_E*. */
+int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now);
+
+rfi_op *rfi_op_new(rfi_ep *ep);
+void rfi_op_free(rfi_ep *ep, rfi_op *op);
+
+/* rfi_msg.c */
+extern struct fi_ops_msg rfi_msg_ops;
+extern struct fi_ops_tagged rfi_tagged_ops;
+/* Moves the peer's queued sends into its stream; completes the ones in whole. */
+void rfi_peer_push(rfi_ep *ep, rfi_peer *p, uint64_t now);
+/* Fails every queued send of the peer with err (positive FI_E*). */
+void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err);
+/* Reads what an inbound link's stream has: frames to receives or the unexpected list. */
+void rfi_link_deliver(rfi_link *l, uint64_t now);
+/* An inbound link died: its message in flight fails. */
+void rfi_link_lost(rfi_link *l, int err);
+/* Writes the hello on a new outbound connection once it is up. */
+void rfi_link_hello(rfi_link *l, uint64_t now);
+/* Fails every posted receive (the endpoint closes). */
+void rfi_ep_cancel_all(rfi_ep *ep);
+ssize_t rfi_ep_cancel(fid_t fid, void *context);
+/* Positive FI_E* for a fatal rn_err. */
+int rfi_err_from_rn(int rn);
+
+/* ---- shared stubs (rfi_prov.c) ---- */
+int rfi_no_bind(struct fid *f, struct fid *b, uint64_t flags);
+int rfi_no_control(struct fid *f, int cmd, void *arg);
+int rfi_no_ops_open(struct fid *f, const char *name, uint64_t flags, void **ops, void *ctx);
+/* fi_info describing what the provider offers (rfi_prov.c) for this set of rails. */
+struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *hints);
+
+#endif

@@ -1,0 +1,439 @@
+/*
+ * rfi_pass.c - an endpoint's connections and the protocol pass the
+ * application's progress calls run (receive, timers, deliver, send, flush),
+ * as btl_ri2n's progress does; and the rail sockets (the host kit) it reads.
+ *
+ * Outbound connections belong to peers (rfi_peer): the first send to a
+ * peer connects to one of its rails; no answer within FI_RI2N_ATTEMPT_MS
+ * and the next rail is tried, until the core's connect timeout.  Inbound
+ * connections come through the listener and are named by their hello.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium/utils.h>
+
+#include "rfi.h"
+#include "rn_log.h"
+
+#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
+#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
+
+/* ---- links ---- */
+
+static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
+{
+	rfi_link *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->ep = ep;
+	l->conn = c;
+	l->peer = p;
+	l->id = rn_conn_id(c);
+	l->created_ns = now;
+	l->src_addr = FI_ADDR_NOTAVAIL;
+	l->src_gen = UINT64_MAX;
+	if (rn_htab_add(&ep->idtab, l->id, l) != 0) {
+		free(l);
+		return NULL;
+	}
+	rn_conn_set_user(c, l);
+	l->next = ep->links;
+	ep->links = l;
+	l->expiry_ns = rn_conn_expiry(c);
+	return l;
+}
+
+static void link_rekey(rfi_ep *ep, rfi_link *l)
+{
+	uint64_t id = rn_conn_id(l->conn);
+
+	if (id != l->id && rn_htab_rekey(&ep->idtab, l->id, id, l) == 0)
+		l->id = id;
+}
+
+void rfi_links_reap(rfi_ep *ep)
+{
+	rfi_link **pp = &ep->links;
+
+	while (*pp) {
+		rfi_link *l = *pp;
+
+		if (!l->dead) {
+			pp = &l->next;
+			continue;
+		}
+		*pp = l->next;
+		rn_htab_del(&ep->idtab, l->id, l);
+		rn_hset_forget(&ep->io, l->id);
+		if (l->peer && l->peer->link == l)
+			l->peer->link = NULL;
+		rn_conn_del(l->conn);
+		free(l);
+	}
+}
+
+void rfi_link_flush(rfi_link *l, uint64_t now)
+{
+	rn_hset *io = &l->ep->io;
+
+	for (int i = 0; i < FLUSH_BUDGET; i++) {
+		uint32_t w = rn_hset_writable(io);
+		rn_tx tx;
+		ssize_t n;
+
+		if (!w)
+			break;
+		n = rn_conn_write_pkt(l->conn, now, w, rn_hset_spare(io), io->dgram, &tx);
+		if (n <= 0)
+			break;
+		if (rn_hset_queue(io, tx.local_rail, tx.to, (size_t)n, l->id) > 0)
+			rn_hset_flush_one(io, tx.local_rail);
+	}
+	l->expiry_ns = rn_conn_expiry(l->conn);
+}
+
+/* ---- peers ---- */
+
+rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
+{
+	const rfi_name *nm = rfi_av_get(ep->av, a);
+	rfi_peer *p;
+
+	if (!nm)
+		return NULL;
+	if (a >= ep->npeers) {
+		size_t n = ep->npeers ? ep->npeers : 64;
+		rfi_peer **v;
+
+		while (n <= a)
+			n *= 2;
+		v = realloc(ep->peers, n * sizeof(*v));
+		if (!v)
+			return NULL;
+		memset(v + ep->npeers, 0, (n - ep->npeers) * sizeof(*v));
+		ep->peers = v;
+		ep->npeers = n;
+	}
+	p = ep->peers[a];
+	if (p && !rfi_name_eq(&p->name, nm)) {
+		/* the AV slot names someone else now (removed, inserted again) */
+		if (p->link) {
+			rn_conn_abort(p->link->conn, rfi_ep_now(ep));
+			p->link->peer = NULL;
+			p->link->dead = 1;
+		}
+		rfi_peer_fail(ep, p, FI_ECANCELED);
+		free(p);
+		p = ep->peers[a] = NULL;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return NULL;
+		p->addr = a;
+		p->name = *nm;
+		ep->peers[a] = p;
+	}
+	return p;
+}
+
+/* Our rail sharing a subnet with the peer's rail k, or -1. */
+static int local_for(const rfi_ep *ep, const rn_rail_addr *r)
+{
+	for (int i = 0; i < ep->io.n; i++) {
+		uint8_t pl = ep->io.s[i].addr.prefix < r->prefix ? ep->io.s[i].addr.prefix : r->prefix;
+		uint32_t mask = pl >= 32 ? UINT32_MAX : ~(UINT32_MAX >> pl);
+
+		if ((ep->io.s[i].addr.ip & mask) == (r->ip & mask))
+			return i;
+	}
+	return -1;
+}
+
+int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
+{
+	rn_rail_addr addrs[RN_MAX_RAILS];
+	rn_conn *c = NULL;
+	rfi_link *l;
+	int rc = RN_ERR_NOROUTE;
+
+	for (int i = 0; i < ep->io.n; i++)
+		addrs[i] = ep->io.s[i].addr;
+	if (!p->attempt)
+		p->give_up_ns = now + ep->cfg.connect_timeout_ns;
+	/* the peer's rails in turn, from the one after the last attempt's */
+	for (int k = 0; k < p->name.n; k++) {
+		const rn_rail_addr *r = &p->name.rail[(p->attempt + k) % p->name.n];
+
+		if (local_for(ep, r) < 0)
+			continue;
+		p->attempt += k + 1;
+		rc = rn_conn_connect(&c, &ep->cfg, &ep->env, addrs, ep->io.n,
+				     (rn_addr){ r->ip, r->port }, now);
+		break;
+	}
+	if (rc != 0)
+		return rc == RN_ERR_NOROUTE ? -FI_EHOSTUNREACH : -FI_ENOMEM;
+	l = link_new(ep, c, p, now);
+	if (!l) {
+		rn_conn_del(c);
+		return -FI_ENOMEM;
+	}
+	p->link = l;
+	p->attempt_end_ns = now + rfi_k.attempt_ns;
+	l->dirty = 1;
+	return 0;
+}
+
+/* A connect attempt that has not been answered in time gives way to the next rail. */
+static void peer_timers(rfi_ep *ep, uint64_t now)
+{
+	for (rfi_link *l = ep->links; l; l = l->next) {
+		rfi_peer *p = l->peer;
+
+		if (!p || l->dead || now < p->attempt_end_ns ||
+		    rn_conn_state(l->conn) == RN_ST_ESTABLISHED || l->hello_done)
+			continue;
+		l->peer = NULL;
+		l->dead = 1;
+		p->link = NULL;
+		if (now >= p->give_up_ns || rfi_peer_connect(ep, p, now) != 0) {
+			rn_warn("ri2n provider: no answer from any rail of a peer within the "
+				"connect timeout; failing its %zu queued sends", p->queued);
+			ep->conn_failures++;
+			rfi_peer_fail(ep, p, FI_ETIMEDOUT);
+			p->attempt = 0;
+		}
+	}
+}
+
+/* After the core ran: connection deaths and closes. */
+static void link_check(rfi_link *l, uint64_t now)
+{
+	rfi_ep *ep = l->ep;
+	int err = rn_conn_error(l->conn), st = rn_conn_state(l->conn);
+	rfi_peer *p = l->peer;
+
+	if (!l->peer && l->eof && st == RN_ST_ESTABLISHED && !l->hello_done) {
+		rn_conn_shutdown(l->conn, now); /* the peer finished: finish ours (nothing sent) */
+		l->hello_done = 1;
+		l->dirty = 1;
+	}
+	if (!err && st != RN_ST_CLOSED)
+		return;
+	l->dead = 1;
+	if (!p) {
+		if (err)
+			rfi_link_lost(l, rfi_err_from_rn(err));
+		return;
+	}
+	p->link = NULL;
+	l->peer = NULL;
+	if (!err)
+		return;
+	if (rn_conn_state(l->conn) != RN_ST_ESTABLISHED && now < p->give_up_ns &&
+	    p->attempt < 2 * RN_MAX_RAILS && !l->hello_done && rfi_peer_connect(ep, p, now) == 0)
+		return; /* refused or unanswered before it was up: the next rail */
+	ep->conn_failures++;
+	p->err = rfi_err_from_rn(err);
+	rfi_peer_fail(ep, p, p->err);
+	p->attempt = 0;
+}
+
+/* ---- datagrams ---- */
+
+static void on_send_error(void *arg, int rail, uint64_t owner, int err)
+{
+	rfi_ep *ep = arg;
+	rfi_link *l = rn_htab_get(&ep->idtab, owner);
+
+	(void)err;
+	if (l) {
+		rn_conn_rail_error(l->conn, ep->core_now, rail);
+		l->dirty = 1;
+	}
+}
+
+static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
+		    uint64_t now)
+{
+	rfi_link *l = v;
+
+	(void)arg;
+	rn_conn_recv(l->conn, now, rail, from, d, len);
+	l->dirty = 1;
+}
+
+static int unbound(const rfi_ep *ep)
+{
+	int n = 0;
+
+	for (const rfi_link *l = ep->links; l; l = l->next)
+		n += !l->peer && !l->have_name && !l->dead;
+	return n;
+}
+
+/* A datagram no link has: a stateless reset for one of ours, or the listener's. */
+static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+		       uint64_t now)
+{
+	rfi_ep *ep = arg;
+	uint8_t reply[RN_INIT_LEN * 2];
+	rn_accept_params ap;
+	size_t rlen = 0;
+	int rc;
+
+	if (rn_wire_peek_dst(d, len) == 0 && rn_wire_peek_sreset(d, len)) {
+		for (rfi_link *l = ep->links; l; l = l->next)
+			if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
+				l->dirty = 1;
+				break;
+			}
+		return 0;
+	}
+	if (!ep->have_lis)
+		return -1;
+	rc = rn_listener_recv(&ep->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	if (rc == RN_LISTEN_REPLY) {
+		rn_hset_send_now(&ep->io, rail, from, reply, rlen);
+	} else if (rc == RN_LISTEN_ACCEPT) {
+		rfi_link *l = NULL;
+		rn_conn *c;
+
+		if (unbound(ep) < RFI_MAX_UNBOUND && rn_conn_accept(&c, &ap, &ep->env, now) == 0) {
+			l = link_new(ep, c, NULL, now);
+			if (l)
+				l->dirty = 1; /* COOKIE_ACK to send */
+			else
+				rn_conn_del(c);
+		}
+		if (!l)
+			rn_listener_forget(&ep->lis, &ap); /* its COOKIE_ECHO may come again */
+		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key));
+	}
+	return 0;
+}
+
+static int receive(rfi_ep *ep)
+{
+	uint32_t more = ep->rx_more, want = more ? more : rn_hset_ready(&ep->io);
+	uint64_t floor = ep->core_now;
+	int n;
+
+	if (!want)
+		return 0;
+	n = rn_hset_recv(&ep->io, &ep->rx, want, more ? 0 : want, RX_ROUNDS, &floor,
+			 rn_hdisp_input, &ep->disp, &ep->rx_more);
+	if (floor > ep->core_now)
+		ep->core_now = floor;
+	return n;
+}
+
+/* ---- the pass ---- */
+
+static void service(rfi_link *l, uint64_t now)
+{
+	l->dirty = 0;
+	if (l->peer) {
+		rfi_link_hello(l, now);
+		if (l->hello_done && l->peer && l->peer->q)
+			rfi_peer_push(l->ep, l->peer, now);
+	} else {
+		rfi_link_deliver(l, now);
+	}
+	rfi_link_flush(l, now);
+	link_check(l, now);
+	l->expiry_ns = rn_conn_expiry(l->conn);
+}
+
+void rfi_ep_pass(rfi_ep *ep)
+{
+	uint64_t now;
+
+	if (!ep->enabled || ep->in_pass)
+		return;
+	ep->in_pass = 1;
+	now = rfi_ep_now(ep);
+	if (receive(ep))
+		now = rfi_ep_now(ep);
+	/* a rail verdict due: what its socket still holds comes first */
+	for (rfi_link *l = ep->links; l && ep->rx_more; l = l->next)
+		if (!l->dead && l->expiry_ns <= now && rn_conn_verdict_pending(l->conn)) {
+			if (receive(ep))
+				now = rfi_ep_now(ep);
+			break;
+		}
+	peer_timers(ep, now);
+	for (rfi_link *l = ep->links; l; l = l->next) {
+		if (l->dead)
+			continue;
+		if (!l->peer && !l->have_name && now - l->created_ns > RFI_UNBOUND_NS &&
+		    rn_conn_state(l->conn) != RN_ST_CLOSED) {
+			rn_conn_abort(l->conn, now); /* no hello: not one of ours */
+			l->dirty = 1;
+		}
+		if (l->expiry_ns <= now) {
+			rn_conn_on_timer(l->conn, now);
+			link_rekey(ep, l);
+			l->dirty = 1;
+		}
+		if (l->dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
+			service(l, now);
+	}
+	rn_hset_flush(&ep->io);
+	rfi_links_reap(ep);
+	__atomic_store_n(&ep->last_pass_ns, now, __ATOMIC_RELAXED);
+	ep->in_pass = 0;
+}
+
+/* ---- the rail sockets ---- */
+
+int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
+{
+	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
+	const char *gro = getenv("RI2N_GRO"), *gso = getenv("RI2N_GSO");
+	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = !gro || strcmp(gro, "0") != 0,
+			    .rx_ts = 1, .recverr = 0 };
+	rn_rail_addr addrs[RN_MAX_RAILS];
+	int rc = rn_hset_init(&ep->io, ep->cfg.max_dgram, 0);
+
+	if (rc == 0)
+		rc = rn_htab_init(&ep->idtab, 16);
+	/* a GRO run needs 64 KiB; else one datagram */
+	if (rc == 0)
+		rc = rn_hrxbuf_init(&ep->rx, o.gro ? RN_HGRO_BUF :
+				    (ep->cfg.max_dgram < 2048 ? 2048 : ep->cfg.max_dgram), 4);
+	if (rc) {
+		snprintf(err, errlen, "out of memory for socket buffers");
+		return rc;
+	}
+	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error };
+	ep->io.arg = ep;
+	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
+			       .arg = ep };
+	for (int i = 0; i < ep->nrails; i++) {
+		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
+				   ep->rails[i].prefix, &o);
+		ep->io.n = i + 1;
+		if (rc) {
+			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
+				 ep->rails[i].name, strerror(-rc));
+			return rc;
+		}
+		addrs[i] = ep->io.s[i].addr;
+	}
+	ep->io.gso = (!gso || strcmp(gso, "0") != 0) && ep->io.n > 0 &&
+		     rn_hsock_probe_gso(ep->io.s[0].fd);
+	if (rn_listener_init(&ep->lis, &ep->cfg, &ep->env, addrs, ep->io.n) != 0) {
+		snprintf(err, errlen, "cannot set up the listener");
+		return -1;
+	}
+	ep->have_lis = 1;
+	ep->name.n = ep->io.n;
+	for (int i = 0; i < ep->io.n; i++)
+		ep->name.rail[i] = addrs[i];
+	return 0;
+}

@@ -1,0 +1,376 @@
+/*
+ * rfi_prov.c - the provider's entry point (fi_prov_ini), its knobs,
+ * fi_getinfo, the fabric object and the event queue.
+ *
+ * The EQ exists because programs open one on every fabric (fi_pingpong
+ * does); an RDM endpoint of ours never reports on it: connections are
+ * ri2n's business and their failures surface on the CQ.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ri2n.h"
+#include "rfi.h"
+#include "rn_log.h"
+
+rfi_knobs rfi_k;
+
+static uint64_t clock_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t (*rfi_clock)(void) = clock_mono;
+
+/* ---- stubs shared by every object ---- */
+
+int rfi_no_bind(struct fid *f, struct fid *b, uint64_t flags)
+{
+	(void)f, (void)b, (void)flags;
+	return -FI_ENOSYS;
+}
+
+int rfi_no_control(struct fid *f, int cmd, void *arg)
+{
+	(void)f, (void)cmd, (void)arg;
+	return -FI_ENOSYS;
+}
+
+int rfi_no_ops_open(struct fid *f, const char *name, uint64_t flags, void **ops, void *ctx)
+{
+	(void)f, (void)name, (void)flags, (void)ops, (void)ctx;
+	return -FI_ENOSYS;
+}
+
+/* ---- the event queue ---- */
+
+static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
+		       uint64_t flags)
+{
+	(void)eq, (void)event, (void)buf, (void)len, (void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	(void)eq, (void)buf, (void)flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
+			uint64_t flags)
+{
+	(void)eq, (void)event, (void)buf, (void)len, (void)flags;
+	return -FI_ENOSYS;
+}
+
+static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+			uint64_t flags)
+{
+	(void)eq, (void)event, (void)buf, (void)len, (void)timeout, (void)flags;
+	return -FI_EAGAIN;
+}
+
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
+			       char *buf, size_t len)
+{
+	(void)eq, (void)err_data;
+	if (buf && len) {
+		snprintf(buf, len, "%s", rn_strerror(-prov_errno));
+		return buf;
+	}
+	return rn_strerror(-prov_errno);
+}
+
+static int eq_close(struct fid *f)
+{
+	free(f);
+	return 0;
+}
+
+static struct fi_ops eq_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = eq_close, .bind = rfi_no_bind,
+	.control = rfi_no_control, .ops_open = rfi_no_ops_open,
+};
+static struct fi_ops_eq eq_ops = {
+	.size = sizeof(struct fi_ops_eq), .read = eq_read, .readerr = eq_readerr,
+	.write = eq_write, .sread = eq_sread, .strerror = eq_strerror,
+};
+
+static int eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **out,
+		   void *ctx)
+{
+	struct fid_eq *eq = calloc(1, sizeof(*eq));
+
+	(void)attr;
+	if (!eq)
+		return -FI_ENOMEM;
+	eq->fid = (struct fid){ .fclass = FI_CLASS_EQ, .context = ctx, .ops = &eq_fi_ops };
+	eq->ops = &eq_ops;
+	(void)fab;
+	*out = eq;
+	return 0;
+}
+
+/* ---- the fabric ---- */
+
+static int fabric_close(struct fid *f)
+{
+	free(f);
+	return 0;
+}
+
+static int fab_no_pep(struct fid_fabric *f, struct fi_info *i, struct fid_pep **p, void *c)
+{
+	(void)f, (void)i, (void)p, (void)c;
+	return -FI_ENOSYS;
+}
+
+static int fab_no_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_wait **w)
+{
+	(void)f, (void)a, (void)w;
+	return -FI_ENOSYS;
+}
+
+static int fab_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	(void)f, (void)fids, (void)count;
+	return -FI_ENOSYS;
+}
+
+static int fab_domain2(struct fid_fabric *f, struct fi_info *info, struct fid_domain **d,
+		       uint64_t flags, void *ctx)
+{
+	return flags ? -FI_EINVAL : rfi_domain_open(f, info, d, ctx);
+}
+
+static struct fi_ops fabric_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = fabric_close, .bind = rfi_no_bind,
+	.control = rfi_no_control, .ops_open = rfi_no_ops_open,
+};
+static struct fi_ops_fabric fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric), .domain = rfi_domain_open,
+	.passive_ep = fab_no_pep, .eq_open = eq_open, .wait_open = fab_no_wait,
+	.trywait = fab_trywait, .domain2 = fab_domain2,
+};
+
+static int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **out, void *ctx)
+{
+	rfi_fabric *fab;
+
+	if (attr->name && strcmp(attr->name, RFI_FABRIC_NAME) != 0)
+		return -FI_EINVAL;
+	fab = calloc(1, sizeof(*fab));
+	if (!fab)
+		return -FI_ENOMEM;
+	fab->f.fid = (struct fid){ .fclass = FI_CLASS_FABRIC, .context = ctx,
+				   .ops = &fabric_fi_ops };
+	fab->f.ops = &fabric_ops;
+	*out = &fab->f;
+	return 0;
+}
+
+/* ---- fi_getinfo ---- */
+
+/* The first hint we cannot honour (the answer is then "no data"), or NULL. */
+static const char *hints_refuse(const struct fi_info *h)
+{
+	if (h->caps & ~RFI_CAPS)
+		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV only)";
+	if (h->addr_format != FI_FORMAT_UNSPEC)
+		return "address format";
+	if (h->ep_attr) {
+		if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
+			return "endpoint type (FI_EP_RDM only)";
+		if (h->ep_attr->protocol != FI_PROTO_UNSPEC)
+			return "protocol";
+		if (h->ep_attr->max_msg_size > RFI_MAX_MSG)
+			return "max_msg_size";
+		if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
+			return "scalable endpoints";
+	}
+	if (h->tx_attr && ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
+			   h->tx_attr->inject_size > rfi_k.inject_size ||
+			   (h->tx_attr->caps & ~RFI_CAPS)))
+		return "transmit attributes (msg_order FI_ORDER_SAS only, inject size)";
+	if (h->rx_attr && ((h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
+			   (h->rx_attr->caps & ~RFI_CAPS)))
+		return "receive attributes (msg_order FI_ORDER_SAS only)";
+	if (h->domain_attr) {
+		const struct fi_domain_attr *d = h->domain_attr;
+
+		if (d->name && strcmp(d->name, RFI_FABRIC_NAME) != 0)
+			return "domain name";
+		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+			return "progress (FI_PROGRESS_MANUAL only)";
+		/* cq_data_size is only asked for with FI_REMOTE_CQ_DATA, which caps refuse;
+		 * mtl/ofi sets it regardless and reads our 0 as "no CQ data" */
+	}
+	if (h->fabric_attr && h->fabric_attr->name &&
+	    strcmp(h->fabric_attr->name, RFI_FABRIC_NAME) != 0)
+		return "fabric name";
+	if (h->src_addr) {
+		rfi_name nm;
+
+		if (rfi_name_read(&nm, h->src_addr, h->src_addrlen) != 0)
+			return "source address (not an ri2n name)";
+	}
+	return NULL;
+}
+
+static void *dup_mem(const void *p, size_t n)
+{
+	void *q = p && n ? malloc(n) : NULL;
+
+	if (q)
+		memcpy(q, p, n);
+	return q;
+}
+
+struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
+{
+	struct fi_info *fi = fi_allocinfo();
+	uint64_t caps = h && h->caps ? h->caps : RFI_CAPS;
+
+	if (!fi)
+		return NULL;
+	if (!(caps & (FI_MSG | FI_TAGGED)))
+		caps |= FI_MSG | FI_TAGGED;
+	fi->caps = caps;
+	fi->mode = 0;
+	fi->addr_format = FI_FORMAT_UNSPEC;
+	if (h && h->src_addr) {
+		fi->src_addr = dup_mem(h->src_addr, h->src_addrlen);
+		fi->src_addrlen = fi->src_addr ? h->src_addrlen : 0;
+	}
+	if (h && h->dest_addr) {
+		fi->dest_addr = dup_mem(h->dest_addr, h->dest_addrlen);
+		fi->dest_addrlen = fi->dest_addr ? h->dest_addrlen : 0;
+	}
+	*fi->tx_attr = (struct fi_tx_attr){
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_SEND),
+		.op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0,
+		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
+		.inject_size = rfi_k.inject_size, .size = RFI_QUEUE_SIZE,
+		.iov_limit = RFI_IOV_MAX,
+	};
+	*fi->rx_attr = (struct fi_rx_attr){
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV),
+		.op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0,
+		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
+		.total_buffered_recv = rfi_k.unexp_max, .size = RFI_QUEUE_SIZE,
+		.iov_limit = RFI_IOV_MAX,
+	};
+	*fi->ep_attr = (struct fi_ep_attr){
+		.type = FI_EP_RDM, .protocol = FI_PROTO_UNSPEC, .protocol_version = 1,
+		.max_msg_size = RFI_MAX_MSG, .mem_tag_format = RFI_TAG_FORMAT,
+		.tx_ctx_cnt = 1, .rx_ctx_cnt = 1,
+	};
+	*fi->domain_attr = (struct fi_domain_attr){
+		.name = strdup(RFI_FABRIC_NAME), .threading = FI_THREAD_SAFE,
+		.control_progress = FI_PROGRESS_MANUAL, .data_progress = FI_PROGRESS_MANUAL,
+		.resource_mgmt = FI_RM_ENABLED,
+		.av_type = h && h->domain_attr ? h->domain_attr->av_type : FI_AV_UNSPEC,
+		/* before 1.5 mr_mode was an enum: "scalable" asks nothing of the application */
+		.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0,
+		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024,
+		.ep_cnt = 1024, .tx_ctx_cnt = 1024, .rx_ctx_cnt = 1024, .max_ep_tx_ctx = 1,
+		.max_ep_rx_ctx = 1, .mr_iov_limit = 1, .mr_cnt = SIZE_MAX,
+		.caps = caps & (FI_LOCAL_COMM | FI_REMOTE_COMM),
+	};
+	fi->fabric_attr->name = strdup(RFI_FABRIC_NAME);
+	fi->fabric_attr->prov_version = RFI_VERSION;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name) {
+		fi_freeinfo(fi);
+		return NULL;
+	}
+	return fi;
+}
+
+static int getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		   const struct fi_info *hints, struct fi_info **info)
+{
+	rn_rail_info rails[RN_MAX_RAILS];
+	const char *why;
+	char err[256];
+
+	(void)node, (void)service, (void)flags;
+	*info = NULL;
+	if (rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err)) <= 0) {
+		rn_info("ri2n provider: no rails: %s", err);
+		return -FI_ENODATA;
+	}
+	if (hints && (why = hints_refuse(hints)) != NULL) {
+		rn_info("ri2n provider: fi_getinfo: cannot offer the %s asked for (caps 0x%llx)", why,
+			(unsigned long long)hints->caps);
+		return -FI_ENODATA;
+	}
+	*info = rfi_info_new(version, hints);
+	return *info ? 0 : -FI_ENOMEM;
+}
+
+static void cleanup(void)
+{
+}
+
+struct fi_provider rfi_prov = {
+	.version = RFI_VERSION,
+	.fi_version = RFI_API,
+	.name = RFI_PROV_NAME,
+	.getinfo = getinfo,
+	.fabric = fabric_open,
+	.cleanup = cleanup,
+};
+
+/* ---- knobs ---- */
+
+static int knob_int(const char *name, const char *help, int def)
+{
+	int v = def;
+
+	fi_param_define(&rfi_prov, name, FI_PARAM_INT, "%s (default %d)", help, def);
+	if (fi_param_get_int(&rfi_prov, name, &v) != 0 || v < 0)
+		v = def;
+	return v;
+}
+
+static void knobs_read(void)
+{
+	char *s = NULL;
+
+	fi_param_define(&rfi_prov, "rails", FI_PARAM_STRING,
+			"rails: interface names or IPv4 addresses, comma separated "
+			"(default: RI2N_RAILS, else every up IPv4 interface, one per subnet)");
+	if (fi_param_get_str(&rfi_prov, "rails", &s) != 0 || !s || !*s)
+		s = getenv("RI2N_RAILS");
+	rfi_k.rails = s;
+	rfi_k.inject_size = (size_t)knob_int("inject_size",
+		"largest fi_inject / fi_tinject message, bytes", RFI_INJECT_SIZE);
+	rfi_k.unexp_max = (size_t)knob_int("unexpected_mb",
+		"messages received before their receive was posted are buffered up to this many "
+		"MiB per endpoint; past it senders wait (ri2n's flow control)", 64) << 20;
+	rfi_k.attempt_ns = (uint64_t)knob_int("attempt_ms",
+		"one connect attempt on one of the peer's rails before the next rail is tried, ms",
+		1000) * 1000000u;
+	rfi_k.linger_ns = (uint64_t)knob_int("linger_ms",
+		"fi_close of an endpoint waits this long for its sent data to be acknowledged, ms",
+		2000) * 1000000u;
+	rfi_k.keeper_ns = (uint64_t)knob_int("keeper_ms",
+		"when the application has not called into an endpoint for this long and data is "
+		"owed, a thread of the provider runs its progress, ms (0: never; idle: 50x this)",
+		1) * 1000000u;
+	if (rfi_k.inject_size > 65536)
+		rfi_k.inject_size = 65536;
+}
+
+FI_EXT_INI
+{
+	rn_log_init();
+	knobs_read();
+	return &rfi_prov;
+}

@@ -1,0 +1,600 @@
+/*
+ * test_rfi.c - the libfabric provider's objects, driven directly: names,
+ * getinfo, the address vector, the completion queue and, where RI2N_RAILS
+ * names rails (tests/ofi/test_rfi_netns.sh), endpoints talking to each
+ * other in one process.  Time is a fake clock the test moves (rfi_clock):
+ * connect attempts and the connect timeout run in virtual seconds.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rfi.h"
+
+static uint64_t fake_now;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static rfi_name name2(void)
+{
+	rfi_name nm = { .n = 2 };
+
+	nm.rail[0] = (rn_rail_addr){ 0xc6120101, 4000, 24 }; /* 198.18.1.1 */
+	nm.rail[1] = (rn_rail_addr){ 0xc6120201, 4001, 24 };
+	return nm;
+}
+
+/* ---- names ---- */
+
+static void test_name_roundtrip(void **st)
+{
+	rfi_name a = name2(), b;
+	uint8_t w[RFI_NAME_LEN];
+	char s[128];
+
+	(void)st;
+	rfi_name_write(&a, w);
+	assert_int_equal(rfi_name_read(&b, w, sizeof(w)), 0);
+	assert_true(rfi_name_eq(&a, &b));
+	assert_int_equal(b.rail[1].prefix, 24);
+	rfi_name_str(&b, s, sizeof(s));
+	assert_string_equal(s, "ri2n://198.18.1.1:4000/24,198.18.2.1:4001/24");
+	b.rail[1].port = 4002;
+	assert_false(rfi_name_eq(&a, &b));
+}
+
+static void test_name_rejects(void **st)
+{
+	_Static_assert((int)RFI_NAME_LEN <= (int)FI_NAME_MAX, "mtl/ofi's fi_getname buffer");
+	rfi_name a = name2(), b;
+	uint8_t w[RFI_NAME_LEN], bad[RFI_NAME_LEN];
+
+	(void)st;
+	rfi_name_write(&a, w);
+	assert_int_equal(rfi_name_read(&b, w, RFI_NAME_LEN - 1), -FI_EINVAL); /* short */
+	memcpy(bad, w, sizeof(w));
+	bad[0] = 'X'; /* magic */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[1] = 2; /* version */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[2] = 0; /* no rail */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	bad[2] = RN_MAX_RAILS + 1;
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[4 + 6] = 0; /* prefix 0 */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[4 + 4] = bad[4 + 5] = 0; /* port 0 */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+}
+
+/* ---- getinfo ---- */
+
+static void test_getinfo_hints(void **st)
+{
+	struct fi_info *h = fi_allocinfo(), *fi = NULL;
+	int rc;
+
+	(void)st;
+	assert_non_null(h);
+	h->caps = FI_TAGGED;
+	h->ep_attr->type = FI_EP_RDM;
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->op_flags = FI_COMPLETION;
+	h->domain_attr->av_type = FI_AV_MAP;
+	rc = rfi_prov.getinfo(FI_VERSION(1, 0), NULL, NULL, 0, h, &fi);
+	if (rc == -FI_ENODATA && !getenv("RFI_TEST_NETNS")) {
+		fi_freeinfo(h);
+		skip(); /* no IPv4 interface to call a rail here */
+	}
+	assert_int_equal(rc, 0);
+	assert_true(fi->caps & FI_TAGGED);
+	assert_int_equal(fi->ep_attr->type, FI_EP_RDM);
+	assert_int_equal(fi->ep_attr->mem_tag_format, RFI_TAG_FORMAT);
+	assert_int_equal(fi->tx_attr->inject_size, RFI_INJECT_SIZE);
+	assert_int_equal(fi->tx_attr->msg_order, FI_ORDER_SAS);
+	assert_int_equal(fi->rx_attr->op_flags, FI_COMPLETION);
+	assert_int_equal(fi->domain_attr->av_type, FI_AV_MAP);
+	assert_int_equal(fi->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	assert_int_equal(fi->domain_attr->mr_mode, FI_MR_SCALABLE); /* asked at 1.0 */
+	fi_freeinfo(fi);
+	/* what it cannot do: no data */
+	h->caps = FI_TAGGED | FI_RMA;
+	assert_int_equal(rfi_prov.getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->caps = FI_MSG;
+	h->ep_attr->type = FI_EP_MSG;
+	assert_int_equal(rfi_prov.getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	assert_int_equal(rfi_prov.getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW;
+	assert_int_equal(rfi_prov.getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	fi_freeinfo(h);
+}
+
+/* ---- fabric, domain, AV, CQ ---- */
+
+typedef struct objs {
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+} objs;
+
+static void objs_open(objs *o)
+{
+	struct fi_fabric_attr fa = { .name = (char *)RFI_FABRIC_NAME };
+	struct fi_av_attr aa = { .type = FI_AV_MAP };
+
+	assert_int_equal(rfi_prov.fabric(&fa, &o->fab, NULL), 0);
+	o->fab->api_version = FI_VERSION(1, 17);
+	assert_int_equal(fi_domain(o->fab, NULL, &o->dom, NULL), 0);
+	assert_int_equal(fi_av_open(o->dom, &aa, &o->av, NULL), 0);
+}
+
+static void objs_close(objs *o)
+{
+	assert_int_equal(fi_close(&o->av->fid), 0);
+	assert_int_equal(fi_close(&o->dom->fid), 0);
+	assert_int_equal(fi_close(&o->fab->fid), 0);
+}
+
+static void test_av(void **st)
+{
+	rfi_name a = name2(), b = name2();
+	uint8_t names[3 * RFI_NAME_LEN], got[RFI_NAME_LEN];
+	fi_addr_t addr[3], again;
+	size_t len;
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	b.rail[0].port = 5000;
+	rfi_name_write(&a, names);
+	memset(names + RFI_NAME_LEN, 0x55, RFI_NAME_LEN); /* not a name */
+	rfi_name_write(&b, names + 2 * RFI_NAME_LEN);
+	assert_int_equal(fi_av_insert(o.av, names, 3, addr, 0, NULL), 2);
+	assert_int_equal(addr[0], 0);
+	assert_int_equal(addr[1], FI_ADDR_NOTAVAIL);
+	assert_int_equal(addr[2], 1);
+	/* the same name again: the same fi_addr_t */
+	assert_int_equal(fi_av_insert(o.av, names, 1, &again, 0, NULL), 1);
+	assert_int_equal(again, 0);
+	len = sizeof(got);
+	assert_int_equal(fi_av_lookup(o.av, 1, got, &len), 0);
+	assert_int_equal(len, RFI_NAME_LEN);
+	assert_memory_equal(got, names + 2 * RFI_NAME_LEN, RFI_NAME_LEN);
+	len = 8;
+	assert_int_equal(fi_av_lookup(o.av, 1, got, &len), -FI_ETOOSMALL);
+	assert_int_equal(len, RFI_NAME_LEN);
+	assert_int_equal(rfi_av_find((rfi_av *)o.av, &b), 1);
+	assert_int_equal(fi_av_remove(o.av, &addr[0], 1, 0), 0);
+	assert_null(rfi_av_get((rfi_av *)o.av, 0));
+	assert_int_equal(rfi_av_find((rfi_av *)o.av, &a), FI_ADDR_NOTAVAIL);
+	len = sizeof(got);
+	assert_int_equal(fi_av_lookup(o.av, 0, got, &len), -FI_EINVAL);
+	/* the domain stays while something is open on it */
+	assert_int_equal(fi_close(&o.dom->fid), -FI_EBUSY);
+	objs_close(&o);
+}
+
+static void test_cq(void **st)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .size = 2 };
+	struct fi_cq_tagged_entry e = { 0 }, out[3];
+	struct fi_cq_err_entry err = { 0 };
+	struct fid_cq *f;
+	fi_addr_t src[3];
+	int ctx[3];
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	assert_int_equal(fi_cq_read(f, out, 1), -FI_EAGAIN);
+	for (int i = 0; i < 3; i++) { /* one more than its size: it grows, nothing is lost */
+		e = (struct fi_cq_tagged_entry){ .op_context = &ctx[i], .flags = FI_RECV | FI_TAGGED,
+						 .len = (size_t)i, .tag = 100u + (unsigned)i };
+		assert_int_equal(rfi_cq_push((rfi_cq *)f, &e, (fi_addr_t)(7 + i)), 0);
+	}
+	assert_int_equal(fi_cq_readfrom(f, out, 1, src), 1);
+	assert_ptr_equal(out[0].op_context, &ctx[0]);
+	assert_int_equal(src[0], 7);
+	assert_int_equal(fi_cq_readfrom(f, out, 3, src), 2);
+	assert_ptr_equal(out[1].op_context, &ctx[2]);
+	assert_int_equal(out[1].tag, 102);
+	assert_int_equal(out[1].len, 2);
+	assert_int_equal(src[1], 9);
+	/* the error path: -FI_EAVAIL, then fi_cq_readerr */
+	rfi_cq_push_err((rfi_cq *)f, &e, FI_ETRUNC, 90, 0);
+	assert_int_equal(fi_cq_read(f, out, 1), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(f, &err, 0), 1);
+	assert_int_equal(err.err, FI_ETRUNC);
+	assert_int_equal(err.olen, 90);
+	assert_ptr_equal(err.op_context, &ctx[2]);
+	assert_int_equal(fi_cq_read(f, out, 1), -FI_EAGAIN);
+	assert_int_equal(fi_cq_readerr(f, &err, 0), -FI_EAGAIN);
+	assert_int_equal(fi_close(&f->fid), 0);
+
+	/* the context format: 8-byte entries */
+	ca = (struct fi_cq_attr){ .format = FI_CQ_FORMAT_CONTEXT };
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		e.op_context = &ctx[i];
+		rfi_cq_push((rfi_cq *)f, &e, 0);
+	}
+	{
+		struct fi_cq_entry c[2];
+
+		assert_int_equal(fi_cq_read(f, c, 2), 2);
+		assert_ptr_equal(c[0].op_context, &ctx[0]);
+		assert_ptr_equal(c[1].op_context, &ctx[1]);
+	}
+	assert_int_equal(fi_close(&f->fid), 0);
+	objs_close(&o);
+}
+
+/* ---- endpoints (RI2N_RAILS) ---- */
+
+typedef struct pair {
+	objs o;
+	struct fid_ep *ep[2];
+	struct fid_cq *cq[2];
+	fi_addr_t addr[2];
+	struct fi_info *fi;
+} pair;
+
+static int pair_open(void **st)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+	pair *p;
+
+	*st = NULL;
+	if (!getenv("RFI_TEST_NETNS"))
+		return 0; /* no rails named: the endpoint cases skip */
+	p = calloc(1, sizeof(*p));
+	assert_non_null(p);
+	objs_open(&p->o);
+	p->fi = rfi_info_new(FI_VERSION(1, 17), NULL);
+	for (int i = 0; i < 2; i++) {
+		uint8_t nm[RFI_NAME_LEN];
+		size_t len = sizeof(nm);
+
+		if (fi_endpoint(p->o.dom, p->fi, &p->ep[i], NULL) != 0)
+			return -1;
+		assert_int_equal(fi_cq_open(p->o.dom, &ca, &p->cq[i], NULL), 0);
+		assert_int_equal(fi_ep_bind(p->ep[i], &p->cq[i]->fid, FI_TRANSMIT | FI_RECV), 0);
+		assert_int_equal(fi_ep_bind(p->ep[i], &p->o.av->fid, 0), 0);
+		assert_int_equal(fi_enable(p->ep[i]), 0);
+		assert_int_equal(fi_getname(&p->ep[i]->fid, nm, &len), 0);
+		assert_int_equal(fi_av_insert(p->o.av, nm, 1, &p->addr[i], 0, NULL), 1);
+	}
+	*st = p;
+	return 0;
+}
+
+static int pair_close(void **st)
+{
+	pair *p = *st;
+
+	if (!p)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fi_close(&p->ep[i]->fid), 0);
+		assert_int_equal(fi_close(&p->cq[i]->fid), 0);
+	}
+	objs_close(&p->o);
+	fi_freeinfo(p->fi);
+	free(p);
+	return 0;
+}
+
+#define SKIP_WITHOUT_RAILS(st) do { if (!*(st)) skip(); } while (0)
+
+/* Runs both endpoints, 20 virtual us a turn, until cq has an entry (or an error). */
+static ssize_t wait_cq(pair *p, int i, struct fi_cq_tagged_entry *e, fi_addr_t *src, int turns)
+{
+	for (int t = 0; t < turns; t++) {
+		ssize_t n = fi_cq_readfrom(p->cq[i], e, 1, src);
+
+		if (n != -FI_EAGAIN)
+			return n;
+		fake_now += 20000;
+		pthread_mutex_lock(&((rfi_ep *)p->ep[!i])->dom->lock);
+		rfi_ep_pass((rfi_ep *)p->ep[!i]);
+		pthread_mutex_unlock(&((rfi_ep *)p->ep[!i])->dom->lock);
+	}
+	return -FI_EAGAIN;
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+/* Tags with ignore masks, in order; a message before its receive; the source. */
+static void test_ep_tagged(void **st)
+{
+	pair *p = *st;
+	uint8_t r1[64], r2[64], r3[64], s[3][64];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	int c1, c2, c3;
+
+	SKIP_WITHOUT_RAILS(st);
+	assert_int_equal(fi_trecv(p->ep[0], r1, sizeof(r1), NULL, FI_ADDR_UNSPEC, 0x100, 0xff, &c1), 0);
+	assert_int_equal(fi_trecv(p->ep[0], r2, sizeof(r2), NULL, FI_ADDR_UNSPEC, 0x200, 0, &c2), 0);
+	for (int i = 0; i < 3; i++)
+		fill(s[i], sizeof(s[i]), (unsigned)i + 1);
+	/* 0x205 matches neither (unexpected), 0x1ab the first, 0x200 the second */
+	assert_int_equal(fi_tsend(p->ep[1], s[0], 40, NULL, p->addr[0], 0x205, NULL), 0);
+	assert_int_equal(fi_tsend(p->ep[1], s[1], 41, NULL, p->addr[0], 0x1ab, NULL), 0);
+	assert_int_equal(fi_tinject(p->ep[1], s[2], 42, p->addr[0], 0x200), 0);
+	assert_int_equal(wait_cq(p, 0, &e, &src, 100000), 1);
+	assert_ptr_equal(e.op_context, &c1);
+	assert_int_equal(e.tag, 0x1ab);
+	assert_int_equal(e.len, 41);
+	assert_true(e.flags & FI_TAGGED);
+	assert_int_equal(src, p->addr[1]);
+	assert_memory_equal(r1, s[1], 41);
+	assert_int_equal(wait_cq(p, 0, &e, &src, 100000), 1);
+	assert_ptr_equal(e.op_context, &c2);
+	assert_memory_equal(r2, s[2], 42);
+	/* the unexpected one is waiting: a receive for it completes at once */
+	assert_int_equal(fi_trecv(p->ep[0], r3, sizeof(r3), NULL, p->addr[1], 0x205, 0, &c3), 0);
+	assert_int_equal(wait_cq(p, 0, &e, &src, 10), 1);
+	assert_ptr_equal(e.op_context, &c3);
+	assert_int_equal(e.len, 40);
+	assert_memory_equal(r3, s[0], 40);
+	/* the sender's completions: two sends (the inject has none) */
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 10), 1);
+	assert_int_equal(e.flags, FI_SEND | FI_TAGGED);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 10), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 1000), -FI_EAGAIN);
+}
+
+/* A large message from an iov, every byte checked; then one too big for its receive. */
+static void test_ep_msg_large_and_trunc(void **st)
+{
+	pair *p = *st;
+	enum { N = 300000 };
+	uint8_t *a, *b, small[10];
+	struct iovec iov[2];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	a = malloc(N);
+	b = calloc(1, N);
+	assert_non_null(a);
+	assert_non_null(b);
+	iov[0] = (struct iovec){ a, 1000 };
+	iov[1] = (struct iovec){ a + 1000, N - 1000 };
+	fill(a, N, 9);
+	assert_int_equal(fi_recv(p->ep[1], b, N, NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_sendv(p->ep[0], iov, NULL, 2, p->addr[1], NULL), 0);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 200000), 1);
+	assert_int_equal(e.len, N);
+	assert_true(e.flags & FI_MSG);
+	assert_memory_equal(a, b, N);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 200000), 1); /* the send's completion */
+	/* truncated: an error completion with what was cut */
+	assert_int_equal(fi_recv(p->ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[0], a, 100, NULL, p->addr[1], NULL), 0);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100000), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[1], &err, 0), 1);
+	assert_int_equal(err.err, FI_ETRUNC);
+	assert_int_equal(err.olen, 90);
+	assert_int_equal(err.len, 10);
+	assert_ptr_equal(err.op_context, &c);
+	assert_memory_equal(small, a, 10);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100), 1);
+	free(a);
+	free(b);
+}
+
+/* Directed receives, peek and claim, cancel. */
+static void test_ep_directed_peek_cancel(void **st)
+{
+	pair *p = *st;
+	uint8_t r1[16], r2[16], s[16];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	struct fi_context cx;
+	struct iovec iov = { r2, sizeof(r2) };
+	struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+				   .tag = 7, .context = &cx };
+	int c1, c2, c3;
+
+	SKIP_WITHOUT_RAILS(st);
+	fill(s, sizeof(s), 3);
+	/* a receive for messages from itself comes first but is not the sender's */
+	assert_int_equal(fi_recv(p->ep[0], r1, sizeof(r1), NULL, p->addr[0], &c1), 0);
+	assert_int_equal(fi_recv(p->ep[0], r2, sizeof(r2), NULL, p->addr[1], &c2), 0);
+	assert_int_equal(fi_inject(p->ep[1], s, 16, p->addr[0]), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_ptr_equal(e.op_context, &c2);
+	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c1), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(err.err, FI_ECANCELED);
+	assert_ptr_equal(err.op_context, &c1);
+	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c1), -FI_ENOENT);
+	/* peek: nothing yet */
+	assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_PEEK), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(err.err, FI_ENOMSG);
+	/* peek and claim, then the claimed receive takes it (and only it) */
+	assert_int_equal(fi_tinject(p->ep[1], s, 12, p->addr[0], 7), 0);
+	for (int t = 0; t < 100000; t++) {
+		assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+		if (wait_cq(p, 0, &e, NULL, 1) == 1)
+			break;
+		assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1); /* FI_ENOMSG: again */
+	}
+	assert_ptr_equal(e.op_context, &cx);
+	assert_int_equal(e.len, 12);
+	assert_int_equal(fi_trecv(p->ep[0], r1, sizeof(r1), NULL, FI_ADDR_UNSPEC, 7, 0, &c3), 0);
+	assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_CLAIM), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), 1);
+	assert_ptr_equal(e.op_context, &cx);
+	assert_memory_equal(r2, s, 12);
+	assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_CLAIM), -FI_EINVAL); /* claimed already */
+	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c3), 0); /* c3 never matched the claimed one */
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 10), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(err.err, FI_ECANCELED);
+}
+
+/*
+ * Unexpected messages past FI_RI2N_UNEXPECTED_MB: the stream stops being read
+ * (ri2n's window holds the sender) and nothing is lost or reordered when the
+ * receives come.
+ */
+static void test_ep_unexpected_cap(void **st)
+{
+	pair *p = *st;
+	size_t keep = rfi_k.unexp_max;
+	uint8_t s[4][800], r[4][800];
+	struct fi_cq_tagged_entry e;
+	int c[4];
+
+	SKIP_WITHOUT_RAILS(st);
+	rfi_k.unexp_max = 1000;
+	for (int i = 0; i < 4; i++) {
+		fill(s[i], sizeof(s[i]), 20u + (unsigned)i);
+		assert_int_equal(fi_tsend(p->ep[1], s[i], sizeof(s[i]), NULL, p->addr[0], 5, NULL), 0);
+	}
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 20000), -FI_EAGAIN); /* nothing posted */
+	assert_non_null(((rfi_ep *)p->ep[0])->ux);
+	assert_null(((rfi_ep *)p->ep[0])->ux->next); /* one buffered, the rest wait */
+	assert_true(((rfi_ep *)p->ep[0])->ux_bytes <= 1000);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fi_trecv(p->ep[0], r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, 5, 0,
+					  &c[i]), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	}
+	rfi_k.unexp_max = keep;
+}
+
+/*
+ * A peer whose first rail never answers (nobody at that port): after
+ * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
+ * arrives; nothing arrives before.
+ */
+static void test_ep_connect_next_rail(void **st)
+{
+	pair *p = *st;
+	rfi_name nm, alt;
+	uint8_t w[RFI_NAME_LEN], r[32], s[32];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t a;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	nm = ((rfi_ep *)p->ep[1])->name;
+	if (nm.n < 2)
+		skip();
+	alt = nm;
+	alt.rail[0].port = 9; /* discard: nobody listens in the bed */
+	rfi_name_write(&alt, w);
+	assert_int_equal(fi_av_insert(p->o.av, w, 1, &a, 0, NULL), 1);
+	fill(s, sizeof(s), 5);
+	assert_int_equal(fi_recv(p->ep[1], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[0], s, sizeof(s), NULL, a, NULL), 0);
+	/* 50 virtual ms: the first attempt is still waiting */
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 2500), -FI_EAGAIN);
+	fake_now += rfi_k.attempt_ns;
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100000), 1);
+	assert_ptr_equal(e.op_context, &c);
+	assert_memory_equal(r, s, sizeof(s));
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100), 1);
+	assert_int_equal(e.flags, FI_SEND | FI_MSG);
+}
+
+/* A peer nobody answers for: the send fails on the CQ (FI_ETIMEDOUT), nothing aborts. */
+static void test_ep_unreachable_peer(void **st)
+{
+	pair *p = *st;
+	rfi_name nm;
+	uint8_t w[RFI_NAME_LEN], s[8] = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = { 0 };
+	fi_addr_t a;
+	int c, t;
+
+	SKIP_WITHOUT_RAILS(st);
+	nm = ((rfi_ep *)p->ep[1])->name;
+	for (int i = 0; i < nm.n; i++)
+		nm.rail[i].port = 9;
+	rfi_name_write(&nm, w);
+	assert_int_equal(fi_av_insert(p->o.av, w, 1, &a, 0, NULL), 1);
+	assert_int_equal(fi_send(p->ep[0], s, sizeof(s), NULL, a, &c), 0);
+	/* virtual seconds: every rail tried in turn until the connect timeout */
+	for (t = 0; t < 100; t++) {
+		ssize_t n = wait_cq(p, 0, &e, NULL, 10);
+
+		if (n == -FI_EAVAIL)
+			break;
+		assert_int_equal(n, -FI_EAGAIN);
+		fake_now += rfi_k.attempt_ns / 2;
+	}
+	assert_true(t < 100);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(err.err, FI_ETIMEDOUT);
+	assert_ptr_equal(err.op_context, &c);
+	/* the endpoint still works with its real peer */
+	assert_int_equal(fi_inject(p->ep[0], s, sizeof(s), p->addr[1]), 0);
+	{
+		uint8_t r[8];
+		int c2;
+
+		assert_int_equal(fi_recv(p->ep[1], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c2), 0);
+		assert_int_equal(wait_cq(p, 1, &e, NULL, 100000), 1);
+		assert_ptr_equal(e.op_context, &c2);
+	}
+}
+
+int main(void)
+{
+	struct timespec ts;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_name_roundtrip),
+		cmocka_unit_test(test_name_rejects),
+		cmocka_unit_test(test_getinfo_hints),
+		cmocka_unit_test(test_av),
+		cmocka_unit_test(test_cq),
+		cmocka_unit_test_setup_teardown(test_ep_tagged, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_msg_large_and_trunc, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_directed_peek_cancel, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
+	};
+
+	/* the fake clock runs far ahead of the kernel's: arrival stamps never pull it along */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fake_now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + (UINT64_C(1) << 50);
+	fi_prov_ini();
+	rfi_clock = fake_clock;
+	rfi_k.keeper_ns = 0;  /* the test drives every pass itself */
+	rfi_k.linger_ns = 0;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
