@@ -49,7 +49,7 @@ int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len)
 
 		memcpy(&ip, r, 4);
 		memcpy(&port, r + 4, 2);
-		nm->rail[i] = (rn_rail_addr){ ntohl(ip), ntohs(port), r[6] };
+		nm->rail[i] = (rn_rail_addr){ .ip = ntohl(ip), .port = ntohs(port), .prefix = r[6] };
 		if (nm->rail[i].prefix == 0 || nm->rail[i].prefix > 32 || nm->rail[i].port == 0)
 			return -FI_EINVAL;
 	}

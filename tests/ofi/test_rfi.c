@@ -27,8 +27,8 @@ static rfi_name name2(void)
 {
 	rfi_name nm = { .n = 2 };
 
-	nm.rail[0] = (rn_rail_addr){ 0xc6120101, 4000, 24 }; /* 198.18.1.1 */
-	nm.rail[1] = (rn_rail_addr){ 0xc6120201, 4001, 24 };
+	nm.rail[0] = (rn_rail_addr){ .ip = 0xc6120101, .port = 4000, .prefix = 24 }; /* 198.18.1.1 */
+	nm.rail[1] = (rn_rail_addr){ .ip = 0xc6120201, .port = 4001, .prefix = 24 };
 	return nm;
 }
 
