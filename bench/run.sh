@@ -696,10 +696,10 @@ failover() {
 		# ri2n's own events (CLOCK_MONOTONIC): the first "rail=1 down" on either side after the
 		# fault, and the sender's first "rail=1 up" after the heal (ri2n rail 1 = bed rail 2)
 		det=$(cat "$name.err" "$name.srv.err" | awk -v a="$tf0" -v tf="$tf" '/stream event/ && / rail=1 down/ {
-			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6)
+			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6) + 0
 			if (m >= a - 0.005 && (d == "" || m < d)) d = m } END { if (d != "") printf "%.1f", (d - tf) * 1000 }')
 		up=$(awk -v a="$th0" -v th="$th" '/stream event/ && / rail=1 up/ {
-			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6)
+			for (i = 1; i <= NF; i++) if ($i ~ /^mono=/) m = substr($i, 6) + 0
 			if (m >= a - 0.005 && u == "") u = m } END { if (u != "") printf "%.1f", (u - th) * 1000 }' "$name.err")
 		put "$fig" ri2n "$rep" detect_ms "$det"
 		put "$fig" ri2n "$rep" up_ms "$up"
