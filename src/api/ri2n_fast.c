@@ -47,10 +47,11 @@ static int unconnected(rn_sock *s)
 	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
 }
 
-ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
 {
-	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	int err = ENOTSOCK;
+	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	ssize_t rc;
 
 	*handled = s != NULL;
@@ -77,10 +78,11 @@ ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int 
 	return rc;
 }
 
-ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
 {
-	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	int err = ENOTSOCK;
+	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	ssize_t rc;
 
 	*handled = s != NULL;
@@ -143,7 +145,7 @@ ssize_t ri2n_send(int fd, const void *buf, size_t len, int flags)
 	struct iovec iov = { (void *)buf, len };
 	int handled;
 
-	return rn_api_send(fd, &iov, 1, flags, &handled);
+	return rn_api_send(fd, 0, &iov, 1, flags, &handled);
 }
 
 ssize_t ri2n_recv(int fd, void *buf, size_t len, int flags)
@@ -151,7 +153,7 @@ ssize_t ri2n_recv(int fd, void *buf, size_t len, int flags)
 	struct iovec iov = { buf, len };
 	int handled;
 
-	return rn_api_recv(fd, &iov, 1, flags, &handled);
+	return rn_api_recv(fd, 0, &iov, 1, flags, &handled);
 }
 
 ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt)
@@ -160,7 +162,7 @@ ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt)
 
 	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return rn_api_fail(EINVAL);
-	return rn_api_send(fd, iov, iovcnt, 0, &handled);
+	return rn_api_send(fd, 0, iov, iovcnt, 0, &handled);
 }
 
 ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt)
@@ -169,7 +171,7 @@ ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt)
 
 	if (iovcnt < 0 || iovcnt > IOV_MAX)
 		return rn_api_fail(EINVAL);
-	return rn_api_recv(fd, iov, iovcnt, 0, &handled);
+	return rn_api_recv(fd, 0, iov, iovcnt, 0, &handled);
 }
 
 int ri2n_event_fd(void)

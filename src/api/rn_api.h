@@ -32,11 +32,17 @@ void rn_api_to_descriptor(int fd);
 /*
  * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n
  * socket (errno EBADF or ENOTSOCK), so an interposer can pass the call on.
+ * known: the caller saw every close of this process's descriptors (ri2n-run
+ * does), so fd's table entry is taken as it is, without asking the kernel
+ * whether fd still is that socket (a getsockopt, 2 of 5 system calls of a
+ * small message).
  */
 #include <stdint.h>
 #include <sys/uio.h>
-ssize_t rn_api_send(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
-ssize_t rn_api_recv(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled);
+ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled);
+ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled);
 
 /*
  * The rail sockets of connected ri2n socket fd (rn_inline.h), for a poll or

@@ -75,6 +75,8 @@ typedef struct rn_shim_real {
 	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
 	FILE *(*fdopen)(int, const char *);
+	int (*fclose)(FILE *);
+	void (*closefrom)(int);
 	int (*vdprintf)(int, const char *, va_list);
 } rn_shim_real;
 
@@ -143,6 +145,14 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e);
  * the socket anyway and a stale entry costs nothing but a note.  Keeps errno.
  */
 int rn_shim_tab_kind(int fd);
+/*
+ * Whether the shim's table can be taken as it is for the data calls: the
+ * shim sees every close (close, close_range, closefrom, fclose, dup2/dup3
+ * onto a number), so a number in its table still is the socket it noted.
+ * RI2N_RUN_CHECK_FDS=1 has every data call check with the kernel instead,
+ * for programs that close descriptors with raw system calls or io_uring.
+ */
+int rn_shim_sees_closes(void);
 /*
  * Whether this process owns the table (fork() hands it to the child; a
  * vfork()ed child, sharing the parent's memory, does not own it).  While not,

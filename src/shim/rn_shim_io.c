@@ -50,7 +50,7 @@ static int fast_send(int fd, const struct iovec *iov, int iovcnt, int flags, ssi
 {
 	int saved = errno, handled;
 
-	*rc = rn_api_send(fd, iov, iovcnt, flags, &handled);
+	*rc = rn_api_send(fd, rn_shim_sees_closes(), iov, iovcnt, flags, &handled);
 	if (!handled)
 		errno = saved;
 	return handled;
@@ -60,7 +60,7 @@ static int fast_recv(int fd, const struct iovec *iov, int iovcnt, int flags, ssi
 {
 	int saved = errno, handled;
 
-	*rc = rn_api_recv(fd, iov, iovcnt, flags, &handled);
+	*rc = rn_api_recv(fd, rn_shim_sees_closes(), iov, iovcnt, flags, &handled);
 	if (!handled)
 		errno = saved;
 	return handled;

@@ -24,6 +24,12 @@ static int sys_close_range(unsigned int first, unsigned int last, int flags)
 	return (int)syscall(SYS_close_range, first, last, flags);
 }
 
+/* Used when libc lacks closefrom (before glibc 2.34). */
+static void sys_closefrom(int low)
+{
+	syscall(SYS_close_range, (unsigned int)low, ~0u, 0);
+}
+
 #define FIND(f) (*(void **)&g_real.f = dlsym(RTLD_NEXT, #f))
 
 const rn_shim_real *rn_shim_real_get(void)
@@ -71,9 +77,13 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(splice);
 	FIND(sendmmsg);
 	FIND(fdopen);
+	FIND(fclose);
+	FIND(closefrom);
 	FIND(vdprintf);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
+	if (!g_real.closefrom)
+		g_real.closefrom = sys_closefrom;
 	if (!g_real.fcntl64)
 		g_real.fcntl64 = g_real.fcntl;
 	__atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);

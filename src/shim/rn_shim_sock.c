@@ -544,6 +544,27 @@ RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 	return RN_REAL->close_range(first, last, flags);
 }
 
+/* libc closes the descriptor inside, where the shim's close never sees it */
+RN_SHIM_API int fclose(FILE *f)
+{
+	int fd = f ? fileno(f) : -1;
+
+	if (fd >= 0 && rn_shim_tab_has(fd))
+		forget_on_close(fd);
+	return RN_REAL->fclose(f);
+}
+
+RN_SHIM_API void closefrom(int low)
+{
+	if (low < 0)
+		low = 0;
+	if (rn_shim_tab_mine())
+		for (int fd = low; fd < (1 << 20); fd++)
+			if (rn_shim_tab_has(fd))
+				forget_on_close(fd);
+	RN_REAL->closefrom(low);
+}
+
 RN_SHIM_API int dup(int old)
 {
 	int nfd = RN_REAL->dup(old);

@@ -50,14 +50,22 @@ static void atfork_child(void)
 	pthread_mutex_unlock(&g.mu);
 }
 
+static int g_sees_closes; /* rn_shim_sees_closes; set once, at load */
+
+int rn_shim_sees_closes(void)
+{
+	return g_sees_closes;
+}
+
 __attribute__((constructor)) static void tab_init(void)
 {
-	const char *plain = getenv("RI2N_RUN_PLAIN_WRITES");
+	const char *plain = getenv("RI2N_RUN_PLAIN_WRITES"), *check = getenv("RI2N_RUN_CHECK_FDS");
 
 	g.owner = getpid();
 	/* the shim serves every write on a ri2n descriptor, or marks the socket (rn_shim_io.c) */
 	if (!plain || strcmp(plain, "1") != 0)
 		rn_api_writes_seen();
+	g_sees_closes = !check || strcmp(check, "1") != 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 

@@ -647,6 +647,43 @@ static void check_threads(int port)
 	CHECK(good == NTHREADS, "%d threads, a connection each, all echoed (%d good)", NTHREADS, good);
 }
 
+/*
+ * fclose() closes its descriptor inside libc, out of the shim's sight unless
+ * it interposes fclose: the number, reused at once by a socketpair, must be
+ * the socketpair's both ways, not the ri2n connection it was.
+ */
+static void check_fclose_reuse(int port)
+{
+	int fd = connect_to(dst_port(port), 'E'), sv[2], got = 0;
+	struct pollfd pf;
+	FILE *f;
+	char c = 0;
+
+	if (fd < 0)
+		return fail("connect for fclose");
+	CHECK(real_family(fd) == AF_UNIX, "the connection is ri2n's");
+	f = fdopen(fd, "r+");
+	if (!f)
+		return fail("fdopen: %s", strerror(errno));
+	fclose(f);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return fail("socketpair: %s", strerror(errno));
+	CHECK(sv[0] == fd, "the socketpair took the number fclose() freed (%d, was %d)", sv[0], fd);
+	if (write(sv[0], "x", 1) == 1) {
+		pf = (struct pollfd){ .fd = sv[1], .events = POLLIN };
+		got = poll(&pf, 1, 2000) == 1 && read(sv[1], &c, 1) == 1 && c == 'x';
+	}
+	CHECK(got, "a write on the reused number reaches its socketpair, not the closed connection");
+	got = 0;
+	if (write(sv[1], "y", 1) == 1) {
+		pf = (struct pollfd){ .fd = sv[0], .events = POLLIN };
+		got = poll(&pf, 1, 2000) == 1 && read(sv[0], &c, 1) == 1 && c == 'y';
+	}
+	CHECK(got, "a read on the reused number takes from its socketpair");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void check_sendfile_splice(int port)
 {
 	int fd = connect_to(dst_port(port), 'Z'), p[2], bad = 0;
@@ -767,6 +804,7 @@ static int check(const char *addr, int port)
 	check_fork(port);
 	check_threads(port);
 	check_sendfile_splice(port);
+	check_fclose_reuse(port);
 	check_v6(port);
 	if (getenv("RI2N_RUN_PORTS"))
 		check_stays_tcp(port);
