@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "opal/datatype/opal_convertor.h"
 #include "opal/mca/pmix/pmix.h"
@@ -20,6 +19,7 @@
 
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
+#include "rn_henv.h"
 #include "ri2n.h"
 #include "rn_log.h"
 
@@ -82,16 +82,6 @@ void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
 }
 
 /* ---- setup ---- */
-
-static uint64_t core_rng(void *u)
-{
-	uint64_t v = 0;
-
-	(void)u;
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		v ^= ri2n_now_ns() * UINT64_C(0x9e3779b97f4a7c15); /* never in practice */
-	return v;
-}
 
 static void on_io_error(void *arg, int rail, uint64_t owner, int err)
 {
@@ -249,7 +239,7 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 			m->job_size = 0;
 	}
 	ri2n_share_ceiling(m);
-	m->env = (rn_env){ .mem = { ri2n_core_alloc, ri2n_core_free, m }, .rng = core_rng,
+	m->env = (rn_env){ .mem = { ri2n_core_alloc, ri2n_core_free, m }, .rng = rn_henv_rng,
 			   .on_event = ri2n_on_core_event, .user = NULL };
 	if (io_open(m, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);

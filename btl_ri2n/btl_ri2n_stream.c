@@ -331,17 +331,8 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
  */
 static int receive(mca_btl_ri2n_module_t *m)
 {
-	uint32_t more = m->rx_more, want = more ? more : rn_hset_ready(&m->io);
-	uint64_t floor = m->core_now;
-	int n;
-
-	if (!want)
-		return 0;
-	n = rn_hset_recv(&m->io, &m->rx, want, more ? 0 : want, RX_ROUNDS, &floor,
-			 rn_hdisp_input, &m->disp, &m->rx_more);
-	if (floor > m->core_now)
-		m->core_now = floor;
-	return n;
+	return rn_hset_pass(&m->io, &m->rx, RX_ROUNDS, &m->core_now, rn_hdisp_input, &m->disp,
+			    &m->rx_more);
 }
 
 static int service(ri2n_link *l, uint64_t now, int main)

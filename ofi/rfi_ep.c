@@ -8,40 +8,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <sodium/utils.h>
 
 #include "ri2n.h"
 #include "rfi.h"
+#include "rn_henv.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 
 
 /* ---- what the core needs ---- */
-
-static void *core_alloc(void *u, size_t n)
-{
-	(void)u;
-	return calloc(1, n);
-}
-
-static void core_free(void *u, void *p)
-{
-	(void)u;
-	free(p);
-}
-
-static uint64_t core_rng(void *u)
-{
-	uint64_t v = 0;
-
-	(void)u;
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		v ^= rfi_clock() * UINT64_C(0x9e3779b97f4a7c15); /* never in practice */
-	return v;
-}
 
 static void on_core_event(void *user, const rn_event *ev)
 {
@@ -203,8 +181,8 @@ static int config(rfi_ep *ep, char *err, size_t errlen)
 		snprintf(err, errlen, "the cluster key (RI2N_KEY, RI2N_KEY_FILE) is not usable");
 		return -1;
 	}
-	ep->env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng,
-			    .on_event = on_core_event, .user = NULL };
+	ep->env = rn_henv_default(); /* the heap, the kernel's random numbers */
+	ep->env.on_event = on_core_event;
 	return 0;
 }
 

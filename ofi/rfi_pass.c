@@ -319,17 +319,8 @@ static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size
 
 static int receive(rfi_ep *ep)
 {
-	uint32_t more = ep->rx_more, want = more ? more : rn_hset_ready(&ep->io);
-	uint64_t floor = ep->core_now;
-	int n;
-
-	if (!want)
-		return 0;
-	n = rn_hset_recv(&ep->io, &ep->rx, want, more ? 0 : want, RX_ROUNDS, &floor,
-			 rn_hdisp_input, &ep->disp, &ep->rx_more);
-	if (floor > ep->core_now)
-		ep->core_now = floor;
-	return n;
+	return rn_hset_pass(&ep->io, &ep->rx, RX_ROUNDS, &ep->core_now, rn_hdisp_input, &ep->disp,
+			    &ep->rx_more);
 }
 
 /* ---- the pass ---- */

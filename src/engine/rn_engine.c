@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ri2n.h"
+#include "rn_henv.h"
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
@@ -211,29 +212,6 @@ int rn_engine_rails(const rn_rail_info **rails)
 {
 	*rails = g.rails;
 	return g.nrails;
-}
-
-/* ---- memory and randomness for the core ---- */
-
-static void *core_alloc(void *u, size_t n)
-{
-	(void)u;
-	return calloc(1, n);
-}
-
-static void core_free(void *u, void *p)
-{
-	(void)u;
-	free(p);
-}
-
-static uint64_t core_rng(void *u)
-{
-	uint64_t v;
-
-	(void)u;
-	randombytes_buf(&v, sizeof(v));
-	return v;
 }
 
 /* ---- sockets shared with API threads ---- */
@@ -457,7 +435,7 @@ static int configure(void)
 	rc = rn_knobs_key_from_env(&g.cfg);
 	if (rc)
 		return rc;
-	g.env = (rn_env){ .mem = { core_alloc, core_free, NULL }, .rng = core_rng };
+	g.env = rn_henv_default(); /* the heap, the kernel's random numbers */
 	return 0;
 }
 

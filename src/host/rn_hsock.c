@@ -562,3 +562,18 @@ int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, int ro
 		*more = want;
 	return total;
 }
+
+int rn_hset_pass(rn_hset *h, rn_hrxbuf *r, int rounds, uint64_t *now, rn_hsock_input_fn fn,
+		 void *arg, uint32_t *more)
+{
+	uint32_t left = *more, want = left ? left : rn_hset_ready(h);
+	uint64_t floor = *now;
+	int n;
+
+	if (!want)
+		return 0;
+	n = rn_hset_recv(h, r, want, left ? 0 : want, rounds, &floor, fn, arg, more);
+	if (floor > *now)
+		*now = floor;
+	return n;
+}

@@ -230,5 +230,15 @@ int rn_hrx_next(rn_hrx *b, rn_hdgram *out);
  */
 int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, int rounds,
 		 uint64_t *floor, rn_hsock_input_fn fn, void *arg, uint32_t *more);
+/*
+ * One receive pass of a driver that polls from its caller's progress calls
+ * (the BTL, the libfabric provider): the sockets the last pass left data in
+ * (*more), else those one poll() finds ready, read as rn_hset_recv does;
+ * *now, the latest time given to the core, rises to the newest arrival the
+ * clock clamp allows.  An idle pass costs one poll(), a lone message two
+ * system calls.  Returns the datagrams delivered.
+ */
+int rn_hset_pass(rn_hset *h, rn_hrxbuf *r, int rounds, uint64_t *now, rn_hsock_input_fn fn,
+		 void *arg, uint32_t *more);
 
 #endif
