@@ -120,21 +120,7 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now)
 
 void ri2n_stream_flush(ri2n_link *l, uint64_t now)
 {
-	rn_hset *io = &l->mod->io;
-
-	for (int i = 0; i < FLUSH_BUDGET; i++) {
-		uint32_t w = rn_hset_writable(io);
-		rn_tx tx;
-		ssize_t n;
-
-		if (!w)
-			break;
-		n = rn_conn_write_pkt(l->conn, now, w, rn_hset_spare(io), io->dgram, &tx);
-		if (n <= 0)
-			break;
-		if (rn_hset_queue(io, tx.local_rail, tx.to, (size_t)n, l->id) > 0)
-			rn_hset_flush_one(io, tx.local_rail); /* full: out, so the rail stays usable */
-	}
+	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, FLUSH_BUDGET);
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
 	 * happens outside the pass, which only looks at this cached value */
 	l->expiry_ns = rn_conn_expiry(l->conn);

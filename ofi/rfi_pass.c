@@ -77,21 +77,7 @@ void rfi_links_reap(rfi_ep *ep)
 
 void rfi_link_flush(rfi_link *l, uint64_t now)
 {
-	rn_hset *io = &l->ep->io;
-
-	for (int i = 0; i < FLUSH_BUDGET; i++) {
-		uint32_t w = rn_hset_writable(io);
-		rn_tx tx;
-		ssize_t n;
-
-		if (!w)
-			break;
-		n = rn_conn_write_pkt(l->conn, now, w, rn_hset_spare(io), io->dgram, &tx);
-		if (n <= 0)
-			break;
-		if (rn_hset_queue(io, tx.local_rail, tx.to, (size_t)n, l->id) > 0)
-			rn_hset_flush_one(io, tx.local_rail);
-	}
+	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, FLUSH_BUDGET);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 

@@ -577,3 +577,23 @@ int rn_hset_pass(rn_hset *h, rn_hrxbuf *r, int rounds, uint64_t *now, rn_hsock_i
 		*now = floor;
 	return n;
 }
+
+int rn_hset_send_conn(rn_hset *h, rn_conn *c, uint64_t owner, uint64_t now, int budget)
+{
+	int i;
+
+	for (i = 0; i < budget; i++) {
+		uint32_t w = rn_hset_writable(h);
+		rn_tx tx;
+		ssize_t n;
+
+		if (!w)
+			break;
+		n = rn_conn_write_pkt(c, now, w, rn_hset_spare(h), h->dgram, &tx);
+		if (n <= 0)
+			break;
+		if (rn_hset_queue(h, tx.local_rail, tx.to, (size_t)n, owner) > 0)
+			rn_hset_flush_one(h, tx.local_rail);
+	}
+	return i;
+}

@@ -240,5 +240,12 @@ int rn_hset_recv(rn_hset *h, rn_hrxbuf *r, uint32_t want, uint32_t ready, int ro
  */
 int rn_hset_pass(rn_hset *h, rn_hrxbuf *r, int rounds, uint64_t *now, rn_hsock_input_fn fn,
 		 void *arg, uint32_t *more);
+/*
+ * What connection c owes goes onto the set's rails, at most `budget`
+ * datagrams, while a rail is writable; a full queue goes out at once so the
+ * rail stays usable (the rest waits for the caller's flush).  owner tags
+ * the datagrams for error reports.  Returns the datagrams queued.
+ */
+int rn_hset_send_conn(rn_hset *h, rn_conn *c, uint64_t owner, uint64_t now, int budget);
 
 #endif
