@@ -16,7 +16,7 @@ void rn_config_default(rn_config *c)
 		.fail_min = 2,            /* the paper's M */
 		.ack_every = 8,
 		.ack_delay_ns = 200000,   /* 200 us */
-		.ack_delay_pp_ns = 2 * MS, /* the answer usually carries it first */
+		.ack_delay_pp_ns = 10 * MS, /* the answer usually carries it first; at most rto_min / 2 */
 		.heartbeat_ns = 100 * MS, /* the paper used 3 s */
 		.keepalive_ns = 100 * MS,
 		.rail_timeout_ns = 350 * MS,

@@ -466,9 +466,9 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
 	if (!c->ack_pending) {
 		int answering = c->data_tx_ns && c->data_tx_ns >= c->data_rx_ns;
-		/* well inside the sender's smallest RTO, whatever it was set to */
-		uint64_t pp = c->cfg.ack_delay_pp_ns < c->cfg.rto_min_ns / 4 ? c->cfg.ack_delay_pp_ns
-									     : c->cfg.rto_min_ns / 4;
+		/* half the sender's smallest RTO at most, whatever it was set to */
+		uint64_t pp = c->cfg.ack_delay_pp_ns < c->cfg.rto_min_ns / 2 ? c->cfg.ack_delay_pp_ns
+									     : c->cfg.rto_min_ns / 2;
 
 		c->ack_first_ns = now_ns;
 		c->ack_due_ns = now_ns + (answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);

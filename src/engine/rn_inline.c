@@ -406,7 +406,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	pf[n++] = (struct pollfd){ .fd = fd, .events = events };
 	w->next = p->waiters;
 	p->waiters = w;
-	p->nwait++;
+	rn_port_wait_begin(p, rn_now_ns());
 	rn_port_ref(p); /* the stream may end while we sleep */
 	rn_host_leave_inline();
 
@@ -516,6 +516,8 @@ int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
 
 void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
 {
+	uint64_t now = rn_now_ns();
+
 	rn_host_lock();
 	for (int i = 0; i < n; i++) {
 		rn_usock *u = rn_port_usock(r[i].fd, r[i].ino);
@@ -523,7 +525,7 @@ void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
 		h[i] = u;
 		if (u) { /* the engine keeps off while we wait on it */
 			rn_port_ref(u->port);
-			u->port->nwait++;
+			rn_port_wait_begin(u->port, now);
 		}
 	}
 	rn_host_unlock();
@@ -604,8 +606,7 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 
 		if (!u)
 			continue;
-		u->port->nwait--;
-		u->port->inline_ns = now;
+		rn_port_wait_end(u->port, now);
 		if (ready[i] && u->fd >= 0)
 			rn_port_read_some(u->port, 1u << u->idx);
 	}

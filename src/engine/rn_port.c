@@ -490,9 +490,26 @@ static void rx_set(rn_port *p, int on)
 	p->rx_off = (uint8_t)!on;
 }
 
+static uint64_t handoff_ns(const rn_port *p)
+{
+	return rn_handoff_ns(p->turn_ns);
+}
+
+void rn_port_wait_begin(rn_port *p, uint64_t now)
+{
+	if (p->nwait++ == 0) /* the program's own work since it last waited: one turn */
+		rn_handoff_turn(&p->turn_ns, p->inline_ns, now);
+}
+
+void rn_port_wait_end(rn_port *p, uint64_t now)
+{
+	p->nwait--;
+	p->inline_ns = now;
+}
+
 /*
  * Whether threads drive the port inline: one waits on its sockets now, or
- * one came back from such a wait less than RN_HANDOFF_NS ago (an event loop
+ * one came back from such a wait less than handoff_ns ago (an event loop
  * between two epoll waits, a ping-pong between a reply and the next
  * receive).  Then the engine keeps off the sockets: a datagram wakes one
  * thread, and the engine does not contend for the host lock with a busy
@@ -500,20 +517,27 @@ static void rx_set(rn_port *p, int on)
  * a non-blocking read never looks at the rails, so a program that reads
  * inline but waits elsewhere keeps the engine on duty.
  */
-static int inline_driven(const rn_port *p)
+static int inline_driven(const rn_port *p, uint64_t now)
 {
-	return p->nwait > 0 || (p->inline_ns && rn_now_ns() - p->inline_ns < RN_HANDOFF_NS);
+	return p->nwait > 0 || (p->inline_ns && now - p->inline_ns < handoff_ns(p));
 }
 
 /*
- * The engine looks again after RN_HANDOFF_NS.  (A period doubling while
- * inline threads keep the port was tried: fewer engine wake-ups, but an
- * 8-byte ping-pong on two pinned one-core hosts went from 34.6 to 39 us.)
+ * The engine looks again when the hand-off would run out, or after
+ * RN_HANDOFF_NS while a thread waits.  (A period doubling while inline
+ * threads keep the port was tried: fewer engine wake-ups, but an 8-byte
+ * ping-pong on two pinned one-core hosts went from 34.6 to 39 us.)
  */
-static void arm_fallback(rn_port *p)
+static void arm_fallback(rn_port *p, uint64_t now)
 {
-	struct timeval tv = { 0, (suseconds_t)(RN_HANDOFF_NS / 1000) };
+	uint64_t d = RN_HANDOFF_NS;
+	struct timeval tv;
 
+	if (!p->nwait && p->inline_ns && now - p->inline_ns < handoff_ns(p))
+		d = p->inline_ns + handoff_ns(p) - now;
+	if (d < 100000)
+		d = 100000;
+	tv = (struct timeval){ (time_t)(d / 1000000000), (suseconds_t)(d / 1000 % 1000000) };
 	evtimer_add(p->fallback, &tv);
 }
 
@@ -526,10 +550,10 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rn_host_lock();
-	if (inline_driven(p)) {
+	if (inline_driven(p, rn_now_ns())) {
 		/* one wake-up per datagram, the inline thread's: stay off until it leaves */
 		rx_set(p, 0);
-		arm_fallback(p);
+		arm_fallback(p, rn_now_ns());
 	} else {
 		read_port(p, UINT32_MAX, 1u << u->idx); /* all rails, interleaved */
 		rn_stream_service_dirty();
@@ -539,7 +563,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 void rn_port_catch_up(rn_port *p)
 {
-	if (p->rx_off && !inline_driven(p)) {
+	if (p->rx_off && !inline_driven(p, rn_now_ns())) {
 		rx_set(p, 1);
 		rn_port_read(p);
 	}
@@ -555,8 +579,8 @@ static void on_fallback(evutil_socket_t fd, short what, void *arg)
 	rn_host_lock();
 	if (p->rx_off) {
 		/* a thread back within the period will wait again: keep off (no toggling) */
-		if (inline_driven(p)) {
-			arm_fallback(p);
+		if (inline_driven(p, rn_now_ns())) {
+			arm_fallback(p, rn_now_ns());
 		} else {
 			rx_set(p, 1);
 			rn_port_read(p);

@@ -16,6 +16,7 @@
 
 #include "rn_core.h"
 #include "rn_engine.h"
+#include "rn_handoff.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
 
@@ -56,13 +57,14 @@ typedef struct rn_port {
 	 * sockets, each woken through its own eventfd when another thread reads
 	 * what it waits for.  While one waits, the engine keeps off the sockets
 	 * (rx_off) so that a datagram wakes one thread, not two; a fallback
-	 * timer (RN_HANDOFF_NS) gives the sockets back to the engine once
-	 * nobody waits inline.
+	 * timer gives the sockets back to the engine once nobody waits inline
+	 * (rn_handoff.h says when).
 	 */
 	struct rn_waiter *waiters;
 	int nwait;
 	uint8_t rx_off, dead;
 	uint64_t inline_ns;     /* the last inline wait's end or read */
+	uint64_t turn_ns;       /* mean time from a wait's end to the next one (rn_handoff.h) */
 	struct event *fallback;
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;
@@ -70,13 +72,6 @@ typedef struct rn_port {
 	struct rn_port *next;
 } rn_port;
 
-/*
- * 1 ms: how often the engine, kept off a port's sockets, looks whether
- * inline threads still drive it; what arrives after the last one left
- * waits at most this long for the engine (a thread that comes back to the
- * port reads it at once).
- */
-#define RN_HANDOFF_NS UINT64_C(1000000)
 
 /* A thread blocked inline: its eventfd, on a port's list. */
 typedef struct rn_waiter {
@@ -133,6 +128,9 @@ int rn_port_read(rn_port *p);
 int rn_port_read_some(rn_port *p, uint32_t mask);
 /* Engine: the port's sockets unread while an inline thread had them: read them now. */
 void rn_port_catch_up(rn_port *p);
+/* A thread begins an inline wait on the port's sockets (host lock); rn_port_wait_end when it is back. */
+void rn_port_wait_begin(rn_port *p, uint64_t now);
+void rn_port_wait_end(rn_port *p, uint64_t now);
 /* The rail socket open under descriptor number fd with inode ino, or NULL (host lock). */
 rn_usock *rn_port_usock(int fd, uint64_t ino);
 

@@ -3,9 +3,12 @@
  * wait times: it grows while waits end soon after the thread fell asleep,
  * holds while polling catches the event, shrinks to nothing when waits are
  * long, and a fixed RI2N_BUSY_POLL_US or 0 is never changed by learning.
+ * Also the engine's hand-off after inline waits (src/engine/rn_handoff.h):
+ * 1 ms for a ping-pong, twice an event loop's turn, never over 10 ms.
  */
 #include "unit_common.h"
 
+#include "rn_handoff.h"
 #include "rn_spin.h"
 
 #define US INT64_C(1000)
@@ -95,6 +98,63 @@ static void test_spin_fixed_and_off(void **state)
 	assert_int_equal(rn_spin_window(&s, 0), 0);
 }
 
+#define MS_NS UINT64_C(1000000)
+
+/* A ping-pong comes back to its wait within microseconds: the floor, 1 ms. */
+static void test_handoff_pingpong(void **state)
+{
+	uint64_t turn = 0, t = 5 * MS_NS;
+
+	(void)state;
+	rn_handoff_turn(&turn, 0, t); /* the first wait: no turn before it */
+	assert_int_equal(turn, 0);
+	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_NS);
+	for (int i = 0; i < 100; i++) {
+		rn_handoff_turn(&turn, t, t + 20000); /* 20 us of work between waits */
+		t += 50000;
+	}
+	assert_int_equal(turn, 20000);
+	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_NS);
+}
+
+/* An event loop whose turn lasts 3 ms: the engine waits 6 ms; a turn of 8 ms: 10 ms. */
+static void test_handoff_event_loop(void **state)
+{
+	uint64_t turn = 0, t = MS_NS;
+
+	(void)state;
+	for (int i = 0; i < 50; i++, t += 4 * MS_NS)
+		rn_handoff_turn(&turn, t, t + 3 * MS_NS);
+	assert_int_equal(turn, 3 * MS_NS);
+	assert_int_equal(rn_handoff_ns(turn), 6 * MS_NS);
+	for (int i = 0; i < 50; i++, t += 9 * MS_NS)
+		rn_handoff_turn(&turn, t, t + 8 * MS_NS);
+	assert_true(turn > 7 * MS_NS && turn <= 8 * MS_NS);
+	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_MAX_NS);
+}
+
+/* A second's pause counts as 10 ms; quick turns bring the floor back within a few dozen waits. */
+static void test_handoff_pause_and_back(void **state)
+{
+	uint64_t turn = 0, t = MS_NS;
+	int waits = 0;
+
+	(void)state;
+	rn_handoff_turn(&turn, t, t + 1000 * MS_NS);
+	assert_int_equal(turn, RN_HANDOFF_MAX_NS);
+	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_MAX_NS);
+	t += 1000 * MS_NS;
+	while (rn_handoff_ns(turn) > RN_HANDOFF_NS && waits < 1000) {
+		rn_handoff_turn(&turn, t, t + 10000);
+		t += 20000;
+		waits++;
+	}
+	assert_true(waits > 2 && waits < 20);
+	/* a clock that did not move (two waits in the same ns) changes nothing */
+	rn_handoff_turn(&turn, t, t);
+	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -103,6 +163,9 @@ int main(void)
 		cmocka_unit_test(test_spin_shrinks_on_long_waits),
 		cmocka_unit_test(test_spin_boundary),
 		cmocka_unit_test(test_spin_fixed_and_off),
+		cmocka_unit_test(test_handoff_pingpong),
+		cmocka_unit_test(test_handoff_event_loop),
+		cmocka_unit_test(test_handoff_pause_and_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
