@@ -378,20 +378,21 @@ static int64_t elapsed_ns(const struct timespec *t0)
 /*
  * Blocks until a datagram reaches one of the port's sockets, another thread
  * read some for us, or fd has `events` (its end of the pair closing always
- * counts).  Polls first as busy_us says (rn_spin_budget).  timeout_ns < 0: no limit.
- * Called and returns with the host lock held; 0 with *ready the port's
- * sockets that have datagrams, -EINTR, -EAGAIN (the timeout passed), -ENOMEM.
+ * counts).  Polls first as busy_us says (rn_spin_budget).  *timeout_ns and
+ * t0: see rn_inline_int.h.  Called and returns with the host lock held; 0
+ * with *ready the port's sockets that have datagrams, -EINTR, -EAGAIN (the
+ * timeout passed), -ENOMEM.
  */
-int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
-		     int busy_us, uint32_t *ready)
+int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t *timeout_ns,
+			const struct timespec *t0, int busy_us, uint32_t *ready)
 {
 	rn_port *p = st->port;
 	rn_waiter *w = waiter();
 	struct pollfd pf[RN_MAX_RAILS + 2];
 	int idx[RN_MAX_RAILS];
 	int n = 0, rc = 0, err = 0, nrail, caught = 0;
-	struct timespec t0;
-	int64_t spin;
+	struct timespec tw;
+	int64_t spin, left;
 
 	*ready = 0;
 	if (!w)
@@ -410,29 +411,31 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	rn_port_ref(p); /* the stream may end while we sleep */
 	rn_host_leave_inline();
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_MONOTONIC, &tw);
 	spin = rn_spin_budget(busy_us);
-	if (timeout_ns >= 0 && spin > timeout_ns)
-		spin = timeout_ns;
+	left = *timeout_ns == RN_WAIT_RCVTIMEO ? -1 : rn_inline_left_of(*timeout_ns, t0);
+	if (left >= 0 && spin > left)
+		spin = left;
 	if (spin > 0) {
 		do {
 			rc = (int)syscall(SYS_ppoll, pf, n, &(struct timespec){ 0, 0 }, NULL, 8);
 			if (rc == 0)
 				sched_yield(); /* a thread runnable on this CPU (the peer?) goes first */
-		} while (rc == 0 && elapsed_ns(&t0) < spin);
+		} while (rc == 0 && elapsed_ns(&tw) < spin);
 		caught = rc != 0;
 	}
 	if (rc == 0) {
-		int64_t left = timeout_ns < 0 ? -1 : timeout_ns - elapsed_ns(&t0);
-		struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+		struct timespec ts;
 
-		if (left < 0 && timeout_ns >= 0)
-			ts = (struct timespec){ 0, 0 };
-		rc = (int)syscall(SYS_ppoll, pf, n, timeout_ns < 0 ? NULL : &ts, NULL, 8);
+		if (*timeout_ns == RN_WAIT_RCVTIMEO) /* about to sleep: now the limit matters */
+			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
+		left = rn_inline_left_of(*timeout_ns, t0);
+		ts = (struct timespec){ (time_t)(left / 1000000000), (long)(left % 1000000000) };
+		rc = (int)syscall(SYS_ppoll, pf, n, left < 0 ? NULL : &ts, NULL, 8);
 	}
 	err = errno;
 	if (rc >= 0)
-		rn_spin_learn(busy_us, elapsed_ns(&t0), caught);
+		rn_spin_learn(busy_us, elapsed_ns(&tw), caught);
 
 	rn_host_enter_inline();
 	waiter_unlink(p, w);

@@ -27,9 +27,15 @@ void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now);
 int rn_inline_service(struct rn_stream *st, uint64_t now);
 /* The end of an inline call: every connection touched is served. */
 void rn_inline_finish(rn_sock *s);
-/* Waits on st's rails and fd (see rn_inline.c); 0, or -errno. */
-int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t timeout_ns,
-			int busy_us, uint32_t *ready);
+/*
+ * Waits on st's rails and fd (see rn_inline.c); 0, or -errno.  *timeout_ns:
+ * the whole call's limit from t0 (-1: none), or RN_WAIT_RCVTIMEO: fd's
+ * SO_RCVTIMEO, asked of the kernel (and stored there) only if the wait must
+ * sleep, which a wait that polling ends never does.
+ */
+#define RN_WAIT_RCVTIMEO (-2)
+int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t *timeout_ns,
+			const struct timespec *t0, int busy_us, uint32_t *ready);
 int64_t rn_inline_fd_timeout(int fd, int opt);
 int rn_inline_fd_nonblock(int fd);
 int64_t rn_inline_left_of(int64_t total, const struct timespec *t0);

@@ -258,8 +258,7 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		if (!checked) {
 			checked = 1;
 			nonblock |= rn_inline_fd_nonblock(fd);
-			if (!nonblock)
-				timeout = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
+			timeout = RN_WAIT_RCVTIMEO; /* asked only if a wait must sleep */
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 		}
 		if (nonblock) {
@@ -274,8 +273,8 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		/* a datagram already there returns at once: no read to try first */
 		rn_inline_service(st, rn_now_ns());
-		rc = rn_inline_wait_port(s, st, fd, POLLIN, rn_inline_left_of(timeout, &t0),
-			       __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED), &ready);
+		rc = rn_inline_wait_port(s, st, fd, POLLIN, &timeout, &t0,
+					 __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED), &ready);
 		if (rc < 0) {
 			rc = got ? (ssize_t)got : rc;
 			break;
