@@ -1,11 +1,14 @@
 /*
  * test_sim.c - protocol scenarios over the simulated network.
  *
- *   ri2n-sim [--seeds FIRST-LAST] [--mib N] [scenario ...]
+ *   ri2n-sim [--seeds FIRST-LAST] [--mib N] [--trace] [scenario ...]
  *
  * Every scenario moves a seeded pattern and checks every byte; each prints
  * one line per seed and, on failure, the seed and what went wrong.  Times are
  * simulated, so every figure printed is exact and repeatable for a seed.
+ * --trace: the MTU black-hole scenarios also print the server's goodput per
+ * 1 ms from 10 ms before the hole to 90 ms into it, and when each side
+ * declared the rail down (what the bench's 100 ms bins cannot show).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -275,6 +278,43 @@ static int sc_cable(uint64_t seed) { return run_blackhole(seed, 1, 0); }
 /* The server's received byte count at two moments (a probe): goodput inside the fault. */
 static uint64_t g_mark_ns[2], g_mark_bytes[2];
 
+/* --trace: the server's received bytes at each 1 ms from 10 ms before the fault (g_trace_t0) */
+enum { TRACE_MS = 100 };
+static int g_trace;
+static uint64_t g_trace_t0, g_trace_bytes[TRACE_MS];
+
+static void trace_note(const sim *s)
+{
+	uint64_t t0 = g_trace_t0;
+
+	if (g_trace && t0 && s->now_ns >= t0 && s->now_ns < t0 + TRACE_MS * MS)
+		g_trace_bytes[(s->now_ns - t0) / MS] = s->host[1].recvd;
+}
+
+static void trace_print(const sim *s, uint64_t t_fail)
+{
+	uint64_t prev = 0;
+
+	if (!g_trace || !g_trace_t0)
+		return;
+	printf("\n    Mbit/s per ms from the fault (ms:rate)");
+	for (int i = 0; i < TRACE_MS; i++) {
+		uint64_t b = g_trace_bytes[i] ? g_trace_bytes[i] : prev;
+
+		if (i)
+			printf("%s%d:%.0f", i % 10 == 1 ? "\n     " : " ", i - 10,
+			       (double)(b - prev) * 8 / 1e3);
+		prev = b;
+	}
+	for (int h = 0; h < 2; h++) {
+		const rn_event *d = sim_find_event(&s->host[h], RN_EV_RAIL_DOWN, 1, t_fail);
+
+		printf("\n    host %d: rail 1 down %s%.3f ms after the fault", h, d ? "" : "(never) ",
+		       d ? (double)(d->time_ns - t_fail) / MS : 0.0);
+	}
+	printf("\n    ");
+}
+
 static void probe_marks(sim *s, void *arg)
 {
 	const rn_event *est;
@@ -286,6 +326,7 @@ static void probe_marks(sim *s, void *arg)
 	}
 	if (!g_mark_ns[0])
 		return;
+	trace_note(s);
 	for (int i = 0; i < 2; i++)
 		if (!g_mark_bytes[i] && s->now_ns >= g_mark_ns[i])
 			g_mark_bytes[i] = s->host[1].recvd + 1;
@@ -345,6 +386,7 @@ static int check_mtu_hole(const sim *s, uint64_t t_fail, uint64_t t_heal, uint64
 	in_fault = (double)(g_mark_bytes[1] - g_mark_bytes[0]) * 8 * SEC /
 		   (double)(g_mark_ns[1] - g_mark_ns[0]);
 	printf("    in the fault %.1f Mbit/s  ", in_fault / 1e6);
+	trace_print(s, t_fail);
 	for (int h = 0; h < 2; h++) {
 		const sim_host *rx = &s->host[h], *tx = &s->host[1 - h];
 		const rn_event *det, *size, *up;
@@ -407,6 +449,8 @@ static int run_mtu_hole(uint64_t seed, int dir, int both_ways, int heal)
 	sim_net_mtu_window(&s.net, 1, t_fail, t_heal, 1000, dir);
 	memset(g_mark_bytes, 0, sizeof(g_mark_bytes));
 	memset(g_mark_ns, 0, sizeof(g_mark_ns));
+	memset(g_trace_bytes, 0, sizeof(g_trace_bytes));
+	g_trace_t0 = heal ? t_fail - 10 * MS : 0;
 	if (heal) {
 		g_mark_ns[0] = t_fail + 10 * MS;
 		g_mark_ns[1] = t_heal;
@@ -847,12 +891,14 @@ int main(int argc, char **argv)
 				last = first;
 		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
 			g_mib = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--trace")) {
+			g_trace = 1;
 		} else if (!strcmp(argv[i], "--list")) {
 			for (size_t k = 0; k < sizeof(scenarios) / sizeof(*scenarios); k++)
 				printf("%-16s %s\n", scenarios[k].name, scenarios[k].what);
 			return 0;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: %s [--seeds A-B] [--mib N] [--list] [scenario...]\n",
+			fprintf(stderr, "usage: %s [--seeds A-B] [--mib N] [--trace] [--list] [scenario...]\n",
 				argv[0]);
 			return 2;
 		} else if (nonly < 64) {
