@@ -167,7 +167,9 @@ sys.exit(0 if len(eps) == 2 and all(any(len(c["rails"]) == 2 and all(r["state"] 
 	kill -9 -- "-$pp" "-$srv" 2>/dev/null
 	wait "$pp" "$srv" 2>/dev/null
 	"$stat" --dir "$run" >/dev/null
-	[ -z "$(ls "$run")" ] || nt_fail "snapshots of gone processes left in the run directory: $(ls "$run")"
+	# (a temporary a process was killed while writing is no snapshot: ri2n-stat reads *.stat)
+	[ -z "$(ls "$run" | grep -v '\.tmp$')" ] ||
+		nt_fail "snapshots of gone processes left in the run directory: $(ls "$run")"
 	nt_ok "ri2n-stat showed both fi_pingpong endpoints' rail 1 go down in the black hole and come back"
 	;;
 *)
