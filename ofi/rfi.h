@@ -13,7 +13,7 @@
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
- * rfi_name.c (endpoint names).
+ * rfi_name.c (endpoint names), rfi_stat.c (the snapshot ri2n-stat reads).
  *
  * FI_EP_RDM over ri2n streams: an endpoint has one UDP socket per rail and
  * one ri2n listener.  The first message to a peer opens a connection to it;
@@ -283,6 +283,12 @@ struct rfi_ep {
 	rfi_unexp *ux, *ux_tail;
 	size_t ux_bytes;
 	rfi_op *free_ops;
+	/* the snapshot for ri2n-stat (rfi_stat.c) */
+	int stat_fd;                   /* its directory; -1: not publishing */
+	int stat_pid;                  /* the process that opened it */
+	char stat_name[48];            /* <pid>.fi<n>.stat */
+	unsigned long long stat_start; /* the process's start time */
+	uint64_t stat_period_ns, stat_next_ns; /* next_ns 0: due at the next pass */
 	/* counters (FI_LOG / RI2N_LOG=info at close) */
 	uint64_t msgs_out, msgs_in, bytes_out, bytes_in, unexpected, conn_failures, rail_events;
 };
@@ -326,6 +332,14 @@ void rfi_ep_cancel_all(rfi_ep *ep);
 ssize_t rfi_ep_cancel(fid_t fid, void *context);
 /* Positive FI_E* for a fatal rn_err. */
 int rfi_err_from_rn(int rn);
+
+/* rfi_stat.c: the snapshot ri2n-stat reads */
+/* Finds the directory (RI2N_RUN_DIR, ...) and names the file; at enable. */
+void rfi_stat_open(rfi_ep *ep);
+/* Writes the snapshot when due (RI2N_STAT_MS, or at once after a rail event); end of a pass. */
+void rfi_stat_pass(rfi_ep *ep, uint64_t now);
+/* Removes the file; at close. */
+void rfi_stat_close(rfi_ep *ep);
 
 /* ---- shared stubs (rfi_prov.c) ---- */
 int rfi_no_bind(struct fid *f, struct fid *b, uint64_t flags);

@@ -32,6 +32,7 @@ static void on_core_event(void *user, const rn_event *ev)
 	case RN_EV_RAIL_DOWN:
 	case RN_EV_RAIL_UP:
 		ep->rail_events++;
+		ep->stat_next_ns = 0; /* ri2n-stat shows it after this pass */
 		rn_info("ri2n provider: %s connection: rail %d %s (%s)", l->peer ? "outbound" : "inbound",
 			ev->rail, ev->type == RN_EV_RAIL_DOWN ? "down" : "up", rn_cause_name(ev->cause));
 		break;
@@ -267,6 +268,7 @@ static int ep_close(struct fid *f)
 			(unsigned long long)st.rto_events, st.mss);
 	}
 	ep->enabled = 0;
+	rfi_stat_close(ep);
 	if (ep->txcq)
 		rfi_cq_detach(ep->txcq, ep);
 	if (ep->rxcq)
@@ -324,6 +326,7 @@ static int ep_control(struct fid *f, int cmd, void *arg)
 			return -FI_ENOCQ;
 		pthread_mutex_lock(&ep->dom->lock);
 		ep->enabled = 1;
+		rfi_stat_open(ep);
 		ep->last_pass_ns = rfi_clock();
 		keeper_start(ep);
 		pthread_mutex_unlock(&ep->dom->lock);
@@ -466,6 +469,7 @@ int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **out,
 	if (!ep)
 		return -FI_ENOMEM;
 	ep->dom = dom;
+	ep->stat_fd = -1; /* not publishing before FI_ENABLE */
 	ep->caps = info->caps ? info->caps : RFI_CAPS;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

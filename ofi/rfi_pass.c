@@ -362,6 +362,7 @@ void rfi_ep_pass(rfi_ep *ep)
 	}
 	rn_hset_flush(&ep->io);
 	rfi_links_reap(ep);
+	rfi_stat_pass(ep, now);
 	__atomic_store_n(&ep->last_pass_ns, now, __ATOMIC_RELAXED);
 	ep->in_pass = 0;
 }

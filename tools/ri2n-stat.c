@@ -165,7 +165,10 @@ static void print_table(const snap *s)
 {
 	const rec *p = &s->r[1];
 
-	printf("process %s (%s)\n", get(p, "pid"), get(p, "cmd"));
+	printf("process %s (%s)", get(p, "pid"), get(p, "cmd"));
+	if (*get(p, "driver")) /* not the engine: the libfabric provider's endpoint */
+		printf(" %s endpoint %s", get(p, "driver"), get(p, "endpoint"));
+	printf("\n");
 	for (int i = 2; i < s->n; i++) {
 		const rec *r = &s->r[i];
 		char a[16], b[16], c[16], d[16];

@@ -8,12 +8,16 @@
 #                           each message's bytes checked by fi_pingpong (-c)
 #   test_ofi.sh blackhole   1 MiB ping-pongs, checked, while rail 2 is black-holed and
 #                           healed mid-run: every exchange completes, the rail is seen down
+#   test_ofi.sh stat        the same, watched with ri2n-stat --json (RI2N_STAT: its path):
+#                           both fi_pingpong processes publish their endpoint; ri2n-stat
+#                           shows rail 1 down (with its cause) while rail 2 is black-holed
+#                           and up again after the heal, and no snapshot is left behind
 #
 # FI_PROVIDER_PATH: the directory with libri2n-fi.so.  Needs libfabric-bin (fi_info,
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -50,7 +54,8 @@ fi
 
 # shellcheck source=../netns/lib.sh
 source "$here/../netns/lib.sh"
-nt_init f20t 2 2
+# RI2N_OFI_TAG: another bed name, for a second copy of these tests on the machine
+nt_init "${RI2N_OFI_TAG:-f20t}" 2 2
 ns1=$(tb_ns 1) ns2=$(tb_ns 2)
 ctl=$(tb_mgmt_addr 1)
 penv=(env RI2N_RAILS=r1,r2 RI2N_LOG=info FI_PROVIDER_PATH="$prov")
@@ -96,6 +101,76 @@ blackhole)
 		nt_fail "the black-holed rail was never seen down (finished before the fault?)"
 	nt_ok "400 checked 1 MiB ping-pongs across a black-holed and healed rail"
 	grep -h "rail 1 \(down\|up\)" "$NT_DIR/bh.cli" "$NT_DIR/bh.srv" | sed 's/^/  /' | head -n 8
+	;;
+stat)
+	stat=${RI2N_STAT:?RI2N_STAT must name ri2n-stat}
+	command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
+	run=$NT_DIR/run
+	mkdir -m 0700 "$run"
+	penv+=(RI2N_RUN_DIR="$run")
+	# 1 MiB ping-pongs, checked, for as long as the checks below take (then ended)
+	setsid ip netns exec "$ns1" "${penv[@]}" fi_pingpong -p ri2n -e rdm -c -S 1048576 -I 1000000 \
+		>"$NT_DIR/st.srv" 2>&1 &
+	NT_PIDS+=($!)
+	srv=$!
+	sleep 0.5
+	setsid ip netns exec "$ns2" "${penv[@]}" fi_pingpong -p ri2n -e rdm -c -S 1048576 -I 1000000 \
+		"$ctl" >"$NT_DIR/st.cli" 2>&1 &
+	NT_PIDS+=($!)
+	pp=$!
+	# rails STATE: 0 when ri2n-stat shows both fi_pingpong endpoints, each with a
+	# connection whose rail 1 is STATE (down: with a cause; up: after a down and an up)
+	rails() {
+		"$stat" --json --dir "$run" >"$NT_DIR/stat.json" 2>&1 || return 2
+		python3 - "$1" "$NT_DIR/stat.json" <<'PY'
+import json, sys
+want, d = sys.argv[1], json.load(open(sys.argv[2]))
+eps = [p for p in d["processes"] if p.get("driver") == "libfabric" and p.get("cmd") == "fi_pingpong"]
+def ok(c):
+    r = c["rails"][1] if len(c["rails"]) > 1 else None
+    if not r or r["state"] != want:
+        return False
+    return r["cause"] != "" if want == "down" else r["downs"] >= 1 and r["ups"] >= 1
+sys.exit(0 if len(eps) == 2 and all(any(ok(c) for c in p["connections"]) for p in eps) else 1)
+PY
+	}
+	# wait_rails STATE SECONDS
+	wait_rails() {
+		local i
+		for ((i = 0; i < $2 * 10; i++)); do
+			kill -0 "$pp" 2>/dev/null || return 1
+			rails "$1" && return 0
+			sleep 0.1
+		done
+		return 1
+	}
+	for ((i = 0; i < 100; i++)); do
+		"$stat" --json --dir "$run" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+eps = [p for p in d["processes"] if p.get("driver") == "libfabric" and p.get("cmd") == "fi_pingpong"]
+sys.exit(0 if len(eps) == 2 and all(any(len(c["rails"]) == 2 and all(r["state"] == "up" for r in c["rails"])
+                                         for c in p["connections"]) for p in eps) else 1)' && break
+		sleep 0.1
+	done
+	[ $i -lt 100 ] || nt_fail "ri2n-stat never showed both fi_pingpong endpoints with both rails up: $(cat "$NT_DIR/stat.json" 2>/dev/null | head -c 600)"
+	nt_note "both endpoints published, rails up"
+	tb_fault blackhole 2 2 on
+	wait_rails down 10 || nt_fail "ri2n-stat never showed rail 1 down in the black hole: $(head -c 1500 "$NT_DIR/stat.json")"
+	nt_note "in the black hole: $("$stat" --dir "$run" | grep -E '^ +1 ' | head -n 2 | tr -s ' ' | tr '\n' ';')"
+	tb_fault blackhole 2 2 off
+	wait_rails up 10 || nt_fail "ri2n-stat never showed rail 1 up again after the heal: $(head -c 1500 "$NT_DIR/stat.json")"
+	nt_note "after the heal: $("$stat" --dir "$run" | grep -E '^ +1 ' | head -n 2 | tr -s ' ' | tr '\n' ';')"
+	kill -0 "$srv" 2>/dev/null || nt_fail "the fi_pingpong server ended early: $(tail -n 5 "$NT_DIR/st.srv")"
+	# enough seen: end the ping-pong (killed: no fi_close removes the snapshots, ri2n-stat
+	# must know them for files of gone processes and remove them)
+	kill -9 -- "-$pp" "-$srv" 2>/dev/null
+	wait "$pp" "$srv" 2>/dev/null
+	"$stat" --dir "$run" >/dev/null
+	# (a temporary a process was killed while writing is no snapshot: ri2n-stat reads *.stat)
+	[ -z "$(ls "$run" | grep -v '\.tmp$')" ] ||
+		nt_fail "snapshots of gone processes left in the run directory: $(ls "$run")"
+	nt_ok "ri2n-stat showed both fi_pingpong endpoints' rail 1 go down in the black hole and come back"
 	;;
 *)
 	echo "unknown case $case_"

@@ -10,9 +10,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rfi.h"
 
@@ -572,9 +574,94 @@ static void test_ep_unreachable_peer(void **st)
 	}
 }
 
+/* ---- the snapshot for ri2n-stat (rfi_stat.c) ---- */
+
+static char g_run_dir[64];
+
+/* The endpoint's snapshot file read whole into buf; 0 if there is none. */
+static size_t read_snapshot(const rfi_ep *ep, char *buf, size_t cap)
+{
+	char path[160];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", g_run_dir, ep->stat_name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return n;
+}
+
+static void pass(rfi_ep *ep)
+{
+	pthread_mutex_lock(&ep->dom->lock);
+	rfi_ep_pass(ep);
+	pthread_mutex_unlock(&ep->dom->lock);
+}
+
+/*
+ * An enabled endpoint publishes at its first pass: the process (driver and
+ * endpoint named), its connection to the peer and both rails up; again only
+ * once RI2N_STAT_MS (250 ms) has passed on the endpoint's clock; fi_close
+ * removes the file.
+ */
+static void test_ep_stat(void **st)
+{
+	static char buf[16384];
+	char path[160], want[160];
+	struct fi_cq_tagged_entry e;
+	uint8_t msg[8] = "ri2nstat", r[8];
+	void *pst = NULL;
+	pair *p;
+	rfi_ep *ep;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	pair_close(st); /* this case closes its own pair, to see the file go */
+	*st = NULL;
+	assert_int_equal(pair_open(&pst), 0);
+	p = pst;
+	ep = (rfi_ep *)p->ep[1];
+	assert_true(ep->stat_fd >= 0);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], msg, sizeof(msg), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_memory_equal(r, msg, sizeof(msg));
+	for (int t = 0; t < 300; t++) { /* 300 ms, both endpoints running: a snapshot is due */
+		fake_now += 1000000;
+		pass((rfi_ep *)p->ep[0]);
+		pass(ep);
+	}
+	assert_true(read_snapshot(ep, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "ri2n-stat 1\nprocess pid="));
+	assert_non_null(strstr(buf, " driver=\"libfabric\" endpoint=\"ri2n://"));
+	assert_non_null(strstr(buf, "conn n=1 fd=-1 role=client "));
+	assert_non_null(strstr(buf, " state=established "));
+	assert_non_null(strstr(buf, "rail conn=1 index=0 "));
+	assert_non_null(strstr(buf, "rail conn=1 index=1 "));
+	assert_null(strstr(buf, "state=down"));
+	/* not again before 250 ms: the file, once removed, stays away... */
+	snprintf(path, sizeof(path), "%s/%s", g_run_dir, ep->stat_name);
+	assert_int_equal(unlink(path), 0);
+	fake_now += 1000000;
+	pass(ep);
+	assert_int_equal(read_snapshot(ep, buf, sizeof(buf)), 0);
+	/* ...until they have passed */
+	fake_now += 250000000;
+	pass(ep);
+	assert_true(read_snapshot(ep, buf, sizeof(buf)) > 0);
+	snprintf(want, sizeof(want), "%s", path);
+	assert_int_equal(pair_close(&pst), 0);
+	assert_int_equal(access(want, F_OK), -1);
+}
+
 int main(void)
 {
 	struct timespec ts;
+	int rc;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_name_roundtrip),
 		cmocka_unit_test(test_name_rejects),
@@ -587,6 +674,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
 	};
 
 	/* the fake clock runs far ahead of the kernel's: arrival stamps never pull it along */
@@ -596,5 +684,12 @@ int main(void)
 	rfi_clock = fake_clock;
 	rfi_k.keeper_ns = 0;  /* the test drives every pass itself */
 	rfi_k.linger_ns = 0;
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* the endpoints' snapshots for ri2n-stat go to a directory of the test's own */
+	snprintf(g_run_dir, sizeof(g_run_dir), "/tmp/rfi-test.XXXXXX");
+	if (!mkdtemp(g_run_dir))
+		return 1;
+	setenv("RI2N_RUN_DIR", g_run_dir, 1);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(g_run_dir); /* empty: every endpoint closed removed its file */
+	return rc;
 }
