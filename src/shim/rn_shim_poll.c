@@ -220,10 +220,16 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		int nr = 0;
 		ep_set *e;
 
-		/* its bytes may be reported from ri2n's buffer (rn_inline_held); its rail sockets */
+		/*
+		 * Its bytes may be reported from ri2n's buffer (rn_inline_held); its
+		 * rail sockets.  The table is trusted as for data calls: a MOD was
+		 * checked at its ADD, and an ADD names a number whose closes the
+		 * shim sees (an event loop re-adds its sockets every request).
+		 */
 		if (id)
-			nr = rn_api_epoll_note(fd, op == EPOLL_CTL_MOD, id, ev ? ev->events : 0,
-					       ev ? ev->data.u64 : 0, r, RN_MAX_RAILS);
+			nr = rn_api_epoll_note(fd, op == EPOLL_CTL_MOD || rn_shim_sees_closes(), id,
+					       ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
+					       RN_MAX_RAILS);
 		pthread_mutex_lock(&g_ep.mu);
 		e = ep_get(epfd, 0);
 		if (e && e->id == id) {
