@@ -49,6 +49,9 @@ static struct {
 	FILE *f;
 	int nconn;
 	uint64_t now;
+	/* the connections' state, copied under the host lock and written after it */
+	rn_stream_info *info;
+	size_t ninfo, cap;
 	/* exit removes the file while the engine thread may still be writing one */
 	pthread_mutex_t mu;
 	int closed;
@@ -63,14 +66,32 @@ static const char *ipport(const struct sockaddr_in *a, char *buf, size_t len)
 	return buf;
 }
 
-static void write_conn(struct rn_stream *st)
+/*
+ * Copies a connection's state (host lock).  Formatting ten thousand of them
+ * takes tens of ms, which the host lock must not be held for: inline
+ * threads would stall behind it every RI2N_STAT_MS.
+ */
+static void copy_conn(struct rn_stream *st)
 {
-	rn_stream_info in;
+	if (g.ninfo == g.cap) {
+		size_t cap = g.cap ? 2 * g.cap : 64;
+		rn_stream_info *n = realloc(g.info, cap * sizeof(*n));
+
+		if (!n)
+			return; /* this snapshot lists fewer */
+		g.info = n;
+		g.cap = cap;
+	}
+	rn_stream_get_info(st, &g.info[g.ninfo]);
+	g.info[g.ninfo++].name = NULL; /* the stream's own string: not kept */
+}
+
+static void write_conn(const rn_stream_info *in)
+{
 	char l[48], p[48];
 
-	rn_stream_get_info(st, &in);
-	rn_statfile_write_conn(g.f, ++g.nconn, in.fd, in.server, ipport(&in.local, l, sizeof(l)),
-			       ipport(&in.peer, p, sizeof(p)), g.now - in.created_ns, &in.cs, g.now);
+	rn_statfile_write_conn(g.f, ++g.nconn, in->fd, in->server, ipport(&in->local, l, sizeof(l)),
+			       ipport(&in->peer, p, sizeof(p)), g.now - in->created_ns, &in->cs, g.now);
 }
 
 static void write_listener(rn_port *p)
@@ -113,10 +134,18 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	g.now = rn_now_ns();
 	g.nconn = 0;
 	rn_statfile_write_process(g.f, g.start, g.now, NULL);
+	g.ninfo = 0;
 	rn_host_lock(); /* the connections' state: inline threads change it too */
 	rn_port_each_listener(write_listener);
-	rn_port_each_all(write_conn);
+	rn_port_each_all(copy_conn);
 	rn_host_unlock();
+	for (size_t i = 0; i < g.ninfo; i++)
+		write_conn(&g.info[i]);
+	if (g.cap > 256) { /* 1.7 KB a connection: a big copy is not kept between snapshots */
+		free(g.info);
+		g.info = NULL;
+		g.cap = 0;
+	}
 	pthread_mutex_lock(&g.mu);
 	if (fclose(g.f) == 0 && !g.closed)
 		renameat(g.dirfd, g.tmpname, g.dirfd, g.name);
