@@ -22,6 +22,7 @@
 
 #include "rn_events.h"
 #include "rn_inline.h"
+#include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
@@ -29,7 +30,7 @@
 static void watched_closed(rn_sock *s)
 {
 	if (s->watch_ev) {
-		event_free(s->watch_ev);
+		rn_ev_free(s->watch_ev);
 		s->watch_ev = NULL;
 	}
 	if (s->stream) { /* connecting: give up */
@@ -70,6 +71,15 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 			return;
 	}
 	rn_host_lock();
+	if (s->stream && s->stream->connected) {
+		/* connected by an inline thread, which left this watch to us: the stream's now */
+		rn_ev_free(s->watch_ev);
+		s->watch_ev = NULL;
+		rn_engine_dirty(s->stream);
+		rn_stream_service_dirty();
+		rn_host_unlock();
+		return;
+	}
 	watched_closed(s);
 	rn_stream_service_dirty();
 	rn_host_unlock();
@@ -78,11 +88,11 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 static int watch(rn_sock *s, short what)
 {
 	if (s->watch_ev)
-		event_free(s->watch_ev);
+		rn_ev_free(s->watch_ev);
 	s->watch_ev = event_new(rn_engine_base(), s->eng_fd, what | EV_PERSIST, on_watch, s);
 	if (!s->watch_ev)
 		return -ENOMEM;
-	event_add(s->watch_ev, NULL);
+	rn_ev_add(s->watch_ev, NULL);
 	return 0;
 }
 

@@ -163,6 +163,7 @@ static __thread int t_inline;
 static int g_kicked; /* (host lock) a wake-up is on its way to the engine */
 
 static __thread unsigned long t_locks; /* how often this thread took the lock */
+static __thread int t_owns;            /* this thread holds the host lock (RN_OWNS_HOST) */
 static __thread int t_engine;          /* this thread is the engine */
 
 int rn_engine_self(void)
@@ -173,22 +174,31 @@ int rn_engine_self(void)
 void rn_host_lock(void)
 {
 	pthread_mutex_lock(&g_host_mu);
+	t_owns = 1;
 	t_locks++;
 }
 
-void rn_host_unlock(void) { pthread_mutex_unlock(&g_host_mu); }
+void rn_host_unlock(void)
+{
+	t_owns = 0;
+	pthread_mutex_unlock(&g_host_mu);
+}
 
 void rn_host_enter_inline(void)
 {
 	pthread_mutex_lock(&g_host_mu);
+	t_owns = 1;
 	t_inline = 1;
 }
 
 void rn_host_leave_inline(void)
 {
 	t_inline = 0;
+	t_owns = 0;
 	pthread_mutex_unlock(&g_host_mu);
 }
+
+int rn_host_owned(void) { return t_owns; }
 
 int rn_host_inline(void) { return t_inline; }
 
@@ -442,6 +452,7 @@ static int configure(void)
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&g_host_mu);
+	t_owns = 1;
 	pthread_mutex_lock(&g.mu);
 	pthread_mutex_lock(&g_fds.mu);
 }
@@ -450,6 +461,7 @@ static void atfork_parent(void)
 {
 	pthread_mutex_unlock(&g_fds.mu);
 	pthread_mutex_unlock(&g.mu);
+	t_owns = 0;
 	pthread_mutex_unlock(&g_host_mu);
 }
 
@@ -480,6 +492,7 @@ static void atfork_child(void)
 	rn_inline_forget();
 	g_kicked = 0;
 	pthread_mutex_unlock(&g.mu);
+	t_owns = 0;
 	pthread_mutex_unlock(&g_host_mu);
 }
 

@@ -155,6 +155,22 @@ int rn_host_inline(void);
 /* Wakes the engine to run what inline threads left it; coalesced until it runs. */
 void rn_host_kick(void);
 
+/*
+ * Owner checks, compiled into debug builds (without NDEBUG: the sanitizer
+ * builds of tests/run.sh).  A function documented "(host lock)" asserts
+ * that its thread holds the lock (RN_OWNS_HOST); libevent is only called
+ * through rn_ev.h, which asserts that the thread is not driving inline.
+ */
+int rn_host_owned(void);
+#ifdef NDEBUG
+#define RN_OWNS_HOST() ((void)0)
+#define RN_NOT_INLINE() ((void)0)
+#else
+#include <assert.h>
+#define RN_OWNS_HOST() assert(rn_host_owned())
+#define RN_NOT_INLINE() assert(!rn_host_inline())
+#endif
+
 /* ---- inside the engine thread ---- */
 
 uint64_t rn_now_ns(void);

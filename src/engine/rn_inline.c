@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "rn_inline.h"
+#include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
@@ -102,6 +103,7 @@ void rn_inline_arm(struct rn_stream *st, uint64_t now)
 {
 	uint64_t exp = rn_conn_expiry(st->conn), was = st->tpend ? st->tpend_at : UINT64_MAX;
 
+	RN_OWNS_HOST();
 	(void)now;
 	if (exp < st->armed_ns) {
 		if (!st->tpend) {
@@ -132,6 +134,7 @@ static void held_remove(struct rn_stream *st)
 
 void rn_inline_stream_gone(struct rn_stream *st)
 {
+	RN_OWNS_HOST();
 	if (st->held)
 		held_remove(st);
 	if (!st->tpend)
@@ -177,7 +180,7 @@ int rn_inline_init(void)
 	g.tev = event_new(rn_engine_base(), g.tfd, EV_READ | EV_PERSIST, on_inline_timer, NULL);
 	if (!g.tev)
 		return -ENOMEM;
-	event_add(g.tev, NULL);
+	rn_ev_add(g.tev, NULL);
 	return 0;
 }
 
@@ -260,6 +263,7 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	const uint8_t *d;
 	int more;
 
+	RN_OWNS_HOST();
 	if (!st->connected || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
 		return 1; /* handshakes, endings: the engine's (they touch events, ids) */
 	more = 0;
@@ -296,6 +300,7 @@ static void serve_other(struct rn_stream *st)
 {
 	uint64_t now = rn_now_ns();
 
+	RN_OWNS_HOST();
 	if (rn_inline_ok_to_recv(st) && rn_conn_state(st->conn) == RN_ST_ESTABLISHED)
 		rn_inline_deliver_to_pair(st, now);
 	if (rn_inline_service(st, now))
@@ -576,6 +581,7 @@ static int reportable(const struct rn_stream *st, uint64_t ep_id)
 
 static void hold(struct rn_stream *st)
 {
+	RN_OWNS_HOST();
 	st->held_ns = rn_now_ns();
 	if (st->held)
 		return;

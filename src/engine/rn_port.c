@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
@@ -88,7 +89,7 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	u->wev = event_new(rn_engine_base(), u->fd, EV_WRITE, on_writable, u);
 	if (!u->rev || !u->wev)
 		return -ENOMEM;
-	event_add(u->rev, NULL);
+	rn_ev_add(u->rev, NULL);
 	return 0;
 }
 
@@ -113,6 +114,7 @@ rn_usock *rn_port_usock(int fd, uint64_t ino)
 {
 	rn_usock *u = fd >= 0 && fd < g_byfd_cap ? g_byfd[fd] : NULL;
 
+	RN_OWNS_HOST();
 	return u && u->ino == ino && !u->port->dead ? u : NULL;
 }
 
@@ -123,9 +125,9 @@ static void close_usock(rn_port *p, int idx)
 	if (u->fd >= 0 && u->fd < g_byfd_cap && g_byfd[u->fd] == u)
 		g_byfd[u->fd] = NULL;
 	if (u->rev)
-		event_free(u->rev);
+		rn_ev_free(u->rev);
 	if (u->wev)
-		event_free(u->wev);
+		rn_ev_free(u->wev);
 	if (u->fd >= 0) {
 		rn_fd_close(u->fd);
 		p->hs.s[idx].fd = -1; /* closed: rn_hsock_close frees the rest */
@@ -154,7 +156,7 @@ static void port_free(rn_port *p)
 		rn_listener_wipe(p->lis);
 	free(p->lis);
 	if (p->fallback)
-		event_free(p->fallback);
+		rn_ev_free(p->fallback);
 	if (p->defq)
 		free(p->defq[0].buf);
 	free(p->defq);
@@ -455,6 +457,7 @@ static int read_port(rn_port *p, uint32_t mask, uint32_t ready)
 {
 	int total;
 
+	RN_OWNS_HOST();
 	rn_port_ref(p);
 	total = rn_hset_recv(&p->hs, &g_rx, mask & ((1u << p->nsock) - 1), ready, RX_ROUNDS,
 			     NULL, input, p, NULL);
@@ -483,9 +486,9 @@ static void rx_set(rn_port *p, int on)
 		if (!p->s[i].rev)
 			continue;
 		if (on)
-			event_add(p->s[i].rev, NULL);
+			rn_ev_add(p->s[i].rev, NULL);
 		else
-			event_del(p->s[i].rev);
+			rn_ev_del(p->s[i].rev);
 	}
 	p->rx_off = (uint8_t)!on;
 }
@@ -497,12 +500,14 @@ static uint64_t handoff_ns(const rn_port *p)
 
 void rn_port_wait_begin(rn_port *p, uint64_t now)
 {
+	RN_OWNS_HOST();
 	if (p->nwait++ == 0) /* the program's own work since it last waited: one turn */
 		rn_handoff_turn(&p->turn_ns, p->inline_ns, now);
 }
 
 void rn_port_wait_end(rn_port *p, uint64_t now)
 {
+	RN_OWNS_HOST();
 	p->nwait--;
 	p->inline_ns = now;
 }
@@ -538,7 +543,7 @@ static void arm_fallback(rn_port *p, uint64_t now)
 	if (d < 100000)
 		d = 100000;
 	tv = (struct timeval){ (time_t)(d / 1000000000), (suseconds_t)(d / 1000 % 1000000) };
-	evtimer_add(p->fallback, &tv);
+	rn_ev_add(p->fallback, &tv);
 }
 
 /* Any socket of the port readable: read them, unless inline threads do. */
@@ -627,6 +632,7 @@ static void usock_flush(rn_usock *u, int writable)
 {
 	rn_port *p = u->port;
 
+	RN_OWNS_HOST();
 	if (p->hs.s[u->idx].blocked && !writable)
 		return;
 	p->hs.gso = gso_on(p);
@@ -642,7 +648,7 @@ static void usock_flush(rn_usock *u, int writable)
 		g_sync = 1;
 		rn_host_kick();
 	} else {
-		event_add(u->wev, NULL);
+		rn_ev_add(u->wev, NULL);
 	}
 }
 
@@ -698,7 +704,7 @@ void rn_port_sync(void)
 			if (p->s[i].want_wev) {
 				p->s[i].want_wev = 0;
 				if (p->hs.s[i].blocked)
-					event_add(p->s[i].wev, NULL);
+					rn_ev_add(p->s[i].wev, NULL);
 			}
 		}
 		for (int i = 0; i < p->ndef && p->lis; i++) {

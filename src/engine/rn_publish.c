@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_publish.h"
@@ -73,6 +74,7 @@ static const char *ipport(const struct sockaddr_in *a, char *buf, size_t len)
  */
 static void copy_conn(struct rn_stream *st)
 {
+	RN_OWNS_HOST();
 	if (g.ninfo == g.cap) {
 		size_t cap = g.cap ? 2 * g.cap : 64;
 		rn_stream_info *n = realloc(g.info, cap * sizeof(*n));
@@ -189,7 +191,7 @@ void rn_publish_start(void)
 	g.ev = event_new(rn_engine_base(), -1, EV_PERSIST, snapshot, NULL);
 	if (!g.ev)
 		return;
-	event_add(g.ev, &g.period);
+	rn_ev_add(g.ev, &g.period);
 	snapshot(-1, 0, NULL);
 	if (!registered) {
 		atexit(remove_at_exit);

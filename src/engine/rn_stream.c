@@ -23,6 +23,7 @@
 
 #include "rn_events.h"
 #include "rn_inline.h"
+#include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
@@ -66,6 +67,7 @@ struct sockaddr_in rn_stream_sin(rn_addr a)
 
 void rn_engine_dirty(rn_stream *st)
 {
+	RN_OWNS_HOST();
 	if (st->dirty)
 		return;
 	st->dirty = 1;
@@ -86,6 +88,7 @@ void rn_stream_service_dirty(void)
 {
 	uint64_t now = rn_now_ns();
 
+	RN_OWNS_HOST();
 	/* streams marked while servicing wait for the next turn of the loop */
 	g_turn = g_dirty;
 	g_dirty = g_dirty_tail = NULL;
@@ -251,11 +254,11 @@ rn_stream *rn_stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 	st->wev = event_new(rn_engine_base(), st->fd, EV_WRITE, on_user_writable, st);
 	if (!st->tev || !st->rev || !st->wev || rn_port_add(p, st, st->id)) {
 		if (st->tev)
-			event_free(st->tev);
+			rn_ev_free(st->tev);
 		if (st->rev)
-			event_free(st->rev);
+			rn_ev_free(st->rev);
 		if (st->wev)
-			event_free(st->wev);
+			rn_ev_free(st->wev);
 		free(st);
 		return NULL;
 	}
@@ -295,12 +298,12 @@ static void close_user_end(rn_stream *st, int reset)
 		return;
 	if (reset)
 		close_with_reset(st);
-	event_del(st->rev);
-	event_del(st->wev);
+	rn_ev_del(st->rev);
+	rn_ev_del(st->wev);
 	/* not connected yet: the close watch is on this end too; off the loop before
 	 * the close frees the number for another thread's next socket */
 	if (st->sock->watch_ev) {
-		event_free(st->sock->watch_ev);
+		rn_ev_free(st->sock->watch_ev);
 		st->sock->watch_ev = NULL;
 	}
 	rn_fd_close(st->fd);
@@ -350,16 +353,16 @@ static void stream_free(rn_stream *st)
 	 */
 	close_user_end(st, err != 0 && st->connected && !st->eof_sent);
 	if (s->watch_ev) {
-		event_free(s->watch_ev);
+		rn_ev_free(s->watch_ev);
 		s->watch_ev = NULL;
 	}
 	rn_stream_undirty(st);
 	rn_inline_stream_gone(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
-	event_free(st->tev);
-	event_free(st->rev);
-	event_free(st->wev);
+	rn_ev_free(st->tev);
+	rn_ev_free(st->rev);
+	rn_ev_free(st->wev);
 	rn_conn_del(st->conn);
 	rn_stream_budget_give(st);
 	st->gone = 1;
@@ -396,8 +399,14 @@ static void connected(rn_stream *st)
 			break;
 		st->junk_left -= (size_t)n;
 	}
-	if (s->watch_ev) {
-		event_free(s->watch_ev);
+	/*
+	 * The close watch is done with.  An inline thread that read the
+	 * handshake's last datagram for another connection may not touch
+	 * libevent: the engine frees it at its next service of the stream (the
+	 * watch itself ignores a close once the socket is connected).
+	 */
+	if (s->watch_ev && !rn_host_inline()) {
+		rn_ev_free(s->watch_ev);
 		s->watch_ev = NULL;
 	}
 	rn_info("connected to %s over %d rail%s", st->name, cs.npaths, cs.npaths == 1 ? "" : "s");
@@ -441,7 +450,7 @@ static void deliver(rn_stream *st, uint64_t now)
 			continue;
 		}
 		if (errno == EAGAIN) {
-			event_add(st->wev, NULL);
+			rn_ev_add(st->wev, NULL);
 			return;
 		}
 		/* EPIPE / ECONNRESET: the user closed and nobody will read this */
@@ -462,7 +471,7 @@ static int user_gone(rn_stream *st)
 static void user_closed(rn_stream *st, uint64_t now)
 {
 	st->user_eof = 1;
-	event_del(st->rev);
+	rn_ev_del(st->rev);
 	st->rd_on = 0;
 	if (__atomic_load_n(&st->sock->abort_close, __ATOMIC_RELAXED) && user_gone(st)) {
 		/* SO_LINGER {1, 0}: an abortive close, as TCP's: the peer gets a RESET */
@@ -481,7 +490,7 @@ static void take(rn_stream *st, uint64_t now)
 	if (st->fd < 0 || st->user_eof || !st->connected ||
 	    rn_conn_state(st->conn) != RN_ST_ESTABLISHED) {
 		if (st->rd_on) {
-			event_del(st->rev);
+			rn_ev_del(st->rev);
 			st->rd_on = 0;
 		}
 		return;
@@ -507,10 +516,10 @@ static void take(rn_stream *st, uint64_t now)
 	}
 	/* read more when there is room; stop reading when there is none (back-pressure) */
 	if (space > 0 && !st->rd_on) {
-		event_add(st->rev, NULL);
+		rn_ev_add(st->rev, NULL);
 		st->rd_on = 1;
 	} else if (space == 0 && st->rd_on) {
-		event_del(st->rev);
+		rn_ev_del(st->rev);
 		st->rd_on = 0;
 	}
 }
@@ -521,6 +530,7 @@ int rn_stream_flush(rn_stream *st, uint64_t now)
 	rn_port *p = st->port;
 	int sent = 0;
 
+	RN_OWNS_HOST();
 	while (sent < SERVICE_BUDGET) {
 		rn_tx tx;
 		uint32_t w = rn_port_writable(p);
@@ -551,12 +561,12 @@ static void arm_timer(rn_stream *st, uint64_t now)
 		return;
 	st->armed_ns = exp;
 	if (exp == UINT64_MAX) {
-		evtimer_del(st->tev);
+		rn_ev_del(st->tev);
 	} else {
 		uint64_t d = exp > now ? exp - now : 0;
 		struct timeval tv = { (time_t)(d / 1000000000), (suseconds_t)(d % 1000000000 / 1000) };
 
-		evtimer_add(st->tev, &tv);
+		rn_ev_add(st->tev, &tv);
 	}
 }
 
@@ -585,6 +595,11 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 {
 	int more;
 
+	RN_OWNS_HOST();
+	if (st->connected && st->sock->watch_ev) { /* connected inline (see connected()) */
+		rn_ev_free(st->sock->watch_ev);
+		st->sock->watch_ev = NULL;
+	}
 	/* its record may have gone to a prefork worker: the engine's copy of A must go */
 	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
 		rn_stream_prune_taken(st->port->lsock);
