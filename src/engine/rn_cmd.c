@@ -269,7 +269,9 @@ void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
 	rn_conn_get_stats(st->conn, &out->cs);
 }
 
-static int g_pending, g_exit_mode;
+struct pending {
+	int mode, n;
+};
 
 /*
  * At exit (see drain_at_exit in ri2n_api.c), by mode:
@@ -282,40 +284,41 @@ static int g_pending, g_exit_mode;
  *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
  *                  then count what still has a RESET or ACK to send
  */
-static void count_pending(rn_stream *st)
+static void count_pending(rn_stream *st, void *ctx)
 {
+	struct pending *pd = ctx;
 	int state = rn_conn_state(st->conn);
 
-	if (g_exit_mode == RN_EXIT_OPEN) {
-		g_pending += state == RN_ST_ESTABLISHED;
+	if (pd->mode == RN_EXIT_OPEN) {
+		pd->n += state == RN_ST_ESTABLISHED;
 		return;
 	}
-	if (g_exit_mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
+	if (pd->mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
 		rn_conn_abort(st->conn, rn_now_ns());
 		rn_engine_dirty(st);
-		g_pending++;
+		pd->n++;
 		return;
 	}
 
 	if (state == RN_ST_LINGER) {
-		g_pending++;
+		pd->n++;
 		return;
 	}
 	if (state == RN_ST_CLOSED) {
-		g_pending += rn_conn_owes(st->conn); /* a last RESET to send */
+		pd->n += rn_conn_owes(st->conn); /* a last RESET to send */
 		return;
 	}
 	if (state != RN_ST_ESTABLISHED)
 		return;
 	/* the user's bytes are not all read, sent and acknowledged with the FIN, or an ACK is owed */
 	if (!st->user_eof || !st->fin_queued || rn_conn_owes(st->conn))
-		g_pending++;
+		pd->n++;
 }
 
 int rn_stream_cmd_pending(int mode)
 {
-	g_pending = 0;
-	g_exit_mode = mode;
-	rn_port_each_all(count_pending);
-	return g_pending;
+	struct pending pd = { mode, 0 };
+
+	rn_port_each_all(count_pending, &pd);
+	return pd.n;
 }

@@ -296,10 +296,11 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
  * its bytes go into its descriptor (where poll, epoll or a read finds
  * them), what it owes goes out; the rest is the engine's.
  */
-static void serve_other(struct rn_stream *st)
+static void serve_other(struct rn_stream *st, void *ctx)
 {
 	uint64_t now = rn_now_ns();
 
+	(void)ctx;
 	RN_OWNS_HOST();
 	if (rn_inline_ok_to_recv(st) && rn_conn_state(st->conn) == RN_ST_ESTABLISHED)
 		rn_inline_deliver_to_pair(st, now);
@@ -323,7 +324,7 @@ void rn_inline_finish(rn_sock *s)
 		else
 			rn_stream_undirty(st);
 	}
-	rn_stream_each_dirty(serve_other);
+	rn_stream_each_dirty(serve_other, NULL);
 	if (rn_stream_dirty_pending())
 		rn_host_kick();
 }
@@ -542,12 +543,12 @@ void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
 
 /* ---- epoll readiness from the core (ri2n-run) ---- */
 
-/* The epoll wait being ended (host lock): where its reports go. */
-static struct {
-	uint64_t ino;
+/* An epoll wait being ended: where its reports go (serve_watch's context). */
+struct wait_reports {
+	uint64_t ep_id;
 	rn_ready *out;
 	int max, n;
-} g_wait;
+};
 
 void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data)
 {
@@ -591,21 +592,24 @@ static void hold(struct rn_stream *st)
 }
 
 /* A connection whose datagrams the epoll wait read: reported, else as serve_other. */
-static void serve_watch(struct rn_stream *st)
+static void serve_watch(struct rn_stream *st, void *ctx)
 {
-	if (g_wait.n < g_wait.max && reportable(st, g_wait.ino)) {
-		g_wait.out[g_wait.n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
+	struct wait_reports *w = ctx;
+
+	if (w->n < w->max && reportable(st, w->ep_id)) {
+		w->out[w->n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
 		hold(st);
 		if (service_x(st, rn_now_ns(), 0))
 			rn_engine_dirty(st);
 		return;
 	}
-	serve_other(st);
+	serve_other(st, NULL);
 }
 
 void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
 			 int max, int *nout)
 {
+	struct wait_reports w = { ep_id, out, max, 0 };
 	uint64_t now;
 
 	rn_host_enter_inline();
@@ -619,15 +623,9 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 		if (ready[i] && u->fd >= 0)
 			rn_port_read_some(u->port, 1u << u->idx);
 	}
-	g_wait.ino = ep_id;
-	g_wait.out = out;
-	g_wait.max = max;
-	g_wait.n = 0;
-	rn_stream_each_dirty(serve_watch); /* no epoll set (poll, select): serve_other */
+	rn_stream_each_dirty(serve_watch, &w); /* no epoll set (poll, select): serve_other */
 	if (nout)
-		*nout = g_wait.n;
-	g_wait.out = NULL;
-	g_wait.ino = 0;
+		*nout = w.n;
 	rn_inline_finish(NULL);
 	for (int i = 0; i < n; i++)
 		if (h[i])
@@ -660,7 +658,7 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 		st->held = 0;
 		st->held_next = NULL;
 		if (st->sock && st->sock->ep_id != ep_id)
-			serve_other(st);
+			serve_other(st, NULL);
 	}
 	rn_inline_finish(NULL);
 	rn_host_leave_inline();

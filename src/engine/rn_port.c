@@ -295,27 +295,36 @@ void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id)
 	rn_htab_del(&p->tab, id, st);
 }
 
+struct each_ctx {
+	rn_stream_fn fn;
+	void *ctx;
+};
+
 static void each_one(void *v, void *arg)
 {
-	((void (*)(struct rn_stream *))arg)(v);
+	const struct each_ctx *e = arg;
+
+	e->fn(v, e->ctx);
 }
 
-void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st))
+void rn_port_each(rn_port *p, rn_stream_fn fn, void *ctx)
 {
-	rn_htab_each(&p->tab, each_one, (void *)fn);
+	struct each_ctx e = { fn, ctx };
+
+	rn_htab_each(&p->tab, each_one, &e);
 }
 
-void rn_port_each_all(void (*fn)(struct rn_stream *st))
+void rn_port_each_all(rn_stream_fn fn, void *ctx)
 {
 	for (rn_port *p = g_ports; p; p = p->next)
-		rn_port_each(p, fn);
+		rn_port_each(p, fn, ctx);
 }
 
-void rn_port_each_listener(void (*fn)(rn_port *p))
+void rn_port_each_listener(void (*fn)(rn_port *p, void *ctx), void *ctx)
 {
 	for (rn_port *p = g_ports; p; p = p->next)
 		if (p->lis)
-			fn(p);
+			fn(p, ctx);
 }
 
 /* ---- receive ---- */

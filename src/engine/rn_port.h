@@ -99,11 +99,13 @@ rn_port *rn_port_find_number(uint16_t number);
 rn_port *rn_port_client(uint32_t mask, int *err);
 
 int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id);
-/* Calls fn on every connection of the port; of every port. */
-void rn_port_each(rn_port *p, void (*fn)(struct rn_stream *st));
-void rn_port_each_all(void (*fn)(struct rn_stream *st));
-/* Calls fn on every port that has a listener. */
-void rn_port_each_listener(void (*fn)(rn_port *p));
+/* A connection iterator's callback: ctx is the caller's, passed through. */
+typedef void (*rn_stream_fn)(struct rn_stream *st, void *ctx);
+/* Calls fn(st, ctx) on every connection of the port; of every port (host lock). */
+void rn_port_each(rn_port *p, rn_stream_fn fn, void *ctx);
+void rn_port_each_all(rn_stream_fn fn, void *ctx);
+/* Calls fn(p, ctx) on every port that has a listener. */
+void rn_port_each_listener(void (*fn)(rn_port *p, void *ctx), void *ctx);
 /* Removes a connection; its datagrams still queued go out without it. */
 void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id);
 

@@ -72,8 +72,9 @@ static const char *ipport(const struct sockaddr_in *a, char *buf, size_t len)
  * takes tens of ms, which the host lock must not be held for: inline
  * threads would stall behind it every RI2N_STAT_MS.
  */
-static void copy_conn(struct rn_stream *st)
+static void copy_conn(struct rn_stream *st, void *ctx)
 {
+	(void)ctx;
 	RN_OWNS_HOST();
 	if (g.ninfo == g.cap) {
 		size_t cap = g.cap ? 2 * g.cap : 64;
@@ -96,8 +97,10 @@ static void write_conn(const rn_stream_info *in)
 			       ipport(&in->peer, p, sizeof(p)), g.now - in->created_ns, &in->cs, g.now);
 }
 
-static void write_listener(rn_port *p)
+/* ctx: the snapshot being written */
+static void write_listener(rn_port *p, void *ctx)
 {
+	FILE *f = ctx;
 	uint64_t drops = p->drops_unknown + p->drops_backlog;
 	int queued = 0;
 
@@ -108,7 +111,7 @@ static void write_listener(rn_port *p)
 		queued = p->lsock->accq_len;
 		pthread_mutex_unlock(&p->lsock->mu);
 	}
-	fprintf(g.f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
+	fprintf(f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
 		     "drops_backlog=%llu drops_auth=%llu keyed=%d refused=%llu resets=%llu\n",
 		p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
@@ -138,8 +141,8 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	rn_statfile_write_process(g.f, g.start, g.now, NULL);
 	g.ninfo = 0;
 	rn_host_lock(); /* the connections' state: inline threads change it too */
-	rn_port_each_listener(write_listener);
-	rn_port_each_all(copy_conn);
+	rn_port_each_listener(write_listener, g.f);
+	rn_port_each_all(copy_conn, NULL);
 	rn_host_unlock();
 	for (size_t i = 0; i < g.ninfo; i++)
 		write_conn(&g.info[i]);

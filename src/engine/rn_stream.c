@@ -101,7 +101,7 @@ void rn_stream_service_dirty(void)
 	}
 }
 
-void rn_stream_each_dirty(void (*fn)(rn_stream *st))
+void rn_stream_each_dirty(rn_stream_fn fn, void *ctx)
 {
 	rn_stream *list = g_dirty;
 
@@ -111,7 +111,7 @@ void rn_stream_each_dirty(void (*fn)(rn_stream *st))
 
 		list = st->dirty_next;
 		st->dirty = 0;
-		fn(st);
+		fn(st, ctx);
 	}
 }
 
@@ -709,25 +709,25 @@ void rn_stream_send_error(rn_stream *st, int idx, int err)
 	rn_engine_dirty(st);
 }
 
-static void mark_dirty(rn_stream *st)
+static void mark_dirty(rn_stream *st, void *ctx)
 {
+	(void)ctx;
 	rn_engine_dirty(st);
 }
 
 void rn_stream_port_writable(rn_port *p)
 {
-	rn_port_each(p, mark_dirty);
+	rn_port_each(p, mark_dirty, NULL);
 }
 
-/* The address a port unreachable named (rn_port_each's callback takes no argument). */
-static rn_addr g_refused_to;
-
-static void refused_one(rn_stream *st)
+/* ctx: the address a port unreachable named */
+static void refused_one(rn_stream *st, void *ctx)
 {
+	const rn_addr *to = ctx;
 	rn_addr a = rn_conn_peer(st->conn);
 
 	/* only the connection whose INIT went there: a forged error naming another does nothing */
-	if (a.ip != g_refused_to.ip || a.port != g_refused_to.port)
+	if (a.ip != to->ip || a.port != to->port)
 		return;
 	rn_conn_refused(st->conn, rn_now_ns());
 	rn_engine_dirty(st);
@@ -737,9 +737,8 @@ void rn_stream_refused(rn_port *p, int idx, rn_addr to)
 {
 	(void)idx;
 	/* only a connection still sending INIT takes it (rn_conn_refused) */
-	g_refused_to = to;
 	if (!p->lis)
-		rn_port_each(p, refused_one);
+		rn_port_each(p, refused_one, &to);
 }
 
 

@@ -76,7 +76,7 @@ void rn_stream_port_writable(rn_port *p);
 /* Services every stream marked since the last call. */
 void rn_stream_service_dirty(void);
 /* Takes every marked stream off the list and calls fn on it (which may mark it again). */
-void rn_stream_each_dirty(void (*fn)(struct rn_stream *st));
+void rn_stream_each_dirty(rn_stream_fn fn, void *ctx);
 /* Whether streams wait to be serviced. */
 int rn_stream_dirty_pending(void);
 /* Takes a stream off the list of streams to service. */
