@@ -3,8 +3,9 @@
 #
 # While h1 streams to h2 over 2 shaped rails, `ri2n-stat --json` run in h1's
 # namespace must show the sender's connection with both rails up and
-# counters growing; one second after rail 1 (the second rail) is black-holed
-# it must show it down, and one second after the heal up again.  The
+# counters growing; within 3 s of rail 1 (the second rail) being black-holed
+# it must show it down, and within 3 s of the heal up again (polled: on a
+# loaded machine each look at ri2n-stat can take most of a second).  The
 # sender's application must have received the events: connected, rail 1
 # down, rail 1 up, closed.
 source "$(dirname "$0")/lib.sh"
@@ -25,6 +26,19 @@ c = p[0]['connections'][0]
 print($2)"
 }
 
+# rails_become PID WANT: polls the rails' states until they read WANT, for at most 3 s
+rails_become() {
+	local states end=$((SECONDS + 3))
+	while :; do
+		states=$(field "$1" "' '.join(r['state'] for r in c['rails'])")
+		[ "$states" = "$2" ] && return 0
+		[ $SECONDS -lt $end ] || break
+		sleep 0.2
+	done
+	echo "$states"
+	return 1
+}
+
 nt_serve 2 --once
 # long enough for every check below even on a slow (sanitizer) build
 nt_send_bg x 1 2 --seconds 14
@@ -42,18 +56,17 @@ b=$(field "$spid" "sum(r['tx_packets'] for r in c['rails'])")
 nt_note "both rails up, tx packets $a -> $b"
 
 tb_fault blackhole 1 2 on
-sleep 1
-states=$(field "$spid" "' '.join(r['state'] for r in c['rails'])")
-[ "$states" = "up down" ] || nt_fail "1 s after the black hole: rails are '$states', want 'up down'"
+states=$(rails_become "$spid" "up down") ||
+	nt_fail "3 s after the black hole: rails are '$states', want 'up down'"
 cause=$(field "$spid" "c['rails'][1]['cause']")
-nt_note "rail 1 down 1 s after the black hole ($cause)"
+nt_note "rail 1 down after the black hole ($cause)"
 
 tb_fault blackhole 1 2 off
-sleep 1
-states=$(field "$spid" "' '.join(r['state'] for r in c['rails'])")
-kill -0 "$NT_PID" 2>/dev/null || nt_fail "the transfer ended before the heal could be checked (a slow machine?)"
-[ "$states" = "up up" ] || nt_fail "1 s after the heal: rails are '$states', want 'up up'"
-nt_note "rail 1 up again 1 s after the heal"
+states=$(rails_become "$spid" "up up") || {
+	kill -0 "$NT_PID" 2>/dev/null || nt_fail "the transfer ended before the heal could be checked (a slow machine?)"
+	nt_fail "3 s after the heal: rails are '$states', want 'up up'"
+}
+nt_note "rail 1 up again after the heal"
 
 wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 nt_require_verified x
