@@ -13,7 +13,7 @@
  *
  * The header and the packet number are authenticated; the body (ACK block
  * and payload) is encrypted, or only authenticated in the integrity-only mode
- * (RI2N_KEY_AUTH_ONLY: AES-GMAC, about twice as fast, payload in clear).
+ * (RI2N_KEY_AUTH_ONLY: AES-GMAC, more than twice as cheap, payload in clear).
  *
  * Keys.  Both ends derive the connection's secret with HKDF-SHA256 from the
  * cluster key and the handshake's randomness (both connection ids and both
