@@ -9,6 +9,9 @@ set -euo pipefail
 # libssl-dev: OpenSSL 3's libcrypto seals keyed datagrams (AES-256-GCM, HKDF)
 build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-dev libcmocka-dev
 	libhwloc-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev libfabric-dev)
+# libipsec-mb-dev (amd64 only): Intel's AES-256-GCM, about 3 times faster per keyed datagram
+# than OpenSSL 3.0's; without it the build seals with OpenSSL, on the same wire
+[ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && build_pkgs+=(libipsec-mb-dev)
 # libfabric-dev: ofi/ builds the libfabric provider libri2n-fi.so against it
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
 	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin)

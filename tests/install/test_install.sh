@@ -23,8 +23,12 @@ cc -O2 -Wall -Werror -o "$NT_DIR/contract" "$NT_ROOT/tests/install/contract.c" \
 cmake -S "$NT_ROOT/tests/install/cmake" -B "$NT_DIR/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
 	>"$NT_DIR/cmake.log" 2>&1 && cmake --build "$NT_DIR/cmake" >>"$NT_DIR/cmake.log" 2>&1 ||
 	nt_fail "the contract program does not build with find_package(ri2n): $(tail -n 5 "$NT_DIR/cmake.log")"
-ldd "$NT_DIR/cmake/contract_static" | grep -q libri2n && nt_fail "contract_static is not linked statically"
-ldd "$NT_DIR/cmake/contract_shared" | grep -q "libri2n.so.0 => $prefix" ||
+# ldd's output read whole first: `ldd | grep -q` under pipefail fails when grep stops reading
+# before ldd has written its last line (SIGPIPE), as it did now and then
+deps=$(ldd "$NT_DIR/cmake/contract_static")
+grep -q libri2n <<<"$deps" && nt_fail "contract_static is not linked statically"
+deps=$(ldd "$NT_DIR/cmake/contract_shared")
+grep -q "libri2n.so.0 => $prefix" <<<"$deps" ||
 	nt_fail "contract_shared does not use the installed libri2n.so"
 export LD_LIBRARY_PATH=$prefix/lib
 nt_init inst 2 2 1gbit

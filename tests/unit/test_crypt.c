@@ -28,38 +28,160 @@ static void unhex(uint8_t *out, const char *hex)
 
 /* ---- known answers ---- */
 
-/* AES-256-GCM, McGrew and Viega's test case 16 (96-bit IV, 20 bytes of AAD). */
+/* The implementations this build and CPU have: OpenSSL always, ipsec-mb where it is built in. */
+static int impls(rn_aead_impl out[2])
+{
+	rn_aead probe;
+	uint8_t key[32] = { 0 };
+	int n = 0;
+
+	out[n++] = RN_AEAD_OPENSSL;
+	if (rn_aead_init(&probe, key, 1, RN_AEAD_IMB) == 0) {
+		out[n++] = RN_AEAD_IMB;
+		rn_aead_free(&probe);
+	}
+	return n;
+}
+
+/* AES-256-GCM, McGrew and Viega's test case 16 (96-bit IV, 20 bytes of AAD), through each implementation. */
 static void test_crypt_gcm_vector(void **state)
 {
 	uint8_t key[32], iv[12], aad[20], pt[60], ct[60], want[60], tag[16], want_tag[16], back[60];
-	void *enc, *dec;
+	rn_aead enc, dec;
+	rn_aead_impl im[2];
+	int ni = impls(im);
 
 	(void)state;
 	unhex(key, "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308");
 	unhex(iv, "cafebabefacedbaddecaf888");
-	unhex(aad, "feedfacedeadbeeffeedfacedeadbeefabaddad2");
 	unhex(pt, "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
 		  "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39");
 	unhex(want, "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
 		    "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662");
 	unhex(want_tag, "76fc6ece0f4e1768cddf8853bb2d551b");
-	enc = rn_aead_new(key, 1);
-	dec = rn_aead_new(key, 0);
-	assert_non_null(enc);
-	assert_non_null(dec);
-	assert_int_equal(rn_aead_seal(enc, iv, aad, sizeof(aad), pt, sizeof(pt), ct, tag), 0);
-	assert_memory_equal(ct, want, sizeof(ct));
-	assert_memory_equal(tag, want_tag, sizeof(tag));
-	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), 0);
-	assert_memory_equal(back, pt, sizeof(pt));
-	/* one bit anywhere: refused */
-	ct[59] ^= 1;
-	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
-	ct[59] ^= 1;
-	aad[0] ^= 1;
-	assert_int_equal(rn_aead_open(dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
-	rn_aead_del(enc);
-	rn_aead_del(dec);
+	for (int i = 0; i < ni; i++) {
+		unhex(aad, "feedfacedeadbeeffeedfacedeadbeefabaddad2");
+		assert_int_equal(rn_aead_init(&enc, key, 1, im[i]), 0);
+		assert_int_equal(rn_aead_init(&dec, key, 0, im[i]), 0);
+		assert_int_equal(enc.impl, im[i]);
+		assert_int_equal(rn_aead_seal(&enc, iv, aad, sizeof(aad), pt, sizeof(pt), ct, tag), 0);
+		assert_memory_equal(ct, want, sizeof(ct));
+		assert_memory_equal(tag, want_tag, sizeof(tag));
+		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), 0);
+		assert_memory_equal(back, pt, sizeof(pt));
+		/* one bit anywhere: refused */
+		ct[59] ^= 1;
+		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+		ct[59] ^= 1;
+		aad[0] ^= 1;
+		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+		aad[0] ^= 1;
+		tag[15] ^= 0x80;
+		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+		rn_aead_free(&enc);
+		rn_aead_free(&dec);
+		/* freed: the key schedule is wiped */
+		for (size_t b = 0; b < sizeof(enc.imb_key); b++)
+			assert_int_equal(enc.imb_key[b], 0);
+		assert_null(enc.evp);
+	}
+	if (ni < 2)
+		print_message("ipsec-mb not built in or no AES-NI: OpenSSL only\n");
+}
+
+static uint64_t xs_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * ipsec-mb and OpenSSL compute the same AEAD (ends built either way talk to
+ * each other): for every body length 0..1500 and some up to 64 KiB, AAD of
+ * 0..64 bytes or the whole datagram (the integrity-only mode), in place or
+ * not, each seals what the other opens, byte for byte and tag for tag; a
+ * changed bit in the body, the AAD or the tag is refused by both, and so is
+ * another key.
+ */
+static void test_crypt_impls_agree(void **state)
+{
+	static uint8_t pt[65536], aad[1600], c1[65536], c2[65536], back[65536];
+	uint8_t key[32], key2[32], nonce[12], t1[16], t2[16];
+	rn_aead_impl im[2];
+	rn_aead ie, id, oe, od, wrong;
+	uint64_t x = 0x9e3779b97f4a7c15u;
+
+	(void)state;
+	if (impls(im) < 2)
+		skip();
+	for (size_t i = 0; i < sizeof(pt); i++)
+		pt[i] = (uint8_t)xs_next(&x);
+	for (size_t i = 0; i < sizeof(aad); i++)
+		aad[i] = (uint8_t)xs_next(&x);
+	for (int i = 0; i < 32; i++) {
+		key[i] = (uint8_t)xs_next(&x);
+		key2[i] = key[i] ^ (i == 31);
+	}
+	assert_int_equal(rn_aead_init(&ie, key, 1, RN_AEAD_IMB), 0);
+	assert_int_equal(rn_aead_init(&id, key, 0, RN_AEAD_IMB), 0);
+	assert_int_equal(rn_aead_init(&oe, key, 1, RN_AEAD_OPENSSL), 0);
+	assert_int_equal(rn_aead_init(&od, key, 0, RN_AEAD_OPENSSL), 0);
+	assert_int_equal(rn_aead_init(&wrong, key2, 0, RN_AEAD_IMB), 0);
+	for (size_t len = 0; len <= 65536; len += len < 1500 ? 1 : 4093) {
+		size_t al = len % 5 == 4 ? 24 + len : len % 65; /* whole datagram as AAD: integrity only */
+		const uint8_t *a = al > sizeof(aad) ? pt : aad;
+		const uint8_t *in = al > sizeof(aad) ? NULL : pt;
+		size_t n = in ? len : 0;
+
+		if (al > sizeof(aad) && al > sizeof(pt))
+			continue;
+		for (int i = 0; i < 12; i++)
+			nonce[i] = (uint8_t)xs_next(&x);
+		assert_int_equal(rn_aead_seal(&ie, nonce, a, al, in, n, c1, t1), 0);
+		memcpy(c2, pt, n); /* OpenSSL in place */
+		assert_int_equal(rn_aead_seal(&oe, nonce, a, al, in ? c2 : NULL, n, c2, t2), 0);
+		assert_memory_equal(t1, t2, 16);
+		if (n)
+			assert_memory_equal(c1, c2, n);
+		/* each opens the other's, ipsec-mb in place */
+		assert_int_equal(rn_aead_open(&od, nonce, a, al, in ? c1 : NULL, n, back, t1), 0);
+		if (n)
+			assert_memory_equal(back, pt, n);
+		assert_int_equal(rn_aead_open(&id, nonce, a, al, in ? c2 : NULL, n, c2, t2), 0);
+		if (n)
+			assert_memory_equal(c2, pt, n);
+		assert_int_equal(rn_aead_open(&wrong, nonce, a, al, in ? c1 : NULL, n, back, t1), -1);
+		/* one bit of the ciphertext, the AAD or the tag */
+		if (n) {
+			c1[len / 2] ^= 4;
+			assert_int_equal(rn_aead_open(&id, nonce, a, al, c1, n, back, t1), -1);
+			assert_int_equal(rn_aead_open(&od, nonce, a, al, c1, n, back, t1), -1);
+			c1[len / 2] ^= 4;
+		}
+		if (al && a == aad) {
+			aad[al - 1] ^= 1;
+			assert_int_equal(rn_aead_open(&id, nonce, a, al, in ? c1 : NULL, n, back, t1), -1);
+			assert_int_equal(rn_aead_open(&od, nonce, a, al, in ? c1 : NULL, n, back, t1), -1);
+			aad[al - 1] ^= 1;
+		}
+		t1[len % 16] ^= 0x10;
+		assert_int_equal(rn_aead_open(&id, nonce, a, al, in ? c1 : NULL, n, back, t1), -1);
+		assert_int_equal(rn_aead_open(&od, nonce, a, al, in ? c1 : NULL, n, back, t1), -1);
+	}
+	/* a rekeyed ipsec-mb context is the new key's */
+	assert_int_equal(rn_aead_rekey(&ie, key2, 1), 0);
+	nonce[0] ^= 1;
+	assert_int_equal(rn_aead_seal(&ie, nonce, aad, 32, pt, 1416, c1, t1), 0);
+	assert_int_equal(rn_aead_open(&wrong, nonce, aad, 32, c1, 1416, back, t1), 0);
+	assert_memory_equal(back, pt, 1416);
+	assert_int_equal(rn_aead_open(&id, nonce, aad, 32, c1, 1416, back, t1), -1);
+	rn_aead_free(&ie);
+	rn_aead_free(&id);
+	rn_aead_free(&oe);
+	rn_aead_free(&od);
+	rn_aead_free(&wrong);
 }
 
 /*
@@ -86,6 +208,8 @@ static void kat_init(rn_crypt *cr, int is_client)
 	assert_int_equal(rn_crypt_init(cr, key, is_client, UINT64_C(0x0102030405060708),
 				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, 0, 0),
 			 0);
+	assert_int_equal(cr->tx.impl, rn_aead_default()); /* the group's implementation */
+	assert_int_equal(cr->rx[0].aead.impl, rn_aead_default());
 }
 
 /* Seals body under cr at now: header bytes 00..17 */
@@ -385,10 +509,38 @@ static void test_crypt_conn_nonces(void **state)
 	}
 }
 
+static int use_openssl(void **state)
+{
+	(void)state;
+	return rn_aead_prefer(RN_AEAD_OPENSSL);
+}
+
+static int use_imb(void **state)
+{
+	rn_aead_impl im[2];
+
+	(void)state;
+	if (impls(im) < 2) {
+		print_message("ipsec-mb not built in or no AES-NI: its group is skipped\n");
+		return -1;
+	}
+	return rn_aead_prefer(RN_AEAD_IMB);
+}
+
+static int use_auto(void **state)
+{
+	(void)state;
+	return rn_aead_prefer(RN_AEAD_AUTO);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest aead[] = {
 		cmocka_unit_test(test_crypt_gcm_vector),
+		cmocka_unit_test(test_crypt_impls_agree),
+	};
+	/* rn_crypt under each implementation: the same known answers and behaviour */
+	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crypt_schedule_vector),
 		cmocka_unit_test(test_crypt_rekey_by_count),
 		cmocka_unit_test(test_crypt_rekey_by_time),
@@ -397,6 +549,11 @@ int main(void)
 		cmocka_unit_test(test_crypt_auth_only),
 		cmocka_unit_test(test_crypt_conn_nonces),
 	};
+	rn_aead_impl im[2];
+	int fails = cmocka_run_group_tests_name("aead", aead, NULL, NULL);
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	fails += cmocka_run_group_tests_name("crypt_openssl", tests, use_openssl, use_auto);
+	if (impls(im) == 2)
+		fails += cmocka_run_group_tests_name("crypt_ipsec_mb", tests, use_imb, use_auto);
+	return fails;
 }
