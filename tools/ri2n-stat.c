@@ -334,6 +334,16 @@ static int collect(snap *out, int max, const char *only_dir, int want_pid)
 			char path[512];
 			size_t l = strlen(e->d_name);
 
+			if (l > 9 && strcmp(e->d_name + l - 9, ".stat.tmp") == 0) {
+				/* a snapshot its process was killed while writing: the name starts with its pid */
+				int owner = atoi(e->d_name);
+
+				if (owner > 0 && kill(owner, 0) < 0 && errno == ESRCH &&
+				    snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name) <
+					    (int)sizeof(path))
+					unlink(path);
+				continue;
+			}
 			if (l < 6 || strcmp(e->d_name + l - 5, ".stat") != 0)
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", dirs[d], e->d_name);

@@ -10,6 +10,8 @@
 #   wide        RI2N_RUN_DIR is ours with mode 0777: used, no longer writable by others
 #   new         RI2N_RUN_DIR does not exist: created with mode 0700 and used
 #   default     as user nobody, the default /tmp/ri2n-65534 planted by root: refused
+#   leftover    a snapshot a killed process left half-written (<pid>.stat.tmp): ri2n-stat
+#               removes it once that process is gone, and keeps a live one's
 #
 # Environment: RI2N_XFER (the ri2n-xfer to run).
 set -u
@@ -86,5 +88,19 @@ else
 	[ -z "$(ls -A "$planted")" ] || fail "default: nobody's process wrote into root's planted directory"
 	grep -q "owned by another user" "$work/err" || fail "default: no warning: $(cat "$work/err")"
 	echo "ok: a planted default directory refused"
+fi
+# leftover: ri2n-stat tidies half-written snapshots of processes that are gone
+STAT=${RI2N_STAT_BIN:-$(dirname "$XFER")/ri2n-stat}
+if [ -x "$STAT" ]; then
+	mkdir -m 0700 "$work/left"
+	dead=$(sh -c 'echo $$') # a process that has exited
+	: >"$work/left/$dead.stat.tmp"
+	: >"$work/left/$$.fi0.stat.tmp"
+	"$STAT" --dir "$work/left" >/dev/null 2>&1
+	[ ! -e "$work/left/$dead.stat.tmp" ] || fail "leftover: the dead process's $dead.stat.tmp is still there"
+	[ -e "$work/left/$$.fi0.stat.tmp" ] || fail "leftover: a live process's snapshot in progress was removed"
+	echo "ok: a dead process's half-written snapshot removed, a live one's kept"
+else
+	echo "note: ri2n-stat not built at $STAT: leftover case not run"
 fi
 echo "ok: rundir"
