@@ -174,9 +174,7 @@ typedef struct mca_btl_ri2n_module_t {
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
 typedef struct ri2n_params {
 	char *if_include;     /* rails: interfaces or addresses (else RI2N_RAILS, else all) */
-	int heartbeat_ms, keepalive_ms, rail_timeout_ms, dead_peer_ms, connect_timeout_ms;
-	int fail_window, fail_min, mtu, sndbuf, rcvbuf;
-	int key_auth_only;    /* keyed: authenticate only (RI2N_KEY_AUTH_ONLY) */
+	int knob[RN_KNOB__COUNT]; /* the library's knobs, in RN_KNOB_LIST's order and units */
 	int attempt_ms;       /* one connect attempt on one rail before trying the next */
 	int keeper_ms;        /* keeper period; 0: no keeper thread */
 	int gso, gro;         /* UDP segmentation / receive offload */

@@ -1,6 +1,7 @@
 /*
- * rn_knobs.h - every user-settable knob, once: its RI2N_* environment
- * variable, its RI2N_SOL socket option, its unit and its bounds.  The
+ * rn_knobs.h - every user-settable knob of a connection (one row of
+ * RN_KNOB_LIST, src/core/rn_knob_list.h): its RI2N_* environment variable,
+ * its RI2N_SOL socket option, its MCA name, its unit and its bounds.  The
  * environment sets a process's defaults; options change one socket.
  */
 #ifndef RN_KNOBS_H
@@ -10,6 +11,29 @@
 
 #include "rn_core.h"
 
+/* What the user's number of a knob means (the kinds of rn_knob_list.h). */
+enum rn_knob_kind { RN_KNOB_K_MS, RN_KNOB_K_COUNT, RN_KNOB_K_MTU, RN_KNOB_K_BYTES };
+
+/* One row of RN_KNOB_LIST. */
+typedef struct rn_knob {
+	int opt;                 /* enum ri2n_option */
+	const char *env;         /* "RI2N_<NAME>" */
+	const char *mca;         /* the BTL's parameter after "btl_ri2n_" */
+	const char *doc;         /* one line */
+	enum rn_knob_kind kind;
+	size_t off;              /* its field in rn_config */
+	int64_t def, lo, hi;     /* in the user's unit */
+} rn_knob;
+
+/* Every knob, in the order they must be applied (RN_KNOB_MTU first). */
+extern const rn_knob rn_knobs[RN_KNOB__COUNT];
+
+/* The row of socket option `opt`, or NULL. */
+const rn_knob *rn_knob_find(int opt);
+/* The unit of a knob's number: "ms", "bytes" or "" (a count). */
+const char *rn_knob_unit(const rn_knob *k);
+/* The knob's environment variable when set and not empty, else NULL. */
+const char *rn_knob_env(int opt);
 /* Applies socket option `opt` (enum ri2n_option) = v; 0 or -EINVAL / -ENOPROTOOPT. */
 int rn_knob_set(rn_config *cfg, int opt, int64_t v);
 /* Reads option `opt` into *v; 0 or -ENOPROTOOPT. */

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ri2n.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
@@ -58,7 +60,7 @@ static uint32_t rail_ceiling(const rn_rail_info *ri)
 {
 	int64_t top = (int64_t)ri->mtu - 28; /* IPv4 and UDP headers */
 
-	if (getenv("RI2N_MTU") || top <= (int64_t)rn_engine_config()->max_dgram)
+	if (rn_knob_env(RI2N_MTU) || top <= (int64_t)rn_engine_config()->max_dgram)
 		return 0;
 	return top > RN_MAX_DGRAM ? RN_MAX_DGRAM : (uint32_t)top;
 }
