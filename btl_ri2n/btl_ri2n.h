@@ -49,9 +49,6 @@ enum {
 	 * writes its hello in its first round trip.
 	 */
 	RI2N_MAX_UNBOUND = 256,
-	/* default ceiling on the core's memory per process, MiB (btl_ri2n_ring_mem_mb):
-	 * 21 peers with both rings grown whole, or hundreds at a fraction of that */
-	RI2N_BTL_RING_MEM_MB = 256,
 };
 #define RI2N_UNBOUND_NS UINT64_C(10000000000) /* 10 s */
 /*

@@ -62,20 +62,6 @@ static void knob_defaults(ri2n_params *p)
 		p->knob[RN_KNOB_MTU] = 0;
 }
 
-/* A size in MiB from the environment: `def` when unset, -1 (refused at init) when not one. */
-static int env_mib(const char *name, int def)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
-
-	if (!v)
-		return def;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	return *v && !*end && !errno && n >= 0 && n <= INT_MAX ? (int)n : -1;
-}
-
 static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
 	mca_btl_base_module_t *b = &m->super;
@@ -104,6 +90,7 @@ static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_modu
 int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
 	ri2n_params *p = &c->p;
+	int64_t v;
 
 	mca_base_var_group_component_register(&c->super.btl_version,
 					      "BTL over ri2n: one reliable stream per peer striped "
@@ -130,10 +117,10 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_int(c, "keeper_ms", "While MPI does not poll (a long computation), a helper thread "
 		"drives the protocol every this many ms, so peers do not take this process for "
 		"dead; 0 disables it", LVL_TUNE, &p->keeper_ms);
-	p->gso = !getenv("RI2N_GSO") || strcmp(getenv("RI2N_GSO"), "0") != 0;
+	p->gso = rn_proc_get(RN_PROC_GSO) != 0;
 	reg_int(c, "gso", "Send runs of datagrams with UDP GSO when the kernel has it (0/1)",
 		LVL_DEV, &p->gso);
-	p->gro = !getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0;
+	p->gro = rn_proc_get(RN_PROC_GRO) != 0;
 	reg_int(c, "gro", "Receive coalesced datagrams with UDP GRO (0/1)", LVL_DEV, &p->gro);
 	p->rx_ts = 1;
 	reg_int(c, "rx_timestamps", "Time each datagram by the kernel's arrival stamp, not by when "
@@ -150,7 +137,8 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
 		   LVL_USER, &p->log);
-	p->ring_mem_mb = env_mib("RI2N_RING_MEM_MB", RI2N_BTL_RING_MEM_MB);
+	/* RI2N_RING_MEM_MB (the table's default is the BTL's); not a number: refused at init */
+	p->ring_mem_mb = rn_proc_int(RN_PROC_RING_MEM_MB, &v) < 0 ? -1 : (int)v;
 	reg_int(c, "ring_mem_mb", "Ceiling on the memory of this process's rings, all peers "
 		"together (MiB; 0: none; default RI2N_RING_MEM_MB, else 256).  A peer's rings start "
 		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "

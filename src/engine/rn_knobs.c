@@ -106,6 +106,52 @@ const char *rn_knob_env(int opt)
 	return s && *s ? s : NULL;
 }
 
+#define PROC_INT 1
+#define PROC_TEXT 0
+#define PROC_ROW(NAME, type, def, lo, hi, shown, doc) \
+	{ "RI2N_" #NAME, PROC_##type, def, lo, hi, shown, doc },
+
+const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT] = { RN_PROC_LIST(PROC_ROW) };
+
+const char *rn_proc_text(int which)
+{
+	const char *s = getenv(rn_proc_knobs[which].env);
+
+	return s && *s ? s : NULL;
+}
+
+int rn_proc_int(int which, int64_t *v)
+{
+	const rn_proc_knob *k = &rn_proc_knobs[which];
+	const char *s = rn_proc_text(which);
+	char *end;
+	long long n;
+
+	*v = k->def;
+	if (!s)
+		return 0;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (errno || *end || n < k->lo || n > k->hi) {
+		static int warned[RN_PROC__COUNT]; /* once per variable, not per call */
+
+		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED))
+			rn_warn("%s=%s is not valid (an integer from %lld to %lld); keeping the default",
+				k->env, s, (long long)k->lo, (long long)k->hi);
+		return -1;
+	}
+	*v = n;
+	return 1;
+}
+
+int64_t rn_proc_get(int which)
+{
+	int64_t v;
+
+	rn_proc_int(which, &v);
+	return v;
+}
+
 void rn_knobs_from_env(rn_config *cfg)
 {
 	/* in the table's order: MTU first, buffer sizes are counted in packets of that size */

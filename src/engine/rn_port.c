@@ -68,10 +68,9 @@ static uint32_t rail_ceiling(const rn_rail_info *ri)
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
 	rn_usock *u = &p->s[idx];
-	const char *gro = getenv("RI2N_GRO");
 	rn_hsock_opts o = { .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
 			    /* runs of datagrams may arrive coalesced; optional */
-			    .gro = !gro || strcmp(gro, "0") != 0 };
+			    .gro = rn_proc_get(RN_PROC_GRO) != 0 };
 	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
 	struct stat sb;
 
@@ -589,9 +588,7 @@ uint32_t rn_port_writable(const rn_port *p)
 static int gso_on(rn_port *p)
 {
 	if (g_gso < 0) {
-		const char *env = getenv("RI2N_GSO");
-
-		g_gso = (env && strcmp(env, "0") == 0) ? 0 : rn_hsock_probe_gso(p->hs.s[0].fd);
+		g_gso = rn_proc_get(RN_PROC_GSO) ? rn_hsock_probe_gso(p->hs.s[0].fd) : 0;
 		rn_debug("UDP GSO %s", g_gso ? "on" : "off");
 	}
 	return g_gso;

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_publish.h"
@@ -269,15 +270,15 @@ static void default_dir(char *out, size_t cap, mode_t *mode)
 
 void rn_publish_start(void)
 {
-	const char *env = getenv("RI2N_RUN_DIR"), *ms = getenv("RI2N_STAT_MS"), *why;
+	const char *env = rn_proc_text(RN_PROC_RUN_DIR), *why;
 	char dir[200];
 	mode_t mode = 0700;
-	long period = ms && *ms ? strtol(ms, NULL, 10) : 250;
+	long period = (long)rn_proc_get(RN_PROC_STAT_MS);
 	static int registered;
 
 	if (period <= 0)
 		return;
-	if (env && *env) {
+	if (env) {
 		snprintf(dir, sizeof(dir), "%s", env);
 		mode = 0;
 	} else {

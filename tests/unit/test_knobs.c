@@ -162,6 +162,41 @@ static void test_knobs_env(void **state)
 	assert_null(rn_knob_env(RI2N_MTU));
 }
 
+/* A process's knobs: the default when unset or not a number in range. */
+static void test_knobs_process(void **state)
+{
+	int64_t v = -1;
+
+	(void)state;
+	unsetenv("RI2N_STAT_MS");
+	assert_int_equal(rn_proc_int(RN_PROC_STAT_MS, &v), 0);
+	assert_true(v == 250);
+	setenv("RI2N_STAT_MS", "20", 1);
+	assert_int_equal(rn_proc_int(RN_PROC_STAT_MS, &v), 1);
+	assert_true(v == 20);
+	setenv("RI2N_STAT_MS", "20ms", 1);
+	assert_int_equal(rn_proc_int(RN_PROC_STAT_MS, &v), -1);
+	assert_true(v == 250);
+	setenv("RI2N_STAT_MS", "-1", 1);
+	assert_int_equal(rn_proc_int(RN_PROC_STAT_MS, &v), -1);
+	unsetenv("RI2N_STAT_MS");
+	setenv("RI2N_GSO", "0", 1);
+	assert_true(rn_proc_get(RN_PROC_GSO) == 0);
+	unsetenv("RI2N_GSO");
+	assert_true(rn_proc_get(RN_PROC_GSO) == 1);
+	setenv("RI2N_RAILS", "r1,r2", 1);
+	assert_string_equal(rn_proc_text(RN_PROC_RAILS), "r1,r2");
+	unsetenv("RI2N_RAILS");
+	assert_null(rn_proc_text(RN_PROC_RAILS));
+	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
+		const rn_proc_knob *k = &rn_proc_knobs[i];
+
+		assert_true(strncmp(k->env, "RI2N_", 5) == 0);
+		assert_true(k->shown && *k->shown && k->doc && *k->doc);
+		assert_true(!k->is_int || (k->lo <= k->def && k->def <= k->hi));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_knobs_bounds),
 		cmocka_unit_test(test_knobs_set),
 		cmocka_unit_test(test_knobs_env),
+		cmocka_unit_test(test_knobs_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
