@@ -230,7 +230,7 @@ static int receive(int fd)
 	announced = kit_get64(hdr + 16);
 	in.mode = hdr[24];
 	duplex = hdr[25];
-	opt.verify = in.mode != MODE_NONE; /* what the verdict line says */
+	in.m.unchecked = in.mode == MODE_NONE; /* what the verdict line says */
 	if (opt.out)
 		in.out = strcmp(opt.out, "-") == 0 ? 1 :
 			open(opt.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -452,6 +452,7 @@ static int send_stream(const char *host, uint64_t total)
 	if (bench_write_all(fd, hdr, HDR_LEN, 0) < 0)
 		out.why = strerror(errno);
 	fj.t0 = kit_now_s();
+	out.m.unchecked = out.mode == MODE_NONE;
 	xfer_meter_start(&out.m, "send", fd, 1, 1, fj.t0);
 	if (opt.duplex) {
 		back = (flow){ .fd = fd, .in = -1, .out = -1, .seed = opt.seed ^ BACK_SEED,

@@ -52,6 +52,7 @@ typedef struct xfer_meter {
 	const char *role;
 	int fd, sender, mptcp;
 	int events;               /* prints ri2n's rail events (one meter a connection) */
+	int unchecked;            /* --no-verify: the bytes are not checked */
 	double t0, last_t;
 	_Atomic uint64_t bytes;   /* moved so far, written by the data thread */
 	uint64_t last_bytes;

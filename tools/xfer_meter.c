@@ -388,7 +388,7 @@ void xfer_done(const xfer_meter *m, uint64_t bytes, double secs, uint64_t bad, c
 		printf("stream done role=%s transport=%s bytes=%" PRIu64 " seconds=%.3f mbps=%.2f "
 		       "verified=%s bad=%" PRIu64 " cpu_user=%.3f cpu_sys=%.3f%s%s\n",
 		       m->role, xfer_proto(m), bytes, secs, mbps,
-		       why ? "no" : opt.verify ? "yes" : "unchecked", bad,
+		       why ? "no" : m->unchecked ? "unchecked" : "yes", bad,
 		       (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
 		       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
 		       why ? " reason=" : "", reason);

@@ -10,6 +10,7 @@
 #ifndef RI2N_KIT_H
 #define RI2N_KIT_H
 
+#include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,10 +56,9 @@ static inline void kit_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, s
 	for (; i < n && ((off + i) & 7); i++) /* up to a word's start */
 		buf[i] = (uint8_t)(kit_pattern_word(key, (off + i) >> 3) >> (8 * ((off + i) & 7)));
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w = kit_pattern_word(key, (off + i) >> 3);
+		uint64_t w = htole64(kit_pattern_word(key, (off + i) >> 3));
 
-		for (int b = 0; b < 8; b++) /* the compiler makes it one store */
-			buf[i + (size_t)b] = (uint8_t)(w >> (8 * b));
+		memcpy(buf + i, &w, 8); /* one store */
 	}
 	for (; i < n; i++)
 		buf[i] = (uint8_t)(kit_pattern_word(key, (off + i) >> 3) >> (8 * ((off + i) & 7)));
@@ -73,10 +73,10 @@ static inline uint64_t kit_pattern_check(const uint8_t *buf, uint64_t seed, uint
 	for (; i < n && ((off + i) & 7); i++)
 		bad += buf[i] != (uint8_t)(kit_pattern_word(key, (off + i) >> 3) >> (8 * ((off + i) & 7)));
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w = kit_pattern_word(key, (off + i) >> 3), v = 0;
+		uint64_t w = kit_pattern_word(key, (off + i) >> 3), v;
 
-		for (int b = 7; b >= 0; b--)
-			v = v << 8 | buf[i + (size_t)b];
+		memcpy(&v, buf + i, 8); /* one load */
+		v = le64toh(v);
 		if (v != w)
 			for (int b = 0; b < 8; b++)
 				bad += (uint8_t)(v >> (8 * b)) != (uint8_t)(w >> (8 * b));
