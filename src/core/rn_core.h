@@ -328,7 +328,34 @@ void rn_conn_refused(rn_conn *c, uint64_t now_ns);
  */
 int rn_conn_verdict_pending(const rn_conn *c);
 
-/* Earliest time rn_conn_on_timer must run; UINT64_MAX when none. */
+/*
+ * The timers of a connection (rn_timer.c lists each, its period and why).
+ * Some are armed by events (a hook in rn_timer.c named after the event);
+ * the others follow from the connection's state (a rail's last arrival, its
+ * oldest packet in flight).  Per-rail timers count as one: the earliest rail.
+ */
+typedef enum rn_timer_id {
+	RN_TIMER_HANDSHAKE,  /* INIT / COOKIE_ECHO resent (armed) */
+	RN_TIMER_CONNECT,    /* the connect gives up (armed) */
+	RN_TIMER_COOKIE,     /* a cookie too old: a fresh INIT (armed) */
+	RN_TIMER_ACK,        /* an owed ACK goes out (armed) */
+	RN_TIMER_LINK_STATE, /* our LINK_STATE resent until acked (armed) */
+	RN_TIMER_HEARTBEAT,  /* heartbeats while a rail is down (armed) */
+	RN_TIMER_LINGER,     /* the end of the linger after a clean close (armed) */
+	RN_TIMER_DEAD_PEER,  /* nothing from the peer on any rail */
+	RN_TIMER_KEEPALIVE,  /* an idle working rail gets a keepalive */
+	RN_TIMER_RAIL,       /* a rail silent too long, or judged by the receive count */
+	RN_TIMER_LOSS,       /* a rail's oldest packet in flight is lost (RTO) */
+	RN_TIMER_PMTU,       /* a rail's datagram size search */
+	RN_TIMER_RING_IDLE,  /* grown rings go back to their first size */
+	RN_TIMER__COUNT
+} rn_timer_id;
+
+/* The timer's name, for logs and tests ("handshake", "ack", ...). */
+const char *rn_timer_name(int t);
+/* Every timer's deadline now (UINT64_MAX: not armed in this state). */
+void rn_conn_deadlines(const rn_conn *c, uint64_t at[RN_TIMER__COUNT]);
+/* Earliest time rn_conn_on_timer must run, the least of rn_conn_deadlines; UINT64_MAX when none. */
 uint64_t rn_conn_expiry(const rn_conn *c);
 void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
 

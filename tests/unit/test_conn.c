@@ -483,7 +483,7 @@ static void test_conn_ack_delay_answering(void **state)
 	un_flush(n, UN_CLIENT, t1);
 	un_deliver(n, a1);
 	assert_true(sv(n)->ack_pending);
-	assert_true(sv(n)->ack_due_ns == a1 + sv(n)->cfg.ack_delay_ns);
+	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + sv(n)->cfg.ack_delay_ns);
 	/* its response goes out at once and carries the ACK: no ACK of its own */
 	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
@@ -492,7 +492,7 @@ static void test_conn_ack_delay_answering(void **state)
 	/* the client sent DATA before this DATA came: it answers, 2 ms */
 	un_deliver(n, a1 + D);
 	assert_true(cl(n)->ack_pending);
-	assert_true(cl(n)->ack_due_ns == a1 + D + 2 * UT_MS);
+	assert_true(cl(n)->timer[RN_TIMER_ACK] == a1 + D + 2 * UT_MS);
 	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
 	/* the next request, 500 us later, carries the ACK; the server now answers too */
 	t2 = a1 + D + 500 * UT_US;
@@ -504,7 +504,7 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_false(cl(n)->ack_pending);
 	a2 = t2 + D;
 	un_deliver(n, a2);
-	assert_true(sv(n)->ack_due_ns == a2 + 2 * UT_MS);
+	assert_true(sv(n)->timer[RN_TIMER_ACK] == a2 + 2 * UT_MS);
 	/* unanswered, the ACK still goes out by itself at 2 ms, not later */
 	un_timer(n, UN_SERVER, a2 + 2 * UT_MS - 1);
 	un_flush(n, UN_SERVER, a2 + 2 * UT_MS - 1);
