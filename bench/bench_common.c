@@ -21,47 +21,6 @@ const char *bench_transport_name(int t)
 	return t == BT_RI2N ? "ri2n" : t == BT_TCP ? "tcp" : "udp";
 }
 
-double bench_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-uint64_t bench_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int64_t bench_parse_size(const char *s)
-{
-	char *end;
-	double v;
-	int64_t mul = 1;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || v < 0 || errno)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': mul = INT64_C(1) << 10; end++; break;
-	case 'm': case 'M': mul = INT64_C(1) << 20; end++; break;
-	case 'g': case 'G': mul = INT64_C(1) << 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')  /* "4MiB", "4MB" read the same */
-		end += *end == 'i' ? 1 : 0;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	return (int64_t)(v * (double)mul);
-}
-
 int bench_resolve(const char *host, int port, struct sockaddr_in *a)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
@@ -104,7 +63,7 @@ int bench_listen(int transport, const char *local, int port)
 	if (transport == BT_RI2N) {
 		fd = ri2n_socket();
 		if (fd < 0 || ri2n_bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-		    ri2n_listen(fd, 16) < 0) {
+		    ri2n_listen(fd, 64) < 0) {
 			fprintf(stderr, "ri2n: cannot listen on port %d: %s\n", port, strerror(errno));
 			return -1;
 		}
@@ -114,7 +73,7 @@ int bench_listen(int transport, const char *local, int port)
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind_inet(fd, &a) < 0 || listen(fd, 16) < 0) {
+	if (bind_inet(fd, &a) < 0 || listen(fd, 64) < 0) {
 		fprintf(stderr, "tcp: cannot listen on port %d: %s\n", port, strerror(errno));
 		close(fd);
 		return -1;
@@ -264,75 +223,4 @@ int bench_write_all(int fd, const void *buf, size_t n, int busy)
 		}
 	}
 	return 0;
-}
-
-/* ---- pattern: 64-bit word w of the stream is (w * K) ^ seed, little-endian ---- */
-
-#define PAT_K UINT64_C(0x9e3779b97f4a7c15)
-
-static inline uint64_t pat_word(uint64_t seed, uint64_t w)
-{
-	return (w * PAT_K) ^ seed;
-}
-
-void bench_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n && ((off + i) & 7)) { /* head, up to the next word */
-		uint64_t pos = off + i;
-
-		buf[i++] = (uint8_t)(pat_word(seed, pos >> 3) >> (8 * (pos & 7)));
-	}
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w = pat_word(seed, (off + i) >> 3);
-
-		memcpy(buf + i, &w, 8); /* little-endian host: byte b is bits 8b.. */
-	}
-	for (; i < n; i++) {
-		uint64_t pos = off + i;
-
-		buf[i] = (uint8_t)(pat_word(seed, pos >> 3) >> (8 * (pos & 7)));
-	}
-}
-
-uint64_t bench_pattern_check(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	uint64_t bad = 0;
-	size_t i = 0;
-
-	while (i < n && ((off + i) & 7)) {
-		uint64_t pos = off + i;
-
-		bad += buf[i++] != (uint8_t)(pat_word(seed, pos >> 3) >> (8 * (pos & 7)));
-	}
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w = pat_word(seed, (off + i) >> 3), v;
-
-		memcpy(&v, buf + i, 8);
-		if (v != w)
-			for (int b = 0; b < 8; b++)
-				bad += (uint8_t)(v >> (8 * b)) != (uint8_t)(w >> (8 * b));
-	}
-	for (; i < n; i++) {
-		uint64_t pos = off + i;
-
-		bad += buf[i] != (uint8_t)(pat_word(seed, pos >> 3) >> (8 * (pos & 7)));
-	}
-	return bad;
-}
-
-void bench_put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-uint64_t bench_get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
 }

@@ -1,7 +1,8 @@
 /*
- * bench_common.h - what ri2n-pingpong and ri2n-stream share: clocks, sizes,
- * and one way to open a stream connection over ri2n or plain TCP (or a UDP
- * socket), so that both transports run the very same code afterwards.
+ * bench_common.h - what ri2n-pingpong, ri2n-conns and ri2n-xfer (ri2n-stream)
+ * share beside the test kit (tools/kit/ri2n_kit.h): one way to open a stream
+ * connection over ri2n or plain TCP (or a UDP socket), so that both
+ * transports run the very same code afterwards.
  */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -11,17 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ri2n_kit.h" /* the pattern, the clock, sizes, integers on the wire */
+
 enum bench_transport { BT_RI2N, BT_TCP, BT_UDP };
 
 /* The transport's name as printed and written to CSV: "ri2n", "tcp", "udp". */
 const char *bench_transport_name(int t);
-
-/* CLOCK_MONOTONIC in seconds / nanoseconds (the same clock ri2n's events use). */
-double bench_now_s(void);
-uint64_t bench_now_ns(void);
-
-/* "4096", "64k", "4M", "1G" (powers of 1024) -> bytes; -1 if it is not a size. */
-int64_t bench_parse_size(const char *s);
 
 /* Fills *a with HOST (dotted quad or a name) and PORT; -1 if it does not resolve. */
 int bench_resolve(const char *host, int port, struct sockaddr_in *a);
@@ -59,17 +55,5 @@ int bench_write_all(int fd, const void *buf, size_t n, int busy);
 
 /* Sets or clears O_NONBLOCK; -1 with errno. */
 int bench_set_nonblock(int fd, int on);
-
-/* ---- the stream pattern: byte i depends only on the seed and i ---- */
-
-/* Fills buf with the pattern bytes [off, off + n). */
-void bench_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
-
-/* How many bytes of buf differ from the pattern at [off, off + n). */
-uint64_t bench_pattern_check(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
-
-/* Big-endian 64-bit load/store for the small headers the programs exchange. */
-void bench_put64(uint8_t *p, uint64_t v);
-uint64_t bench_get64(const uint8_t *p);
 
 #endif

@@ -154,7 +154,7 @@ static void measure(memstat *m)
 		m->fds--; /* the directory's own descriptor */
 	}
 	m->cpu_s = cpu_now();
-	m->t = bench_now_s();
+	m->t = kit_now_s();
 }
 
 /*
@@ -390,7 +390,7 @@ static void srv_conn_read(sconn *c)
 		while (c->hello_got < HELLO_LEN && used < (size_t)n)
 			c->hello[c->hello_got++] = srv.buf[used++];
 		if (c->idx < 0 && c->hello_got == HELLO_LEN) {
-			c->idx = (int64_t)bench_get64(c->hello);
+			c->idx = (int64_t)kit_get64(c->hello);
 			/* the echo fits any socket buffer: a short write is a dead connection */
 			if (write(c->fd, c->hello, HELLO_LEN) != HELLO_LEN) {
 				srv_conn_dead(c);
@@ -401,7 +401,7 @@ static void srv_conn_read(sconn *c)
 		if (used < (size_t)n) {
 			size_t k = (size_t)n - used;
 
-			c->bad += bench_pattern_check(srv.buf + used, (uint64_t)c->idx + 1, c->got, k);
+			c->bad += kit_pattern_check(srv.buf + used, (uint64_t)c->idx + 1, c->got, k);
 			c->got += k;
 			if (srv.pending == 'B' && c->got >= srv.busy_len && c->got - k < srv.busy_len)
 				srv.busy_done++;
@@ -435,11 +435,11 @@ static void srv_check_pending(void)
 {
 	char line[256];
 
-	if (srv.pending == 'M' && (srv.ready >= srv.want || bench_now_s() > srv.deadline)) {
+	if (srv.pending == 'M' && (srv.ready >= srv.want || kit_now_s() > srv.deadline)) {
 		srv.pending = 0;
 		srv_answer_mem();
 	} else if (srv.pending == 'B' &&
-		   (srv.busy_done >= srv.busy_n || bench_now_s() > srv.deadline)) {
+		   (srv.busy_done >= srv.busy_n || kit_now_s() > srv.deadline)) {
 		uint64_t bytes = 0, bad = 0;
 
 		srv.pending = 0;
@@ -486,7 +486,7 @@ static int srv_command(const char *cmd)
 	} else if (strncmp(cmd, "QUIT", 4) == 0) {
 		return 1;
 	}
-	srv.deadline = bench_now_s() + CTL_WAIT_S;
+	srv.deadline = kit_now_s() + CTL_WAIT_S;
 	return 0;
 }
 
@@ -669,7 +669,7 @@ static void cli_event(int i, uint32_t what)
 			cli_dead(i, "connect", err ? err : errno);
 			return;
 		}
-		bench_put64(hello, (uint64_t)i);
+		kit_put64(hello, (uint64_t)i);
 		if (write(c->fd, hello, HELLO_LEN) != HELLO_LEN) {
 			cli_dead(i, "hello", errno);
 			return;
@@ -694,7 +694,7 @@ static void cli_event(int i, uint32_t what)
 			for (ssize_t k = 0; k < n && c->echo_got < HELLO_LEN; k++)
 				c->echo[c->echo_got++] = buf[k];
 			if (c->echo_got == HELLO_LEN) {
-				if (bench_get64(c->echo) != (uint64_t)i) {
+				if (kit_get64(c->echo) != (uint64_t)i) {
 					cli_dead(i, "wrong echo", 0);
 					return;
 				}
@@ -742,7 +742,7 @@ static int cli_stream(int busy)
 {
 	uint8_t *buf = malloc(CHUNK);
 	int left = busy, rc = 0;
-	double deadline = bench_now_s() + CTL_WAIT_S;
+	double deadline = kit_now_s() + CTL_WAIT_S;
 
 	for (int i = 0; i < busy; i++) {
 		struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = (uint32_t)i };
@@ -754,7 +754,7 @@ static int cli_stream(int busy)
 		}
 		epoll_ctl(cli.ep, EPOLL_CTL_MOD, cli.c[i].fd, &ev);
 	}
-	while (left > 0 && bench_now_s() < deadline) {
+	while (left > 0 && kit_now_s() < deadline) {
 		struct epoll_event evs[256];
 		int n = epoll_wait(cli.ep, evs, 256, 100);
 
@@ -778,7 +778,7 @@ static int cli_stream(int busy)
 				size_t want = opt.bytes - c->sent < CHUNK ? opt.bytes - c->sent : CHUNK;
 				ssize_t w;
 
-				bench_pattern_fill(buf, (uint64_t)i + 1, c->sent, want);
+				kit_pattern_fill(buf, (uint64_t)i + 1, c->sent, want);
 				w = write(c->fd, buf, want);
 				if (w < 0 && errno == EAGAIN)
 					break;
@@ -809,7 +809,7 @@ static int fit_limits(const struct sockaddr_in *a, long nofile)
 {
 	char reply[256];
 	long srv_nofile, srv_fds0, srv_fds1, per_c, per_s, cap_c, cap_s;
-	double t0 = bench_now_s();
+	double t0 = kit_now_s();
 	memstat m0, m1;
 
 	if (ctl_send(cli.ctl, "LIMIT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
@@ -820,7 +820,7 @@ static int fit_limits(const struct sockaddr_in *a, long nofile)
 	 * port): the cost of one is what the second adds.
 	 */
 	cli_start(0, a);
-	while (cli.ready + cli.dead < 1 && bench_now_s() - t0 < CTL_WAIT_S)
+	while (cli.ready + cli.dead < 1 && kit_now_s() - t0 < CTL_WAIT_S)
 		cli_poll(20);
 	if (cli.ready < 1) {
 		fprintf(stderr, "ri2n-conns: the first connection failed\n");
@@ -831,7 +831,7 @@ static int fit_limits(const struct sockaddr_in *a, long nofile)
 		return -1;
 	srv_fds0 = (long)line_field(reply, "fds");
 	cli_start(1, a);
-	while (cli.ready + cli.dead < 2 && bench_now_s() - t0 < CTL_WAIT_S)
+	while (cli.ready + cli.dead < 2 && kit_now_s() - t0 < CTL_WAIT_S)
 		cli_poll(20);
 	if (cli.ready < 2) {
 		fprintf(stderr, "ri2n-conns: the second connection failed\n");
@@ -902,19 +902,19 @@ static int run_client(void)
 	}
 
 	/* open: the first two alone, to learn what one costs in descriptors on each side */
-	t0 = bench_now_s();
+	t0 = kit_now_s();
 	if (fit_limits(&a, nofile) < 0)
 		return 3;
 	if (opt.busy > opt.conns)
 		opt.busy = opt.conns;
 	next = 2;
 	/* then the rest, at most `batch` handshakes at a time */
-	while ((cli.ready + cli.dead < opt.conns) && bench_now_s() - t0 < CTL_WAIT_S) {
+	while ((cli.ready + cli.dead < opt.conns) && kit_now_s() - t0 < CTL_WAIT_S) {
 		while (next < opt.conns && next - cli.ready - cli.dead < opt.batch)
 			cli_start(next++, &a);
 		cli_poll(20);
 	}
-	t_conn = bench_now_s() - t0;
+	t_conn = kit_now_s() - t0;
 	fprintf(stderr, "ri2n-conns: %d of %d connections established in %.2f s, %d failed\n",
 		cli.ready, opt.conns, t_conn, cli.dead);
 	if (cli.ready == 0)
@@ -922,16 +922,16 @@ static int run_client(void)
 
 	/* idle: keepalives only */
 	{
-		double until = bench_now_s() + opt.idle_s;
+		double until = kit_now_s() + opt.idle_s;
 
-		while (bench_now_s() < until)
+		while (kit_now_s() < until)
 			cli_poll(100);
 	}
 	cli_measure("idle", 0, &cli.idle);
 
 	/* busy: a subset streams verified data */
 	if (opt.busy > 0 && opt.bytes > 0) {
-		double tb = bench_now_s();
+		double tb = kit_now_s();
 		char cmd[64];
 
 		if (cli_stream(opt.busy) < 0)
@@ -943,15 +943,15 @@ static int run_client(void)
 		}
 		fprintf(stderr, "ri2n-conns: %d connections streamed %" PRIu64 " bytes each in %.2f s"
 			" (%.0f Mbit/s together); the server verified %" PRIu64 " bytes, %" PRIu64
-			" bad\n", opt.busy, opt.bytes, bench_now_s() - tb,
-			(double)opt.busy * (double)opt.bytes * 8 / (bench_now_s() - tb) / 1e6,
+			" bad\n", opt.busy, opt.bytes, kit_now_s() - tb,
+			(double)opt.busy * (double)opt.bytes * 8 / (kit_now_s() - tb) / 1e6,
 			vbytes, vbad);
 		cli_measure("busy", opt.busy, NULL);
 	}
 	if (opt.rest_s > 0) {
-		double until = bench_now_s() + opt.rest_s;
+		double until = kit_now_s() + opt.rest_s;
 
-		while (bench_now_s() < until)
+		while (kit_now_s() < until)
 			cli_poll(100);
 		cli_measure("rest", 0, NULL);
 	}
@@ -1022,7 +1022,7 @@ int main(int argc, char **argv)
 		else if (strcmp(o, "--csv") == 0)
 			opt.csv_path = v;
 		else if (strcmp(o, "--bytes") == 0) {
-			int64_t b = bench_parse_size(v);
+			int64_t b = kit_parse_size(v);
 
 			if (b < 0)
 				usage();

@@ -118,8 +118,8 @@ static int serve_stream_conn(int fd)
 			rc = -1;
 			break;
 		}
-		size = bench_get64(hdr + 8);
-		count = bench_get64(hdr + 16);
+		size = kit_get64(hdr + 8);
+		count = kit_get64(hdr + 16);
 		if (size == 0)
 			break; /* the client is done */
 		if (hdr[24] != busy) {
@@ -232,13 +232,13 @@ static int udp_round(int fd, uint8_t *out, uint8_t *in, size_t size, uint32_t se
 			memcpy(out, &seq, 4);
 		if (send(fd, out, size, 0) < 0 && errno != ECONNREFUSED)
 			return -1;
-		deadline = bench_now_s() + UDP_WAIT_MS / 1e3;
+		deadline = kit_now_s() + UDP_WAIT_MS / 1e3;
 		for (;;) {
 			ssize_t n;
 
 			if (!opt.busy) {
 				struct pollfd p = { .fd = fd, .events = POLLIN };
-				int ms = (int)((deadline - bench_now_s()) * 1e3) + 1;
+				int ms = (int)((deadline - kit_now_s()) * 1e3) + 1;
 
 				if (ms <= 0 || poll(&p, 1, ms) == 0)
 					break;
@@ -248,7 +248,7 @@ static int udp_round(int fd, uint8_t *out, uint8_t *in, size_t size, uint32_t se
 				if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 				    errno != ECONNREFUSED)
 					return -1;
-				if (opt.busy && bench_now_s() > deadline)
+				if (opt.busy && kit_now_s() > deadline)
 					break;
 				continue;
 			}
@@ -297,7 +297,7 @@ static int parse_sizes(int64_t *sizes)
 
 		for (char *t = strtok_r(s, ",", &save); t && n < MAX_SIZES;
 		     t = strtok_r(NULL, ",", &save)) {
-			int64_t v = bench_parse_size(t);
+			int64_t v = kit_parse_size(t);
 
 			if (v <= 0) {
 				fprintf(stderr, "ri2n-pingpong: bad size '%s'\n", t);
@@ -340,8 +340,8 @@ static int send_header(int fd, uint64_t size, uint64_t count)
 	uint8_t hdr[HDR_LEN] = { 0 };
 
 	memcpy(hdr, MAGIC, 8);
-	bench_put64(hdr + 8, size);
-	bench_put64(hdr + 16, count);
+	kit_put64(hdr + 8, size);
+	kit_put64(hdr + 16, count);
 	hdr[24] = (uint8_t)opt.busy;
 	hdr[25] = (uint8_t)opt.fast;
 	return bench_write_all(fd, hdr, HDR_LEN, opt.busy);
@@ -368,7 +368,7 @@ static int run_size(struct pp_client *c, int s, size_t size)
 	if (opt.transport != BT_UDP && send_header(c->fd, size, (uint64_t)(warm + iters)) < 0)
 		return -1;
 	for (int i = 0; i < warm + iters; i++) {
-		uint64_t t0 = bench_now_ns();
+		uint64_t t0 = kit_now_ns();
 
 		if (opt.transport == BT_UDP) {
 			if (udp_round(c->fd, c->out, c->in, size, (uint32_t)(s << 24 | i), &lost) < 0)
@@ -378,7 +378,7 @@ static int run_size(struct pp_client *c, int s, size_t size)
 			return -1;
 		}
 		if (i >= warm)
-			c->rtt[i - warm] = (double)(bench_now_ns() - t0);
+			c->rtt[i - warm] = (double)(kit_now_ns() - t0);
 	}
 	report(c->csv, c->name, size, c->rtt, iters, lost);
 	return 0;
@@ -399,7 +399,7 @@ static int client(const char *host)
 		fprintf(stderr, "ri2n-pingpong: out of memory\n");
 		return 1;
 	}
-	bench_pattern_fill(c.out, 1, 0, (size_t)maxsz);
+	kit_pattern_fill(c.out, 1, 0, (size_t)maxsz);
 	if (opt.csv_path) {
 		c.csv = fopen(opt.csv_path, "w");
 		if (!c.csv) {
@@ -473,21 +473,21 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--sizes"))
 			opt.sizes = NEXT;
 		else if (!strcmp(a, "--min-size"))
-			opt.min_size = bench_parse_size(NEXT);
+			opt.min_size = kit_parse_size(NEXT);
 		else if (!strcmp(a, "--max-size"))
-			opt.max_size = bench_parse_size(NEXT);
+			opt.max_size = kit_parse_size(NEXT);
 		else if (!strcmp(a, "--iterations"))
 			opt.iterations = atoi(NEXT);
 		else if (!strcmp(a, "--warmup"))
 			opt.warmup = atoi(NEXT);
 		else if (!strcmp(a, "--budget"))
-			opt.budget = bench_parse_size(NEXT);
+			opt.budget = kit_parse_size(NEXT);
 		else if (!strcmp(a, "--csv"))
 			opt.csv_path = NEXT;
 		else if (!strcmp(a, "--label"))
 			opt.label = NEXT;
 		else if (!strcmp(a, "--udp-max"))
-			opt.udp_max = (int)bench_parse_size(NEXT);
+			opt.udp_max = (int)kit_parse_size(NEXT);
 		else if (!strcmp(a, "--timeout"))
 			opt.timeout_s = atoi(NEXT);
 		else if (a[0] == '-' && a[1])

@@ -948,7 +948,7 @@ mpi_setup() {
 	done
 	[ -n "$btl_dir" ] || { fail "mca_btl_ri2n.so is not built (Open MPI's development files missing?)"; return; }
 	MPI_CHECK=$RAW/mpi_check
-	mpicc -O2 -o "$MPI_CHECK" "$ROOT/tests/mpi/mpi_check.c" 2>"$RAW/mpicc.log" ||
+	mpicc -O2 -I"$ROOT/tools/kit" -o "$MPI_CHECK" "$ROOT/tests/mpi/mpi_check.c" 2>"$RAW/mpicc.log" ||
 		{ fail "mpicc failed: $(head -c 300 "$RAW/mpicc.log")"; return; }
 	# ours first, Open MPI's own directories after it (docs/MPI.md)
 	sys=$(ompi_info --param mca base --level 9 --parsable 2>/dev/null |

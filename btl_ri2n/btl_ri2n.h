@@ -49,9 +49,6 @@ enum {
 	 * writes its hello in its first round trip.
 	 */
 	RI2N_MAX_UNBOUND = 256,
-	/* default ceiling on the core's memory per process, MiB (btl_ri2n_ring_mem_mb):
-	 * 21 peers with both rings grown whole, or hundreds at a fraction of that */
-	RI2N_BTL_RING_MEM_MB = 256,
 };
 #define RI2N_UNBOUND_NS UINT64_C(10000000000) /* 10 s */
 /*
@@ -174,9 +171,7 @@ typedef struct mca_btl_ri2n_module_t {
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
 typedef struct ri2n_params {
 	char *if_include;     /* rails: interfaces or addresses (else RI2N_RAILS, else all) */
-	int heartbeat_ms, keepalive_ms, rail_timeout_ms, dead_peer_ms, connect_timeout_ms;
-	int fail_window, fail_min, mtu, sndbuf, rcvbuf;
-	int key_auth_only;    /* keyed: authenticate only (RI2N_KEY_AUTH_ONLY) */
+	int knob[RN_KNOB__COUNT]; /* the library's knobs, in RN_KNOB_LIST's order and units */
 	int attempt_ms;       /* one connect attempt on one rail before trying the next */
 	int keeper_ms;        /* keeper period; 0: no keeper thread */
 	int gso, gro;         /* UDP segmentation / receive offload */

@@ -21,6 +21,7 @@
 #include "btl_ri2n_frag.h"
 #include "rn_henv.h"
 #include "ri2n.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 
 /* The modex blob: magic, version, rail count, then per rail ip, port, prefix. */
@@ -177,7 +178,7 @@ static void set_log_level(const char *s)
 static int find_rails(mca_btl_ri2n_module_t *m, int *min_mtu)
 {
 	const char *inc = mca_btl_ri2n_component.p.if_include;
-	const char *spec = inc && *inc ? inc : getenv("RI2N_RAILS");
+	const char *spec = inc && *inc ? inc : rn_proc_text(RN_PROC_RAILS);
 	char why[256];
 
 	m->nrails = rn_rails_discover(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));

@@ -1,7 +1,8 @@
 /*
  * btl_ri2n_params.c - the btl_ri2n_* MCA variables.
  *
- * Every knob of the library is also an MCA variable, so `ompi_info --param
+ * Every knob of the library (RN_KNOB_LIST, src/core/rn_knob_list.h: name,
+ * help, bounds) is also an MCA variable, so `ompi_info --param
  * btl ri2n --level 9` lists them and `--mca btl_ri2n_dead_peer_ms 3000` (or
  * OMPI_MCA_btl_ri2n_dead_peer_ms) sets them.  Their defaults are the
  * library's, after any RI2N_* environment variable: the MCA value, when
@@ -22,44 +23,6 @@
 #define LVL_USER OPAL_INFO_LVL_1   /* what a user chooses: rails */
 #define LVL_TUNE OPAL_INFO_LVL_4   /* protocol tuning */
 #define LVL_DEV OPAL_INFO_LVL_9    /* internals */
-
-typedef struct knob_var {
-	const char *name;
-	int opt;             /* enum ri2n_option, 0: not a library knob */
-	size_t off;          /* field in ri2n_params */
-	const char *help;
-} knob_var;
-
-#define P(f) offsetof(ri2n_params, f)
-
-/* The library's knobs, in the order they must be applied (MTU first: buffer
- * sizes are counted in packets of that size). */
-static const knob_var knobs[] = {
-	{ "mtu", RI2N_MTU, P(mtu),
-	  "IP MTU of the rails; datagrams are MTU - 28 bytes (0: the smallest rail MTU)" },
-	{ "heartbeat_ms", RI2N_HEARTBEAT_MS, P(heartbeat_ms),
-	  "Heartbeat period while a rail is unusable (ms): a healed rail is back within about one period" },
-	{ "keepalive_ms", RI2N_KEEPALIVE_MS, P(keepalive_ms),
-	  "Longest silence on an idle working rail (ms)" },
-	{ "rail_timeout_ms", RI2N_RAIL_TIMEOUT_MS, P(rail_timeout_ms),
-	  "Nothing received on a rail this long (ms): the rail has failed (must exceed keepalive_ms)" },
-	{ "dead_peer_ms", RI2N_DEAD_PEER_MS, P(dead_peer_ms),
-	  "Nothing received from a peer on any rail this long (ms): the BTL reports the peer dead "
-	  "and the job aborts (must exceed rail_timeout_ms)" },
-	{ "connect_timeout_ms", RI2N_CONNECT_TIMEOUT_MS, P(connect_timeout_ms),
-	  "Connecting to a peer (over every rail in turn) gives up after this (ms)" },
-	{ "fail_window", RI2N_FAIL_WINDOW, P(fail_window),
-	  "Judge rails every N packets received (the RI2N paper's N)" },
-	{ "fail_min", RI2N_FAIL_MIN, P(fail_min),
-	  "A rail that brought fewer than M of N packets has failed (the paper's M)" },
-	{ "sndbuf", RI2N_SNDBUF, P(sndbuf),
-	  "Send ring per peer (bytes): written and not yet acknowledged" },
-	{ "rcvbuf", RI2N_RCVBUF, P(rcvbuf),
-	  "Receive ring per peer (bytes): the window a peer may fill" },
-	{ "key_auth_only", RI2N_KEY_AUTH_ONLY, P(key_auth_only),
-	  "With a cluster key: 1 authenticates every datagram but leaves MPI's bytes in clear "
-	  "(AES-GMAC, cheaper); 0 encrypts them (AES-256-GCM).  Every rank must agree" },
-};
 
 static void reg_int(mca_btl_ri2n_component_t *c, const char *name, const char *help, int level,
 		    int *var)
@@ -92,27 +55,11 @@ static void knob_defaults(ri2n_params *p)
 	 */
 	cfg.snd_slots = RI2N_BTL_SND_SLOTS;
 	rn_knobs_from_env(&cfg);
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++) {
-		int *f = (int *)((char *)p + knobs[i].off);
-
-		*f = rn_knob_get(&cfg, knobs[i].opt, &v) == 0 ? (int)v : 0;
-	}
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++)
+		p->knob[i] = rn_knob_get(&cfg, rn_knobs[i].opt, &v) == 0 ? (int)v : 0;
 	/* the MTU follows the rails unless RI2N_MTU says otherwise */
-	p->mtu = getenv("RI2N_MTU") ? p->mtu : 0;
-}
-
-/* A size in MiB from the environment: `def` when unset, -1 (refused at init) when not one. */
-static int env_mib(const char *name, int def)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
-
-	if (!v)
-		return def;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	return *v && !*end && !errno && n >= 0 && n <= INT_MAX ? (int)n : -1;
+	if (!rn_knob_env(RI2N_MTU))
+		p->knob[RN_KNOB_MTU] = 0;
 }
 
 static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
@@ -143,6 +90,7 @@ static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_modu
 int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
 	ri2n_params *p = &c->p;
+	int64_t v;
 
 	mca_base_var_group_component_register(&c->super.btl_version,
 					      "BTL over ri2n: one reliable stream per peer striped "
@@ -153,9 +101,15 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 		   "Rails: comma-separated interface names or IPv4 addresses, one per subnet "
 		   "(default: RI2N_RAILS, else every up non-loopback IPv4 interface)",
 		   LVL_USER, &p->if_include);
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++)
-		reg_int(c, knobs[i].name, knobs[i].help, LVL_TUNE,
-			(int *)((char *)p + knobs[i].off));
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++) {
+		const rn_knob *k = &rn_knobs[i];
+		char help[400]; /* Open MPI keeps a copy */
+
+		snprintf(help, sizeof(help), "%s (%s%s%lld..%lld; the library's %s)",
+			 k->doc, rn_knob_unit(k), *rn_knob_unit(k) ? ", " : "", (long long)k->lo,
+			 (long long)k->hi, k->env);
+		reg_int(c, k->mca, help, LVL_TUNE, &p->knob[i]);
+	}
 	p->attempt_ms = 1000;
 	reg_int(c, "attempt_ms", "One connect attempt over one rail lasts this long (ms) before "
 		"the next rail is tried", LVL_TUNE, &p->attempt_ms);
@@ -163,10 +117,10 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_int(c, "keeper_ms", "While MPI does not poll (a long computation), a helper thread "
 		"drives the protocol every this many ms, so peers do not take this process for "
 		"dead; 0 disables it", LVL_TUNE, &p->keeper_ms);
-	p->gso = !getenv("RI2N_GSO") || strcmp(getenv("RI2N_GSO"), "0") != 0;
+	p->gso = rn_proc_get(RN_PROC_GSO) != 0;
 	reg_int(c, "gso", "Send runs of datagrams with UDP GSO when the kernel has it (0/1)",
 		LVL_DEV, &p->gso);
-	p->gro = !getenv("RI2N_GRO") || strcmp(getenv("RI2N_GRO"), "0") != 0;
+	p->gro = rn_proc_get(RN_PROC_GRO) != 0;
 	reg_int(c, "gro", "Receive coalesced datagrams with UDP GRO (0/1)", LVL_DEV, &p->gro);
 	p->rx_ts = 1;
 	reg_int(c, "rx_timestamps", "Time each datagram by the kernel's arrival stamp, not by when "
@@ -183,7 +137,8 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	reg_string(c, "log", "ri2n log level on stderr: debug, info, warn, error, off "
 		   "(default: RI2N_LOG, else warn: one line per rail going down or up)",
 		   LVL_USER, &p->log);
-	p->ring_mem_mb = env_mib("RI2N_RING_MEM_MB", RI2N_BTL_RING_MEM_MB);
+	/* RI2N_RING_MEM_MB (the table's default is the BTL's); not a number: refused at init */
+	p->ring_mem_mb = rn_proc_int(RN_PROC_RING_MEM_MB, &v) < 0 ? -1 : (int)v;
 	reg_int(c, "ring_mem_mb", "Ceiling on the memory of this process's rings, all peers "
 		"together (MiB; 0: none; default RI2N_RING_MEM_MB, else 256).  A peer's rings start "
 		"at 16 KiB and grow with its traffic up to sndbuf / rcvbuf; growth that would pass "
@@ -213,18 +168,17 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 /* Applies every knob; some only fit once others are set, so retry a few passes. */
 int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *err, size_t len)
 {
-	const size_t n = sizeof(knobs) / sizeof(*knobs);
 	int bad = -1;
 
 	rn_config_default(cfg);
 	for (int pass = 0; pass < 3; pass++) {
 		bad = -1;
-		for (size_t i = 0; i < n; i++) {
-			int v = *(const int *)((const char *)p + knobs[i].off);
+		for (size_t i = 0; i < RN_KNOB__COUNT; i++) {
+			int v = p->knob[i];
 
-			if (knobs[i].opt == RI2N_MTU && v == 0)
+			if (i == RN_KNOB_MTU && v == 0)
 				v = min_mtu < 576 ? 576 : min_mtu;
-			if (rn_knob_set(cfg, knobs[i].opt, v) != 0 && bad < 0)
+			if (rn_knob_set(cfg, rn_knobs[i].opt, v) != 0 && bad < 0)
 				bad = (int)i;
 		}
 		if (bad < 0)
@@ -232,8 +186,7 @@ int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *
 	}
 	if (bad >= 0) {
 		snprintf(err, len, "btl_ri2n_%s = %d is out of range or does not fit the other "
-			 "settings (see docs/CONFIG.md)", knobs[bad].name,
-			 *(const int *)((const char *)p + knobs[bad].off));
+			 "settings (see docs/CONFIG.md)", rn_knobs[bad].mca, p->knob[bad]);
 		return -1;
 	}
 	if (p->key_file && *p->key_file ? rn_knobs_key_from_file(cfg, p->key_file)

@@ -1,20 +1,65 @@
 #!/usr/bin/env bash
-# Every RI2N_* environment variable the code reads is documented in
-# docs/CONFIG.md (the C sources of the library, the BTL and the tools, and
-# the ri2n-run launcher).  Exit 1 naming those that are not.
+# docs/CONFIG.md against the code:
+#  - every RI2N_* environment variable the code reads is documented (the C
+#    sources of the library, the BTL and the tools, the table of knobs
+#    src/core/rn_knob_list.h, and the ri2n-run launcher);
+#  - its tables of knobs, between the "<!-- knobs: begin" and "<!-- knobs:
+#    end -->" marks and the same for process-knobs, are the ones
+#    ri2n-knobs-doc prints from the code's (src/core/rn_knob_list.h,
+#    src/engine/rn_knobs.h).
+# Exit 1 naming what disagrees.  --update rewrites the tables in the doc.
 #
-#   tests/config_doc.sh [REPO_ROOT]
+#   tests/config_doc.sh [REPO_ROOT [RI2N_KNOBS_DOC [--update]]]
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+gen=${2:-}
 doc=$root/docs/CONFIG.md
 [ -f "$doc" ] || { echo "FAIL: no $doc"; exit 1; }
 
-# string literals in C ("RI2N_MTU"), and variables the launcher script reads
+# The section of the doc between "<!-- NAME: begin" and "<!-- NAME: end -->".
+section() {
+	awk -v b="<!-- $1: begin" -v e="<!-- $1: end -->" 'index($0, e) == 1 { on = 0 } on { print }
+		index($0, b) == 1 { on = 1 }' "$doc"
+}
+
+if [ -n "$gen" ]; then
+	[ -x "$gen" ] || { echo "FAIL: no generator $gen"; exit 1; }
+	for name in knobs process-knobs; do
+		table=$("$gen" "$name")
+		if [ "${3:-}" = --update ]; then
+			tmp=$(mktemp)
+			TABLE=$table awk -v b="<!-- $name: begin" -v e="<!-- $name: end -->" '
+				index($0, b) == 1 { print; print ENVIRON["TABLE"]; skip = 1; next }
+				index($0, e) == 1 { skip = 0 }
+				!skip' "$doc" >"$tmp"
+			cat "$tmp" >"$doc"
+			rm -f "$tmp"
+			continue
+		fi
+		grep -q "^<!-- $name: begin" "$doc" && grep -q "^<!-- $name: end -->" "$doc" ||
+			{ echo "FAIL: docs/CONFIG.md has no <!-- $name: begin ... end --> section"; exit 1; }
+		if ! diff -u <(section "$name") <(echo "$table"); then
+			echo "FAIL: docs/CONFIG.md's $name table is not the code's (src/core/rn_knob_list.h,"
+			echo "      src/engine/rn_knobs.h); tests/config_doc.sh ROOT <build>/tools/ri2n-knobs-doc --update"
+			echo "      rewrites it"
+			exit 1
+		fi
+	done
+	[ "${3:-}" != --update ] || { echo "updated $doc"; exit 0; }
+fi
+
+# string literals in C ("RI2N_MTU"), the rows of the tables (X(MTU, ...) is RI2N_MTU),
+# and variables the launcher script reads
 vars=$({
 	grep -rhoE '"RI2N_[A-Z0-9_]+"' "$root/src" "$root/btl_ri2n" "$root"/tools/*.c | tr -d '"'
+	grep -hoE '^[[:space:]]*X\([A-Z][A-Z0-9_]*,' "$root/src/core/rn_knob_list.h" \
+		"$root/src/engine/rn_knobs.h" |
+		sed -E 's/^[[:space:]]*X\(/RI2N_/; s/,$//'
 	grep -ohE '\$\{?RI2N_[A-Z0-9_]+' "$root/tools/ri2n-run" | tr -d '${'
 } | sort -u)
 [ -n "$vars" ] || { echo "FAIL: no RI2N_ variable found in the sources: the scan is broken"; exit 1; }
+echo "$vars" | grep -qx RI2N_HEARTBEAT_MS ||
+	{ echo "FAIL: the scan of src/core/rn_knob_list.h found no RI2N_HEARTBEAT_MS: it is broken"; exit 1; }
 missing=0
 for v in $vars; do
 	case $v in
@@ -26,4 +71,4 @@ for v in $vars; do
 	fi
 done
 [ "$missing" -eq 0 ] || exit 1
-echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md"
+echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md${gen:+; its table of knobs is the one in the code}"

@@ -1,82 +1,83 @@
 /*
- * ri2n-xfer - move bytes over ri2n and check every one of them.
+ * ri2n-xfer (also ri2n-stream) - move bytes over ri2n, or over TCP with the
+ * same code, and check every one of them.
  *
- *   ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]
- *   ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex] [--file FILE|-]
- *   common: [--interval MS] [--csv FILE] [--quiet]
- *   ri2n-xfer clock     prints CLOCK_MONOTONIC in seconds (to line up faults)
+ *   ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-] [--tcp]
+ *   ri2n-xfer send HOST [BYTES | --bytes N | --seconds S] [--port P] [--seed N]
+ *             [--duplex] [--file FILE|-] [--block B] [--no-verify] [--tcp]
+ *             [--fault-at S --fault-cmd CMD] [--heal-at S --heal-cmd CMD]
+ *   common: [--interval MS] [--csv FILE] [--rails N] [--quiet] [--ri2n | --tcp]
+ *   ri2n-xfer clock      prints CLOCK_MONOTONIC in seconds (to line up faults)
+ *   ri2n-xfer stamp      copies stdin to stdout, each line prefixed with the
+ *                        CLOCK_MONOTONIC time it was read (behind `nft monitor`)
  *
- * The sender streams a seeded pattern (or a file, or stdin) and the receiver
- * checks every byte of the pattern as it arrives (a file is checked by its
- * SHA-256 at the end).  --duplex makes the server stream the same amount
- * back on the same connection at the same time, checked by the client.
- * Each side prints a line every interval (100 ms): elapsed time, throughput
- * over the interval, bytes so far, each rail's state (U up, D down) and
- * DATA packets sent per rail in the interval; a line for every rail state
- * change with the engine's own timestamp and cause; and a final verdict
- * with a line per rail.  Exit status: 0 all bytes verified, 1 verification
- * failed, 2 usage, 3 connection failed or died.
+ * Run as ri2n-stream (a link to this program, what bench/run.sh runs, also as
+ * `mptcpize run ri2n-stream ... --tcp`), it takes the same options and
+ * prints the bench's lines (xfer_meter.c); its default port is 7200 and its
+ * block 128 KiB (ri2n-xfer: 7000, 256 KiB).
  *
- * Lines look like:
- *   xfer t=1.200 mbps=1874.21 bytes=281372672 rails=UD data=8123,0
- *   xfer event t=1.134 rail=1 down fd=5 cause="receive count below threshold"
- *   xfer done role=recv bytes=536870912 seconds=2.312 mbps=1857.63 verified=yes
- *   xfer rail=1 local=198.18.2.1 remote=198.18.2.2 up=1 downs=1 ups=1 ...
- * The CSV (--csv) has one row per interval: role,t,mono,mbps,bytes,rails,data.
+ * The sender streams a seeded pattern (ri2n_kit.h; or a file, or stdin) and
+ * the receiver checks every byte of the pattern as it arrives (a file by its
+ * SHA-256 at the end; --no-verify: a constant buffer, nothing checked, for
+ * CPU-bound runs).  --duplex makes the server stream the same amount back
+ * on the same connection at the same time, checked by the client.  At the
+ * end the receiver sends back what it counted and both print a verdict.
+ * --fault-at S / --heal-at S: the sender runs CMD with /bin/sh S seconds
+ * after its start, in a thread of its own, and prints when it started and
+ * ended ("stream fault what=fault t=3.0001 mono_start=... mono_end=... rc=0").
+ *
+ * Exit status: 0 all bytes verified, 1 verification failed, 2 usage, 3
+ * connection failed or died.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_common.h"
 #include "ri2n.h"
+#include "ri2n_kit.h"
+#include "xfer.h"
 
-#define MAGIC "RI2NXFR1"
-#define HDR_LEN 32
-#define VERDICT_LEN 48
-#define BLOCK (256 << 10)
+#define MAGIC "RI2NXF02"
+#define HDR_LEN 32      /* magic, seed, bytes (or UNKNOWN_LEN), mode, duplex */
+#define VERDICT_LEN 48  /* bytes received, bytes wrong, SHA-256 of a file */
 #define UNKNOWN_LEN UINT64_MAX
+#define BACK_SEED UINT64_C(0x5a5a5a5a5a5a5a5a) /* the duplex return stream's seed */
 
-enum { MODE_PATTERN = 0, MODE_DATA = 1 };
+enum { MODE_PATTERN = 0, MODE_DATA = 1, MODE_NONE = 2 };
 
-static struct {
-	int port, quiet, once, interval_ms, duplex;
-	double seconds;
-	const char *bind_addr, *csv_path, *file, *out;
-	uint64_t seed;
-	FILE *csv;
-	pthread_mutex_t out_mu;
-} opt = { .port = 7000, .interval_ms = 100, .seed = 1, .out_mu = PTHREAD_MUTEX_INITIALIZER };
+extern char **environ;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+xfer_opt opt = { .transport = BT_RI2N, .interval_ms = 100, .verify = 1, .seed = 1,
+		 .fault_at = -1, .heal_at = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static void print_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ri2n-xfer serve [--port P] [--bind ADDR] [--once] [--out FILE|-]\n"
-		"       ri2n-xfer send HOST BYTES|--seconds S [--port P] [--seed N] [--duplex]\n"
-		"                 [--file FILE|-]\n"
-		"       common: [--interval MS] [--csv FILE] [--quiet]\n"
-		"       ri2n-xfer clock\n"
-		"       ri2n-xfer --help | --version\n"
-		"BYTES takes K, M, G suffixes (powers of 1024).\n");
+		"usage: %s serve [--port P] [--bind ADDR] [--once] [--out FILE|-] [common]\n"
+		"       %s send HOST [BYTES | --bytes N | --seconds S] [--port P] [--seed N]\n"
+		"                 [--duplex] [--file FILE|-] [--block B] [--no-verify]\n"
+		"                 [--fault-at S --fault-cmd CMD] [--heal-at S --heal-cmd CMD] [common]\n"
+		"       common: [--ri2n | --tcp] [--interval MS] [--csv FILE] [--rails N] [--quiet]\n"
+		"       %s clock | stamp\n"
+		"       %s --help | --version\n"
+		"BYTES takes K, M, G suffixes (powers of 1024).  ri2n-xfer and ri2n-stream are one\n"
+		"program; the name chooses the lines it prints (see the top of tools/ri2n-xfer.c).\n",
+		opt.prog, opt.prog, opt.prog, opt.prog);
 }
 
 __attribute__((noreturn)) static void die_usage(void)
@@ -93,207 +94,14 @@ static void help_or_version(const char *a)
 		exit(0);
 	}
 	if (!strcmp(a, "--version")) {
-		printf("ri2n-xfer %s\n", ri2n_version());
+		printf("%s %s\n", opt.prog, ri2n_version());
 		exit(0);
 	}
 }
 
-/* ---- the pattern: byte i depends only on the seed and i ---- */
-
-static uint64_t mix(uint64_t z)
-{
-	z += UINT64_C(0x9e3779b97f4a7c15);
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static void pattern(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint64_t pos = off + i, w = mix(seed ^ (pos >> 3) * UINT64_C(0x100000001b3));
-
-		for (unsigned b = (unsigned)(pos & 7); b < 8 && i < n; b++, i++)
-			buf[i] = (uint8_t)(w >> (8 * b));
-	}
-}
-
-/* ---- progress ---- */
-
-typedef struct progress {
-	const char *role;
-	int fd;
-	int events;     /* this one reports rail changes (one per connection) */
-	double t0, last_t;
-	uint64_t last_bytes;
-	int nrails;
-	uint64_t last_data[RI2N_MAX_RAILS];
-} progress;
-
-/*
- * Prints the events ri2n reported (ri2n_read_event) for this process; the
- * connection's own, or all of them for a server with several.
- */
-static void print_events(progress *p)
-{
-	struct ri2n_event e;
-	static const char *const names[] = { "?", "connected", "down", "up", "closed", "failed" };
-
-	while (p->events && ri2n_read_event(&e) == 1) {
-		const char *name = e.type >= 1 && e.type <= 5 ? names[e.type] : "?";
-
-		if (e.missed)
-			fprintf(stderr, "xfer event missed=%llu\n", (unsigned long long)e.missed);
-		if (e.rail >= 0)
-			fprintf(stderr, "xfer event t=%.4f rail=%d %s fd=%d cause=\"%s\"\n",
-				(double)e.time_ns / 1e9 - p->t0, e.rail, name, e.fd, e.cause);
-		else
-			fprintf(stderr, "xfer event t=%.4f conn %s fd=%d%s%s cause=\"%s\"\n",
-				(double)e.time_ns / 1e9 - p->t0, name, e.fd, e.error ? " error=" : "",
-				e.error ? strerror(e.error) : "", e.cause);
-	}
-}
-
-/* Rail states and DATA packets sent per rail since the last call. */
-static void rails_str(progress *p, char *rails, size_t rlen, char *data, size_t dlen)
-{
-	struct ri2n_stats st;
-	size_t k = 0, d = 0;
-
-	rails[0] = data[0] = 0;
-	if (ri2n_stats(p->fd, &st) < 0) {
-		snprintf(rails, rlen, "-");
-		return;
-	}
-	for (int i = 0; i < st.nrails && k + 1 < rlen; i++) {
-		const struct ri2n_rail_stats *r = &st.rail[i];
-
-		rails[k++] = r->up ? 'U' : 'D';
-		d += (size_t)snprintf(data + d, dlen - d, "%s%" PRIu64, i ? "," : "",
-				      r->tx_data - (i < p->nrails ? p->last_data[i] : 0));
-		p->last_data[i] = r->tx_data;
-	}
-	rails[k] = 0;
-	p->nrails = st.nrails;
-}
-
-static void tick(progress *p, uint64_t bytes, int force)
-{
-	double t = now_s();
-	char rails[RI2N_MAX_RAILS + 2], data[RI2N_MAX_RAILS * 24];
-	double mbps;
-
-	if (!force && (t - p->last_t) * 1000 < opt.interval_ms)
-		return;
-	mbps = t > p->last_t ? (double)(bytes - p->last_bytes) * 8 / (t - p->last_t) / 1e6 : 0;
-	pthread_mutex_lock(&opt.out_mu);
-	print_events(p);
-	rails_str(p, rails, sizeof(rails), data, sizeof(data));
-	if (!opt.quiet)
-		fprintf(stderr, "xfer t=%.3f mbps=%.2f bytes=%" PRIu64 " rails=%s data=%s\n",
-			t - p->t0, mbps, bytes, rails, data);
-	if (opt.csv)
-		fprintf(opt.csv, "%s,%.3f,%.6f,%.2f,%" PRIu64 ",%s,%s\n", p->role, t - p->t0, t,
-			mbps, bytes, rails, data);
-	pthread_mutex_unlock(&opt.out_mu);
-	p->last_t = t;
-	p->last_bytes = bytes;
-}
-
-/* One line per rail with its counters, after the verdict. */
-static void rail_summary(int fd)
-{
-	struct ri2n_stats st;
-
-	if (ri2n_stats(fd, &st) < 0)
-		return;
-	pthread_mutex_lock(&opt.out_mu);
-	for (int i = 0; i < st.nrails; i++) {
-		const struct ri2n_rail_stats *r = &st.rail[i];
-		char l[32], m[32];
-
-		inet_ntop(AF_INET, &r->local.sin_addr, l, sizeof(l));
-		inet_ntop(AF_INET, &r->remote.sin_addr, m, sizeof(m));
-		printf("xfer rail=%d local=%s remote=%s up=%d downs=%u ups=%u tx_data=%" PRIu64
-		       " rx_data=%" PRIu64 " retransmits=%" PRIu64 " lost=%" PRIu64
-		       " heartbeats=%" PRIu64 " dgram=%u mtu_holes=%u small_ok=%u\n", i, l, m, r->up,
-		       r->down_events, r->up_events, r->tx_data, r->rx_data, r->retransmits, r->lost,
-		       r->heartbeats, r->dgram, r->mtu_holes, r->small_ok);
-	}
-	fflush(stdout);
-	pthread_mutex_unlock(&opt.out_mu);
-}
-
-static void done_line(const char *role, uint64_t bytes, double secs, int ok, const char *why)
-{
-	pthread_mutex_lock(&opt.out_mu);
-	printf("xfer done role=%s bytes=%" PRIu64 " seconds=%.3f mbps=%.2f verified=%s%s%s\n",
-	       role, bytes, secs, secs > 0 ? (double)bytes * 8 / secs / 1e6 : 0,
-	       ok ? "yes" : "no", why ? " reason=" : "", why ? why : "");
-	fflush(stdout);
-	pthread_mutex_unlock(&opt.out_mu);
-}
-
-/* ---- plumbing ---- */
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static ssize_t read_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = read(fd, (uint8_t *)buf + got, n - got);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* ---- moving bytes ---- */
 
-#define BACK_SEED UINT64_C(0x5a5a5a5a5a5a5a5a) /* the duplex return stream's seed */
-
+/* One direction of a connection. */
 typedef struct flow {
 	int fd, in, out;       /* in: file to send (-1: pattern); out: copy of what arrives */
 	uint64_t seed, total;  /* total: UNKNOWN_LEN until EOF or seconds */
@@ -302,22 +110,24 @@ typedef struct flow {
 	uint64_t bytes, bad;
 	uint8_t sha[32];
 	const char *why;
-	progress pg;
+	xfer_meter m;
 } flow;
 
 /* Sends total bytes (or for `seconds`, or a whole file) on f->fd. */
 static void flow_send(flow *f)
 {
-	uint8_t *buf = malloc(BLOCK);
+	uint8_t *buf = malloc(opt.block);
 	crypto_hash_sha256_state hs;
-	double stop = f->seconds > 0 ? now_s() + f->seconds : 0;
+	double stop = f->seconds > 0 ? kit_now_s() + f->seconds : 0;
 
 	crypto_hash_sha256_init(&hs);
-	while (buf && !f->why && f->bytes < f->total && !(stop && now_s() >= stop)) {
-		size_t n = f->total - f->bytes < BLOCK ? (size_t)(f->total - f->bytes) : BLOCK;
+	if (buf && f->mode == MODE_NONE)
+		memset(buf, 0x5a, opt.block);
+	while (buf && !f->why && f->bytes < f->total && !(stop && kit_now_s() >= stop)) {
+		size_t n = f->total - f->bytes < opt.block ? (size_t)(f->total - f->bytes) : opt.block;
 
 		if (f->in >= 0) {
-			ssize_t r = read(f->in, buf, BLOCK);
+			ssize_t r = read(f->in, buf, opt.block);
 
 			if (r < 0 && errno == EINTR)
 				continue;
@@ -328,15 +138,15 @@ static void flow_send(flow *f)
 			}
 			n = (size_t)r;
 			crypto_hash_sha256_update(&hs, buf, n);
-		} else {
-			pattern(buf, f->seed, f->bytes, n);
+		} else if (f->mode == MODE_PATTERN) {
+			kit_pattern_fill(buf, f->seed, f->bytes, n);
 		}
-		if (write_all(f->fd, buf, n) < 0) {
+		if (bench_write_all(f->fd, buf, n, 0) < 0) {
 			f->why = strerror(errno);
 			break;
 		}
 		f->bytes += n;
-		tick(&f->pg, f->bytes, 0);
+		atomic_store(&f->m.bytes, f->bytes);
 	}
 	crypto_hash_sha256_final(&hs, f->sha);
 	free(buf);
@@ -345,12 +155,12 @@ static void flow_send(flow *f)
 /* Reads until EOF (or total bytes), checking the pattern or hashing. */
 static void flow_recv(flow *f)
 {
-	uint8_t *buf = malloc(BLOCK), *want = malloc(BLOCK);
+	uint8_t *buf = malloc(opt.block);
 	crypto_hash_sha256_state hs;
 
 	crypto_hash_sha256_init(&hs);
-	while (buf && want && f->bytes < f->total) {
-		size_t room = f->total - f->bytes < BLOCK ? (size_t)(f->total - f->bytes) : BLOCK;
+	while (buf && f->bytes < f->total) {
+		size_t room = f->total - f->bytes < opt.block ? (size_t)(f->total - f->bytes) : opt.block;
 		ssize_t n = read(f->fd, buf, room);
 
 		if (n < 0 && errno == EINTR)
@@ -361,24 +171,19 @@ static void flow_recv(flow *f)
 		}
 		if (n == 0)
 			break;
-		if (f->mode == MODE_PATTERN) {
-			pattern(want, f->seed, f->bytes, (size_t)n);
-			if (memcmp(want, buf, (size_t)n) != 0)
-				for (ssize_t i = 0; i < n; i++)
-					f->bad += want[i] != buf[i];
-		} else { /* a file or stdin: checked by its SHA-256 */
+		if (f->mode == MODE_PATTERN)
+			f->bad += kit_pattern_check(buf, f->seed, f->bytes, (size_t)n);
+		else if (f->mode == MODE_DATA) /* a file or stdin: checked by its SHA-256 */
 			crypto_hash_sha256_update(&hs, buf, (unsigned long long)n);
-		}
-		if (f->out >= 0 && write_all(f->out, buf, (size_t)n) < 0) {
+		if (f->out >= 0 && bench_write_all(f->out, buf, (size_t)n, 0) < 0) {
 			f->why = "writing the output failed";
 			break;
 		}
 		f->bytes += (uint64_t)n;
-		tick(&f->pg, f->bytes, 0);
+		atomic_store(&f->m.bytes, f->bytes);
 	}
 	crypto_hash_sha256_final(&hs, f->sha);
 	free(buf);
-	free(want);
 }
 
 static void *flow_send_thread(void *arg)
@@ -393,6 +198,17 @@ static void *flow_recv_thread(void *arg)
 	return NULL;
 }
 
+/* After the last bytes: ri2n reports the close right after the last ACK. */
+static void last_events(const xfer_meter *m)
+{
+	if (opt.transport != BT_RI2N)
+		return;
+	usleep(20000);
+	pthread_mutex_lock(&opt.mu);
+	xfer_events(m);
+	pthread_mutex_unlock(&opt.mu);
+}
+
 /* ---- receiving ---- */
 
 static int receive(int fd)
@@ -404,33 +220,35 @@ static int receive(int fd)
 	uint64_t announced;
 	int duplex;
 	const char *why;
-	double t1;
+	double t0, t1;
 
-	if (read_full(fd, hdr, HDR_LEN) != HDR_LEN || memcmp(hdr, MAGIC, 8) != 0) {
-		fprintf(stderr, "ri2n-xfer: not a ri2n-xfer sender (bad or missing header)\n");
-		return 1;
+	if (bench_read_full(fd, hdr, HDR_LEN, 0) < 0 || memcmp(hdr, MAGIC, 8) != 0) {
+		fprintf(stderr, "%s: not a %s sender (bad or missing header)\n", opt.prog, opt.prog);
+		return opt.style == XS_XFER ? 1 : 3;
 	}
-	in.seed = get64(hdr + 8);
-	announced = get64(hdr + 16);
+	in.seed = kit_get64(hdr + 8);
+	announced = kit_get64(hdr + 16);
 	in.mode = hdr[24];
 	duplex = hdr[25];
+	in.m.unchecked = in.mode == MODE_NONE; /* what the verdict line says */
 	if (opt.out)
 		in.out = strcmp(opt.out, "-") == 0 ? 1 :
 			open(opt.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	in.pg = (progress){ .role = "recv", .fd = fd, .events = 1 };
-	in.pg.t0 = in.pg.last_t = now_s();
+	t0 = kit_now_s();
+	xfer_meter_start(&in.m, "recv", fd, 0, 1, t0);
 	if (duplex) {
 		back.seed = in.seed ^ BACK_SEED;
 		back.total = announced;
-		back.pg = (progress){ .role = "send-back", .fd = fd, .t0 = in.pg.t0,
-				      .last_t = in.pg.t0 };
+		xfer_meter_start(&back.m, "send-back", fd, 1, 0, t0);
 		pthread_create(&bt, NULL, flow_send_thread, &back);
 	}
 	flow_recv(&in);
-	t1 = now_s();
-	tick(&in.pg, in.bytes, 1);
-	if (duplex)
+	t1 = kit_now_s();
+	xfer_meter_stop(&in.m);
+	if (duplex) {
 		pthread_join(bt, NULL);
+		xfer_meter_stop(&back.m);
+	}
 	why = in.why;
 	if (!why && announced != UNKNOWN_LEN && in.bytes != announced)
 		why = "stream ended early";
@@ -439,293 +257,339 @@ static int receive(int fd)
 	if (!why && back.why)
 		why = back.why;
 	/* after our own stream (duplex): what arrived, for the sender to judge */
-	put64(verdict, in.bytes);
-	put64(verdict + 8, in.bad);
+	kit_put64(verdict, in.bytes);
+	kit_put64(verdict + 8, in.bad);
 	memcpy(verdict + 16, in.sha, 32);
-	if (write_all(fd, verdict, VERDICT_LEN) < 0 && !why)
+	if (bench_write_all(fd, verdict, VERDICT_LEN, 0) < 0 && !why)
 		why = "could not send the verdict";
 	shutdown(fd, SHUT_WR);
-	done_line("recv", in.bytes, t1 - in.pg.t0, !why, why);
-	rail_summary(fd);
+	xfer_done(&in.m, in.bytes, t1 - t0, in.bad, why);
 	if (in.bad)
-		fprintf(stderr, "ri2n-xfer: %" PRIu64 " corrupted bytes\n", in.bad);
+		fprintf(stderr, "%s: %" PRIu64 " corrupted bytes\n", opt.prog, in.bad);
+	last_events(&in.m);
 	if (in.out > 1)
 		close(in.out);
-	return why ? 1 : 0;
+	if (!why)
+		return 0;
+	return opt.style == XS_XFER || in.bad ? 1 : 3;
 }
-
-typedef struct rx_job {
-	int fd;
-	struct sockaddr_in peer;
-} rx_job;
 
 static void *rx_thread(void *arg)
 {
-	rx_job *j = arg;
+	int fd = (int)(intptr_t)arg;
 
-	receive(j->fd);
-	ri2n_close(j->fd);
-	free(j);
+	receive(fd);
+	bench_close(opt.transport, fd);
 	return NULL;
 }
 
 static int serve(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port) };
+	struct in_addr any;
 	int lfd, rc = 0;
 
-	if (opt.bind_addr && inet_pton(AF_INET, opt.bind_addr, &a.sin_addr) != 1) {
-		fprintf(stderr, "ri2n-xfer: --bind %s is not an IPv4 address\n", opt.bind_addr);
+	if (opt.bind && inet_pton(AF_INET, opt.bind, &any) != 1) {
+		fprintf(stderr, "%s: --bind %s is not an IPv4 address\n", opt.prog, opt.bind);
 		return 2;
 	}
-	lfd = ri2n_socket();
-	if (lfd < 0 || ri2n_bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    ri2n_listen(lfd, 64) < 0) {
-		fprintf(stderr, "ri2n-xfer: cannot listen on port %d: %s\n", opt.port, strerror(errno));
+	lfd = bench_listen(opt.transport, opt.bind, opt.port);
+	if (lfd < 0)
 		return 3;
-	}
 	if (!opt.quiet)
-		fprintf(stderr, "ri2n-xfer: listening on port %d\n", opt.port);
+		fprintf(stderr, "%s: %s server listening on port %d\n", opt.prog,
+			bench_transport_name(opt.transport), opt.port);
 	for (;;) {
-		rx_job *j = calloc(1, sizeof(*j));
-		socklen_t len = sizeof(j->peer);
+		int fd = bench_accept(opt.transport, lfd), e = errno;
 		pthread_t t;
 
-		j->fd = ri2n_accept(lfd, (struct sockaddr *)&j->peer, &len);
-		if (j->fd < 0) {
-			int e = errno;
-
-			free(j);
+		if (fd < 0) {
 			if (e == EINTR)
 				continue;
-			fprintf(stderr, "ri2n-xfer: accept: %s\n", strerror(e));
+			fprintf(stderr, "%s: accept: %s\n", opt.prog, strerror(e));
 			/* out of connections or memory for one: the others go on, as a server's do */
 			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
 				continue;
 			return 3;
 		}
-		if (opt.once) {
-			rc = receive(j->fd);
-			ri2n_close(j->fd);
-			free(j);
-			break;
+		/* ri2n-stream measures one stream at a time; ri2n-xfer serves them all */
+		if (opt.once || opt.style == XS_STREAM) {
+			rc = receive(fd);
+			bench_close(opt.transport, fd);
+			if (opt.once)
+				break;
+			continue;
 		}
-		pthread_create(&t, NULL, rx_thread, j);
+		pthread_create(&t, NULL, rx_thread, (void *)(intptr_t)fd);
 		pthread_detach(t);
 	}
-	ri2n_close(lfd);
+	bench_close(opt.transport, lfd);
 	return rc;
 }
 
 /* ---- sending ---- */
 
-static int resolve(const char *host, struct sockaddr_in *a)
+struct fault_job {
+	double t0;
+	double at[2];
+	const char *cmd[2], *what[2];
+};
+
+/* Runs the fault and heal commands on schedule, printing when each ran. */
+static void *fault_thread(void *arg)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
+	struct fault_job *j = arg;
 
-	if (inet_pton(AF_INET, host, &a->sin_addr) == 1)
-		return 0;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return -1;
-	a->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
-	freeaddrinfo(res);
-	return 0;
-}
+	for (int i = 0; i < 2; i++) {
+		double due = j->t0 + j->at[i], s, e;
+		struct timespec ts;
+		pid_t pid;
+		int st = -1;
+		char *argv[] = { "sh", "-c", (char *)j->cmd[i], NULL };
 
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	uint64_t mul = 1;
-
-	if (end == s || v < 0)
-		die_usage();
-	switch (*end) {
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	case 0: break;
-	default: die_usage();
+		if (!j->cmd[i] || j->at[i] < 0)
+			continue;
+		ts.tv_sec = (time_t)due;
+		ts.tv_nsec = (long)((due - (double)ts.tv_sec) * 1e9);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		s = kit_now_s();
+		if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0)
+			waitpid(pid, &st, 0);
+		e = kit_now_s();
+		pthread_mutex_lock(&opt.mu);
+		fprintf(stderr, "stream fault what=%s t=%.4f mono_start=%.6f mono_end=%.6f rc=%d\n",
+			j->what[i], s - j->t0, s, e, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		pthread_mutex_unlock(&opt.mu);
 	}
-	if (*end)
-		die_usage();
-	return (uint64_t)(v * (double)mul);
+	return NULL;
 }
 
-/* The receiver's verdict on what arrived; NULL if all is well. */
-static const char *check_verdict(int fd, const flow *out)
+/* The receiver's verdict on what arrived; NULL if all is well.  *bad: its count. */
+static const char *check_verdict(int fd, const flow *out, uint64_t *bad)
 {
 	uint8_t v[VERDICT_LEN];
-	ssize_t r = read_full(fd, v, VERDICT_LEN);
+	size_t got = 0;
 
-	if (r != VERDICT_LEN)
-		return r < 0 ? strerror(errno) : "connection ended before the receiver's verdict";
-	if (get64(v) != out->bytes)
+	while (got < VERDICT_LEN) {
+		ssize_t r = read(fd, v + got, VERDICT_LEN - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return strerror(errno);
+		if (r == 0)
+			return "connection ended before the receiver's verdict";
+		got += (size_t)r;
+	}
+	*bad = kit_get64(v + 8);
+	if (kit_get64(v) != out->bytes)
 		return "receiver got a different byte count";
-	if (get64(v + 8) != 0)
+	if (*bad != 0)
 		return "receiver found corrupted bytes";
 	if (out->mode == MODE_DATA && memcmp(v + 16, out->sha, 32) != 0)
 		return "SHA-256 differs";
 	return NULL;
 }
 
-static int send_stream(const char *host, uint64_t total)
+/* Opens what --file names (MODE_DATA), or nothing; 0 or 2 (usage). */
+static int open_input(flow *out)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)opt.port) };
-	uint8_t hdr[HDR_LEN] = { 0 };
-	flow out = { .in = -1, .out = -1, .seed = opt.seed, .total = total,
-		     .seconds = opt.seconds };
-	flow back = { .in = -1, .out = -1 };
-	pthread_t bt;
-	const char *why = NULL;
-	int fd, corrupt;
-	double t1;
-
-	if (resolve(host, &a) < 0) {
-		fprintf(stderr, "ri2n-xfer: cannot resolve %s\n", host);
+	if (!opt.file)
+		return 0;
+	out->in = strcmp(opt.file, "-") == 0 ? 0 : open(opt.file, O_RDONLY | O_CLOEXEC);
+	if (out->in < 0) {
+		fprintf(stderr, "%s: %s: %s\n", opt.prog, opt.file, strerror(errno));
 		return 2;
 	}
-	if (opt.file) {
-		out.in = strcmp(opt.file, "-") == 0 ? 0 : open(opt.file, O_RDONLY | O_CLOEXEC);
-		if (out.in < 0) {
-			fprintf(stderr, "ri2n-xfer: %s: %s\n", opt.file, strerror(errno));
-			return 2;
-		}
-		out.mode = MODE_DATA;
-		out.total = UNKNOWN_LEN;
-	}
+	out->mode = MODE_DATA;
+	out->total = UNKNOWN_LEN;
+	return 0;
+}
+
+/* The return stream of --duplex, once both ends are done: NULL if it was whole. */
+static const char *back_why(const flow *back, uint64_t total)
+{
+	if (back->why)
+		return back->why;
+	if (back->bad)
+		return "corrupted bytes in the return stream";
+	if (back->bytes != total)
+		return "return stream ended early";
+	return NULL;
+}
+
+static int send_stream(const char *host, uint64_t total)
+{
+	uint8_t hdr[HDR_LEN] = { 0 };
+	flow out = { .in = -1, .out = -1, .seed = opt.seed, .total = total,
+		     .seconds = opt.seconds, .mode = opt.verify ? MODE_PATTERN : MODE_NONE };
+	flow back = { .in = -1, .out = -1 };
+	struct fault_job fj = { .at = { opt.fault_at, opt.heal_at },
+				.cmd = { opt.fault_cmd, opt.heal_cmd }, .what = { "fault", "heal" } };
+	int faults = (opt.fault_cmd && opt.fault_at >= 0) || (opt.heal_cmd && opt.heal_at >= 0);
+	pthread_t bt, ft;
+	const char *why = NULL;
+	uint64_t bad = 0;
+	int fd, rc;
+	double t1;
+
+	if (open_input(&out))
+		return 2;
 	if (opt.seconds > 0)
 		out.total = UNKNOWN_LEN;
-	fd = ri2n_socket();
-	if (fd < 0 || ri2n_connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		fprintf(stderr, "ri2n-xfer: cannot connect to %s:%d: %s\n", host, opt.port,
-			strerror(errno));
+	fd = bench_connect(opt.transport, host, opt.port);
+	if (fd < 0) {
+		if (opt.style == XS_STREAM)
+			xfer_done(&(xfer_meter){ .role = "send" }, 0, 0, 0, "connect-failed");
 		return 3;
 	}
 	out.fd = fd;
-	out.pg = (progress){ .role = "send", .fd = fd, .events = 1 };
 	memcpy(hdr, MAGIC, 8);
-	put64(hdr + 8, opt.seed);
-	put64(hdr + 16, out.total);
+	kit_put64(hdr + 8, opt.seed);
+	kit_put64(hdr + 16, out.total);
 	hdr[24] = (uint8_t)out.mode;
 	hdr[25] = (uint8_t)opt.duplex;
-	out.pg.t0 = out.pg.last_t = now_s();
-	if (write_all(fd, hdr, HDR_LEN) < 0)
+	if (bench_write_all(fd, hdr, HDR_LEN, 0) < 0)
 		out.why = strerror(errno);
+	fj.t0 = kit_now_s();
+	out.m.unchecked = out.mode == MODE_NONE;
+	xfer_meter_start(&out.m, "send", fd, 1, 1, fj.t0);
 	if (opt.duplex) {
 		back = (flow){ .fd = fd, .in = -1, .out = -1, .seed = opt.seed ^ BACK_SEED,
 			       .total = total };
-		back.pg = (progress){ .role = "recv-back", .fd = fd, .t0 = out.pg.t0,
-				      .last_t = out.pg.t0 };
+		xfer_meter_start(&back.m, "recv-back", fd, 0, 0, fj.t0);
 		pthread_create(&bt, NULL, flow_recv_thread, &back);
 	}
+	if (faults)
+		pthread_create(&ft, NULL, fault_thread, &fj);
 	flow_send(&out);
 	shutdown(fd, SHUT_WR);
 	if (opt.duplex) {
 		pthread_join(bt, NULL);
-		if (back.why)
-			why = back.why;
-		else if (back.bad)
-			why = "corrupted bytes in the return stream";
-		else if (back.bytes != total)
-			why = "return stream ended early";
+		why = back_why(&back, total);
 	}
 	if (!why)
 		why = out.why;
 	if (!why)
-		why = check_verdict(fd, &out);
-	t1 = now_s();
-	tick(&out.pg, out.bytes, 1);
-	done_line("send", out.bytes, t1 - out.pg.t0, !why, why);
+		why = check_verdict(fd, &out, &bad);
+	t1 = kit_now_s();
+	xfer_meter_stop(&out.m);
 	if (opt.duplex)
-		done_line("recv-back", back.bytes, t1 - out.pg.t0,
-			  !back.why && !back.bad && back.bytes == total, NULL);
-	rail_summary(fd);
-	ri2n_close(fd);
-	usleep(20000); /* the engine reports the close right after the last ACK */
-	pthread_mutex_lock(&opt.out_mu);
-	print_events(&out.pg);
-	pthread_mutex_unlock(&opt.out_mu);
+		xfer_meter_stop(&back.m);
+	if (faults)
+		pthread_join(ft, NULL);
+	xfer_done(&out.m, out.bytes, t1 - fj.t0, bad, why);
+	if (opt.duplex)
+		xfer_done(&back.m, back.bytes, t1 - fj.t0, back.bad, back_why(&back, total));
+	bench_close(opt.transport, fd);
+	last_events(&out.m);
 	if (out.in > 0)
 		close(out.in);
 	if (!why)
 		return 0;
-	corrupt = strstr(why, "receiver") || strstr(why, "corrupt") || strstr(why, "SHA");
-	return corrupt ? 1 : 3;
+	/* the bytes were wrong (1), or the connection failed (3) */
+	rc = strstr(why, "corrupt") || strstr(why, "different") || strstr(why, "SHA") ||
+	     (opt.style == XS_XFER && strstr(why, "receiver"));
+	return rc ? 1 : 3;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cmd, *host = NULL, *bytes = NULL;
-	int rc;
+/* ---- the command line ---- */
 
-	if (argc < 2)
+static uint64_t size_arg(const char *s)
+{
+	int64_t v = kit_parse_size(s);
+
+	if (v < 0)
 		die_usage();
-	cmd = argv[1];
-	help_or_version(cmd);
+	return (uint64_t)v;
+}
+
+/* Parses argv[2..]; returns the first word that is not an option (HOST) and the second (BYTES). */
+static void parse(int argc, char **argv, const char **host, const char **bytes)
+{
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
 
 		help_or_version(a);
 #define NEXT (i + 1 < argc ? argv[++i] : (die_usage(), ""))
-		if (!strcmp(a, "--port"))
-			opt.port = atoi(NEXT);
-		else if (!strcmp(a, "--bind"))
-			opt.bind_addr = NEXT;
-		else if (!strcmp(a, "--once"))
-			opt.once = 1;
-		else if (!strcmp(a, "--out"))
-			opt.out = NEXT;
-		else if (!strcmp(a, "--seed"))
-			opt.seed = strtoull(NEXT, NULL, 0);
-		else if (!strcmp(a, "--file"))
-			opt.file = NEXT;
-		else if (!strcmp(a, "--interval"))
-			opt.interval_ms = atoi(NEXT);
-		else if (!strcmp(a, "--csv"))
-			opt.csv_path = NEXT;
-		else if (!strcmp(a, "--quiet"))
-			opt.quiet = 1;
-		else if (!strcmp(a, "--duplex"))
-			opt.duplex = 1;
-		else if (!strcmp(a, "--seconds"))
-			opt.seconds = atof(NEXT);
-		else if (a[0] == '-' && a[1])
-			die_usage();
-		else if (!host)
-			host = a;
-		else if (!bytes)
-			bytes = a;
-		else
-			die_usage();
+		if (!strcmp(a, "--tcp")) opt.transport = BT_TCP;
+		else if (!strcmp(a, "--ri2n")) opt.transport = BT_RI2N;
+		else if (!strcmp(a, "--port")) opt.port = atoi(NEXT);
+		else if (!strcmp(a, "--bind")) opt.bind = NEXT;
+		else if (!strcmp(a, "--once")) opt.once = 1;
+		else if (!strcmp(a, "--out")) opt.out = NEXT;
+		else if (!strcmp(a, "--seed")) opt.seed = strtoull(NEXT, NULL, 0);
+		else if (!strcmp(a, "--file")) opt.file = NEXT;
+		else if (!strcmp(a, "--duplex")) opt.duplex = 1;
+		else if (!strcmp(a, "--seconds")) opt.seconds = atof(NEXT);
+		else if (!strcmp(a, "--bytes")) opt.bytes = size_arg(NEXT);
+		else if (!strcmp(a, "--block")) opt.block = (size_t)size_arg(NEXT);
+		else if (!strcmp(a, "--no-verify")) opt.verify = 0;
+		else if (!strcmp(a, "--fault-at")) opt.fault_at = atof(NEXT);
+		else if (!strcmp(a, "--fault-cmd")) opt.fault_cmd = NEXT;
+		else if (!strcmp(a, "--heal-at")) opt.heal_at = atof(NEXT);
+		else if (!strcmp(a, "--heal-cmd")) opt.heal_cmd = NEXT;
+		else if (!strcmp(a, "--interval")) opt.interval_ms = atoi(NEXT);
+		else if (!strcmp(a, "--csv")) opt.csv_path = NEXT;
+		else if (!strcmp(a, "--rails")) opt.nrails = atoi(NEXT);
+		else if (!strcmp(a, "--quiet")) opt.quiet = 1;
+		else if (a[0] == '-' && a[1]) die_usage();
+		else if (!*host) *host = a;
+		else if (!*bytes) *bytes = a;
+		else die_usage();
 #undef NEXT
 	}
-	if (opt.port <= 0 || opt.port > 65535 || opt.interval_ms <= 0)
+}
+
+/* `stamp`: stdin to stdout, each line after the time it was read. */
+static int stamp(void)
+{
+	char line[4096];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof(line), stdin))
+		printf("%.6f %s%s", kit_now_s(), line, strchr(line, '\n') ? "" : "\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd, *host = NULL, *bytes = NULL;
+	int stream = strcmp(basename(argv[0]), "ri2n-stream") == 0, rc;
+
+	opt.style = stream ? XS_STREAM : XS_XFER;
+	opt.prog = stream ? "ri2n-stream" : "ri2n-xfer";
+	opt.port = stream ? 7200 : 7000;
+	opt.block = stream ? 128 << 10 : 256 << 10;
+	if (argc < 2)
 		die_usage();
-	if (sodium_init() < 0)
-		return 3;
-	signal(SIGPIPE, SIG_IGN);
-	if (opt.csv_path) {
-		opt.csv = fopen(opt.csv_path, "w");
-		if (!opt.csv) {
-			fprintf(stderr, "ri2n-xfer: %s: %s\n", opt.csv_path, strerror(errno));
-			return 2;
-		}
-		setvbuf(opt.csv, NULL, _IOLBF, 0);
-		fprintf(opt.csv, "role,t,mono,mbps,bytes,rails,data\n");
-	}
+	cmd = argv[1];
+	help_or_version(cmd);
+	parse(argc, argv, &host, &bytes);
 	if (!strcmp(cmd, "clock")) {
-		printf("%.6f\n", now_s());
+		printf("%.6f\n", kit_now_s());
 		return 0;
 	}
-	if (opt.duplex && (!bytes || opt.file || opt.seconds > 0)) {
-		fprintf(stderr, "ri2n-xfer: --duplex needs BYTES (not --file or --seconds)\n");
+	if (!strcmp(cmd, "stamp"))
+		return stamp();
+	if (opt.port <= 0 || opt.port > 65535 || opt.interval_ms <= 0 || opt.block < 1 ||
+	    opt.block > (64u << 20) || opt.nrails < 0 || opt.nrails > RI2N_MAX_RAILS)
+		die_usage();
+	if (bytes)
+		opt.bytes = size_arg(bytes);
+	if (opt.duplex && (!opt.bytes || opt.file || opt.seconds > 0)) {
+		fprintf(stderr, "%s: --duplex needs BYTES (not --file or --seconds)\n", opt.prog);
 		return 2;
 	}
+	if (sodium_init() < 0)
+		return 3;
+	xfer_signals();
+	if (xfer_csv_open() < 0)
+		return 2;
 	if (!strcmp(cmd, "serve") && !host)
 		rc = serve();
-	else if (!strcmp(cmd, "send") && host && (bytes || opt.file || opt.seconds > 0))
-		rc = send_stream(host, bytes ? parse_size(bytes) : UNKNOWN_LEN);
+	else if (!strcmp(cmd, "send") && host && (opt.bytes || opt.file || opt.seconds > 0))
+		rc = send_stream(host, opt.seconds > 0 || opt.file ? UNKNOWN_LEN : opt.bytes);
 	else
 		die_usage();
 	if (opt.csv)

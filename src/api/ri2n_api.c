@@ -239,8 +239,7 @@ static int wait_pending(int mode, long ms)
 
 static void drain_at_exit(void)
 {
-	const char *env = getenv("RI2N_EXIT_LINGER_MS");
-	long linger_ms = env && *env ? strtol(env, NULL, 10) : 30000;
+	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
 	int pending;
 
 	if (!rn_engine_running())

@@ -1,75 +1,113 @@
 /*
- * rn_config.c - defaults and checks for every knob, and the names of codes.
- * docs/CONFIG.md lists the same defaults with their environment variables.
+ * rn_config.c - defaults and checks for every knob (from rn_knob_list.h),
+ * and the names of codes.
  */
 #include "rn_core.h"
 
 #define MS UINT64_C(1000000)
+#define US UINT64_C(1000)
+
+/* A knob's default in its field's unit (rn_knob_list.h: the default is in the user's). */
+#define DEF_MS(v) ((uint64_t)(v) * MS)
+#define DEF_US(v) ((uint64_t)(v) * US)
+#define DEF_COUNT(v) (v)
+#define DEF_MTU(v) ((v) - 28 > RN_MAX_DGRAM ? RN_MAX_DGRAM : (v) - 28)
+#define DEF_BYTES(v) 0 /* slots, once max_dgram is known: SLOTS_BYTES */
+#define SLOTS_MS(field, v)
+#define SLOTS_COUNT(field, v)
+#define SLOTS_MTU(field, v)
+#define SLOTS_BYTES(field, v) c->field = rn_config_slots(v, c->max_dgram);
+
+uint32_t rn_config_slots(uint64_t bytes, uint32_t max_dgram)
+{
+	uint64_t mss = max_dgram > RN_HDR_LEN ? max_dgram - RN_HDR_LEN : 1;
+	uint64_t want = (bytes + mss - 1) / mss;
+	uint32_t s = RN_MIN_SLOTS;
+
+	while (s < want && s < RN_MAX_SLOTS)
+		s <<= 1;
+	return s;
+}
 
 void rn_config_default(rn_config *c)
 {
-	*c = (rn_config){
-		.max_dgram = 1472,        /* MTU 1500 - IPv4 20 - UDP 8 */
-		.snd_slots = 2048,        /* ~3 MB at 1448 bytes a packet */
-		.rcv_slots = 2048,
-		.fail_window = 100,       /* the paper's N */
-		.fail_min = 2,            /* the paper's M */
-		.ack_every = 8,
-		.ack_delay_ns = 200000,   /* 200 us */
-		.ack_delay_pp_ns = 10 * MS, /* the answer usually carries it first; at most rto_min / 2 */
-		.heartbeat_ns = 100 * MS, /* the paper used 3 s */
-		.keepalive_ns = 100 * MS,
-		.rail_timeout_ns = 350 * MS,
-		.dead_peer_ns = 30000 * MS,
-		.connect_timeout_ns = 30000 * MS,
-		.rto_min_ns = 20 * MS,
-		.queue_target_ns = 4 * MS,
-		.linger_ns = 1000 * MS,
-		.init_cwnd = 32,
-	};
+#define KNOB_DEF(NAME, field, kind, def, lo, hi, mca, doc) .field = DEF_##kind(def),
+#define CONFIG_DEF(field, kind, def, lo, hi, doc) .field = DEF_##kind(def),
+	*c = (rn_config){ RN_KNOB_LIST(KNOB_DEF) RN_CONFIG_LIST(CONFIG_DEF) };
+#undef KNOB_DEF
+#undef CONFIG_DEF
+#define BYTES_DEF(NAME, field, kind, def, lo, hi, mca, doc) SLOTS_##kind(field, def)
+	RN_KNOB_LIST(BYTES_DEF)
+#undef BYTES_DEF
 }
 
-static int pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+/* One field's bounds, in the field's unit, and the sentence when it is out of them. */
+typedef struct field_rule {
+	size_t off;
+	uint8_t wide;  /* uint64_t field, else uint32_t */
+	uint8_t pow2;  /* must also be a power of two */
+	uint64_t lo, hi;
+	const char *why;
+} field_rule;
+
+#define RULE_MS(field, lo, hi, name) \
+	{ offsetof(rn_config, field), 1, 0, (lo) * MS, (hi) * MS, name " must be from " #lo " to " #hi " ms" },
+#define RULE_US(field, lo, hi, name) \
+	{ offsetof(rn_config, field), 1, 0, (lo) * US, (hi) * US, name " must be from " #lo " to " #hi " us" },
+#define RULE_COUNT(field, lo, hi, name) \
+	{ offsetof(rn_config, field), 0, 0, lo, hi, name " must be from " #lo " to " #hi },
+/* the user's MTU bounds are checked where an MTU becomes max_dgram (rn_knobs.c) */
+#define RULE_MTU(field, lo, hi, name) \
+	{ offsetof(rn_config, field), 0, 0, RN_MIN_DGRAM, RN_MAX_DGRAM, \
+	  #field " must be between 256 and 65507 bytes" },
+#define RULE_BYTES(field, lo, hi, name) \
+	{ offsetof(rn_config, field), 0, 1, RN_MIN_SLOTS, RN_MAX_SLOTS, \
+	  #field " must be a power of two between 64 and 65536" },
+#define KNOB_RULE(NAME, field, kind, def, lo, hi, mca, doc) RULE_##kind(field, lo, hi, mca)
+#define CONFIG_RULE(field, kind, def, lo, hi, doc) RULE_##kind(field, lo, hi, #field)
+
+static const field_rule rules[] = { RN_KNOB_LIST(KNOB_RULE) RN_CONFIG_LIST(CONFIG_RULE) };
+
+static const char *check_bounds(const rn_config *c)
 {
-	return v >= lo && v <= hi && (v & (v - 1)) == 0;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(*rules); i++) {
+		const field_rule *r = &rules[i];
+		const char *f = (const char *)c + r->off;
+		uint64_t v = r->wide ? *(const uint64_t *)(const void *)f
+				     : *(const uint32_t *)(const void *)f;
+
+		if (v < r->lo || v > r->hi || (r->pow2 && (v & (v - 1)) != 0))
+			return r->why;
+	}
+	return NULL;
+}
+
+/* The rules between knobs, after each is within its bounds. */
+static const char *check_relations(const rn_config *c)
+{
+	if (c->fail_min >= c->fail_window)
+		return "fail_min must be at least 1 and below fail_window";
+	if (c->rail_timeout_ns <= c->keepalive_ns)
+		return "rail_timeout must be longer than the keepalive period";
+	if (c->dead_peer_ns <= c->rail_timeout_ns)
+		return "dead_peer timeout must be longer than rail_timeout";
+	if (c->ack_delay_pp_ns < c->ack_delay_ns)
+		return "ack_delay_pp must be at least ack_delay";
+	if (c->init_cwnd > c->snd_slots)
+		return "init_cwnd must be between 4 and snd_slots";
+	if (c->keyed > 1)
+		return "keyed must be 0 or 1";
+	if (c->keyed && c->max_dgram < RN_INIT_LEN + RN_MAC_LEN)
+		return "with a key, max_dgram must be at least 272 bytes";
+	return NULL;
 }
 
 int rn_config_check(const rn_config *c, const char **why)
 {
-	const char *bad = NULL;
+	const char *bad = check_bounds(c);
 
-	if (c->max_dgram < RN_MIN_DGRAM || c->max_dgram > RN_MAX_DGRAM)
-		bad = "max_dgram must be between 256 and 65507 bytes";
-	else if (!pow2_in(c->snd_slots, RN_MIN_SLOTS, RN_MAX_SLOTS))
-		bad = "snd_slots must be a power of two between 64 and 65536";
-	else if (!pow2_in(c->rcv_slots, RN_MIN_SLOTS, RN_MAX_SLOTS))
-		bad = "rcv_slots must be a power of two between 64 and 65536";
-	else if (c->fail_window < 2 || c->fail_window > 100000)
-		bad = "fail_window must be between 2 and 100000 packets";
-	else if (c->fail_min < 1 || c->fail_min >= c->fail_window)
-		bad = "fail_min must be at least 1 and below fail_window";
-	else if (c->ack_every < 1 || c->ack_every > 1024)
-		bad = "ack_every must be between 1 and 1024 packets";
-	else if (c->heartbeat_ns < MS || c->keepalive_ns < MS)
-		bad = "heartbeat and keepalive periods must be at least 1 ms";
-	else if (c->rail_timeout_ns <= c->keepalive_ns)
-		bad = "rail_timeout must be longer than the keepalive period";
-	else if (c->dead_peer_ns <= c->rail_timeout_ns)
-		bad = "dead_peer timeout must be longer than rail_timeout";
-	else if (c->connect_timeout_ns < MS)
-		bad = "connect timeout must be at least 1 ms";
-	else if (c->rto_min_ns < 100000)
-		bad = "rto_min must be at least 100 us";
-	else if (c->ack_delay_pp_ns < c->ack_delay_ns)
-		bad = "ack_delay_pp must be at least ack_delay";
-	else if (c->init_cwnd < 4 || c->init_cwnd > c->snd_slots)
-		bad = "init_cwnd must be between 4 and snd_slots";
-	else if (c->keyed > 1)
-		bad = "keyed must be 0 or 1";
-	else if (c->auth_only > 1)
-		bad = "auth_only must be 0 or 1";
-	else if (c->keyed && c->max_dgram < RN_INIT_LEN + RN_MAC_LEN)
-		bad = "with a key, max_dgram must be at least 272 bytes";
+	if (!bad)
+		bad = check_relations(c);
 	if (why)
 		*why = bad;
 	return bad ? RN_ERR_INVAL : 0;

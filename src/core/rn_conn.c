@@ -75,7 +75,7 @@ int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
 	c->hs_rail = hs;
 	c->state = RN_ST_INIT_SENT;
 	c->hs_start_ns = now_ns;
-	c->hs_next_ns = now_ns;
+	rn_timer_on_connect(c, now_ns);
 	c->hs_due = 1;
 	*out = c;
 	return 0;
@@ -286,7 +286,7 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 	c->state = RN_ST_INIT_SENT;
 	c->hs_tries = 0;
 	c->hs_due = 1;
-	c->hs_next_ns = now_ns;
+	rn_timer_on_handshake_restart(c, now_ns);
 }
 
 uint32_t rn_conn_paths_mask(const rn_conn *c)
@@ -486,8 +486,7 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 	/* tell the peer at once, then until it acknowledges */
 	c->ls_version++;
 	c->ls_pending = rn_conn_paths_mask(c);
-	c->ls_interval_ns = 0;
-	c->ls_next_ns = now_ns;
+	rn_timer_on_link_state_changed(c, now_ns);
 	rail_changed(c, k, was_up, cause, now_ns);
 }
 
@@ -505,8 +504,7 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 	if (was_tx) {
 		/* stop using it at once: what is in flight there is lost */
 		rn_conn_lose_rail(c, k, now_ns);
-		if (c->hb_next_ns == 0 || c->hb_next_ns > now_ns)
-			c->hb_next_ns = now_ns; /* first heartbeat right away */
+		rn_timer_on_rail_tx_down(c, now_ns);
 	}
 	rail_changed(c, k, was_up, cause, now_ns);
 }
@@ -523,7 +521,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->fin_acked && c->peer_fin_seen) {
 		c->state = RN_ST_LINGER;
-		c->linger_until_ns = now_ns + c->cfg.linger_ns;
+		rn_timer_on_closed(c, now_ns);
 		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 }

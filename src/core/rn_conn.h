@@ -40,10 +40,9 @@ struct rn_conn {
 	rn_addr peer;          /* connect() target, or where the COOKIE_ECHO came from */
 	int hs_rail;           /* driver rail the handshake runs on */
 	uint32_t isn, peer_isn;
-	uint64_t hs_start_ns, hs_next_ns;
+	uint64_t hs_start_ns;
 	uint8_t hs_tries, hs_due;
 	uint8_t cookie[RN_COOKIE_LEN];
-	uint64_t cookie_ns;    /* when the INIT_ACK carrying the cookie arrived */
 	uint8_t cookie_ack_due;
 
 	/* negotiated */
@@ -70,7 +69,6 @@ struct rn_conn {
 	uint8_t ack_pending, ack_now;
 	uint32_t unacked;
 	uint64_t ack_first_ns;
-	uint64_t ack_due_ns;        /* the owed ACK goes out by then (ack_delay or ack_delay_pp) */
 	uint64_t data_tx_ns;        /* last new DATA sent */
 	uint64_t data_rx_ns;        /* last new DATA stored */
 	/*
@@ -87,14 +85,13 @@ struct rn_conn {
 
 	/* LINK_STATE: our receive view, resent until the peer acks its version */
 	uint32_t ls_version, ls_acked;
-	uint64_t ls_next_ns, ls_interval_ns;
+	uint64_t ls_interval_ns;    /* the retry's backoff */
 	uint32_t ls_pending;        /* rails owed a copy of the current LINK_STATE */
 	uint32_t peer_ls_version;   /* newest peer LINK_STATE applied */
 	uint8_t link_ack_due;
 	uint32_t link_ack_version;
 
 	/* probes */
-	uint64_t hb_next_ns;
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
 	uint32_t hb_small_pending;       /* down rails owed an unpadded heartbeat too */
 	uint32_t ka_full_pending;        /* rails owed a padded keepalive (rn_conn_send.c) */
@@ -121,12 +118,14 @@ struct rn_conn {
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 	uint8_t fin_acked, peer_fin_seen;
 	uint32_t rst_pending;       /* rails still owed a RESET */
-	uint64_t linger_until_ns;
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
 	rn_crypt *cr;
 	uint8_t *plain;
 	size_t plain_cap;
+
+	/* deadlines of the timers events arm (rn_timer.c's hooks); 0: never armed */
+	uint64_t timer[RN_TIMER__COUNT];
 
 	rn_conn_stats st;
 };
@@ -161,12 +160,31 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
 void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns);
 
 /* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
+/*
+ * rn_timer.c: the hooks that arm timers, each named after its event.
+ */
+/* connect(): the first INIT at once, the give-up at connect_timeout. */
+void rn_timer_on_connect(rn_conn *c, uint64_t now_ns);
+/* Back to INIT for a fresh cookie: an INIT at once. */
+void rn_timer_on_handshake_restart(rn_conn *c, uint64_t now_ns);
+/* An INIT_ACK brought a cookie: its COOKIE_ECHO at once; a fresh INIT if it ages. */
+void rn_timer_on_cookie(rn_conn *c, uint64_t now_ns);
+/* The first packet an ACK will cover arrived: the ACK goes out `delay` later. */
+void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns);
+/* Our receive view changed: LINK_STATE at once, then retries from the first interval. */
+void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns);
+/* A rail stopped carrying our packets: the first heartbeat right away. */
+void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns);
+/* DATA after an idle pause: a rail that is down is tried at the full pace now. */
+void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
+/* Both directions closed: linger, then CLOSED. */
+void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
+
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
 {
 	if (now_ns - c->last_payload_ns >= RN_IDLE_NS) {
 		c->active_since_ns = now_ns;
-		if (c->hb_next_ns > now_ns)
-			c->hb_next_ns = now_ns; /* a rail that is down: try it at the full pace now */
+		rn_timer_on_data_resumed(c, now_ns);
 	}
 	c->last_payload_ns = now_ns;
 }

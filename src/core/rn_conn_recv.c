@@ -471,7 +471,7 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 									     : c->cfg.rto_min_ns / 2;
 
 		c->ack_first_ns = now_ns;
-		c->ack_due_ns = now_ns + (answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);
+		rn_timer_on_ack_owed(c, now_ns, answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);
 	}
 	c->ack_pending = 1;
 	if (++c->unacked >= c->cfg.ack_every || now)
@@ -582,11 +582,10 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 		c->rtt_ns = now_ns - c->hs_start_ns; /* resends make it long: bounded */
 		if (c->rtt_ns > RN_RTO_MAX_NS)
 			c->rtt_ns = RN_RTO_MAX_NS;
-		c->cookie_ns = now_ns;
 		c->state = RN_ST_COOKIE_SENT;
 		c->hs_due = 1;
 		c->hs_tries = 0;
-		c->hs_next_ns = now_ns;
+		rn_timer_on_cookie(c, now_ns);
 		c->last_rx_any_ns = now_ns;
 		return 0;
 	}

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "rn_knob_list.h"
 #include "rn_replay.h"
 
 /* All protocol limits in one place. */
@@ -127,35 +128,30 @@ typedef struct rn_rail_addr {
 } rn_rail_addr;
 
 /*
- * Every knob of the protocol.  rn_config_default() fills the defaults listed
- * in docs/CONFIG.md; rn_config_check() says whether a configuration is usable.
+ * Every knob of the protocol: one field per row of RN_KNOB_LIST (what users
+ * set) and RN_CONFIG_LIST (the core's own), in rn_knob_list.h, which gives
+ * each its meaning, unit, default and bounds.  rn_config_default() fills the
+ * defaults; rn_config_check() says whether a configuration is usable.
  */
+#define RN_CONFIG_FIELD_KNOB(NAME, field, kind, def, lo, hi, mca, doc) RN_KNOB_CTYPE_##kind field;
+#define RN_CONFIG_FIELD(field, kind, def, lo, hi, doc) RN_KNOB_CTYPE_##kind field;
 typedef struct rn_config {
-	uint32_t max_dgram;        /* largest datagram (UDP payload) on any rail */
-	uint32_t snd_slots;        /* send ring, packets (power of two) */
-	uint32_t rcv_slots;        /* receive ring, packets (power of two) */
-	uint32_t fail_window;      /* N: evaluate rails every N packets received */
-	uint32_t fail_min;         /* M: a rail with fewer than M of N has failed */
-	uint32_t ack_every;        /* ACK at once after this many unacked packets */
-	uint64_t ack_delay_ns;     /* ...or this long after the first one */
-	uint64_t ack_delay_pp_ns;  /* ...or this long while answering (request/response) */
-	uint64_t heartbeat_ns;     /* heartbeat period while a rail is failed */
-	uint64_t keepalive_ns;     /* longest silence on a working rail when idle */
-	uint64_t rail_timeout_ns;  /* nothing received this long: the rail failed */
-	uint64_t dead_peer_ns;     /* nothing received on any rail: peer is dead */
-	uint64_t connect_timeout_ns; /* handshake gives up after this */
-	uint64_t rto_min_ns;       /* floor of the retransmission timeout */
-	uint64_t queue_target_ns;  /* queueing delay a rail may build up */
-	uint64_t linger_ns;        /* state kept after a clean close for late FINs */
-	uint32_t init_cwnd;        /* packets a rail may have in flight at start */
+	RN_KNOB_LIST(RN_CONFIG_FIELD_KNOB)
+	RN_CONFIG_LIST(RN_CONFIG_FIELD)
 	uint8_t keyed;             /* 1: datagrams are sealed under keys from key (rn_crypt.h) */
-	uint32_t auth_only;        /* keyed: authenticate only, payload in clear (RI2N_KEY_AUTH_ONLY) */
 	uint8_t key[RN_KEY_LEN];   /* the cluster key; never logged */
 } rn_config;
+#undef RN_CONFIG_FIELD_KNOB
+#undef RN_CONFIG_FIELD
 
 void rn_config_default(rn_config *cfg);
 /* Returns 0 or RN_ERR_INVAL, with *why set to a sentence naming the bad knob. */
 int rn_config_check(const rn_config *cfg, const char **why);
+/*
+ * Ring slots that hold `bytes` in packets of a datagram of max_dgram bytes:
+ * a power of two within RN_MIN_SLOTS..RN_MAX_SLOTS (the BYTES knobs).
+ */
+uint32_t rn_config_slots(uint64_t bytes, uint32_t max_dgram);
 
 /*
  * Memory comes from the caller.  Allocations happen at setup and, rarely, when
@@ -332,7 +328,34 @@ void rn_conn_refused(rn_conn *c, uint64_t now_ns);
  */
 int rn_conn_verdict_pending(const rn_conn *c);
 
-/* Earliest time rn_conn_on_timer must run; UINT64_MAX when none. */
+/*
+ * The timers of a connection (rn_timer.c lists each, its period and why).
+ * Some are armed by events (a hook in rn_timer.c named after the event);
+ * the others follow from the connection's state (a rail's last arrival, its
+ * oldest packet in flight).  Per-rail timers count as one: the earliest rail.
+ */
+typedef enum rn_timer_id {
+	RN_TIMER_HANDSHAKE,  /* INIT / COOKIE_ECHO resent (armed) */
+	RN_TIMER_CONNECT,    /* the connect gives up (armed) */
+	RN_TIMER_COOKIE,     /* a cookie too old: a fresh INIT (armed) */
+	RN_TIMER_ACK,        /* an owed ACK goes out (armed) */
+	RN_TIMER_LINK_STATE, /* our LINK_STATE resent until acked (armed) */
+	RN_TIMER_HEARTBEAT,  /* heartbeats while a rail is down (armed) */
+	RN_TIMER_LINGER,     /* the end of the linger after a clean close (armed) */
+	RN_TIMER_DEAD_PEER,  /* nothing from the peer on any rail */
+	RN_TIMER_KEEPALIVE,  /* an idle working rail gets a keepalive */
+	RN_TIMER_RAIL,       /* a rail silent too long, or judged by the receive count */
+	RN_TIMER_LOSS,       /* a rail's oldest packet in flight is lost (RTO) */
+	RN_TIMER_PMTU,       /* a rail's datagram size search */
+	RN_TIMER_RING_IDLE,  /* grown rings go back to their first size */
+	RN_TIMER__COUNT
+} rn_timer_id;
+
+/* The timer's name, for logs and tests ("handshake", "ack", ...). */
+const char *rn_timer_name(int t);
+/* Every timer's deadline now (UINT64_MAX: not armed in this state). */
+void rn_conn_deadlines(const rn_conn *c, uint64_t at[RN_TIMER__COUNT]);
+/* Earliest time rn_conn_on_timer must run, the least of rn_conn_deadlines; UINT64_MAX when none. */
 uint64_t rn_conn_expiry(const rn_conn *c);
 void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
 

@@ -1,8 +1,13 @@
 /*
  * rn_timer.c - every timer of a connection, in one place.
  *
- * The driver arms a single timer at rn_conn_expiry() and calls
- * rn_conn_on_timer() when it passes.  The timers (defaults in rn_config.c):
+ * The driver arms a single timer at rn_conn_expiry(), the earliest of the
+ * deadlines rn_conn_deadlines() lists (one per rn_timer_id, rn_core.h), and
+ * calls rn_conn_on_timer() when it passes.  Timers that events arm keep
+ * their deadline in c->timer[], set only by the hooks below, each named
+ * after its event (rn_timer_on_connect, _on_ack_owed, _on_closed, ...); the
+ * others follow from the connection's state.  The timers (defaults in
+ * rn_knob_list.h):
  *
  *   handshake     INIT / COOKIE_ECHO resent at 250 ms, doubling to 2 s;
  *                 a cookie 5 s old (a full accept queue kept dropping the
@@ -114,68 +119,151 @@ static uint64_t loss_expiry(const rn_conn *c, int k)
 	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_rail_rto(r, &c->cfg);
 }
 
-static uint64_t established_expiry(const rn_conn *c)
-{
-	uint64_t t = c->last_rx_any_ns + c->cfg.dead_peer_ns;
+static const char *const timer_names[RN_TIMER__COUNT] = {
+	[RN_TIMER_HANDSHAKE] = "handshake", [RN_TIMER_CONNECT] = "connect",
+	[RN_TIMER_COOKIE] = "cookie", [RN_TIMER_ACK] = "ack",
+	[RN_TIMER_LINK_STATE] = "link state", [RN_TIMER_HEARTBEAT] = "heartbeat",
+	[RN_TIMER_LINGER] = "linger", [RN_TIMER_DEAD_PEER] = "dead peer",
+	[RN_TIMER_KEEPALIVE] = "keepalive", [RN_TIMER_RAIL] = "rail",
+	[RN_TIMER_LOSS] = "loss", [RN_TIMER_PMTU] = "size search",
+	[RN_TIMER_RING_IDLE] = "ring idle",
+};
 
+const char *rn_timer_name(int t)
+{
+	return (unsigned)t < RN_TIMER__COUNT ? timer_names[t] : "?";
+}
+
+/* at[t] = min(at[t], v) */
+static void arm(uint64_t *at, rn_timer_id t, uint64_t v)
+{
+	at[t] = min64(at[t], v);
+}
+
+static void established_deadlines(const rn_conn *c, uint64_t *at)
+{
+	arm(at, RN_TIMER_DEAD_PEER, c->last_rx_any_ns + c->cfg.dead_peer_ns);
 	if (c->state == RN_ST_LINGER)
-		t = min64(t, c->linger_until_ns);
+		arm(at, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 	/* owed packets (ack_now, hb_pending, ka_pending) wait for a writable rail, not a timer */
 	if (c->ack_pending && !c->ack_now)
-		t = min64(t, c->ack_due_ns);
+		arm(at, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
 	if (c->ls_acked != c->ls_version)
-		t = min64(t, c->ls_next_ns);
+		arm(at, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
-		t = min64(t, c->hb_next_ns);
+		arm(at, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
-		t = min64(t, c->last_data_ns + RN_RING_IDLE_NS);
+		arm(at, RN_TIMER_RING_IDLE, c->last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
 
 		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
-			t = min64(t, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
+			arm(at, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
 		if (r->rx_up)
-			t = min64(t, r->suspect ? r->suspect_ns : rail_deadline(c, r));
-		t = min64(t, loss_expiry(c, k));
+			arm(at, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
+		arm(at, RN_TIMER_LOSS, loss_expiry(c, k));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
 		if (c->state == RN_ST_ESTABLISHED && !((c->pm_pending >> k) & 1))
-			t = min64(t, rn_pmtu_expiry(&r->pm, rn_rail_rto(r, &c->cfg)));
+			arm(at, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rn_rail_rto(r, &c->cfg)));
 	}
-	return t;
+}
+
+void rn_conn_deadlines(const rn_conn *c, uint64_t at[RN_TIMER__COUNT])
+{
+	for (int t = 0; t < RN_TIMER__COUNT; t++)
+		at[t] = UINT64_MAX;
+	switch (c->state) {
+	case RN_ST_COOKIE_SENT:
+		at[RN_TIMER_COOKIE] = c->timer[RN_TIMER_COOKIE];
+		/* fall through */
+	case RN_ST_INIT_SENT:
+		at[RN_TIMER_HANDSHAKE] = c->timer[RN_TIMER_HANDSHAKE];
+		at[RN_TIMER_CONNECT] = c->timer[RN_TIMER_CONNECT];
+		break;
+	case RN_ST_ESTABLISHED:
+	case RN_ST_LINGER:
+		established_deadlines(c, at);
+		break;
+	default:
+		break;
+	}
 }
 
 uint64_t rn_conn_expiry(const rn_conn *c)
 {
-	switch (c->state) {
-	case RN_ST_INIT_SENT:
-	case RN_ST_COOKIE_SENT:
-		return min64(min64(c->hs_next_ns, c->hs_start_ns + c->cfg.connect_timeout_ns),
-			     c->state == RN_ST_COOKIE_SENT ? c->cookie_ns + RN_COOKIE_RESTART_NS :
-							     UINT64_MAX);
-	case RN_ST_ESTABLISHED:
-	case RN_ST_LINGER:
-		return established_expiry(c);
-	default:
-		return UINT64_MAX;
-	}
+	uint64_t at[RN_TIMER__COUNT], t = UINT64_MAX;
+
+	rn_conn_deadlines(c, at);
+	for (int i = 0; i < RN_TIMER__COUNT; i++)
+		t = min64(t, at[i]);
+	return t;
 }
+
+/* ---- the hooks: the events that arm timers ---- */
+
+void rn_timer_on_connect(rn_conn *c, uint64_t now_ns)
+{
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns;
+	c->timer[RN_TIMER_CONNECT] = now_ns + c->cfg.connect_timeout_ns;
+}
+
+void rn_timer_on_handshake_restart(rn_conn *c, uint64_t now_ns)
+{
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns;
+}
+
+void rn_timer_on_cookie(rn_conn *c, uint64_t now_ns)
+{
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns;
+	c->timer[RN_TIMER_COOKIE] = now_ns + RN_COOKIE_RESTART_NS;
+}
+
+void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns)
+{
+	c->timer[RN_TIMER_ACK] = now_ns + delay_ns;
+}
+
+void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns)
+{
+	c->ls_interval_ns = 0;
+	c->timer[RN_TIMER_LINK_STATE] = now_ns;
+}
+
+void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns)
+{
+	if (c->timer[RN_TIMER_HEARTBEAT] == 0 || c->timer[RN_TIMER_HEARTBEAT] > now_ns)
+		c->timer[RN_TIMER_HEARTBEAT] = now_ns;
+}
+
+void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns)
+{
+	if (c->timer[RN_TIMER_HEARTBEAT] > now_ns)
+		c->timer[RN_TIMER_HEARTBEAT] = now_ns;
+}
+
+void rn_timer_on_closed(rn_conn *c, uint64_t now_ns)
+{
+	c->timer[RN_TIMER_LINGER] = now_ns + c->cfg.linger_ns;
+}
+
+/* ---- what each timer does when it passes ---- */
 
 static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
 {
 	uint64_t gap;
 
-	if (now_ns >= c->hs_start_ns + c->cfg.connect_timeout_ns) {
+	if (now_ns >= c->timer[RN_TIMER_CONNECT]) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
 	/* the fresh INIT is due now; fall through to arm its retry, or it goes twice */
-	if (c->state == RN_ST_COOKIE_SENT && now_ns - c->cookie_ns >= RN_COOKIE_RESTART_NS)
+	if (c->state == RN_ST_COOKIE_SENT && now_ns >= c->timer[RN_TIMER_COOKIE])
 		rn_conn_restart_handshake(c, now_ns);
-	if (now_ns < c->hs_next_ns)
+	if (now_ns < c->timer[RN_TIMER_HANDSHAKE])
 		return;
 	gap = RN_HS_FIRST_NS << (c->hs_tries < 4 ? c->hs_tries : 4);
-	c->hs_next_ns = now_ns + min64(gap, RN_HS_MAX_NS);
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns + min64(gap, RN_HS_MAX_NS);
 	if (c->hs_tries < UINT8_MAX)
 		c->hs_tries++;
 	c->hs_due = 1;
@@ -185,7 +273,7 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 {
 	uint64_t first = 2 * rn_conn_rtt_estimate(c);
 
-	if (c->ls_acked == c->ls_version || now_ns < c->ls_next_ns)
+	if (c->ls_acked == c->ls_version || now_ns < c->timer[RN_TIMER_LINK_STATE])
 		return;
 	c->ls_pending = rn_conn_paths_mask(c);
 	/* never longer than the heartbeat, whatever the RTT estimate says */
@@ -194,17 +282,17 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 					  c->cfg.heartbeat_ns);
 	else
 		c->ls_interval_ns = min64(2 * c->ls_interval_ns, c->cfg.heartbeat_ns);
-	c->ls_next_ns = now_ns + c->ls_interval_ns;
+	c->timer[RN_TIMER_LINK_STATE] = now_ns + c->ls_interval_ns;
 }
 
 static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
-	if (any_tx_down(c) && now_ns >= c->hb_next_ns) {
+	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT]) {
 		c->hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
 			if (!rn_rail_tx_up(&c->rail[k]))
 				c->hb_small_pending |= 1u << k;
-		c->hb_next_ns = paced(c, now_ns, c->cfg.heartbeat_ns);
+		c->timer[RN_TIMER_HEARTBEAT] = paced(c, now_ns, c->cfg.heartbeat_ns);
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
@@ -248,11 +336,11 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
-	if (c->state == RN_ST_LINGER && now_ns >= c->linger_until_ns) {
+	if (c->state == RN_ST_LINGER && now_ns >= c->timer[RN_TIMER_LINGER]) {
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
-	if (c->ack_pending && now_ns >= c->ack_due_ns)
+	if (c->ack_pending && now_ns >= c->timer[RN_TIMER_ACK])
 		c->ack_now = 1;
 	rn_conn_detect_losses(c, now_ns);
 	if (now_ns - c->last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))

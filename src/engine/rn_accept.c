@@ -20,6 +20,7 @@
 
 #include <sodium/utils.h>
 
+#include "rn_knobs.h"
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_log.h"
@@ -43,13 +44,14 @@ static uint64_t g_refuse_logged_ns;
 
 static long conn_cap(void)
 {
-	const char *v = getenv("RI2N_MAX_CONNS");
+	int64_t v;
 	struct rlimit rl;
 
 	if (g_conn_cap >= 0)
 		return g_conn_cap;
-	if (v && *v && atol(v) > 0)
-		g_conn_cap = atol(v);
+	v = rn_proc_get(RN_PROC_MAX_CONNS); /* 0: from the descriptor limit */
+	if (v > 0)
+		g_conn_cap = (long)v;
 	else if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		g_conn_cap = rl.rlim_cur > 128 ? (long)(rl.rlim_cur - 64) / 2 : 32;
 	else

@@ -428,7 +428,7 @@ static int configure(void)
 	int mtu = 65535, rc;
 
 	rn_config_default(&g.cfg);
-	g.nrails = rn_rails_discover(g.rails, RN_MAX_RAILS, getenv("RI2N_RAILS"), why,
+	g.nrails = rn_rails_discover(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS), why,
 				     sizeof(why));
 	if (g.nrails <= 0) {
 		rn_error("no rails: %s", why);

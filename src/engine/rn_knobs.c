@@ -1,5 +1,6 @@
 /*
- * rn_knobs.c - environment variables and socket options, from one table.
+ * rn_knobs.c - environment variables and socket options, from the table of
+ * knobs (src/core/rn_knob_list.h).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -15,79 +16,45 @@
 #include "rn_knobs.h"
 #include "rn_log.h"
 
-enum kind { K_MS, K_COUNT, K_MTU, K_BUF_SND, K_BUF_RCV };
-
-typedef struct knob {
-	int opt;
-	const char *env;
-	enum kind kind;
-	size_t off; /* field in rn_config: uint64_t ns for K_MS, uint32_t otherwise */
-	int64_t min, max;
-} knob;
-
 #define NS(f) offsetof(rn_config, f)
+#define KNOB_ROW(NAME, field, kind, def, lo, hi, mca, doc) \
+	{ RI2N_##NAME, "RI2N_" #NAME, mca, doc, RN_KNOB_K_##kind, NS(field), def, lo, hi },
 
-static const knob knobs[] = {
-	{ RI2N_HEARTBEAT_MS, "RI2N_HEARTBEAT_MS", K_MS, NS(heartbeat_ns), 1, 60000 },
-	{ RI2N_KEEPALIVE_MS, "RI2N_KEEPALIVE_MS", K_MS, NS(keepalive_ns), 1, 60000 },
-	{ RI2N_RAIL_TIMEOUT_MS, "RI2N_RAIL_TIMEOUT_MS", K_MS, NS(rail_timeout_ns), 2, 600000 },
-	{ RI2N_DEAD_PEER_MS, "RI2N_DEAD_PEER_MS", K_MS, NS(dead_peer_ns), 3, 86400000 },
-	{ RI2N_CONNECT_TIMEOUT_MS, "RI2N_CONNECT_TIMEOUT_MS", K_MS, NS(connect_timeout_ns), 1,
-	  86400000 },
-	{ RI2N_FAIL_WINDOW, "RI2N_FAIL_WINDOW", K_COUNT, NS(fail_window), 2, 100000 },
-	{ RI2N_FAIL_MIN, "RI2N_FAIL_MIN", K_COUNT, NS(fail_min), 1, 99999 },
-	{ RI2N_MTU, "RI2N_MTU", K_MTU, NS(max_dgram), 576, 65535 },
-	{ RI2N_SNDBUF, "RI2N_SNDBUF", K_BUF_SND, NS(snd_slots), 65536, 256 << 20 },
-	{ RI2N_RCVBUF, "RI2N_RCVBUF", K_BUF_RCV, NS(rcv_slots), 65536, 256 << 20 },
-	{ RI2N_KEY_AUTH_ONLY, "RI2N_KEY_AUTH_ONLY", K_COUNT, NS(auth_only), 0, 1 },
-};
+const rn_knob rn_knobs[RN_KNOB__COUNT] = { RN_KNOB_LIST(KNOB_ROW) };
 
-static const knob *find(int opt)
+const rn_knob *rn_knob_find(int opt)
 {
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(*knobs); i++)
-		if (knobs[i].opt == opt)
-			return &knobs[i];
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++)
+		if (rn_knobs[i].opt == opt)
+			return &rn_knobs[i];
 	return NULL;
-}
-
-/* Packets of the ring that hold `bytes`: a power of two within the core's limits. */
-static uint32_t slots_for(int64_t bytes, uint32_t max_dgram)
-{
-	uint32_t mss = max_dgram - RN_HDR_LEN, want = (uint32_t)((bytes + mss - 1) / mss), s = RN_MIN_SLOTS;
-
-	while (s < want && s < RN_MAX_SLOTS)
-		s <<= 1;
-	return s;
 }
 
 int rn_knob_set(rn_config *cfg, int opt, int64_t v)
 {
-	const knob *k = find(opt);
+	const rn_knob *k = rn_knob_find(opt);
 	rn_config next = *cfg;
 	char *field;
 
 	if (!k)
 		return -ENOPROTOOPT;
-	if (v < k->min || v > k->max)
+	if (v < k->lo || v > k->hi)
 		return -EINVAL;
 	field = (char *)&next + k->off;
 	switch (k->kind) {
-	case K_MS:
-		*(uint64_t *)field = (uint64_t)v * 1000000;
+	case RN_KNOB_K_MS:
+		*(uint64_t *)(void *)field = (uint64_t)v * 1000000;
 		break;
-	case K_COUNT:
-		*(uint32_t *)field = (uint32_t)v;
+	case RN_KNOB_K_COUNT:
+		*(uint32_t *)(void *)field = (uint32_t)v;
 		break;
-	case K_MTU: /* the largest datagram fits an IP packet of that size */
+	case RN_KNOB_K_MTU: /* the largest datagram fits an IP packet of that size */
 		next.max_dgram = (uint32_t)v - 28 > RN_MAX_DGRAM ? RN_MAX_DGRAM : (uint32_t)v - 28;
 		break;
-	case K_BUF_SND:
-		next.snd_slots = slots_for(v, next.max_dgram);
-		if (next.init_cwnd > next.snd_slots)
+	case RN_KNOB_K_BYTES:
+		*(uint32_t *)(void *)field = rn_config_slots((uint64_t)v, next.max_dgram);
+		if (k->off == NS(snd_slots) && next.init_cwnd > next.snd_slots)
 			next.init_cwnd = next.snd_slots;
-		break;
-	case K_BUF_RCV:
-		next.rcv_slots = slots_for(v, next.max_dgram);
 		break;
 	}
 	if (rn_config_check(&next, NULL))
@@ -98,54 +65,110 @@ int rn_knob_set(rn_config *cfg, int opt, int64_t v)
 
 int rn_knob_get(const rn_config *cfg, int opt, int64_t *v)
 {
-	const knob *k = find(opt);
+	const rn_knob *k = rn_knob_find(opt);
 	const char *field;
 
 	if (!k)
 		return -ENOPROTOOPT;
 	field = (const char *)cfg + k->off;
 	switch (k->kind) {
-	case K_MS:
-		*v = (int64_t)(*(const uint64_t *)field / 1000000);
+	case RN_KNOB_K_MS:
+		*v = (int64_t)(*(const uint64_t *)(const void *)field / 1000000);
 		break;
-	case K_COUNT:
-		*v = *(const uint32_t *)field;
+	case RN_KNOB_K_COUNT:
+		*v = *(const uint32_t *)(const void *)field;
 		break;
-	case K_MTU:
+	case RN_KNOB_K_MTU:
 		*v = cfg->max_dgram + 28;
 		break;
-	case K_BUF_SND:
-		*v = (int64_t)cfg->snd_slots * (cfg->max_dgram - RN_HDR_LEN);
-		break;
-	case K_BUF_RCV:
-		*v = (int64_t)cfg->rcv_slots * (cfg->max_dgram - RN_HDR_LEN);
+	case RN_KNOB_K_BYTES:
+		*v = (int64_t)*(const uint32_t *)(const void *)field * (cfg->max_dgram - RN_HDR_LEN);
 		break;
 	}
 	return 0;
 }
 
+const char *rn_knob_unit(const rn_knob *k)
+{
+	switch (k->kind) {
+	case RN_KNOB_K_MS: return "ms";
+	case RN_KNOB_K_MTU: return "bytes";
+	case RN_KNOB_K_BYTES: return "bytes";
+	default: return "";
+	}
+}
+
+const char *rn_knob_env(int opt)
+{
+	const rn_knob *k = rn_knob_find(opt);
+	const char *s = k ? getenv(k->env) : NULL;
+
+	return s && *s ? s : NULL;
+}
+
+#define PROC_INT 1
+#define PROC_TEXT 0
+#define PROC_ROW(NAME, type, def, lo, hi, shown, doc) \
+	{ "RI2N_" #NAME, PROC_##type, def, lo, hi, shown, doc },
+
+const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT] = { RN_PROC_LIST(PROC_ROW) };
+
+const char *rn_proc_text(int which)
+{
+	const char *s = getenv(rn_proc_knobs[which].env);
+
+	return s && *s ? s : NULL;
+}
+
+int rn_proc_int(int which, int64_t *v)
+{
+	const rn_proc_knob *k = &rn_proc_knobs[which];
+	const char *s = rn_proc_text(which);
+	char *end;
+	long long n;
+
+	*v = k->def;
+	if (!s)
+		return 0;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (errno || *end || n < k->lo || n > k->hi) {
+		static int warned[RN_PROC__COUNT]; /* once per variable, not per call */
+
+		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED))
+			rn_warn("%s=%s is not valid (an integer from %lld to %lld); keeping the default",
+				k->env, s, (long long)k->lo, (long long)k->hi);
+		return -1;
+	}
+	*v = n;
+	return 1;
+}
+
+int64_t rn_proc_get(int which)
+{
+	int64_t v;
+
+	rn_proc_int(which, &v);
+	return v;
+}
+
 void rn_knobs_from_env(rn_config *cfg)
 {
-	/* MTU first: buffer sizes are counted in packets of that size */
-	static const int order[] = { RI2N_MTU, RI2N_HEARTBEAT_MS, RI2N_KEEPALIVE_MS,
-				     RI2N_RAIL_TIMEOUT_MS, RI2N_DEAD_PEER_MS,
-				     RI2N_CONNECT_TIMEOUT_MS, RI2N_FAIL_WINDOW, RI2N_FAIL_MIN,
-				     RI2N_SNDBUF, RI2N_RCVBUF, RI2N_KEY_AUTH_ONLY };
-
-	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++) {
-		const knob *k = find(order[i]);
-		const char *s = getenv(k->env);
+	/* in the table's order: MTU first, buffer sizes are counted in packets of that size */
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++) {
+		const rn_knob *k = &rn_knobs[i];
+		const char *s = rn_knob_env(k->opt);
 		char *end;
 		long long v;
 
-		if (!s || !*s)
+		if (!s)
 			continue;
 		errno = 0;
 		v = strtoll(s, &end, 10);
 		if (errno || *end || rn_knob_set(cfg, k->opt, v) != 0)
 			rn_warn("%s=%s is not valid (an integer from %lld to %lld that fits the other "
-				"settings); keeping the default", k->env, s, (long long)k->min,
-				(long long)k->max);
+				"settings); keeping the default", k->env, s, (long long)k->lo,
+				(long long)k->hi);
 	}
 }
 

@@ -1,6 +1,7 @@
 /*
- * rn_knobs.h - every user-settable knob, once: its RI2N_* environment
- * variable, its RI2N_SOL socket option, its unit and its bounds.  The
+ * rn_knobs.h - every user-settable knob of a connection (one row of
+ * RN_KNOB_LIST, src/core/rn_knob_list.h): its RI2N_* environment variable,
+ * its RI2N_SOL socket option, its MCA name, its unit and its bounds.  The
  * environment sets a process's defaults; options change one socket.
  */
 #ifndef RN_KNOBS_H
@@ -9,6 +10,106 @@
 #include <stdint.h>
 
 #include "rn_core.h"
+
+/* What the user's number of a knob means (the kinds of rn_knob_list.h). */
+enum rn_knob_kind { RN_KNOB_K_MS, RN_KNOB_K_COUNT, RN_KNOB_K_MTU, RN_KNOB_K_BYTES };
+
+/* One row of RN_KNOB_LIST. */
+typedef struct rn_knob {
+	int opt;                 /* enum ri2n_option */
+	const char *env;         /* "RI2N_<NAME>" */
+	const char *mca;         /* the BTL's parameter after "btl_ri2n_" */
+	const char *doc;         /* one line */
+	enum rn_knob_kind kind;
+	size_t off;              /* its field in rn_config */
+	int64_t def, lo, hi;     /* in the user's unit */
+} rn_knob;
+
+/* Every knob, in the order they must be applied (RN_KNOB_MTU first). */
+extern const rn_knob rn_knobs[RN_KNOB__COUNT];
+
+/* The row of socket option `opt`, or NULL. */
+const rn_knob *rn_knob_find(int opt);
+/* The unit of a knob's number: "ms", "bytes" or "" (a count). */
+const char *rn_knob_unit(const rn_knob *k);
+/* The knob's environment variable when set and not empty, else NULL. */
+const char *rn_knob_env(int opt);
+/*
+ * RN_PROC_LIST(X): the knobs of a process, environment variables only (the
+ * core never sees them), one row each:
+ *
+ *   X(NAME, type, def, lo, hi, shown, doc)
+ *
+ *   NAME   the variable RI2N_<NAME>
+ *   type   INT: a whole number within lo..hi, def when unset;
+ *          TEXT: a string the code that reads it parses (def, lo, hi unused)
+ *   shown  the default as docs/CONFIG.md states it
+ *   doc    one line for docs/CONFIG.md
+ */
+#define RN_PROC_LIST(X)                                                                      \
+	X(RAILS, TEXT, 0, 0, 0, "every up, non-loopback IPv4 interface, one per subnet",    \
+	  "the rails, in order: interface names or IPv4 addresses, comma separated "         \
+	  "(`r1,r2`, `10.1.0.5,10.2.0.5`); each must be up, have an IPv4 address and be in " \
+	  "its own subnet. BTL: `btl_ri2n_if_include`")                                       \
+	X(LOG, TEXT, 0, 0, 0, "`warn`",                                                      \
+	  "what goes to stderr: `debug`, `info`, `warn`, `error`, `off`. Warnings are one "  \
+	  "line per event (a rail down or up, with the connection, the rail's addresses and " \
+	  "the cause; a connection failing), never one per packet. BTL: `btl_ri2n_log`")     \
+	X(CPU, TEXT, 0, 0, 0, "near the rails' NICs if hwloc knows, else the scheduler's "  \
+	  "choice", "CPU number the engine thread is pinned to")                             \
+	X(GSO, INT, 1, 0, 1, "1 if the kernel has UDP GSO",                                  \
+	  "`0` sends datagrams one by one (for comparison). BTL: `btl_ri2n_gso`")            \
+	X(GRO, INT, 1, 0, 1, "1 if the kernel has UDP GRO",                                  \
+	  "`0` receives datagrams one by one (for comparison). BTL: `btl_ri2n_gro`")         \
+	/* 256 MiB: 21 peers with both rings grown whole, or hundreds at a fraction of that */ \
+	X(RING_MEM_MB, INT, 256, 0, 2147483647, "256",                                       \
+	  "Open MPI BTL only (`btl_ri2n_ring_mem_mb`): ceiling on the memory of all of a "   \
+	  "rank's rings, MiB (0: none). Each peer's rings are held to an equal share of it; " \
+	  "growth past it is refused with a warning (slower, nothing lost). docs/MPI.md")    \
+	X(MAX_CONNS, INT, 0, 0, 2147483647, "half the descriptor limit, less 64",            \
+	  "accepted connections the process holds at once (each has two descriptors and "   \
+	  "its rings before `ri2n_accept`); past it a handshake is refused at once (the "    \
+	  "client's connect fails with `ECONNREFUSED`), counted as `refused` on the "        \
+	  "listener in `ri2n-stat`, logged at most once a second, and the next "             \
+	  "`ri2n_accept` fails with `EMFILE` (`ENOBUFS` when memory ran out); 0: the default") \
+	X(STAT_MS, INT, 250, 0, 3600000, "250",                                              \
+	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "   \
+	  "OPERATIONS.md")                                                                    \
+	X(RUN_DIR, TEXT, 0, 0, 0, "`/run/ri2n` (root), `/run/user/<uid>/ri2n` when that "   \
+	  "session directory exists, else `/tmp/ri2n-<uid>`",                                \
+	  "where those snapshots go (a real directory of this user, not writable by "        \
+	  "others: see OPERATIONS.md)")                                                       \
+	X(EXIT_LINGER_MS, INT, 30000, 0, 86400000, "30000",                                  \
+	  "at exit, how long to wait (ms) for connections to deliver what the application "  \
+	  "wrote (the engine thread dies with the process). A connection that has just "     \
+	  "closed also keeps its process for its linger (1 s), to acknowledge the peer's "   \
+	  "FIN again if the first ACK was lost (TCP's TIME_WAIT, which the kernel does for " \
+	  "TCP); without it the peer would wait out its dead-peer timeout")
+
+#define RN_PROC_INDEX(NAME, type, def, lo, hi, shown, doc) RN_PROC_##NAME,
+enum { RN_PROC_LIST(RN_PROC_INDEX) RN_PROC__COUNT };
+#undef RN_PROC_INDEX
+
+/* One row of RN_PROC_LIST. */
+typedef struct rn_proc_knob {
+	const char *env;     /* "RI2N_<NAME>" */
+	int is_int;          /* type INT */
+	int64_t def, lo, hi;
+	const char *shown, *doc;
+} rn_proc_knob;
+
+extern const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT];
+
+/* Process knob `which` (RN_PROC_*) as set in the environment, NULL when unset or empty. */
+const char *rn_proc_text(int which);
+/*
+ * Process knob `which`, a number: *v is its value, or its default when the
+ * variable is unset (returns 0) or not a number within its bounds (returns
+ * -1, after a warning that names it, once a process); 1 when set.
+ */
+int rn_proc_int(int which, int64_t *v);
+/* The same, only the value. */
+int64_t rn_proc_get(int which);
 
 /* Applies socket option `opt` (enum ri2n_option) = v; 0 or -EINVAL / -ENOPROTOOPT. */
 int rn_knob_set(rn_config *cfg, int opt, int64_t v);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ri2n.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 
 static int g_level = RN_LOG_WARN;
@@ -31,9 +32,9 @@ void ri2n_set_log(int level, void (*hook)(int level, const char *line, void *arg
 void rn_log_init(void)
 {
 	static const char *const names[] = { "debug", "info", "warn", "error", "off" };
-	const char *v = getenv("RI2N_LOG");
+	const char *v = rn_proc_text(RN_PROC_LOG);
 
-	if (!v || !*v || g_set_by_api)
+	if (!v || g_set_by_api)
 		return;
 	for (int i = 0; i <= RN_LOG_OFF; i++) {
 		if (strcmp(v, names[i]) == 0) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_knobs.h"
 #include "rn_engine.h"
 #include "rn_log.h"
 
@@ -36,7 +37,7 @@ void rn_place_thread(const rn_rail_info *rails, int nrails)
 {
 	hwloc_topology_t topo;
 	hwloc_bitmap_t set = NULL;
-	const char *cpu = getenv("RI2N_CPU");
+	const char *cpu = rn_proc_text(RN_PROC_CPU);
 	char *desc = NULL;
 
 	if (hwloc_topology_init(&topo) < 0)

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ri2n.h"
 #include "rn_ev.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
@@ -59,7 +61,7 @@ static uint32_t rail_ceiling(const rn_rail_info *ri)
 {
 	int64_t top = (int64_t)ri->mtu - 28; /* IPv4 and UDP headers */
 
-	if (getenv("RI2N_MTU") || top <= (int64_t)rn_engine_config()->max_dgram)
+	if (rn_knob_env(RI2N_MTU) || top <= (int64_t)rn_engine_config()->max_dgram)
 		return 0;
 	return top > RN_MAX_DGRAM ? RN_MAX_DGRAM : (uint32_t)top;
 }
@@ -67,10 +69,9 @@ static uint32_t rail_ceiling(const rn_rail_info *ri)
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
 	rn_usock *u = &p->s[idx];
-	const char *gro = getenv("RI2N_GRO");
 	rn_hsock_opts o = { .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
 			    /* runs of datagrams may arrive coalesced; optional */
-			    .gro = !gro || strcmp(gro, "0") != 0 };
+			    .gro = rn_proc_get(RN_PROC_GRO) != 0 };
 	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
 	struct stat sb;
 
@@ -625,9 +626,7 @@ uint32_t rn_port_writable(const rn_port *p)
 static int gso_on(rn_port *p)
 {
 	if (g_gso < 0) {
-		const char *env = getenv("RI2N_GSO");
-
-		g_gso = (env && strcmp(env, "0") == 0) ? 0 : rn_hsock_probe_gso(p->hs.s[0].fd);
+		g_gso = rn_proc_get(RN_PROC_GSO) ? rn_hsock_probe_gso(p->hs.s[0].fd) : 0;
 		rn_debug("UDP GSO %s", g_gso ? "on" : "off");
 	}
 	return g_gso;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "rn_ev.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_publish.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "rn_rails.h"
+#include "rn_knobs.h"
 #include "rn_statfile.h"
 
 int rn_statfile_dir_open(const char *dir, mode_t mode, const char **why)
@@ -78,7 +79,7 @@ static void default_dir(char *out, size_t cap, mode_t *mode)
 
 int rn_statfile_dir(char *dir, size_t cap, const char **why)
 {
-	const char *env = getenv("RI2N_RUN_DIR");
+	const char *env = rn_proc_text(RN_PROC_RUN_DIR);
 	mode_t mode = 0;
 
 	if (env && *env)
@@ -90,9 +91,7 @@ int rn_statfile_dir(char *dir, size_t cap, const char **why)
 
 long rn_statfile_period_ms(void)
 {
-	const char *ms = getenv("RI2N_STAT_MS");
-
-	return ms && *ms ? strtol(ms, NULL, 10) : 250;
+	return (long)rn_proc_get(RN_PROC_STAT_MS);
 }
 
 unsigned long long rn_statfile_proc_start(void)

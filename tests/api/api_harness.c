@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api_harness.h"
+#include "ri2n_kit.h"
 
 /* ---- time, addresses, descriptors ---- */
 
@@ -94,58 +95,20 @@ void set_opt(int fd, int name, int v)
 	assert_int_equal(ri2n_setsockopt(fd, RI2N_SOL, name, &v, sizeof(v)), 0);
 }
 
-/* ---- the pattern ---- */
-
-#define PAT_LEN 65521u
-static uint8_t g_pat[PAT_LEN];
-
-static void pat_init(void)
-{
-	uint64_t x = UINT64_C(0x9E3779B97F4A7C15);
-
-	for (uint32_t i = 0; i < PAT_LEN; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		g_pat[i] = (uint8_t)(x >> 24);
-	}
-}
-
-static uint32_t pat_pos(uint32_t seed, uint64_t off)
-{
-	return (uint32_t)((off + (uint64_t)seed * 7919u) % PAT_LEN);
-}
+/* ---- the pattern: the test kit's (tools/kit/ri2n_kit.h) ---- */
 
 void pat_fill(uint8_t *b, size_t n, uint32_t seed, uint64_t off)
 {
-	uint32_t p = pat_pos(seed, off);
-
-	while (n > 0) {
-		size_t run = PAT_LEN - p < n ? PAT_LEN - p : n;
-
-		memcpy(b, g_pat + p, run);
-		b += run;
-		n -= run;
-		p = 0;
-	}
+	kit_pattern_fill(b, seed, off, n);
 }
 
 int64_t pat_check(const uint8_t *b, size_t n, uint32_t seed, uint64_t off)
 {
-	uint32_t p = pat_pos(seed, off);
-	size_t done = 0;
-
-	while (done < n) {
-		size_t run = PAT_LEN - p < n - done ? PAT_LEN - p : n - done;
-
-		if (memcmp(b + done, g_pat + p, run) != 0) {
-			for (size_t i = 0; i < run; i++)
-				if (b[done + i] != g_pat[p + i])
-					return (int64_t)(done + i);
-		}
-		done += run;
-		p = 0;
-	}
+	if (kit_pattern_check(b, seed, off, n) == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != kit_pattern_byte(seed, off + i))
+			return (int64_t)i;
 	return -1;
 }
 
@@ -482,7 +445,6 @@ pid_t fork_child(void)
 void harness_init(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, also when fork()s follow */
-	pat_init();
 	signal(SIGPIPE, SIG_IGN); /* writes on dead connections: EPIPE, not death */
 	g_main_pid = getpid();
 	atexit(child_exit_hook); /* before any ri2n call: runs after ri2n's drain */

@@ -67,7 +67,7 @@ int get_so_error(int fd);
 int get_opt(int fd, int name);
 void set_opt(int fd, int name, int v);
 
-/* ---- a pattern with a prime period: shifted, lost or repeated runs show ---- */
+/* ---- the test kit's pattern (tools/kit/ri2n_kit.h): shifted, lost or repeated runs show ---- */
 
 void pat_fill(uint8_t *b, size_t n, uint32_t seed, uint64_t off);
 /* -1 if b holds pattern `seed` from stream offset off, else the first wrong index. */

@@ -110,31 +110,6 @@ size_t fz_bytes(fz_in *in, uint8_t *out, size_t n)
 	return n;
 }
 
-/*
- * Byte i of a stream: a multiplicative hash of the position, so a byte
- * delivered at the wrong offset (a packet misplaced, repeated or shifted)
- * differs from the one expected; cheap enough to check every byte.
- */
-uint8_t fz_pattern_byte(uint64_t seed, uint64_t i)
-{
-	return (uint8_t)(((i + seed) * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
-}
-
-void fz_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		buf[i] = fz_pattern_byte(seed, off + i);
-}
-
-int fz_pattern_eq(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	uint8_t diff = 0;
-
-	for (size_t i = 0; i < n; i++)
-		diff |= (uint8_t)(buf[i] ^ fz_pattern_byte(seed, off + i));
-	return diff == 0;
-}
-
 rn_rail_addr fz_rail(int host, int r)
 {
 	return (rn_rail_addr){

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ri2n_kit.h"
 #include "rn_core.h"
 
 /* The libFuzzer entry point every target defines (replay_main.c calls it). */
@@ -104,10 +105,7 @@ uint64_t fz_u64(fz_in *in);
 /* Copies up to n bytes; returns how many there were. */
 size_t fz_bytes(fz_in *in, uint8_t *out, size_t n);
 
-/* Byte i of the pattern with this seed, and a run of it. */
-uint8_t fz_pattern_byte(uint64_t seed, uint64_t i);
-void fz_pattern_fill(uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
-int fz_pattern_eq(const uint8_t *buf, uint64_t seed, uint64_t off, size_t n);
+/* Streams carry the test kit's pattern (tools/kit/ri2n_kit.h): kit_pattern_fill, kit_pattern_check. */
 
 /* A code that ends a connection (rn_core.h: at or below RN_ERR__FATAL). */
 int fz_is_fatal(int err);

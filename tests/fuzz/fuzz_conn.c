@@ -154,7 +154,7 @@ static size_t craft_pattern(const fz_pair *p, int from, uint32_t seq, uint8_t *p
 		off = o->sent[i].off;
 		len = o->sent[i].len;
 	}
-	fz_pattern_fill(pl, o->tx_seed, off, len);
+	kit_pattern_fill(pl, o->tx_seed, off, len);
 	return len;
 }
 

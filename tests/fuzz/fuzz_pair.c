@@ -127,7 +127,7 @@ static void record_data(fz_pair *p, int host, const rn_pkt *k)
 		FZ_CHECK(s->len == k->len && s->fin == fin,
 			 "host %d resent seq %u with %u bytes fin %d, first sent with %u fin %d",
 			 host, k->seq, k->len, fin, s->len, s->fin);
-		FZ_CHECK(fz_pattern_eq(k->payload, h->tx_seed, s->off, s->len),
+		FZ_CHECK((kit_pattern_check(k->payload, h->tx_seed, s->off, s->len) == 0),
 			 "host %d resent seq %u with other bytes than the first time", host, k->seq);
 		return;
 	}
@@ -140,7 +140,7 @@ static void record_data(fz_pair *p, int host, const rn_pkt *k)
 	h->sent_off += k->len;
 	FZ_CHECK(h->sent_off <= h->written, "host %d sent stream bytes up to %llu, wrote %llu",
 		 host, (unsigned long long)h->sent_off, (unsigned long long)h->written);
-	FZ_CHECK(fz_pattern_eq(k->payload, h->tx_seed, off, k->len),
+	FZ_CHECK((kit_pattern_check(k->payload, h->tx_seed, off, k->len) == 0),
 		 "host %d sent seq %u (offset %llu) with bytes it was not given", host, k->seq,
 		 (unsigned long long)off);
 	if (fin)
@@ -296,7 +296,7 @@ static int data_genuine(const fz_pair *p, int from, const rn_pkt *k)
 		return 0;
 	e = &s->sent[i];
 	return e->len == k->len && e->fin == ((k->flags & RN_F_FIN) != 0) &&
-	       fz_pattern_eq(k->payload, s->tx_seed, e->off, e->len);
+	       (kit_pattern_check(k->payload, s->tx_seed, e->off, e->len) == 0);
 }
 
 /* Is this datagram, byte for byte, one the pair sent (a listener reply, say)? */

@@ -11,7 +11,7 @@ set(RI2N_FUZZ_TARGETS fuzz_wire fuzz_conn fuzz_listen fuzz_dispatch fuzz_btl fuz
 add_library(rn_fuzz_common STATIC ${RI2N_FUZZ_DIR}/fuzz_common.c ${RI2N_FUZZ_DIR}/fuzz_pair.c
   ${RI2N_FUZZ_DIR}/fuzz_drive.c)
 target_link_libraries(rn_fuzz_common PUBLIC rn_core)
-target_include_directories(rn_fuzz_common PUBLIC ${RI2N_FUZZ_DIR})
+target_include_directories(rn_fuzz_common PUBLIC ${RI2N_FUZZ_DIR} ${PROJECT_SOURCE_DIR}/tools/kit)
 
 foreach(t ${RI2N_FUZZ_TARGETS})
   string(REPLACE "fuzz_" "" short ${t})

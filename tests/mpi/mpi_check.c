@@ -36,6 +36,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ri2n_kit.h"
+
 static int g_rank, g_size;
 static const char *g_phases = "pingpong,self,latency,stream,allreduce,alltoall,sendrecv";
 static size_t g_max = 4u << 20;
@@ -56,21 +58,10 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-/* The bytes of message `key`: a keyed stream of 64-bit words. */
+/* The bytes of message `key`: the test kit's pattern (tools/kit/ri2n_kit.h). */
 static void fill(uint8_t *b, size_t n, uint64_t key)
 {
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w = mix(key + i);
-
-		memcpy(b + i, &w, 8);
-	}
-	if (i < n) {
-		uint64_t w = mix(key + i);
-
-		memcpy(b + i, &w, n - i);
-	}
+	kit_pattern_fill(b, key, 0, n);
 }
 
 static void fail(const char *what, size_t n, uint64_t key, const uint8_t *got)

@@ -120,7 +120,7 @@ MPI_CHECK=${RI2N_MPI_CHECK:-}
 if [ -z "$MPI_CHECK" ] || [ ! -x "$MPI_CHECK" ]; then
 	command -v mpicc >/dev/null || skip "mpicc is not installed"
 	MPI_CHECK=$WORK/mpi_check
-	mpicc -O2 -o "$MPI_CHECK" "$HERE/mpi_check.c" || fail "cannot build mpi_check"
+	mpicc -O2 -I"$ROOT/tools/kit" -o "$MPI_CHECK" "$HERE/mpi_check.c" || fail "cannot build mpi_check"
 fi
 
 # ---- the test bed ----

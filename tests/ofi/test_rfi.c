@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rfi.h"
+#include "ri2n_kit.h"
 
 static uint64_t fake_now;
 
@@ -320,10 +321,10 @@ static ssize_t wait_cq(pair *p, int i, struct fi_cq_tagged_entry *e, fi_addr_t *
 	return -FI_EAGAIN;
 }
 
+/* A message's bytes: the test kit's pattern (tools/kit/ri2n_kit.h). */
 static void fill(uint8_t *b, size_t n, unsigned seed)
 {
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+	kit_pattern_fill(b, seed, 0, n);
 }
 
 /* Tags with ignore masks, in order; a message before its receive; the source. */

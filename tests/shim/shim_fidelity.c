@@ -61,6 +61,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ri2n_kit.h"
+
 #define ECHO_BYTES (4 << 20)
 #define MAX_CONNS 64
 #define MAGIC UINT64_C(0x5eed00000000abcd) /* the client's epoll data */
@@ -95,9 +97,10 @@ static const char *real_kind(int fd)
 	return ss.ss_family == AF_UNIX ? "ri2n" : "tcp";
 }
 
+/* Byte i of the stream: the test kit's pattern (tools/kit/ri2n_kit.h), seed 1. */
 static uint8_t pattern(uint64_t i)
 {
-	return (uint8_t)(i * 2654435761u >> 13);
+	return kit_pattern_byte(1, i);
 }
 
 /* ---- the server ---- */

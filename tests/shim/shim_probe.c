@@ -48,6 +48,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ri2n_kit.h"
+
 #define SENDFILE_BYTES (8 << 20)
 #define SENDFILE_TAIL (256 << 10) /* written with write() right after the sendfile() */
 #define ECHO_BYTES (4 << 20)
@@ -93,9 +95,10 @@ static int real_family(int fd)
 	return ss.ss_family;
 }
 
+/* Byte i of the stream: the test kit's pattern (tools/kit/ri2n_kit.h), seed 1. */
 static uint8_t pattern(uint64_t i)
 {
-	return (uint8_t)(i * 2654435761u >> 13);
+	return kit_pattern_byte(1, i);
 }
 
 static int write_all(int fd, const void *buf, size_t len)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ri2n_kit.h"
 #include "sim_harness.h"
 
 #define SERVER_PORT 7000
@@ -50,27 +51,6 @@ static rn_env host_env(sim_host *h)
 {
 	return (rn_env){ .mem = { sim_alloc, sim_dealloc, NULL }, .rng = host_rng,
 			 .on_event = host_event, .user = h };
-}
-
-uint8_t sim_pattern_byte(uint64_t seed, uint64_t i)
-{
-	uint64_t st = seed ^ (i >> 3) * UINT64_C(0x9e3779b97f4a7c15);
-
-	return (uint8_t)(sim_rand(&st) >> (8 * (i & 7)));
-}
-
-static void fill_pattern(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		uint64_t pos = off + i;
-		uint64_t st = seed ^ (pos >> 3) * UINT64_C(0x9e3779b97f4a7c15);
-		uint64_t w = sim_rand(&st);
-
-		for (unsigned b = (unsigned)(pos & 7); b < 8 && i < n; b++, i++)
-			buf[i] = (uint8_t)(w >> (8 * b));
-	}
 }
 
 void sim_init(sim *s, int nrails, uint64_t seed)
@@ -178,7 +158,7 @@ static void app_io(sim *s, sim_host *h)
 			break;
 		if (space && n > space)
 			n = space;
-		fill_pattern(buf, h->send_seed, h->sent, n);
+		kit_pattern_fill(buf, h->send_seed, h->sent, n);
 		w = rn_conn_write(c, s->now_ns, buf, n);
 		if (w <= 0) {
 			if (w <= RN_ERR__FATAL && !h->err) {
@@ -211,9 +191,7 @@ static void app_io(sim *s, sim_host *h)
 			}
 			break;
 		}
-		for (ssize_t i = 0; i < n; i++)
-			if (d[i] != sim_pattern_byte(h->recv_seed, h->recvd + (uint64_t)i))
-				h->mismatches++;
+		h->mismatches += kit_pattern_check(d, h->recv_seed, h->recvd, (size_t)n);
 		h->recvd += (uint64_t)n;
 		rn_conn_consume(c, s->now_ns, (size_t)n);
 	}

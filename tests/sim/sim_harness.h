@@ -75,7 +75,4 @@ const rn_event *sim_find_event(const sim_host *h, rn_event_type type, int rail, 
 /* The same, with the host's receive count at the time. */
 const sim_event *sim_find_sim_event(const sim_host *h, rn_event_type type, int rail, uint64_t t);
 
-/* Byte i of the pattern with seed. */
-uint8_t sim_pattern_byte(uint64_t seed, uint64_t i);
-
 #endif

@@ -484,7 +484,7 @@ static void test_conn_ack_delay_answering(void **state)
 	un_flush(n, UN_CLIENT, t1);
 	un_deliver(n, a1);
 	assert_true(sv(n)->ack_pending);
-	assert_true(sv(n)->ack_due_ns == a1 + sv(n)->cfg.ack_delay_ns);
+	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + sv(n)->cfg.ack_delay_ns);
 	/* its response goes out at once and carries the ACK: no ACK of its own */
 	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
@@ -493,7 +493,7 @@ static void test_conn_ack_delay_answering(void **state)
 	/* the client sent DATA before this DATA came: it answers, ack_delay_pp */
 	un_deliver(n, a1 + D);
 	assert_true(cl(n)->ack_pending);
-	assert_true(cl(n)->ack_due_ns == a1 + D + PP);
+	assert_true(cl(n)->timer[RN_TIMER_ACK] == a1 + D + PP);
 	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
 	/* the next request, 500 us later, carries the ACK; the server now answers too */
 	t2 = a1 + D + 500 * UT_US;
@@ -505,7 +505,7 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_false(cl(n)->ack_pending);
 	a2 = t2 + D;
 	un_deliver(n, a2);
-	assert_true(sv(n)->ack_due_ns == a2 + PP);
+	assert_true(sv(n)->timer[RN_TIMER_ACK] == a2 + PP);
 	/* unanswered, the ACK still goes out by itself at ack_delay_pp, not later */
 	un_timer(n, UN_SERVER, a2 + PP - 1);
 	un_flush(n, UN_SERVER, a2 + PP - 1);

@@ -365,6 +365,49 @@ static void test_timer_expiry_not_in_past(void **state)
 	}
 }
 
+/* Every state arms its own timers; the expiry is the earliest of them, and each has a name. */
+static void test_timer_deadlines(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t at[RN_TIMER__COUNT], t_est, least = UINT64_MAX;
+	rn_conn *c;
+
+	(void)state;
+	n->side[UN_CLIENT].cfg.connect_timeout_ns = 10 * UT_S;
+	assert_int_equal(un_connect(n, t0), 0);
+	c = n->side[UN_CLIENT].c;
+	rn_conn_deadlines(c, at);
+	/* connecting: the first INIT now, the give-up after connect_timeout, nothing else */
+	assert_true(at[RN_TIMER_HANDSHAKE] == t0);
+	assert_true(at[RN_TIMER_CONNECT] == t0 + 10 * UT_S);
+	for (int t = 0; t < RN_TIMER__COUNT; t++)
+		if (t != RN_TIMER_HANDSHAKE && t != RN_TIMER_CONNECT && at[t] != UINT64_MAX)
+			fail_msg("timer %s armed while connecting", rn_timer_name(t));
+	un_del(n);
+
+	n = un_new(2);
+	t_est = un_handshake(n, t0);
+	c = n->side[UN_CLIENT].c;
+	rn_conn_deadlines(c, at);
+	/* established and idle: no handshake timer, the dead-peer and rail timers run */
+	assert_true(at[RN_TIMER_HANDSHAKE] == UINT64_MAX && at[RN_TIMER_CONNECT] == UINT64_MAX);
+	assert_true(at[RN_TIMER_LINGER] == UINT64_MAX);
+	assert_true(at[RN_TIMER_DEAD_PEER] > t_est && at[RN_TIMER_DEAD_PEER] <= t_est + 30 * UT_S);
+	assert_true(at[RN_TIMER_KEEPALIVE] != UINT64_MAX && at[RN_TIMER_RAIL] != UINT64_MAX);
+	assert_true(at[RN_TIMER_KEEPALIVE] < at[RN_TIMER_RAIL]);
+	for (int t = 0; t < RN_TIMER__COUNT; t++)
+		least = at[t] < least ? at[t] : least;
+	assert_true(rn_conn_expiry(c) == least);
+	/* names: one each, and "?" past the end */
+	for (int t = 0; t < RN_TIMER__COUNT; t++) {
+		assert_string_not_equal(rn_timer_name(t), "?");
+		for (int u = 0; u < t; u++)
+			assert_string_not_equal(rn_timer_name(t), rn_timer_name(u));
+	}
+	assert_string_equal(rn_timer_name(RN_TIMER__COUNT), "?");
+	un_del(n);
+}
+
 /* A closed connection has no timer and on_timer does nothing. */
 static void test_timer_closed(void **state)
 {
@@ -446,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_timer_rto_backoff),
 		cmocka_unit_test(test_timer_link_state_retries),
 		cmocka_unit_test(test_timer_expiry_not_in_past),
+		cmocka_unit_test(test_timer_deadlines),
 		cmocka_unit_test(test_timer_closed),
 		cmocka_unit_test(test_timer_idle_pace),
 	};

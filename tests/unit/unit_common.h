@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "ri2n_kit.h"
 #include "rn_core.h"
 
 /* Time: one second after the epoch of the virtual clock, so "0" never means "now". */
@@ -87,18 +88,15 @@ static inline uint64_t ut_rng_next(void *user)
 	return z ^ (z >> 31);
 }
 
-/* A byte of a test stream: position-dependent so reordering or loss shows. */
+/* A byte of a test stream: the test kit's pattern (tools/kit/ri2n_kit.h). */
 static inline uint8_t ut_pattern(uint32_t seed, uint64_t i)
 {
-	uint64_t x = (i + seed) * UINT64_C(0x9e3779b97f4a7c15);
-
-	return (uint8_t)(x >> 56 ^ x >> 23 ^ i);
+	return kit_pattern_byte(seed, i);
 }
 
 static inline void ut_fill(uint8_t *buf, uint32_t seed, uint64_t off, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		buf[i] = ut_pattern(seed, off + i);
+	kit_pattern_fill(buf, seed, off, n);
 }
 
 #define UT_IP(a, b, c, d) \

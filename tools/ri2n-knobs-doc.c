@@ -1,0 +1,78 @@
+/*
+ * ri2n-knobs-doc - prints the tables of docs/CONFIG.md that list every knob,
+ * from the tables the code uses: `knobs`, those of a connection
+ * (RN_KNOB_LIST, src/core/rn_knob_list.h); `process-knobs`, those of a
+ * process (RN_PROC_LIST, src/engine/rn_knobs.h).  The config_doc test
+ * compares them with docs/CONFIG.md; `tests/config_doc.sh ROOT THIS --update`
+ * writes them there.  Never installed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ri2n.h"
+#include "rn_knobs.h"
+
+/* The default as a person reads it: the library's, in the knob's unit. */
+static void print_default(const rn_knob *k, const rn_config *cfg)
+{
+	int64_t v = 0;
+
+	rn_knob_get(cfg, k->opt, &v);
+	switch (k->kind) {
+	case RN_KNOB_K_MTU:
+		printf("smallest rail MTU (%lld)", (long long)v);
+		break;
+	case RN_KNOB_K_BYTES:
+		printf("%lld (%u packets)", (long long)v,
+		       *(const uint32_t *)(const void *)((const char *)cfg + k->off));
+		break;
+	default:
+		printf("%lld", (long long)v);
+	}
+}
+
+static void print_conn(void)
+{
+	rn_config cfg;
+
+	rn_config_default(&cfg);
+	printf("| variable and `RI2N_SOL` option | MCA parameter | default | range | unit | what |\n");
+	printf("|---|---|---|---|---|---|\n");
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++) {
+		const rn_knob *k = &rn_knobs[i];
+
+		printf("| `%s` | `btl_ri2n_%s` | ", k->env, k->mca);
+		print_default(k, &cfg);
+		printf(" | %lld..%lld | %s | %s |\n", (long long)k->lo, (long long)k->hi,
+		       *rn_knob_unit(k) ? rn_knob_unit(k) : "-", k->doc);
+	}
+}
+
+static void print_proc(void)
+{
+	printf("| variable | default | range | what |\n");
+	printf("|---|---|---|---|\n");
+	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
+		const rn_proc_knob *k = &rn_proc_knobs[i];
+
+		printf("| `%s` | %s | ", k->env, k->shown);
+		if (k->is_int)
+			printf("%lld..%lld", (long long)k->lo, (long long)k->hi);
+		else
+			printf("text");
+		printf(" | %s |\n", k->doc);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "knobs") == 0) {
+		print_conn();
+	} else if (argc == 2 && strcmp(argv[1], "process-knobs") == 0) {
+		print_proc();
+	} else {
+		fprintf(stderr, "usage: ri2n-knobs-doc knobs|process-knobs\n");
+		return 2;
+	}
+	return 0;
+}
