@@ -37,6 +37,12 @@ typedef struct rn_txrec {
 	uint32_t idx; /* the rail's transmission index */
 } rn_txrec;
 
+enum {
+	RN_DRAIN_OFF = 0,
+	RN_DRAIN_EMPTY = 1,   /* at the least window until what it sent before is acknowledged */
+	RN_DRAIN_MEASURE = 2, /* one more round at the least window, taking the delay floor */
+};
+
 typedef struct rn_rail {
 	int local_rail; /* driver's rail index */
 	rn_addr local, remote;
@@ -103,13 +109,29 @@ typedef struct rn_rail {
 	uint32_t recover_idx;  /* losses of packets sent before this are one event */
 	uint8_t startup;       /* still doubling per round */
 	uint8_t cwnd_limited;  /* hit the window during this round */
+	uint8_t dec_hold;      /* shrank at the end of the last round: this one is stale */
 	uint8_t rto_backoff;
 	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, min_rtt_stamp;
 	/* one-way delay (peer clock minus ours, wrapping us): its floor, and the queue above it */
 	uint32_t owd_min;
 	uint8_t owd_valid;
 	uint64_t owd_stamp;
-	uint64_t round_q_ns, latest_q_ns;
+	uint64_t round_q_sum, latest_q_ns; /* this round's queue samples (ns) summed, the last one */
+	uint32_t round_q_n;
+	/*
+	 * The drain (see rn_rail.c): once per period of the peer's clock a window-limited
+	 * rail drops to RN_CWND_MIN until its own queue has gone, measures the
+	 * delay floor over one round, and goes back to drain_saved.
+	 */
+	uint8_t drain;          /* RN_DRAIN_* */
+	uint32_t drain_saved;   /* the window before it, restored after */
+	uint32_t drain_owd;     /* least one-way delay while measuring */
+	uint8_t drain_owd_valid;
+	uint64_t drain_next_ns; /* the first one, or any without the peer's clock (0: none yet) */
+	uint8_t drain_first;    /* the first one is still to come */
+	uint32_t drain_epoch;   /* the peer's clock period of the last one */
+	uint32_t peer_clock_us; /* the peer's clock at the last ACK (its arrival time) */
+	uint8_t peer_clock_valid;
 
 	/* send-order FIFO of transmissions */
 	rn_txrec *fifo;

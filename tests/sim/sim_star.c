@@ -1,6 +1,7 @@
 /*
  * sim_star.c - several hosts on shared switches (see sim_star.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,7 @@ static int receiver(const star *s)
 	return s->nsenders;
 }
 
-void star_init(star *s, int nsenders, int nrails, uint64_t seed)
+void star_init(star *s, int nsenders, int nrails, uint64_t rate_bps, uint64_t seed)
 {
 	memset(s, 0, sizeof(*s));
 	s->nsenders = nsenders;
@@ -49,9 +50,9 @@ void star_init(star *s, int nsenders, int nrails, uint64_t seed)
 	s->bin_ns = UINT64_C(100) * 1000000;
 	rn_config_default(&s->cfg);
 	for (int r = 0; r < nrails; r++)
-		/* 100 Mbit/s ports with 20 ms of buffer, like tbf latency 20ms on the bed */
-		s->rail[r] = (star_rail){ .rate_bps = 100000000, .delay_ns = 50000,
-					  .queue_bytes = 250000 };
+		/* 20 ms of buffer per port, like tbf latency 20ms on the bed */
+		s->rail[r] = (star_rail){ .rate_bps = rate_bps, .delay_ns = 50000,
+					  .queue_bytes = rate_bps / 400 };
 	for (int h = 0; h <= nsenders; h++) {
 		s->hrng[h] = seed * 131 + (uint64_t)h + 1;
 		for (int r = 0; r < nrails; r++)
@@ -422,6 +423,32 @@ static void timers(star *s)
 	}
 }
 
+/* RI2N_SIM_TRACE=MS prints each sender's rails every MS simulated milliseconds. */
+static void trace(star *s)
+{
+	static uint64_t every = UINT64_MAX, next;
+	const char *env;
+
+	if (every == UINT64_MAX) {
+		env = getenv("RI2N_SIM_TRACE");
+		every = env ? (uint64_t)(atof(env) * 1e6) : 0;
+	}
+	if (!every || s->now_ns < next)
+		return;
+	next = s->now_ns + every;
+	printf("\n  t=%8.3f ms", (double)s->now_ns / 1e6);
+	for (int i = 0; i < s->nsenders; i++) {
+		rn_conn_stats st;
+
+		if (!s->flow[i].tx)
+			continue;
+		rn_conn_get_stats(s->flow[i].tx, &st);
+		printf(" |%d", i);
+		for (int r = 0; r < st.npaths; r++)
+			printf(" cw%-4u q%5.2f", st.rail[r].cwnd, (double)st.rail[r].queue_ns / 1e6);
+	}
+}
+
 void star_run(star *s)
 {
 	rn_env env = host_env(s, receiver(s));
@@ -455,6 +482,7 @@ void star_run(star *s)
 			flush_conn(s, s->flow[(turn + (unsigned)k) % (unsigned)s->nsenders].rx,
 				   receiver(s));
 		turn++;
+		trace(s);
 		for (int i = 0; i < s->nsenders; i++)
 			app_recv(s, &s->flow[i]);
 		if (all_done(s))

@@ -75,8 +75,8 @@ typedef struct star {
 	uint64_t dropped_queue, dropped_loss, dropped_hole;
 } star;
 
-/* nsenders senders and a receiver on nrails rails of 100 Mbit/s ports. */
-void star_init(star *s, int nsenders, int nrails, uint64_t seed);
+/* nsenders senders and a receiver on nrails rails whose ports all run at rate_bps. */
+void star_init(star *s, int nsenders, int nrails, uint64_t rate_bps, uint64_t seed);
 void star_free(star *s);
 /* Runs until every flow has closed at both ends, or until limit_ns. */
 void star_run(star *s);

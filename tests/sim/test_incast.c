@@ -112,17 +112,18 @@ static int run_incast(uint64_t seed, const incast *ic)
 {
 	static star s;
 	int n = ic->nsenders, rc;
-	uint64_t stagger = (n > 4 ? 100 : 300) * MS, last, measure = 4 * SEC;
+	uint64_t stagger = (n > 4 ? 50 : 300) * MS, last, measure = 2 * SEC;
 	uint64_t settle = 1 * SEC, hole_from = 0, hole_to = 0;
 	double cap, bytes;
 
-	star_init(&s, n, 2, seed);
+	/* GbE ports, as on the test bed */
+	star_init(&s, n, 2, 1000000000, seed);
 	cap = (double)s.rail[0].rate_bps * 2;
 	for (int r = 0; r < 2; r++)
 		s.rail[r].loss = ic->loss;
 	last = stagger * (uint64_t)(n - 1);
 	/* enough that every flow still runs `measure` after the last one settled */
-	bytes = cap / 8 * (double)(last + settle + measure) / SEC / n * 1.3;
+	bytes = cap / 8 * (double)(last + settle + measure) / SEC / n * 1.6;
 	for (int i = 0; i < n; i++) {
 		s.flow[i].start_ns = stagger * (uint64_t)i + (seed % 7) * MS;
 		s.flow[i].to_send = (uint64_t)bytes;
