@@ -290,9 +290,9 @@ static void end_round(rn_rail *r, const rn_config *cfg, uint32_t max_cwnd, uint6
 		/* this round's samples were of packets sent before the last decrease */
 		r->dec_hold = 0;
 	} else if (r->round_q_n && q > dithered(r, target)) {
-		/* 3/4, and target/queue more over the target: rounded, never below half */
+		/* 7/8, and target/queue more over the target: rounded, never below half */
 		uint64_t over = q > target ? q : target;
-		uint64_t c = ((uint64_t)r->cwnd * target * 3 + over * 2) / (over * 4);
+		uint64_t c = ((uint64_t)r->cwnd * target * 7 + over * 4) / (over * 8);
 
 		if (c < r->cwnd / 2)
 			c = r->cwnd / 2;

@@ -9,9 +9,11 @@
  *   tx_up    this side may send on it (the peer's verdict, via LINK_STATE,
  *            and no local send error)
  *
- * plus its congestion state: packets in flight, a congestion window bounded
- * by the queueing delay the rail builds up (so a slow rail never holds more
- * than about queue_target of data), RTT estimates, and a FIFO of
+ * plus its congestion state: packets in flight, a congestion window that
+ * grows additively and shrinks multiplicatively on the queueing delay the
+ * rail builds up (so a slow rail never holds more than about queue_target
+ * of data, and flows sharing a bottleneck converge to equal shares; see
+ * docs/PROTOCOL.md), RTT estimates, and a FIFO of
  * transmissions in send order for per-rail loss detection: a rail is a FIFO
  * link, so a packet is lost once packets sent after it on the same rail have
  * been acknowledged, whatever the reordering between rails.
@@ -189,9 +191,10 @@ void rn_rail_on_acked(rn_rail *r, uint32_t idx, const rn_config *cfg, uint32_t m
 		      uint64_t now_ns);
 /*
  * A packet sent on this rail with index idx was declared lost.  It shrinks
- * the window only when the rail shows queueing: a loss on an empty queue is
- * noise on the wire (or a failing rail, which the receiver judges), and
- * backing off from it would only cost throughput.
+ * the window (x0.7, once per round trip; during a drain, the window the
+ * drain goes back to) only when the rail shows queueing: a loss on an empty
+ * queue is noise on the wire (or a failing rail, which the receiver
+ * judges), and backing off from it would only cost throughput.
  */
 void rn_rail_on_lost(rn_rail *r, uint32_t idx, const rn_config *cfg);
 

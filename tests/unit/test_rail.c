@@ -339,18 +339,18 @@ typedef struct queue_case {
 
 /*
  * A round whose mean queue is over the round's threshold (between half
- * the 4 ms target and the target) shrinks the window to 3/4, and by
+ * the 4 ms target and the target) shrinks the window to 7/8, and by
  * target/queue more over the target, rounded, never below half; a mean at
  * or under half the target never does.
  */
 static void test_rail_cwnd_shrinks_on_queue(void **state)
 {
 	static const queue_case cases[] = {
-		{ 8000, 32, 16 },   /* 32 * 3/4 * 4/8 = 12: never below half in one round */
-		{ 5000, 32, 19 },   /* 32 * 3/4 * 4/5 = 19.2 */
-		{ 4100, 32, 23 },   /* 23.4 */
-		{ 4000, 32, 24 },   /* at the target: over every threshold */
-		{ 4000, 100, 75 },
+		{ 8000, 32, 16 },   /* 32 * 7/8 * 4/8 = 14: never below half in one round */
+		{ 5000, 32, 22 },   /* 32 * 7/8 * 4/5 = 22.4 */
+		{ 4100, 32, 27 },   /* 27.3 */
+		{ 4000, 32, 28 },   /* at the target: over every threshold */
+		{ 4000, 100, 88 },  /* 87.5, rounded */
 		{ 40000, 32, 16 },
 		{ 2000, 32, 32 },   /* half the target: under every threshold */
 		{ 40000, 4, 4 },    /* never below 4 packets */
