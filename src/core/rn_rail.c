@@ -10,6 +10,7 @@ enum {
 	RN_CWND_MIN = 4, /* packets: enough to keep a rail probing after losses */
 	RN_CWND_AI = 2,  /* packets per round: the additive increase near the target */
 	RN_CWND_DRAIN = 2, /* packets: the window while draining (each flow's leftover queue) */
+	RN_Q_SAMPLES = 4,  /* a round is judged on the least of its first 4 queue samples */
 };
 
 /* 10 s: a path's base RTT is re-learned this often, as routes may change. */
@@ -165,7 +166,9 @@ void rn_rail_on_owd(rn_rail *r, uint32_t owd_us, const rn_config *cfg, uint64_t 
 	r->latest_q_ns = q;
 	if (q > cfg->queue_target_ns / 2)
 		r->startup = 0; /* stop doubling at the first sign of a queue */
-	r->round_q_sum += q;
+	/* the least of the round's first RN_Q_SAMPLES: as many for a small flow as for a large one */
+	if (r->round_q_n < RN_Q_SAMPLES && (r->round_q_n == 0 || q < r->round_q_ns))
+		r->round_q_ns = q;
 	r->round_q_n++;
 }
 
@@ -269,20 +272,19 @@ static uint64_t dithered(const rn_rail *r, uint64_t target)
  * packets per round while window-limited and the queue is under the target
  * (an eighth per round while the queue is under a quarter of it: room
  * nobody uses), and shrinks by target/queue (never below half) when the
- * round's mean queue exceeds the target.  The mean, not the least sample:
- * a flow with a larger window gets more samples per round, and the least
- * of many is lower than the least of few, so a minimum would let the larger
- * flow shrink less often and grow away from the others.  Flows sharing a bottleneck see
- * the same queue and so shrink by the same factor while they all grow by
- * the same packets per round: their windows converge (Chiu and Jain's
- * AIMD), and the queue stays near the target, which keeps a slow rail from
- * holding back the stream at the receiver.
+ * round's queue exceeds the threshold.  The round's queue is the least of
+ * its first RN_Q_SAMPLES samples: the least, because a sample is only ever
+ * late by noise (a receiver held off the CPU stamps arrivals late), never
+ * early; of a fixed number, because a flow with a larger window gets more
+ * samples per round, the least of many is lower than the least of few, and
+ * over all samples the larger flow would shrink less often than the others
+ * at the same queue and grow away from them.
  */
 static void end_round(rn_rail *r, const rn_config *cfg, uint32_t max_cwnd, uint64_t now_ns)
 {
 	uint64_t target = cfg->queue_target_ns;
 
-	uint64_t q = r->round_q_n ? r->round_q_sum / r->round_q_n : 0;
+	uint64_t q = r->round_q_n ? r->round_q_ns : 0;
 
 	if (drain_step(r, now_ns)) {
 		/* a round of its own: what the window does now is the drain's */
@@ -310,7 +312,6 @@ static void end_round(rn_rail *r, const rn_config *cfg, uint32_t max_cwnd, uint6
 		r->cwnd = r->cwnd + inc > max_cwnd ? max_cwnd : r->cwnd + inc;
 	}
 	r->round_end = r->tx_idx;
-	r->round_q_sum = 0;
 	r->round_q_n = 0;
 	r->cwnd_limited = r->inflight >= r->cwnd;
 }

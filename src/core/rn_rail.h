@@ -118,8 +118,8 @@ typedef struct rn_rail {
 	uint32_t owd_min;
 	uint8_t owd_valid;
 	uint64_t owd_stamp;
-	uint64_t round_q_sum, latest_q_ns; /* this round's queue samples (ns) summed, the last one */
-	uint32_t round_q_n;
+	uint64_t round_q_ns, latest_q_ns; /* this round's queue (ns, see end_round), the last sample */
+	uint32_t round_q_n;                /* queue samples this round */
 	/*
 	 * The drain (see rn_rail.c): once per period of the peer's clock a window-limited
 	 * rail drops to RN_CWND_MIN until its own queue has gone, measures the

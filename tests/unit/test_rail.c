@@ -308,12 +308,15 @@ static void test_rail_cwnd_grows_slowly_after_startup(void **state)
 	const uint64_t t0 = UT_T0;
 
 	(void)state;
+	r->owd_min = 1000; /* the floor, from an earlier round */
+	r->owd_valid = 1;
 	send_n(r, 32, t0);
-	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
-	/* 3 ms: over half the 4 ms target ends startup; the round's mean is 1.5 ms */
-	rn_rail_on_owd(r, 4000, &f->cfg, t0 + 2);
+	/* 2.5 ms: over half the 4 ms target ends startup... */
+	rn_rail_on_owd(r, 3500, &f->cfg, t0 + 1);
 	assert_false(r->startup);
-	assert_int_equal(r->latest_q_ns, 3 * UT_MS);
+	/* ...and 1.5 ms, the round's least: between a quarter and half the target */
+	rn_rail_on_owd(r, 2500, &f->cfg, t0 + 2);
+	assert_int_equal(r->latest_q_ns, 1500 * UT_US);
 	rn_rail_on_acked(r, 0, &f->cfg, 1 << 16, t0 + 3);
 	assert_int_equal(r->cwnd, 34);
 	/* a round with no queue at all: an eighth */
@@ -338,9 +341,9 @@ typedef struct queue_case {
 } queue_case;
 
 /*
- * A round whose mean queue is over the round's threshold (between half
+ * A round whose queue is over the round's threshold (between half
  * the 4 ms target and the target) shrinks the window to 7/8, and by
- * target/queue more over the target, rounded, never below half; a mean at
+ * target/queue more over the target, rounded, never below half; a queue at
  * or under half the target never does.
  */
 static void test_rail_cwnd_shrinks_on_queue(void **state)
@@ -382,13 +385,14 @@ static void test_rail_cwnd_shrinks_on_queue(void **state)
 }
 
 /*
- * The round's mean queue decides, whatever the number of samples: a
- * minimum would let a flow with a larger window (more samples, a lower
- * least one) shrink less often than the others at the same queue.  After a
- * shrink the next round is not judged: its samples are of packets sent
- * before it.
+ * A round is judged on the least of its first 4 queue samples: the least,
+ * as noise only ever makes a sample late; a fixed number, as a flow with a
+ * larger window gets more samples per round and the least of more samples
+ * is lower (it would shrink less often than the others at the same queue).
+ * After a shrink the next round is not judged: its samples are of packets
+ * sent before it.
  */
-static void test_rail_cwnd_round_mean(void **state)
+static void test_rail_cwnd_round_queue(void **state)
 {
 	rail_fix *f = rail_new(32);
 	rn_rail *r = &f->r;
@@ -398,27 +402,29 @@ static void test_rail_cwnd_round_mean(void **state)
 	send_n(r, 2, t0);
 	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
 	ack_range(f, 0, 1, t0 + 2);
-	/* one sample without a queue beside a 20 ms one: the mean is 10 ms */
+	/* one sample without a queue beside a 20 ms one: no queue */
 	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 3);
 	rn_rail_on_owd(r, 1000 + 100, &f->cfg, t0 + 4);
 	assert_int_equal(r->latest_q_ns, 100 * UT_US);
 	send_n(r, 1, t0 + 5);
 	ack_range(f, 1, 3, t0 + 6);
-	assert_int_equal(r->cwnd, 16);
+	assert_int_equal(r->cwnd, 32);
+	/* 5 ms or more in the first four: 32 * 7/8 * 4/5; the fifth sample is not looked at */
+	rn_rail_on_owd(r, 1000 + 6000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 5000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 7000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 8000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 100, &f->cfg, t0 + 7);
+	send_n(r, 1, t0 + 8);
+	ack_range(f, 3, 4, t0 + 9);
+	assert_int_equal(r->cwnd, 22);
 	assert_true(r->dec_hold);
 	/* the stale round: however large its queue, no second shrink */
-	send_n(r, 1, t0 + 7);
-	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 8);
-	ack_range(f, 3, 4, t0 + 9);
-	assert_int_equal(r->cwnd, 16);
+	send_n(r, 1, t0 + 10);
+	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 11);
+	ack_range(f, 4, 5, t0 + 12);
+	assert_int_equal(r->cwnd, 22);
 	assert_false(r->dec_hold);
-	/* many samples under 1 ms and one of 6 ms: the mean stays under half the target */
-	for (int i = 0; i < 9; i++)
-		rn_rail_on_owd(r, 1000 + 500, &f->cfg, t0 + 10);
-	rn_rail_on_owd(r, 1000 + 6000, &f->cfg, t0 + 11);
-	send_n(r, 1, t0 + 12);
-	ack_range(f, 4, 5, t0 + 13);
-	assert_int_equal(r->cwnd, 16);
 	rail_del(f);
 }
 
@@ -440,18 +446,16 @@ static void test_rail_cwnd_threshold_dither(void **state)
 
 		r->startup = 0;
 		r->tx_idx = r->round_end = r->acked_idx = 1000 + 7 * k;
+		r->owd_min = 1000;
+		r->owd_valid = 1;
 		send_n(r, 1, t0);
-		rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
-		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 2);
-		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 3);
-		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 4);
-		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 4); /* mean 2.4 ms */
+		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 1);
 		rn_rail_on_acked(r, r->round_end, &f->cfg, 1 << 16, t0 + 5);
 		shrank += r->cwnd < 32;
 		rail_del(f);
 	}
-	/* 2.4 ms is over the threshold in about a fifth of the rounds */
-	if (shrank < 4 || shrank > 28)
+	/* 3 ms is over the threshold in about half of the rounds */
+	if (shrank < 16 || shrank > 48)
 		fail_msg("%d of 64 rounds shrank", shrank);
 }
 
@@ -655,7 +659,7 @@ int main(void)
 		cmocka_unit_test(test_rail_cwnd_grows),
 		cmocka_unit_test(test_rail_cwnd_grows_slowly_after_startup),
 		cmocka_unit_test(test_rail_cwnd_shrinks_on_queue),
-		cmocka_unit_test(test_rail_cwnd_round_mean),
+		cmocka_unit_test(test_rail_cwnd_round_queue),
 		cmocka_unit_test(test_rail_cwnd_threshold_dither),
 		cmocka_unit_test(test_rail_drain),
 		cmocka_unit_test(test_rail_loss),
