@@ -24,8 +24,6 @@ enum {
  * next drain (rn_rail.c, end_round).
  */
 #define RN_DRAIN_PERIOD_NS UINT64_C(500000000)
-/* The first drain this soon after the first round: a late-comer corrects its floor early. */
-#define RN_DRAIN_FIRST_NS UINT64_C(100000000)
 /* Drains follow the peer's clock: one per 2^19 us (524 ms) of it. */
 #define RN_DRAIN_EPOCH_SHIFT 19
 
@@ -173,23 +171,22 @@ void rn_rail_on_owd(rn_rail *r, uint32_t owd_us, const rn_config *cfg, uint64_t 
 }
 
 /*
- * Whether a drain is due: the first one RN_DRAIN_FIRST_NS after the first
- * round, then once per period of the peer's clock (its arrival times,
- * echoed in every ACK: 2^19 us, 524 ms), so that every flow into the same
- * receiver drains in the same round trips and the shared queue empties.
- * Alone, each would find the others' queue under it.  Without the peer's
- * clock yet, RN_DRAIN_PERIOD_NS of ours.
+ * Whether a drain is due: once per period of the peer's clock (its arrival
+ * times, echoed in every ACK: 2^19 us, 524 ms), so that every flow into the
+ * same receiver drains in the same round trips and the shared queue
+ * empties.  Alone, each would find the others' queue under it.  Without
+ * the peer's clock yet, RN_DRAIN_PERIOD_NS of ours.  No drain in the first
+ * period: a short transfer pays for none, and a late-comer's first one is
+ * its elders'.
  */
 static int drain_due(rn_rail *r, uint64_t now_ns)
 {
 	uint32_t epoch = r->peer_clock_us >> RN_DRAIN_EPOCH_SHIFT;
 
-	if (r->drain_first) {
-		if (now_ns < r->drain_next_ns)
-			return 0;
-		r->drain_first = 0;
+	if (r->drain_next_ns == 0) {
+		r->drain_next_ns = now_ns + RN_DRAIN_PERIOD_NS;
 		r->drain_epoch = epoch;
-		return 1;
+		return 0;
 	}
 	if (!r->peer_clock_valid)
 		return now_ns >= r->drain_next_ns;
@@ -234,10 +231,6 @@ static int drain_step(rn_rail *r, uint64_t now_ns)
 		return 1;
 	default:
 		break;
-	}
-	if (r->drain_next_ns == 0) {
-		r->drain_next_ns = now_ns + RN_DRAIN_FIRST_NS;
-		r->drain_first = 1;
 	}
 	if (!drain_due(r, now_ns) || !r->cwnd_limited)
 		return 0;

@@ -129,8 +129,7 @@ typedef struct rn_rail {
 	uint32_t drain_saved;   /* the window before it, restored after */
 	uint32_t drain_owd;     /* least one-way delay while measuring */
 	uint8_t drain_owd_valid;
-	uint64_t drain_next_ns; /* the first one, or any without the peer's clock (0: none yet) */
-	uint8_t drain_first;    /* the first one is still to come */
+	uint64_t drain_next_ns; /* the next one without the peer's clock (0: no round ended yet) */
 	uint32_t drain_epoch;   /* the peer's clock period of the last one */
 	uint32_t peer_clock_us; /* the peer's clock at the last ACK (its arrival time) */
 	uint8_t peer_clock_valid;

@@ -47,7 +47,7 @@ void star_init(star *s, int nsenders, int nrails, uint64_t rate_bps, uint64_t se
 	s->nrails = nrails;
 	s->rng = seed ^ UINT64_C(0x57a257a257a257a2);
 	s->limit_ns = UINT64_C(120) * 1000000000;
-	s->bin_ns = UINT64_C(100) * 1000000;
+	s->bin_ns = UINT64_C(200) * 1000000;
 	rn_config_default(&s->cfg);
 	for (int r = 0; r < nrails; r++)
 		/* 20 ms of buffer per port, like tbf latency 20ms on the bed */

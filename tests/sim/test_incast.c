@@ -6,7 +6,7 @@
  * Senders start one after another (each late-comer finds the queue its
  * elders built), stream a seeded pattern to one receiver over two rails
  * whose switch ports towards the receiver are the shared bottleneck, and
- * close.  Every byte is checked; while every flow runs, each 100 ms bin of
+ * close.  Every byte is checked; while every flow runs, each 200 ms bin of
  * virtual time must share the receiver's rails fairly (Jain's index) and
  * fill them (the aggregate).  Times are simulated: every figure is exact
  * and repeatable for a seed.
@@ -101,7 +101,7 @@ static int check_bins(const star *s, uint64_t from, uint64_t skip_from, uint64_t
 		g_agg_min = agg < g_agg_min ? agg : g_agg_min;
 		nbins++;
 	}
-	CHECK(nbins >= 10, "only %d bins with every flow running", nbins);
+	CHECK(nbins >= 8, "only %d bins with every flow running", nbins);
 	CHECK(g_jain_min >= want_jain, "Jain's index fell to %.3f (wanted >= %.2f)", g_jain_min,
 	      want_jain);
 	CHECK(g_agg_min >= 0.85, "the aggregate fell to %.3f of the receiver's rails", g_agg_min);
@@ -113,7 +113,7 @@ static int run_incast(uint64_t seed, const incast *ic)
 	static star s;
 	int n = ic->nsenders, rc;
 	uint64_t stagger = (n > 4 ? 50 : 300) * MS, last, measure = 2 * SEC;
-	uint64_t settle = 1 * SEC, hole_from = 0, hole_to = 0;
+	uint64_t settle = (n > 4 ? 2 : 1) * SEC, hole_from = 0, hole_to = 0;
 	double cap, bytes;
 
 	/* GbE ports, as on the test bed */
