@@ -18,10 +18,10 @@ enum {
 /* 100 ms: RTO before the first RTT sample on a rail. */
 #define RN_RTO_INITIAL_NS UINT64_C(100000000)
 /*
- * 500 ms between drains while the peer's clock is unknown: each costs about two round trips at the least
- * window (a few ms on a LAN with the queue at its target), and a flow that
- * came late to a shared queue mistakes that queue for its floor until its
- * next drain (rn_rail.c, end_round).
+ * 500 ms between drains while the peer's clock is unknown: each costs about
+ * two round trips at the least window (a few ms on a LAN with the queue at
+ * its target), and a flow that came late to a shared queue mistakes that
+ * queue for its floor until a drain finds it lower (drain_step).
  */
 #define RN_DRAIN_PERIOD_NS UINT64_C(500000000)
 /* Drains follow the peer's clock: one per 2^19 us (524 ms) of it. */
@@ -198,16 +198,16 @@ static int drain_due(rn_rail *r, uint64_t now_ns)
 
 /*
  * The drain, once per period (drain_due) while the rail is window-limited:
- * the window falls to RN_CWND_MIN until every packet sent before is
+ * the window falls to RN_CWND_DRAIN until every packet sent before is
  * acknowledged (this flow's own queue is gone), then one more round takes
  * the least one-way delay, which becomes the floor when it is lower (or
  * when the floor is older than RN_MIN_RTT_WINDOW_NS: clocks drift, routes
- * change).  A flow
- * that starts while others hold a queue at the bottleneck takes their
- * queue for its floor, sees less queue than they do and takes their share;
- * once it holds most of the queue, its drain empties it and it learns the
- * true floor.  Then the window goes straight back to what it was (less
- * what losses took meanwhile).  Returns 1 while a drain holds the window.
+ * change).  A flow that starts while others hold a queue at the bottleneck
+ * takes their queue for its floor, sees less queue than they do and takes
+ * their share; when every flow drains at once the queue empties and each
+ * learns the true floor.  Then the window goes straight back to what it
+ * was (less what losses took meanwhile).  Returns 1 while a drain holds
+ * the window.
  */
 static int drain_step(rn_rail *r, uint64_t now_ns)
 {
@@ -261,11 +261,11 @@ static uint64_t dithered(const rn_rail *r, uint64_t target)
 /*
  * Once per round trip: additive increase, multiplicative decrease on the
  * rail's queueing delay.  While no queue shows the window doubles per round
- * (startup); then it grows by RN_CWND_AI
- * packets per round while window-limited and the queue is under the target
- * (an eighth per round while the queue is under a quarter of it: room
- * nobody uses), and shrinks by target/queue (never below half) when the
- * round's queue exceeds the threshold.  The round's queue is the least of
+ * (startup); then it grows by RN_CWND_AI packets per round while
+ * window-limited and the queue is under the round's threshold (dithered;
+ * an eighth per round while the queue is under a quarter of the target:
+ * room nobody uses), and shrinks to 7/8, and by target/queue more over the
+ * target (never below half), when it is over.  The round's queue is the least of
  * its first RN_Q_SAMPLES samples: the least, because a sample is only ever
  * late by noise (a receiver held off the CPU stamps arrivals late), never
  * early; of a fixed number, because a flow with a larger window gets more
@@ -276,7 +276,6 @@ static uint64_t dithered(const rn_rail *r, uint64_t target)
 static void end_round(rn_rail *r, const rn_config *cfg, uint32_t max_cwnd, uint64_t now_ns)
 {
 	uint64_t target = cfg->queue_target_ns;
-
 	uint64_t q = r->round_q_n ? r->round_q_ns : 0;
 
 	if (drain_step(r, now_ns)) {
