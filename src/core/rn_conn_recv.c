@@ -327,9 +327,14 @@ static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 
 		if (rtt <= RN_RTO_MAX_NS)
 			c->rtt_ns = c->rtt_ns ? (7 * c->rtt_ns + rtt) / 8 : rtt;
-		if (p->echo_path < c->npaths)
-			rn_rail_on_owd(&c->rail[p->echo_path], p->ts_rx - p->ts_echo, &c->cfg,
-				       now_ns);
+		if (p->echo_path < c->npaths) {
+			rn_rail *r = &c->rail[p->echo_path];
+
+			/* the receiver's clock paces the drains of every flow into it */
+			r->peer_clock_us = p->ts_rx;
+			r->peer_clock_valid = 1;
+			rn_rail_on_owd(r, p->ts_rx - p->ts_echo, &c->cfg, now_ns);
+		}
 	}
 	while (rn_seq_lt(q->una, p->ack)) {
 		rn_sslot *s = rn_sndq_slot(q, q->una);

@@ -9,9 +9,11 @@
  *   tx_up    this side may send on it (the peer's verdict, via LINK_STATE,
  *            and no local send error)
  *
- * plus its congestion state: packets in flight, a congestion window bounded
- * by the queueing delay the rail builds up (so a slow rail never holds more
- * than about queue_target of data), RTT estimates, and a FIFO of
+ * plus its congestion state: packets in flight, a congestion window that
+ * grows additively and shrinks multiplicatively on the queueing delay the
+ * rail builds up (so a slow rail never holds more than about queue_target
+ * of data, and flows sharing a bottleneck converge to equal shares; see
+ * docs/PROTOCOL.md), RTT estimates, and a FIFO of
  * transmissions in send order for per-rail loss detection: a rail is a FIFO
  * link, so a packet is lost once packets sent after it on the same rail have
  * been acknowledged, whatever the reordering between rails.
@@ -36,6 +38,12 @@ typedef struct rn_txrec {
 	uint32_t seq;
 	uint32_t idx; /* the rail's transmission index */
 } rn_txrec;
+
+enum {
+	RN_DRAIN_OFF = 0,
+	RN_DRAIN_EMPTY = 1,   /* at the least window until what it sent before is acknowledged */
+	RN_DRAIN_MEASURE = 2, /* one more round at the least window, taking the delay floor */
+};
 
 typedef struct rn_rail {
 	int local_rail; /* driver's rail index */
@@ -103,13 +111,28 @@ typedef struct rn_rail {
 	uint32_t recover_idx;  /* losses of packets sent before this are one event */
 	uint8_t startup;       /* still doubling per round */
 	uint8_t cwnd_limited;  /* hit the window during this round */
+	uint8_t dec_hold;      /* shrank at the end of the last round: this one is stale */
 	uint8_t rto_backoff;
 	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, min_rtt_stamp;
 	/* one-way delay (peer clock minus ours, wrapping us): its floor, and the queue above it */
 	uint32_t owd_min;
 	uint8_t owd_valid;
 	uint64_t owd_stamp;
-	uint64_t round_q_ns, latest_q_ns;
+	uint64_t round_q_ns, latest_q_ns; /* this round's queue (ns, see end_round), the last sample */
+	uint32_t round_q_n;                /* queue samples this round */
+	/*
+	 * The drain (see rn_rail.c): once per period of the peer's clock a window-limited
+	 * rail drops to RN_CWND_MIN until its own queue has gone, measures the
+	 * delay floor over one round, and goes back to drain_saved.
+	 */
+	uint8_t drain;          /* RN_DRAIN_* */
+	uint32_t drain_saved;   /* the window before it, restored after */
+	uint32_t drain_owd;     /* least one-way delay while measuring */
+	uint8_t drain_owd_valid;
+	uint64_t drain_next_ns; /* the next one without the peer's clock (0: no round ended yet) */
+	uint32_t drain_epoch;   /* the peer's clock period of the last one */
+	uint32_t peer_clock_us; /* the peer's clock at the last ACK (its arrival time) */
+	uint8_t peer_clock_valid;
 
 	/* send-order FIFO of transmissions */
 	rn_txrec *fifo;
@@ -167,9 +190,10 @@ void rn_rail_on_acked(rn_rail *r, uint32_t idx, const rn_config *cfg, uint32_t m
 		      uint64_t now_ns);
 /*
  * A packet sent on this rail with index idx was declared lost.  It shrinks
- * the window only when the rail shows queueing: a loss on an empty queue is
- * noise on the wire (or a failing rail, which the receiver judges), and
- * backing off from it would only cost throughput.
+ * the window (x0.7, once per round trip; during a drain, the window the
+ * drain goes back to) only when the rail shows queueing: a loss on an empty
+ * queue is noise on the wire (or a failing rail, which the receiver
+ * judges), and backing off from it would only cost throughput.
  */
 void rn_rail_on_lost(rn_rail *r, uint32_t idx, const rn_config *cfg);
 

@@ -296,7 +296,11 @@ static void test_rail_cwnd_grows(void **state)
 	rail_del(f);
 }
 
-/* After startup the window grows by an eighth per round, up to max_cwnd. */
+/*
+ * After startup the window grows by 2 packets per round (additive: flows
+ * sharing a queue converge), by an eighth while the queue is under a
+ * quarter of the target (room nobody uses), up to max_cwnd.
+ */
 static void test_rail_cwnd_grows_slowly_after_startup(void **state)
 {
 	rail_fix *f = rail_new(32);
@@ -304,20 +308,29 @@ static void test_rail_cwnd_grows_slowly_after_startup(void **state)
 	const uint64_t t0 = UT_T0;
 
 	(void)state;
+	r->owd_min = 1000; /* the floor, from an earlier round */
+	r->owd_valid = 1;
 	send_n(r, 32, t0);
-	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
-	/* 3 ms: over half the 4 ms target ends startup, under the target does not shrink */
-	rn_rail_on_owd(r, 4000, &f->cfg, t0 + 2);
+	/* 2.5 ms: over half the 4 ms target ends startup... */
+	rn_rail_on_owd(r, 3500, &f->cfg, t0 + 1);
 	assert_false(r->startup);
-	assert_int_equal(r->latest_q_ns, 3 * UT_MS);
+	/* ...and 1.5 ms, the round's least: between a quarter and half the target */
+	rn_rail_on_owd(r, 2500, &f->cfg, t0 + 2);
+	assert_int_equal(r->latest_q_ns, 1500 * UT_US);
 	rn_rail_on_acked(r, 0, &f->cfg, 1 << 16, t0 + 3);
-	assert_int_equal(r->cwnd, 36);
-	/* the cap */
+	assert_int_equal(r->cwnd, 34);
+	/* a round with no queue at all: an eighth */
 	ack_range(f, 1, 32, t0 + 4);
-	send_n(r, 36, t0 + 5);
+	send_n(r, 34, t0 + 5);
 	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 6);
-	rn_rail_on_acked(r, 32, &f->cfg, 38, t0 + 7);
+	rn_rail_on_acked(r, 32, &f->cfg, 1 << 16, t0 + 7);
 	assert_int_equal(r->cwnd, 38);
+	/* the cap */
+	ack_range(f, 33, 66, t0 + 8);
+	send_n(r, 38, t0 + 9);
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 10);
+	rn_rail_on_acked(r, 66, &f->cfg, 40, t0 + 11);
+	assert_int_equal(r->cwnd, 40);
 	rail_del(f);
 }
 
@@ -327,15 +340,22 @@ typedef struct queue_case {
 	uint32_t want;   /* window after the round */
 } queue_case;
 
-/* A round whose smallest queue sample exceeds queue_target shrinks the window. */
+/*
+ * A round whose queue is over the round's threshold (between half
+ * the 4 ms target and the target) shrinks the window to 7/8, and by
+ * target/queue more over the target, rounded, never below half; a queue at
+ * or under half the target never does.
+ */
 static void test_rail_cwnd_shrinks_on_queue(void **state)
 {
 	static const queue_case cases[] = {
-		{ 8000, 32, 16 },   /* twice the target: half */
-		{ 5000, 32, 25 },   /* 32 * 4/5 */
-		{ 4100, 32, 31 },
-		{ 40000, 32, 16 },  /* never below half in one round */
-		{ 4000, 32, 32 },   /* at the target: fine */
+		{ 8000, 32, 16 },   /* 32 * 7/8 * 4/8 = 14: never below half in one round */
+		{ 5000, 32, 22 },   /* 32 * 7/8 * 4/5 = 22.4 */
+		{ 4100, 32, 27 },   /* 27.3 */
+		{ 4000, 32, 28 },   /* at the target: over every threshold */
+		{ 4000, 100, 88 },  /* 87.5, rounded */
+		{ 40000, 32, 16 },
+		{ 2000, 32, 32 },   /* half the target: under every threshold */
 		{ 40000, 4, 4 },    /* never below 4 packets */
 		{ 40000, 6, 4 },
 	};
@@ -364,8 +384,15 @@ static void test_rail_cwnd_shrinks_on_queue(void **state)
 	}
 }
 
-/* One sample without a queue in the round proves the rail is not over its target. */
-static void test_rail_cwnd_round_minimum(void **state)
+/*
+ * A round is judged on the least of its first 4 queue samples: the least,
+ * as noise only ever makes a sample late; a fixed number, as a flow with a
+ * larger window gets more samples per round and the least of more samples
+ * is lower (it would shrink less often than the others at the same queue).
+ * After a shrink the next round is not judged: its samples are of packets
+ * sent before it.
+ */
+static void test_rail_cwnd_round_queue(void **state)
 {
 	rail_fix *f = rail_new(32);
 	rn_rail *r = &f->r;
@@ -375,12 +402,127 @@ static void test_rail_cwnd_round_minimum(void **state)
 	send_n(r, 2, t0);
 	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 1);
 	ack_range(f, 0, 1, t0 + 2);
+	/* one sample without a queue beside a 20 ms one: no queue */
 	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 3);
 	rn_rail_on_owd(r, 1000 + 100, &f->cfg, t0 + 4);
 	assert_int_equal(r->latest_q_ns, 100 * UT_US);
 	send_n(r, 1, t0 + 5);
 	ack_range(f, 1, 3, t0 + 6);
 	assert_int_equal(r->cwnd, 32);
+	/* 5 ms or more in the first four: 32 * 7/8 * 4/5; the fifth sample is not looked at */
+	rn_rail_on_owd(r, 1000 + 6000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 5000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 7000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 8000, &f->cfg, t0 + 7);
+	rn_rail_on_owd(r, 1000 + 100, &f->cfg, t0 + 7);
+	send_n(r, 1, t0 + 8);
+	ack_range(f, 3, 4, t0 + 9);
+	assert_int_equal(r->cwnd, 22);
+	assert_true(r->dec_hold);
+	/* the stale round: however large its queue, no second shrink */
+	send_n(r, 1, t0 + 10);
+	rn_rail_on_owd(r, 1000 + 20000, &f->cfg, t0 + 11);
+	ack_range(f, 4, 5, t0 + 12);
+	assert_int_equal(r->cwnd, 22);
+	assert_false(r->dec_hold);
+	rail_del(f);
+}
+
+/*
+ * The threshold moves between rounds over half the target: at 3 ms of
+ * queue, some rounds shrink and some do not, so a flow whose floor is off
+ * by a little is only a little less likely to shrink (never starves the
+ * others for good).
+ */
+static void test_rail_cwnd_threshold_dither(void **state)
+{
+	int shrank = 0;
+
+	(void)state;
+	for (uint32_t k = 0; k < 64; k++) {
+		rail_fix *f = rail_new(32);
+		rn_rail *r = &f->r;
+		const uint64_t t0 = UT_T0;
+
+		r->startup = 0;
+		r->tx_idx = r->round_end = r->acked_idx = 1000 + 7 * k;
+		r->owd_min = 1000;
+		r->owd_valid = 1;
+		send_n(r, 1, t0);
+		rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 1);
+		rn_rail_on_acked(r, r->round_end, &f->cfg, 1 << 16, t0 + 5);
+		shrank += r->cwnd < 32;
+		rail_del(f);
+	}
+	/* 3 ms is over the threshold in about half of the rounds */
+	if (shrank < 16 || shrank > 48)
+		fail_msg("%d of 64 rounds shrank", shrank);
+}
+
+/*
+ * The drain: a window-limited rail drops to 2 packets until what it sent
+ * before is acknowledged, takes the least delay of one more round as its
+ * floor (lower than before: the queue a late-comer mistook for its floor),
+ * then goes straight back to its window.  One comes each time the peer's
+ * clock enters a new 2^19 us period (none in the first).
+ */
+static void test_rail_drain(void **state)
+{
+	rail_fix *f = rail_new(32);
+	rn_rail *r = &f->r;
+	const uint64_t t0 = UT_T0;
+	uint32_t base;
+
+	(void)state;
+	r->peer_clock_us = 5u << 19;
+	r->peer_clock_valid = 1;
+	/* floor learned with 3 ms of someone else's queue under it */
+	rn_rail_on_owd(r, 4000, &f->cfg, t0);
+	r->startup = 0;
+	send_n(r, 32, t0);
+	ack_range(f, 0, 1, t0 + 1); /* the first round: notes the peer's clock period */
+	assert_int_equal(r->drain, RN_DRAIN_OFF);
+	assert_int_equal(r->cwnd, 36); /* no queue seen: an eighth more */
+	send_n(r, 5, t0 + 2); /* the window full again */
+	rn_rail_on_owd(r, 4000, &f->cfg, t0 + 3);
+	r->peer_clock_us = (6u << 19) + 3; /* the receiver's clock enters a new period */
+	ack_range(f, 1, 37, t0 + 101 * UT_MS);
+	assert_int_equal(r->drain, RN_DRAIN_EMPTY);
+	assert_int_equal(r->cwnd, 2);
+	assert_int_equal(r->drain_saved, 36);
+	/* everything sent before acknowledged: measure over one more round */
+	send_n(r, 2, t0 + 101 * UT_MS);
+	ack_range(f, 37, 38, t0 + 102 * UT_MS);
+	assert_int_equal(r->drain, RN_DRAIN_MEASURE);
+	send_n(r, 1, t0 + 102 * UT_MS);
+	base = r->tx_idx;
+	/* the queue has gone: 1 ms is the true floor */
+	rn_rail_on_owd(r, 1500, &f->cfg, t0 + 103 * UT_MS);
+	rn_rail_on_owd(r, 1000, &f->cfg, t0 + 103 * UT_MS);
+	ack_range(f, 38, base, t0 + 104 * UT_MS);
+	assert_int_equal(r->drain, RN_DRAIN_OFF);
+	assert_int_equal(r->owd_min, 1000);
+	assert_int_equal(r->cwnd, 36);
+	/* no new drain within the same period of the peer's clock... */
+	for (int k = 0; k < 3; k++) {
+		send_n(r, r->cwnd, t0 + (110 + k) * UT_MS);
+		rn_rail_on_owd(r, 2000, &f->cfg, t0 + (110 + k) * UT_MS);
+		ack_range(f, r->acked_idx, r->tx_idx, t0 + (111 + k) * UT_MS);
+		assert_int_equal(r->drain, RN_DRAIN_OFF);
+	}
+	/* ...and one as soon as it turns */
+	r->peer_clock_us = (7u << 19) + 10;
+	send_n(r, r->cwnd, t0 + 120 * UT_MS);
+	rn_rail_on_owd(r, 2000, &f->cfg, t0 + 120 * UT_MS);
+	ack_range(f, r->acked_idx, r->tx_idx, t0 + 121 * UT_MS);
+	assert_int_equal(r->drain, RN_DRAIN_EMPTY);
+	/* a loss with a queue during the drain shrinks the window it goes back to */
+	base = r->drain_saved;
+	rn_rail_on_owd(r, 1000 + 3000, &f->cfg, t0 + 122 * UT_MS);
+	send_n(r, 1, t0 + 122 * UT_MS);
+	rn_rail_on_lost(r, r->tx_idx - 1, &f->cfg);
+	assert_int_equal(r->drain_saved, base * 7 / 10);
+	assert_int_equal(r->cwnd, 2);
 	rail_del(f);
 }
 
@@ -518,7 +660,9 @@ int main(void)
 		cmocka_unit_test(test_rail_cwnd_grows),
 		cmocka_unit_test(test_rail_cwnd_grows_slowly_after_startup),
 		cmocka_unit_test(test_rail_cwnd_shrinks_on_queue),
-		cmocka_unit_test(test_rail_cwnd_round_minimum),
+		cmocka_unit_test(test_rail_cwnd_round_queue),
+		cmocka_unit_test(test_rail_cwnd_threshold_dither),
+		cmocka_unit_test(test_rail_drain),
 		cmocka_unit_test(test_rail_loss),
 		cmocka_unit_test(test_rail_rto),
 		cmocka_unit_test(test_rail_rtt_estimates),
