@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ri2n_kit.h"
 #include "sim_harness.h"
 #include "sim_star.h"
 
@@ -257,12 +258,6 @@ static void deliver(star *s, const star_pkt *p)
 	rx_listen(s, p, from);
 }
 
-static void fill_pattern(uint8_t *buf, uint64_t seed, uint64_t off, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		buf[i] = sim_pattern_byte(seed, off + i);
-}
-
 static void app_send(star *s, star_flow *f)
 {
 	static uint8_t buf[CHUNK];
@@ -278,7 +273,7 @@ static void app_send(star *s, star_flow *f)
 			break;
 		if (n > space)
 			n = space;
-		fill_pattern(buf, f->seed, f->sent, n);
+		kit_pattern_fill(buf, f->seed, f->sent, n);
 		w = rn_conn_write(f->tx, s->now_ns, buf, n);
 		if (w <= 0) {
 			if (w <= RN_ERR__FATAL)
@@ -312,9 +307,7 @@ static void app_recv(star *s, star_flow *f)
 				f->rx_err = (int)n;
 			break;
 		}
-		for (ssize_t i = 0; i < n; i++)
-			if (d[i] != sim_pattern_byte(f->seed, f->recvd + (uint64_t)i))
-				f->mismatches++;
+		f->mismatches += kit_pattern_check(d, f->seed, f->recvd, (size_t)n);
 		f->recvd += (uint64_t)n;
 		if (bin < STAR_MAX_BINS)
 			f->bin_bytes[bin] += (uint64_t)n;
