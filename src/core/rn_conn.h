@@ -159,7 +159,6 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
 void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns);
 
-/* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 /*
  * rn_timer.c: the hooks that arm timers, each named after its event.
  */
@@ -179,7 +178,10 @@ void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
 /* Both directions closed: linger, then CLOSED. */
 void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
+/* Rail k's RTO plus the longest the peer may hold its ACK. */
+uint64_t rn_conn_rail_rto(const rn_conn *c, int k);
 
+/* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
 {
 	if (now_ns - c->last_payload_ns >= RN_IDLE_NS) {

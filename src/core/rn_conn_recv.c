@@ -411,7 +411,7 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
 {
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
-		uint64_t rto = rn_rail_rto(r, &c->cfg);
+		uint64_t rto = rn_conn_rail_rto(c, k);
 		int timed_out = 0;
 
 		while (r->fhead != r->ftail) {
@@ -471,9 +471,7 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
 	if (!c->ack_pending) {
 		int answering = c->data_tx_ns && c->data_tx_ns >= c->data_rx_ns;
-		/* half the sender's smallest RTO at most, whatever it was set to */
-		uint64_t pp = c->cfg.ack_delay_pp_ns < c->cfg.rto_min_ns / 2 ? c->cfg.ack_delay_pp_ns
-									     : c->cfg.rto_min_ns / 2;
+		uint64_t pp = c->cfg.ack_delay_pp_ns;
 
 		c->ack_first_ns = now_ns;
 		rn_timer_on_ack_owed(c, now_ns, answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);

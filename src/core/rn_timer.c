@@ -116,7 +116,22 @@ static uint64_t loss_expiry(const rn_conn *c, int k)
 	uint64_t sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
 
 	/* the head may be stale; firing early just drops it and re-arms */
-	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_rail_rto(r, &c->cfg);
+	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_conn_rail_rto(c, k);
+}
+
+/*
+ * Rail k's retransmission timeout, plus the longest the peer may hold its
+ * ACK (QUIC adds max_ack_delay to its probe timeout the same way): once
+ * DATA has come from the peer, the connection may be a request/response
+ * exchange, where the peer waits up to ack_delay_pp for its answer to
+ * carry the ACK (rn_conn_recv.c).  Both ends run the same defaults; a peer
+ * that waits longer costs spurious resends, never bytes.
+ */
+uint64_t rn_conn_rail_rto(const rn_conn *c, int k)
+{
+	uint64_t wait = c->data_rx_ns ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns;
+
+	return rn_rail_rto(&c->rail[k], &c->cfg) + wait;
 }
 
 static const char *const timer_names[RN_TIMER__COUNT] = {

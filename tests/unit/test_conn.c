@@ -248,6 +248,72 @@ static void test_conn_handshake(void **state)
 	un_del(n);
 }
 
+/*
+ * Request/response: the sender's RTO allows for the peer's ACK delay.  A
+ * server that takes 30 ms to answer holds its ACK up to ack_delay_pp; the
+ * client must not resend the request meanwhile.  A request lost on the way
+ * is resent once the RTO plus that delay has passed.
+ */
+static int drop_left_client_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
+static void test_conn_rto_allows_ack_delay(void **state)
+{
+	uint64_t t, t2, rto;
+	un_net *n = pair_proven(1, &t);
+	int left = 0;
+	char buf[64];
+
+	(void)state;
+	n->filter = drop_left_client_data;
+	n->filter_arg = &left;
+	/* one exchange: the client has now received DATA */
+	assert_int_equal(rn_conn_write(cl(n), t, "request1", 8), 8);
+	un_run(n, t + 5 * UT_MS);
+	assert_int_equal(rn_conn_read(sv(n), t + 5 * UT_MS, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), t + 5 * UT_MS, "response", 8), 8);
+	un_run(n, t + 10 * UT_MS);
+	assert_int_equal(rn_conn_read(cl(n), t + 10 * UT_MS, buf, sizeof(buf)), 8);
+	rto = rn_rail_rto(&cl(n)->rail[0], &cl(n)->cfg);
+	assert_true(rn_conn_rail_rto(cl(n), 0) == rto + cl(n)->cfg.ack_delay_pp_ns);
+	assert_true(cl(n)->cfg.ack_delay_pp_ns > rto); /* else this tests nothing */
+
+	/* a slow answer: the server's ACK waits ack_delay_pp, the client waits for it */
+	t2 = t + 20 * UT_MS;
+	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
+	un_run(n, t2 + 30 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, t2, t2 + 30 * UT_MS), 0);
+	assert_int_equal(rn_conn_read(sv(n), t2 + 30 * UT_MS, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), t2 + 30 * UT_MS, "answer 2", 8), 8);
+	un_run(n, t2 + 200 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(rn_conn_read(cl(n), t2 + 200 * UT_MS, buf, sizeof(buf)), 8);
+
+	/* a lost request: resent after the RTO and the peer's ACK delay, not before */
+	left = 1;
+	t2 += 300 * UT_MS;
+	un_run(n, t2);
+	rto = rn_conn_rail_rto(cl(n), 0);
+	assert_int_equal(rn_conn_write(cl(n), t2, "request3", 8), 8);
+	un_run(n, t2 + rto - 1);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	un_run(n, t2 + rto + 5 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 1);
+	assert_int_equal(rn_conn_read(sv(n), t2 + rto + 5 * UT_MS, buf, sizeof(buf)), 8);
+	assert_memory_equal(buf, "request3", 8);
+	un_del(n);
+}
+
 static int drop_first_of_type(un_net *n, const un_rec *r, void *arg)
 {
 	int *type = arg;
@@ -475,7 +541,7 @@ static void test_conn_ack_delay_answering(void **state)
 	uint64_t t;
 	un_net *n = pair_proven(1, &t);
 	uint64_t t1 = t + 10 * UT_MS, a1 = t1 + D, t2, a2;
-	const uint64_t PP = 10 * UT_MS; /* the default ack_delay_pp: half the smallest RTO */
+	const uint64_t PP = 40 * UT_MS; /* the default ack_delay_pp, as TCP's delayed ACK */
 	char buf[64];
 
 	(void)state;
@@ -2111,6 +2177,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
+		cmocka_unit_test(test_conn_rto_allows_ack_delay),
 		cmocka_unit_test(test_conn_link_state_stalled_rtt),
 		cmocka_unit_test(test_conn_multi_packet_datagrams),
 		cmocka_unit_test(test_conn_multi_malformed),
