@@ -6,7 +6,9 @@
 #  - its tables of knobs, between the "<!-- knobs: begin" and "<!-- knobs:
 #    end -->" marks and the same for process-knobs, are the ones
 #    ri2n-knobs-doc prints from the code's (src/core/rn_knob_list.h,
-#    src/engine/rn_knobs.h).
+#    src/engine/rn_knobs.h);
+#  - the options of include/ri2n.h's enum ri2n_option are the tables' socket
+#    options, no more and no fewer.
 # Exit 1 naming what disagrees.  --update rewrites the tables in the doc.
 #
 #   tests/config_doc.sh [REPO_ROOT [RI2N_KNOBS_DOC [--update]]]
@@ -46,6 +48,17 @@ if [ -n "$gen" ]; then
 		fi
 	done
 	[ "${3:-}" != --update ] || { echo "updated $doc"; exit 0; }
+	# the socket options: include/ri2n.h's enum ri2n_option holds exactly the tables' ones
+	header=$root/include/ri2n.h
+	enum=$(awk '/^enum ri2n_option[[:space:]]*\{/ { on = 1; next } on && /^\};/ { on = 0 }
+		on' "$header" | grep -oE '^[[:space:]]*RI2N_[A-Z0-9_]+[[:space:]]*([=,]|$)' |
+		grep -oE 'RI2N_[A-Z0-9_]+' | sort)
+	[ -n "$enum" ] || { echo "FAIL: no enum ri2n_option found in $header: the scan is broken"; exit 1; }
+	if ! diff -u <(echo "$enum") <("$gen" options | sort); then
+		echo "FAIL: include/ri2n.h's enum ri2n_option (-) and the tables' RI2N_SOL options (+)"
+		echo "      (src/core/rn_knob_list.h, RN_PROC_LIST rows marked SOL) differ"
+		exit 1
+	fi
 fi
 
 # string literals in C ("RI2N_MTU"), the rows of the tables (X(MTU, ...) is RI2N_MTU),
@@ -71,4 +84,4 @@ for v in $vars; do
 	fi
 done
 [ "$missing" -eq 0 ] || exit 1
-echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md${gen:+; its table of knobs is the one in the code}"
+echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md${gen:+; its tables of knobs and include/ri2n.h's options are the code's}"

@@ -2,9 +2,11 @@
  * ri2n-knobs-doc - prints the tables of docs/CONFIG.md that list every knob,
  * from the tables the code uses: `knobs`, those of a connection
  * (RN_KNOB_LIST, src/core/rn_knob_list.h); `process-knobs`, those of a
- * process (RN_PROC_LIST, src/engine/rn_knobs.h).  The config_doc test
- * compares them with docs/CONFIG.md; `tests/config_doc.sh ROOT THIS --update`
- * writes them there.  Never installed.
+ * process (RN_PROC_LIST, src/engine/rn_knobs.h); `options`, the name of
+ * every RI2N_SOL socket option in them.  The config_doc test compares the
+ * tables with docs/CONFIG.md and the options with include/ri2n.h's enum;
+ * `tests/config_doc.sh ROOT THIS --update` writes the tables there.  Never
+ * installed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,18 +52,29 @@ static void print_conn(void)
 
 static void print_proc(void)
 {
-	printf("| variable | default | range | what |\n");
-	printf("|---|---|---|---|\n");
+	printf("| variable | also a `RI2N_SOL` option | default | range | what |\n");
+	printf("|---|---|---|---|---|\n");
 	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
 		const rn_proc_knob *k = &rn_proc_knobs[i];
 
-		printf("| `%s` | %s | ", k->env, k->shown);
-		if (k->is_int)
+		/* never a value of the environment here: a SECRET row's is a key */
+		printf("| `%s` | %s | %s | ", k->env, k->opt ? "yes" : "-", k->shown);
+		if (k->type == RN_PROC_T_INT)
 			printf("%lld..%lld", (long long)k->lo, (long long)k->hi);
 		else
 			printf("text");
 		printf(" | %s |\n", k->doc);
 	}
+}
+
+/* Every option at level RI2N_SOL the tables know, one name a line. */
+static void print_options(void)
+{
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++)
+		printf("%s\n", rn_knobs[i].env);
+	for (size_t i = 0; i < RN_PROC__COUNT; i++)
+		if (rn_proc_knobs[i].opt)
+			printf("%s\n", rn_proc_knobs[i].env);
 }
 
 int main(int argc, char **argv)
@@ -70,8 +83,10 @@ int main(int argc, char **argv)
 		print_conn();
 	} else if (argc == 2 && strcmp(argv[1], "process-knobs") == 0) {
 		print_proc();
+	} else if (argc == 2 && strcmp(argv[1], "options") == 0) {
+		print_options();
 	} else {
-		fprintf(stderr, "usage: ri2n-knobs-doc knobs|process-knobs\n");
+		fprintf(stderr, "usage: ri2n-knobs-doc knobs|process-knobs|options\n");
 		return 2;
 	}
 	return 0;
