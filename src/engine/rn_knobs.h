@@ -115,6 +115,33 @@ const char *rn_knob_env(int opt);
 enum { RN_PROC_LIST(RN_PROC_INDEX) RN_PROC__COUNT };
 #undef RN_PROC_INDEX
 
+/*
+ * The variable of process knob `which` (RN_PROC_*), "RI2N_<NAME>", or NULL.
+ * Inline, so that a program that reads the variables without linking the
+ * library (ri2n-stat) takes the names from the table too.
+ */
+static inline const char *rn_proc_name(int which)
+{
+#define RN_PROC_NAME_CASE(NAME, type, def, lo, hi, sol, shown, doc) \
+	case RN_PROC_##NAME: return "RI2N_" #NAME;
+	switch (which) {
+	RN_PROC_LIST(RN_PROC_NAME_CASE)
+	}
+#undef RN_PROC_NAME_CASE
+	return NULL;
+}
+
+/*
+ * RI2N_RUN_DIR unset, the directory of the snapshots for ri2n-stat
+ * (rn_statfile.c writes there, ri2n-stat looks in each): root's; a user's
+ * under the session directory when that is theirs; else one in /tmp.  The
+ * %u is the user id.
+ */
+#define RN_RUN_DIR_ROOT "/run/ri2n"
+#define RN_RUN_DIR_SESSION "/run/user/%u"
+#define RN_RUN_DIR_USER RN_RUN_DIR_SESSION "/ri2n"
+#define RN_RUN_DIR_TMP "/tmp/ri2n-%u"
+
 /* One row of RN_PROC_LIST. */
 enum rn_proc_type { RN_PROC_T_TEXT, RN_PROC_T_INT, RN_PROC_T_SECRET };
 

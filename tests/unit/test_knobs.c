@@ -189,10 +189,12 @@ static void test_knobs_process(void **state)
 	assert_string_equal(rn_proc_text(RN_PROC_RAILS), "r1,r2");
 	unsetenv("RI2N_RAILS");
 	assert_null(rn_proc_text(RN_PROC_RAILS));
+	assert_null(rn_proc_name(RN_PROC__COUNT));
 	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
 		const rn_proc_knob *k = &rn_proc_knobs[i];
 
 		assert_true(strncmp(k->env, "RI2N_", 5) == 0);
+		assert_string_equal(rn_proc_name((int)i), k->env); /* ri2n-stat's copy, inline */
 		assert_true(k->shown && *k->shown && k->doc && *k->doc);
 		assert_true(k->type != RN_PROC_T_INT || (k->lo <= k->def && k->def <= k->hi));
 	}
