@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "rn_inline.h"
+#include "rn_knobs.h"
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -204,9 +205,11 @@ int rn_inline_busy_default(void)
 	int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
 
 	if (x == -2) {
-		const char *e = getenv("RI2N_BUSY_POLL_US");
-		long l = e && *e && strcmp(e, "auto") != 0 ? strtol(e, NULL, 10) : RN_BUSY_AUTO;
+		const char *e = rn_proc_text(RN_PROC_BUSY_POLL_US);
+		int64_t l = RN_BUSY_AUTO;
 
+		if (!e || strcmp(e, "auto") != 0) /* else a number of the table's range */
+			rn_proc_int(RN_PROC_BUSY_POLL_US, &l);
 		x = l < 0 ? RN_BUSY_AUTO : l > RN_BUSY_POLL_MAX_US ? RN_BUSY_POLL_MAX_US : (int)l;
 		__atomic_store_n(&v, x, __ATOMIC_RELAXED);
 	}

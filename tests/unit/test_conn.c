@@ -549,16 +549,16 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
 	un_flush(n, UN_CLIENT, t1);
 	un_deliver(n, a1);
-	assert_true(sv(n)->ack_pending);
+	assert_true(sv(n)->ack.pending);
 	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + sv(n)->cfg.ack_delay_ns);
 	/* its response goes out at once and carries the ACK: no ACK of its own */
 	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
 	un_flush(n, UN_SERVER, a1);
-	assert_false(sv(n)->ack_pending);
+	assert_false(sv(n)->ack.pending);
 	/* the client sent DATA before this DATA came: it answers, ack_delay_pp */
 	un_deliver(n, a1 + D);
-	assert_true(cl(n)->ack_pending);
+	assert_true(cl(n)->ack.pending);
 	assert_true(cl(n)->timer[RN_TIMER_ACK] == a1 + D + PP);
 	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
 	/* the next request, 500 us later, carries the ACK; the server now answers too */
@@ -568,7 +568,7 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_int_equal(rn_conn_read(cl(n), t2, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
 	un_flush(n, UN_CLIENT, t2);
-	assert_false(cl(n)->ack_pending);
+	assert_false(cl(n)->ack.pending);
 	a2 = t2 + D;
 	un_deliver(n, a2);
 	assert_true(sv(n)->timer[RN_TIMER_ACK] == a2 + PP);
@@ -764,7 +764,7 @@ static void test_conn_ack_window(void **state)
 		assert_int_equal(rn_conn_write(c, t1, big, MSS), MSS);
 	}
 	nxt = c->sq.nxt;
-	assert_int_equal(nxt - c->isn, 1);
+	assert_int_equal(nxt - c->hs.isn, 1);
 	assert_int_equal(c->sq.end - nxt, 3);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const ack_case *tc = &cases[i];
@@ -780,7 +780,7 @@ static void test_conn_ack_window(void **state)
 		assert_true(stats(c).drops[RN_DROP_WINDOW] == before + (tc->want ? 1 : 0));
 		/* a refused ACK acknowledged nothing */
 		if (tc->want)
-			assert_int_equal(c->sq.una, c->isn);
+			assert_int_equal(c->sq.una, c->hs.isn);
 	}
 	/* the last, valid one acknowledged the packet in flight */
 	assert_int_equal(c->sq.una, nxt);
@@ -794,7 +794,7 @@ static void test_conn_duplicate_data(void **state)
 	un_net *n = pair(2, &t_est);
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
-		     .seq = cl(n)->isn };
+		     .seq = cl(n)->hs.isn };
 
 	(void)state;
 	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
@@ -807,7 +807,7 @@ static void test_conn_duplicate_data(void **state)
 	assert_int_equal(stats(sv(n)).dup_data, 1);
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 10), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
-	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->isn + 1);
+	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->hs.isn + 1);
 	un_del(n);
 }
 
@@ -826,7 +826,7 @@ static void test_conn_loss_three_later_acked(void **state)
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	static uint8_t buf[8 * MSS];
 	const uint64_t sacks[] = { 0x1, 0x3, 0x7 }; /* seq isn+1, +2, +3 */
-	uint32_t isn = c->isn;
+	uint32_t isn = c->hs.isn;
 	int before;
 
 	(void)state;
@@ -925,7 +925,7 @@ static void test_conn_flow_control(void **state)
 	n->side[UN_SERVER].cfg.rcv_slots = 64;
 	n->side[UN_CLIENT].cfg.snd_slots = 256;
 	un_handshake(n, t0);
-	isn = cl(n)->isn;
+	isn = cl(n)->hs.isn;
 	n->side[UN_CLIENT].to_send = total;
 	/* the receiver does not read: the sender must stop at its window edge */
 	un_run(n, n->now + 200 * UT_MS);

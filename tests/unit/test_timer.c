@@ -159,7 +159,7 @@ static void test_timer_ack_delay(void **state)
 	assert_int_equal(un_flush(n, UN_SERVER, ta + 200 * UT_US), 1);
 	r = &n->log[n->nlog - 1];
 	assert_int_equal(r->type, RN_PT_ACK);
-	assert_int_equal(r->ack, n->side[UN_CLIENT].c->isn + 1);
+	assert_int_equal(r->ack, n->side[UN_CLIENT].c->hs.isn + 1);
 	assert_false(rn_conn_owes(s));
 	/* nothing owed any more: the next expiry is a keepalive, far off */
 	assert_true(rn_conn_expiry(s) > ta + 50 * MS);
@@ -184,7 +184,7 @@ static void test_timer_ack_every(void **state)
 	un_deliver(n, t1 + 1 + D);
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 1 + D), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
-	assert_int_equal(n->log[n->nlog - 1].ack, c->isn + 8);
+	assert_int_equal(n->log[n->nlog - 1].ack, c->hs.isn + 8);
 	un_del(n);
 }
 
