@@ -11,6 +11,7 @@
 #include "rn_crypt.h"
 #include "rn_rail.h"
 #include "rn_rob.h"
+#include "rn_seq.h"
 #include "rn_sndq.h"
 #include "rn_wire.h"
 
@@ -225,6 +226,12 @@ void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
 /* Rail k's RTO plus the longest the peer may hold its ACK. */
 uint64_t rn_conn_rail_rto(const rn_conn *c, int k);
+
+/* DATA to send: a lost packet to resend (maybe stale), or a new one the peer's window takes. */
+static inline int rn_conn_data_owed(const rn_conn *c)
+{
+	return !rn_sndq_lost_empty(&c->sq) || (c->sq.nxt != c->sq.end && rn_seq_lt(c->sq.nxt, c->peer_wnd));
+}
 
 /* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)

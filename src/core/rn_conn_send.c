@@ -315,6 +315,8 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	rn_ackblk ab;
 	ssize_t n;
 
+	if (!rn_conn_data_owed(c))
+		return 0;
 	for (int i = 0; i < c->npaths; i++)
 		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
 		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
@@ -452,14 +454,21 @@ static int pick(rn_conn *c, uint32_t mask)
 static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 				 uint8_t *buf, size_t cap, rn_tx *tx)
 {
-	uint32_t ctl = control_rails(c, writable);
+	uint32_t ctl;
 	uint8_t pl[8] = { 0 };
 	ssize_t n;
 	int k;
 
+	/* nothing owed: the common answer of a service pass's last call, made cheap */
+	if (!c->hs.cookie_ack_due && !c->link.pending && !c->link.ack_due &&
+	    !(c->probe.hb_pending | c->probe.hb_small_pending | c->probe.ka_pending |
+	      c->probe.ka_full_pending | c->probe.pm_pending | c->probe.pm_ack_pending) &&
+	    !(c->ack.pending && c->ack.now) && !rn_conn_data_owed(c))
+		return 0;
 	/* room for any control packet with its ACK block, or nothing is taken off a queue */
 	if (cap < RN_HDR_LEN + RN_ACKBLK_LEN + sizeof(pl))
 		return RN_ERR_NOBUF;
+	ctl = control_rails(c, writable);
 	if (c->hs.cookie_ack_due && (k = pick(c, ctl)) >= 0) {
 		c->hs.cookie_ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_COOKIE_ACK, NULL, 0, buf, cap, tx);

@@ -105,8 +105,20 @@ static int any_tx_down(const rn_conn *c)
 	return 0;
 }
 
-/* When the oldest live transmission on rail k times out (UINT64_MAX if none). */
-static uint64_t loss_expiry(const rn_conn *c, int k)
+/*
+ * The longest the peer may hold its ACK: once DATA has come from it, the
+ * connection may be a request/response exchange, where it waits up to
+ * ack_delay_pp for its answer to carry the ACK (rn_conn_recv.c).  Both ends
+ * run the same defaults; a peer that waits longer costs spurious resends,
+ * never bytes.
+ */
+static uint64_t peer_ack_wait(const rn_conn *c)
+{
+	return c->ack.data_rx_ns ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns;
+}
+
+/* When the oldest live transmission on rail k times out (UINT64_MAX if none); rto: the rail's. */
+static uint64_t loss_expiry(const rn_conn *c, int k, uint64_t rto)
 {
 	const rn_rail *r = &c->rail[k];
 	const rn_sndq *q = &c->sq;
@@ -116,22 +128,16 @@ static uint64_t loss_expiry(const rn_conn *c, int k)
 	uint64_t sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
 
 	/* the head may be stale; firing early just drops it and re-arms */
-	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_conn_rail_rto(c, k);
+	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rto + peer_ack_wait(c);
 }
 
 /*
  * Rail k's retransmission timeout, plus the longest the peer may hold its
- * ACK (QUIC adds max_ack_delay to its probe timeout the same way): once
- * DATA has come from the peer, the connection may be a request/response
- * exchange, where the peer waits up to ack_delay_pp for its answer to
- * carry the ACK (rn_conn_recv.c).  Both ends run the same defaults; a peer
- * that waits longer costs spurious resends, never bytes.
+ * ACK (QUIC adds max_ack_delay to its probe timeout the same way).
  */
 uint64_t rn_conn_rail_rto(const rn_conn *c, int k)
 {
-	uint64_t wait = c->ack.data_rx_ns ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns;
-
-	return rn_rail_rto(&c->rail[k], &c->cfg) + wait;
+	return rn_rail_rto(&c->rail[k], &c->cfg) + peer_ack_wait(c);
 }
 
 static const char *const timer_names[RN_TIMER__COUNT] = {
@@ -149,70 +155,87 @@ const char *rn_timer_name(int t)
 	return (unsigned)t < RN_TIMER__COUNT ? timer_names[t] : "?";
 }
 
-/* at[t] = min(at[t], v) */
-static void arm(uint64_t *at, rn_timer_id t, uint64_t v)
+/*
+ * Where deadlines go: every timer's (at, for rn_conn_deadlines) or only the
+ * earliest (at NULL, for rn_conn_expiry, which every service pass asks).
+ */
+typedef struct dl_sink {
+	uint64_t *at;
+	uint64_t min;
+} dl_sink;
+
+static void arm(dl_sink *d, rn_timer_id t, uint64_t v)
 {
-	at[t] = min64(at[t], v);
+	if (d->at)
+		d->at[t] = min64(d->at[t], v);
+	d->min = min64(d->min, v);
 }
 
-static void established_deadlines(const rn_conn *c, uint64_t *at)
+static void established_deadlines(const rn_conn *c, dl_sink *d)
 {
-	arm(at, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
+	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
 	if (c->state == RN_ST_LINGER)
-		arm(at, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
+		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 	/* owed packets (ack.now, probe.*_pending) wait for a writable rail, not a timer */
 	if (c->ack.pending && !c->ack.now)
-		arm(at, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
+		arm(d, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
 	if (c->link.acked != c->link.version)
-		arm(at, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
+		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
-		arm(at, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
+		arm(d, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
-		arm(at, RN_TIMER_RING_IDLE, c->live.last_data_ns + RN_RING_IDLE_NS);
+		arm(d, RN_TIMER_RING_IDLE, c->live.last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
+		uint64_t rto;
 
 		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1))
-			arm(at, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
+			arm(d, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
 		if (r->rx_up)
-			arm(at, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
-		arm(at, RN_TIMER_LOSS, loss_expiry(c, k));
+			arm(d, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
+		rto = rn_rail_rto(r, &c->cfg);
+		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
 		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1))
-			arm(at, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rn_rail_rto(r, &c->cfg)));
+			arm(d, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rto));
 	}
 }
 
-void rn_conn_deadlines(const rn_conn *c, uint64_t at[RN_TIMER__COUNT])
+static void deadlines(const rn_conn *c, dl_sink *d)
 {
-	for (int t = 0; t < RN_TIMER__COUNT; t++)
-		at[t] = UINT64_MAX;
 	switch (c->state) {
 	case RN_ST_COOKIE_SENT:
-		at[RN_TIMER_COOKIE] = c->timer[RN_TIMER_COOKIE];
+		arm(d, RN_TIMER_COOKIE, c->timer[RN_TIMER_COOKIE]);
 		/* fall through */
 	case RN_ST_INIT_SENT:
-		at[RN_TIMER_HANDSHAKE] = c->timer[RN_TIMER_HANDSHAKE];
-		at[RN_TIMER_CONNECT] = c->timer[RN_TIMER_CONNECT];
+		arm(d, RN_TIMER_HANDSHAKE, c->timer[RN_TIMER_HANDSHAKE]);
+		arm(d, RN_TIMER_CONNECT, c->timer[RN_TIMER_CONNECT]);
 		break;
 	case RN_ST_ESTABLISHED:
 	case RN_ST_LINGER:
-		established_deadlines(c, at);
+		established_deadlines(c, d);
 		break;
 	default:
 		break;
 	}
 }
 
+void rn_conn_deadlines(const rn_conn *c, uint64_t at[RN_TIMER__COUNT])
+{
+	dl_sink d = { at, UINT64_MAX };
+
+	for (int t = 0; t < RN_TIMER__COUNT; t++)
+		at[t] = UINT64_MAX;
+	deadlines(c, &d);
+}
+
 uint64_t rn_conn_expiry(const rn_conn *c)
 {
-	uint64_t at[RN_TIMER__COUNT], t = UINT64_MAX;
+	dl_sink d = { NULL, UINT64_MAX };
 
-	rn_conn_deadlines(c, at);
-	for (int i = 0; i < RN_TIMER__COUNT; i++)
-		t = min64(t, at[i]);
-	return t;
+	deadlines(c, &d);
+	return d.min;
 }
 
 /* ---- the hooks: the events that arm timers ---- */
