@@ -38,7 +38,7 @@ struct rn_conn_hs {
 	int rail;              /* driver rail the handshake runs on */
 	uint32_t isn, peer_isn;
 	uint64_t start_ns;     /* first INIT: the connection's first RTT sample */
-	uint8_t tries, due;    /* INITs sent (rn_timer.c's backoff); one is due */
+	uint8_t tries, due;    /* resends of this step (rn_timer.c's backoff); one is due */
 	uint8_t cookie[RN_COOKIE_LEN];
 	uint8_t cookie_ack_due;
 };

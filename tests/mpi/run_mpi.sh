@@ -52,8 +52,8 @@
 #
 # Environment: RI2N_BTL_DIR (directory of mca_btl_ri2n.so), RI2N_MPI_CHECK
 # (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs,
-# RI2N_MPI_TAG_PREFIX (one letter put before the beds' tags, so that two
-# sessions on one machine do not share a bed).
+# RI2N_NETNS_TAG_LETTER (tests/netns/tag.sh: one letter that keeps two
+# sessions on one machine from sharing a bed).
 # Needs root (namespaces) and Open MPI 4.1 (mpirun, mpicc, ompi_info); skips
 # with status 77 otherwise.
 set -uo pipefail
@@ -127,6 +127,8 @@ fi
 
 # shellcheck source=../../tools/ri2n-testbed.sh
 source "$ROOT/tools/ri2n-testbed.sh"
+# shellcheck source=../netns/tag.sh
+source "$ROOT/tests/netns/tag.sh"
 set +e
 
 kill_ranks() { # whatever still runs in our hosts' namespaces is ours
@@ -146,7 +148,7 @@ cleanup() {
 
 bed_up() { # HOSTS [TAG]
 	NHOSTS=$1
-	TAG=${RI2N_MPI_TAG_PREFIX:-}${2:-mpi$1}
+	TAG=$(nt_tag "mpi-${2:-mpi$1}") || fail "no test-bed tag"
 	tb_use "$TAG"
 	tb_on_exit cleanup
 	tb_cleanup_on_exit

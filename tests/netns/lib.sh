@@ -2,7 +2,8 @@
 # ri2n-xfer servers and senders in host namespaces, and checks on what they
 # printed.  Sourced; needs bash.
 #
-#   nt_init TAG HOSTS RAILS [RATE]   bed ri2n-TAG-*, removed on exit (also on failure)
+#   nt_init NAME HOSTS RAILS [RATE]  a bed of NAME's own (tag.sh: nt_tag NAME, in NT_TAG),
+#                                    removed on exit (also on failure)
 #   nt_serve HOST [xfer args]        ri2n-xfer serve in HOST's namespace (background)
 #   nt_send NAME HOST DST [args]     ri2n-xfer send from HOST to DST's rail-1 address;
 #                                    output in $NT_DIR/NAME.{out,err,csv}; returns its status
@@ -12,6 +13,8 @@
 set -uo pipefail
 
 NT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tag.sh
+source "$NT_ROOT/tests/netns/tag.sh"
 NT_XFER=${RI2N_XFER:-$NT_ROOT/build/tools/ri2n-xfer}
 NT_DIR=$(mktemp -d /tmp/ri2n-netns.XXXXXX)
 [ "${NT_KEEP:-0}" = 1 ] && echo "NT_DIR=$NT_DIR" >&2
@@ -47,8 +50,10 @@ nt_cleanup() {
 	[ "${NT_KEEP:-0}" = 1 ] || rm -rf "$NT_DIR"
 }
 
-nt_init() { # TAG HOSTS RAILS [RATE]
-	local tag=$1 hosts=$2 rails=$3 rate=${4:-}
+nt_init() { # NAME HOSTS RAILS [RATE]
+	local tag hosts=$2 rails=$3 rate=${4:-}
+	tag=$(nt_tag "$1") || nt_fail "no test-bed tag for '$1'"
+	NT_TAG=$tag
 	[ "$(id -u)" -eq 0 ] || nt_skip "namespace tests need root"
 	for t in ip nft tc; do
 		command -v "$t" >/dev/null || nt_skip "$t is not installed"

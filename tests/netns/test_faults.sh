@@ -36,8 +36,8 @@
 source "$(dirname "$0")/lib.sh"
 
 scenario=${1:?usage: test_faults.sh SCENARIO}
-# a bed of its own per scenario; RI2N_NETNS_TAG_LETTER (one of a-z) keeps two sessions apart
-tag=${RI2N_NETNS_TAG_LETTER:-f}$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+# a bed of its own per scenario (nt_init makes its tag of this name: tests/netns/tag.sh)
+tag=faults-$scenario
 
 # The fault's time and the heal's, and what the sender saw of a rail in between.
 # T_HEAL0 is when the heal command began: the rail may work again before the

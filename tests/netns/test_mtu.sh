@@ -30,8 +30,8 @@ scenario=${1:?usage: test_mtu.sh SCENARIO}
 if ldd "$NT_XFER" 2>/dev/null | grep -q libtsan; then
 	nt_skip "TSan build: verdict timing is not meaningful at its speed"
 fi
-# a bed of its own per scenario; RI2N_NETNS_TAG_LETTER (one of a-z) keeps two sessions apart
-tag=${RI2N_NETNS_TAG_LETTER:-m}$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+# a bed of its own per scenario (nt_init makes its tag of this name: tests/netns/tag.sh)
+tag=mtu-$scenario
 
 # The first "xfer event" line for RAIL going down with a cause containing TEXT.
 event_with_cause() { # NAME RAIL TEXT

@@ -17,7 +17,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 SC=${1:?usage: test_mtl.sh mtl|mtl-blackhole}
 WORK=$(mktemp -d /tmp/ri2n-mtl.XXXXXX)
-TAG=f20m
 
 skip() { echo "SKIP: $*"; rm -rf "$WORK"; exit 77; }
 ok() { printf 'ok: %s\n' "$*"; }
@@ -37,7 +36,10 @@ MPI_CHECK=${RI2N_MPI_CHECK:-}
 
 # shellcheck source=../../tools/ri2n-testbed.sh
 source "$ROOT/tools/ri2n-testbed.sh"
+# shellcheck source=../netns/tag.sh
+source "$ROOT/tests/netns/tag.sh"
 set +e
+TAG=$(nt_tag "mtl-$SC") || fail "no test-bed tag"
 kill_ranks() {
 	local h p
 	for h in 1 2; do

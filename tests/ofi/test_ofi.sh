@@ -54,8 +54,7 @@ fi
 
 # shellcheck source=../netns/lib.sh
 source "$here/../netns/lib.sh"
-# RI2N_OFI_TAG: another bed name, for a second copy of these tests on the machine
-nt_init "${RI2N_OFI_TAG:-f20t}" 2 2
+nt_init "ofi-$case_" 2 2
 ns1=$(tb_ns 1) ns2=$(tb_ns 2)
 ctl=$(tb_mgmt_addr 1)
 penv=(env RI2N_RAILS=r1,r2 RI2N_LOG=info FI_PROVIDER_PATH="$prov")

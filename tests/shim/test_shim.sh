@@ -58,7 +58,7 @@ RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
 FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
-tag=${RI2N_TEST_TAG:-}; [ -n "$tag" ] || tag=s$(printf '%s' "$scenario" | md5sum | cut -c1-5)
+tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
 if [ -n "${RI2N_RUN_LIB:-}" ]; then
