@@ -39,11 +39,9 @@
 /* A socket never connected (new, bound or listening): TCP's EPIPE / ENOTCONN. */
 static int unconnected(rn_sock *s)
 {
-	int kind;
+	/* written under mu, but atomically: a fast call reads it without the lock */
+	int kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
 
-	pthread_mutex_lock(&s->mu);
-	kind = s->kind;
-	pthread_mutex_unlock(&s->mu);
 	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
 }
 

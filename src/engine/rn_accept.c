@@ -261,7 +261,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	st->connected = 1;
 	st->server = 1;
 	ns->stream = st;
-	ns->kind = RN_SK_CONNECTED;
+	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	ns->peer = rn_stream_sin(ap->from);
 	ns->local = rn_stream_sin((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
 	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */

@@ -52,7 +52,7 @@ static void watched_closed(rn_sock *s)
 		s->port = NULL;
 	}
 	pthread_mutex_lock(&s->mu);
-	s->kind = RN_SK_DEAD;
+	__atomic_store_n(&s->kind, RN_SK_DEAD, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->mu);
 	rn_fd_close(s->eng_fd);
 	s->eng_fd = -1;
@@ -193,7 +193,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 			break;
 		s->junk -= (size_t)n;
 	}
-	s->kind = RN_SK_LISTEN;
+	__atomic_store_n(&s->kind, RN_SK_LISTEN, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->mu);
 	return watch(s, EV_READ);
 }
@@ -237,7 +237,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	pthread_mutex_lock(&s->mu);
 	st->junk_left = s->junk; /* set_sndbuf adds to it under the mutex */
 	s->junk = 0;
-	s->kind = RN_SK_CONNECTING;
+	__atomic_store_n(&s->kind, RN_SK_CONNECTING, __ATOMIC_RELEASE);
 	s->peer = *a;
 	pthread_mutex_unlock(&s->mu);
 	rn_engine_dirty(st);

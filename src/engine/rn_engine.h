@@ -46,7 +46,7 @@ typedef struct rn_sock {
 	dev_t dev;
 	ino_t ino;                 /* A's identity: tells it from a reused fd number */
 	uint64_t cookie;           /* the same, cheaper to check (rn_fd_cookie) */
-	int kind;                  /* (mu) rn_sock_kind */
+	int kind;                  /* (mu; stored atomically, read without it by fast calls) rn_sock_kind */
 	int so_error;              /* (mu) errno for SO_ERROR; reset when read */
 	int dead_error;            /* (mu) errno the connection ended with, 0 if clean */
 	rn_config cfg;             /* knobs, fixed at connect/listen */

@@ -323,7 +323,7 @@ static void record_end(rn_stream *st)
 
 	pthread_mutex_lock(&s->mu);
 	if (s->kind != RN_SK_DEAD) {
-		s->kind = RN_SK_DEAD;
+		__atomic_store_n(&s->kind, RN_SK_DEAD, __ATOMIC_RELEASE);
 		if (err && err != RN_ERR_ABORTED) {
 			/* SO_ERROR tells why: ECONNREFUSED, ETIMEDOUT, ECONNRESET */
 			s->dead_error = rn_errno(err);
@@ -380,7 +380,7 @@ static void connected(rn_stream *st)
 	rn_conn_get_stats(st->conn, &cs);
 	/* the state before the junk goes: a user woken by writability must find it */
 	pthread_mutex_lock(&s->mu);
-	s->kind = RN_SK_CONNECTED;
+	__atomic_store_n(&s->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	for (int k = 0; k < cs.npaths; k++) {
 		if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
 			s->local = rn_stream_sin(cs.rail[k].local);
