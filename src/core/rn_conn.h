@@ -82,6 +82,8 @@ struct rn_conn {
 	} echo[RN_MAX_RAILS];
 	unsigned echo_next;
 	uint32_t adv_edge;          /* window edge last advertised */
+	uint8_t rx_pooled;          /* counted as receiving in env.rcvpool */
+	uint64_t pool_held;         /* receive ring bytes counted in env.rcvpool->held */
 
 	/* LINK_STATE: our receive view, resent until the peer acks its version */
 	uint32_t ls_version, ls_acked;
@@ -152,6 +154,20 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
 void rn_conn_grow_send(rn_conn *c);
+/*
+ * The receive window shared through env.rcvpool (rn_core.h): the window
+ * this connection offers now (packets), the edge to advertise (never below
+ * the last one), and its place in the pool's count of receivers.
+ */
+uint32_t rn_conn_rcv_share(const rn_conn *c);
+uint32_t rn_conn_rcv_edge(const rn_conn *c);
+void rn_conn_pool_join(rn_conn *c);
+void rn_conn_pool_leave(rn_conn *c);
+void rn_conn_shrink_to_share(rn_conn *c);
+/* Counts the receive ring's size now in the pool's held bytes. */
+void rn_conn_pool_account(rn_conn *c);
+/* Whether packet seq may land: 0 if it needs the ring to grow past the pool. */
+int rn_conn_pool_room(const rn_conn *c, uint32_t seq);
 int rn_conn_can_shrink(const rn_conn *c);
 void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 
