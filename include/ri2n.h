@@ -79,33 +79,29 @@ RI2N_API int ri2n_close(int fd);
 RI2N_API int ri2n_getsockname(int fd, struct sockaddr *addr, socklen_t *len);
 RI2N_API int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len);
 
-/* Option level of ri2n's own options (values are int unless said). */
+/*
+ * ri2n's own options, at level RI2N_SOL.  Each is also the environment
+ * variable of its name; docs/CONFIG.md describes them (meaning, unit,
+ * default, range), its tables written from the code's.  Values are int,
+ * except RI2N_KEY, set with the 32 key bytes (0 bytes: none) and read back
+ * as an int (1: a key is set; the key itself never).
+ */
 #define RI2N_SOL 0x7232
 
 enum ri2n_option {
-	RI2N_HEARTBEAT_MS = 1,   /* heartbeat period while a rail is down (100) */
-	RI2N_KEEPALIVE_MS,       /* longest silence on an idle working rail (100) */
-	RI2N_RAIL_TIMEOUT_MS,    /* nothing received this long: rail down (350) */
-	RI2N_DEAD_PEER_MS,       /* nothing on any rail this long: error (30000) */
-	RI2N_CONNECT_TIMEOUT_MS, /* handshake gives up after this (30000) */
-	RI2N_FAIL_WINDOW,        /* judge rails every N packets received (100) */
-	RI2N_FAIL_MIN,           /* a rail with fewer than M of N has failed (2) */
-	RI2N_MTU,                /* IP MTU of the rails (smallest rail MTU) */
-	RI2N_SNDBUF,             /* send ring, bytes (about 3 MB) */
-	RI2N_RCVBUF,             /* receive ring and window, bytes (about 3 MB) */
-	RI2N_KEY,                /* cluster key (RI2N_KEY): set with the 32 key bytes
-				    (not an int), or 0 bytes for none; reads back an
-				    int, 1 when a key is set; the key itself is never
-				    readable (none) */
-	RI2N_BUSY_POLL_US,       /* a thread waiting in ri2n_recv/ri2n_send polls
-				    this long before it sleeps, like SO_BUSY_POLL;
-				    any time, also connected (0: off; at most 1 s;
-				    -1, the default: adaptive, each thread polls as
-				    long as its recent waits say pays, up to 100 us) */
-	RI2N_KEY_AUTH_ONLY,      /* with a cluster key: 1 authenticates every datagram
-				    but leaves the payload in clear (AES-GMAC, about
-				    twice as fast as encrypting); both ends must agree
-				    (0: authenticated encryption, AES-256-GCM) */
+	RI2N_HEARTBEAT_MS = 1,
+	RI2N_KEEPALIVE_MS,
+	RI2N_RAIL_TIMEOUT_MS,
+	RI2N_DEAD_PEER_MS,
+	RI2N_CONNECT_TIMEOUT_MS,
+	RI2N_FAIL_WINDOW,
+	RI2N_FAIL_MIN,
+	RI2N_MTU,
+	RI2N_SNDBUF,
+	RI2N_RCVBUF,
+	RI2N_KEY,
+	RI2N_BUSY_POLL_US,
+	RI2N_KEY_AUTH_ONLY,
 };
 
 /*

@@ -51,6 +51,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "rfi_knob_list.h"
 #include "rn_core.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
@@ -69,7 +70,6 @@
 enum {
 	RFI_HDR_LEN = 16,           /* stream frame header: rfi_msg.c */
 	RFI_IOV_MAX = 8,            /* iov entries per operation */
-	RFI_INJECT_SIZE = 4096,     /* default inject size (FI_RI2N_INJECT_SIZE) */
 	RFI_QUEUE_SIZE = 4096,      /* tx/rx queue depth advertised */
 	RFI_CQ_SIZE = 65536,        /* CQ entries when the application names none */
 	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
@@ -78,15 +78,14 @@ enum {
 };
 #define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 
-/* ---- knobs (rfi_prov.c): FI_RI2N_* through fi_param, read once ---- */
+/* ---- knobs (rfi_prov.c): FI_RI2N_* through fi_param, read once (rfi_knob_list.h) ---- */
+#define RFI_KNOB_CTYPE_INT uint64_t
+#define RFI_KNOB_CTYPE_TEXT const char *
+#define RFI_KNOB_FIELD(name, field, type, def, hi, scale, shown, doc) RFI_KNOB_CTYPE_##type field;
 typedef struct rfi_knobs {
-	char *rails;           /* FI_RI2N_RAILS, else RI2N_RAILS, else every interface */
-	size_t inject_size;    /* FI_RI2N_INJECT_SIZE */
-	size_t unexp_max;      /* FI_RI2N_UNEXPECTED_MB: buffered unexpected bytes per endpoint */
-	uint64_t attempt_ns;   /* FI_RI2N_ATTEMPT_MS: one connect attempt on one peer rail */
-	uint64_t linger_ns;    /* FI_RI2N_LINGER_MS: fi_close waits this long for ACKs */
-	uint64_t keeper_ns;    /* FI_RI2N_KEEPER_MS: the keeper's period while data is owed; 0: none */
+	RFI_KNOB_LIST(RFI_KNOB_FIELD)
 } rfi_knobs;
+#undef RFI_KNOB_FIELD
 
 extern struct fi_provider rfi_prov;
 extern rfi_knobs rfi_k;

@@ -15,6 +15,7 @@
 #include <sodium/utils.h>
 
 #include "rfi.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 
 #define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
@@ -372,8 +373,7 @@ void rfi_ep_pass(rfi_ep *ep)
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
-	const char *gro = getenv("RI2N_GRO"), *gso = getenv("RI2N_GSO");
-	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = !gro || strcmp(gro, "0") != 0,
+	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = rn_proc_get(RN_PROC_GRO) != 0,
 			    .rx_ts = 1, .recverr = 0 };
 	rn_rail_addr addrs[RN_MAX_RAILS];
 	int rc = rn_hset_init(&ep->io, ep->cfg.max_dgram, 0);
@@ -403,7 +403,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 		}
 		addrs[i] = ep->io.s[i].addr;
 	}
-	ep->io.gso = (!gso || strcmp(gso, "0") != 0) && ep->io.n > 0 &&
+	ep->io.gso = rn_proc_get(RN_PROC_GSO) != 0 && ep->io.n > 0 &&
 		     rn_hsock_probe_gso(ep->io.s[0].fd);
 	if (rn_listener_init(&ep->lis, &ep->cfg, &ep->env, addrs, ep->io.n) != 0) {
 		snprintf(err, errlen, "cannot set up the listener");

@@ -13,6 +13,7 @@
 
 #include "ri2n.h"
 #include "rfi.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 
 rfi_knobs rfi_k;
@@ -329,43 +330,37 @@ struct fi_provider rfi_prov = {
 
 /* ---- knobs ---- */
 
-static int knob_int(const char *name, const char *help, int def)
+/* An INT row of rfi_knob_list.h: negative or unset, its default; at most hi. */
+static void knob_INT(const char *name, const char *doc, const char *shown, int def, int hi,
+		     uint64_t scale, uint64_t *out)
 {
 	int v = def;
 
-	fi_param_define(&rfi_prov, name, FI_PARAM_INT, "%s (default %d)", help, def);
+	fi_param_define(&rfi_prov, name, FI_PARAM_INT, "%s (default %s)", doc, shown);
 	if (fi_param_get_int(&rfi_prov, name, &v) != 0 || v < 0)
 		v = def;
-	return v;
+	*out = (uint64_t)(v > hi ? hi : v) * scale;
+}
+
+/* A TEXT row: NULL when unset or empty. */
+static void knob_TEXT(const char *name, const char *doc, const char *shown, int def, int hi,
+		      uint64_t scale, const char **out)
+{
+	char *s = NULL;
+
+	(void)def, (void)hi, (void)scale;
+	fi_param_define(&rfi_prov, name, FI_PARAM_STRING, "%s (default: %s)", doc, shown);
+	*out = fi_param_get_str(&rfi_prov, name, &s) == 0 && s && *s ? s : NULL;
 }
 
 static void knobs_read(void)
 {
-	char *s = NULL;
-
-	fi_param_define(&rfi_prov, "rails", FI_PARAM_STRING,
-			"rails: interface names or IPv4 addresses, comma separated "
-			"(default: RI2N_RAILS, else every up IPv4 interface, one per subnet)");
-	if (fi_param_get_str(&rfi_prov, "rails", &s) != 0 || !s || !*s)
-		s = getenv("RI2N_RAILS");
-	rfi_k.rails = s;
-	rfi_k.inject_size = (size_t)knob_int("inject_size",
-		"largest fi_inject / fi_tinject message, bytes", RFI_INJECT_SIZE);
-	rfi_k.unexp_max = (size_t)knob_int("unexpected_mb",
-		"messages received before their receive was posted are buffered up to this many "
-		"MiB per endpoint; past it senders wait (ri2n's flow control)", 64) << 20;
-	rfi_k.attempt_ns = (uint64_t)knob_int("attempt_ms",
-		"one connect attempt on one of the peer's rails before the next rail is tried, ms",
-		1000) * 1000000u;
-	rfi_k.linger_ns = (uint64_t)knob_int("linger_ms",
-		"fi_close of an endpoint waits this long for its sent data to be acknowledged, ms",
-		2000) * 1000000u;
-	rfi_k.keeper_ns = (uint64_t)knob_int("keeper_ms",
-		"when the application has not called into an endpoint for this long and data is "
-		"owed, a thread of the provider runs its progress, ms (0: never; idle: 50x this)",
-		1) * 1000000u;
-	if (rfi_k.inject_size > 65536)
-		rfi_k.inject_size = 65536;
+#define KNOB_READ(name, field, type, def, hi, scale, shown, doc) \
+	knob_##type(#name, doc, shown, def, hi, scale, &rfi_k.field);
+	RFI_KNOB_LIST(KNOB_READ)
+#undef KNOB_READ
+	if (!rfi_k.rails)
+		rfi_k.rails = rn_proc_text(RN_PROC_RAILS);
 }
 
 FI_EXT_INI

@@ -6,8 +6,11 @@
 #  - its tables of knobs, between the "<!-- knobs: begin" and "<!-- knobs:
 #    end -->" marks and the same for process-knobs, are the ones
 #    ri2n-knobs-doc prints from the code's (src/core/rn_knob_list.h,
-#    src/engine/rn_knobs.h).
-# Exit 1 naming what disagrees.  --update rewrites the tables in the doc.
+#    src/engine/rn_knobs.h), and so is docs/OFI.md's ofi-knobs table
+#    (ofi/rfi_knob_list.h);
+#  - the options of include/ri2n.h's enum ri2n_option are the tables' socket
+#    options, no more and no fewer.
+# Exit 1 naming what disagrees.  --update rewrites the tables in the docs.
 #
 #   tests/config_doc.sh [REPO_ROOT [RI2N_KNOBS_DOC [--update]]]
 set -euo pipefail
@@ -16,15 +19,17 @@ gen=${2:-}
 doc=$root/docs/CONFIG.md
 [ -f "$doc" ] || { echo "FAIL: no $doc"; exit 1; }
 
-# The section of the doc between "<!-- NAME: begin" and "<!-- NAME: end -->".
+# The section of a doc ($2) between "<!-- NAME: begin" and "<!-- NAME: end -->".
 section() {
 	awk -v b="<!-- $1: begin" -v e="<!-- $1: end -->" 'index($0, e) == 1 { on = 0 } on { print }
-		index($0, b) == 1 { on = 1 }' "$doc"
+		index($0, b) == 1 { on = 1 }' "$2"
 }
 
 if [ -n "$gen" ]; then
 	[ -x "$gen" ] || { echo "FAIL: no generator $gen"; exit 1; }
-	for name in knobs process-knobs; do
+	for name in knobs process-knobs ofi-knobs; do
+		doc=$root/docs/CONFIG.md
+		[ "$name" != ofi-knobs ] || doc=$root/docs/OFI.md
 		table=$("$gen" "$name")
 		if [ "${3:-}" = --update ]; then
 			tmp=$(mktemp)
@@ -37,15 +42,27 @@ if [ -n "$gen" ]; then
 			continue
 		fi
 		grep -q "^<!-- $name: begin" "$doc" && grep -q "^<!-- $name: end -->" "$doc" ||
-			{ echo "FAIL: docs/CONFIG.md has no <!-- $name: begin ... end --> section"; exit 1; }
-		if ! diff -u <(section "$name") <(echo "$table"); then
-			echo "FAIL: docs/CONFIG.md's $name table is not the code's (src/core/rn_knob_list.h,"
-			echo "      src/engine/rn_knobs.h); tests/config_doc.sh ROOT <build>/tools/ri2n-knobs-doc --update"
-			echo "      rewrites it"
+			{ echo "FAIL: $doc has no <!-- $name: begin ... end --> section"; exit 1; }
+		if ! diff -u <(section "$name" "$doc") <(echo "$table"); then
+			echo "FAIL: $doc's $name table is not the code's (src/core/rn_knob_list.h,"
+			echo "      src/engine/rn_knobs.h, ofi/rfi_knob_list.h); tests/config_doc.sh ROOT"
+			echo "      <build>/tools/ri2n-knobs-doc --update rewrites it"
 			exit 1
 		fi
 	done
-	[ "${3:-}" != --update ] || { echo "updated $doc"; exit 0; }
+	doc=$root/docs/CONFIG.md
+	[ "${3:-}" != --update ] || { echo "updated docs/CONFIG.md and docs/OFI.md"; exit 0; }
+	# the socket options: include/ri2n.h's enum ri2n_option holds exactly the tables' ones
+	header=$root/include/ri2n.h
+	enum=$(awk '/^enum ri2n_option[[:space:]]*\{/ { on = 1; next } on && /^\};/ { on = 0 }
+		on' "$header" | grep -oE '^[[:space:]]*RI2N_[A-Z0-9_]+[[:space:]]*([=,]|$)' |
+		grep -oE 'RI2N_[A-Z0-9_]+' | sort)
+	[ -n "$enum" ] || { echo "FAIL: no enum ri2n_option found in $header: the scan is broken"; exit 1; }
+	if ! diff -u <(echo "$enum") <("$gen" options | sort); then
+		echo "FAIL: include/ri2n.h's enum ri2n_option (-) and the tables' RI2N_SOL options (+)"
+		echo "      (src/core/rn_knob_list.h, RN_PROC_LIST rows marked SOL) differ"
+		exit 1
+	fi
 fi
 
 # string literals in C ("RI2N_MTU"), the rows of the tables (X(MTU, ...) is RI2N_MTU),
@@ -71,4 +88,4 @@ for v in $vars; do
 	fi
 done
 [ "$missing" -eq 0 ] || exit 1
-echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md${gen:+; its table of knobs is the one in the code}"
+echo "ok: $(echo "$vars" | wc -w) RI2N_ variables read by the code, all in docs/CONFIG.md${gen:+; its tables of knobs and include/ri2n.h's options are the code's}"

@@ -2,13 +2,19 @@
  * ri2n-knobs-doc - prints the tables of docs/CONFIG.md that list every knob,
  * from the tables the code uses: `knobs`, those of a connection
  * (RN_KNOB_LIST, src/core/rn_knob_list.h); `process-knobs`, those of a
- * process (RN_PROC_LIST, src/engine/rn_knobs.h).  The config_doc test
- * compares them with docs/CONFIG.md; `tests/config_doc.sh ROOT THIS --update`
- * writes them there.  Never installed.
+ * process (RN_PROC_LIST, src/engine/rn_knobs.h); `ofi-knobs`, the
+ * libfabric provider's (RFI_KNOB_LIST, ofi/rfi_knob_list.h, for
+ * docs/OFI.md); `options`, the name of
+ * every RI2N_SOL socket option in them.  The config_doc test compares the
+ * tables with docs/CONFIG.md and the options with include/ri2n.h's enum;
+ * `tests/config_doc.sh ROOT THIS --update` writes the tables there.  Never
+ * installed.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "rfi_knob_list.h"
 #include "ri2n.h"
 #include "rn_knobs.h"
 
@@ -50,18 +56,55 @@ static void print_conn(void)
 
 static void print_proc(void)
 {
-	printf("| variable | default | range | what |\n");
-	printf("|---|---|---|---|\n");
+	printf("| variable | also a `RI2N_SOL` option | default | range | what |\n");
+	printf("|---|---|---|---|---|\n");
 	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
 		const rn_proc_knob *k = &rn_proc_knobs[i];
 
-		printf("| `%s` | %s | ", k->env, k->shown);
-		if (k->is_int)
+		/* never a value of the environment here: a SECRET row's is a key */
+		printf("| `%s` | %s | %s | ", k->env, k->opt ? "yes" : "-", k->shown);
+		if (k->type == RN_PROC_T_INT)
 			printf("%lld..%lld", (long long)k->lo, (long long)k->hi);
 		else
 			printf("text");
 		printf(" | %s |\n", k->doc);
 	}
+}
+
+/* The libfabric provider's parameters, FI_RI2N_<NAME> in the environment. */
+static void print_ofi_row(const char *name, int is_int, const char *shown, int hi, const char *doc)
+{
+	printf("| `FI_RI2N_");
+	for (const char *c = name; *c; c++)
+		putchar(toupper((unsigned char)*c));
+	printf("` | %s | ", shown);
+	if (is_int)
+		printf("0..%d", hi);
+	else
+		printf("text");
+	printf(" | %s |\n", doc);
+}
+
+static void print_ofi(void)
+{
+	printf("| variable | default | range | what |\n");
+	printf("|---|---|---|---|\n");
+#define OFI_ROW(name, field, type, def, hi, scale, shown, doc) \
+	print_ofi_row(#name, OFI_IS_##type, shown, hi, doc);
+#define OFI_IS_INT 1
+#define OFI_IS_TEXT 0
+	RFI_KNOB_LIST(OFI_ROW)
+#undef OFI_ROW
+}
+
+/* Every option at level RI2N_SOL the tables know, one name a line. */
+static void print_options(void)
+{
+	for (size_t i = 0; i < RN_KNOB__COUNT; i++)
+		printf("%s\n", rn_knobs[i].env);
+	for (size_t i = 0; i < RN_PROC__COUNT; i++)
+		if (rn_proc_knobs[i].opt)
+			printf("%s\n", rn_proc_knobs[i].env);
 }
 
 int main(int argc, char **argv)
@@ -70,8 +113,12 @@ int main(int argc, char **argv)
 		print_conn();
 	} else if (argc == 2 && strcmp(argv[1], "process-knobs") == 0) {
 		print_proc();
+	} else if (argc == 2 && strcmp(argv[1], "ofi-knobs") == 0) {
+		print_ofi();
+	} else if (argc == 2 && strcmp(argv[1], "options") == 0) {
+		print_options();
 	} else {
-		fprintf(stderr, "usage: ri2n-knobs-doc knobs|process-knobs\n");
+		fprintf(stderr, "usage: ri2n-knobs-doc knobs|process-knobs|ofi-knobs|options\n");
 		return 2;
 	}
 	return 0;

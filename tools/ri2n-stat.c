@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rn_knobs.h" /* the variable's name and defaults only: no link */
+
 #define MAXF 64  /* fields per record */
 
 /* One "kind key=value ..." line. */
@@ -310,13 +312,16 @@ static int collect(snap *out, int max, const char *only_dir, int want_pid)
 	if (only_dir) {
 		dirs[nd++] = (char *)only_dir;
 	} else {
-		snprintf(tmpdir, sizeof(tmpdir), "/tmp/ri2n-%u", (unsigned)geteuid());
-		snprintf(userdir, sizeof(userdir), "/run/user/%u/ri2n", (unsigned)geteuid());
-		dirs[nd++] = "/run/ri2n";
+		const char *env = getenv(rn_proc_name(RN_PROC_RUN_DIR));
+
+		/* where the library writes when RI2N_RUN_DIR is unset, for any user */
+		snprintf(tmpdir, sizeof(tmpdir), RN_RUN_DIR_TMP, (unsigned)geteuid());
+		snprintf(userdir, sizeof(userdir), RN_RUN_DIR_USER, (unsigned)geteuid());
+		dirs[nd++] = RN_RUN_DIR_ROOT;
 		dirs[nd++] = userdir;
 		dirs[nd++] = tmpdir;
-		if (getenv("RI2N_RUN_DIR") && *getenv("RI2N_RUN_DIR"))
-			dirs[nd++] = getenv("RI2N_RUN_DIR");
+		if (env && *env)
+			dirs[nd++] = (char *)env;
 	}
 	for (int d = 0; d < nd; d++) {
 		DIR *dir;

@@ -39,11 +39,11 @@ static rn_conn *conn_new(const rn_config *cfg, const rn_env *env)
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
 	c->env = *env;
-	c->hs_rail = -1;
+	c->hs.rail = -1;
 	do
 		c->id = env->rng(env->user);
 	while (c->id == 0);
-	c->isn = (uint32_t)env->rng(env->user);
+	c->hs.isn = (uint32_t)env->rng(env->user);
 	return c;
 }
 
@@ -72,11 +72,11 @@ int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
 	memcpy(c->local, local, sizeof(*local) * (size_t)nlocal);
 	c->nlocal = nlocal;
 	c->peer = peer;
-	c->hs_rail = hs;
+	c->hs.rail = hs;
 	c->state = RN_ST_INIT_SENT;
-	c->hs_start_ns = now_ns;
+	c->hs.start_ns = now_ns;
 	rn_timer_on_connect(c, now_ns);
-	c->hs_due = 1;
+	c->hs.due = 1;
 	*out = c;
 	return 0;
 }
@@ -92,15 +92,15 @@ int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
 	if (!c)
 		return RN_ERR_NOMEM;
 	c->id = p->id;
-	c->isn = p->isn;
+	c->hs.isn = p->isn;
 	c->peer_id = p->peer_id;
-	c->peer_isn = p->peer_isn;
+	c->hs.peer_isn = p->peer_isn;
 	c->dgram = p->dgram;
 	c->peer_slots = p->peer_slots;
 	memcpy(c->local, p->local, sizeof(p->local));
 	c->nlocal = p->nlocal;
 	c->peer = p->from;
-	c->hs_rail = p->local_rail;
+	c->hs.rail = p->local_rail;
 	rc = rn_conn_setup_paths(c, p->remote, p->nremote, p->local, p->nlocal, now_ns);
 	if (rc) {
 		rn_conn_del(c);
@@ -108,7 +108,7 @@ int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
 	}
 	c->state = RN_ST_ESTABLISHED;
 	c->st.established_ns = now_ns;
-	c->cookie_ack_due = 1;
+	c->hs.cookie_ack_due = 1;
 	rn_conn_emit(c, RN_EV_ESTABLISHED, now_ns, -1, RN_CAUSE_NONE, 0);
 	*out = c;
 	return 0;
@@ -142,8 +142,8 @@ static int make_keys(rn_conn *c, uint32_t dgram, uint64_t now_ns)
 	if (!c->cr)
 		return RN_ERR_NOMEM;
 	rc = rn_crypt_init(c->cr, c->cfg.key, c->is_client, c->is_client ? c->id : c->peer_id,
-			   c->is_client ? c->peer_id : c->id, c->is_client ? c->isn : c->peer_isn,
-			   c->is_client ? c->peer_isn : c->isn, c->cfg.auth_only, now_ns);
+			   c->is_client ? c->peer_id : c->id, c->is_client ? c->hs.isn : c->hs.peer_isn,
+			   c->is_client ? c->hs.peer_isn : c->hs.isn, c->cfg.auth_only, now_ns);
 	if (rc) {
 		mem->free(mem->user, c->cr);
 		c->cr = NULL;
@@ -239,27 +239,27 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 		rn_pmtu_init(&r->pm, c->dgram, pm_ceiling(c, l), now_ns);
 		/* a key holder wrote the hello; else only the handshake's own address is proven */
 		r->validated = c->cfg.keyed ||
-			       (r->local_rail == c->hs_rail && r->remote.ip == c->peer.ip &&
+			       (r->local_rail == c->hs.rail && r->remote.ip == c->peer.ip &&
 				r->remote.port == c->peer.port);
 	}
 	c->npaths = n;
-	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->isn);
+	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->hs.isn);
 	if (rc)
 		return rc;
 	/* the window is the whole RI2N_RCVBUF from the start: the ring grows as data lands */
-	rc = rn_rob_init(&c->rq, mem, rcv0, c->cfg.rcv_slots, c->mss, c->peer_isn);
+	rc = rn_rob_init(&c->rq, mem, rcv0, c->cfg.rcv_slots, c->mss, c->hs.peer_isn);
 	if (rc)
 		return rc;
-	c->last_data_ns = now_ns;
-	c->last_payload_ns = c->active_since_ns = now_ns;
-	c->grow_hold = c->isn;
-	c->peer_wnd = c->isn + c->peer_slots;
+	c->live.last_data_ns = now_ns;
+	c->live.last_payload_ns = c->live.active_since_ns = now_ns;
+	c->grow_hold = c->hs.isn;
+	c->peer_wnd = c->hs.isn + c->peer_slots;
 	/* what our hello offered (rn_conn_send.c, rn_listen.c), at most */
-	c->adv_edge = c->rq.base + rn_conn_rcv_share(c);
+	c->ack.adv_edge = c->rq.base + rn_conn_rcv_share(c);
 	c->bufs_ready = 1;
 	rn_conn_pool_account(c);
-	c->last_rx_any_ns = now_ns;
-	c->ls_interval_ns = 0;
+	c->live.last_rx_any_ns = now_ns;
+	c->link.interval_ns = 0;
 	return 0;
 }
 
@@ -288,10 +288,10 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 	do
 		c->id = c->env.rng(c->env.user);
 	while (c->id == 0);
-	c->isn = (uint32_t)c->env.rng(c->env.user);
+	c->hs.isn = (uint32_t)c->env.rng(c->env.user);
 	c->state = RN_ST_INIT_SENT;
-	c->hs_tries = 0;
-	c->hs_due = 1;
+	c->hs.tries = 0;
+	c->hs.due = 1;
 	rn_timer_on_handshake_restart(c, now_ns);
 }
 
@@ -351,14 +351,14 @@ uint32_t rn_conn_rcv_share(const rn_conn *c)
 
 	if (!p)
 		return c->rq.wnd;
-	return rn_config_rcv_share(p, c->rq.wnd, c->mss, p->active - c->rx_pooled);
+	return rn_config_rcv_share(p, c->rq.wnd, c->mss, p->active - c->pool.rx);
 }
 
 uint32_t rn_conn_rcv_edge(const rn_conn *c)
 {
 	uint32_t e = c->rq.base + rn_conn_rcv_share(c);
 
-	return rn_seq_gt(c->adv_edge, e) ? c->adv_edge : e;
+	return rn_seq_gt(c->ack.adv_edge, e) ? c->ack.adv_edge : e;
 }
 
 void rn_conn_pool_account(rn_conn *c)
@@ -368,8 +368,8 @@ void rn_conn_pool_account(rn_conn *c)
 
 	if (!p)
 		return;
-	p->held = p->held - c->pool_held + now;
-	c->pool_held = now;
+	p->held = p->held - c->pool.held + now;
+	c->pool.held = now;
 }
 
 int rn_conn_pool_room(const rn_conn *c, uint32_t seq)
@@ -386,17 +386,17 @@ int rn_conn_pool_room(const rn_conn *c, uint32_t seq)
 
 void rn_conn_pool_join(rn_conn *c)
 {
-	if (c->env.rcvpool && !c->rx_pooled) {
+	if (c->env.rcvpool && !c->pool.rx) {
 		c->env.rcvpool->active++;
-		c->rx_pooled = 1;
+		c->pool.rx = 1;
 	}
 }
 
 void rn_conn_pool_leave(rn_conn *c)
 {
-	if (c->env.rcvpool && c->rx_pooled) {
+	if (c->env.rcvpool && c->pool.rx) {
 		c->env.rcvpool->active--;
-		c->rx_pooled = 0;
+		c->pool.rx = 0;
 	}
 }
 
@@ -416,11 +416,11 @@ void rn_conn_shrink_to_share(rn_conn *c)
 	if (!c->env.rcvpool || !c->bufs_ready)
 		return;
 	cap = ring_init_slots(c->mss, r->wnd);
-	if (!c->peer_fin_seen && rn_conn_rcv_share(c) > cap)
+	if (!c->close.peer_fin_seen && rn_conn_rcv_share(c) > cap)
 		cap = rn_conn_rcv_share(c);
 	/* past the FIN nothing more comes, whatever we advertised */
 	if (r->cap <= cap || r->max - r->base > cap ||
-	    (!c->peer_fin_seen && c->adv_edge - r->base > cap))
+	    (!c->close.peer_fin_seen && c->ack.adv_edge - r->base > cap))
 		return;
 	if (rn_rob_resize(r, cap) == 0)
 		c->st.ring_shrinks++;
@@ -454,7 +454,7 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns)
 	uint32_t snd0 = ring_init_slots(c->mss, c->sq.max_slots);
 	int ok = 1;
 
-	c->last_data_ns = now_ns; /* a failure waits for the next idle period */
+	c->live.last_data_ns = now_ns; /* a failure waits for the next idle period */
 	if (!rn_conn_can_shrink(c))
 		return;
 	for (int k = 0; k < c->npaths; k++) {
@@ -494,7 +494,7 @@ void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
 		err = RN_ERR_PROTO; /* a dead connection's code is always a fatal one */
 	/* tell the peer, unless it told us or never had state */
 	if (err != RN_ERR_RESET && err != RN_ERR_REFUSED && c->bufs_ready)
-		c->rst_pending = rn_conn_paths_mask(c);
+		c->close.rst_pending = rn_conn_paths_mask(c);
 	c->state = RN_ST_CLOSED;
 	c->err = err;
 	c->st.err = err;
@@ -574,8 +574,8 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 			rn_conn_emit(c, RN_EV_RAIL_DOWN, now_ns, k, RN_CAUSE_RX_SIZE, 0);
 	}
 	/* tell the peer at once, then until it acknowledges */
-	c->ls_version++;
-	c->ls_pending = rn_conn_paths_mask(c);
+	c->link.version++;
+	c->link.pending = rn_conn_paths_mask(c);
 	rn_timer_on_link_state_changed(c, now_ns);
 	rail_changed(c, k, was_up, cause, now_ns);
 }
@@ -604,13 +604,13 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 {
 	if (c->state != RN_ST_ESTABLISHED || !c->bufs_ready)
 		return;
-	if (!c->peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
-		c->peer_fin_seen = 1;
+	if (!c->close.peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
+		c->close.peer_fin_seen = 1;
 		rn_conn_pool_leave(c); /* nothing more comes */
-		c->ack_now = 1; /* the peer waits for this ACK to finish: no delay */
+		c->ack.now = 1; /* the peer waits for this ACK to finish: no delay */
 		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
-	if (c->fin_acked && c->peer_fin_seen) {
+	if (c->close.fin_acked && c->close.peer_fin_seen) {
 		c->state = RN_ST_LINGER;
 		rn_timer_on_closed(c, now_ns);
 		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
@@ -656,8 +656,8 @@ int rn_conn_write_done(const rn_conn *c)
 int rn_conn_owes(const rn_conn *c)
 {
 	if (c->state == RN_ST_CLOSED)
-		return c->rst_pending != 0;
-	return !rn_conn_write_done(c) || c->ack_pending;
+		return c->close.rst_pending != 0;
+	return !rn_conn_write_done(c) || c->ack.pending;
 }
 
 ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)
@@ -692,11 +692,11 @@ void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)
 	rn_conn_shrink_to_share(c);
 	/* reopened a quarter of the window since the last advertisement: say so */
 	if (c->state == RN_ST_ESTABLISHED &&
-	    rn_conn_rcv_edge(c) - c->adv_edge >= rn_conn_rcv_share(c) / 4) {
-		c->ack_pending = 1;
-		c->ack_now = 1;
-		if (!c->ack_first_ns)
-			c->ack_first_ns = now_ns;
+	    rn_conn_rcv_edge(c) - c->ack.adv_edge >= rn_conn_rcv_share(c) / 4) {
+		c->ack.pending = 1;
+		c->ack.now = 1;
+		if (!c->ack.first_ns)
+			c->ack.first_ns = now_ns;
 	}
 }
 

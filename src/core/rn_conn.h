@@ -26,51 +26,29 @@
 #define RN_IDLE_NS UINT64_C(1000000000)
 #define RN_IDLE_SCALE 10u
 
-struct rn_conn {
-	rn_config cfg;
-	rn_env env;
-	int state;
-	int err;
-	uint8_t is_client;
-	uint64_t id, peer_id;
+/*
+ * The connection's state in groups.  Each group is owned by one file: that
+ * file gives its fields their meaning and does the bookkeeping; the others
+ * set a flag or read a value through the names below.
+ */
 
-	/* handshake */
-	rn_rail_addr local[RN_MAX_RAILS];
-	int nlocal;
-	rn_addr peer;          /* connect() target, or where the COOKIE_ECHO came from */
-	int hs_rail;           /* driver rail the handshake runs on */
+/* The handshake: rn_conn.c owns it (connect, accept, restart, established). */
+struct rn_conn_hs {
+	int rail;              /* driver rail the handshake runs on */
 	uint32_t isn, peer_isn;
-	uint64_t hs_start_ns;
-	uint8_t hs_tries, hs_due;
+	uint64_t start_ns;     /* first INIT: the connection's first RTT sample */
+	uint8_t tries, due;    /* INITs sent (rn_timer.c's backoff); one is due */
 	uint8_t cookie[RN_COOKIE_LEN];
 	uint8_t cookie_ack_due;
+};
 
-	/* negotiated */
-	uint32_t dgram, mss, peer_slots;
-
-	/* rails */
-	int npaths;
-	rn_rail rail[RN_MAX_RAILS];
-	unsigned rr_data, rr_ctl;   /* round-robin cursors */
-	uint32_t win_total;         /* packets in the current evaluation window */
-	uint32_t win_full_total;    /* ...of them full-size (rn_conn_recv.c: count_rx) */
-
-	/* streams */
-	uint8_t bufs_ready;
-	rn_sndq sq;
-	rn_rob rq;
-	uint32_t peer_wnd;          /* peer's window edge: we send seq < peer_wnd */
-	uint64_t last_data_ns;      /* last DATA sent or stored: idle rings shrink (rn_timer.c) */
-	uint64_t last_payload_ns;   /* last DATA sent or received: the idle pace (RN_IDLE_NS) */
-	uint64_t active_since_ns;   /* DATA resumed after an idle pause: rail timeouts count from here */
-	uint32_t grow_hold;         /* send ring: no new try to grow before nxt passes this */
-
-	/* ACKs we owe */
-	uint8_t ack_pending, ack_now;
-	uint32_t unacked;
-	uint64_t ack_first_ns;
-	uint64_t data_tx_ns;        /* last new DATA sent */
-	uint64_t data_rx_ns;        /* last new DATA stored */
+/* ACKs we owe: rn_conn_recv.c owns them; rn_conn_send.c writes and clears them. */
+struct rn_conn_ack {
+	uint8_t pending, now;  /* an ACK is owed; it may not wait for the delay */
+	uint32_t unacked;      /* packets since the last ACK (cfg.ack_every) */
+	uint64_t first_ns;     /* the first packet the owed ACK covers */
+	uint64_t data_tx_ns;   /* last new DATA sent */
+	uint64_t data_rx_ns;   /* last new DATA stored */
 	/*
 	 * Per rail, the newest packet received: its ts and our arrival time.
 	 * ACK blocks echo one rail's in turn, so every rail gets one-way delay
@@ -81,45 +59,121 @@ struct rn_conn {
 		uint8_t valid;
 	} echo[RN_MAX_RAILS];
 	unsigned echo_next;
-	uint32_t adv_edge;          /* window edge last advertised */
-	uint8_t rx_pooled;          /* counted as receiving in env.rcvpool */
-	uint64_t pool_held;         /* receive ring bytes counted in env.rcvpool->held */
+	uint32_t adv_edge;     /* window edge last advertised */
+};
 
-	/* LINK_STATE: our receive view, resent until the peer acks its version */
-	uint32_t ls_version, ls_acked;
-	uint64_t ls_interval_ns;    /* the retry's backoff */
-	uint32_t ls_pending;        /* rails owed a copy of the current LINK_STATE */
-	uint32_t peer_ls_version;   /* newest peer LINK_STATE applied */
-	uint8_t link_ack_due;
-	uint32_t link_ack_version;
+/*
+ * LINK_STATE, our receive view, resent until the peer acks its version:
+ * rn_timer.c owns the resends; rn_conn.c bumps the version, rn_conn_send.c
+ * writes the frames, rn_conn_recv.c takes the peer's.
+ */
+struct rn_conn_link {
+	uint32_t version, acked;
+	uint64_t interval_ns;  /* the retry's backoff */
+	uint32_t pending;      /* rails owed a copy of the current LINK_STATE */
+	uint32_t peer_version; /* newest peer LINK_STATE applied */
+	uint8_t ack_due;
+	uint32_t ack_version;
+};
 
-	/* probes */
+/* Probes owed, one bit per rail: rn_conn_send.c owns them; rn_timer.c sets them. */
+struct rn_conn_probe {
 	uint32_t hb_pending, ka_pending; /* rails owed a heartbeat / keepalive */
 	uint32_t hb_small_pending;       /* down rails owed an unpadded heartbeat too */
-	uint32_t ka_full_pending;        /* rails owed a padded keepalive (rn_conn_send.c) */
+	uint32_t ka_full_pending;        /* rails owed a padded keepalive */
 	uint32_t pm_pending;             /* rails whose size search has a probe due */
 	uint32_t pm_ack_pending;         /* rails owed a PROBE_ACK */
+};
 
-	/*
-	 * Freshness (rn_conn_recv.c): our arrival time minus the peer's send
-	 * time, in us on both clocks, is the one-way delay plus a constant.  Its
-	 * smallest value is the baseline; a datagram far above it is a replay.
-	 */
-	uint32_t fresh_base;        /* smallest offset up to the last period */
-	uint32_t fresh_min;         /* smallest offset of fresh datagrams this period */
-	uint8_t fresh_valid, fresh_seen;
-	uint64_t fresh_since_ns;    /* start of this period */
-	uint32_t fresh_ts_max;      /* newest send time of any fresh datagram */
-	uint32_t full_ts_max;       /* ...and of any full-size one (0: none yet) */
-	uint32_t stale_min;         /* this period's datagrams judged stale: smallest offset... */
-	uint32_t stale_ts_hi;       /* ...and newest send time */
+/*
+ * Freshness, rn_conn_recv.c's alone: our arrival time minus the peer's send
+ * time, in us on both clocks, is the one-way delay plus a constant.  Its
+ * smallest value is the baseline; a datagram far above it is a replay.
+ */
+struct rn_conn_fresh {
+	uint32_t base;         /* smallest offset up to the last period */
+	uint32_t min;          /* smallest offset of fresh datagrams this period */
+	uint8_t valid, seen;
+	uint64_t since_ns;     /* start of this period */
+	uint32_t ts_max;       /* newest send time of any fresh datagram */
+	uint32_t full_ts_max;  /* ...and of any full-size one (0: none yet) */
+	uint32_t stale_min;    /* this period's datagrams judged stale: smallest offset... */
+	uint32_t stale_ts_hi;  /* ...and newest send time */
 	uint8_t stale_seen;
+};
 
-	/* liveness, close */
-	uint64_t last_rx_any_ns;
-	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
+/* The receive-count window that judges rails: rn_conn_recv.c's alone (count_rx). */
+struct rn_conn_win {
+	uint32_t total;        /* packets in the current evaluation window */
+	uint32_t full_total;   /* ...of them full-size */
+};
+
+/*
+ * When traffic was last seen: rn_timer.c owns them (idle pace, ring shrink,
+ * dead peer); the files that move DATA stamp them.
+ */
+struct rn_conn_live {
+	uint64_t last_data_ns;    /* last DATA sent or stored: idle rings shrink */
+	uint64_t last_payload_ns; /* last DATA sent or received: the idle pace (RN_IDLE_NS) */
+	uint64_t active_since_ns; /* DATA resumed after an idle pause: rail timeouts count from here */
+	uint64_t last_rx_any_ns;  /* any datagram: the dead-peer timer */
+};
+
+/*
+ * The connection's place in its receive pool (env.rcvpool, rn_core.h):
+ * rn_conn.c owns it; rn_conn_recv.c and rn_timer.c join and leave through
+ * the functions below.
+ */
+struct rn_conn_pool {
+	uint8_t rx;            /* counted as receiving in the pool's active */
+	uint64_t held;         /* receive ring bytes counted in the pool's held */
+};
+
+/* The close: rn_conn.c owns it (rn_conn_check_close). */
+struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
-	uint32_t rst_pending;       /* rails still owed a RESET */
+	uint32_t rst_pending;  /* rails still owed a RESET */
+};
+
+struct rn_conn {
+	rn_config cfg;
+	rn_env env;
+	int state;
+	int err;
+	uint8_t is_client;
+	uint64_t id, peer_id;
+
+	/* addresses */
+	rn_rail_addr local[RN_MAX_RAILS];
+	int nlocal;
+	rn_addr peer;          /* connect() target, or where the COOKIE_ECHO came from */
+
+	struct rn_conn_hs hs;
+
+	/* negotiated */
+	uint32_t dgram, mss, peer_slots;
+
+	/* rails */
+	int npaths;
+	rn_rail rail[RN_MAX_RAILS];
+	unsigned rr_data, rr_ctl;   /* round-robin cursors */
+	struct rn_conn_win win;
+
+	/* streams */
+	uint8_t bufs_ready;
+	rn_sndq sq;
+	rn_rob rq;
+	uint32_t peer_wnd;          /* peer's window edge: we send seq < peer_wnd */
+	uint32_t grow_hold;         /* send ring: no new try to grow before nxt passes this */
+
+	struct rn_conn_ack ack;
+	struct rn_conn_link link;
+	struct rn_conn_probe probe;
+	struct rn_conn_fresh fresh;
+	struct rn_conn_live live;
+	struct rn_conn_close close;
+	struct rn_conn_pool pool;
+	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
 	rn_crypt *cr;
@@ -175,7 +229,6 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
 void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns);
 
-/* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 /*
  * rn_timer.c: the hooks that arm timers, each named after its event.
  */
@@ -195,14 +248,17 @@ void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
 /* Both directions closed: linger, then CLOSED. */
 void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
+/* Rail k's RTO plus the longest the peer may hold its ACK. */
+uint64_t rn_conn_rail_rto(const rn_conn *c, int k);
 
+/* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
 {
-	if (now_ns - c->last_payload_ns >= RN_IDLE_NS) {
-		c->active_since_ns = now_ns;
+	if (now_ns - c->live.last_payload_ns >= RN_IDLE_NS) {
+		c->live.active_since_ns = now_ns;
 		rn_timer_on_data_resumed(c, now_ns);
 	}
-	c->last_payload_ns = now_ns;
+	c->live.last_payload_ns = now_ns;
 }
 
 /* rn_conn_send.c */

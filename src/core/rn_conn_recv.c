@@ -65,7 +65,7 @@ static uint64_t silence_needed(const rn_rail *r)
 static int sent_since(const rn_conn *c, uint64_t last_rx_ns, uint32_t last_ts, uint64_t span_ns)
 {
 	return !last_rx_ns || /* nothing came on it yet */
-	       (int32_t)(c->fresh_ts_max - last_ts) >= (int32_t)(span_ns / 1000);
+	       (int32_t)(c->fresh.ts_max - last_ts) >= (int32_t)(span_ns / 1000);
 }
 
 /*
@@ -78,7 +78,7 @@ static int sent_since(const rn_conn *c, uint64_t last_rx_ns, uint32_t last_ts, u
 static int sent_full_since(const rn_conn *c, const rn_rail *r, uint64_t span_ns)
 {
 	return !r->last_full_rx_ns ||
-	       (int32_t)(c->full_ts_max - r->last_full_rx_ts) >= (int32_t)(span_ns / 1000);
+	       (int32_t)(c->fresh.full_ts_max - r->last_full_rx_ts) >= (int32_t)(span_ns / 1000);
 }
 
 static uint64_t size_silence_needed(const rn_rail *r)
@@ -139,7 +139,7 @@ static void note_gap(rn_rail *r, uint64_t now_ns, int full)
  */
 static void evaluate_window(rn_conn *c, uint64_t now_ns)
 {
-	int sized = c->win_full_total >= c->cfg.fail_window / 2;
+	int sized = c->win.full_total >= c->cfg.fail_window / 2;
 
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
@@ -164,8 +164,8 @@ static void evaluate_window(rn_conn *c, uint64_t now_ns)
 		r->win_rx = 0;
 		r->win_full = 0;
 	}
-	c->win_total = 0;
-	c->win_full_total = 0;
+	c->win.total = 0;
+	c->win.full_total = 0;
 }
 
 /*
@@ -188,7 +188,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->last_rx_ns = now_ns;
 	if (full || r->suspect == 1)
 		r->suspect = 0;
-	c->last_rx_any_ns = now_ns;
+	c->live.last_rx_any_ns = now_ns;
 	c->st.rx_packets++;
 	if (r->local_err) /* the interface works again */
 		rn_conn_set_tx(c, k, r->peer_up, 0, RN_CAUSE_RX_SEEN, now_ns);
@@ -196,14 +196,14 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 		r->last_full_rx_ns = now_ns;
 		r->small_max = 0;
 		r->win_full++;
-		c->win_full_total++;
+		c->win.full_total++;
 		if (!r->rx_up)
 			rn_conn_set_rx(c, k, 1, RN_CAUSE_RX_SEEN, now_ns);
 	} else if (len > r->small_max) {
 		r->small_max = (uint32_t)len;
 	}
 	r->win_rx++;
-	if (++c->win_total >= c->cfg.fail_window)
+	if (++c->win.total >= c->cfg.fail_window)
 		evaluate_window(c, now_ns);
 }
 
@@ -238,16 +238,16 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 /* A new period: the baseline follows the fresh datagrams, or a live sender it lost. */
 static void fresh_rotate(rn_conn *c, uint64_t now_ns)
 {
-	if (c->fresh_seen)
-		c->fresh_base = c->fresh_min;
-	else if (c->stale_seen &&
-		 (int32_t)(c->stale_ts_hi - c->fresh_ts_max) >= (int32_t)(RN_FRESH_PERIOD_NS / 2000)) {
-		c->fresh_base = c->stale_min;
-		c->fresh_ts_max = c->stale_ts_hi;
+	if (c->fresh.seen)
+		c->fresh.base = c->fresh.min;
+	else if (c->fresh.stale_seen &&
+		 (int32_t)(c->fresh.stale_ts_hi - c->fresh.ts_max) >= (int32_t)(RN_FRESH_PERIOD_NS / 2000)) {
+		c->fresh.base = c->fresh.stale_min;
+		c->fresh.ts_max = c->fresh.stale_ts_hi;
 	}
-	c->fresh_seen = 0;
-	c->stale_seen = 0;
-	c->fresh_since_ns = now_ns;
+	c->fresh.seen = 0;
+	c->fresh.stale_seen = 0;
+	c->fresh.since_ns = now_ns;
 }
 
 static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
@@ -256,32 +256,32 @@ static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
 	uint32_t off = rn_now_us(now_ns) - ts;
 	int32_t age;
 
-	if (!c->fresh_valid) {
-		c->fresh_valid = 1;
-		c->fresh_base = c->fresh_min = off;
-		c->fresh_ts_max = ts;
-		c->fresh_seen = 1;
-		c->fresh_since_ns = now_ns;
+	if (!c->fresh.valid) {
+		c->fresh.valid = 1;
+		c->fresh.base = c->fresh.min = off;
+		c->fresh.ts_max = ts;
+		c->fresh.seen = 1;
+		c->fresh.since_ns = now_ns;
 		return 1;
 	}
-	if (now_ns - c->fresh_since_ns >= RN_FRESH_PERIOD_NS)
+	if (now_ns - c->fresh.since_ns >= RN_FRESH_PERIOD_NS)
 		fresh_rotate(c, now_ns);
-	age = (int32_t)(off - c->fresh_base);
+	age = (int32_t)(off - c->fresh.base);
 	if (age > bound || age < -bound) {
-		if (!c->stale_seen || (int32_t)(off - c->stale_min) < 0)
-			c->stale_min = off;
-		if (!c->stale_seen || (int32_t)(ts - c->stale_ts_hi) > 0)
-			c->stale_ts_hi = ts;
-		c->stale_seen = 1;
+		if (!c->fresh.stale_seen || (int32_t)(off - c->fresh.stale_min) < 0)
+			c->fresh.stale_min = off;
+		if (!c->fresh.stale_seen || (int32_t)(ts - c->fresh.stale_ts_hi) > 0)
+			c->fresh.stale_ts_hi = ts;
+		c->fresh.stale_seen = 1;
 		return 0;
 	}
 	if (age < 0)
-		c->fresh_base = off;
-	if (!c->fresh_seen || (int32_t)(off - c->fresh_min) < 0)
-		c->fresh_min = off;
-	if ((int32_t)(ts - c->fresh_ts_max) > 0)
-		c->fresh_ts_max = ts;
-	c->fresh_seen = 1;
+		c->fresh.base = off;
+	if (!c->fresh.seen || (int32_t)(off - c->fresh.min) < 0)
+		c->fresh.min = off;
+	if ((int32_t)(ts - c->fresh.ts_max) > 0)
+		c->fresh.ts_max = ts;
+	c->fresh.seen = 1;
 	return 1;
 }
 
@@ -343,7 +343,7 @@ static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 			on_acked(c, q->una, now_ns);
 		/* the stream is done only when the cumulative ACK passes the FIN */
 		if (s->flags & RN_SS_FIN)
-			c->fin_acked = 1;
+			c->close.fin_acked = 1;
 		s->flags &= (uint8_t)~(RN_SS_ACKED | RN_SS_LOST);
 		q->una++;
 	}
@@ -395,7 +395,7 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	if (judge && (s->flags & RN_SS_MULTI) && ++r->bundle_lost >= RN_BUNDLE_HOLE) {
 		r->bundle_lost = 0;
 		if (rn_pmtu_on_hole(&r->pm, now_ns))
-			c->pm_pending |= 1u << k; /* search down at once */
+			c->probe.pm_pending |= 1u << k; /* search down at once */
 	}
 	s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
@@ -411,7 +411,7 @@ void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
 {
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
-		uint64_t rto = rn_rail_rto(r, &c->cfg);
+		uint64_t rto = rn_conn_rail_rto(c, k);
 		int timed_out = 0;
 
 		while (r->fhead != r->ftail) {
@@ -469,18 +469,16 @@ void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns)
  */
 static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
-	if (!c->ack_pending) {
-		int answering = c->data_tx_ns && c->data_tx_ns >= c->data_rx_ns;
-		/* half the sender's smallest RTO at most, whatever it was set to */
-		uint64_t pp = c->cfg.ack_delay_pp_ns < c->cfg.rto_min_ns / 2 ? c->cfg.ack_delay_pp_ns
-									     : c->cfg.rto_min_ns / 2;
+	if (!c->ack.pending) {
+		int answering = c->ack.data_tx_ns && c->ack.data_tx_ns >= c->ack.data_rx_ns;
+		uint64_t pp = c->cfg.ack_delay_pp_ns;
 
-		c->ack_first_ns = now_ns;
+		c->ack.first_ns = now_ns;
 		rn_timer_on_ack_owed(c, now_ns, answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);
 	}
-	c->ack_pending = 1;
-	if (++c->unacked >= c->cfg.ack_every || now)
-		c->ack_now = 1;
+	c->ack.pending = 1;
+	if (++c->ack.unacked >= c->cfg.ack_every || now)
+		c->ack.now = 1;
 }
 
 static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
@@ -526,10 +524,10 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	case RN_ROB_NEW:
 		if (!fin)
 			rn_conn_pool_join(c);
-		c->last_data_ns = now_ns;
+		c->live.last_data_ns = now_ns;
 		rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
-		c->data_rx_ns = now_ns;
+		c->ack.data_rx_ns = now_ns;
 		rn_conn_check_close(c, now_ns);
 		return 0;
 	case RN_ROB_DUP:
@@ -552,11 +550,11 @@ static void recv_link_state(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	uint32_t version = rn_get32(p->payload);
 	uint8_t mask = p->payload[4];
 
-	c->link_ack_due = 1;
-	c->link_ack_version = version;
-	if (!rn_seq_gt(version, c->peer_ls_version))
+	c->link.ack_due = 1;
+	c->link.ack_version = version;
+	if (!rn_seq_gt(version, c->link.peer_version))
 		return; /* old news, reordered */
-	c->peer_ls_version = version;
+	c->link.peer_version = version;
 	for (int k = 0; k < c->npaths; k++) {
 		int up = (mask >> k) & 1;
 
@@ -575,28 +573,28 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 	if (p->type == RN_PT_INIT_ACK) {
 		if (c->state != RN_ST_INIT_SENT)
 			return drop(c, RN_DROP_STATE); /* duplicate */
-		if (local_rail != c->hs_rail || !addr_eq(from, c->peer))
+		if (local_rail != c->hs.rail || !addr_eq(from, c->peer))
 			return drop(c, RN_DROP_SOURCE);
 		if (rn_wire_read_hello(&h, p->payload, p->len, 1))
 			return drop(c, RN_DROP_MALFORMED);
 		c->peer_id = h.id;
-		c->peer_isn = h.isn;
+		c->hs.peer_isn = h.isn;
 		c->peer_slots = h.slots;
 		c->dgram = h.max_dgram < c->cfg.max_dgram ? h.max_dgram : c->cfg.max_dgram;
-		memcpy(c->cookie, h.cookie, RN_COOKIE_LEN);
+		memcpy(c->hs.cookie, h.cookie, RN_COOKIE_LEN);
 		rc = rn_conn_setup_paths(c, c->local, c->nlocal, h.rails, h.nrails, now_ns);
 		if (rc) {
 			rn_conn_fail(c, now_ns, rc == RN_ERR_NOROUTE ? RN_ERR_UNREACH : RN_ERR_NOSPACE);
 			return RN_ERR_DROP;
 		}
-		c->rtt_ns = now_ns - c->hs_start_ns; /* resends make it long: bounded */
+		c->rtt_ns = now_ns - c->hs.start_ns; /* resends make it long: bounded */
 		if (c->rtt_ns > RN_RTO_MAX_NS)
 			c->rtt_ns = RN_RTO_MAX_NS;
 		c->state = RN_ST_COOKIE_SENT;
-		c->hs_due = 1;
-		c->hs_tries = 0;
+		c->hs.due = 1;
+		c->hs.tries = 0;
 		rn_timer_on_cookie(c, now_ns);
-		c->last_rx_any_ns = now_ns;
+		c->live.last_rx_any_ns = now_ns;
 		return 0;
 	}
 	if (c->state != RN_ST_COOKIE_SENT)
@@ -612,9 +610,9 @@ static void establish(rn_conn *c, uint64_t now_ns)
 {
 	c->state = RN_ST_ESTABLISHED;
 	c->st.established_ns = now_ns;
-	c->hs_due = 0;
+	c->hs.due = 0;
 	/* a long wait in the listener's queue is not silence on the rails */
-	c->last_rx_any_ns = now_ns;
+	c->live.last_rx_any_ns = now_ns;
 	for (int k = 0; k < c->npaths; k++) {
 		c->rail[k].last_rx_ns = c->rail[k].last_tx_ns = now_ns;
 		c->rail[k].last_full_rx_ns = c->rail[k].last_full_tx_ns = now_ns;
@@ -637,7 +635,7 @@ static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from
 	for (int k = 0; k < c->npaths; k++)
 		if (c->rail[k].local_rail == local_rail && addr_eq(from, c->rail[k].remote))
 			ours = 1;
-	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs_rail && addr_eq(from, c->peer))
+	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs.rail && addr_eq(from, c->peer))
 		ours = 1;
 	if (!ours)
 		return drop(c, RN_DROP_SOURCE);
@@ -726,13 +724,13 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	r->last_rx_ts = p.ts;
 	if (len >= c->dgram) {
 		r->last_full_rx_ts = p.ts;
-		if (!c->full_ts_max || (int32_t)(p.ts - c->full_ts_max) > 0)
-			c->full_ts_max = p.ts;
+		if (!c->fresh.full_ts_max || (int32_t)(p.ts - c->fresh.full_ts_max) > 0)
+			c->fresh.full_ts_max = p.ts;
 	}
 	count_rx(c, p.path, now_ns, len);
-	c->echo[p.path].ts = p.ts;
-	c->echo[p.path].rx_us = rn_now_us(now_ns);
-	c->echo[p.path].valid = 1;
+	c->ack.echo[p.path].ts = p.ts;
+	c->ack.echo[p.path].rx_us = rn_now_us(now_ns);
+	c->ack.echo[p.path].valid = 1;
 	if (p.flags & RN_F_ACK)
 		recv_ack(c, &p, now_ns);
 
@@ -746,8 +744,8 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		rc = 0;
 		break;
 	case RN_PT_LINK_ACK:
-		if (rn_get32(p.payload) == c->ls_version)
-			c->ls_acked = c->ls_version;
+		if (rn_get32(p.payload) == c->link.version)
+			c->link.acked = c->link.version;
 		rc = 0;
 		break;
 	case RN_PT_RESET:
@@ -757,7 +755,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	case RN_PT_COOKIE_ECHO:
 		/* our COOKIE_ACK was lost: say it again */
 		if (!c->is_client)
-			c->cookie_ack_due = 1;
+			c->hs.cookie_ack_due = 1;
 		rc = 0;
 		break;
 	case RN_PT_HEARTBEAT:
@@ -769,7 +767,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		/* answered on its own rail: the size got through there (one answer owed at a time) */
 		r->pm_ack_id = rn_get32(p.payload);
 		r->pm_ack_size = (uint32_t)len;
-		c->pm_ack_pending |= 1u << p.path;
+		c->probe.pm_ack_pending |= 1u << p.path;
 		rc = 0;
 		break;
 	case RN_PT_PROBE_ACK:

@@ -55,18 +55,18 @@ static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	 */
 	if (len == c->dgram) {
 		r->last_full_tx_ns = now_ns;
-		c->ka_full_pending &= ~(1u << k);
+		c->probe.ka_full_pending &= ~(1u << k);
 	}
 	c->st.tx_packets++;
 	r->tx_mark = c->st.tx_packets;
-	c->ka_pending &= ~(1u << k);
+	c->probe.ka_pending &= ~(1u << k);
 	for (int i = 0; i < c->npaths; i++) {
 		if (i == k || !rn_rail_tx_up(&c->rail[i]))
 			continue;
 		if (c->st.tx_packets - c->rail[i].tx_mark >= quarter)
-			c->ka_pending |= 1u << i;
+			c->probe.ka_pending |= 1u << i;
 		if (streaming && owes_full(c, i, now_ns))
-			c->ka_full_pending |= 1u << i;
+			c->probe.ka_full_pending |= 1u << i;
 	}
 }
 
@@ -115,13 +115,13 @@ static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
 	ab->ts_echo = ab->ts_rx = 0;
 	ab->echo_path = 0;
 	for (int i = 0; i < c->npaths; i++) {
-		int k = (int)((c->echo_next + (unsigned)i) % (unsigned)c->npaths);
+		int k = (int)((c->ack.echo_next + (unsigned)i) % (unsigned)c->npaths);
 
-		if (c->echo[k].valid) {
-			ab->ts_echo = c->echo[k].ts;
-			ab->ts_rx = c->echo[k].rx_us;
+		if (c->ack.echo[k].valid) {
+			ab->ts_echo = c->ack.echo[k].ts;
+			ab->ts_rx = c->ack.echo[k].rx_us;
 			ab->echo_path = (uint8_t)k;
-			c->echo_next = (unsigned)k + 1;
+			c->ack.echo_next = (unsigned)k + 1;
 			break;
 		}
 	}
@@ -132,11 +132,11 @@ static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
 
 static void ack_sent(rn_conn *c, const rn_ackblk *ab)
 {
-	c->ack_pending = 0;
-	c->ack_now = 0;
-	c->unacked = 0;
-	c->ack_first_ns = 0;
-	c->adv_edge = ab->wnd;
+	c->ack.pending = 0;
+	c->ack.now = 0;
+	c->ack.unacked = 0;
+	c->ack.first_ns = 0;
+	c->ack.adv_edge = ab->wnd;
 }
 
 /*
@@ -195,24 +195,24 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			       uint8_t *buf, size_t cap, rn_tx *tx)
 {
 	uint8_t body[RN_INIT_LEN];
-	rn_hello h = { .id = c->id, .isn = c->isn, .slots = hello_slots(c),
+	rn_hello h = { .id = c->id, .isn = c->hs.isn, .slots = hello_slots(c),
 		       .max_dgram = c->cfg.max_dgram, .nrails = (uint8_t)c->nlocal };
 	rn_hdr hd = { .path = 0xff, .ts = rn_now_us(now_ns) };
 	int echo = c->state == RN_ST_COOKIE_SENT;
 	ssize_t blen, n;
 
-	if (!c->hs_due || !((writable >> c->hs_rail) & 1))
+	if (!c->hs.due || !((writable >> c->hs.rail) & 1))
 		return 0;
 	memcpy(h.rails, c->local, sizeof(c->local));
 	memset(body, 0, sizeof(body));
-	blen = rn_wire_write_hello(body, sizeof(body), &h, echo ? c->cookie : NULL);
+	blen = rn_wire_write_hello(body, sizeof(body), &h, echo ? c->hs.cookie : NULL);
 	if (blen < 0)
 		return blen;
 	if (echo) {
 		hd.type = RN_PT_COOKIE_ECHO;
 		hd.dst = c->peer_id;
 		for (int k = 0; k < c->npaths; k++)
-			if (c->rail[k].local_rail == c->hs_rail &&
+			if (c->rail[k].local_rail == c->hs.rail &&
 			    c->rail[k].remote.ip == c->peer.ip)
 				hd.path = (uint8_t)k;
 	} else {
@@ -222,8 +222,8 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	n = rn_wire_encode(buf, cap, &hd, NULL, body, (size_t)blen);
 	if (n < 0)
 		return n;
-	c->hs_due = 0;
-	tx->local_rail = c->hs_rail;
+	c->hs.due = 0;
+	tx->local_rail = c->hs.rail;
 	tx->to = c->peer;
 	tx->path = -1;
 	c->st.tx_packets++;
@@ -301,7 +301,7 @@ static void data_sent(rn_conn *c, int k, uint32_t seq, int retx, int multi, uint
 	} else {
 		c->sq.nxt++;
 		rn_conn_grow_send(c);
-		c->data_tx_ns = now_ns;
+		c->ack.data_tx_ns = now_ns;
 	}
 }
 
@@ -364,7 +364,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	 */
 	if (!retx && !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
 		nb = bundle(c, r, seq, limit, &plen);
-	if (c->ack_pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
+	if (c->ack.pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
 		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
 	rn_hdr h = { .type = RN_PT_DATA, .flags = (s->flags & RN_SS_FIN) ? RN_F_FIN : 0,
 		     .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
@@ -382,7 +382,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	/* after the copy: a new packet sent may grow the ring */
 	for (unsigned i = 0; i < nb; i++)
 		data_sent(c, k, seq + i, retx, nb > 1, now_ns);
-	c->last_data_ns = now_ns;
+	c->live.last_data_ns = now_ns;
 	rn_conn_note_payload(c, now_ns);
 	r->st.tx_data++;
 	tx->path = k;
@@ -427,19 +427,19 @@ static ssize_t write_probes(rn_conn *c, uint64_t now_ns, uint32_t writable, uint
 	ssize_t n;
 
 	for (int k = 0; k < c->npaths; k++) {
-		if (!((c->pm_ack_pending >> k) & 1) || !writable_rail(c, k, writable))
+		if (!((c->probe.pm_ack_pending >> k) & 1) || !writable_rail(c, k, writable))
 			continue;
-		c->pm_ack_pending &= ~(1u << k);
+		c->probe.pm_ack_pending &= ~(1u << k);
 		rn_put32(pl, c->rail[k].pm_ack_id);
 		rn_put32(pl + 4, c->rail[k].pm_ack_size);
 		return write_ctl(c, now_ns, k, RN_PT_PROBE_ACK, pl, sizeof(pl), buf, cap, tx);
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		/* never to an unproven address: a probe is big */
-		if (!((c->pm_pending >> k) & 1) || !writable_rail(c, k, writable) ||
+		if (!((c->probe.pm_pending >> k) & 1) || !writable_rail(c, k, writable) ||
 		    !c->rail[k].validated)
 			continue;
-		c->pm_pending &= ~(1u << k);
+		c->probe.pm_pending &= ~(1u << k);
 		n = write_probe(c, now_ns, k, buf, cap, tx);
 		if (n != 0)
 			return n;
@@ -468,31 +468,31 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	/* room for any control packet with its ACK block, or nothing is taken off a queue */
 	if (cap < RN_HDR_LEN + RN_ACKBLK_LEN + sizeof(pl))
 		return RN_ERR_NOBUF;
-	if (c->cookie_ack_due && (k = pick(c, ctl)) >= 0) {
-		c->cookie_ack_due = 0;
+	if (c->hs.cookie_ack_due && (k = pick(c, ctl)) >= 0) {
+		c->hs.cookie_ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_COOKIE_ACK, NULL, 0, buf, cap, tx);
 	}
 	/* a copy of LINK_STATE on every rail: it is rare and must get through */
 	for (k = 0; k < c->npaths; k++) {
 		uint8_t mask = 0;
 
-		if (!((c->ls_pending >> k) & 1) || !writable_rail(c, k, writable))
+		if (!((c->link.pending >> k) & 1) || !writable_rail(c, k, writable))
 			continue;
 		for (int i = 0; i < c->npaths; i++)
 			mask |= (uint8_t)(c->rail[i].rx_up << i);
-		rn_put32(pl, c->ls_version);
+		rn_put32(pl, c->link.version);
 		pl[4] = mask;
-		c->ls_pending &= ~(1u << k);
+		c->link.pending &= ~(1u << k);
 		return write_ctl(c, now_ns, k, RN_PT_LINK_STATE, pl, RN_LINK_STATE_LEN, buf, cap, tx);
 	}
-	if (c->link_ack_due && (k = pick(c, ctl)) >= 0) {
-		rn_put32(pl, c->link_ack_version);
-		c->link_ack_due = 0;
+	if (c->link.ack_due && (k = pick(c, ctl)) >= 0) {
+		rn_put32(pl, c->link.ack_version);
+		c->link.ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_LINK_ACK, pl, RN_LINK_ACK_LEN, buf, cap, tx);
 	}
 	for (k = 0; k < c->npaths; k++) {
-		if (((c->hb_pending >> k) & 1) && writable_rail(c, k, writable)) {
-			c->hb_pending &= ~(1u << k);
+		if (((c->probe.hb_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->probe.hb_pending &= ~(1u << k);
 			c->rail[k].st.heartbeats++;
 			/* padded: only a full-size datagram revives a rail (an unproven address: small) */
 			return write_ctl_pad(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, c->rail[k].validated,
@@ -500,19 +500,19 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		}
 	}
 	for (k = 0; k < c->npaths; k++) {
-		if (((c->hb_small_pending >> k) & 1) && writable_rail(c, k, writable)) {
-			c->hb_small_pending &= ~(1u << k);
+		if (((c->probe.hb_small_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->probe.hb_small_pending &= ~(1u << k);
 			c->rail[k].st.heartbeats++;
 			/* bare: an ACK block of 128 SACK words would not be small */
 			return write_ctl_pad(c, now_ns, k, RN_PT_HEARTBEAT, NULL, 0, -1, buf, cap, tx);
 		}
 	}
 	for (k = 0; k < c->npaths; k++) {
-		int full = (c->ka_full_pending >> k) & 1;
+		int full = (c->probe.ka_full_pending >> k) & 1;
 
-		if ((((c->ka_pending >> k) & 1) || full) && writable_rail(c, k, writable)) {
-			c->ka_pending &= ~(1u << k);
-			c->ka_full_pending &= ~(1u << k);
+		if ((((c->probe.ka_pending >> k) & 1) || full) && writable_rail(c, k, writable)) {
+			c->probe.ka_pending &= ~(1u << k);
+			c->probe.ka_full_pending &= ~(1u << k);
 			c->rail[k].st.keepalives++;
 			return write_ctl_pad(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, full, buf, cap,
 					     tx);
@@ -526,7 +526,7 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		if (n != 0)
 			return n;
 	}
-	if (c->ack_pending && c->ack_now && (k = pick(c, ctl)) >= 0)
+	if (c->ack.pending && c->ack.now && (k = pick(c, ctl)) >= 0)
 		return write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
 	return 0;
 }
@@ -537,8 +537,8 @@ static ssize_t write_reset(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	uint8_t pl[RN_RESET_LEN] = { 0 };
 
 	for (int k = 0; k < c->npaths; k++) {
-		if (((c->rst_pending >> k) & 1) && writable_rail(c, k, writable)) {
-			c->rst_pending &= ~(1u << k);
+		if (((c->close.rst_pending >> k) & 1) && writable_rail(c, k, writable)) {
+			c->close.rst_pending &= ~(1u << k);
 			rn_put16(pl, (uint16_t)-c->err);
 			return write_ctl(c, now_ns, k, RN_PT_RESET, pl, sizeof(pl), buf, cap, tx);
 		}

@@ -69,9 +69,9 @@
 #define RN_CONFIG_LIST(X)                                                                    \
 	X(ack_every, COUNT, 8, 1, 1024, "ACK at once after this many unacknowledged packets") \
 	X(ack_delay_ns, US, 200, 0, 1000000, "...or this long after the first one")          \
-	X(ack_delay_pp_ns, US, 10000, 0, 1000000,                                            \
-	  "...or this long while answering (request/response), at most rto_min / 2: the "  \
-	  "answer usually carries the ACK first")                                             \
+	X(ack_delay_pp_ns, US, 40000, 0, 1000000,                                            \
+	  "...or this long while answering (request/response): the answer usually carries "  \
+	  "the ACK first; the peer's RTO allows for it")                                     \
 	X(rto_min_ns, US, 20000, 100, 60000000, "floor of the retransmission timeout")       \
 	X(queue_target_ns, US, 4000, 0, 1000000, "queueing delay a rail may build up")       \
 	X(linger_ns, MS, 1000, 0, 86400000,                                                  \

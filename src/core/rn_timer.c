@@ -88,13 +88,13 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 {
 	uint64_t t = base + period;
 
-	return t < c->last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
+	return t < c->live.last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
 }
 
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
-	return paced(c, max64(r->last_rx_ns, c->active_since_ns), c->cfg.rail_timeout_ns);
+	return paced(c, max64(r->last_rx_ns, c->live.active_since_ns), c->cfg.rail_timeout_ns);
 }
 
 static int any_tx_down(const rn_conn *c)
@@ -116,7 +116,22 @@ static uint64_t loss_expiry(const rn_conn *c, int k)
 	uint64_t sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
 
 	/* the head may be stale; firing early just drops it and re-arms */
-	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_rail_rto(r, &c->cfg);
+	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + rn_conn_rail_rto(c, k);
+}
+
+/*
+ * Rail k's retransmission timeout, plus the longest the peer may hold its
+ * ACK (QUIC adds max_ack_delay to its probe timeout the same way): once
+ * DATA has come from the peer, the connection may be a request/response
+ * exchange, where the peer waits up to ack_delay_pp for its answer to
+ * carry the ACK (rn_conn_recv.c).  Both ends run the same defaults; a peer
+ * that waits longer costs spurious resends, never bytes.
+ */
+uint64_t rn_conn_rail_rto(const rn_conn *c, int k)
+{
+	uint64_t wait = c->ack.data_rx_ns ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns;
+
+	return rn_rail_rto(&c->rail[k], &c->cfg) + wait;
 }
 
 static const char *const timer_names[RN_TIMER__COUNT] = {
@@ -142,29 +157,29 @@ static void arm(uint64_t *at, rn_timer_id t, uint64_t v)
 
 static void established_deadlines(const rn_conn *c, uint64_t *at)
 {
-	arm(at, RN_TIMER_DEAD_PEER, c->last_rx_any_ns + c->cfg.dead_peer_ns);
+	arm(at, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
 	if (c->state == RN_ST_LINGER)
 		arm(at, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
-	/* owed packets (ack_now, hb_pending, ka_pending) wait for a writable rail, not a timer */
-	if (c->ack_pending && !c->ack_now)
+	/* owed packets (ack.now, probe.*_pending) wait for a writable rail, not a timer */
+	if (c->ack.pending && !c->ack.now)
 		arm(at, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
-	if (c->ls_acked != c->ls_version)
+	if (c->link.acked != c->link.version)
 		arm(at, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
 		arm(at, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
-		arm(at, RN_TIMER_RING_IDLE, c->last_data_ns + RN_RING_IDLE_NS);
+		arm(at, RN_TIMER_RING_IDLE, c->live.last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
 
-		if (rn_rail_tx_up(r) && !((c->ka_pending >> k) & 1))
+		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1))
 			arm(at, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
 		if (r->rx_up)
 			arm(at, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
 		arm(at, RN_TIMER_LOSS, loss_expiry(c, k));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
-		if (c->state == RN_ST_ESTABLISHED && !((c->pm_pending >> k) & 1))
+		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1))
 			arm(at, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rn_rail_rto(r, &c->cfg)));
 	}
 }
@@ -226,7 +241,7 @@ void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns)
 
 void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns)
 {
-	c->ls_interval_ns = 0;
+	c->link.interval_ns = 0;
 	c->timer[RN_TIMER_LINK_STATE] = now_ns;
 }
 
@@ -262,49 +277,49 @@ static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
 		rn_conn_restart_handshake(c, now_ns);
 	if (now_ns < c->timer[RN_TIMER_HANDSHAKE])
 		return;
-	gap = RN_HS_FIRST_NS << (c->hs_tries < 4 ? c->hs_tries : 4);
+	gap = RN_HS_FIRST_NS << (c->hs.tries < 4 ? c->hs.tries : 4);
 	c->timer[RN_TIMER_HANDSHAKE] = now_ns + min64(gap, RN_HS_MAX_NS);
-	if (c->hs_tries < UINT8_MAX)
-		c->hs_tries++;
-	c->hs_due = 1;
+	if (c->hs.tries < UINT8_MAX)
+		c->hs.tries++;
+	c->hs.due = 1;
 }
 
 static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 {
 	uint64_t first = 2 * rn_conn_rtt_estimate(c);
 
-	if (c->ls_acked == c->ls_version || now_ns < c->timer[RN_TIMER_LINK_STATE])
+	if (c->link.acked == c->link.version || now_ns < c->timer[RN_TIMER_LINK_STATE])
 		return;
-	c->ls_pending = rn_conn_paths_mask(c);
+	c->link.pending = rn_conn_paths_mask(c);
 	/* never longer than the heartbeat, whatever the RTT estimate says */
-	if (c->ls_interval_ns == 0)
-		c->ls_interval_ns = min64(first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS,
+	if (c->link.interval_ns == 0)
+		c->link.interval_ns = min64(first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS,
 					  c->cfg.heartbeat_ns);
 	else
-		c->ls_interval_ns = min64(2 * c->ls_interval_ns, c->cfg.heartbeat_ns);
-	c->timer[RN_TIMER_LINK_STATE] = now_ns + c->ls_interval_ns;
+		c->link.interval_ns = min64(2 * c->link.interval_ns, c->cfg.heartbeat_ns);
+	c->timer[RN_TIMER_LINK_STATE] = now_ns + c->link.interval_ns;
 }
 
 static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
 	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT]) {
-		c->hb_pending = rn_conn_paths_mask(c);
+		c->probe.hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
 			if (!rn_rail_tx_up(&c->rail[k]))
-				c->hb_small_pending |= 1u << k;
+				c->probe.hb_small_pending |= 1u << k;
 		c->timer[RN_TIMER_HEARTBEAT] = paced(c, now_ns, c->cfg.heartbeat_ns);
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
 
 		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
-			c->ka_pending |= 1u << k;
+			c->probe.ka_pending |= 1u << k;
 		if (c->state == RN_ST_ESTABLISHED) {
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
 
 			rn_pmtu_on_timer(&r->pm, now_ns, rto);
 			if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
-				c->pm_pending |= 1u << k;
+				c->probe.pm_pending |= 1u << k;
 		}
 		if (r->rx_up && r->suspect)
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
@@ -332,7 +347,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
 	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->last_rx_any_ns && now_ns - c->last_rx_any_ns >= c->cfg.dead_peer_ns) {
+	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
@@ -340,13 +355,13 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
-	if (c->ack_pending && now_ns >= c->timer[RN_TIMER_ACK])
-		c->ack_now = 1;
+	if (c->ack.pending && now_ns >= c->timer[RN_TIMER_ACK])
+		c->ack.now = 1;
 	rn_conn_detect_losses(c, now_ns);
-	if (now_ns - c->data_rx_ns >= RN_RING_IDLE_NS)
+	if (now_ns - c->ack.data_rx_ns >= RN_RING_IDLE_NS)
 		rn_conn_pool_leave(c); /* no longer receiving: its share goes to the others */
 	rn_conn_shrink_to_share(c);
-	if (now_ns - c->last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))
+	if (now_ns - c->live.last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))
 		rn_conn_shrink(c, now_ns);
 	/* rail timers first: a rail they fail is a LINK_STATE whose retry is armed below */
 	on_rail_timers(c, now_ns);

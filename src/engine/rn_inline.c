@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "rn_inline.h"
+#include "rn_knobs.h"
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -99,12 +100,11 @@ static void tfd_follow(void)
 	tfd_set(at);
 }
 
-void rn_inline_arm(struct rn_stream *st, uint64_t now)
+void rn_inline_arm(struct rn_stream *st, uint64_t exp)
 {
-	uint64_t exp = rn_conn_expiry(st->conn), was = st->tpend ? st->tpend_at : UINT64_MAX;
+	uint64_t was = st->tpend ? st->tpend_at : UINT64_MAX;
 
 	RN_OWNS_HOST();
-	(void)now;
 	if (exp < st->armed_ns) {
 		if (!st->tpend) {
 			st->tpend = 1;
@@ -204,9 +204,11 @@ int rn_inline_busy_default(void)
 	int x = __atomic_load_n(&v, __ATOMIC_RELAXED);
 
 	if (x == -2) {
-		const char *e = getenv("RI2N_BUSY_POLL_US");
-		long l = e && *e && strcmp(e, "auto") != 0 ? strtol(e, NULL, 10) : RN_BUSY_AUTO;
+		const char *e = rn_proc_text(RN_PROC_BUSY_POLL_US);
+		int64_t l = RN_BUSY_AUTO;
 
+		if (!e || strcmp(e, "auto") != 0) /* else a number of the table's range */
+			rn_proc_int(RN_PROC_BUSY_POLL_US, &l);
 		x = l < 0 ? RN_BUSY_AUTO : l > RN_BUSY_POLL_MAX_US ? RN_BUSY_POLL_MAX_US : (int)l;
 		__atomic_store_n(&v, x, __ATOMIC_RELAXED);
 	}
@@ -261,6 +263,7 @@ int rn_inline_service(struct rn_stream *st, uint64_t now)
 static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 {
 	const uint8_t *d;
+	uint64_t exp;
 	int more;
 
 	RN_OWNS_HOST();
@@ -278,15 +281,18 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	if (rn_inline_ok_to_send(st) && !st->rd_on && rn_conn_write_space(st->conn) > 0)
 		more = 1;
 	more |= rn_stream_flush(st, now);
-	for (int i = 0; i < TIMER_ROUNDS && rn_conn_expiry(st->conn) <= now; i++) {
+	/* the deadlines are worked out once a pass (each look walks every timer and rail) */
+	exp = rn_conn_expiry(st->conn);
+	for (int i = 0; i < TIMER_ROUNDS && exp <= now; i++) {
 		if (rn_conn_verdict_pending(st->conn)) {
 			rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 			now = rn_core_time(now);
 		}
 		rn_conn_on_timer(st->conn, now);
 		more |= rn_stream_flush(st, now);
+		exp = rn_conn_expiry(st->conn);
 	}
-	rn_inline_arm(st, now);
+	rn_inline_arm(st, exp);
 	return more || rn_conn_state(st->conn) != RN_ST_ESTABLISHED ||
 	       (bytes_count && rn_conn_peek(st->conn, &d) != RN_ERR_AGAIN);
 }

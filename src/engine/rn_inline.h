@@ -102,8 +102,8 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 /* The sockets of epoll set ep_id whose bytes still wait in the core (before a wait). */
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max);
 
-/* A stream's core expiry may have moved: keeps the inline timer right (host lock). */
-void rn_inline_arm(struct rn_stream *st, uint64_t now);
+/* A stream's core expiry (rn_conn_expiry: exp) may have moved: keeps the inline timer right (host lock). */
+void rn_inline_arm(struct rn_stream *st, uint64_t exp);
 /* A stream is about to be freed (host lock). */
 void rn_inline_stream_gone(struct rn_stream *st);
 /* Engine start: the inline timer's descriptor and event.  0 or -errno. */

@@ -279,8 +279,13 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 			rc = got ? (ssize_t)got : rc;
 			break;
 		}
-		if (ready && s->stream == st && rn_port_read_some(st->port, ready) > 0)
-			rn_inline_service(st, rn_now_ns()); /* ACKs owed, window updates */
+		/*
+		 * What the datagrams made owed (ACKs, window updates) goes out in
+		 * the next pass: rn_inline_finish when they brought bytes, the
+		 * service before the next wait when not.
+		 */
+		if (ready && s->stream == st)
+			rn_port_read_some(st->port, ready);
 	}
 	rn_inline_finish(s);
 	rn_host_leave_inline();

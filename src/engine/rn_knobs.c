@@ -106,10 +106,10 @@ const char *rn_knob_env(int opt)
 	return s && *s ? s : NULL;
 }
 
-#define PROC_INT 1
-#define PROC_TEXT 0
-#define PROC_ROW(NAME, type, def, lo, hi, shown, doc) \
-	{ "RI2N_" #NAME, PROC_##type, def, lo, hi, shown, doc },
+#define PROC_OPT_SOL(NAME) RI2N_##NAME /* a row without its enum value does not compile */
+#define PROC_OPT_ENV(NAME) 0
+#define PROC_ROW(NAME, type, def, lo, hi, sol, shown, doc) \
+	{ "RI2N_" #NAME, RN_PROC_T_##type, PROC_OPT_##sol(NAME), def, lo, hi, shown, doc },
 
 const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT] = { RN_PROC_LIST(PROC_ROW) };
 
@@ -128,7 +128,7 @@ int rn_proc_int(int which, int64_t *v)
 	long long n;
 
 	*v = k->def;
-	if (!s)
+	if (!s || k->type != RN_PROC_T_INT) /* never a number: never quoted in a warning */
 		return 0;
 	errno = 0;
 	n = strtoll(s, &end, 10);
@@ -232,13 +232,16 @@ int rn_knobs_key_from_file(rn_config *cfg, const char *path)
 
 int rn_knobs_key_from_env(rn_config *cfg)
 {
-	const char *s = getenv("RI2N_KEY"), *file = getenv("RI2N_KEY_FILE");
+	/* set but empty is an unusable key too (not rn_proc_text): refused, never ignored */
+	const char *key = rn_proc_knobs[RN_PROC_KEY].env;
+	const char *key_file = rn_proc_knobs[RN_PROC_KEY_FILE].env;
+	const char *s = getenv(key), *file = getenv(key_file);
 
 	if (s && file) {
-		rn_error("RI2N_KEY and RI2N_KEY_FILE are both set; set one");
+		rn_error("%s and %s are both set; set one", key, key_file);
 		return -EINVAL;
 	}
 	if (file)
 		return rn_knobs_key_from_file(cfg, file);
-	return s ? key_from_hex(cfg, s, strlen(s), "RI2N_KEY") : 0;
+	return s ? key_from_hex(cfg, s, strlen(s), key) : 0;
 }

@@ -35,77 +35,136 @@ const char *rn_knob_unit(const rn_knob *k);
 /* The knob's environment variable when set and not empty, else NULL. */
 const char *rn_knob_env(int opt);
 /*
- * RN_PROC_LIST(X): the knobs of a process, environment variables only (the
- * core never sees them), one row each:
+ * RN_PROC_LIST(X): the knobs of a process, environment variables the core
+ * never sees (some also a socket option the API applies), one row each:
  *
- *   X(NAME, type, def, lo, hi, shown, doc)
+ *   X(NAME, type, def, lo, hi, sol, shown, doc)
  *
  *   NAME   the variable RI2N_<NAME>
  *   type   INT: a whole number within lo..hi, def when unset;
- *          TEXT: a string the code that reads it parses (def, lo, hi unused)
+ *          TEXT: a string the code that reads it parses (def, lo, hi unused);
+ *          SECRET: TEXT that is never printed nor logged (the key)
+ *   sol    SOL: also the socket option RI2N_<NAME> at level RI2N_SOL (enum
+ *          ri2n_option in include/ri2n.h), which changes one socket; ENV: not
  *   shown  the default as docs/CONFIG.md states it
  *   doc    one line for docs/CONFIG.md
  */
-#define RN_PROC_LIST(X)                                                                      \
-	X(RAILS, TEXT, 0, 0, 0, "every up, non-loopback IPv4 interface, one per subnet",    \
-	  "the rails, in order: interface names or IPv4 addresses, comma separated "         \
+#define RN_PROC_LIST(X)                                                                     \
+	X(RAILS, TEXT, 0, 0, 0, ENV, "every up, non-loopback IPv4 interface, one per subnet", \
+	  "the rails, in order: interface names or IPv4 addresses, comma separated "        \
 	  "(`r1,r2`, `10.1.0.5,10.2.0.5`); each must be up, have an IPv4 address and be in " \
-	  "its own subnet. BTL: `btl_ri2n_if_include`")                                       \
-	X(LOG, TEXT, 0, 0, 0, "`warn`",                                                      \
-	  "what goes to stderr: `debug`, `info`, `warn`, `error`, `off`. Warnings are one "  \
+	  "its own subnet. BTL: `btl_ri2n_if_include`")                                     \
+	X(LOG, TEXT, 0, 0, 0, ENV, "`warn`",                                                \
+	  "what goes to stderr: `debug`, `info`, `warn`, `error`, `off`. Warnings are one " \
 	  "line per event (a rail down or up, with the connection, the rail's addresses and " \
-	  "the cause; a connection failing), never one per packet. BTL: `btl_ri2n_log`")     \
-	X(CPU, TEXT, 0, 0, 0, "near the rails' NICs if hwloc knows, else the scheduler's "  \
-	  "choice", "CPU number the engine thread is pinned to")                             \
-	X(GSO, INT, 1, 0, 1, "1 if the kernel has UDP GSO",                                  \
-	  "`0` sends datagrams one by one (for comparison). BTL: `btl_ri2n_gso`")            \
-	X(GRO, INT, 1, 0, 1, "1 if the kernel has UDP GRO",                                  \
-	  "`0` receives datagrams one by one (for comparison). BTL: `btl_ri2n_gro`")         \
+	  "the cause; a connection failing), never one per packet. BTL: `btl_ri2n_log`")    \
+	X(CPU, TEXT, 0, 0, 0, ENV,                                                          \
+	  "near the rails' NICs if hwloc knows, else the scheduler's choice",               \
+	  "CPU number the engine thread is pinned to")                                      \
+	X(GSO, INT, 1, 0, 1, ENV, "1 if the kernel has UDP GSO",                            \
+	  "`0` sends datagrams one by one (for comparison). BTL: `btl_ri2n_gso`")           \
+	X(GRO, INT, 1, 0, 1, ENV, "1 if the kernel has UDP GRO",                            \
+	  "`0` receives datagrams one by one (for comparison). BTL: `btl_ri2n_gro`")        \
 	/* 256 MiB: 21 peers with both rings grown whole, or hundreds at a fraction of that */ \
-	X(RING_MEM_MB, INT, 256, 0, 2147483647, "256",                                       \
-	  "Open MPI BTL only (`btl_ri2n_ring_mem_mb`): ceiling on the memory of all of a "   \
+	X(RING_MEM_MB, INT, 256, 0, 2147483647, ENV, "256",                                 \
+	  "Open MPI BTL only (`btl_ri2n_ring_mem_mb`): ceiling on the memory of all of a "  \
 	  "rank's rings, MiB (0: none). Each peer's rings are held to an equal share of it; " \
-	  "growth past it is refused with a warning (slower, nothing lost). docs/MPI.md")    \
-	X(MAX_CONNS, INT, 0, 0, 2147483647, "half the descriptor limit, less 64",            \
+	  "growth past it is refused with a warning (slower, nothing lost). docs/MPI.md")   \
+	X(MAX_CONNS, INT, 0, 0, 2147483647, ENV, "half the descriptor limit, less 64",      \
 	  "accepted connections the process holds at once (each has two descriptors and "   \
-	  "its rings before `ri2n_accept`); past it a handshake is refused at once (the "    \
-	  "client's connect fails with `ECONNREFUSED`), counted as `refused` on the "        \
-	  "listener in `ri2n-stat`, logged at most once a second, and the next "             \
+	  "its rings before `ri2n_accept`); past it a handshake is refused at once (the "   \
+	  "client's connect fails with `ECONNREFUSED`), counted as `refused` on the "       \
+	  "listener in `ri2n-stat`, logged at most once a second, and the next "            \
 	  "`ri2n_accept` fails with `EMFILE` (`ENOBUFS` when memory ran out); 0: the default") \
-	X(STAT_MS, INT, 250, 0, 3600000, "250",                                              \
-	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "   \
-	  "OPERATIONS.md")                                                                    \
-	X(RUN_DIR, TEXT, 0, 0, 0, "`/run/ri2n` (root), `/run/user/<uid>/ri2n` when that "   \
-	  "session directory exists, else `/tmp/ri2n-<uid>`",                                \
-	  "where those snapshots go (a real directory of this user, not writable by "        \
-	  "others: see OPERATIONS.md)")                                                       \
-	X(EXIT_LINGER_MS, INT, 30000, 0, 86400000, "30000",                                  \
-	  "at exit, how long to wait (ms) for connections to deliver what the application "  \
-	  "wrote (the engine thread dies with the process). A connection that has just "     \
-	  "closed also keeps its process for its linger (1 s), to acknowledge the peer's "   \
+	X(STAT_MS, INT, 250, 0, 3600000, ENV, "250",                                        \
+	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "  \
+	  "OPERATIONS.md")                                                                  \
+	X(RUN_DIR, TEXT, 0, 0, 0, ENV,                                                      \
+	  "`/run/ri2n` (root), `/run/user/<uid>/ri2n` when that session directory exists, " \
+	  "else `/tmp/ri2n-<uid>`",                                                         \
+	  "where those snapshots go (a real directory of this user, not writable by "       \
+	  "others: see OPERATIONS.md)")                                                     \
+	X(EXIT_LINGER_MS, INT, 30000, 0, 86400000, ENV, "30000",                            \
+	  "at exit, how long to wait (ms) for connections to deliver what the application " \
+	  "wrote (the engine thread dies with the process). A connection that has just "    \
+	  "closed also keeps its process for its linger (1 s), to acknowledge the peer's "  \
 	  "FIN again if the first ACK was lost (TCP's TIME_WAIT, which the kernel does for " \
-	  "TCP); without it the peer would wait out its dead-peer timeout")
+	  "TCP); without it the peer would wait out its dead-peer timeout")                 \
+	X(KEY, SECRET, 0, 0, 0, SOL, "none",                                                \
+	  "the cluster key, 64 hexadecimal digits (32 bytes): every datagram is encrypted " \
+	  "and authenticated (AES-256-GCM under keys derived for its connection) and peers " \
+	  "without the same key cannot connect (see PROTOCOL.md, \"Authentication and "     \
+	  "encryption\"). The option takes the 32 key bytes themselves (not an int), or "   \
+	  "length 0 for none; reading it gives an int, 1 if a key is set; the key itself "  \
+	  "can never be read back")                                                         \
+	X(KEY_FILE, TEXT, 0, 0, 0, ENV, "none",                                             \
+	  "the key read from a file holding the 64 hex digits (a trailing newline is fine), " \
+	  "so it stays out of process listings and environments; not with `RI2N_KEY`. BTL: " \
+	  "`btl_ri2n_key_file`")                                                            \
+	/* 1 s at most: RN_BUSY_POLL_MAX_US (rn_inline.h), which also reads `auto` as -1 */ \
+	X(BUSY_POLL_US, INT, -1, -1, 1000000, SOL, "-1 (`auto`)",                           \
+	  "how long a waiting thread polls the rails before it sleeps, like "               \
+	  "`SO_BUSY_POLL`: in `ri2n_recv`/`ri2n_send`, under ri2n-run in "                  \
+	  "`read`/`recv`/`poll`/`epoll_wait`/`select`. -1 (`auto` in the environment): "    \
+	  "adaptive per thread, 0..100 us as its recent waits show pays (docs/API.md, "     \
+	  "\"The fast path\"); 0: never; N: always N us, and then the engine thread too "   \
+	  "polls N us between its events (faster plain `read`/`write`, a core kept busy). " \
+	  "The option may be set at any time, also once connected")
 
-#define RN_PROC_INDEX(NAME, type, def, lo, hi, shown, doc) RN_PROC_##NAME,
+#define RN_PROC_INDEX(NAME, type, def, lo, hi, sol, shown, doc) RN_PROC_##NAME,
 enum { RN_PROC_LIST(RN_PROC_INDEX) RN_PROC__COUNT };
 #undef RN_PROC_INDEX
 
+/*
+ * The variable of process knob `which` (RN_PROC_*), "RI2N_<NAME>", or NULL.
+ * Inline, so that a program that reads the variables without linking the
+ * library (ri2n-stat) takes the names from the table too.
+ */
+static inline const char *rn_proc_name(int which)
+{
+#define RN_PROC_NAME_CASE(NAME, type, def, lo, hi, sol, shown, doc) \
+	case RN_PROC_##NAME: return "RI2N_" #NAME;
+	switch (which) {
+	RN_PROC_LIST(RN_PROC_NAME_CASE)
+	}
+#undef RN_PROC_NAME_CASE
+	return NULL;
+}
+
+/*
+ * RI2N_RUN_DIR unset, the directory of the snapshots for ri2n-stat
+ * (rn_statfile.c writes there, ri2n-stat looks in each): root's; a user's
+ * under the session directory when that is theirs; else one in /tmp.  The
+ * %u is the user id.
+ */
+#define RN_RUN_DIR_ROOT "/run/ri2n"
+#define RN_RUN_DIR_SESSION "/run/user/%u"
+#define RN_RUN_DIR_USER RN_RUN_DIR_SESSION "/ri2n"
+#define RN_RUN_DIR_TMP "/tmp/ri2n-%u"
+
 /* One row of RN_PROC_LIST. */
+enum rn_proc_type { RN_PROC_T_TEXT, RN_PROC_T_INT, RN_PROC_T_SECRET };
+
 typedef struct rn_proc_knob {
 	const char *env;     /* "RI2N_<NAME>" */
-	int is_int;          /* type INT */
+	enum rn_proc_type type;
+	int opt;             /* its enum ri2n_option (sol SOL), else 0 */
 	int64_t def, lo, hi;
 	const char *shown, *doc;
 } rn_proc_knob;
 
 extern const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT];
 
-/* Process knob `which` (RN_PROC_*) as set in the environment, NULL when unset or empty. */
+/*
+ * Process knob `which` (RN_PROC_*) as set in the environment, NULL when unset
+ * or empty.  A SECRET one's text is never printed nor logged.
+ */
 const char *rn_proc_text(int which);
 /*
- * Process knob `which`, a number: *v is its value, or its default when the
- * variable is unset (returns 0) or not a number within its bounds (returns
- * -1, after a warning that names it, once a process); 1 when set.
+ * Process knob `which`, a number (type INT): *v is its value, or its default
+ * when the variable is unset or the row is no INT (returns 0) or not a
+ * number within its bounds (returns -1, after a warning that names it, once
+ * a process); 1 when set.
  */
 int rn_proc_int(int which, int64_t *v);
 /* The same, only the value. */

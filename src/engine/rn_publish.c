@@ -15,7 +15,9 @@
  * never by path, and never through a symlink.  The file is removed at exit; ri2n-stat ignores files of
  * processes that are gone (or whose pid was reused: the process start time
  * is in the file).  Nothing is added to the per-packet path: the counters
- * are read from the core in the engine thread, off the timer.
+ * are read from the core in the engine thread, off the timer, and a
+ * snapshot takes at most 1 % of that thread (the period stretches with
+ * thousands of connections, see pace()).
  *
  * Format (docs/OPERATIONS.md): one record per line, "kind key=value ...",
  * string values in double quotes.
@@ -43,7 +45,8 @@
 
 static struct {
 	struct event *ev;
-	struct timeval period;
+	struct timeval period;    /* RI2N_STAT_MS */
+	uint64_t period_ns, cur_ns; /* the same; the one in use now (RN_PUBLISH_SHARE) */
 	char path[256], tmp[264];
 	int dirfd;                /* the run directory, checked once (rn_statfile_dir_open) */
 	char name[32], tmpname[40]; /* <pid>.stat and its temporary, relative to dirfd */
@@ -121,8 +124,33 @@ static void write_listener(rn_port *p, void *ctx)
 		(unsigned long long)p->refused, (unsigned long long)p->lis->resets);
 }
 
+/*
+ * A snapshot may take at most 1/RN_PUBLISH_SHARE of the engine thread: with
+ * thousands of connections formatting them takes milliseconds, so the
+ * period stretches to RN_PUBLISH_SHARE times the last snapshot's cost, and
+ * comes back to RI2N_STAT_MS when that is enough again.
+ */
+#define RN_PUBLISH_SHARE 100
+
+static void pace(uint64_t took_ns)
+{
+	uint64_t want = took_ns * RN_PUBLISH_SHARE;
+
+	if (want < g.period_ns)
+		want = g.period_ns;
+	/* a change of a tenth or more re-arms the timer; smaller ones are noise */
+	if (want * 10 < g.cur_ns * 9 || want * 10 > g.cur_ns * 11) {
+		struct timeval tv = { (time_t)(want / 1000000000), (suseconds_t)(want % 1000000000 / 1000) };
+
+		g.cur_ns = want;
+		rn_ev_add(g.ev, &tv);
+	}
+}
+
 static void snapshot(evutil_socket_t fd, short what, void *arg)
 {
+	uint64_t t0 = rn_now_ns();
+
 	(void)fd;
 	(void)what;
 	(void)arg;
@@ -159,6 +187,8 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 		unlinkat(g.dirfd, g.tmpname, 0);
 	pthread_mutex_unlock(&g.mu);
 	g.f = NULL;
+	if (g.ev)
+		pace(rn_now_ns() - t0);
 }
 
 static void remove_at_exit(void)
@@ -192,6 +222,7 @@ void rn_publish_start(void)
 	snprintf(g.tmp, sizeof(g.tmp), "%s.tmp", g.path);
 	g.start = rn_statfile_proc_start();
 	g.period = (struct timeval){ period / 1000, (period % 1000) * 1000 };
+	g.period_ns = g.cur_ns = (uint64_t)period * 1000000;
 	g.ev = event_new(rn_engine_base(), -1, EV_PERSIST, snapshot, NULL);
 	if (!g.ev)
 		return;

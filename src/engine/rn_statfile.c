@@ -66,15 +66,15 @@ static void default_dir(char *out, size_t cap, mode_t *mode)
 
 	*mode = 0700;
 	if (uid == 0) {
-		snprintf(out, cap, "/run/ri2n");
+		snprintf(out, cap, RN_RUN_DIR_ROOT);
 		*mode = 0755; /* ri2n-stat of other users reads it */
 		return;
 	}
-	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
+	snprintf(run, sizeof(run), RN_RUN_DIR_SESSION, (unsigned)uid);
 	if (lstat(run, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid)
-		snprintf(out, cap, "%s/ri2n", run);
+		snprintf(out, cap, RN_RUN_DIR_USER, (unsigned)uid);
 	else
-		snprintf(out, cap, "/tmp/ri2n-%u", (unsigned)uid);
+		snprintf(out, cap, RN_RUN_DIR_TMP, (unsigned)uid);
 }
 
 int rn_statfile_dir(char *dir, size_t cap, const char **why)

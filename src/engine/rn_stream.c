@@ -553,7 +553,7 @@ static void arm_timer(rn_stream *st, uint64_t now)
 	uint64_t exp = rn_conn_expiry(st->conn);
 
 	if (rn_host_inline()) { /* no libevent here: the inline timer stands in */
-		rn_inline_arm(st, now);
+		rn_inline_arm(st, exp);
 		return;
 	}
 

@@ -16,23 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_check.h"
 #include "sim_star.h"
 
-#define MS UINT64_C(1000000)
-#define SEC UINT64_C(1000000000)
-
-static char g_why[512];
 static int g_verbose;
 static int g_no_pool; /* --no-pool: windows not shared (what the core did before rn_rcvpool) */
 static double g_jain_min, g_agg_min;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			snprintf(g_why, sizeof(g_why), __VA_ARGS__);       \
-			return 1;                                          \
-		}                                                          \
-	} while (0)
 
 typedef struct incast {
 	int nsenders;

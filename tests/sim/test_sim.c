@@ -15,22 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_check.h"
 #include "sim_harness.h"
 
-#define MS UINT64_C(1000000)
-#define SEC UINT64_C(1000000000)
 #define MIB (UINT64_C(1) << 20)
 
 static uint64_t g_mib = 32;
-static char g_why[512];
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			snprintf(g_why, sizeof(g_why), __VA_ARGS__);       \
-			return 1;                                          \
-		}                                                          \
-	} while (0)
 
 /* Every byte arrived, in order, intact, and both ends closed cleanly. */
 static int check_clean(const sim *s)

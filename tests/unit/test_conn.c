@@ -248,6 +248,72 @@ static void test_conn_handshake(void **state)
 	un_del(n);
 }
 
+/*
+ * Request/response: the sender's RTO allows for the peer's ACK delay.  A
+ * server that takes 30 ms to answer holds its ACK up to ack_delay_pp; the
+ * client must not resend the request meanwhile.  A request lost on the way
+ * is resent once the RTO plus that delay has passed.
+ */
+static int drop_left_client_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
+static void test_conn_rto_allows_ack_delay(void **state)
+{
+	uint64_t t, t2, rto;
+	un_net *n = pair_proven(1, &t);
+	int left = 0;
+	char buf[64];
+
+	(void)state;
+	n->filter = drop_left_client_data;
+	n->filter_arg = &left;
+	/* one exchange: the client has now received DATA */
+	assert_int_equal(rn_conn_write(cl(n), t, "request1", 8), 8);
+	un_run(n, t + 5 * UT_MS);
+	assert_int_equal(rn_conn_read(sv(n), t + 5 * UT_MS, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), t + 5 * UT_MS, "response", 8), 8);
+	un_run(n, t + 10 * UT_MS);
+	assert_int_equal(rn_conn_read(cl(n), t + 10 * UT_MS, buf, sizeof(buf)), 8);
+	rto = rn_rail_rto(&cl(n)->rail[0], &cl(n)->cfg);
+	assert_true(rn_conn_rail_rto(cl(n), 0) == rto + cl(n)->cfg.ack_delay_pp_ns);
+	assert_true(cl(n)->cfg.ack_delay_pp_ns > rto); /* else this tests nothing */
+
+	/* a slow answer: the server's ACK waits ack_delay_pp, the client waits for it */
+	t2 = t + 20 * UT_MS;
+	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
+	un_run(n, t2 + 30 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, t2, t2 + 30 * UT_MS), 0);
+	assert_int_equal(rn_conn_read(sv(n), t2 + 30 * UT_MS, buf, sizeof(buf)), 8);
+	assert_int_equal(rn_conn_write(sv(n), t2 + 30 * UT_MS, "answer 2", 8), 8);
+	un_run(n, t2 + 200 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(rn_conn_read(cl(n), t2 + 200 * UT_MS, buf, sizeof(buf)), 8);
+
+	/* a lost request: resent after the RTO and the peer's ACK delay, not before */
+	left = 1;
+	t2 += 300 * UT_MS;
+	un_run(n, t2);
+	rto = rn_conn_rail_rto(cl(n), 0);
+	assert_int_equal(rn_conn_write(cl(n), t2, "request3", 8), 8);
+	un_run(n, t2 + rto - 1);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	un_run(n, t2 + rto + 5 * UT_MS);
+	assert_int_equal(stats(cl(n)).retransmits, 1);
+	assert_int_equal(rn_conn_read(sv(n), t2 + rto + 5 * UT_MS, buf, sizeof(buf)), 8);
+	assert_memory_equal(buf, "request3", 8);
+	un_del(n);
+}
+
 static int drop_first_of_type(un_net *n, const un_rec *r, void *arg)
 {
 	int *type = arg;
@@ -475,7 +541,7 @@ static void test_conn_ack_delay_answering(void **state)
 	uint64_t t;
 	un_net *n = pair_proven(1, &t);
 	uint64_t t1 = t + 10 * UT_MS, a1 = t1 + D, t2, a2;
-	const uint64_t PP = 10 * UT_MS; /* the default ack_delay_pp: half the smallest RTO */
+	const uint64_t PP = 40 * UT_MS; /* the default ack_delay_pp, as TCP's delayed ACK */
 	char buf[64];
 
 	(void)state;
@@ -483,16 +549,16 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
 	un_flush(n, UN_CLIENT, t1);
 	un_deliver(n, a1);
-	assert_true(sv(n)->ack_pending);
+	assert_true(sv(n)->ack.pending);
 	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + sv(n)->cfg.ack_delay_ns);
 	/* its response goes out at once and carries the ACK: no ACK of its own */
 	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
 	un_flush(n, UN_SERVER, a1);
-	assert_false(sv(n)->ack_pending);
+	assert_false(sv(n)->ack.pending);
 	/* the client sent DATA before this DATA came: it answers, ack_delay_pp */
 	un_deliver(n, a1 + D);
-	assert_true(cl(n)->ack_pending);
+	assert_true(cl(n)->ack.pending);
 	assert_true(cl(n)->timer[RN_TIMER_ACK] == a1 + D + PP);
 	assert_true(rn_conn_expiry(cl(n)) > a1 + D + cl(n)->cfg.ack_delay_ns);
 	/* the next request, 500 us later, carries the ACK; the server now answers too */
@@ -502,7 +568,7 @@ static void test_conn_ack_delay_answering(void **state)
 	assert_int_equal(rn_conn_read(cl(n), t2, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(cl(n), t2, "request2", 8), 8);
 	un_flush(n, UN_CLIENT, t2);
-	assert_false(cl(n)->ack_pending);
+	assert_false(cl(n)->ack.pending);
 	a2 = t2 + D;
 	un_deliver(n, a2);
 	assert_true(sv(n)->timer[RN_TIMER_ACK] == a2 + PP);
@@ -698,7 +764,7 @@ static void test_conn_ack_window(void **state)
 		assert_int_equal(rn_conn_write(c, t1, big, MSS), MSS);
 	}
 	nxt = c->sq.nxt;
-	assert_int_equal(nxt - c->isn, 1);
+	assert_int_equal(nxt - c->hs.isn, 1);
 	assert_int_equal(c->sq.end - nxt, 3);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const ack_case *tc = &cases[i];
@@ -714,7 +780,7 @@ static void test_conn_ack_window(void **state)
 		assert_true(stats(c).drops[RN_DROP_WINDOW] == before + (tc->want ? 1 : 0));
 		/* a refused ACK acknowledged nothing */
 		if (tc->want)
-			assert_int_equal(c->sq.una, c->isn);
+			assert_int_equal(c->sq.una, c->hs.isn);
 	}
 	/* the last, valid one acknowledged the packet in flight */
 	assert_int_equal(c->sq.una, nxt);
@@ -728,7 +794,7 @@ static void test_conn_duplicate_data(void **state)
 	un_net *n = pair(2, &t_est);
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
-		     .seq = cl(n)->isn };
+		     .seq = cl(n)->hs.isn };
 
 	(void)state;
 	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
@@ -741,7 +807,7 @@ static void test_conn_duplicate_data(void **state)
 	assert_int_equal(stats(sv(n)).dup_data, 1);
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 10), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
-	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->isn + 1);
+	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->hs.isn + 1);
 	un_del(n);
 }
 
@@ -760,7 +826,7 @@ static void test_conn_loss_three_later_acked(void **state)
 	const uint64_t t1 = t_est + 1 * UT_MS;
 	static uint8_t buf[8 * MSS];
 	const uint64_t sacks[] = { 0x1, 0x3, 0x7 }; /* seq isn+1, +2, +3 */
-	uint32_t isn = c->isn;
+	uint32_t isn = c->hs.isn;
 	int before;
 
 	(void)state;
@@ -859,7 +925,7 @@ static void test_conn_flow_control(void **state)
 	n->side[UN_SERVER].cfg.rcv_slots = 64;
 	n->side[UN_CLIENT].cfg.snd_slots = 256;
 	un_handshake(n, t0);
-	isn = cl(n)->isn;
+	isn = cl(n)->hs.isn;
 	n->side[UN_CLIENT].to_send = total;
 	/* the receiver does not read: the sender must stop at its window edge */
 	un_run(n, n->now + 200 * UT_MS);
@@ -2111,6 +2177,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
+		cmocka_unit_test(test_conn_rto_allows_ack_delay),
 		cmocka_unit_test(test_conn_link_state_stalled_rtt),
 		cmocka_unit_test(test_conn_multi_packet_datagrams),
 		cmocka_unit_test(test_conn_multi_malformed),

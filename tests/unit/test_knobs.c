@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "unit_common.h"
 
@@ -188,13 +189,72 @@ static void test_knobs_process(void **state)
 	assert_string_equal(rn_proc_text(RN_PROC_RAILS), "r1,r2");
 	unsetenv("RI2N_RAILS");
 	assert_null(rn_proc_text(RN_PROC_RAILS));
+	assert_null(rn_proc_name(RN_PROC__COUNT));
 	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
 		const rn_proc_knob *k = &rn_proc_knobs[i];
 
 		assert_true(strncmp(k->env, "RI2N_", 5) == 0);
+		assert_string_equal(rn_proc_name((int)i), k->env); /* ri2n-stat's copy, inline */
 		assert_true(k->shown && *k->shown && k->doc && *k->doc);
-		assert_true(!k->is_int || (k->lo <= k->def && k->def <= k->hi));
+		assert_true(k->type != RN_PROC_T_INT || (k->lo <= k->def && k->def <= k->hi));
 	}
+}
+
+/*
+ * The process knobs that are also socket options (RI2N_KEY,
+ * RI2N_BUSY_POLL_US): one row each, in no other table; the key is never a
+ * number and never in a message, even when it is refused.
+ */
+static void test_knobs_process_options(void **state)
+{
+	static const char bad[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde";
+	char out[4096] = "";
+	rn_config cfg;
+	int64_t v = 7;
+	int saved, nopt = 0;
+	FILE *f;
+
+	(void)state;
+	for (size_t i = 0; i < RN_PROC__COUNT; i++) {
+		const rn_proc_knob *k = &rn_proc_knobs[i];
+
+		if (!k->opt)
+			continue;
+		nopt++;
+		assert_null(rn_knob_find(k->opt)); /* not a connection knob too */
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(rn_proc_knobs[j].opt, k->opt);
+	}
+	assert_int_equal(nopt, 2);
+	assert_int_equal(rn_proc_knobs[RN_PROC_KEY].opt, RI2N_KEY);
+	assert_int_equal(rn_proc_knobs[RN_PROC_KEY].type, RN_PROC_T_SECRET);
+	assert_int_equal(rn_proc_knobs[RN_PROC_KEY_FILE].opt, 0);
+	assert_int_equal(rn_proc_knobs[RN_PROC_BUSY_POLL_US].opt, RI2N_BUSY_POLL_US);
+	assert_true(rn_proc_knobs[RN_PROC_BUSY_POLL_US].def == -1);
+
+	/* 63 digits: refused, and the message names the variable, never the digits */
+	setenv("RI2N_KEY", bad, 1);
+	assert_int_equal(rn_proc_int(RN_PROC_KEY, &v), 0);
+	assert_true(v == 0);
+	rn_config_default(&cfg);
+	fflush(stderr);
+	saved = dup(2);
+	f = tmpfile();
+	assert_non_null(f);
+	dup2(fileno(f), 2);
+	assert_int_equal(rn_knobs_key_from_env(&cfg), -EINVAL);
+	setenv("RI2N_KEY", "", 1); /* set but empty: refused too, not taken for "no key" */
+	assert_int_equal(rn_knobs_key_from_env(&cfg), -EINVAL);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	out[fread(out, 1, sizeof(out) - 1, f)] = 0;
+	fclose(f);
+	unsetenv("RI2N_KEY");
+	assert_false(cfg.keyed);
+	assert_non_null(strstr(out, "RI2N_KEY"));
+	assert_null(strstr(out, "0123456789abcdef"));
 }
 
 int main(void)
@@ -206,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_knobs_set),
 		cmocka_unit_test(test_knobs_env),
 		cmocka_unit_test(test_knobs_process),
+		cmocka_unit_test(test_knobs_process_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -159,7 +159,7 @@ static void test_timer_ack_delay(void **state)
 	assert_int_equal(un_flush(n, UN_SERVER, ta + 200 * UT_US), 1);
 	r = &n->log[n->nlog - 1];
 	assert_int_equal(r->type, RN_PT_ACK);
-	assert_int_equal(r->ack, n->side[UN_CLIENT].c->isn + 1);
+	assert_int_equal(r->ack, n->side[UN_CLIENT].c->hs.isn + 1);
 	assert_false(rn_conn_owes(s));
 	/* nothing owed any more: the next expiry is a keepalive, far off */
 	assert_true(rn_conn_expiry(s) > ta + 50 * MS);
@@ -184,7 +184,7 @@ static void test_timer_ack_every(void **state)
 	un_deliver(n, t1 + 1 + D);
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 1 + D), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
-	assert_int_equal(n->log[n->nlog - 1].ack, c->isn + 8);
+	assert_int_equal(n->log[n->nlog - 1].ack, c->hs.isn + 8);
 	un_del(n);
 }
 
@@ -210,6 +210,7 @@ static void test_timer_rto_backoff(void **state)
 	int left = 2;
 	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 1 * MS;
 	rn_conn *c = n->side[UN_CLIENT].c;
+	uint64_t ad = c->cfg.ack_delay_ns;
 	rn_conn_stats st;
 
 	(void)state;
@@ -221,8 +222,9 @@ static void test_timer_rto_backoff(void **state)
 	un_run(n, t1 + 1 * UT_S);
 	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, 0, UINT64_MAX), 3);
 	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0)->sent_ns == t1);
-	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 1)->sent_ns == t1 + 100 * MS);
-	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 2)->sent_ns == t1 + 300 * MS);
+	/* each wait also allows the peer's ACK delay: it has sent no DATA, so ack_delay */
+	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 1)->sent_ns == t1 + 100 * MS + ad);
+	assert_true(un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 2)->sent_ns == t1 + 300 * MS + 2 * ad);
 	rn_conn_get_stats(c, &st);
 	assert_int_equal(st.rto_events, 2);
 	assert_int_equal(st.retransmits, 2);
