@@ -172,7 +172,7 @@ const char *rn_state_name(int st)
 }
 
 uint32_t rn_config_rcv_share(const rn_rcvpool *p, uint32_t rcv_slots, uint32_t pkt_bytes,
-			  uint32_t others)
+			     uint32_t others)
 {
 	uint32_t w = rcv_slots, floor;
 	uint64_t fit;

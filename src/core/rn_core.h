@@ -210,9 +210,10 @@ typedef struct rn_event {
  * the rings of the first few and losing the rest for want of memory.  A
  * window never shrinks below what was already advertised: the share takes
  * effect as the reader moves on, and a ring grown past its share (while
- * fewer received) goes back to it then.  The rings together never grow
- * past `bytes`: a packet that would need more is dropped as for want of
- * memory and sent again, while the rings over their share shrink.  Under
+ * fewer received) goes back to it then.  No ring grows while the rings
+ * together would pass `bytes`: a packet that would need it is dropped as
+ * for want of memory and sent again, while the rings over their share
+ * shrink.  Under
  * an allocator with a ceiling, give the pool at most 2/3 of it: a ring
  * moving to a block of half its size holds both for a moment.  The core
  * keeps `active` and `held`: a connection counts as receiving from its
@@ -232,7 +233,7 @@ typedef struct rn_rcvpool {
  * halved until it fits in bytes / (others + 1), never below the floor.
  */
 uint32_t rn_config_rcv_share(const rn_rcvpool *p, uint32_t rcv_slots, uint32_t pkt_bytes,
-			  uint32_t others);
+			     uint32_t others);
 
 /* What the core needs from its environment. */
 typedef struct rn_env {
