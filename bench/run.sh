@@ -62,7 +62,7 @@ full)
 	BUSY_SIZES="8,1k,64k"
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
-	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20 MPIN_ROUNDS=20
+	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20 MPIN_ROUNDS=20 MPIN_A2A_ROUNDS=200
 	OFI_ITERS=1000
 	;;
 quick)
@@ -73,7 +73,7 @@ quick)
 	BUSY_SIZES=""
 	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
 	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
-	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15 MPIN_ROUNDS=8
+	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15 MPIN_ROUNDS=8 MPIN_A2A_ROUNDS=100
 	OFI_ITERS=200
 	;;
 smoke)
@@ -84,7 +84,7 @@ smoke)
 	BUSY_SIZES=""
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="8"
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
-	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2
+	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2 MPIN_A2A_ROUNDS=2
 	OFI_ITERS=20
 	: "${only:=tp2,failover,latency,mpi}"
 	;;
@@ -1065,7 +1065,12 @@ mpi_figure() { # REP
 # One rank per host on beds of 4 and 8 hosts (2 rails x 1 Gbit/s each, one switch per rail);
 # mpi_check's alltoall phase (blocks of 1 KiB, which also opens every connection, then 256 KiB,
 # every byte checked) gives MB/s per rank: a rank's 256 KiB blocks to the others over the time
-# the slowest rank spent in MPI_Alltoall. Memory: 2 ranks per host on the 8-host bed (15 peers),
+# the slowest rank spent in MPI_Alltoall, over MPIN_A2A_ROUNDS rounds (quick 100, full 200).
+# 8 rounds are 20-40 ms of transfer on 4 hosts: on a shared 2-core machine one rank held off
+# the CPU for a few ms moves either figure 2x, and ri2n / btl_tcp went from 0.2 to 2.3 between
+# runs of one build; over 200 rounds (1-2 s) it stayed within 0.9-1.7 (4 runs each of main and
+# of the code before the congestion controller: medians 1.17 and 1.25). Memory: 2 ranks per
+# host on the 8-host bed (15 peers),
 # mpi_check's memory phase (Pss growth per peer: idle, busy, rested). Rows in mpi_hosts.csv.
 MPIN_CSV=$out/mpi_hosts.csv
 echo "figure,system,hosts,ranks,rep,metric,value" >"$MPIN_CSV"
@@ -1244,7 +1249,7 @@ mpin_alltoall() {
 	local sys=$1 rep=$2 btl=${1%-*} rails name rc v
 	rails=$(mpi_rails "$sys")
 	name=$RAW/mpin-a2a-$sys-h$BED_HOSTS-$rep
-	MPI_NP=$BED_HOSTS mpi_job "$name.out" "$btl" "$rails" 240 --phases alltoall --rounds "$MPIN_ROUNDS"
+	MPI_NP=$BED_HOSTS mpi_job "$name.out" "$btl" "$rails" 240 --phases alltoall --rounds "$MPIN_A2A_ROUNDS"
 	rc=$?
 	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
 		{ fail "$sys on $BED_HOSTS hosts: mpirun exited $rc: $(tail -n 3 "$name.out" | tr '\n' ' ' | head -c 300)"; return; }
@@ -1289,7 +1294,7 @@ mpin_summary() {
 	echo "## MPI over 4 and 8 hosts: alltoall beside btl_tcp, memory per peer"
 	echo
 	echo "One rank per host, 2 rails x 1 Gbit/s per host (one switch per rail); \`mpi_check --phases alltoall\`" \
-		"($MPIN_ROUNDS rounds of 256 KiB blocks, every byte checked). MB/s per rank: the bytes a rank sends to the" \
+		"($MPIN_A2A_ROUNDS rounds of 256 KiB blocks, every byte checked). MB/s per rank: the bytes a rank sends to the" \
 		"others over the time the slowest rank spent in MPI_Alltoall. btl/tcp on r1,r2 stripes over both rails."
 	echo
 	echo "| hosts | --mca btl | rails | alltoall (MB/s per rank) | / btl_tcp on r1,r2 |"

@@ -130,6 +130,7 @@ typedef struct mca_btl_ri2n_module_t {
 	int finalizing;
 	rn_config cfg;
 	rn_env env;
+	rn_rcvpool rcvpool; /* the receive windows' share of the ceiling (btl_ri2n_mem.c) */
 	rn_listener lis;
 	rn_hset io;                 /* one UDP socket per rail (host kit) */
 	rn_hrxbuf rx;               /* their receive batches */
@@ -296,6 +297,8 @@ void *ri2n_core_alloc(void *u, size_t n);
 void ri2n_core_free(void *u, void *ptr);
 /* Each peer's rings are held to an equal share of the ceiling (m->cfg). */
 void ri2n_share_ceiling(mca_btl_ri2n_module_t *m);
+/* The pool the receive windows share: a third of the ceiling (NULL without one). */
+rn_rcvpool *ri2n_rcvpool(mca_btl_ri2n_module_t *m);
 /* Calls the PML's error callback for queued fatal errors (lock not held). */
 void ri2n_report_fatal(mca_btl_ri2n_module_t *m);
 /* Per-peer, per-rail counters on Open MPI's output (btl_ri2n_verbose). */

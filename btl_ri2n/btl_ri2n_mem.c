@@ -117,3 +117,23 @@ void ri2n_share_ceiling(mca_btl_ri2n_module_t *m)
 	if (m->cfg.init_cwnd > m->cfg.snd_slots)
 		m->cfg.init_cwnd = m->cfg.snd_slots;
 }
+
+/*
+ * The receive windows of all peers share a third of the ceiling (rn_rcvpool,
+ * rn_core.h): each peer sending now is offered an equal part of it.  A third:
+ * the send rings may take half (the equal share above), and a ring moving to
+ * a block half its size holds both for a moment, at most a sixth.  Within a
+ * job the pool leaves the default windows (2048 packets of 1448 bytes) whole
+ * up to 28 peers sending at once (256 MiB); it holds peers from outside the
+ * job to the ceiling too, instead of letting the first few grow their rings
+ * while the others drop what their windows let in.  The module's lock covers
+ * every connection, so one pool serves them all.  NULL without a ceiling, and
+ * with btl_ri2n_ring_share 0 (rings grow until the ceiling refuses).
+ */
+rn_rcvpool *ri2n_rcvpool(mca_btl_ri2n_module_t *m)
+{
+	if (!m->mem_max || !mca_btl_ri2n_component.p.ring_share)
+		return NULL;
+	m->rcvpool = (rn_rcvpool){ .bytes = m->mem_max / 3 };
+	return &m->rcvpool;
+}

@@ -241,7 +241,8 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	}
 	ri2n_share_ceiling(m);
 	m->env = (rn_env){ .mem = { ri2n_core_alloc, ri2n_core_free, m }, .rng = rn_henv_rng,
-			   .on_event = ri2n_on_core_event, .user = NULL };
+			   .on_event = ri2n_on_core_event, .user = NULL,
+			   .rcvpool = ri2n_rcvpool(m) };
 	if (io_open(m, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);
 		io_close(m);

@@ -72,7 +72,7 @@ sanitized() { # NAME DIR SANITIZER SEEDS
 	cmake --build "$2" -j"$jobs"
 	# the shared-switch scenarios of 4 to 16 senders take minutes each under a sanitizer (16
 	# senders: 8 min under TSan); incast3 covers the same code, the release stage runs them all
-	run_suite "$1 unit + sim" "$2" -L 'unit|sim' -E '^sim_incast(2|4|8|16|8-loss|8-hole)$'
+	run_suite "$1 unit + sim" "$2" -L 'unit|sim' -E '^sim_incast(2|4|8|16|8-loss|8-hole|8-mem|16-mem)$'
 	if [ "$(id -u)" -eq 0 ]; then
 		# bench_smoke (90 s under a sanitizer) drives the same programs the netns tests do
 		run_suite "$1 netns" "$2" -L netns -E '^bench_smoke$' -j1

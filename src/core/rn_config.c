@@ -170,3 +170,18 @@ const char *rn_state_name(int st)
 	default: return "?";
 	}
 }
+
+uint32_t rn_config_rcv_share(const rn_rcvpool *p, uint32_t rcv_slots, uint32_t pkt_bytes,
+			     uint32_t others)
+{
+	uint32_t w = rcv_slots, floor;
+	uint64_t fit;
+
+	if (!p || !p->bytes || !pkt_bytes)
+		return w;
+	floor = p->floor_slots > RN_MIN_SLOTS ? p->floor_slots : RN_MIN_SLOTS;
+	fit = p->bytes / ((uint64_t)others + 1) / pkt_bytes;
+	while (w > floor && w > fit)
+		w /= 2;
+	return w;
+}

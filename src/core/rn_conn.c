@@ -161,8 +161,11 @@ void rn_conn_del(rn_conn *c)
 	if (!c)
 		return;
 	mem = &c->env.mem;
+	rn_conn_pool_leave(c);
 	rn_sndq_free(&c->sq, mem);
 	rn_rob_free(&c->rq, mem);
+	c->bufs_ready = 0;
+	rn_conn_pool_account(c);
 	for (int k = 0; k < RN_MAX_RAILS; k++)
 		rn_rail_free(&c->rail[k], mem);
 	free_keys(c);
@@ -251,8 +254,10 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	c->live.last_payload_ns = c->live.active_since_ns = now_ns;
 	c->grow_hold = c->hs.isn;
 	c->peer_wnd = c->hs.isn + c->peer_slots;
-	c->ack.adv_edge = rn_rob_edge(&c->rq);
+	/* what our hello offered (rn_conn_send.c, rn_listen.c), at most */
+	c->ack.adv_edge = c->rq.base + rn_conn_rcv_share(c);
 	c->bufs_ready = 1;
+	rn_conn_pool_account(c);
 	c->live.last_rx_any_ns = now_ns;
 	c->link.interval_ns = 0;
 	return 0;
@@ -274,6 +279,7 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 	memset(c->rail, 0, sizeof(c->rail));
 	c->npaths = 0;
 	c->bufs_ready = 0;
+	rn_conn_pool_account(c);
 	/*
 	 * A new identity: the server connection our first cookie created may
 	 * still answer, and must not be taken for the one the new cookie makes.
@@ -339,6 +345,88 @@ void rn_conn_grow_send(rn_conn *c)
 	c->st.ring_grows++;
 }
 
+uint32_t rn_conn_rcv_share(const rn_conn *c)
+{
+	const rn_rcvpool *p = c->env.rcvpool;
+
+	if (!p)
+		return c->rq.wnd;
+	return rn_config_rcv_share(p, c->rq.wnd, c->mss, p->active - c->pool.rx);
+}
+
+uint32_t rn_conn_rcv_edge(const rn_conn *c)
+{
+	uint32_t e = c->rq.base + rn_conn_rcv_share(c);
+
+	return rn_seq_gt(c->ack.adv_edge, e) ? c->ack.adv_edge : e;
+}
+
+void rn_conn_pool_account(rn_conn *c)
+{
+	rn_rcvpool *p = c->env.rcvpool;
+	uint64_t now = c->bufs_ready ? (uint64_t)c->rq.cap * c->mss : 0;
+
+	if (!p)
+		return;
+	p->held = p->held - c->pool.held + now;
+	c->pool.held = now;
+}
+
+int rn_conn_pool_room(const rn_conn *c, uint32_t seq)
+{
+	const rn_rcvpool *p = c->env.rcvpool;
+	uint32_t off = seq - c->rq.base, cap = c->rq.cap;
+
+	if (!p || !p->bytes || off < cap || off >= c->rq.wnd)
+		return 1; /* no growth (or none allowed: the ring says why) */
+	while (off >= cap)
+		cap *= 2;
+	return p->held + (uint64_t)(cap - c->rq.cap) * c->mss <= p->bytes;
+}
+
+void rn_conn_pool_join(rn_conn *c)
+{
+	if (c->env.rcvpool && !c->pool.rx) {
+		c->env.rcvpool->active++;
+		c->pool.rx = 1;
+	}
+}
+
+void rn_conn_pool_leave(rn_conn *c)
+{
+	if (c->env.rcvpool && c->pool.rx) {
+		c->env.rcvpool->active--;
+		c->pool.rx = 0;
+	}
+}
+
+/*
+ * A receive ring grown past this connection's share of the pool (it grew
+ * while fewer connections received) goes back to the share once what it
+ * holds and what we advertised both fit in it, and to its first size once
+ * the peer's FIN came and was read: the memory goes to the others.  If the
+ * allocation fails it stays as it is (rn_conn_consume and the timer try
+ * again).
+ */
+void rn_conn_shrink_to_share(rn_conn *c)
+{
+	rn_rob *r = &c->rq;
+	uint32_t cap;
+
+	if (!c->env.rcvpool || !c->bufs_ready)
+		return;
+	cap = ring_init_slots(c->mss, r->wnd);
+	if (!c->close.peer_fin_seen && rn_conn_rcv_share(c) > cap)
+		cap = rn_conn_rcv_share(c);
+	/* past the FIN nothing more comes, whatever we advertised */
+	if (r->cap <= cap || r->max - r->base > cap ||
+	    (!c->close.peer_fin_seen && c->ack.adv_edge - r->base > cap))
+		return;
+	if (rn_rob_resize(r, cap) == 0)
+		c->st.ring_shrinks++;
+	rn_conn_pool_account(c);
+}
+
 /* True when both rings have grown and hold nothing: they may go back to their first size. */
 int rn_conn_can_shrink(const rn_conn *c)
 {
@@ -378,6 +466,7 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns)
 		ok = 0;
 	if (rn_rob_resize(&c->rq, ring_init_slots(c->mss, c->rq.wnd)) < 0)
 		ok = 0;
+	rn_conn_pool_account(c);
 	if (ok)
 		c->st.ring_shrinks++;
 }
@@ -409,6 +498,7 @@ void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
 	c->state = RN_ST_CLOSED;
 	c->err = err;
 	c->st.err = err;
+	rn_conn_pool_leave(c);
 	rn_conn_emit(c, RN_EV_FAILED, now_ns, -1, RN_CAUSE_NONE, err);
 }
 
@@ -516,6 +606,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 		return;
 	if (!c->close.peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
 		c->close.peer_fin_seen = 1;
+		rn_conn_pool_leave(c); /* nothing more comes */
 		c->ack.now = 1; /* the peer waits for this ACK to finish: no delay */
 		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
@@ -598,9 +689,10 @@ void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)
 		return;
 	rn_rob_consume(&c->rq, n);
 	c->st.app_rx_bytes += n;
-	/* reopened a quarter of the ring since the last advertisement: say so */
+	rn_conn_shrink_to_share(c);
+	/* reopened a quarter of the window since the last advertisement: say so */
 	if (c->state == RN_ST_ESTABLISHED &&
-	    rn_rob_edge(&c->rq) - c->ack.adv_edge >= c->rq.wnd / 4) {
+	    rn_conn_rcv_edge(c) - c->ack.adv_edge >= rn_conn_rcv_share(c) / 4) {
 		c->ack.pending = 1;
 		c->ack.now = 1;
 		if (!c->ack.first_ns)

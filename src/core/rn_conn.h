@@ -120,6 +120,16 @@ struct rn_conn_live {
 	uint64_t last_rx_any_ns;  /* any datagram: the dead-peer timer */
 };
 
+/*
+ * The connection's place in its receive pool (env.rcvpool, rn_core.h):
+ * rn_conn.c owns it; rn_conn_recv.c and rn_timer.c join and leave through
+ * the functions below.
+ */
+struct rn_conn_pool {
+	uint8_t rx;            /* counted as receiving in the pool's active */
+	uint64_t held;         /* receive ring bytes counted in the pool's held */
+};
+
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
@@ -163,6 +173,7 @@ struct rn_conn {
 	struct rn_conn_fresh fresh;
 	struct rn_conn_live live;
 	struct rn_conn_close close;
+	struct rn_conn_pool pool;
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
@@ -198,6 +209,20 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
 void rn_conn_grow_send(rn_conn *c);
+/*
+ * The receive window shared through env.rcvpool (rn_core.h): the window
+ * this connection offers now (packets), the edge to advertise (never below
+ * the last one), and its place in the pool's count of receivers.
+ */
+uint32_t rn_conn_rcv_share(const rn_conn *c);
+uint32_t rn_conn_rcv_edge(const rn_conn *c);
+void rn_conn_pool_join(rn_conn *c);
+void rn_conn_pool_leave(rn_conn *c);
+void rn_conn_shrink_to_share(rn_conn *c);
+/* Counts the receive ring's size now in the pool's held bytes. */
+void rn_conn_pool_account(rn_conn *c);
+/* Whether packet seq may land: 0 if it needs the ring to grow past the pool. */
+int rn_conn_pool_room(const rn_conn *c, uint32_t seq);
 int rn_conn_can_shrink(const rn_conn *c);
 void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
 

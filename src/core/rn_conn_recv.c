@@ -516,9 +516,14 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		return drop(c, RN_DROP_STATE);
 	if (p->flags & RN_F_MULTI)
 		return recv_multi(c, p, now_ns);
-	rc = rn_rob_insert(&c->rq, p->seq, p->payload, p->len, fin);
+	/* a ring may not grow past the receive pool (rn_core.h): sent again later */
+	rc = rn_conn_pool_room(c, p->seq) ? rn_rob_insert(&c->rq, p->seq, p->payload, p->len, fin)
+					  : RN_ROB_NOMEM;
+	rn_conn_pool_account(c);
 	switch (rc) {
 	case RN_ROB_NEW:
+		if (!fin)
+			rn_conn_pool_join(c);
 		c->live.last_data_ns = now_ns;
 		rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);

@@ -111,7 +111,7 @@ static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
 	if (maxw > RN_MAX_SACK_WORDS)
 		maxw = RN_MAX_SACK_WORDS;
 	ab->ack = c->rq.nxt;
-	ab->wnd = rn_rob_edge(&c->rq);
+	ab->wnd = rn_conn_rcv_edge(c);
 	ab->ts_echo = ab->ts_rx = 0;
 	ab->echo_path = 0;
 	for (int i = 0; i < c->npaths; i++) {
@@ -183,11 +183,19 @@ static ssize_t write_ctl(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
 	return write_ctl_pad(c, now_ns, k, type, payload, len, 0, buf, cap, tx);
 }
 
+/* The window our hello offers: the share of the receive pool, if any (rn_core.h). */
+static uint32_t hello_slots(const rn_conn *c)
+{
+	const rn_rcvpool *p = c->env.rcvpool;
+
+	return rn_config_rcv_share(p, c->cfg.rcv_slots, c->cfg.max_dgram, p ? p->active : 0);
+}
+
 static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			       uint8_t *buf, size_t cap, rn_tx *tx)
 {
 	uint8_t body[RN_INIT_LEN];
-	rn_hello h = { .id = c->id, .isn = c->hs.isn, .slots = c->cfg.rcv_slots,
+	rn_hello h = { .id = c->id, .isn = c->hs.isn, .slots = hello_slots(c),
 		       .max_dgram = c->cfg.max_dgram, .nrails = (uint8_t)c->nlocal };
 	rn_hdr hd = { .path = 0xff, .ts = rn_now_us(now_ns) };
 	int echo = c->state == RN_ST_COOKIE_SENT;

@@ -198,12 +198,50 @@ typedef struct rn_event {
 	uint8_t tx_up;   /* after the event: rails this side sends on */
 } rn_event;
 
+/*
+ * A receiver's memory, shared by the connections it receives on (optional:
+ * rn_env.rcvpool, one pool for every connection and listener of a process
+ * that are driven under one lock).  Each connection's receive window is
+ * the configured one (rcv_slots) but no more than an equal share of `bytes`
+ * among the connections receiving now, in whole packets and halved to a
+ * power of two so that the ring behind it fits in the share, and never less
+ * than `floor_slots` (enough to keep a rail busy): many senders into one
+ * receiver then promise together no more than it holds, instead of filling
+ * the rings of the first few and losing the rest for want of memory.  A
+ * window never shrinks below what was already advertised: the share takes
+ * effect as the reader moves on, and a ring grown past its share (while
+ * fewer received) goes back to it then.  No ring grows while the rings
+ * together would pass `bytes`: a packet that would need it is dropped as
+ * for want of memory and sent again, while the rings over their share
+ * shrink.  Under
+ * an allocator with a ceiling, give the pool at most 2/3 of it: a ring
+ * moving to a block of half its size holds both for a moment.  The core
+ * keeps `active` and `held`: a connection counts as receiving from its
+ * first DATA until the sender's FIN has come in order, the connection
+ * ends, or nothing came for 2 s.
+ */
+typedef struct rn_rcvpool {
+	uint64_t bytes;       /* what the receive rings together may hold (0: no limit) */
+	uint32_t floor_slots; /* the least window, packets (below RN_MIN_SLOTS: RN_MIN_SLOTS) */
+	uint32_t active;      /* connections receiving now (the core's count) */
+	uint64_t held;        /* bytes of receive ring the pool's connections hold (the core's) */
+} rn_rcvpool;
+
+/*
+ * The window (packets, a power of two) a connection of `p` offers with
+ * packets of pkt_bytes when `others` other connections receive: rcv_slots
+ * halved until it fits in bytes / (others + 1), never below the floor.
+ */
+uint32_t rn_config_rcv_share(const rn_rcvpool *p, uint32_t rcv_slots, uint32_t pkt_bytes,
+			     uint32_t others);
+
 /* What the core needs from its environment. */
 typedef struct rn_env {
 	rn_mem mem;
 	uint64_t (*rng)(void *user); /* unpredictable 64-bit values */
 	void (*on_event)(void *user, const rn_event *ev); /* may be NULL */
 	void *user;
+	rn_rcvpool *rcvpool;         /* may be NULL: every window is rcv_slots */
 } rn_env;
 
 /* ---- counters ---- */

@@ -95,7 +95,10 @@ static int reply_allowed(rn_listener *l, uint32_t ip, uint64_t now_ns)
 static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *p,
 		   uint8_t *reply, size_t cap, size_t *reply_len)
 {
-	rn_hello client, server = { .slots = l->cfg.rcv_slots, .max_dgram = l->cfg.max_dgram,
+	/* the window a newcomer gets beside those receiving now (rn_config_rcv_share) */
+	uint32_t slots = rn_config_rcv_share(l->env.rcvpool, l->cfg.rcv_slots, l->cfg.max_dgram,
+					  l->env.rcvpool ? l->env.rcvpool->active : 0);
+	rn_hello client, server = { .slots = slots, .max_dgram = l->cfg.max_dgram,
 				    .nrails = (uint8_t)l->nrails };
 	uint8_t body[RN_HELLO_FIXED + RN_RAIL_WIRE_LEN * RN_MAX_RAILS + RN_COOKIE_LEN];
 	uint8_t cookie[RN_COOKIE_LEN];

@@ -381,6 +381,9 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->ack.pending && now_ns >= c->timer[RN_TIMER_ACK])
 		c->ack.now = 1;
 	rn_conn_detect_losses(c, now_ns);
+	if (now_ns - c->ack.data_rx_ns >= RN_RING_IDLE_NS)
+		rn_conn_pool_leave(c); /* no longer receiving: its share goes to the others */
+	rn_conn_shrink_to_share(c);
 	if (now_ns - c->live.last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))
 		rn_conn_shrink(c, now_ns);
 	/* rail timers first: a rail they fail is a LINK_STATE whose retry is armed below */

@@ -12,15 +12,42 @@
 #define RX_PORT 7000
 #define CHUNK 65536
 
+/* Each block carries its size in front (16 bytes, keeping it aligned). */
+#define MEM_HDR 16
+
 static void *star_alloc(void *u, size_t n)
 {
-	(void)u;
-	return calloc(1, n);
+	star *s = u;
+	uint8_t *p;
+
+	if (s && s->rx_mem_max && !s->rx_setup && s->rx_mem_used + n > s->rx_mem_max) {
+		s->rx_mem_refused++;
+		return NULL;
+	}
+	p = calloc(1, n + MEM_HDR);
+	if (!p)
+		return NULL;
+	memcpy(p, &n, sizeof(n));
+	if (s) {
+		s->rx_mem_used += n;
+		if (s->rx_mem_used > s->rx_mem_peak)
+			s->rx_mem_peak = s->rx_mem_used;
+	}
+	return p + MEM_HDR;
 }
 
-static void star_dealloc(void *u, void *p)
+static void star_dealloc(void *u, void *ptr)
 {
-	(void)u;
+	star *s = u;
+	uint8_t *p = ptr;
+	size_t n;
+
+	if (!p)
+		return;
+	p -= MEM_HDR;
+	memcpy(&n, p, sizeof(n));
+	if (s)
+		s->rx_mem_used -= n;
 	free(p);
 }
 
@@ -32,8 +59,11 @@ static uint64_t host_rng(void *user)
 
 static rn_env host_env(star *s, int h)
 {
-	return (rn_env){ .mem = { star_alloc, star_dealloc, NULL }, .rng = host_rng,
-			 .user = &s->hrng[h] };
+	int rx = h == s->nsenders;
+
+	/* the receiver's memory is counted (and may be held to a ceiling) */
+	return (rn_env){ .mem = { star_alloc, star_dealloc, rx ? s : NULL }, .rng = host_rng,
+			 .user = &s->hrng[h], .rcvpool = rx && s->use_pool ? &s->pool : NULL };
 }
 
 static int receiver(const star *s)
@@ -230,8 +260,11 @@ static void rx_listen(star *s, const star_pkt *p, rn_addr from)
 		star_flow *f = flow_of_peer(s, from);
 		rn_env env = host_env(s, receiver(s));
 
-		if (f && !f->rx)
+		if (f && !f->rx) {
+			s->rx_setup = 1;
 			rn_conn_accept(&f->rx, &ap, &env, s->now_ns);
+			s->rx_setup = 0;
+		}
 	}
 }
 
@@ -290,7 +323,7 @@ static void app_recv(star *s, star_flow *f)
 {
 	uint64_t bin = s->now_ns / s->bin_ns;
 
-	if (!f->rx)
+	if (!f->rx || (s->read_every_ns && s->now_ns < s->next_read_ns))
 		return;
 	for (;;) {
 		const uint8_t *d;
@@ -394,6 +427,8 @@ static uint64_t next_time(star *s)
 		if (f->rx)
 			t = min64(t, rn_conn_expiry(f->rx));
 	}
+	if (s->read_every_ns)
+		t = min64(t, s->next_read_ns);
 	for (int h = 0; h <= s->nsenders; h++)
 		for (int r = 0; r < s->nrails; r++) {
 			uint64_t w = writable_at(s, h, r);
@@ -447,10 +482,14 @@ void star_run(star *s)
 	rn_env env = host_env(s, receiver(s));
 	unsigned turn = 0;
 
+	s->rx_setup = 1;
 	if (rn_listener_init(&s->lis, &s->cfg, &env, s->addr[receiver(s)], s->nrails)) {
 		s->hung = 1;
 		return;
 	}
+	s->rx_setup = 0;
+	/* a third left over: a ring moving to a block of half its size needs both (rn_core.h) */
+	s->pool.bytes = s->rx_mem_max / 3 * 2;
 	for (;;) {
 		while (s->nheap && s->heap[0].at_ns <= s->now_ns) {
 			star_pkt p = heap_pop(s);
@@ -478,6 +517,8 @@ void star_run(star *s)
 		trace(s);
 		for (int i = 0; i < s->nsenders; i++)
 			app_recv(s, &s->flow[i]);
+		while (s->read_every_ns && s->next_read_ns <= s->now_ns)
+			s->next_read_ns += s->read_every_ns;
 		if (all_done(s))
 			break;
 		s->now_ns = next_time(s);

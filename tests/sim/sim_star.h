@@ -15,6 +15,12 @@
  * ri2n connection; host N accepts them all on one listener and checks every
  * byte.  The bytes each connection delivers are counted per time bin, for
  * fairness (Jain's index) over virtual time.
+ *
+ * The receiver may be given little memory: its application then reads only
+ * every read_every_ns (a busy process), its allocator refuses ring growth
+ * past rx_mem_max bytes (as the Open MPI BTL's ceiling does: a connection's
+ * setup is always granted), and with use_pool its connections share their
+ * receive windows through one rn_rcvpool of that size (rn_core.h).
  */
 #ifndef SIM_STAR_H
 #define SIM_STAR_H
@@ -73,6 +79,12 @@ typedef struct star {
 	uint64_t now_ns, limit_ns, bin_ns;
 	int hung;
 	uint64_t dropped_queue, dropped_loss, dropped_hole;
+	/* the receiver's memory (all 0: unlimited, reads at once) */
+	uint64_t read_every_ns, next_read_ns;
+	uint64_t rx_mem_max, rx_mem_used, rx_mem_peak, rx_mem_refused;
+	int rx_setup;           /* a connection is being set up: granted past the ceiling */
+	int use_pool;
+	rn_rcvpool pool;
 } star;
 
 /* nsenders senders and a receiver on nrails rails whose ports all run at rate_bps. */

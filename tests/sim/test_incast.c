@@ -20,6 +20,7 @@
 #include "sim_star.h"
 
 static int g_verbose;
+static int g_no_pool; /* --no-pool: windows not shared (what the core did before rn_rcvpool) */
 static double g_jain_min, g_agg_min;
 
 typedef struct incast {
@@ -27,6 +28,8 @@ typedef struct incast {
 	double loss;            /* at the switch */
 	int hole;               /* rail 1 black-holed for a second mid-run */
 	double jain;            /* the least index asserted per bin */
+	uint64_t rx_mem;        /* the receiver's ring memory, bytes (0: unlimited) */
+	uint64_t read_ms;       /* ...and its application reads every read_ms (0: at once) */
 } incast;
 
 static double jain(const double *x, int n)
@@ -110,6 +113,9 @@ static int run_incast(uint64_t seed, const incast *ic)
 	cap = (double)s.rail[0].rate_bps * 2;
 	for (int r = 0; r < 2; r++)
 		s.rail[r].loss = ic->loss;
+	s.rx_mem_max = ic->rx_mem;
+	s.read_every_ns = ic->read_ms * MS;
+	s.use_pool = ic->rx_mem && !g_no_pool;
 	last = stagger * (uint64_t)(n - 1);
 	/* enough that every flow still runs `measure` after the last one settled */
 	bytes = cap / 8 * (double)(last + settle + measure) / SEC / n * 1.6;
@@ -128,6 +134,9 @@ static int run_incast(uint64_t seed, const incast *ic)
 	if (!rc)
 		rc = check_bins(&s, last + settle, hole_from, hole_to ? hole_to + SEC : 0, ic->jain,
 				cap);
+	if (!rc && ic->rx_mem && s.rx_mem_refused)
+		snprintf(g_why, sizeof(g_why), "(ring growth refused %" PRIu64 " times, peak %.0f KiB)",
+			 s.rx_mem_refused, (double)s.rx_mem_peak / 1024);
 	star_free(&s);
 	return rc;
 }
@@ -136,15 +145,21 @@ static const struct {
 	const char *name;
 	incast ic;
 } g_sc[] = {
-	{ "incast2", { 2, 0, 0, 0.9 } },
-	{ "incast3", { 3, 0, 0, 0.9 } },
-	{ "incast4", { 4, 0, 0, 0.9 } },
-	{ "incast8", { 8, 0, 0, 0.85 } },
-	{ "incast16", { 16, 0, 0, 0.85 } },
-	{ "incast3-loss", { 3, 0.01, 0, 0.9 } },
-	{ "incast8-loss", { 8, 0.01, 0, 0.85 } },
-	{ "incast3-hole", { 3, 0, 1, 0.9 } },
-	{ "incast8-hole", { 8, 0.005, 1, 0.85 } },
+	{ "incast2", { 2, 0, 0, 0.9, 0, 0 } },
+	{ "incast3", { 3, 0, 0, 0.9, 0, 0 } },
+	{ "incast4", { 4, 0, 0, 0.9, 0, 0 } },
+	{ "incast8", { 8, 0, 0, 0.85, 0, 0 } },
+	{ "incast16", { 16, 0, 0, 0.85, 0, 0 } },
+	{ "incast3-loss", { 3, 0.01, 0, 0.9, 0, 0 } },
+	{ "incast8-loss", { 8, 0.01, 0, 0.85, 0, 0 } },
+	{ "incast3-hole", { 3, 0, 1, 0.9, 0, 0 } },
+	{ "incast8-hole", { 8, 0.005, 1, 0.85, 0, 0 } },
+	/*
+	 * 16 senders into a receiver with 4 MiB for all its rings, whose application
+	 * reads every 4 ms: the windows share the 4 MiB (rn_rcvpool)
+	 */
+	{ "incast16-mem", { 16, 0, 0, 0.85, 4u << 20, 4 } },
+	{ "incast8-mem", { 8, 0.005, 0, 0.85, 4u << 20, 4 } },
 };
 
 static int parse_seeds(const char *a, uint64_t *lo, uint64_t *hi)
@@ -167,6 +182,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bad seed range %s\n", argv[a]);
 				return 2;
 			}
+			continue;
+		}
+		if (!strcmp(argv[a], "--no-pool")) {
+			g_no_pool = 1;
 			continue;
 		}
 		if (!strcmp(argv[a], "-v")) {

@@ -235,6 +235,33 @@ static void test_error_list(void **state)
 	assert_int_equal(rn_errno(-999), ECONNRESET);
 }
 
+/* The receive pool's share (rn_core.h): a table of cases. */
+static void test_config_rcv_share(void **state)
+{
+	rn_rcvpool p = { .bytes = 4u << 20 };
+	static const struct {
+		uint32_t rcv_slots, others, floor, want;
+	} cases[] = {
+		{ 2048, 0, 0, 2048 },  /* alone: 4 MiB holds 2896 packets, the window is whole */
+		{ 2048, 1, 0, 1024 },  /* 1448 fit: halved to a power of two */
+		{ 2048, 15, 0, 128 },  /* 181 fit */
+		{ 2048, 99, 0, 64 },   /* 28 fit: never below RN_MIN_SLOTS */
+		{ 2048, 99, 256, 256 }, /* ...nor below the pool's floor */
+		{ 64, 15, 0, 64 },     /* a small window stays as it is */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		p.floor_slots = cases[i].floor;
+		assert_int_equal(rn_config_rcv_share(&p, cases[i].rcv_slots, 1448, cases[i].others),
+				 cases[i].want);
+	}
+	/* no pool, or one without a size: the configured window */
+	assert_int_equal(rn_config_rcv_share(NULL, 2048, 1448, 99), 2048);
+	p.bytes = 0;
+	assert_int_equal(rn_config_rcv_share(&p, 2048, 1448, 99), 2048);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_config_drop_names),
 		cmocka_unit_test(test_config_cause_names),
 		cmocka_unit_test(test_config_state_names),
+		cmocka_unit_test(test_config_rcv_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
