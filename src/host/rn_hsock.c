@@ -370,7 +370,23 @@ int rn_hrxbuf_init(rn_hrxbuf *r, size_t bufsz, int turn)
 	r->bufsz = bufsz;
 	r->turn = turn > RN_HRX_TURN ? RN_HRX_TURN : turn;
 	r->mem = malloc(bufsz * (size_t)r->turn * RN_MAX_RAILS);
-	return r->mem ? 0 : -ENOMEM;
+	if (!r->mem)
+		return -ENOMEM;
+	/* every batch's headers, built once; a read resets what the kernel wrote (read_batch) */
+	for (int i = 0; i < RN_MAX_RAILS; i++) {
+		rn_hrx *b = &r->b[i];
+		uint8_t *mem = r->mem + (size_t)i * (size_t)r->turn * r->bufsz;
+
+		for (int k = 0; k < r->turn; k++) {
+			b->iov[k] = (struct iovec){ mem + (size_t)k * r->bufsz, r->bufsz };
+			b->msgs[k].msg_hdr = (struct msghdr){ .msg_name = &b->from[k],
+							      .msg_namelen = sizeof(b->from[k]),
+							      .msg_iov = &b->iov[k], .msg_iovlen = 1,
+							      .msg_control = b->ctl[k],
+							      .msg_controllen = sizeof(b->ctl[k]) };
+		}
+	}
+	return 0;
 }
 
 void rn_hrxbuf_free(rn_hrxbuf *r)
@@ -443,23 +459,21 @@ int rn_hrx_next(rn_hrx *b, rn_hdgram *out)
 static int read_batch(rn_hset *h, rn_hrxbuf *r, int idx)
 {
 	rn_hrx *b = &r->b[idx];
-	uint8_t *mem = r->mem + (size_t)idx * (size_t)r->turn * r->bufsz;
 	int n;
 
-	for (int k = 0; k < r->turn; k++) {
-		b->iov[k] = (struct iovec){ mem + (size_t)k * r->bufsz, r->bufsz };
-		b->msgs[k].msg_hdr = (struct msghdr){ .msg_name = &b->from[k],
-						      .msg_namelen = sizeof(b->from[k]),
-						      .msg_iov = &b->iov[k], .msg_iovlen = 1,
-						      .msg_control = b->ctl[k],
-						      .msg_controllen = sizeof(b->ctl[k]) };
+	/* the kernel wrote the lengths and flags of the messages it filled last time */
+	for (int k = 0; k < b->filled; k++) {
+		b->msgs[k].msg_hdr.msg_namelen = sizeof(b->from[k]);
+		b->msgs[k].msg_hdr.msg_controllen = sizeof(b->ctl[k]);
+		b->msgs[k].msg_hdr.msg_flags = 0;
 	}
+	b->filled = 0;
 	b->n = b->k = 0;
 	b->off = 0;
 	n = recvmmsg(h->s[idx].fd, b->msgs, (unsigned)r->turn, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return -errno;
-	b->n = n;
+	b->n = b->filled = n;
 	if (n) {
 		/* the kernel stamps CLOCK_REALTIME: shift to CLOCK_MONOTONIC */
 		uint64_t off = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);

@@ -178,6 +178,7 @@ typedef struct rn_hrx {
 	uint8_t ctl[RN_HRX_TURN][RN_HRX_CTL];
 	uint64_t at[RN_HRX_TURN];      /* arrival, CLOCK_MONOTONIC ns (0: unknown) */
 	int n, k;                      /* messages read, message being split */
+	int filled;                    /* headers the kernel wrote into in the last read */
 	size_t off, seg;               /* position in message k, its GRO segment size */
 } rn_hrx;
 
