@@ -499,7 +499,7 @@ nopub_figure() { # FIG REP [ri2n-stream args]
 	RI2N_STAT_MS=0 ri2n_tp "$fig-nopub" "$rep" "$((TP_SECS + 1))" "$@"
 }
 
-# The same with a cluster key at both ends: every datagram sealed with AES-256-GCM (the cost of
+# The same with a cluster key at both ends: every datagram sealed with AES-128-GCM (the cost of
 # RI2N_KEY); authonly_figure: the integrity-only mode (RI2N_KEY_AUTH_ONLY=1, AES-GMAC).
 keyed_figure() { # FIG REP [ri2n-stream args]
 	local fig=$1 rep=$2 key
@@ -1711,7 +1711,7 @@ summary() {
 			echo
 		fi
 		if [ -n "$(agg tp2-keyed ri2n mbps)$(agg veth-keyed ri2n mbps)" ]; then
-			echo "Cost of a cluster key (RI2N_KEY: every datagram sealed with AES-256-GCM under keys of its" \
+			echo "Cost of a cluster key (RI2N_KEY: every datagram sealed with AES-128-GCM under keys of its" \
 				"connection; target >= 0.98 on GbE, >= 0.85 on unshaped veth): 2 x GbE $(fmtv tp2-keyed ri2n mbps)" \
 				"Mbit/s keyed vs $(fmtv tp2 ri2n mbps) (ratio $(ratio "$(med tp2-keyed ri2n mbps)" "$(med tp2 ri2n mbps)"));" \
 				"4 x GbE $(fmtv tp4-keyed ri2n mbps) vs $(fmtv tp4 ri2n mbps)" \

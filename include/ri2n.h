@@ -102,6 +102,7 @@ enum ri2n_option {
 	RI2N_KEY,
 	RI2N_BUSY_POLL_US,
 	RI2N_KEY_AUTH_ONLY,
+	RI2N_KEY_AES256,
 };
 
 /*

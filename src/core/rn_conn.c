@@ -143,7 +143,10 @@ static int make_keys(rn_conn *c, uint32_t dgram, uint64_t now_ns)
 		return RN_ERR_NOMEM;
 	rc = rn_crypt_init(c->cr, c->cfg.key, c->is_client, c->is_client ? c->id : c->peer_id,
 			   c->is_client ? c->peer_id : c->id, c->is_client ? c->hs.isn : c->hs.peer_isn,
-			   c->is_client ? c->hs.peer_isn : c->hs.isn, c->cfg.auth_only, now_ns);
+			   c->is_client ? c->hs.peer_isn : c->hs.isn,
+			   (c->cfg.auth_only ? RN_CRYPT_AUTH_ONLY : 0) |
+				   (c->cfg.aes256 ? RN_CRYPT_AES256 : 0),
+			   now_ns);
 	if (rc) {
 		mem->free(mem->user, c->cr);
 		c->cr = NULL;

@@ -2,9 +2,11 @@
  * rn_crypt.h - a connection's datagram protection under the cluster key.
  *
  * With a cluster key, every datagram of an established connection is sealed
- * with AES-256-GCM: Intel's ipsec-mb library where the build has it and the
- * CPU has AES-NI (its VAES and VPCLMULQDQ code seals a 1.4 KB datagram in
- * about 110 ns, OpenSSL 3.0's EVP in about 380), OpenSSL 3's EVP otherwise.
+ * with AES-128-GCM (AES-256-GCM with RN_CRYPT_AES256, RI2N_KEY_AES256):
+ * Intel's ipsec-mb library where the build has it and the CPU has AES-NI
+ * (its VAES and VPCLMULQDQ code seals a 1.4 KB datagram in about 95 ns with
+ * AES-128, 115 with AES-256; OpenSSL 3.0's EVP in about 350 and 380),
+ * OpenSSL 3's EVP otherwise.
  * Both compute the same AEAD, so ends built either way talk to each other;
  * docs/PROTOCOL.md, "Keys", gives the measurements behind the choice.  On
  * the wire:
@@ -19,7 +21,8 @@
  * cluster key and the handshake's randomness (both connection ids and both
  * initial sequence numbers, drawn by each end's rng), then one traffic
  * secret per direction.  The key of each epoch is expanded from its
- * direction's secret and the epoch number.  The packet number is the epoch
+ * direction's secret and the epoch number; the direction's IV, XORed into
+ * every nonce as in TLS 1.3, from the secret alone.  The packet number is the epoch
  * (32 bits) and a counter within it (32 bits); the sender moves to the next
  * epoch after RN_REKEY_PACKETS datagrams or RN_REKEY_NS, whichever comes
  * first, so a (key, nonce) pair is never used twice: not across
@@ -39,7 +42,8 @@
 #include <sys/types.h>
 
 enum {
-	RN_AEAD_KEY_LEN = 32,   /* AES-256 */
+	RN_AEAD_KEY_LEN = 32,   /* secrets, and the largest AES key (AES-256) */
+	RN_AEAD_KEY128_LEN = 16, /* AES-128, the default (rn_crypt_init's modes) */
 	RN_AEAD_NONCE_LEN = 12, /* 4 zero bytes and the packet number */
 	RN_AEAD_TAG_LEN = 16,
 	RN_PN_LEN = 8,          /* packet number on the wire: epoch, counter */
@@ -56,14 +60,17 @@ typedef enum rn_aead_impl {
 } rn_aead_impl;
 
 /*
- * One AES-256-GCM key, ready to seal or open, embedded in its owner (the
- * core allocates nothing itself): ipsec-mb's expanded key and GHASH powers
+ * One AES-GCM key, ready to seal or open, embedded in its owner (the
+ * core allocates nothing itself; the owner's memory 16-byte aligned, as
+ * malloc's is): ipsec-mb's expanded key and GHASH powers
  * in imb_key, or an OpenSSL context in evp.  impl is 0 until initialised.
  */
 typedef struct rn_aead {
-	uint8_t imb_key[RN_AEAD_IMB_LEN];
+	/* 16-byte aligned: ipsec-mb's AES-128 key expansion stores it with movdqa */
+	_Alignas(16) uint8_t imb_key[RN_AEAD_IMB_LEN];
 	void *evp;
 	uint8_t impl;
+	uint8_t key_len; /* RN_AEAD_KEY128_LEN or RN_AEAD_KEY_LEN */
 } rn_aead;
 
 /*
@@ -89,29 +96,37 @@ typedef struct rn_crypt_rx {
 typedef struct rn_crypt {
 	uint8_t tx_secret[RN_AEAD_KEY_LEN]; /* this direction's traffic secret */
 	uint8_t rx_secret[RN_AEAD_KEY_LEN]; /* the peer's */
+	uint8_t tx_iv[RN_AEAD_NONCE_LEN];   /* XORed into each nonce (TLS 1.3's per-key IV) */
+	uint8_t rx_iv[RN_AEAD_NONCE_LEN];
 	rn_aead tx;                         /* the send epoch's key */
 	uint32_t tx_epoch, tx_count;        /* next packet number: (tx_epoch, tx_count) */
 	uint64_t tx_epoch_ns;               /* when the send epoch began */
 	rn_crypt_rx rx[3];                  /* epoch e lives in rx[e % 3] */
 	uint32_t rx_epoch;                  /* newest epoch a datagram authenticated in */
 	uint8_t auth_only;                  /* body authenticated, not encrypted */
+	uint8_t key_len;                    /* AES key: RN_AEAD_KEY128_LEN or RN_AEAD_KEY_LEN */
 	uint32_t rekey_packets;             /* RN_REKEY_PACKETS (tests lower them) */
 	uint64_t rekey_ns;                  /* RN_REKEY_NS */
 	uint64_t tx_rekeys, rx_rekeys;      /* epochs begun each way */
 } rn_crypt;
 
+/* rn_crypt_init's modes; both ends must choose the same (they are mixed into the keys). */
+enum {
+	RN_CRYPT_AUTH_ONLY = 1, /* AES-GMAC: the body authenticated, not encrypted */
+	RN_CRYPT_AES256 = 2,    /* AES-256 instead of AES-128 (RI2N_KEY_AES256) */
+};
+
 /*
  * Derives a connection's keys from the cluster key and the handshake's
  * randomness: the client's and the server's connection ids and initial
  * sequence numbers (the same four values at both ends; is_client says which
- * direction is ours).  auth_only selects the integrity-only mode, which is
- * mixed into the keys (ends that disagree cannot talk).  Returns 0 or
- * RN_ERR_NOMEM (OpenSSL could not make its contexts; nothing is left
- * allocated).
+ * direction is ours).  mode: RN_CRYPT_* flags, mixed into the keys (ends that
+ * disagree cannot talk).  Returns 0 or RN_ERR_NOMEM (OpenSSL could not make
+ * its contexts; nothing is left allocated).
  */
 int rn_crypt_init(rn_crypt *cr, const uint8_t cluster_key[RN_AEAD_KEY_LEN], int is_client,
 		  uint64_t client_id, uint64_t server_id, uint32_t client_isn,
-		  uint32_t server_isn, int auth_only, uint64_t now_ns);
+		  uint32_t server_isn, unsigned mode, uint64_t now_ns);
 
 /* Frees the contexts and wipes every secret and key. */
 void rn_crypt_free(rn_crypt *cr);
@@ -137,18 +152,19 @@ ssize_t rn_crypt_open(rn_crypt *cr, const uint8_t *pkt, size_t len, uint8_t *out
 
 /*
  * The AEAD itself, as rn_crypt uses it (public for known-answer tests).
- * rn_aead_init readies a under key, for sealing (enc 1) or opening, with
- * impl (RN_AEAD_AUTO: rn_aead_default()); 0, or -1 when that implementation
- * is not available or OpenSSL fails (nothing is then left to free).
- * rn_aead_rekey puts another key into a ready a.  rn_aead_free wipes the key
+ * rn_aead_init readies a under key of key_len bytes (16: AES-128, 32:
+ * AES-256), for sealing (enc 1) or opening, with impl (RN_AEAD_AUTO:
+ * rn_aead_default()); 0, or -1 when that implementation is not available,
+ * key_len is neither, or OpenSSL fails (nothing is then left to free).
+ * rn_aead_rekey puts another key of the same length into a ready a.  rn_aead_free wipes the key
  * and frees OpenSSL's context; a zeroed or freed a may be freed again.
  * rn_aead_seal writes len bytes of ciphertext of in to out (they may be the
  * same) and the tag; rn_aead_open checks the tag (in constant time) and
  * writes the plaintext.  in == NULL with len 0 authenticates aad only.  Both
  * return 0, or -1 (open: the tag is wrong; out is then undefined).
  */
-int rn_aead_init(rn_aead *a, const uint8_t key[RN_AEAD_KEY_LEN], int enc, rn_aead_impl impl);
-int rn_aead_rekey(rn_aead *a, const uint8_t key[RN_AEAD_KEY_LEN], int enc);
+int rn_aead_init(rn_aead *a, const uint8_t *key, size_t key_len, int enc, rn_aead_impl impl);
+int rn_aead_rekey(rn_aead *a, const uint8_t *key, int enc);
 void rn_aead_free(rn_aead *a);
 int rn_aead_seal(rn_aead *a, const uint8_t nonce[RN_AEAD_NONCE_LEN], const uint8_t *aad,
 		 size_t aad_len, const uint8_t *in, size_t len, uint8_t *out,

@@ -92,7 +92,8 @@ const char *rn_knob_env(int opt);
 	  "TCP); without it the peer would wait out its dead-peer timeout")                 \
 	X(KEY, SECRET, 0, 0, 0, SOL, "none",                                                \
 	  "the cluster key, 64 hexadecimal digits (32 bytes): every datagram is encrypted " \
-	  "and authenticated (AES-256-GCM under keys derived for its connection) and peers " \
+	  "and authenticated (AES-128-GCM, or AES-256 with RI2N_KEY_AES256, under keys "   \
+	  "derived for its connection) and peers "                                         \
 	  "without the same key cannot connect (see PROTOCOL.md, \"Authentication and "     \
 	  "encryption\"). The option takes the 32 key bytes themselves (not an int), or "   \
 	  "length 0 for none; reading it gives an int, 1 if a key is set; the key itself "  \

@@ -5,10 +5,11 @@
 #
 #   capture   h1 sends a file of a known text to h2 over 2 rails, once without a key
 #             (the control: the capture must find the text, or it proves nothing),
-#             then with a cluster key, while a raw socket in h2's namespace captures
-#             every UDP datagram arriving on both rails.  Both files arrive intact; the
-#             keyed capture holds thousands of datagrams and not one 16-byte piece of
-#             the text.
+#             then with a cluster key (AES-128-GCM, the default), then with one and
+#             RI2N_KEY_AES256=1 at both ends, while a raw socket in h2's namespace
+#             captures every UDP datagram arriving on both rails.  Every file arrives
+#             intact; each keyed capture holds thousands of datagrams and not one
+#             16-byte piece of the text.
 #   mismatch  a listener with one key; clients with another key and with none: each
 #             connect fails (ETIMEDOUT) with a log line naming the cluster key as a
 #             cause, the listener logs the refusal with the client's address, and
@@ -69,7 +70,13 @@ sys.stdout.buffer.write(line * (16 * 1024 * 1024 // len(line)))' >"$NT_DIR/text"
 	hits=$(field_of hits "$keyed")
 	[ -n "$b" ] && [ "$b" -gt $((8 << 20)) ] || nt_fail "the keyed capture saw too little: $keyed"
 	[ "$hits" -eq 0 ] || nt_fail "the text is readable in $hits captured keyed frames"
-	nt_ok "capture: 16 MiB of known text arrived intact both times; in clear it showed in $(field_of hits "$plain") captured frames, with a key in none ($b bytes captured)"
+	keyed=$(captured_transfer keyed256 RI2N_KEY="$(newkey)" RI2N_KEY_AES256=1)
+	nt_note "keyed, AES-256: $keyed"
+	b=$(field_of bytes "$keyed")
+	hits=$(field_of hits "$keyed")
+	[ -n "$b" ] && [ "$b" -gt $((8 << 20)) ] || nt_fail "the AES-256 capture saw too little: $keyed"
+	[ "$hits" -eq 0 ] || nt_fail "the text is readable in $hits captured frames keyed with AES-256"
+	nt_ok "capture: 16 MiB of known text arrived intact three times; in clear it showed in $(field_of hits "$plain") captured frames, with a key (AES-128, then AES-256) in none ($b bytes captured the last time)"
 }
 
 # A client: NAME KEY(or "") -> its output files; returns its status

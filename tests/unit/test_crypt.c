@@ -36,55 +36,85 @@ static int impls(rn_aead_impl out[2])
 	int n = 0;
 
 	out[n++] = RN_AEAD_OPENSSL;
-	if (rn_aead_init(&probe, key, 1, RN_AEAD_IMB) == 0) {
+	if (rn_aead_init(&probe, key, 32, 1, RN_AEAD_IMB) == 0) {
 		out[n++] = RN_AEAD_IMB;
 		rn_aead_free(&probe);
 	}
 	return n;
 }
 
-/* AES-256-GCM, McGrew and Viega's test case 16 (96-bit IV, 20 bytes of AAD), through each implementation. */
-static void test_crypt_gcm_vector(void **state)
+/*
+ * McGrew and Viega's GCM test cases 4 (AES-128) and 16 (AES-256): 96-bit IV,
+ * 20 bytes of AAD, 60 of plaintext; through each implementation.
+ */
+static const struct gcm_case {
+	size_t key_len;
+	const char *key, *ct, *tag;
+} GCM_CASES[] = {
+	{ 16, "feffe9928665731c6d6a8f9467308308",
+	  "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
+	  "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091",
+	  "5bc94fbc3221a5db94fae95ae7121a47" },
+	{ 32, "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308",
+	  "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
+	  "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662",
+	  "76fc6ece0f4e1768cddf8853bb2d551b" },
+};
+
+static void gcm_case(const struct gcm_case *tc, rn_aead_impl impl)
 {
 	uint8_t key[32], iv[12], aad[20], pt[60], ct[60], want[60], tag[16], want_tag[16], back[60];
 	rn_aead enc, dec;
-	rn_aead_impl im[2];
-	int ni = impls(im);
 
-	(void)state;
-	unhex(key, "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308");
+	unhex(key, tc->key);
 	unhex(iv, "cafebabefacedbaddecaf888");
 	unhex(pt, "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
 		  "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39");
-	unhex(want, "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
-		    "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662");
-	unhex(want_tag, "76fc6ece0f4e1768cddf8853bb2d551b");
-	for (int i = 0; i < ni; i++) {
-		unhex(aad, "feedfacedeadbeeffeedfacedeadbeefabaddad2");
-		assert_int_equal(rn_aead_init(&enc, key, 1, im[i]), 0);
-		assert_int_equal(rn_aead_init(&dec, key, 0, im[i]), 0);
-		assert_int_equal(enc.impl, im[i]);
-		assert_int_equal(rn_aead_seal(&enc, iv, aad, sizeof(aad), pt, sizeof(pt), ct, tag), 0);
-		assert_memory_equal(ct, want, sizeof(ct));
-		assert_memory_equal(tag, want_tag, sizeof(tag));
-		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), 0);
-		assert_memory_equal(back, pt, sizeof(pt));
-		/* one bit anywhere: refused */
-		ct[59] ^= 1;
-		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
-		ct[59] ^= 1;
-		aad[0] ^= 1;
-		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
-		aad[0] ^= 1;
-		tag[15] ^= 0x80;
-		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
-		rn_aead_free(&enc);
-		rn_aead_free(&dec);
-		/* freed: the key schedule is wiped */
-		for (size_t b = 0; b < sizeof(enc.imb_key); b++)
-			assert_int_equal(enc.imb_key[b], 0);
-		assert_null(enc.evp);
+	unhex(want, tc->ct);
+	unhex(want_tag, tc->tag);
+	unhex(aad, "feedfacedeadbeeffeedfacedeadbeefabaddad2");
+	assert_int_equal(rn_aead_init(&enc, key, tc->key_len, 1, impl), 0);
+	assert_int_equal(rn_aead_init(&dec, key, tc->key_len, 0, impl), 0);
+	assert_int_equal(enc.impl, impl);
+	assert_int_equal(rn_aead_seal(&enc, iv, aad, sizeof(aad), pt, sizeof(pt), ct, tag), 0);
+	assert_memory_equal(ct, want, sizeof(ct));
+	assert_memory_equal(tag, want_tag, sizeof(tag));
+	assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), 0);
+	assert_memory_equal(back, pt, sizeof(pt));
+	/* one bit anywhere: refused (the tag compare looks at all 16 bytes) */
+	ct[59] ^= 1;
+	assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+	ct[59] ^= 1;
+	aad[0] ^= 1;
+	assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag), -1);
+	aad[0] ^= 1;
+	for (int b = 0; b < 16; b++) {
+		tag[b] ^= 0x80;
+		assert_int_equal(rn_aead_open(&dec, iv, aad, sizeof(aad), ct, sizeof(ct), back, tag),
+				 -1);
+		tag[b] ^= 0x80;
 	}
+	rn_aead_free(&enc);
+	rn_aead_free(&dec);
+	/* freed: the key schedule is wiped */
+	for (size_t b = 0; b < sizeof(enc.imb_key); b++)
+		assert_int_equal(enc.imb_key[b], 0);
+	assert_null(enc.evp);
+}
+
+static void test_crypt_gcm_vector(void **state)
+{
+	rn_aead_impl im[2];
+	int ni = impls(im);
+	rn_aead bad;
+	uint8_t key[32] = { 0 };
+
+	(void)state;
+	for (int i = 0; i < ni; i++)
+		for (size_t c = 0; c < sizeof(GCM_CASES) / sizeof(GCM_CASES[0]); c++)
+			gcm_case(&GCM_CASES[c], im[i]);
+	/* AES-192 is not one of ours */
+	assert_int_equal(rn_aead_init(&bad, key, 24, 1, RN_AEAD_AUTO), -1);
 	if (ni < 2)
 		print_message("ipsec-mb not built in or no AES-NI: OpenSSL only\n");
 }
@@ -105,30 +135,26 @@ static uint64_t xs_next(uint64_t *x)
  * changed bit in the body, the AAD or the tag is refused by both, and so is
  * another key.
  */
-static void test_crypt_impls_agree(void **state)
+static void impls_agree(size_t klen)
 {
 	static uint8_t pt[65536], aad[1600], c1[65536], c2[65536], back[65536];
 	uint8_t key[32], key2[32], nonce[12], t1[16], t2[16];
-	rn_aead_impl im[2];
 	rn_aead ie, id, oe, od, wrong;
 	uint64_t x = 0x9e3779b97f4a7c15u;
 
-	(void)state;
-	if (impls(im) < 2)
-		skip();
 	for (size_t i = 0; i < sizeof(pt); i++)
 		pt[i] = (uint8_t)xs_next(&x);
 	for (size_t i = 0; i < sizeof(aad); i++)
 		aad[i] = (uint8_t)xs_next(&x);
 	for (int i = 0; i < 32; i++) {
 		key[i] = (uint8_t)xs_next(&x);
-		key2[i] = key[i] ^ (i == 31);
+		key2[i] = key[i] ^ (i == (int)klen - 1); /* the last byte of the key */
 	}
-	assert_int_equal(rn_aead_init(&ie, key, 1, RN_AEAD_IMB), 0);
-	assert_int_equal(rn_aead_init(&id, key, 0, RN_AEAD_IMB), 0);
-	assert_int_equal(rn_aead_init(&oe, key, 1, RN_AEAD_OPENSSL), 0);
-	assert_int_equal(rn_aead_init(&od, key, 0, RN_AEAD_OPENSSL), 0);
-	assert_int_equal(rn_aead_init(&wrong, key2, 0, RN_AEAD_IMB), 0);
+	assert_int_equal(rn_aead_init(&ie, key, klen, 1, RN_AEAD_IMB), 0);
+	assert_int_equal(rn_aead_init(&id, key, klen, 0, RN_AEAD_IMB), 0);
+	assert_int_equal(rn_aead_init(&oe, key, klen, 1, RN_AEAD_OPENSSL), 0);
+	assert_int_equal(rn_aead_init(&od, key, klen, 0, RN_AEAD_OPENSSL), 0);
+	assert_int_equal(rn_aead_init(&wrong, key2, klen, 0, RN_AEAD_IMB), 0);
 	for (size_t len = 0; len <= 65536; len += len < 1500 ? 1 : 4093) {
 		size_t al = len % 5 == 4 ? 24 + len : len % 65; /* whole datagram as AAD: integrity only */
 		const uint8_t *a = al > sizeof(aad) ? pt : aad;
@@ -184,32 +210,62 @@ static void test_crypt_impls_agree(void **state)
 	rn_aead_free(&wrong);
 }
 
+static void test_crypt_impls_agree(void **state)
+{
+	rn_aead_impl im[2];
+
+	(void)state;
+	if (impls(im) < 2)
+		skip();
+	impls_agree(RN_AEAD_KEY128_LEN);
+	impls_agree(RN_AEAD_KEY_LEN);
+}
+
 /*
- * The key schedule and one sealed datagram, computed independently (Python's
+ * The key schedule and sealed datagrams, computed independently (Python's
  * cryptography: HKDF-SHA256 and AESGCM) from cluster key 00..1f, client id
  * 0x0102030405060708, server id 0x1112131415161718, ISNs 0x21222324 and
- * 0x31323334; header bytes 00..17, body "ri2n known answer".
+ * 0x31323334; header bytes 00..17, body "ri2n known answer"; for AES-128
+ * (the default) and AES-256 (RN_CRYPT_AES256).
  */
-static const char KAT_C2S[] = "e3bc31bc89e4c20a31b8b2473d45d969ee5cf1cd3a5197e919a4f1f2c4d045f2";
-static const char KAT_S2C[] = "b58ecdf6c9f4f887d5b83406b38adbd1a0b8d4bbbdf8f64afdbacadaf5a7734c";
-static const char KAT_DGRAM0[] = /* epoch 0, counter 0 */
-	"000102030405060708090a0b0c0d0e0f1011121314151617" "0000000000000000"
-	"14d882d1f56690208527fe5e40b5a10f84d30f1f61b041f09b1f33eed8684201b9";
-static const char KAT_DGRAM1[] = /* epoch 1, counter 5 */
-	"000102030405060708090a0b0c0d0e0f101112131415161700000001000000050ccf584ee06862649703c0"
-	"8e4ab355d783d583ec4188ccfbb2d551860213641b10";
+static const struct kat {
+	unsigned mode;
+	const char *c2s, *s2c, *iv_c2s;
+	const char *dgram0, *dgram1; /* epoch 0 counter 0; epoch 1 counter 5 */
+} KATS[] = {
+	{ 0, "d0a4e1bb0aa465611bdea3f083e62f232867fbf810b52414758b6d5bc0b0ae9f",
+	  "4cb0388026cc70534beee04a9de7aef133aafd2c347f243f1ba520b08394c87c",
+	  "191bf64d5bc2a8c29e47d0ee",
+	  "000102030405060708090a0b0c0d0e0f1011121314151617" "0000000000000000"
+	  "132d5a1e035d7c918b00852d163d2e9d967bd83343b161c3ff585777e79e62bb33",
+	  "000102030405060708090a0b0c0d0e0f1011121314151617" "0000000100000005"
+	  "4f612f7cad58b1a619429e33590e6fa78fa0a3d02fcb9c02f75e5bfc4b32d9ba7d" },
+	{ RN_CRYPT_AES256, "e3bc31bc89e4c20a31b8b2473d45d969ee5cf1cd3a5197e919a4f1f2c4d045f2",
+	  "b58ecdf6c9f4f887d5b83406b38adbd1a0b8d4bbbdf8f64afdbacadaf5a7734c",
+	  "a9ecbb87ee7c03cc6ffd1cb1",
+	  "000102030405060708090a0b0c0d0e0f1011121314151617" "0000000000000000"
+	  "da27b7c09ea2b427d65d63ee9a4c367bfae07cdc4ebbc2e6538fcb1e194d2ee6c7",
+	  "000102030405060708090a0b0c0d0e0f1011121314151617" "0000000100000005"
+	  "81ba4c2738e5505f604711944017800f58afc6d938782dd76f039d0722305c755f" },
+};
 
-static void kat_init(rn_crypt *cr, int is_client)
+static void kat_init_mode(rn_crypt *cr, int is_client, unsigned mode)
 {
 	uint8_t key[32];
 
 	for (int i = 0; i < 32; i++)
 		key[i] = (uint8_t)i;
 	assert_int_equal(rn_crypt_init(cr, key, is_client, UINT64_C(0x0102030405060708),
-				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, 0, 0),
+				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, mode,
+				       0),
 			 0);
 	assert_int_equal(cr->tx.impl, rn_aead_default()); /* the group's implementation */
 	assert_int_equal(cr->rx[0].aead.impl, rn_aead_default());
+}
+
+static void kat_init(rn_crypt *cr, int is_client)
+{
+	kat_init_mode(cr, is_client, 0);
 }
 
 /* Seals body under cr at now: header bytes 00..17 */
@@ -222,25 +278,28 @@ static ssize_t seal_body(rn_crypt *cr, uint64_t now, uint8_t *buf, size_t cap, c
 	return rn_crypt_seal(cr, now, buf, RN_HDR_LEN + len, cap);
 }
 
-static void test_crypt_schedule_vector(void **state)
+static void schedule_vector(const struct kat *k)
 {
 	rn_crypt cl, sv;
 	uint8_t want[128], buf[128], out[128];
 	ssize_t n;
 
-	(void)state;
-	kat_init(&cl, 1);
-	kat_init(&sv, 0);
-	unhex(want, KAT_C2S);
+	kat_init_mode(&cl, 1, k->mode);
+	kat_init_mode(&sv, 0, k->mode);
+	assert_int_equal(cl.tx.key_len, k->mode & RN_CRYPT_AES256 ? 32 : 16);
+	unhex(want, k->c2s);
 	assert_memory_equal(cl.tx_secret, want, 32);
 	assert_memory_equal(sv.rx_secret, want, 32);
-	unhex(want, KAT_S2C);
+	unhex(want, k->s2c);
 	assert_memory_equal(cl.rx_secret, want, 32);
 	assert_memory_equal(sv.tx_secret, want, 32);
+	unhex(want, k->iv_c2s);
+	assert_memory_equal(cl.tx_iv, want, 12);
+	assert_memory_equal(sv.rx_iv, want, 12);
 
 	n = seal_body(&cl, 0, buf, sizeof(buf), "ri2n known answer", 17);
-	assert_int_equal(n, (ssize_t)strlen(KAT_DGRAM0) / 2);
-	unhex(want, KAT_DGRAM0);
+	assert_int_equal(n, (ssize_t)strlen(k->dgram0) / 2);
+	unhex(want, k->dgram0);
 	assert_memory_equal(buf, want, (size_t)n);
 	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 17);
 	assert_memory_equal(out + RN_HDR_LEN, "ri2n known answer", 17);
@@ -251,11 +310,18 @@ static void test_crypt_schedule_vector(void **state)
 	assert_int_equal(cl.tx_epoch, 1);
 	cl.tx_count = 5;
 	n = seal_body(&cl, 1, buf, sizeof(buf), "ri2n known answer", 17);
-	unhex(want, KAT_DGRAM1);
+	unhex(want, k->dgram1);
 	assert_memory_equal(buf, want, (size_t)n);
 	assert_int_equal(rn_crypt_open(&sv, buf, (size_t)n, out, sizeof(out)), RN_HDR_LEN + 17);
 	rn_crypt_free(&cl);
 	rn_crypt_free(&sv);
+}
+
+static void test_crypt_schedule_vector(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(KATS) / sizeof(KATS[0]); i++)
+		schedule_vector(&KATS[i]);
 }
 
 /* ---- packet numbers, rekeying, replay ---- */
@@ -393,6 +459,13 @@ static void test_crypt_forgery(void **state)
 	rn_crypt_free(&other);
 	assert_int_equal(rn_crypt_init(&other, key, 0, UINT64_C(0x0102030405060708),
 				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334, 1, 0),
+			 0);
+	assert_int_equal(rn_crypt_open(&other, buf, (size_t)n, out, sizeof(out)), -(1 + RN_DROP_AUTH));
+	rn_crypt_free(&other);
+	/* so does AES-256 (RI2N_KEY_AES256 at one end only) */
+	assert_int_equal(rn_crypt_init(&other, key, 0, UINT64_C(0x0102030405060708),
+				       UINT64_C(0x1112131415161718), 0x21222324, 0x31323334,
+				       RN_CRYPT_AES256, 0),
 			 0);
 	assert_int_equal(rn_crypt_open(&other, buf, (size_t)n, out, sizeof(out)), -(1 + RN_DROP_AUTH));
 	rn_crypt_free(&other);

@@ -107,6 +107,8 @@ static void test_knobs_set(void **state)
 		{ RI2N_RCVBUF, 1448 * 1000, 0, 1024 * 1448 }, /* a power of two */
 		{ RI2N_KEY_AUTH_ONLY, 1, 0, 1 },
 		{ RI2N_KEY_AUTH_ONLY, 2, -EINVAL, 0 },
+		{ RI2N_KEY_AES256, 1, 0, 1 },
+		{ RI2N_KEY_AES256, 2, -EINVAL, 0 },
 		{ 999, 1, -ENOPROTOOPT, -1 },
 	};
 
