@@ -666,7 +666,7 @@ static ssize_t open_keyed(rn_conn *c, const uint8_t **pkt, size_t len, rn_addr f
 	if (len >= RN_HDR_LEN && (*pkt)[1] == RN_PT_SRESET) /* its tag names the sender */
 		n = rn_wire_open_reset(*pkt, len, c->cfg.key, from);
 	else
-		n = rn_wire_open(*pkt, len, c->cfg.key);
+		n = rn_wire_open(*pkt, len, c->cfg.key, rn_config_seal_mode(&c->cfg));
 	return n < 0 ? -(1 + RN_DROP_AUTH) : n;
 }
 

@@ -585,7 +585,7 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		return n;
 	if (rn_wire_cluster_sealed(buf[RN_PN_LEN + 1])) {
 		memmove(buf, buf + RN_PN_LEN, (size_t)n);
-		return rn_wire_seal(buf, (size_t)n, cap, c->cfg.key);
+		return rn_wire_seal(buf, (size_t)n, cap, c->cfg.key, rn_config_seal_mode(&c->cfg));
 	}
 	if (!c->cr)
 		return 0; /* a RESET before the handshake gave us keys: the peer could not read it */

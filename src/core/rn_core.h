@@ -144,6 +144,16 @@ typedef struct rn_config {
 #undef RN_CONFIG_FIELD_KNOB
 #undef RN_CONFIG_FIELD
 
+/*
+ * How keyed datagrams are sealed, as the handshake's tags bind it (rn_wire.h):
+ * bit 0 integrity only, bit 1 AES-256.  Ends that differ fail the handshake
+ * as ends with different keys do.
+ */
+static inline unsigned rn_config_seal_mode(const rn_config *cfg)
+{
+	return (cfg->auth_only ? 1u : 0u) | (cfg->aes256 ? 2u : 0u);
+}
+
 void rn_config_default(rn_config *cfg);
 /* Returns 0 or RN_ERR_INVAL, with *why set to a sentence naming the bad knob. */
 int rn_config_check(const rn_config *cfg, const char **why);

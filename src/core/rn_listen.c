@@ -329,7 +329,7 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 	if (l->cfg.keyed && len >= RN_HDR_LEN && !rn_wire_cluster_sealed(pkt[1]))
 		return on_sealed(l, now_ns, local_rail, from, pkt, len, reply, cap, reply_len);
 	if (l->cfg.keyed) {
-		ssize_t n = rn_wire_open(pkt, len, l->cfg.key);
+		ssize_t n = rn_wire_open(pkt, len, l->cfg.key, rn_config_seal_mode(&l->cfg));
 
 		if (n < 0 && len >= RN_HDR_LEN && pkt[1] == RN_PT_INIT) {
 			l->bad_key_inits++; /* a client with another key: drivers tell the operator */
@@ -356,7 +356,7 @@ int rn_listener_recv(rn_listener *l, uint64_t now_ns, int local_rail,
 	else
 		rc = on_unknown(l, now_ns, from, &p, got, reply, room, reply_len);
 	if (rc == RN_LISTEN_REPLY && l->cfg.keyed) {
-		ssize_t n = rn_wire_seal(reply, *reply_len, cap, l->cfg.key);
+		ssize_t n = rn_wire_seal(reply, *reply_len, cap, l->cfg.key, rn_config_seal_mode(&l->cfg));
 
 		if (n < 0)
 			return (int)n;

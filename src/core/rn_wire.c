@@ -262,22 +262,38 @@ uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len)
 
 /* ---- authentication ---- */
 
-ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN])
+/* The handshake tag: BLAKE2b keyed with the cluster key, personalized with the seal mode. */
+static void hs_tag(uint8_t tag[RN_MAC_LEN], const uint8_t *buf, size_t len,
+		   const uint8_t key[RN_KEY_LEN], unsigned mode)
+{
+	uint8_t personal[crypto_generichash_blake2b_PERSONALBYTES] = "ri2n seal mode";
+
+	if (mode == 0) { /* the default mode's tags are plain keyed BLAKE2b, as before modes */
+		crypto_generichash_blake2b(tag, RN_MAC_LEN, buf, len, key, RN_KEY_LEN);
+		return;
+	}
+	personal[sizeof(personal) - 1] = (uint8_t)mode;
+	crypto_generichash_blake2b_salt_personal(tag, RN_MAC_LEN, buf, len, key, RN_KEY_LEN, NULL,
+						 personal);
+}
+
+ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN],
+		     unsigned mode)
 {
 	if (len > cap || cap - len < RN_MAC_LEN)
 		return RN_ERR_NOBUF;
-	crypto_generichash_blake2b(buf + len, RN_MAC_LEN, buf, len, key, RN_KEY_LEN);
+	hs_tag(buf + len, buf, len, key, mode);
 	return (ssize_t)(len + RN_MAC_LEN);
 }
 
-ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN])
+ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN], unsigned mode)
 {
 	uint8_t tag[RN_MAC_LEN];
 
 	if (len < RN_HDR_LEN + RN_MAC_LEN)
 		return RN_ERR_DROP;
 	len -= RN_MAC_LEN;
-	crypto_generichash_blake2b(tag, sizeof(tag), buf, len, key, RN_KEY_LEN);
+	hs_tag(tag, buf, len, key, mode);
 	if (sodium_memcmp(tag, buf + len, RN_MAC_LEN) != 0)
 		return RN_ERR_DROP;
 	return (ssize_t)len;

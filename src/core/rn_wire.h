@@ -113,15 +113,19 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
  * rn_wire_seal appends the tag to the len-byte datagram in buf (cap bytes);
  * returns the new length or RN_ERR_NOBUF.  rn_wire_open checks a received
  * datagram's tag in constant time; returns the length without it, or
- * RN_ERR_DROP if the tag is missing or wrong.
+ * RN_ERR_DROP if the tag is missing or wrong.  mode (rn_config_seal_mode)
+ * is bound into the tag as BLAKE2b's personalization (none for mode 0), so
+ * ends that would seal their connection differently (integrity only, key
+ * size) fail here, like ends with another key, not after the handshake.
  */
 static inline int rn_wire_cluster_sealed(uint8_t type)
 {
 	return type == RN_PT_INIT || type == RN_PT_INIT_ACK || type == RN_PT_COOKIE_ECHO ||
 	       type == RN_PT_SRESET;
 }
-ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN]);
-ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN]);
+ssize_t rn_wire_seal(uint8_t *buf, size_t len, size_t cap, const uint8_t key[RN_KEY_LEN],
+		     unsigned mode);
+ssize_t rn_wire_open(const uint8_t *buf, size_t len, const uint8_t key[RN_KEY_LEN], unsigned mode);
 
 /*
  * A keyed stateless reset's tag also covers the address of the rail that

@@ -79,10 +79,11 @@ sys.stdout.buffer.write(line * (16 * 1024 * 1024 // len(line)))' >"$NT_DIR/text"
 	nt_ok "capture: 16 MiB of known text arrived intact three times; in clear it showed in $(field_of hits "$plain") captured frames, with a key (AES-128, then AES-256) in none ($b bytes captured the last time)"
 }
 
-# A client: NAME KEY(or "") -> its output files; returns its status
+# A client: NAME KEY(or "") [VAR=VALUE...] -> its output files; returns its status
 client() {
 	local name=$1 key=$2
-	env ${key:+RI2N_KEY=$key} RI2N_CONNECT_TIMEOUT_MS=1500 RI2N_LOG=info RI2N_RAILS="$NT_RAILS" \
+	shift 2
+	env ${key:+RI2N_KEY=$key} "$@" RI2N_CONNECT_TIMEOUT_MS=1500 RI2N_LOG=info RI2N_RAILS="$NT_RAILS" \
 		timeout -s KILL 30 ip netns exec "$(tb_ns 1)" "$NT_XFER" send "$(nt_addr 2)" 1M \
 		>"$NT_DIR/$name.out" 2>"$NT_DIR/$name.err"
 }
@@ -104,11 +105,20 @@ scenario_mismatch() {
 		nt_fail "the listener did not log the refused attempts: $(cat "$NT_DIR/serve2.err")"
 	[ "$(grep -c "cluster key differs" "$NT_DIR/serve2.err")" -ge 2 ] ||
 		nt_fail "the listener logged one refusal, not one for each client: $(cat "$NT_DIR/serve2.err")"
+	# the same key sealing another way (integrity only, AES-256): refused at the handshake
+	# too, not connected and then silent until the dead-peer timeout
+	client authonly "$key" RI2N_KEY_AUTH_ONLY=1 &&
+		nt_fail "a client sealing integrity only connected to an encrypting server"
+	client aes256 "$key" RI2N_KEY_AES256=1 && nt_fail "an AES-256 client connected to an AES-128 server"
+	for c in authonly aes256; do
+		grep -q "cluster key" "$NT_DIR/$c.err" ||
+			nt_fail "the $c client failed without naming the key: $(cat "$NT_DIR/$c.err")"
+	done
 	grep -q "$key\|$other" "$NT_DIR"/*.err "$NT_DIR"/*.out && nt_fail "a key appeared in a log"
 	# the server is still waiting for its one connection: the right key gets it
 	RI2N_KEY=$key nt_send good 1 2 8M || nt_fail "the client with the right key failed: $(cat "$NT_DIR/good.out")"
 	nt_require_verified good
-	nt_ok "mismatch: another key and no key refused on both sides with a line naming the cluster key; the right key then moved 8 MiB verified"
+	nt_ok "mismatch: another key, no key, and the same key sealing integrity only or with AES-256 refused with a line naming the cluster key; the right key then moved 8 MiB verified"
 }
 
 case $scenario in

@@ -502,7 +502,7 @@ static int to_unknown(lis_fix *f, uint64_t now, uint8_t type, int ack, uint64_t 
 	n = rn_wire_encode(pkt, sizeof(pkt) - RN_MAC_LEN, &h, ack ? &ab : NULL, pl, plen);
 	assert_true(n > 0);
 	if (f->cfg.keyed)
-		n = rn_wire_seal(pkt, (size_t)n, sizeof(pkt), f->cfg.key);
+		n = rn_wire_seal(pkt, (size_t)n, sizeof(pkt), f->cfg.key, rn_config_seal_mode(&f->cfg));
 	*len = (size_t)n;
 	return rn_listener_recv(&f->l, now, 0, CLIENT_ADDR, pkt, (size_t)n, reply, 512, rlen, &ap);
 }
@@ -584,7 +584,7 @@ static void test_cookie_listener_sreset_keyed(void **state)
 	assert_true(rn_wire_peek_sreset(reply, rlen) == 77);
 	/* the same reset as if another host's listener had made it: refused */
 	assert_int_equal(rn_wire_open_reset(reply, rlen, f->cfg.key, other), RN_ERR_DROP);
-	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key), RN_ERR_DROP);
+	assert_int_equal(rn_wire_open(reply, rlen, f->cfg.key, 0), RN_ERR_DROP);
 	reply[RN_HDR_LEN] ^= 1;
 	assert_int_equal(rn_wire_open_reset(reply, rlen, f->cfg.key, mine), RN_ERR_DROP);
 	/* an INIT without its cluster tag: dropped, counted, unanswered */

@@ -2,6 +2,8 @@
  * test_wire.c - the datagram format: every packet type round-trips, and every
  * malformed datagram is rejected with the drop reason the core counts.
  */
+#include <sodium.h>
+
 #include "unit_common.h"
 
 #include "rn_wire.h"
@@ -545,27 +547,44 @@ static void test_wire_seal_open(void **state)
 	n = rn_wire_encode(buf, sizeof(buf), &h, NULL, msg, sizeof(msg));
 	assert_true(n > 0);
 	/* no room for the tag */
-	assert_int_equal(rn_wire_seal(buf, (size_t)n, (size_t)n + RN_MAC_LEN - 1, key), RN_ERR_NOBUF);
-	sealed = rn_wire_seal(buf, (size_t)n, sizeof(buf), key);
+	assert_int_equal(rn_wire_seal(buf, (size_t)n, (size_t)n + RN_MAC_LEN - 1, key, 0), RN_ERR_NOBUF);
+	sealed = rn_wire_seal(buf, (size_t)n, sizeof(buf), key, 0);
 	assert_int_equal(sealed, n + RN_MAC_LEN);
-	assert_int_equal(rn_wire_open(buf, (size_t)sealed, key), n);
+	assert_int_equal(rn_wire_open(buf, (size_t)sealed, key, 0), n);
 	/* the wrong key, any flipped bit, a cut or a lengthened datagram: rejected */
-	assert_int_equal(rn_wire_open(buf, (size_t)sealed, other), RN_ERR_DROP);
+	assert_int_equal(rn_wire_open(buf, (size_t)sealed, other, 0), RN_ERR_DROP);
 	for (ssize_t bit = 0; bit < sealed * 8; bit++) {
 		memcpy(copy, buf, (size_t)sealed);
 		copy[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		assert_int_equal(rn_wire_open(copy, (size_t)sealed, key), RN_ERR_DROP);
+		assert_int_equal(rn_wire_open(copy, (size_t)sealed, key, 0), RN_ERR_DROP);
 	}
 	for (ssize_t len = 0; len < sealed; len++)
-		assert_int_equal(rn_wire_open(buf, (size_t)len, key), RN_ERR_DROP);
+		assert_int_equal(rn_wire_open(buf, (size_t)len, key, 0), RN_ERR_DROP);
 	memcpy(copy, buf, (size_t)sealed);
 	copy[sealed] = 0;
-	assert_int_equal(rn_wire_open(copy, (size_t)sealed + 1, key), RN_ERR_DROP);
+	assert_int_equal(rn_wire_open(copy, (size_t)sealed + 1, key, 0), RN_ERR_DROP);
 	/* the same bytes to another connection id or sequence number: another tag */
 	h.seq = 78;
 	n = rn_wire_encode(copy, sizeof(copy), &h, NULL, msg, sizeof(msg));
-	assert_int_equal(rn_wire_seal(copy, (size_t)n, sizeof(copy), key), sealed);
+	assert_int_equal(rn_wire_seal(copy, (size_t)n, sizeof(copy), key, 0), sealed);
 	assert_memory_not_equal(copy + n, buf + n, RN_MAC_LEN);
+	/*
+	 * The seal mode is bound into the tag: ends that would seal their
+	 * connection differently (integrity only, AES-256) fail the handshake as
+	 * ends with another key do.  Mode 0's tag is plain keyed BLAKE2b.
+	 */
+	{
+		uint8_t plain[RN_MAC_LEN];
+
+		crypto_generichash_blake2b(plain, sizeof(plain), buf, (size_t)n, key, RN_KEY_LEN);
+		assert_memory_equal(plain, buf + n, RN_MAC_LEN);
+	}
+	for (unsigned m = 0; m < 4; m++) {
+		memcpy(copy, buf, (size_t)n);
+		assert_int_equal(rn_wire_seal(copy, (size_t)n, sizeof(copy), key, m), sealed);
+		for (unsigned o = 0; o < 4; o++)
+			assert_int_equal(rn_wire_open(copy, (size_t)sealed, key, o), o == m ? n : RN_ERR_DROP);
+	}
 }
 
 int main(void)
