@@ -267,6 +267,14 @@ static void drain_at_exit(void)
 	 */
 	if (wait_pending(RN_EXIT_OPEN, linger_ms < 1000 ? linger_ms : 1000) > 0)
 		wait_pending(RN_EXIT_RESET, 200);
+	/*
+	 * A peer that closed its side meanwhile made ours linger: its FIN is
+	 * acknowledged once, and that ACK may be lost.  Only this process can
+	 * acknowledge the FIN it sends again, so it stays for the linger (1 s,
+	 * as the first wait does); leaving at once left the peer waiting for
+	 * its dead-peer timeout (30 s) whenever that one ACK was lost.
+	 */
+	wait_pending(RN_EXIT_OWED, linger_ms);
 }
 
 int ri2n_socket(void)

@@ -497,7 +497,7 @@ void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
 		err = RN_ERR_PROTO; /* a dead connection's code is always a fatal one */
 	/* tell the peer, unless it told us or never had state */
 	if (err != RN_ERR_RESET && err != RN_ERR_REFUSED && c->bufs_ready)
-		c->close.rst_pending = rn_conn_paths_mask(c);
+		c->close.rst_pending = rn_conn_paths_mask(c) * ((1u << RN_RST_AGAIN) + 1);
 	c->state = RN_ST_CLOSED;
 	c->err = err;
 	c->st.err = err;

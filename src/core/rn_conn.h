@@ -19,6 +19,14 @@
 #define RN_REORDER_THRESH 3u
 
 /*
+ * A RESET goes twice on every rail (rn_conn_fail): it is never resent or
+ * acknowledged, and a peer that misses it waits for its dead-peer timeout.
+ * Bit k of rst_pending owes rail k its first copy, bit k + RN_RST_AGAIN
+ * the second.
+ */
+#define RN_RST_AGAIN 16
+
+/*
  * Idle pace (rn_timer.c): after RN_IDLE_NS without DATA either way, a
  * connection checks its rails RN_IDLE_SCALE times less often (keepalive,
  * rail timeout, heartbeat), so that thousands of idle connections cost
@@ -133,7 +141,7 @@ struct rn_conn_pool {
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
-	uint32_t rst_pending;  /* rails still owed a RESET */
+	uint32_t rst_pending;  /* rails still owed a RESET; bit k + RN_RST_AGAIN its second copy */
 };
 
 struct rn_conn {

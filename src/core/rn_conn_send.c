@@ -545,9 +545,12 @@ static ssize_t write_reset(rn_conn *c, uint64_t now_ns, uint32_t writable,
 {
 	uint8_t pl[RN_RESET_LEN] = { 0 };
 
-	for (int k = 0; k < c->npaths; k++) {
-		if (((c->close.rst_pending >> k) & 1) && writable_rail(c, k, writable)) {
-			c->close.rst_pending &= ~(1u << k);
+	/* every rail's first copy, then the second ones (RN_RST_AGAIN) */
+	for (int b = 0; b < 2 * RN_RST_AGAIN; b++) {
+		int k = b % RN_RST_AGAIN;
+
+		if (k < c->npaths && ((c->close.rst_pending >> b) & 1) && writable_rail(c, k, writable)) {
+			c->close.rst_pending &= ~(1u << b);
 			rn_put16(pl, (uint16_t)-c->err);
 			return write_ctl(c, now_ns, k, RN_PT_RESET, pl, sizeof(pl), buf, cap, tx);
 		}

@@ -154,6 +154,7 @@ void test_death_of_connector(void **state);
 void test_reset(void **state);
 void test_linger_reset(void **state);
 void test_orphan_reset(void **state);
+void test_exit_lingers(void **state);
 void test_listener_close(void **state);
 void test_nonblocking_io(void **state);
 void test_vector_io(void **state);

@@ -9,7 +9,9 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
@@ -481,6 +483,138 @@ void test_orphan_reset(void **state)
 	t0 = now_ms();
 	expect_reset("orphaned by the peer's close", s, DEAD_PEER_MS + DEATH_MARGIN_MS, 1);
 	assert_true(now_ms() - t0 + 500 >= DEAD_PEER_MS);
+	assert_int_equal(ri2n_close(s), 0);
+}
+
+/* ---- exit: the linger ---- */
+
+/* Runs "nft ARGS" in this namespace: 0 when it worked. */
+static int nft(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int nft(const char *fmt, ...)
+{
+	char args[256], cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "nft %s 2>/dev/null", args);
+	return system(cmd);
+}
+
+/* Packets the table's counter dropped, or -1. */
+static long nft_dropped(const char *table)
+{
+	char cmd[256], line[256];
+	long n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "nft list table inet %s 2>/dev/null", table);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "packets ");
+
+		if (p)
+			n = strtol(p + 8, NULL, 10);
+	}
+	pclose(f);
+	return n;
+}
+
+enum { EXIT_SEED = 91, EXIT_BYTES = 256 * KIB, EXIT_DROP_MS = 200 };
+
+/*
+ * A process that exits before its peer has closed waits for the peer's FIN
+ * (up to 1 s), and then stays for its linger (1 s), as it would had the FIN
+ * come before exit: it acknowledges that FIN once, the ACK may be lost, and
+ * only this process can acknowledge the FIN the peer sends again.  Here the
+ * ACK is lost for sure: nftables drops every datagram to the parent's port
+ * from just before the parent closes until EXIT_DROP_MS later.  The parent's
+ * close must still complete (CLOSED), not end at its dead-peer timeout
+ * (FAILED, ETIMEDOUT) as it did when the exiting child left at once.
+ */
+void test_exit_lingers(void **state)
+{
+	struct sockaddr_in any = sin_of(NULL, 0), peer;
+	socklen_t len = sizeof(any);
+	char table[32];
+	uint64_t t0, end;
+	long dropped;
+	int l, s, status, closed = 0;
+	struct ri2n_event e;
+	pid_t pid;
+
+	(void)state;
+	snprintf(table, sizeof(table), "ri2n_api_%d", (int)getpid());
+	if (nft("add table inet %s", table) != 0)
+		skip(); /* no nft, or no right to use it in this namespace */
+	nft("delete table inet %s", table);
+	l = ri2n_socket();
+	assert_true(l >= 0);
+	set_opt(l, RI2N_DEAD_PEER_MS, DEAD_PEER_MS);
+	assert_int_equal(ri2n_bind(l, SA(&any), sizeof(any)), 0);
+	assert_int_equal(ri2n_listen(l, 1), 0);
+	assert_int_equal(ri2n_getsockname(l, SA(&any), &len), 0);
+	pid = fork_child();
+	if (pid == 0) {
+		struct sockaddr_in a = sin_of(RAIL1, ntohs(any.sin_port));
+		int c = ri2n_socket();
+		struct flow f;
+		char why[256];
+
+		if (c < 0 || ri2n_connect(c, SA(&a), sizeof(a)) < 0)
+			_exit(10);
+		f = (struct flow){ .fd = c, .tx_seed = EXIT_SEED, .tx_total = EXIT_BYTES,
+				   .shut_wr = 1 };
+		if (run_flows(&f, 1, 20000, why, sizeof(why)) != 0)
+			_exit(11);
+		close(c);
+		exit(0); /* the drain: our bytes and FIN acknowledged, then the parent's FIN */
+	}
+	s = accept_within(l, 10000, &peer);
+	assert_int_equal(ri2n_close(l), 0);
+	assert_true(ri2n_event_fd() >= 0);
+	while (ri2n_read_event(&e) == 1)
+		;
+	flow1(s, 0, 0, EXIT_SEED, EXIT_BYTES, 0, 1); /* every byte checked, then EOF */
+	/* the ACK of our FIN will be lost: whatever the child sends us is, for a while */
+	if (nft("add table inet %s", table) != 0 ||
+	    nft("add chain inet %s i '{ type filter hook input priority 0; }'", table) != 0 ||
+	    nft("add rule inet %s i udp dport %u counter drop", table,
+		(unsigned)ntohs(any.sin_port)) != 0) {
+		nft("delete table inet %s", table);
+		fail_msg("could not make the nftables rule");
+	}
+	assert_int_equal(shutdown(s, SHUT_WR), 0);
+	t0 = now_ms();
+	usleep(EXIT_DROP_MS * 1000);
+	dropped = nft_dropped(table);
+	nft("delete table inet %s", table);
+	if (dropped < 1)
+		fail_msg("nothing from the child was dropped (%ld): no lost ACK to test", dropped);
+	end = t0 + DEAD_PEER_MS + DEATH_MARGIN_MS;
+	while (!closed && now_ms() < end) {
+		if (ri2n_read_event(&e) != 1) {
+			wait_fd(ri2n_event_fd(), POLLIN, 100);
+			continue;
+		}
+		if (e.fd != s)
+			continue;
+		if (e.type == RI2N_EVENT_FAILED)
+			fail_msg("our close failed (%s) %d ms after our FIN: the exiting peer did "
+				 "not stay to acknowledge it again", strerror(e.error),
+				 (int)(now_ms() - t0));
+		closed = e.type == RI2N_EVENT_CLOSED;
+	}
+	if (!closed)
+		fail_msg("no CLOSED event %d ms after our FIN", (int)(now_ms() - t0));
+	print_message("closed %d ms after our FIN (%ld datagrams from the exiting child dropped)\n",
+		      (int)(now_ms() - t0), dropped);
+	status = reap(pid, 10000);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_int_equal(ri2n_close(s), 0);
 }
 

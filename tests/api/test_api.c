@@ -120,6 +120,7 @@ int main(int argc, char **argv)
 		T(test_reset),
 		T(test_linger_reset),
 		T(test_orphan_reset),
+		T(test_exit_lingers),
 		T(test_listener_close),
 		T(test_nonblocking_io),
 		T(test_vector_io),
