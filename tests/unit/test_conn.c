@@ -250,13 +250,8 @@ static void test_conn_handshake(void **state)
 	un_del(n);
 }
 
-/*
- * Request/response: the sender's RTO allows for the peer's ACK delay.  A
- * server that takes 30 ms to answer holds its ACK up to ack_delay_pp; the
- * client must not resend the request meanwhile.  A request lost on the way
- * is resent once the RTO plus that delay has passed.
- */
-static int drop_left_client_data(un_net *n, const un_rec *r, void *arg)
+/* Drops the client's next *arg DATA datagrams. */
+static int drop_first_data(un_net *n, const un_rec *r, void *arg)
 {
 	int *left = arg;
 
@@ -268,6 +263,12 @@ static int drop_left_client_data(un_net *n, const un_rec *r, void *arg)
 	return 0;
 }
 
+/*
+ * Request/response: the sender's RTO allows for the peer's ACK delay.  A
+ * server that takes 30 ms to answer holds its ACK up to ack_delay_pp; the
+ * client must not resend the request meanwhile.  A request lost on the way
+ * is resent once the RTO plus that delay has passed.
+ */
 static void test_conn_rto_allows_ack_delay(void **state)
 {
 	uint64_t t, t2, rto;
@@ -276,7 +277,7 @@ static void test_conn_rto_allows_ack_delay(void **state)
 	char buf[64];
 
 	(void)state;
-	n->filter = drop_left_client_data;
+	n->filter = drop_first_data;
 	n->filter_arg = &left;
 	/* one exchange: the client has now received DATA */
 	assert_int_equal(rn_conn_write(cl(n), t, "request1", 8), 8);
@@ -862,18 +863,6 @@ static void test_conn_loss_three_later_acked(void **state)
 		}
 	}
 	un_del(n);
-}
-
-static int drop_first_data(un_net *n, const un_rec *r, void *arg)
-{
-	int *left = arg;
-
-	(void)n;
-	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
-		(*left)--;
-		return 1;
-	}
-	return 0;
 }
 
 /* A lost packet is found by later ACKs (no RTO) and resent on the other rail. */
