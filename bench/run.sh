@@ -728,12 +728,15 @@ lat_fig() { # WAIT PIN
 pp_has_fast() { [[ $("$PINGPONG" --help 2>&1) == *--fast* ]]; }
 
 # pingpong SYS REP [WAIT] [PIN] [SIZES]: ri2n-pingpong. SYS: ri2n (plain read/write on the
-# descriptor), ri2n-fast (the fast API, --fast), tcp, udp. PIN yes (the default for blocking
+# descriptor: libri2n's own, the fast path), ri2n-desc (the same with RI2N_PLAIN_FAST=0: through
+# the socketpair and the engine thread), ri2n-fast (the fast API, --fast), tcp, udp. PIN yes (the default for blocking
 # reads): host 1 on CPU 0, host 2 on CPU 1 (two one-core hosts); no: wherever the scheduler
 # puts them. Busy polling always runs unpinned (ri2n's engine thread needs a core too).
 pingpong() {
 	local sys=$1 rep=$2 wait=${3:-block} pin=${4:-yes} psizes=${5:-$PP_SIZES} name targ=() pin1=() pin2=() sizes=() rc fig
+	local penv=(RI2N_RAILS="$(rails_list)")
 	[ "$wait" = busy ] && pin=no
+	[ "$sys" = ri2n-desc ] && penv+=(RI2N_PLAIN_FAST=0)
 	fig=$(lat_fig "$wait" "$pin")
 	name=$RAW/latency-$sys-$wait-pin$pin-$rep
 	case $sys in tcp) targ=(--tcp) ;; udp) targ=(--udp) ;; esac
@@ -747,13 +750,13 @@ pingpong() {
 		[ -n "$psizes" ] && sizes=(--sizes "$psizes")
 	fi
 	next_port
-	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env RI2N_RAILS="$(rails_list)" "${pin2[@]}" \
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env "${penv[@]}" "${pin2[@]}" \
 		"$PINGPONG" serve --once --port "$PORT" "${targ[@]}"
 	local srv=$BG
 	# the server follows the client's --fast
 	[ "$sys" = ri2n-fast ] && targ+=(--fast)
 	if [ "$sys" = udp ]; then sleep 0.3; else wait_port 2 "$PORT" || { stop_bg $srv; fail "server did not start: $(head -c 300 "$name.srv.err")"; return; }; fi
-	timeout -s KILL 300 ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" "${pin1[@]}" \
+	timeout -s KILL 300 ip netns exec "$(hns 1)" env "${penv[@]}" "${pin1[@]}" \
 		"$PINGPONG" client "$(haddr 2 1)" --port "$PORT" "${targ[@]}" --iterations "$PP_ITERS" \
 		--budget "$PP_BUDGET" "${sizes[@]}" --csv "$name.csv" >"$name.out" 2>"$name.err"
 	rc=$?
@@ -838,6 +841,8 @@ latency_figure() { # REP
 				[ "$s" = ri2n-fast ] && ! pp_has_fast && continue
 				sub pingpong "$s" "$r" block "$pin" "$ppsz"
 			done
+			# the descriptor's way (raw system calls, stdio), small messages, first round only
+			[ "$round" -eq 1 ] && sub pingpong ri2n-desc "$r" block "$pin" "$LAT_ROUND_SIZES"
 			if [ $((round % 2)) -eq 1 ]; then order="sockperf-tcp sockperf-ri2n-run"; else order="sockperf-ri2n-run sockperf-tcp"; fi
 			for s in $order; do sub sockperf_lat "$s" "$r" "$pin" "$spsz_tcp"; done
 			[ "$pin" = yes ] && [ "$round" -eq 1 ] && sub sockperf_lat sockperf-udp "$r" yes "$spsz_udp"
@@ -1792,8 +1797,9 @@ summary() {
 		fi
 		echo "## Latency: one-way (half round trip), µs, median [p99]; blocking reads"
 		echo
-		echo "ri2n-pingpong for ri2n (2 rails) through plain read/write on its descriptor and through the fast API" \
-			"(ri2n_send/ri2n_recv, \`--fast\`), TCP (TCP_NODELAY) and UDP (one datagram, so only up to 1472 B) over rail 1," \
+		echo "ri2n-pingpong for ri2n (2 rails) through plain read/write on its descriptor (libri2n defines them: the fast" \
+			"path; with RI2N_PLAIN_FAST=0 they cross the socketpair and the engine thread, the way raw system calls and stdio" \
+			"go) and through the fast API (ri2n_send/ri2n_recv, \`--fast\`), TCP (TCP_NODELAY) and UDP (one datagram, so only up to 1472 B) over rail 1," \
 			"the same code and wait mode; sockperf ping-pong over UDP and TCP on rail 1, and sockperf --tcp with both ends" \
 			"under ri2n-run. Pinned: host 1 on CPU 0, host 2 on CPU 1 (two one-core hosts; ri2n's engine thread shares its" \
 			"host's core); unpinned: wherever the scheduler puts them (on 2 CPUs both ends may share one, which spares" \
@@ -1805,7 +1811,10 @@ summary() {
 		echo "| path | pinned median | pinned p99 | median / TCP | p99 / TCP p99 | unpinned median | unpinned p99 | median / TCP | p99 / TCP p99 | target |"
 		echo "|---|---|---|---|---|---|---|---|---|---|"
 		local spz=${SP_SIZES_TCP%% *}
-		lat8_row "ri2n, plain read/write (ri2n-pingpong)" ri2n tcp 8 "median <= 2x TCP"
+		lat8_row "ri2n, plain read/write (ri2n-pingpong: libri2n's read/write, the fast path)" ri2n tcp 8 "median <= 2x TCP"
+		if [ -n "$(agg lat-block ri2n-desc med_8)$(agg lat-unpinned ri2n-desc med_8)" ]; then
+			lat8_row "ri2n, through the descriptor (RI2N_PLAIN_FAST=0: as raw system calls and stdio go)" ri2n-desc tcp 8 "reported"
+		fi
 		if [ -n "$(agg lat-block ri2n-fast med_8)$(agg lat-unpinned ri2n-fast med_8)" ]; then
 			lat8_row "ri2n, fast API (ri2n-pingpong --fast)" ri2n-fast tcp 8 "median <= 1.3x, p99 <= 2x TCP"
 		else

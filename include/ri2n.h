@@ -6,7 +6,10 @@
  * ri2n_bind() + ri2n_listen() + ri2n_accept().  The descriptor returned is a
  * real file descriptor (one end of a socketpair whose other end the ri2n
  * engine thread owns), so read/write/readv/writev/send/recv, poll/select/epoll,
- * fcntl(O_NONBLOCK), shutdown and close all work on it unchanged.
+ * fcntl(O_NONBLOCK), shutdown and close all work on it unchanged.  libri2n.so
+ * defines read, write and the other data calls itself: on a ri2n descriptor
+ * they take the fast path (ri2n_recv/ri2n_send), on any other they are
+ * libc's; RI2N_PLAIN_FAST=0 sends them through the descriptor instead.
  *
  * Underneath, the stream is striped over every rail the two hosts share
  * (rails are matched by subnet), a failed or silently black-holed rail is
@@ -14,10 +17,11 @@
  *
  * Errors: every call returns -1 and sets errno as the BSD call would.  A
  * connection that dies abnormally (peer silent past the dead-peer timeout,
- * reset) makes read() fail with ECONNRESET after the data received before
- * (write() fails with EPIPE, as with TCP); ri2n_getsockopt(SO_ERROR) tells
- * the precise reason (ETIMEDOUT, ECONNRESET, ECONNREFUSED).  It is never a
- * clean end of file and never a hang.
+ * reset) makes read() fail with the reason, as TCP's does (ETIMEDOUT,
+ * ECONNRESET; through the descriptor always ECONNRESET) after the data
+ * received before (write() fails with EPIPE, as with TCP);
+ * ri2n_getsockopt(SO_ERROR) tells the precise reason (ETIMEDOUT, ECONNRESET,
+ * ECONNREFUSED).  It is never a clean end of file and never a hang.
  *
  * Configuration: every knob below is an RI2N_* environment variable (read
  * once, when the engine starts) and a socket option at level RI2N_SOL, set

@@ -50,6 +50,54 @@ static struct {
 	int atfork;
 } g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * Which numbers the table holds, readable without its lock: the data calls
+ * of a program linked with libri2n (ri2n_plain.c) ask it of every
+ * descriptor they see.  Pages of 4096 bits, made on first use and never
+ * freed (the table itself moves when it grows); numbers past the last page
+ * are never marked, and take the descriptor's way.
+ */
+#define MARK_PAGE_BITS 4096
+#define MARK_PAGES 1024
+static uint64_t *g_mark[MARK_PAGES];
+
+/* Under g_tab.mu: fd's bit, on or off. */
+static void mark(int fd, int on)
+{
+	int page = fd / MARK_PAGE_BITS, bit = fd % MARK_PAGE_BITS;
+	uint64_t *p;
+
+	if (page >= MARK_PAGES)
+		return;
+	p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE);
+	if (!p) {
+		if (!on || !(p = calloc(MARK_PAGE_BITS / 64, sizeof(*p))))
+			return; /* unmarked: the number just takes the slow way */
+		__atomic_store_n(&g_mark[page], p, __ATOMIC_RELEASE);
+	}
+	if (on)
+		__atomic_fetch_or(&p[bit / 64], 1ull << (bit % 64), __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(&p[bit / 64], ~(1ull << (bit % 64)), __ATOMIC_RELEASE);
+}
+
+int rn_api_marked(int fd)
+{
+	unsigned page = (unsigned)fd / MARK_PAGE_BITS, bit = (unsigned)fd % MARK_PAGE_BITS;
+	uint64_t *p;
+
+	if (page >= MARK_PAGES || !(p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE)))
+		return 0;
+	return (int)(__atomic_load_n(&p[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64) & 1);
+}
+
+/* Under g_tab.mu: number fd holds s now (NULL: nothing). */
+static void tab_set(int fd, rn_sock *s)
+{
+	g_tab.tab[fd] = s;
+	mark(fd, s != NULL);
+}
+
 int rn_api_fail(int err)
 {
 	errno = err;
@@ -75,6 +123,9 @@ static void tab_forget(void)
 	/* a forked child: the parent's sockets are the parent engine's business */
 	g_tab.tab = NULL;
 	g_tab.cap = 0;
+	for (int i = 0; i < MARK_PAGES; i++)
+		if (g_mark[i])
+			memset(g_mark[i], 0, MARK_PAGE_BITS / 8);
 	pthread_mutex_init(&g_tab.mu, NULL);
 }
 
@@ -99,7 +150,7 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	}
 	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
 		rn_sock_unref(g_tab.tab[fd]);
-	g_tab.tab[fd] = s;
+	tab_set(fd, s);
 	pthread_mutex_unlock(&g_tab.mu);
 	return 0;
 }
@@ -108,26 +159,23 @@ int rn_api_tab_install(int fd, rn_sock *s)
 rn_sock *rn_api_lookup(int fd, int *err)
 {
 	uint64_t cookie = rn_fd_cookie(fd);
+	int why = cookie ? ENOTSOCK : errno == ENOTSOCK ? ENOTSOCK : EBADF;
 	rn_sock *s = NULL;
 
-	if (!cookie) {
-		*err = errno == ENOTSOCK ? ENOTSOCK : EBADF;
-		return NULL;
-	}
 	pthread_mutex_lock(&g_tab.mu);
-	if (fd < g_tab.cap && g_tab.tab[fd]) {
+	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
-		if (s->cookie == cookie) {
+		if (cookie && s->cookie == cookie) {
 			rn_sock_ref(s);
-		} else {
-			g_tab.tab[fd] = NULL;
+		} else { /* closed without ri2n_close, the number maybe reused */
+			tab_set(fd, NULL);
 			rn_sock_unref(s);
 			s = NULL;
 		}
 	}
 	pthread_mutex_unlock(&g_tab.mu);
 	if (!s)
-		*err = ENOTSOCK;
+		*err = why;
 	return s;
 }
 
@@ -435,7 +483,7 @@ int ri2n_close(int fd)
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		/* drop the entry even if stale (the number is something else now) */
-		g_tab.tab[fd] = NULL;
+		tab_set(fd, NULL);
 		if (!rn_api_last_number(s)) {
 			rn_sock_unref(s);
 			s = NULL;
@@ -563,7 +611,7 @@ void rn_api_forget(int fd)
 	pthread_mutex_lock(&g_tab.mu);
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
-		g_tab.tab[fd] = NULL;
+		tab_set(fd, NULL);
 		/*
 		 * The engine resets the user's end through s->user_fd (see
 		 * close_with_reset in rn_stream.c): if that was this number, point

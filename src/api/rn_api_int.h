@@ -17,6 +17,11 @@ int rn_api_fail(int err);
 rn_sock *rn_api_lookup(int fd, int *err);
 /* The same without checking that fd still is that open file (see ri2n_api.c). */
 rn_sock *rn_api_lookup_known(int fd);
+/*
+ * Whether the table holds number fd (it may be stale: the number closed and
+ * reused); lock-free, no system call.
+ */
+int rn_api_marked(int fd);
 /* fd's entry becomes s (the table takes s's reference); 0 or -ENOMEM. */
 int rn_api_tab_install(int fd, rn_sock *s);
 /* Fills a new socket's send buffer so that it polls writable only once connected. */

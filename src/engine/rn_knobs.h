@@ -110,7 +110,13 @@ const char *rn_knob_env(int opt);
 	  "adaptive per thread, 0..100 us as its recent waits show pays (docs/API.md, "     \
 	  "\"The fast path\"); 0: never; N: always N us, and then the engine thread too "   \
 	  "polls N us between its events (faster plain `read`/`write`, a core kept busy). " \
-	  "The option may be set at any time, also once connected")
+	  "The option may be set at any time, also once connected")                       \
+	X(PLAIN_FAST, INT, 1, 0, 1, ENV, "1",                                               \
+	  "a program linked with libri2n.so: `read`/`write`/`recv`/`send`/`readv`/"         \
+	  "`writev`/`recvfrom`/`sendto`/`recvmsg`/`sendmsg` on a ri2n descriptor take the " \
+	  "fast path, as `ri2n_recv`/`ri2n_send` do (libri2n defines them before libc's; "  \
+	  "other descriptors pass on). 0: they reach the descriptor and ri2n's engine "     \
+	  "thread, as raw system calls, stdio and a static libri2n.a always do")
 
 #define RN_PROC_INDEX(NAME, type, def, lo, hi, sol, shown, doc) RN_PROC_##NAME,
 enum { RN_PROC_LIST(RN_PROC_INDEX) RN_PROC__COUNT };

@@ -32,6 +32,8 @@
 #include <stdio.h>
 #include <sys/select.h>
 
+#include "rn_datacalls.h"
+
 /* ---- the real calls (rn_shim_real.c) ---- */
 
 typedef struct rn_shim_real {
@@ -52,16 +54,7 @@ typedef struct rn_shim_real {
 	int (*dup3)(int, int, int);
 	int (*fcntl)(int, int, ...);
 	int (*fcntl64)(int, int, ...);
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*write)(int, const void *, size_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*writev)(int, const struct iovec *, int);
-	ssize_t (*recv)(int, void *, size_t, int);
-	ssize_t (*send)(int, const void *, size_t, int);
-	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-	ssize_t (*recvmsg)(int, struct msghdr *, int);
-	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	rn_datacalls_real io; /* read ... sendmsg: the data calls (rn_datacalls.c) */
 	int (*epoll_create)(int);
 	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);

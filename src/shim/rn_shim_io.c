@@ -1,187 +1,52 @@
 /*
- * rn_shim_io.c - the interposed data calls: read, write, readv, writev,
- * recv, send, recvfrom, sendto, recvmsg, sendmsg.
- *
- * On a ri2n socket each goes through ri2n's fast path (rn_api_send /
- * rn_api_recv, see rn_inline.h): the program's own thread puts its bytes
- * onto the rails and, waiting for a reply, polls the rails itself, instead
- * of crossing the socketpair and waking ri2n's engine thread on the way.
- * Everything else passes straight through: a descriptor the shim has no
- * entry for costs one lock-free look-up.
- *
- * Writers the fast path does not serve (sendfile, splice, sendmmsg, stdio
- * through fdopen, dprintf) put their bytes into the descriptor, where ri2n's
- * engine takes them; they mark the socket first, so that fast sends after
- * them take those bytes first and the order holds (rn_api_note_plain).  Addresses and ancillary data are
- * what TCP gives on a connected socket: none.
+ * rn_shim_io.c - the shim's data calls: the ten of rn_datacalls.c, with
+ * the shim's table as their hook; and the writers the fast path does not
+ * serve (sendfile, splice, sendmmsg, stdio through fdopen, dprintf), which
+ * put their bytes into the descriptor, where ri2n's engine takes them: they
+ * mark the socket first, so that fast sends after them take those bytes
+ * first and the order holds (rn_api_note_plain).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <limits.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include <fcntl.h>
 
 #include "rn_api.h"
+#include "rn_datacalls.h"
 #include "rn_shim.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
-/* A descriptor the shim knows as (maybe) ri2n, in the process that owns the table. */
 /*
+ * A descriptor the shim knows as (maybe) ri2n, in the process that owns the table.
  * No owner check here (it costs a getpid per call): a vfork()ed child, the
  * case it is for, only execs, closes and dup2s before it leaves our memory,
  * and the socket behind a number is checked by ri2n's own table anyway.
  */
-static int ours(int fd)
+int rn_dc_ours(int fd)
 {
 	return rn_shim_tab_has(fd);
 }
 
-/*
- * The fast path for fd, if it is a ri2n socket: 1 with *rc the call's
- * result (errno set on -1); 0 if it is not (errno as it was).
- */
-static int fast_send(int fd, const struct iovec *iov, int iovcnt, int flags, ssize_t *rc)
+int rn_dc_known(void)
 {
-	int saved = errno, handled;
-
-	*rc = rn_api_send(fd, rn_shim_sees_closes(), iov, iovcnt, flags, &handled);
-	if (!handled)
-		errno = saved;
-	return handled;
+	return rn_shim_sees_closes();
 }
 
-static int fast_recv(int fd, const struct iovec *iov, int iovcnt, int flags, ssize_t *rc)
+const rn_datacalls_real *rn_dc_real(void)
 {
-	int saved = errno, handled;
-
-	*rc = rn_api_recv(fd, rn_shim_sees_closes(), iov, iovcnt, flags, &handled);
-	if (!handled)
-		errno = saved;
-	return handled;
-}
-
-RN_SHIM_API ssize_t read(int fd, void *buf, size_t len)
-{
-	struct iovec iov = { buf, len };
-	ssize_t rc;
-
-	if (ours(fd) && fast_recv(fd, &iov, 1, 0, &rc))
-		return rc;
-	return RN_REAL->read(fd, buf, len);
-}
-
-RN_SHIM_API ssize_t write(int fd, const void *buf, size_t len)
-{
-	struct iovec iov = { (void *)buf, len };
-	ssize_t rc;
-
-	if (ours(fd) && fast_send(fd, &iov, 1, 0, &rc))
-		return rc;
-	return RN_REAL->write(fd, buf, len);
-}
-
-RN_SHIM_API ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
-{
-	ssize_t rc;
-
-	if (iovcnt >= 0 && iovcnt <= IOV_MAX && ours(fd) && fast_recv(fd, iov, iovcnt, 0, &rc))
-		return rc;
-	return RN_REAL->readv(fd, iov, iovcnt);
-}
-
-RN_SHIM_API ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	ssize_t rc;
-
-	if (iovcnt >= 0 && iovcnt <= IOV_MAX && ours(fd) && fast_send(fd, iov, iovcnt, 0, &rc))
-		return rc;
-	return RN_REAL->writev(fd, iov, iovcnt);
-}
-
-RN_SHIM_API ssize_t recv(int fd, void *buf, size_t len, int flags)
-{
-	struct iovec iov = { buf, len };
-	ssize_t rc;
-
-	if (ours(fd) && fast_recv(fd, &iov, 1, flags, &rc))
-		return rc;
-	return RN_REAL->recv(fd, buf, len, flags);
-}
-
-RN_SHIM_API ssize_t send(int fd, const void *buf, size_t len, int flags)
-{
-	struct iovec iov = { (void *)buf, len };
-	ssize_t rc;
-
-	if (ours(fd) && fast_send(fd, &iov, 1, flags, &rc))
-		return rc;
-	return RN_REAL->send(fd, buf, len, flags);
-}
-
-RN_SHIM_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *addr,
-			     socklen_t *alen)
-{
-	struct iovec iov = { buf, len };
-	ssize_t rc;
-
-	if (ours(fd) && fast_recv(fd, &iov, 1, flags, &rc)) {
-		if (rc >= 0 && addr && alen)
-			*alen = 0; /* a connected stream names no sender */
-		return rc;
-	}
-	return RN_REAL->recvfrom(fd, buf, len, flags, addr, alen);
-}
-
-RN_SHIM_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
-			   const struct sockaddr *addr, socklen_t alen)
-{
-	struct iovec iov = { (void *)buf, len };
-	ssize_t rc;
-
-	/* TCP ignores the address of a sendto on a connected socket: so do we */
-	if (ours(fd) && fast_send(fd, &iov, 1, flags, &rc))
-		return rc;
-	return RN_REAL->sendto(fd, buf, len, flags, addr, alen);
-}
-
-RN_SHIM_API ssize_t recvmsg(int fd, struct msghdr *m, int flags)
-{
-	ssize_t rc;
-
-	if (m && m->msg_iovlen <= IOV_MAX && ours(fd) &&
-	    fast_recv(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc)) {
-		if (rc >= 0) {
-			m->msg_namelen = 0;
-			m->msg_controllen = 0;
-			m->msg_flags = 0;
-		}
-		return rc;
-	}
-	return RN_REAL->recvmsg(fd, m, flags);
-}
-
-RN_SHIM_API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
-{
-	ssize_t rc;
-
-	/* ancillary data means nothing to a TCP stream either */
-	if (m && m->msg_iovlen <= IOV_MAX && ours(fd) &&
-	    fast_send(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc))
-		return rc;
-	return RN_REAL->sendmsg(fd, m, flags);
+	return &RN_REAL->io;
 }
 
 /* ---- writers that only mark the socket ---- */
 
 static void mark_plain(int fd)
 {
-	if (ours(fd)) {
+	if (rn_shim_tab_has(fd)) {
 		int saved = errno;
 
 		rn_api_note_plain(fd);
@@ -204,7 +69,7 @@ RN_SHIM_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 RN_SHIM_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
 			   unsigned int flags)
 {
-	if (ours(in)) { /* it reads the descriptor: what an epoll wait reported from ri2n goes there */
+	if (rn_shim_tab_has(in)) { /* it reads the descriptor: what an epoll wait reported from ri2n goes there */
 		int saved = errno;
 
 		rn_api_to_descriptor(in);

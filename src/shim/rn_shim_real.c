@@ -55,16 +55,7 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(dup3);
 	FIND(fcntl);
 	FIND(fcntl64);
-	FIND(read);
-	FIND(write);
-	FIND(readv);
-	FIND(writev);
-	FIND(recv);
-	FIND(send);
-	FIND(recvfrom);
-	FIND(sendto);
-	FIND(recvmsg);
-	FIND(sendmsg);
+	RN_DATACALLS_FIND(&g_real.io);
 	FIND(epoll_create);
 	FIND(epoll_create1);
 	FIND(epoll_ctl);

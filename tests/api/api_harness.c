@@ -81,6 +81,13 @@ int get_so_error(int fd)
 	return v;
 }
 
+int plain_is_fast(void)
+{
+	const char *v = getenv("RI2N_PLAIN_FAST");
+
+	return !v || strcmp(v, "0") != 0;
+}
+
 int get_opt(int fd, int name)
 {
 	int v = -1;

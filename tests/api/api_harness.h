@@ -64,6 +64,8 @@ short wait_fd(int fd, short events, int ms);
 void set_nonblock(int fd, int on);
 /* SO_ERROR (reading it clears it), and RI2N_SOL options; they assert success. */
 int get_so_error(int fd);
+/* Whether plain read/write on a ri2n descriptor take the fast path (RI2N_PLAIN_FAST). */
+int plain_is_fast(void);
 int get_opt(int fd, int name);
 void set_opt(int fd, int name, int v);
 

@@ -1,0 +1,58 @@
+/*
+ * rn_datacalls.h - the data calls as an interposer defines them.
+ *
+ * read, write, readv, writev, recv, send, recvfrom, sendto, recvmsg and
+ * sendmsg on a ri2n socket go through the fast path (rn_api_send /
+ * rn_api_recv: the calling thread drives its connection); on anything else
+ * they pass straight on.  Two interposers compile rn_datacalls.c: ri2n-run's
+ * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
+ * three hooks below.
+ */
+#ifndef RN_DATACALLS_H
+#define RN_DATACALLS_H
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* The definitions after the interposer's own (libc's), as dlsym(RTLD_NEXT) finds them. */
+typedef struct rn_datacalls_real {
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+} rn_datacalls_real;
+
+/* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
+#define RN_DATACALLS_FIND(r)                                                 \
+	do {                                                                 \
+		*(void **)&(r)->read = dlsym(RTLD_NEXT, "read");             \
+		*(void **)&(r)->write = dlsym(RTLD_NEXT, "write");           \
+		*(void **)&(r)->readv = dlsym(RTLD_NEXT, "readv");           \
+		*(void **)&(r)->writev = dlsym(RTLD_NEXT, "writev");         \
+		*(void **)&(r)->recv = dlsym(RTLD_NEXT, "recv");             \
+		*(void **)&(r)->send = dlsym(RTLD_NEXT, "send");             \
+		*(void **)&(r)->recvfrom = dlsym(RTLD_NEXT, "recvfrom");     \
+		*(void **)&(r)->sendto = dlsym(RTLD_NEXT, "sendto");         \
+		*(void **)&(r)->recvmsg = dlsym(RTLD_NEXT, "recvmsg");       \
+		*(void **)&(r)->sendmsg = dlsym(RTLD_NEXT, "sendmsg");       \
+	} while (0)
+
+/*
+ * Hooks.  rn_dc_ours: whether fd may be a ri2n socket of this process; asked
+ * of every descriptor the program reads or writes, so lock-free and without
+ * a system call (a yes is checked again).  rn_dc_known: rn_api_send's
+ * `known` (every close of the process is seen).  rn_dc_real: the calls to
+ * pass on to.
+ */
+int rn_dc_ours(int fd);
+int rn_dc_known(void);
+const rn_datacalls_real *rn_dc_real(void);
+
+#endif
