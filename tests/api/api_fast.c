@@ -1312,6 +1312,43 @@ void test_fast_errors(void **state)
 }
 
 /*
+ * libri2n's own read/write (ri2n_plain.c) on a number that was a ri2n
+ * socket, closed with libc's close() behind ri2n's back and reused for a
+ * pipe: the bytes are the pipe's, both ways, and the connection's peer gets
+ * none of them.
+ */
+void test_plain_number_reused(void **state)
+{
+	char b[16] = { 0 };
+	int c, s, p[2];
+
+	(void)state;
+	fast_pair(&c, &s);
+	assert_int_equal(write(c, "ri2n", 4), 4);
+	assert_int_equal(read(s, b, 4), 4);
+	assert_memory_equal(b, "ri2n", 4);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(close(c), 0); /* not ri2n_close: ri2n's table still names c */
+	assert_int_equal(dup2(p[1], c), c);
+	assert_int_equal(write(c, "pipe", 4), 4);
+	assert_int_equal(read(p[0], b, sizeof(b)), 4);
+	assert_memory_equal(b, "pipe", 4);
+	assert_int_equal(dup2(p[0], c), c); /* now the read end */
+	assert_int_equal(write(p[1], "back", 4), 4);
+	assert_int_equal(read(c, b, sizeof(b)), 4);
+	assert_memory_equal(b, "back", 4);
+	/* the peer: an end (EOF or a reset), never "pipe" */
+	set_timeo(s, SO_RCVTIMEO, 5000);
+	memset(b, 0, sizeof(b));
+	if (read(s, b, sizeof(b)) > 0)
+		fail_msg("the closed connection's peer read \"%.16s\"", b);
+	close(c);
+	close(p[0]);
+	close(p[1]);
+	assert_int_equal(ri2n_close(s), 0);
+}
+
+/*
  * RI2N_BUSY_POLL_US: -1 (adaptive) by default, set and read back (also connected),
  * EINVAL below -1, above 1 s or with a short length; with busy polling on,
  * ping-pong and bulk still move every byte, also while it changes.

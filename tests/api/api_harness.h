@@ -175,6 +175,7 @@ void test_fast_shutdown_under_receiver(void **state);
 void test_fast_close_under_receiver(void **state);
 void test_fast_fork(void **state);
 void test_fast_errors(void **state);
+void test_plain_number_reused(void **state);
 void test_fast_busy_poll(void **state);
 void test_fast_thread_exit(void **state);
 

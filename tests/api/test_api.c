@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 		T(test_fast_close_under_receiver),
 		T(test_fast_fork),
 		T(test_fast_errors),
+		T(test_plain_number_reused),
 		T(test_fast_busy_poll),
 		T(test_fast_thread_exit),
 	};
