@@ -501,6 +501,8 @@ static void rx_set(rn_port *p, int on)
 			rn_ev_del(p->s[i].rev);
 	}
 	p->rx_off = (uint8_t)!on;
+	if (on)
+		p->check_ns = 0; /* the engine's again: the next hand-off starts at the shortest period */
 }
 
 static uint64_t handoff_ns(const rn_port *p)
@@ -538,17 +540,16 @@ static int inline_driven(const rn_port *p, uint64_t now)
 }
 
 /*
- * The engine looks again when the hand-off would run out, or after
- * RN_HANDOFF_NS while a thread waits.  (A period doubling while inline
- * threads keep the port was tried: fewer engine wake-ups, but an 8-byte
- * ping-pong on two pinned one-core hosts went from 34.6 to 39 us.)
+ * The engine looks again when the hand-off would run out, but not before
+ * its period (rn_handoff_check: doubling while threads keep the port).
  */
 static void arm_fallback(rn_port *p, uint64_t now)
 {
-	uint64_t d = RN_HANDOFF_NS;
+	uint64_t d = p->check_ns ? p->check_ns : RN_HANDOFF_NS;
 	struct timeval tv;
 
-	if (!p->nwait && p->inline_ns && now - p->inline_ns < handoff_ns(p))
+	if (!p->nwait && p->inline_ns && now - p->inline_ns < handoff_ns(p) &&
+	    p->inline_ns + handoff_ns(p) - now > d)
 		d = p->inline_ns + handoff_ns(p) - now;
 	if (d < 100000)
 		d = 100000;
@@ -595,6 +596,7 @@ static void on_fallback(evutil_socket_t fd, short what, void *arg)
 	if (p->rx_off) {
 		/* a thread back within the period will wait again: keep off (no toggling) */
 		if (inline_driven(p, rn_now_ns())) {
+			p->check_ns = rn_handoff_check(p->check_ns);
 			arm_fallback(p, rn_now_ns());
 		} else {
 			rx_set(p, 1);

@@ -65,6 +65,7 @@ typedef struct rn_port {
 	uint8_t rx_off, dead;
 	uint64_t inline_ns;     /* the last inline wait's end or read */
 	uint64_t turn_ns;       /* mean time from a wait's end to the next one (rn_handoff.h) */
+	uint64_t check_ns;      /* the fallback's period while threads keep the port (rn_handoff.h) */
 	struct event *fallback;
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;

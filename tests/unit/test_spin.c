@@ -133,6 +133,22 @@ static void test_handoff_event_loop(void **state)
 	assert_int_equal(rn_handoff_ns(turn), RN_HANDOFF_MAX_NS);
 }
 
+/* The engine's look while threads keep the port: 1, 2, 4, 8, 16 ms, then every 16 ms. */
+static void test_handoff_check_backs_off(void **state)
+{
+	const uint64_t want[] = { 1, 2, 4, 8, 16, 16, 16 };
+	uint64_t c = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		c = rn_handoff_check(c);
+		assert_int_equal(c, want[i] * MS_NS);
+	}
+	assert_int_equal(c, RN_CHECK_MAX_NS);
+	assert_int_equal(rn_handoff_check(0), RN_HANDOFF_NS); /* after the engine took it back */
+	assert_int_equal(rn_handoff_check(RN_CHECK_MAX_NS - 1), RN_CHECK_MAX_NS);
+}
+
 /* A second's pause counts as 10 ms; quick turns bring the floor back within a few dozen waits. */
 static void test_handoff_pause_and_back(void **state)
 {
@@ -166,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_handoff_pingpong),
 		cmocka_unit_test(test_handoff_event_loop),
 		cmocka_unit_test(test_handoff_pause_and_back),
+		cmocka_unit_test(test_handoff_check_backs_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
