@@ -159,12 +159,12 @@ uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_
 /* ---- the host lock ---- */
 
 static pthread_mutex_t g_host_mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread int t_inline;
+static RN_TLS int t_inline;
 static int g_kicked; /* (host lock) a wake-up is on its way to the engine */
 
-static __thread unsigned long t_locks; /* how often this thread took the lock */
-static __thread int t_owns;            /* this thread holds the host lock (RN_OWNS_HOST) */
-static __thread int t_engine;          /* this thread is the engine */
+static RN_TLS unsigned long t_locks; /* how often this thread took the lock */
+static RN_TLS int t_owns;            /* this thread holds the host lock (RN_OWNS_HOST) */
+static RN_TLS int t_engine;          /* this thread is the engine */
 
 int rn_engine_self(void)
 {

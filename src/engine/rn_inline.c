@@ -45,7 +45,7 @@ static struct {
 	uint8_t buf[TAKE_CHUNK];
 } g = { .tfd = -1, .tfd_at = UINT64_MAX };
 
-static __thread rn_waiter t_waiter = { .efd = -1 };
+static RN_TLS rn_waiter t_waiter = { .efd = -1 };
 
 /* ---- the inline timer ---- */
 
@@ -215,7 +215,7 @@ int rn_inline_busy_default(void)
 	return x;
 }
 
-static __thread rn_spin t_spin; /* this thread's learnt window */
+static RN_TLS rn_spin t_spin; /* this thread's learnt window */
 
 int64_t rn_spin_budget(int busy_us)
 {
