@@ -299,7 +299,7 @@ static void drain_at_exit(void)
 
 		if (s && fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
 		    s->kind == RN_SK_CONNECTED)
-			shutdown(fd, SHUT_WR);
+			syscall(SYS_shutdown, fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
 	}
 	pthread_mutex_unlock(&g_tab.mu);
 	/* our bytes and FIN delivered, every ACK owed sent */

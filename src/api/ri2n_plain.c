@@ -16,13 +16,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 
+#include "rn_api.h"
 #include "rn_api_int.h"
 #include "rn_datacalls.h"
 #include "rn_knobs.h"
 
 static rn_datacalls_real g_real;
 static int g_ready; /* 1 once g_real is filled */
-static int g_on = -1; /* RI2N_PLAIN_FAST, read on first use */
+static int g_on; /* RI2N_PLAIN_FAST, read at load */
 
 const rn_datacalls_real *rn_dc_real(void)
 {
@@ -39,18 +40,8 @@ const rn_datacalls_real *rn_dc_real(void)
 
 int rn_dc_ours(int fd)
 {
-	int on;
-
-	if (!rn_api_marked(fd)) /* every descriptor that is not ri2n's ends here */
-		return 0;
-	if ((on = __atomic_load_n(&g_on, __ATOMIC_RELAXED)) < 0) {
-		int saved = errno;
-
-		on = rn_proc_get(RN_PROC_PLAIN_FAST) != 0;
-		__atomic_store_n(&g_on, on, __ATOMIC_RELAXED);
-		errno = saved;
-	}
-	return on;
+	/* every descriptor that is not ri2n's ends at the first test */
+	return rn_api_marked(fd) && __atomic_load_n(&g_on, __ATOMIC_RELAXED) > 0;
 }
 
 int rn_dc_known(void)
@@ -58,8 +49,20 @@ int rn_dc_known(void)
 	return 0; /* close() is libc's: ask the kernel whether fd still is the socket */
 }
 
-/* Resolved at load, before any thread needs them. */
+/*
+ * At load, before any thread needs them: the calls to pass on to, and
+ * whether ours serve ri2n descriptors.  If they do, this process's writes
+ * to a ri2n descriptor are seen (the data calls, or the marking writers of
+ * rn_datacalls.c), so a fast send need not first look into the descriptor
+ * for bytes written past it (rn_api_writes_seen): a system call per send.
+ */
 __attribute__((constructor)) static void plain_init(void)
 {
+	int saved = errno;
+
 	rn_dc_real();
+	g_on = rn_proc_get(RN_PROC_PLAIN_FAST) != 0;
+	if (g_on)
+		rn_api_writes_seen();
+	errno = saved;
 }

@@ -8,11 +8,16 @@
  * of crossing the socketpair and waking ri2n's engine thread on the way.
  * Everything else passes straight through: a descriptor that is not ours
  * costs one lock-free look-up (rn_dc_ours).  Addresses and ancillary data
- * are what TCP gives on a connected socket: none.
+ * are what TCP gives on a connected socket: none.  Below them, the writers
+ * that only mark the socket.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -156,4 +161,89 @@ RN_DC_API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 	    fast_send(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc))
 		return rc;
 	return REAL->sendmsg(fd, m, flags);
+}
+
+/*
+ * ---- writers that only mark the socket ----
+ *
+ * They put their bytes into the descriptor, where ri2n's engine takes them:
+ * the socket is marked first, so that fast sends after them take those
+ * bytes first and the order holds (rn_api_note_plain).
+ */
+
+static void mark_plain(int fd)
+{
+	if (rn_dc_ours(fd)) {
+		int saved = errno;
+
+		rn_api_note_plain(fd);
+		errno = saved;
+	}
+}
+
+RN_DC_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	mark_plain(out);
+	return REAL->sendfile(out, in, off, count);
+}
+
+RN_DC_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
+{
+	mark_plain(out);
+	return REAL->sendfile64(out, in, off, count);
+}
+
+RN_DC_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len,
+			   unsigned int flags)
+{
+	if (rn_dc_ours(in)) { /* it reads the descriptor: what an epoll wait reported from ri2n goes there */
+		int saved = errno;
+
+		rn_api_to_descriptor(in);
+		errno = saved;
+	}
+	mark_plain(out);
+	return REAL->splice(in, in_off, out, out_off, len, flags);
+}
+
+RN_DC_API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	mark_plain(fd);
+	return REAL->sendmmsg(fd, v, n, flags);
+}
+
+RN_DC_API FILE *fdopen(int fd, const char *mode)
+{
+	mark_plain(fd);
+	return REAL->fdopen(fd, mode);
+}
+
+RN_DC_API int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	mark_plain(fd);
+	return REAL->vdprintf(fd, fmt, ap);
+}
+
+/*
+ * shutdown is the descriptor's own: the engine sees the end there and sends
+ * FIN after the bytes before it.  A fast send after it must fail (EPIPE), not
+ * slip its bytes in before the FIN: marked, the next one looks into the
+ * descriptor first and finds the end.
+ */
+RN_DC_API int shutdown(int fd, int how)
+{
+	if (how != SHUT_RD)
+		mark_plain(fd);
+	return REAL->shutdown(fd, how);
+}
+
+RN_DC_API int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return rc;
 }

@@ -4,13 +4,17 @@
  * read, write, readv, writev, recv, send, recvfrom, sendto, recvmsg and
  * sendmsg on a ri2n socket go through the fast path (rn_api_send /
  * rn_api_recv: the calling thread drives its connection); on anything else
- * they pass straight on.  Two interposers compile rn_datacalls.c: ri2n-run's
+ * they pass straight on.  The writers the fast path does not serve
+ * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
+ * socket, and so does shutdown.  Two interposers compile rn_datacalls.c: ri2n-run's
  * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
  * three hooks below.
  */
 #ifndef RN_DATACALLS_H
 #define RN_DATACALLS_H
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -27,6 +31,14 @@ typedef struct rn_datacalls_real {
 	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	/* writers the fast path does not serve: they only mark the socket */
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	FILE *(*fdopen)(int, const char *);
+	int (*vdprintf)(int, const char *, va_list);
+	int (*shutdown)(int, int); /* marks the socket too: the next fast send sees the end */
 } rn_datacalls_real;
 
 /* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
@@ -42,6 +54,13 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->sendto = dlsym(RTLD_NEXT, "sendto");         \
 		*(void **)&(r)->recvmsg = dlsym(RTLD_NEXT, "recvmsg");       \
 		*(void **)&(r)->sendmsg = dlsym(RTLD_NEXT, "sendmsg");       \
+		*(void **)&(r)->sendfile = dlsym(RTLD_NEXT, "sendfile");     \
+		*(void **)&(r)->sendfile64 = dlsym(RTLD_NEXT, "sendfile64"); \
+		*(void **)&(r)->splice = dlsym(RTLD_NEXT, "splice");         \
+		*(void **)&(r)->sendmmsg = dlsym(RTLD_NEXT, "sendmmsg");     \
+		*(void **)&(r)->fdopen = dlsym(RTLD_NEXT, "fdopen");         \
+		*(void **)&(r)->vdprintf = dlsym(RTLD_NEXT, "vdprintf");     \
+		*(void **)&(r)->shutdown = dlsym(RTLD_NEXT, "shutdown");     \
 	} while (0)
 
 /*

@@ -116,7 +116,10 @@ const char *rn_knob_env(int opt);
 	  "`writev`/`recvfrom`/`sendto`/`recvmsg`/`sendmsg` on a ri2n descriptor take the " \
 	  "fast path, as `ri2n_recv`/`ri2n_send` do (libri2n defines them before libc's; "  \
 	  "other descriptors pass on). 0: they reach the descriptor and ri2n's engine "     \
-	  "thread, as raw system calls, stdio and a static libri2n.a always do")
+	  "thread, as raw system calls, stdio and a static libri2n.a always do; also for a " \
+	  "program that writes to one connection both through libri2n and with raw system " \
+	  "calls, `io_uring` or `aio_write` (every fast send then first looks for such "     \
+	  "bytes, to keep the order: docs/API.md)")
 
 #define RN_PROC_INDEX(NAME, type, def, lo, hi, sol, shown, doc) RN_PROC_##NAME,
 enum { RN_PROC_LIST(RN_PROC_INDEX) RN_PROC__COUNT };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,11 +75,15 @@ void rn_log(int level, const char *fmt, ...)
 		g_hook(level, line, g_hook_arg);
 		return;
 	}
-	/* one write per line, so lines of several threads do not interleave */
+	/*
+	 * One write per line, so lines of several threads do not interleave.
+	 * Raw: a program that closed stderr may have a ri2n socket as 2, and
+	 * libri2n's own write would drive it under the lock we may hold.
+	 */
 	n = (int)strlen(line);
 	if (n < (int)sizeof(line) - 1)
 		line[n++] = '\n';
-	if (write(2, line, (size_t)n) < 0) {
+	if (syscall(SYS_write, 2, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
 	}
 }

@@ -433,7 +433,7 @@ static void deliver(rn_stream *st, uint64_t now)
 		if (n > 0 && st->held && now - st->held_ns < RN_HELD_NS)
 			return;
 		if (n == 0) {
-			shutdown(st->fd, SHUT_WR); /* the user reads a clean end of stream */
+			syscall(SYS_shutdown, st->fd, SHUT_WR); /* the user reads a clean end of stream */
 			st->eof_sent = 1;
 			st->pair_rx = 1;
 			return;

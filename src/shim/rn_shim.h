@@ -54,7 +54,7 @@ typedef struct rn_shim_real {
 	int (*dup3)(int, int, int);
 	int (*fcntl)(int, int, ...);
 	int (*fcntl64)(int, int, ...);
-	rn_datacalls_real io; /* read ... sendmsg: the data calls (rn_datacalls.c) */
+	rn_datacalls_real io; /* read ... sendmsg and the marking writers (rn_datacalls.c) */
 	int (*epoll_create)(int);
 	int (*epoll_create1)(int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
@@ -62,15 +62,8 @@ typedef struct rn_shim_real {
 	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
-	/* writers the fast path does not serve: they only mark the socket (rn_shim_io.c) */
-	ssize_t (*sendfile)(int, int, off_t *, size_t);
-	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
-	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
-	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
-	FILE *(*fdopen)(int, const char *);
 	int (*fclose)(FILE *);
 	void (*closefrom)(int);
-	int (*vdprintf)(int, const char *, va_list);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */

@@ -63,14 +63,8 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(ppoll);
 	FIND(select);
 	FIND(pselect);
-	FIND(sendfile);
-	FIND(sendfile64);
-	FIND(splice);
-	FIND(sendmmsg);
-	FIND(fdopen);
 	FIND(fclose);
 	FIND(closefrom);
-	FIND(vdprintf);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.closefrom)

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -408,14 +410,38 @@ void test_fast_bulk(void **state)
 
 /* ---- 3. fast and plain calls on one descriptor ---- */
 
-/* Writes n bytes of the pattern alternating write(), ri2n_send() and ri2n_writev(). */
+static const char *const mixed_way[] = { "write", "ri2n_send", "ri2n_writev", "sendfile" };
+
+/*
+ * sendfile() of b[0..len) into fd from a memory file: libri2n does not serve
+ * it, so the bytes go through the descriptor after the socket is marked.
+ */
+static ssize_t send_by_sendfile(int fd, int mfd, const uint8_t *b, size_t len)
+{
+	off_t off = 0;
+
+	if (ftruncate(mfd, 0) < 0 || pwrite(mfd, b, len, 0) != (ssize_t)len)
+		return -1;
+	return sendfile(fd, mfd, &off, len);
+}
+
+/*
+ * Writes n bytes of the pattern alternating write(), ri2n_send(),
+ * ri2n_writev() and sendfile().
+ */
 static void *job_mixed_writer(void *arg)
 {
 	struct job *j = arg;
 	uint8_t *b = malloc(128 * KIB);
 	uint64_t done = 0;
 	uint32_t x = j->seed * 2654435761u | 1;
+	int mfd = memfd_create("mixed", MFD_CLOEXEC);
 
+	if (mfd < 0) {
+		snprintf(j->why, WHY, "memfd_create: %s", strerror(errno));
+		free(b);
+		return NULL;
+	}
 	for (int i = 0; b && done < j->bytes; i++) {
 		size_t len = 1 + rnd(&x) % (128 * KIB), put = 0;
 
@@ -425,21 +451,23 @@ static void *job_mixed_writer(void *arg)
 		while (put < len) {
 			ssize_t w;
 
-			if (i % 3 == 0) {
+			if (i % 4 == 0) {
 				w = write(j->fd, b + put, len - put);
-			} else if (i % 3 == 1) {
+			} else if (i % 4 == 1) {
 				w = ri2n_send(j->fd, b + put, len - put, MSG_NOSIGNAL);
-			} else {
+			} else if (i % 4 == 2) {
 				size_t h = (len - put) / 2;
 				struct iovec v[2] = { { b + put, h }, { b + put + h, len - put - h } };
 
 				w = ri2n_writev(j->fd, v, 2);
+			} else {
+				w = send_by_sendfile(j->fd, mfd, b + put, len - put);
 			}
 			if (w <= 0 && !(w < 0 && errno == EINTR)) {
 				snprintf(j->why, WHY, "%s after %" PRIu64 " bytes: %zd (%s)",
-					 i % 3 == 0 ? "write" : i % 3 == 1 ? "ri2n_send" : "ri2n_writev",
-					 done + put, w, strerror(errno));
+					 mixed_way[i % 4], done + put, w, strerror(errno));
 				free(b);
+				close(mfd);
 				return NULL;
 			}
 			if (w > 0)
@@ -447,6 +475,7 @@ static void *job_mixed_writer(void *arg)
 		}
 		done += len;
 	}
+	close(mfd);
 	j->rc = b ? 0 : -1;
 	free(b);
 	return NULL;
