@@ -42,6 +42,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -236,19 +237,18 @@ int rn_api_is_ri2n(int fd)
 size_t rn_api_fill_junk(int fd)
 {
 	static const char zeros[65536];
-	int fl = fcntl(fd, F_GETFL);
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
 	size_t total = 0;
 
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	rn_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	for (;;) {
-		ssize_t n = syscall(SYS_sendto, fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL,
-				    NULL, 0);
+		ssize_t n = rn_sys_send(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n <= 0)
 			break;
 		total += (size_t)n;
 	}
-	fcntl(fd, F_SETFL, fl);
+	rn_sys_fcntl(fd, F_SETFL, fl);
 	return total;
 }
 
@@ -297,9 +297,9 @@ static void drain_at_exit(void)
 		struct stat sb;
 		rn_sock *s = g_tab.tab[fd];
 
-		if (s && fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
+		if (s && rn_sys_fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
 		    s->kind == RN_SK_CONNECTED)
-			syscall(SYS_shutdown, fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
+			rn_sys_shutdown(fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
 	}
 	pthread_mutex_unlock(&g_tab.mu);
 	/* our bytes and FIN delivered, every ACK owed sent */
@@ -349,9 +349,9 @@ int ri2n_socket(void)
 		rn_sock_unref(s);
 		return rn_api_fail(rc);
 	}
-	fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
-	fstat(sv[0], &sb);
-	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
+	rn_sys_fstat(sv[0], &sb);
+	rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	rn_fd_own(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
@@ -364,7 +364,7 @@ int ri2n_socket(void)
 	if (rc == 0)
 		rc = rn_engine_call(RN_CMD_CREATE, s, NULL);
 	if (rc) {
-		close(sv[0]);
+		rn_sys_close(sv[0]);
 		return rn_api_fail(-rc);
 	}
 	return sv[0];
@@ -428,7 +428,7 @@ static int wait_connected(rn_sock *s, int fd)
 			return 0;
 		if (kind == RN_SK_DEAD)
 			return err ? err : ECONNREFUSED;
-		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+		if (rn_sys_ppoll(&p, 1, NULL) < 0 && errno == EINTR)
 			return EINTR; /* the connect goes on, as with TCP */
 		if (p.revents & (POLLOUT | POLLHUP | POLLERR)) {
 			/* the engine updates the state before it wakes us; look again */
@@ -457,7 +457,7 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
-	if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+	if (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINPROGRESS);
 	}
@@ -495,7 +495,7 @@ int ri2n_close(int fd)
 		rn_sock_unref(s);
 	}
 	/* the engine sees its end close and winds the connection down */
-	return close(fd);
+	return rn_sys_close(fd);
 }
 
 static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
@@ -539,8 +539,6 @@ int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* ---- descriptor numbers, for the LD_PRELOAD shim (src/shim) ---- */
 
-#include <sys/syscall.h>
-
 /*
  * The shim turns a program's TCP socket into a ri2n socket at connect() or
  * listen() time, on the number the program already holds, and follows the
@@ -566,21 +564,21 @@ int rn_api_move(int fd, int to, int flags)
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
-	if (syscall(SYS_dup3, fd, to, flags) < 0) {
+	if (rn_sys_dup3(fd, to, flags) < 0) {
 		err = errno;
 		rn_sock_unref(s);
 		return rn_api_fail(err);
 	}
 	rc = rn_api_tab_install(to, s); /* our reference moves to the table */
 	if (rc) {
-		syscall(SYS_close, to);
+		rn_sys_close(to);
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
 	/* the engine reads it unlocked; it has no connection to name yet */
 	__atomic_store_n(&s->user_fd, to, __ATOMIC_RELAXED);
 	rn_api_forget(fd);
-	syscall(SYS_close, fd);
+	rn_sys_close(fd);
 	return to;
 }
 
@@ -592,7 +590,7 @@ int rn_api_dup(int fd, int dup)
 
 	if (!s)
 		return rn_api_fail(err);
-	if (fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
+	if (rn_sys_fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
@@ -621,7 +619,7 @@ void rn_api_forget(int fd)
 			for (int o = 0; o < g_tab.cap; o++) {
 				struct stat sb;
 
-				if (g_tab.tab[o] == s && fstat(o, &sb) == 0 && sb.st_ino == s->ino &&
+				if (g_tab.tab[o] == s && rn_sys_fstat(o, &sb) == 0 && sb.st_ino == s->ino &&
 				    sb.st_dev == s->dev) {
 					__atomic_store_n(&s->user_fd, o, __ATOMIC_RELAXED);
 					break;
@@ -685,7 +683,7 @@ int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
 	if (!s)
 		return rn_api_fail(err);
 	/* the raw call: an interposed setsockopt (the shim's) may be what called us */
-	if (syscall(SYS_setsockopt, fd, SOL_SOCKET, name, val, len) < 0) {
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, name, val, len) < 0) {
 		err = errno;
 		rn_sock_unref(s);
 		return rn_api_fail(err);

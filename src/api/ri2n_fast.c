@@ -33,6 +33,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 /* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
 
@@ -69,7 +70,7 @@ ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int 
 		/* the descriptor's own send: raw, past any interposer */
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		return syscall(SYS_sendmsg, fd, &m, flags);
+		return rn_sys_sendmsg(fd, &m, flags);
 	}
 	if (rc < 0)
 		return rn_api_fail((int)-rc);
@@ -94,7 +95,7 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	if (rc == RN_INLINE_PLAIN) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		rc = syscall(SYS_recvmsg, fd, &m, flags);
+		rc = rn_sys_recvmsg(fd, &m, flags);
 		if (rc < 0 && errno == ECONNRESET) {
 			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
 			pthread_mutex_lock(&s->mu);

@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_publish.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 typedef struct rn_cmd {
 	int type;
@@ -72,7 +73,7 @@ uint64_t rn_fd_cookie(int fd)
 		errno = EBADF;
 		return 0;
 	}
-	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
+	if (rn_sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
 		return 0;
 	return c;
 }
@@ -113,7 +114,7 @@ void rn_fd_close(int fd)
 	if (fd < g_fds.cap)
 		g_fds.own[fd] = 0;
 	pthread_mutex_unlock(&g_fds.mu);
-	close(fd);
+	rn_sys_close(fd);
 }
 
 /*
@@ -209,7 +210,7 @@ void rn_host_kick(void)
 	if (g_kicked || g.wake_fd < 0)
 		return;
 	g_kicked = 1;
-	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
+	if (rn_sys_write(g.wake_fd, &one, sizeof(one)) < 0) {
 		/* saturated: a wake-up is pending anyway */
 	}
 }
@@ -294,7 +295,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	if (read(fd, &v, sizeof(v)) < 0) {
+	if (rn_sys_read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: woken for commands already taken */
 	}
 	rn_host_lock();
@@ -341,7 +342,7 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 		g.head = &c;
 	g.tail = &c;
 	pthread_mutex_unlock(&g.mu);
-	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
+	if (rn_sys_write(g.wake_fd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: a wake-up is pending anyway */
 	}
 	pthread_mutex_lock(&g.mu);
@@ -475,7 +476,7 @@ static void atfork_child(void)
 {
 	for (int fd = 0; fd < g_fds.cap; fd++) {
 		if (g_fds.own[fd]) {
-			close(fd);
+			rn_sys_close(fd);
 			g_fds.own[fd] = 0;
 		}
 	}

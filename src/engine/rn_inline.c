@@ -32,6 +32,7 @@
 #include "rn_port.h"
 #include "rn_stream.h"
 #include "rn_inline_int.h"
+#include "rn_sys.h"
 
 #define TAKE_CHUNK (64 << 10) /* bytes moved from the descriptor into the core at once */
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
@@ -151,7 +152,7 @@ static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	if (read(fd, &v, sizeof(v)) < 0) {
+	if (rn_sys_read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: re-armed meanwhile */
 	}
 	rn_host_lock();
@@ -188,7 +189,7 @@ void rn_inline_forget(void)
 {
 	/* the forking thread's wake-up descriptor is the parent's too: not ours to share */
 	if (t_waiter.efd >= 0) {
-		close(t_waiter.efd);
+		rn_sys_close(t_waiter.efd);
 		t_waiter.efd = -1;
 	}
 	g.tfd = -1; /* closed with the engine's other descriptors */
@@ -344,7 +345,7 @@ static void waiter_exit(void *arg)
 	rn_waiter *w = arg;
 
 	if (w && w->efd >= 0) {
-		close(w->efd);
+		rn_sys_close(w->efd);
 		w->efd = -1;
 	}
 }
@@ -430,7 +431,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 		spin = left;
 	if (spin > 0) {
 		do {
-			rc = (int)syscall(SYS_ppoll, pf, n, &(struct timespec){ 0, 0 }, NULL, 8);
+			rc = rn_sys_ppoll(pf, n, &(struct timespec){ 0, 0 });
 			if (rc == 0)
 				sched_yield(); /* a thread runnable on this CPU (the peer?) goes first */
 		} while (rc == 0 && elapsed_ns(&tw) < spin);
@@ -443,7 +444,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
 		left = rn_inline_left_of(*timeout_ns, t0);
 		ts = (struct timespec){ (time_t)(left / 1000000000), (long)(left % 1000000000) };
-		rc = (int)syscall(SYS_ppoll, pf, n, left < 0 ? NULL : &ts, NULL, 8);
+		rc = rn_sys_ppoll(pf, n, left < 0 ? NULL : &ts);
 	}
 	err = errno;
 	if (rc >= 0)
@@ -470,7 +471,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
 		uint64_t v;
 
-		if (read(w->efd, &v, sizeof(v)) < 0) {
+		if (rn_sys_read(w->efd, &v, sizeof(v)) < 0) {
 			/* another wake-up took it */
 		}
 	}
@@ -487,7 +488,7 @@ int64_t rn_inline_fd_timeout(int fd, int opt)
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
 
-	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
+	if (rn_sys_getsockopt(fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
 	    (tv.tv_sec == 0 && tv.tv_usec == 0))
 		return -1;
 	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
@@ -495,7 +496,7 @@ int64_t rn_inline_fd_timeout(int fd, int opt)
 
 int rn_inline_fd_nonblock(int fd)
 {
-	int fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
 
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -708,7 +709,7 @@ int rn_inline_take_pair(struct rn_stream *st, uint64_t now)
 
 		if (space == 0)
 			return 0;
-		n = recv(st->fd, g.buf, space < TAKE_CHUNK ? space : TAKE_CHUNK, MSG_DONTWAIT);
+		n = rn_sys_recv(st->fd, g.buf, space < TAKE_CHUNK ? space : TAKE_CHUNK, MSG_DONTWAIT);
 		if (n > 0) {
 			rn_conn_write(st->conn, now, g.buf, (size_t)n);
 			continue;
@@ -729,7 +730,7 @@ void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now)
 
 		if (n <= 0)
 			return;
-		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		w = rn_sys_send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w <= 0)
 			return;
 		rn_conn_consume(st->conn, now, (size_t)w);

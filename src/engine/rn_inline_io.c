@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_stream.h"
 #include "rn_inline_int.h"
+#include "rn_sys.h"
 
 /* ---- send ---- */
 
@@ -87,7 +88,7 @@ static ssize_t spill(int fd, const struct iovec *iov, int iovcnt, size_t off, in
 {
 	struct iovec rest[MAX_IOV];
 	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
-	ssize_t rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
+	ssize_t rc = rn_sys_sendmsg(fd, &m, flags & ~MSG_MORE);
 
 	return rc < 0 ? -errno : rc;
 }
@@ -174,7 +175,7 @@ static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off
 	struct iovec rest[MAX_IOV];
 	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
 
-	return syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
+	return rn_sys_recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
 ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
