@@ -115,6 +115,26 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 	return ns;
 }
 
+/* A thread cancelled in its wait for a connection: the listener's reference goes. */
+static void unref_cancelled(void *s)
+{
+	rn_sock_unref(s);
+}
+
+/* Sleeps until a record waits (peeked, not taken), cancellable as TCP's accept. */
+static ssize_t sleep_record(rn_sock *s, int fd, char *peek)
+{
+	ssize_t n;
+	int ct;
+
+	pthread_cleanup_push(unref_cancelled, s);
+	ct = rn_sys_cancel_begin();
+	n = rn_sys_recv(fd, peek, 1, MSG_PEEK);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	return n;
+}
+
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	int err, nfd, afd, nonblock;
@@ -152,7 +172,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		if (err != EAGAIN || nonblock)
 			break;
 		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
-		n = rn_sys_recv(fd, &peek, 1, MSG_PEEK);
+		n = sleep_record(s, fd, &peek);
 		if (n <= 0) {
 			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
 			break;

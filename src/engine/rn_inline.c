@@ -380,6 +380,53 @@ static void waiter_unlink(rn_port *p, rn_waiter *w)
 	p->nwait--;
 }
 
+/* What a thread cancelled in its sleep (sleep_cancellable) leaves behind. */
+struct wait_undo {
+	rn_sock *s;  /* the caller's reference */
+	rn_port *p;  /* rn_inline_wait_port's reference, and w linked into p->waiters */
+	rn_waiter *w;
+};
+
+/*
+ * The thread is being cancelled in its sleep: it leaves the port's waiters
+ * (w is this thread's, and dies with it), gives back its references and
+ * has the engine serve the port's sockets again, as a wait that ends would.
+ */
+static void wait_cancelled(void *arg)
+{
+	struct wait_undo *u = arg;
+	uint64_t v;
+
+	rn_host_enter_inline();
+	waiter_unlink(u->p, u->w);
+	if (rn_sys_read(u->w->efd, &v, sizeof(v)) < 0) {
+		/* no wake-up pending */
+	}
+	u->p->inline_ns = rn_now_ns();
+	rn_port_unref(u->p);
+	rn_host_kick();
+	rn_host_leave_inline();
+	rn_sock_unref(u->s);
+}
+
+/*
+ * The sleep of an inline wait, ri2n's one cancellation point: a blocked
+ * read() is one for TCP, so pthread_cancel ends the thread here, holding
+ * no lock, and wait_cancelled undoes the rest.  left: ns, -1 for no limit.
+ */
+static int sleep_cancellable(struct wait_undo *u, struct pollfd *pf, int n, int64_t left)
+{
+	struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+	int rc, ct;
+
+	pthread_cleanup_push(wait_cancelled, u);
+	ct = rn_sys_cancel_begin();
+	rc = rn_sys_ppoll(pf, (nfds_t)n, left < 0 ? NULL : &ts);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	return rc;
+}
+
 static int64_t elapsed_ns(const struct timespec *t0)
 {
 	struct timespec t;
@@ -438,13 +485,10 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 		caught = rc != 0;
 	}
 	if (rc == 0) {
-		struct timespec ts;
-
 		if (*timeout_ns == RN_WAIT_RCVTIMEO) /* about to sleep: now the limit matters */
 			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
-		left = rn_inline_left_of(*timeout_ns, t0);
-		ts = (struct timespec){ (time_t)(left / 1000000000), (long)(left % 1000000000) };
-		rc = rn_sys_ppoll(pf, n, left < 0 ? NULL : &ts);
+		rc = sleep_cancellable(&(struct wait_undo){ s, p, w }, pf, n,
+				       rn_inline_left_of(*timeout_ns, t0));
 	}
 	err = errno;
 	if (rc >= 0)

@@ -18,7 +18,9 @@
 #ifndef RN_SYS_H
 #define RN_SYS_H
 
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -157,6 +159,53 @@ static inline int rn_sys_fclose(FILE *f)
 static inline int rn_sys_ppoll(struct pollfd *pf, nfds_t n, const struct timespec *ts)
 {
 	return (int)syscall(SYS_ppoll, pf, n, ts, NULL, (size_t)(_NSIG / 8));
+}
+
+/*
+ * Cancellation around one blocking call made for the program (a read or
+ * write that sleeps, as the kernel's TCP read would): the calls above are
+ * not cancellation points, so a thread that may be cancelled there says so
+ * with rn_sys_cancel_begin (asynchronous cancellation, as glibc itself does
+ * around its own cancellable system calls; a cancel already pending acts at
+ * once) and returns to what it had with rn_sys_cancel_end (errno kept).
+ * Between the two the thread holds no lock, and a pthread_cleanup_push
+ * handler undoes whatever it holds (references, a waiter's link).
+ */
+static inline int rn_sys_cancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_DEFERRED;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	return old;
+}
+
+static inline void rn_sys_cancel_end(int old)
+{
+	int e = errno;
+
+	pthread_setcanceltype(old, NULL);
+	errno = e;
+}
+
+/*
+ * A wait during which the thread must not be cancelled (a condition wait
+ * whose mutex, or a command on its stack, cancellation would leave behind);
+ * rn_sys_nocancel_end restores what the thread had.  No system call.
+ */
+static inline int rn_sys_nocancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void rn_sys_nocancel_end(int old)
+{
+	int e = errno;
+
+	pthread_setcancelstate(old, NULL);
+	errno = e;
 }
 
 #endif
