@@ -336,6 +336,36 @@ void rn_inline_finish(rn_sock *s)
 		rn_host_kick();
 }
 
+/* What rn_inline_serve_others passes on: the caller's stream, and whether it was marked. */
+struct others {
+	struct rn_stream *self;
+	int self_marked;
+};
+
+static void serve_not_self(struct rn_stream *st, void *ctx)
+{
+	struct others *o = ctx;
+
+	if (st == o->self)
+		o->self_marked = 1;
+	else
+		serve_other(st, NULL);
+}
+
+void rn_inline_serve_others(struct rn_stream *self)
+{
+	struct others o = { self, 0 };
+
+	RN_OWNS_HOST();
+	if (!rn_stream_dirty_pending())
+		return;
+	rn_stream_each_dirty(serve_not_self, &o);
+	if (rn_stream_dirty_pending())
+		rn_host_kick(); /* more than one turn's worth: the engine goes on with them */
+	if (o.self_marked)
+		rn_engine_dirty(self); /* as it was: rn_inline_finish serves it */
+}
+
 static pthread_key_t g_waiter_key;
 static pthread_once_t g_waiter_once = PTHREAD_ONCE_INIT;
 

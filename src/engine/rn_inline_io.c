@@ -300,8 +300,10 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		 * the next pass: rn_inline_finish when they brought bytes, the
 		 * service before the next wait when not.
 		 */
-		if (ready && s->stream == st)
+		if (ready && s->stream == st) {
 			rn_port_read_some(st->port, ready);
+			rn_inline_serve_others(st); /* the port's other connections: now */
+		}
 	}
 	rn_inline_finish(s);
 	rn_host_leave_inline();
