@@ -128,8 +128,10 @@ __attribute__((noreturn)) static void cancel_child(int ready_fd)
 	struct writer w = { 0 };
 	pthread_t r, wt;
 	struct flow f[2];
-	char why[256];
+	char why[256], linger[16];
 
+	snprintf(linger, sizeof(linger), "%d", LINGER_MS); /* read by exit's drain */
+	setenv("RI2N_EXIT_LINGER_MS", linger, 1);
 	if (pair_on(&l, &ca, &sa) || pair_on(&l, &cb, &sb))
 		_exit(10);
 	/* a reader blocked on A's server end, asleep in ri2n's wait */
@@ -430,12 +432,10 @@ int main(int argc, char **argv)
 		T(test_blocked_reader_neighbour),
 		T(test_close_reuse_race),
 	};
-	char linger[16];
-
 	harness_init();
 	setenv("RI2N_RAILS", "r1,r2", 0);
-	snprintf(linger, sizeof(linger), "%d", LINGER_MS);
-	setenv("RI2N_EXIT_LINGER_MS", linger, 1);
+	/* this process's own exit lets its closed connections finish (the child's is short) */
+	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
 	signal(SIGALRM, on_alarm);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
