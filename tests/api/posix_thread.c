@@ -85,6 +85,30 @@ static void *block_in_read(void *arg)
 	return (void *)(intptr_t)read(*(int *)arg, b, sizeof(b)); /* nothing ever comes */
 }
 
+static void *block_in_accept(void *arg)
+{
+	return (void *)(intptr_t)ri2n_accept(*(int *)arg, NULL, NULL); /* nobody connects */
+}
+
+static void *block_in_connect(void *arg)
+{
+	struct sockaddr_in a = sin_of(SILENT, 9); /* it never answers */
+
+	return (void *)(intptr_t)ri2n_connect(*(int *)arg, SA(&a), sizeof(a));
+}
+
+/* A thread blocked in fn(arg) for 300 ms is cancelled and ends so within 5 s; 0 or -1. */
+static int cancel_one(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg))
+		return -1;
+	usleep(300 * 1000);
+	pthread_cancel(t);
+	return join_cancelled(t, 5000) ? -1 : 0;
+}
+
 struct writer {
 	int fd;
 	unsigned long writes; /* (atomic) writes that returned */
@@ -124,7 +148,8 @@ static int wait_blocked(struct writer *w)
  */
 __attribute__((noreturn)) static void cancel_child(int ready_fd)
 {
-	int l = -1, ca, sa, cb, sb, cc, sc;
+	int l = -1, ca, sa, cb, sb, cc, sc, l2, cx;
+	struct sockaddr_in any = sin_of(NULL, 0);
 	struct writer w = { 0 };
 	pthread_t r, wt;
 	struct flow f[2];
@@ -141,6 +166,15 @@ __attribute__((noreturn)) static void cancel_child(int ready_fd)
 	pthread_cancel(r);
 	if (join_cancelled(r, 5000))
 		_exit(12);
+	/* an accept nobody answers, a connect to a peer that never answers */
+	l2 = ri2n_socket();
+	cx = ri2n_socket();
+	if (l2 < 0 || ri2n_bind(l2, SA(&any), sizeof(any)) || ri2n_listen(l2, 1) || cx < 0)
+		_exit(20);
+	if (cancel_one(block_in_accept, &l2))
+		_exit(21);
+	if (cancel_one(block_in_connect, &cx))
+		_exit(22);
 	/* a writer blocked on B's client end, its buffers full */
 	w.fd = cb;
 	if (pthread_create(&wt, NULL, block_in_write, &w))
@@ -175,8 +209,9 @@ __attribute__((noreturn)) static void cancel_child(int ready_fd)
 }
 
 /*
- * pthread_cancel of a thread blocked in read() and of one blocked in a
- * fast write() whose buffers are full, both cancellation points for TCP:
+ * pthread_cancel of a thread blocked in read(), in ri2n_accept, in
+ * ri2n_connect and of one blocked in a fast write() whose buffers are full,
+ * all cancellation points for TCP:
  * each thread ends cancelled, the process's other connections (one of the
  * same port) still move every byte, and exit() returns within the linger
  * although a connection still owes bytes nobody will read.
