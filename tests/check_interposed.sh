@@ -21,8 +21,9 @@ names=$( { nm -D --defined-only "$lib"; nm -D --defined-only "$shim"; } |
 [ -n "$names" ] || { echo "no interposed names found in $lib and $shim"; exit 1; }
 pat="^($(printf '%s\n' $names | paste -sd'|'))\$"
 
-objs=$(find "$bin/src/CMakeFiles" "$bin/btl_ri2n/CMakeFiles" "$bin/ofi/CMakeFiles" \
-	-name '*.o' 2>/dev/null | sort)
+# the BTL and the provider are built only where Open MPI and libfabric are installed
+objs=$( { find "$bin/src/CMakeFiles" "$bin/btl_ri2n/CMakeFiles" "$bin/ofi/CMakeFiles" \
+	-name '*.o' 2>/dev/null || true; } | sort)
 [ -n "$objs" ] || { echo "no objects under $bin"; exit 1; }
 bad=0
 for o in $objs; do
