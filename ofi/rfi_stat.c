@@ -23,6 +23,7 @@
 #include "rn_log.h"
 #include "rn_rails.h"
 #include "rn_statfile.h"
+#include "rn_sys.h"
 
 void rfi_stat_open(rfi_ep *ep)
 {
@@ -69,10 +70,10 @@ static void write_snapshot(rfi_ep *ep, uint64_t now)
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ep->stat_name);
 	fd = openat(ep->stat_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
+	f = fd < 0 ? NULL : rn_sys_fdopen(fd, "w");
 	if (!f) {
 		if (fd >= 0)
-			close(fd);
+			rn_sys_close(fd);
 		return;
 	}
 	rfi_name_str(&ep->name, name, sizeof(name));
@@ -89,7 +90,7 @@ static void write_snapshot(rfi_ep *ep, uint64_t now)
 				       cs.npaths ? ipport(cs.rail[0].remote, p, sizeof(p)) : "?",
 				       now - k->created_ns, &cs, now);
 	}
-	if (fclose(f) == 0)
+	if (rn_sys_fclose(f) == 0)
 		renameat(ep->stat_fd, tmp, ep->stat_fd, ep->stat_name);
 	else
 		unlinkat(ep->stat_fd, tmp, 0);
@@ -109,6 +110,6 @@ void rfi_stat_close(rfi_ep *ep)
 		return;
 	if (publishing(ep))
 		unlinkat(ep->stat_fd, ep->stat_name, 0);
-	close(ep->stat_fd);
+	rn_sys_close(ep->stat_fd);
 	ep->stat_fd = -1;
 }

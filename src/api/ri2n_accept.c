@@ -33,6 +33,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len)
 {
@@ -58,7 +59,7 @@ static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd, int flags)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			    .msg_controllen = sizeof(u.buf) };
 	/* raw: an interposed recvmsg would take this for the fast path */
-	ssize_t n = syscall(SYS_recvmsg, fd, &m, MSG_CMSG_CLOEXEC | flags);
+	ssize_t n = rn_sys_recvmsg(fd, &m, MSG_CMSG_CLOEXEC | flags);
 	struct cmsghdr *c;
 
 	*afd = -1;
@@ -71,7 +72,7 @@ static int read_accept_rec(int fd, rn_accept_rec *rec, int *afd, int flags)
 		return 0; /* no connection: rec->err says why */
 	if (n != (ssize_t)sizeof(*rec) || *afd < 0) {
 		if (*afd >= 0)
-			syscall(SYS_close, *afd);
+			rn_sys_close(*afd);
 		return EINVAL; /* 0: the engine let go of the listener */
 	}
 	return 0;
@@ -88,7 +89,7 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 	struct stat sb;
 	rn_sock *ns;
 
-	if (fstat(afd, &sb) < 0)
+	if (rn_sys_fstat(afd, &sb) < 0)
 		return NULL;
 	for (ns = s->accq_head; ns && !(ns->ino == sb.st_ino && ns->dev == sb.st_dev); ns = ns->acc_next)
 		;
@@ -102,7 +103,7 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 		gone->acc_next = NULL;
 		__atomic_store_n(&gone->queued, 0, __ATOMIC_RELAXED);
 		rn_fd_disown(gone->user_fd);
-		syscall(SYS_close, gone->user_fd); /* the other process holds its own copy */
+		rn_sys_close(gone->user_fd); /* the other process holds its own copy */
 		rn_sock_unref(gone);
 	}
 	s->accq_head = ns->acc_next;
@@ -112,6 +113,26 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 	ns->acc_next = NULL;
 	__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
 	return ns;
+}
+
+/* A thread cancelled in its wait for a connection: the listener's reference goes. */
+static void unref_cancelled(void *s)
+{
+	rn_sock_unref(s);
+}
+
+/* Sleeps until a record waits (peeked, not taken), cancellable as TCP's accept. */
+static ssize_t sleep_record(rn_sock *s, int fd, char *peek)
+{
+	ssize_t n;
+	int ct;
+
+	pthread_cleanup_push(unref_cancelled, s);
+	ct = rn_sys_cancel_begin();
+	n = rn_sys_recv(fd, peek, 1, MSG_PEEK);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	return n;
 }
 
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
@@ -133,7 +154,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	 * here for one a prefork worker took, and let go of the connection.
 	 * The wait itself is outside the mutex (the engine queues under it).
 	 */
-	nonblock = fcntl(fd, F_GETFL); /* the listener's own mode (flags are the new socket's) */
+	nonblock = rn_sys_fcntl(fd, F_GETFL, 0); /* the listener's own mode (flags are the new socket's) */
 	nonblock = nonblock >= 0 && (nonblock & O_NONBLOCK);
 	for (;;) {
 		char peek;
@@ -151,7 +172,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		if (err != EAGAIN || nonblock)
 			break;
 		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
-		n = syscall(SYS_recvfrom, fd, &peek, 1, MSG_PEEK, NULL, NULL);
+		n = sleep_record(s, fd, &peek);
 		if (n <= 0) {
 			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
 			break;
@@ -169,21 +190,21 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		 * through the descriptor only, as in a process that inherited it.
 		 */
 		if (!(flags & SOCK_CLOEXEC))
-			fcntl(afd, F_SETFD, 0);
+			rn_sys_fcntl(afd, F_SETFD, 0);
 		if (flags & SOCK_NONBLOCK)
-			fcntl(afd, F_SETFL, O_NONBLOCK);
+			rn_sys_fcntl(afd, F_SETFL, O_NONBLOCK);
 		rn_api_put_addr(&rec.peer, addr, len);
 		return afd;
 	}
-	syscall(SYS_close, afd); /* ours is the copy the engine kept */
+	rn_sys_close(afd); /* ours is the copy the engine kept */
 	nfd = ns->user_fd;
 	rn_fd_disown(nfd);
 	if (!(flags & SOCK_CLOEXEC))
-		fcntl(nfd, F_SETFD, 0);
+		rn_sys_fcntl(nfd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
-		fcntl(nfd, F_SETFL, O_NONBLOCK);
+		rn_sys_fcntl(nfd, F_SETFL, O_NONBLOCK);
 	if (rn_api_tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */
-		close(nfd);
+		rn_sys_close(nfd);
 		rn_sock_unref(ns);
 		return rn_api_fail(ENOMEM);
 	}
@@ -203,9 +224,9 @@ int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
 	if (err)
 		return rn_api_fail(err);
 	if (!(flags & SOCK_CLOEXEC))
-		fcntl(afd, F_SETFD, 0);
+		rn_sys_fcntl(afd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
-		fcntl(afd, F_SETFL, O_NONBLOCK);
+		rn_sys_fcntl(afd, F_SETFL, O_NONBLOCK);
 	*peer = rec.peer;
 	return afd;
 }

@@ -42,10 +42,12 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 static struct {
 	pthread_mutex_t mu;
 	rn_sock **tab;
+	uint32_t *gen; /* per number: bumped whenever its entry changes (rn_api_lookup) */
 	int cap;
 	int atfork;
 } g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -95,6 +97,7 @@ int rn_api_marked(int fd)
 static void tab_set(int fd, rn_sock *s)
 {
 	g_tab.tab[fd] = s;
+	g_tab.gen[fd]++;
 	mark(fd, s != NULL);
 }
 
@@ -122,6 +125,7 @@ static void tab_forget(void)
 {
 	/* a forked child: the parent's sockets are the parent engine's business */
 	g_tab.tab = NULL;
+	g_tab.gen = NULL;
 	g_tab.cap = 0;
 	for (int i = 0; i < MARK_PAGES; i++)
 		if (g_mark[i])
@@ -139,13 +143,18 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	if (fd >= g_tab.cap) {
 		int cap = fd * 2 + 64;
 		rn_sock **n = realloc(g_tab.tab, (size_t)cap * sizeof(*n));
+		uint32_t *gen;
 
-		if (!n) {
+		if (n)
+			g_tab.tab = n; /* the old cap stays right until both have grown */
+		gen = n ? realloc(g_tab.gen, (size_t)cap * sizeof(*gen)) : NULL;
+		if (!gen) {
 			pthread_mutex_unlock(&g_tab.mu);
 			return -ENOMEM;
 		}
 		memset(n + g_tab.cap, 0, (size_t)(cap - g_tab.cap) * sizeof(*n));
-		g_tab.tab = n;
+		memset(gen + g_tab.cap, 0, (size_t)(cap - g_tab.cap) * sizeof(*gen));
+		g_tab.gen = gen;
 		g_tab.cap = cap;
 	}
 	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
@@ -155,28 +164,59 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	return 0;
 }
 
-/* The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK. */
+/*
+ * Under g_tab.mu: drops fd's entry if it still is s as of generation gen (a
+ * data call found fd no longer s's); 0 if the entry changed meanwhile (fd
+ * was closed and made a ri2n socket again: that entry is not ours to drop).
+ */
+static int tab_drop_if(int fd, rn_sock *s, uint32_t gen)
+{
+	if (fd >= g_tab.cap || g_tab.tab[fd] != s || g_tab.gen[fd] != gen)
+		return 0;
+	tab_set(fd, NULL);
+	rn_sock_unref(s); /* the table's reference */
+	return 1;
+}
+
+/*
+ * The socket behind fd, referenced; NULL with *err EBADF or ENOTSOCK.  The
+ * entry is read first, then the kernel asked what fd is: an entry found
+ * stale is dropped only if it is still the one read, so a lookup racing a
+ * close and a ri2n_socket that reused the number never drops the new
+ * socket's entry; it looks again.
+ */
 rn_sock *rn_api_lookup(int fd, int *err)
 {
-	uint64_t cookie = rn_fd_cookie(fd);
-	int why = cookie ? ENOTSOCK : errno == ENOTSOCK ? ENOTSOCK : EBADF;
-	rn_sock *s = NULL;
+	for (;;) {
+		rn_sock *s = NULL;
+		uint32_t gen = 0;
+		uint64_t cookie;
+		int why, dropped;
 
-	pthread_mutex_lock(&g_tab.mu);
-	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
-		s = g_tab.tab[fd];
-		if (cookie && s->cookie == cookie) {
+		pthread_mutex_lock(&g_tab.mu);
+		if (fd >= 0 && fd < g_tab.cap && (s = g_tab.tab[fd])) {
+			gen = g_tab.gen[fd];
 			rn_sock_ref(s);
-		} else { /* closed without ri2n_close, the number maybe reused */
-			tab_set(fd, NULL);
-			rn_sock_unref(s);
-			s = NULL;
+		}
+		pthread_mutex_unlock(&g_tab.mu);
+		cookie = rn_fd_cookie(fd);
+		if (s && cookie && s->cookie == cookie)
+			return s;
+		why = cookie ? ENOTSOCK : errno == ENOTSOCK ? ENOTSOCK : EBADF;
+		if (!s) {
+			*err = why;
+			return NULL;
+		}
+		/* closed without ri2n_close, the number maybe reused */
+		pthread_mutex_lock(&g_tab.mu);
+		dropped = tab_drop_if(fd, s, gen);
+		pthread_mutex_unlock(&g_tab.mu);
+		rn_sock_unref(s);
+		if (dropped) {
+			*err = why;
+			return NULL;
 		}
 	}
-	pthread_mutex_unlock(&g_tab.mu);
-	if (!s)
-		*err = why;
-	return s;
 }
 
 void rn_api_writes_seen(void)
@@ -236,19 +276,18 @@ int rn_api_is_ri2n(int fd)
 size_t rn_api_fill_junk(int fd)
 {
 	static const char zeros[65536];
-	int fl = fcntl(fd, F_GETFL);
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
 	size_t total = 0;
 
-	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	rn_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	for (;;) {
-		ssize_t n = syscall(SYS_sendto, fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL,
-				    NULL, 0);
+		ssize_t n = rn_sys_send(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n <= 0)
 			break;
 		total += (size_t)n;
 	}
-	fcntl(fd, F_SETFL, fl);
+	rn_sys_fcntl(fd, F_SETFL, fl);
 	return total;
 }
 
@@ -267,18 +306,23 @@ static void register_drain(void)
 	atexit(drain_at_exit);
 }
 
-/* Polls the engine with RN_CMD_PENDING(mode) until it says 0 or ms pass; the last count. */
+/*
+ * Polls the engine with RN_CMD_PENDING(mode) until it says 0 or ms pass; the
+ * last count, or -ETIMEDOUT if the engine did not answer within the ms (a
+ * busy or stuck engine holds the exit no longer than that).
+ */
 static int wait_pending(int mode, long ms)
 {
 	struct timespec t0, t;
+	long spent = 0;
 	int pending;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		pending = rn_engine_call(RN_CMD_PENDING, NULL, &mode);
+		pending = rn_engine_pending(mode, ms - spent > 1 ? ms - spent : 1);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (pending <= 0 ||
-		    (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+		spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (pending <= 0 || spent >= ms)
 			return pending;
 		usleep(2000);
 		mode = mode == RN_EXIT_RESET ? RN_EXIT_OWED : mode; /* reset once, then wait */
@@ -297,13 +341,18 @@ static void drain_at_exit(void)
 		struct stat sb;
 		rn_sock *s = g_tab.tab[fd];
 
-		if (s && fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
+		if (s && rn_sys_fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
 		    s->kind == RN_SK_CONNECTED)
-			syscall(SYS_shutdown, fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
+			rn_sys_shutdown(fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
 	}
 	pthread_mutex_unlock(&g_tab.mu);
 	/* our bytes and FIN delivered, every ACK owed sent */
 	pending = wait_pending(RN_EXIT_OWED, linger_ms);
+	if (pending == -ETIMEDOUT) {
+		fprintf(stderr, "ri2n[%d]: exiting after %ld ms without word from ri2n's engine "
+				"thread: the peers may not get everything\n", (int)getpid(), linger_ms);
+		return;
+	}
 	if (pending > 0)
 		fprintf(stderr, "ri2n[%d]: exiting with %d connection%s still sending after %ld ms: "
 				"the peer may not get everything\n", (int)getpid(), pending,
@@ -349,9 +398,9 @@ int ri2n_socket(void)
 		rn_sock_unref(s);
 		return rn_api_fail(rc);
 	}
-	fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
-	fstat(sv[0], &sb);
-	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
+	rn_sys_fstat(sv[0], &sb);
+	rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	rn_fd_own(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
@@ -364,7 +413,7 @@ int ri2n_socket(void)
 	if (rc == 0)
 		rc = rn_engine_call(RN_CMD_CREATE, s, NULL);
 	if (rc) {
-		close(sv[0]);
+		rn_sys_close(sv[0]);
 		return rn_api_fail(-rc);
 	}
 	return sv[0];
@@ -411,12 +460,31 @@ int ri2n_listen(int fd, int backlog)
 	return rc ? rn_api_fail(-rc) : 0;
 }
 
+/* A thread cancelled in a wait on s: the reference its caller took goes. */
+static void unref_cancelled(void *s)
+{
+	rn_sock_unref(s);
+}
+
+/* Sleeps until fd is writable, cancellable as TCP's connect (dropping s's reference). */
+static int sleep_writable(rn_sock *s, struct pollfd *p)
+{
+	int rc, ct;
+
+	pthread_cleanup_push(unref_cancelled, s);
+	ct = rn_sys_cancel_begin();
+	rc = rn_sys_ppoll(p, 1, NULL);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	return rc;
+}
+
 /* Waits for a blocking connect: writability means the handshake ended. */
 static int wait_connected(rn_sock *s, int fd)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int kind, err;
+		int kind, err, ct;
 
 		pthread_mutex_lock(&s->mu);
 		kind = s->kind;
@@ -428,14 +496,16 @@ static int wait_connected(rn_sock *s, int fd)
 			return 0;
 		if (kind == RN_SK_DEAD)
 			return err ? err : ECONNREFUSED;
-		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+		if (sleep_writable(s, &p) < 0 && errno == EINTR)
 			return EINTR; /* the connect goes on, as with TCP */
 		if (p.revents & (POLLOUT | POLLHUP | POLLERR)) {
 			/* the engine updates the state before it wakes us; look again */
+			ct = rn_sys_nocancel_begin(); /* a short wait, under s->mu */
 			pthread_mutex_lock(&s->mu);
 			while (s->kind == RN_SK_CONNECTING)
 				pthread_cond_wait(&s->cv, &s->mu);
 			pthread_mutex_unlock(&s->mu);
+			rn_sys_nocancel_end(ct);
 		}
 	}
 }
@@ -457,7 +527,7 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
-	if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+	if (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINPROGRESS);
 	}
@@ -495,7 +565,7 @@ int ri2n_close(int fd)
 		rn_sock_unref(s);
 	}
 	/* the engine sees its end close and winds the connection down */
-	return close(fd);
+	return rn_sys_close(fd);
 }
 
 static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
@@ -539,8 +609,6 @@ int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* ---- descriptor numbers, for the LD_PRELOAD shim (src/shim) ---- */
 
-#include <sys/syscall.h>
-
 /*
  * The shim turns a program's TCP socket into a ri2n socket at connect() or
  * listen() time, on the number the program already holds, and follows the
@@ -566,21 +634,21 @@ int rn_api_move(int fd, int to, int flags)
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
-	if (syscall(SYS_dup3, fd, to, flags) < 0) {
+	if (rn_sys_dup3(fd, to, flags) < 0) {
 		err = errno;
 		rn_sock_unref(s);
 		return rn_api_fail(err);
 	}
 	rc = rn_api_tab_install(to, s); /* our reference moves to the table */
 	if (rc) {
-		syscall(SYS_close, to);
+		rn_sys_close(to);
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
 	/* the engine reads it unlocked; it has no connection to name yet */
 	__atomic_store_n(&s->user_fd, to, __ATOMIC_RELAXED);
 	rn_api_forget(fd);
-	syscall(SYS_close, fd);
+	rn_sys_close(fd);
 	return to;
 }
 
@@ -592,7 +660,7 @@ int rn_api_dup(int fd, int dup)
 
 	if (!s)
 		return rn_api_fail(err);
-	if (fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
+	if (rn_sys_fstat(dup, &sb) < 0 || sb.st_ino != s->ino || sb.st_dev != s->dev) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
@@ -604,11 +672,15 @@ int rn_api_dup(int fd, int dup)
 	return 0;
 }
 
-void rn_api_forget(int fd)
+/*
+ * Under g_tab.mu: fd's entry goes.  Returns the socket if fd was its last
+ * number (the caller then closes it with rn_inline_closed and drops the
+ * reference, outside the lock), else NULL.
+ */
+static rn_sock *forget_locked(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		tab_set(fd, NULL);
@@ -621,7 +693,7 @@ void rn_api_forget(int fd)
 			for (int o = 0; o < g_tab.cap; o++) {
 				struct stat sb;
 
-				if (g_tab.tab[o] == s && fstat(o, &sb) == 0 && sb.st_ino == s->ino &&
+				if (g_tab.tab[o] == s && rn_sys_fstat(o, &sb) == 0 && sb.st_ino == s->ino &&
 				    sb.st_dev == s->dev) {
 					__atomic_store_n(&s->user_fd, o, __ATOMIC_RELAXED);
 					break;
@@ -630,28 +702,42 @@ void rn_api_forget(int fd)
 		}
 	}
 	if (s && !rn_api_last_number(s)) {
-		pthread_mutex_unlock(&g_tab.mu);
 		rn_sock_unref(s);
-		return;
+		s = NULL;
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	return s;
+}
+
+/* After forget_locked: its last number gone, threads blocked on s return. */
+static void forget_finish(rn_sock *s)
+{
 	if (s) {
-		rn_inline_closed(s); /* its last number: closed under any thread blocked on it */
+		rn_inline_closed(s);
 		rn_sock_unref(s);
 	}
 }
 
-void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
+void rn_api_forget(int fd)
 {
-	int same;
+	rn_sock *s;
 
 	pthread_mutex_lock(&g_tab.mu);
-	same = fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
-	       g_tab.tab[fd]->dev == dev;
+	s = forget_locked(fd);
 	pthread_mutex_unlock(&g_tab.mu);
-	/* nothing else names that number meanwhile: its close left it to us (the shim) */
-	if (same)
-		rn_api_forget(fd);
+	forget_finish(s);
+}
+
+void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
+{
+	rn_sock *s = NULL;
+
+	/* one hold of the lock: a socket that took the number meanwhile keeps its entry */
+	pthread_mutex_lock(&g_tab.mu);
+	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
+	    g_tab.tab[fd]->dev == dev)
+		s = forget_locked(fd);
+	pthread_mutex_unlock(&g_tab.mu);
+	forget_finish(s);
 }
 
 int rn_api_rail_match(in_addr_t ip, int exact)
@@ -685,7 +771,7 @@ int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len)
 	if (!s)
 		return rn_api_fail(err);
 	/* the raw call: an interposed setsockopt (the shim's) may be what called us */
-	if (syscall(SYS_setsockopt, fd, SOL_SOCKET, name, val, len) < 0) {
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, name, val, len) < 0) {
 		err = errno;
 		rn_sock_unref(s);
 		return rn_api_fail(err);

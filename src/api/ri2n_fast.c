@@ -33,6 +33,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 /* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
 
@@ -43,6 +44,12 @@ static int unconnected(rn_sock *s)
 	int kind = __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE);
 
 	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
+}
+
+/* A thread cancelled in a blocking call on the descriptor: its reference goes. */
+static void unref_cancelled(void *s)
+{
+	rn_sock_unref(s);
 }
 
 ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
@@ -66,10 +73,13 @@ ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int 
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
 	rn_sock_unref(s);
 	if (rc == RN_INLINE_PLAIN) {
-		/* the descriptor's own send: raw, past any interposer */
+		/* the descriptor's own send: raw, past any interposer; cancellable as TCP's */
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		int ct = rn_sys_cancel_begin();
 
-		return syscall(SYS_sendmsg, fd, &m, flags);
+		rc = rn_sys_sendmsg(fd, &m, flags);
+		rn_sys_cancel_end(ct);
+		return rc;
 	}
 	if (rc < 0)
 		return rn_api_fail((int)-rc);
@@ -93,8 +103,13 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	rc = rn_inline_recv(s, fd, iov, iovcnt, flags);
 	if (rc == RN_INLINE_PLAIN) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+		int ct;
 
-		rc = syscall(SYS_recvmsg, fd, &m, flags);
+		pthread_cleanup_push(unref_cancelled, s);
+		ct = rn_sys_cancel_begin();
+		rc = rn_sys_recvmsg(fd, &m, flags);
+		rn_sys_cancel_end(ct);
+		pthread_cleanup_pop(0);
 		if (rc < 0 && errno == ECONNRESET) {
 			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
 			pthread_mutex_lock(&s->mu);

@@ -32,6 +32,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sys.h"
 
 static int get_int(const void *val, socklen_t len, int64_t *v)
 {
@@ -168,7 +169,7 @@ int ri2n_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		return rn_api_set_sndbuf(fd, name, val, len);
 	} else if (level == SOL_SOCKET && (name == SO_RCVBUF || name == SO_RCVLOWAT ||
 					   name == SO_SNDTIMEO || name == SO_RCVTIMEO)) {
-		err = setsockopt(fd, level, name, val, len) < 0 ? errno : 0; /* the user's end */
+		err = rn_sys_setsockopt(fd, level, name, val, len) < 0 ? errno : 0; /* the user's end */
 	} else {
 		err = ENOPROTOOPT;
 	}
@@ -219,7 +220,7 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			*len = sizeof(l);
 		}
 	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
-		err = getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
+		err = rn_sys_getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
 	} else if (level == RI2N_SOL && name == RI2N_KEY) {
 		pthread_mutex_lock(&s->mu);
 		err = put_int(val, len, s->cfg.keyed);

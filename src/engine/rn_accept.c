@@ -26,6 +26,7 @@
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
+#include "rn_sys.h"
 
 
 /*
@@ -103,7 +104,7 @@ void rn_stream_refuse(rn_port *p, const rn_accept_params *ap, int err, uint64_t 
 	if (wake) {
 		rn_accept_rec rec = { .tag = 'e', .err = err };
 
-		if (send(ls->eng_fd, &rec, sizeof(rec), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		if (rn_sys_send(ls->eng_fd, &rec, sizeof(rec), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			rn_debug("accept error record not written: %s", strerror(errno));
 	}
 }
@@ -118,9 +119,9 @@ static int make_pair(rn_sock *s)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (fstat(sv[0], &sb) < 0 || fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
-		close(sv[0]);
-		close(sv[1]);
+	if (rn_sys_fstat(sv[0], &sb) < 0 || rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
+		rn_sys_close(sv[0]);
+		rn_sys_close(sv[1]);
 		return -errno;
 	}
 	s->user_fd = sv[0];
@@ -152,7 +153,7 @@ static int send_accept_rec(int eng_fd, const rn_sock *ns)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &ns->user_fd, sizeof(int));
-	return sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
+	return rn_sys_sendmsg(eng_fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(rec) ? 0 : -1;
 }
 
 /*
@@ -170,12 +171,12 @@ void rn_stream_prune_taken(rn_sock *ls)
 	struct stat sb;
 
 	/* raw: the number is the program's; it must still be the listener */
-	if (ufd < 0 || syscall(SYS_fstat, ufd, &sb) < 0 || sb.st_ino != ls->ino ||
+	if (ufd < 0 || rn_sys_fstat(ufd, &sb) < 0 || sb.st_ino != ls->ino ||
 	    sb.st_dev != ls->dev)
 		return;
 	/* counted under the mutex an accept in this process reads its record under */
 	pthread_mutex_lock(&ls->mu);
-	if (syscall(SYS_ioctl, ufd, FIONREAD, &unread) < 0) {
+	if (rn_sys_ioctl(ufd, FIONREAD, &unread) < 0) {
 		pthread_mutex_unlock(&ls->mu);
 		return;
 	}
@@ -198,7 +199,7 @@ void rn_stream_prune_taken(rn_sock *ls)
 
 		gone->acc_next = NULL;
 		rn_fd_disown(gone->user_fd);
-		syscall(SYS_close, gone->user_fd); /* raw: not the program's close */
+		rn_sys_close(gone->user_fd); /* raw: not the program's close */
 		rn_sock_unref(gone);
 		gone = next;
 	}

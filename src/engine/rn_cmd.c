@@ -26,6 +26,7 @@
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
+#include "rn_sys.h"
 
 static void watched_closed(rn_sock *s)
 {
@@ -65,7 +66,7 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
 	char buf[256];
 
 	if (what & EV_READ) { /* listening: discard what the user writes, see EOF */
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t n = rn_sys_recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 		if (n > 0 || (n < 0 && errno == EAGAIN))
 			return;
@@ -186,7 +187,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 	/* the user's end is never written to by ri2n: drop what held it back */
 	pthread_mutex_lock(&s->mu);
 	while (s->junk > 0) {
-		ssize_t n = recv(s->eng_fd, rn_stream_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
+		ssize_t n = rn_sys_recv(s->eng_fd, rn_stream_scratch, s->junk < TAKE_CHUNK ? s->junk : TAKE_CHUNK,
 				 MSG_DONTWAIT);
 
 		if (n <= 0)

@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_publish.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 typedef struct rn_cmd {
 	int type;
@@ -33,6 +34,8 @@ typedef struct rn_cmd {
 	void *arg;
 	int rc;
 	int done;
+	int orphan;  /* (g.mu) its waiter gave up: the engine frees it (rn_engine_pending) */
+	int mode;    /* rn_engine_pending's argument, kept in the command itself */
 	pthread_cond_t cv;
 	struct rn_cmd *next;
 } rn_cmd;
@@ -72,7 +75,7 @@ uint64_t rn_fd_cookie(int fd)
 		errno = EBADF;
 		return 0;
 	}
-	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
+	if (rn_sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
 		return 0;
 	return c;
 }
@@ -113,7 +116,7 @@ void rn_fd_close(int fd)
 	if (fd < g_fds.cap)
 		g_fds.own[fd] = 0;
 	pthread_mutex_unlock(&g_fds.mu);
-	close(fd);
+	rn_sys_close(fd);
 }
 
 /*
@@ -209,7 +212,7 @@ void rn_host_kick(void)
 	if (g_kicked || g.wake_fd < 0)
 		return;
 	g_kicked = 1;
-	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
+	if (rn_sys_write(g.wake_fd, &one, sizeof(one)) < 0) {
 		/* saturated: a wake-up is pending anyway */
 	}
 }
@@ -294,13 +297,14 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	if (read(fd, &v, sizeof(v)) < 0) {
+	if (rn_sys_read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: woken for commands already taken */
 	}
 	rn_host_lock();
 	g_kicked = 0;
 	for (;;) {
 		rn_cmd *c;
+		int orphan;
 
 		pthread_mutex_lock(&g.mu);
 		c = g.head;
@@ -315,41 +319,102 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 		c->rc = run_cmd(c);
 		pthread_mutex_lock(&g.mu);
 		c->done = 1;
-		pthread_cond_signal(&c->cv);
+		orphan = c->orphan;
+		if (!orphan)
+			pthread_cond_signal(&c->cv);
 		pthread_mutex_unlock(&g.mu);
+		if (orphan) {
+			pthread_cond_destroy(&c->cv);
+			free(c);
+		}
 	}
 	rn_port_sync();
 	rn_stream_service_dirty();
 	rn_host_unlock();
 }
 
+/* Queues c for the engine thread and wakes it. */
+static void cmd_post(rn_cmd *c)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&g.mu);
+	if (g.tail)
+		g.tail->next = c;
+	else
+		g.head = c;
+	g.tail = c;
+	pthread_mutex_unlock(&g.mu);
+	if (rn_sys_write(g.wake_fd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: a wake-up is pending anyway */
+	}
+}
+
 int rn_engine_call(int type, rn_sock *s, void *arg)
 {
 	rn_cmd c = { .type = type, .s = s, .arg = arg };
-	uint64_t one = 1;
-	int rc = rn_engine_start();
+	int rc = rn_engine_start(), ct;
 
 	if (rc)
 		return rc;
 	if (pthread_equal(pthread_self(), g.thread))
 		return run_cmd(&c);
+	/* no cancellation while c, on this stack, is queued or g.mu held */
+	ct = rn_sys_nocancel_begin();
 	pthread_cond_init(&c.cv, NULL);
-	pthread_mutex_lock(&g.mu);
-	if (g.tail)
-		g.tail->next = &c;
-	else
-		g.head = &c;
-	g.tail = &c;
-	pthread_mutex_unlock(&g.mu);
-	if (write(g.wake_fd, &one, sizeof(one)) < 0) {
-		/* the counter is saturated: a wake-up is pending anyway */
-	}
+	cmd_post(&c);
 	pthread_mutex_lock(&g.mu);
 	while (!c.done)
 		pthread_cond_wait(&c.cv, &g.mu);
 	pthread_mutex_unlock(&g.mu);
 	pthread_cond_destroy(&c.cv);
+	rn_sys_nocancel_end(ct);
 	return c.rc;
+}
+
+int rn_engine_pending(int mode, long ms)
+{
+	rn_cmd *c;
+	pthread_condattr_t ca;
+	struct timespec dl;
+	int rc = rn_engine_start(), done, ct;
+
+	if (rc)
+		return rc;
+	if (pthread_equal(pthread_self(), g.thread))
+		return run_cmd(&(rn_cmd){ .type = RN_CMD_PENDING, .arg = &mode });
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->type = RN_CMD_PENDING;
+	c->mode = mode;
+	c->arg = &c->mode; /* nothing in it points into this stack: it may outlive the call */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	ct = rn_sys_nocancel_begin();
+	cmd_post(c);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g.mu);
+	while (!c->done && pthread_cond_timedwait(&c->cv, &g.mu, &dl) != ETIMEDOUT)
+		;
+	done = c->done;
+	c->orphan = !done; /* the engine frees it when (if ever) it gets to it */
+	rc = c->rc;
+	pthread_mutex_unlock(&g.mu);
+	if (done) {
+		pthread_cond_destroy(&c->cv);
+		free(c);
+	}
+	rn_sys_nocancel_end(ct);
+	return done ? rc : -ETIMEDOUT;
 }
 
 /* ---- the thread ---- */
@@ -475,7 +540,7 @@ static void atfork_child(void)
 {
 	for (int fd = 0; fd < g_fds.cap; fd++) {
 		if (g_fds.own[fd]) {
-			close(fd);
+			rn_sys_close(fd);
 			g_fds.own[fd] = 0;
 		}
 	}

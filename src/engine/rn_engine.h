@@ -132,6 +132,14 @@ enum rn_cmd_type {
  */
 int rn_engine_call(int type, rn_sock *s, void *arg);
 
+/*
+ * RN_CMD_PENDING(mode) in the engine thread, waited for at most ms: the
+ * count, or -ETIMEDOUT if the engine did not answer in time (the exit drain
+ * stays bounded whatever the engine is doing; the command it left behind is
+ * on the heap and the engine frees it), -ENOMEM.
+ */
+int rn_engine_pending(int mode, long ms);
+
 /* Starts the engine if this process has none (also after fork); 0 or -errno. */
 int rn_engine_start(void);
 /* True if this process's engine runs. */

@@ -10,6 +10,7 @@
 
 #include "rn_engine.h"
 #include "rn_events.h"
+#include "rn_sys.h"
 
 #define QLEN 1024
 
@@ -25,7 +26,7 @@ static void signal_fd(void)
 {
 	uint64_t one = 1;
 
-	if (g.fd >= 0 && write(g.fd, &one, sizeof(one)) < 0) {
+	if (g.fd >= 0 && rn_sys_write(g.fd, &one, sizeof(one)) < 0) {
 		/* saturated: it is readable anyway */
 	}
 }
@@ -34,7 +35,7 @@ static void drain_fd(void)
 {
 	uint64_t v;
 
-	if (g.fd >= 0 && read(g.fd, &v, sizeof(v)) < 0) {
+	if (g.fd >= 0 && rn_sys_read(g.fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: nothing to clear */
 	}
 }

@@ -32,6 +32,7 @@
 #include "rn_port.h"
 #include "rn_stream.h"
 #include "rn_inline_int.h"
+#include "rn_sys.h"
 
 #define TAKE_CHUNK (64 << 10) /* bytes moved from the descriptor into the core at once */
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
@@ -151,7 +152,7 @@ static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	if (read(fd, &v, sizeof(v)) < 0) {
+	if (rn_sys_read(fd, &v, sizeof(v)) < 0) {
 		/* EAGAIN: re-armed meanwhile */
 	}
 	rn_host_lock();
@@ -188,7 +189,7 @@ void rn_inline_forget(void)
 {
 	/* the forking thread's wake-up descriptor is the parent's too: not ours to share */
 	if (t_waiter.efd >= 0) {
-		close(t_waiter.efd);
+		rn_sys_close(t_waiter.efd);
 		t_waiter.efd = -1;
 	}
 	g.tfd = -1; /* closed with the engine's other descriptors */
@@ -335,6 +336,36 @@ void rn_inline_finish(rn_sock *s)
 		rn_host_kick();
 }
 
+/* What rn_inline_serve_others passes on: the caller's stream, and whether it was marked. */
+struct others {
+	struct rn_stream *self;
+	int self_marked;
+};
+
+static void serve_not_self(struct rn_stream *st, void *ctx)
+{
+	struct others *o = ctx;
+
+	if (st == o->self)
+		o->self_marked = 1;
+	else
+		serve_other(st, NULL);
+}
+
+void rn_inline_serve_others(struct rn_stream *self)
+{
+	struct others o = { self, 0 };
+
+	RN_OWNS_HOST();
+	if (!rn_stream_dirty_pending())
+		return;
+	rn_stream_each_dirty(serve_not_self, &o);
+	if (rn_stream_dirty_pending())
+		rn_host_kick(); /* more than one turn's worth: the engine goes on with them */
+	if (o.self_marked)
+		rn_engine_dirty(self); /* as it was: rn_inline_finish serves it */
+}
+
 static pthread_key_t g_waiter_key;
 static pthread_once_t g_waiter_once = PTHREAD_ONCE_INIT;
 
@@ -344,7 +375,7 @@ static void waiter_exit(void *arg)
 	rn_waiter *w = arg;
 
 	if (w && w->efd >= 0) {
-		close(w->efd);
+		rn_sys_close(w->efd);
 		w->efd = -1;
 	}
 }
@@ -377,6 +408,53 @@ static void waiter_unlink(rn_port *p, rn_waiter *w)
 	}
 	w->next = NULL;
 	p->nwait--;
+}
+
+/* What a thread cancelled in its sleep (sleep_cancellable) leaves behind. */
+struct wait_undo {
+	rn_sock *s;  /* the caller's reference */
+	rn_port *p;  /* rn_inline_wait_port's reference, and w linked into p->waiters */
+	rn_waiter *w;
+};
+
+/*
+ * The thread is being cancelled in its sleep: it leaves the port's waiters
+ * (w is this thread's, and dies with it), gives back its references and
+ * has the engine serve the port's sockets again, as a wait that ends would.
+ */
+static void wait_cancelled(void *arg)
+{
+	struct wait_undo *u = arg;
+	uint64_t v;
+
+	rn_host_enter_inline();
+	waiter_unlink(u->p, u->w);
+	if (rn_sys_read(u->w->efd, &v, sizeof(v)) < 0) {
+		/* no wake-up pending */
+	}
+	u->p->inline_ns = rn_now_ns();
+	rn_port_unref(u->p);
+	rn_host_kick();
+	rn_host_leave_inline();
+	rn_sock_unref(u->s);
+}
+
+/*
+ * The sleep of an inline wait, ri2n's one cancellation point: a blocked
+ * read() is one for TCP, so pthread_cancel ends the thread here, holding
+ * no lock, and wait_cancelled undoes the rest.  left: ns, -1 for no limit.
+ */
+static int sleep_cancellable(struct wait_undo *u, struct pollfd *pf, int n, int64_t left)
+{
+	struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+	int rc, ct;
+
+	pthread_cleanup_push(wait_cancelled, u);
+	ct = rn_sys_cancel_begin();
+	rc = rn_sys_ppoll(pf, (nfds_t)n, left < 0 ? NULL : &ts);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	return rc;
 }
 
 static int64_t elapsed_ns(const struct timespec *t0)
@@ -430,20 +508,17 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 		spin = left;
 	if (spin > 0) {
 		do {
-			rc = (int)syscall(SYS_ppoll, pf, n, &(struct timespec){ 0, 0 }, NULL, 8);
+			rc = rn_sys_ppoll(pf, n, &(struct timespec){ 0, 0 });
 			if (rc == 0)
 				sched_yield(); /* a thread runnable on this CPU (the peer?) goes first */
 		} while (rc == 0 && elapsed_ns(&tw) < spin);
 		caught = rc != 0;
 	}
 	if (rc == 0) {
-		struct timespec ts;
-
 		if (*timeout_ns == RN_WAIT_RCVTIMEO) /* about to sleep: now the limit matters */
 			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
-		left = rn_inline_left_of(*timeout_ns, t0);
-		ts = (struct timespec){ (time_t)(left / 1000000000), (long)(left % 1000000000) };
-		rc = (int)syscall(SYS_ppoll, pf, n, left < 0 ? NULL : &ts, NULL, 8);
+		rc = sleep_cancellable(&(struct wait_undo){ s, p, w }, pf, n,
+				       rn_inline_left_of(*timeout_ns, t0));
 	}
 	err = errno;
 	if (rc >= 0)
@@ -470,7 +545,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
 		uint64_t v;
 
-		if (read(w->efd, &v, sizeof(v)) < 0) {
+		if (rn_sys_read(w->efd, &v, sizeof(v)) < 0) {
 			/* another wake-up took it */
 		}
 	}
@@ -487,7 +562,7 @@ int64_t rn_inline_fd_timeout(int fd, int opt)
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
 
-	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
+	if (rn_sys_getsockopt(fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
 	    (tv.tv_sec == 0 && tv.tv_usec == 0))
 		return -1;
 	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
@@ -495,7 +570,7 @@ int64_t rn_inline_fd_timeout(int fd, int opt)
 
 int rn_inline_fd_nonblock(int fd)
 {
-	int fl = (int)syscall(SYS_fcntl, fd, F_GETFL);
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
 
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -708,7 +783,7 @@ int rn_inline_take_pair(struct rn_stream *st, uint64_t now)
 
 		if (space == 0)
 			return 0;
-		n = recv(st->fd, g.buf, space < TAKE_CHUNK ? space : TAKE_CHUNK, MSG_DONTWAIT);
+		n = rn_sys_recv(st->fd, g.buf, space < TAKE_CHUNK ? space : TAKE_CHUNK, MSG_DONTWAIT);
 		if (n > 0) {
 			rn_conn_write(st->conn, now, g.buf, (size_t)n);
 			continue;
@@ -729,7 +804,7 @@ void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now)
 
 		if (n <= 0)
 			return;
-		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		w = rn_sys_send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w <= 0)
 			return;
 		rn_conn_consume(st->conn, now, (size_t)w);

@@ -28,10 +28,19 @@ int rn_inline_service(struct rn_stream *st, uint64_t now);
 /* The end of an inline call: every connection touched is served. */
 void rn_inline_finish(rn_sock *s);
 /*
+ * In the middle of an inline call, after a read of the port: every other
+ * connection whose datagrams it read is served now (bytes to its
+ * descriptor, ACKs and data out), not when the call ends; self stays for
+ * the caller.
+ */
+void rn_inline_serve_others(struct rn_stream *self);
+/*
  * Waits on st's rails and fd (see rn_inline.c); 0, or -errno.  *timeout_ns:
  * the whole call's limit from t0 (-1: none), or RN_WAIT_RCVTIMEO: fd's
  * SO_RCVTIMEO, asked of the kernel (and stored there) only if the wait must
- * sleep, which a wait that polling ends never does.
+ * sleep, which a wait that polling ends never does.  The sleep is a
+ * cancellation point: a thread cancelled there gives back what the wait
+ * holds and the caller's reference to s (the fast calls' look-up's).
  */
 #define RN_WAIT_RCVTIMEO (-2)
 int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t *timeout_ns,

@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_stream.h"
 #include "rn_inline_int.h"
+#include "rn_sys.h"
 
 /* ---- send ---- */
 
@@ -79,16 +80,31 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 	return t;
 }
 
+/* A writer cancelled while its bytes wait for room: the caller's reference goes. */
+static void spill_cancelled(void *s)
+{
+	rn_sock_unref(s);
+}
+
 /*
  * The bytes of iov from `off` on go into the descriptor, the plain path:
- * blocking or not as the descriptor and flags say.  Bytes taken, or -errno.
+ * blocking or not as the descriptor and flags say; a blocked writer can be
+ * cancelled there, as in TCP's write (dropping the caller's reference to
+ * s).  Bytes taken, or -errno.
  */
-static ssize_t spill(int fd, const struct iovec *iov, int iovcnt, size_t off, int flags)
+static ssize_t spill(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, size_t off,
+		     int flags)
 {
 	struct iovec rest[MAX_IOV];
 	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
-	ssize_t rc = syscall(SYS_sendmsg, fd, &m, flags & ~MSG_MORE);
+	ssize_t rc;
+	int ct;
 
+	pthread_cleanup_push(spill_cancelled, s);
+	ct = rn_sys_cancel_begin();
+	rc = rn_sys_sendmsg(fd, &m, flags & ~MSG_MORE);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
 	return rc < 0 ? -errno : rc;
 }
 
@@ -140,7 +156,7 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 	rn_host_leave_inline();
 	if (rc < 0 || sent == total)
 		return rc < 0 ? rc : (ssize_t)sent;
-	n = spill(fd, iov, iovcnt, sent, flags);
+	n = spill(s, fd, iov, iovcnt, sent, flags);
 	if (n >= 0)
 		return (ssize_t)sent + n;
 	return sent ? (ssize_t)sent : n;
@@ -174,7 +190,7 @@ static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off
 	struct iovec rest[MAX_IOV];
 	struct msghdr m = { .msg_iov = rest, .msg_iovlen = iov_from(iov, iovcnt, off, rest) };
 
-	return syscall(SYS_recvmsg, fd, &m, MSG_DONTWAIT);
+	return rn_sys_recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
 ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
@@ -284,8 +300,10 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		 * the next pass: rn_inline_finish when they brought bytes, the
 		 * service before the next wait when not.
 		 */
-		if (ready && s->stream == st)
+		if (ready && s->stream == st) {
 			rn_port_read_some(st->port, ready);
+			rn_inline_serve_others(st); /* the port's other connections: now */
+		}
 	}
 	rn_inline_finish(s);
 	rn_host_leave_inline();

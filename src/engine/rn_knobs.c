@@ -15,6 +15,7 @@
 #include "ri2n.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
+#include "rn_sys.h"
 
 #define NS(f) offsetof(rn_config, f)
 #define KNOB_ROW(NAME, field, kind, def, lo, hi, mca, doc) \
@@ -213,16 +214,16 @@ int rn_knobs_key_from_file(rn_config *cfg, const char *path)
 		return -EINVAL;
 	}
 	/* as ssh does with its keys: a key others can read or change is no secret */
-	if (fstat(fileno(f), &st) < 0 || (st.st_mode & 077) ||
+	if (rn_sys_fstat(fileno(f), &st) < 0 || (st.st_mode & 077) ||
 	    (st.st_uid != geteuid() && st.st_uid != 0)) {
 		rn_error("the cluster key file %s is readable or writable by other users, or owned "
 			 "by another user (mode %03o): refusing it; chmod 600 it", path,
 			 (unsigned)(st.st_mode & 0777));
-		fclose(f);
+		rn_sys_fclose(f);
 		return -EINVAL;
 	}
 	n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
+	rn_sys_fclose(f);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
 		n--; /* one trailing newline is what editors and echo leave */
 	rc = key_from_hex(cfg, buf, n, path);

@@ -12,6 +12,7 @@
 #include "ri2n.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
+#include "rn_sys.h"
 
 static int g_level = RN_LOG_WARN;
 static void (*g_hook)(int, const char *, void *);
@@ -83,7 +84,7 @@ void rn_log(int level, const char *fmt, ...)
 	n = (int)strlen(line);
 	if (n < (int)sizeof(line) - 1)
 		line[n++] = '\n';
-	if (syscall(SYS_write, 2, line, (size_t)n) < 0) {
+	if (rn_sys_write(2, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
 	}
 }

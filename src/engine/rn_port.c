@@ -16,6 +16,7 @@
 #include "rn_log.h"
 #include "rn_port.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 #define RX_ROUNDS 16         /* turns over the port's sockets per readiness event */
 #define RX_TURN 8            /* reads (datagrams, or GRO runs of them) per socket per turn */
@@ -82,7 +83,7 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	u->idx = idx;
 	if (rc)
 		return rc;
-	u->ino = fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+	u->ino = rn_sys_fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 	byfd_set(u->fd, u);
 	p->addrs[idx] = p->hs.s[idx].addr;
 	p->addrs[idx].max_dgram = rail_ceiling(ri);
@@ -612,7 +613,7 @@ void rn_port_wake_waiters(rn_port *p)
 	uint64_t one = 1;
 
 	for (rn_waiter *w = p->waiters; w; w = w->next)
-		if (write(w->efd, &one, sizeof(one)) < 0) {
+		if (rn_sys_write(w->efd, &one, sizeof(one)) < 0) {
 			/* saturated: it is awake anyway */
 		}
 }

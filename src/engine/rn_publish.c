@@ -42,6 +42,7 @@
 #include "rn_publish.h"
 #include "rn_statfile.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 static struct {
 	struct event *ev;
@@ -158,10 +159,10 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 		int tfd = openat(g.dirfd, g.tmpname,
 				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 
-		g.f = tfd < 0 ? NULL : fdopen(tfd, "w");
+		g.f = tfd < 0 ? NULL : rn_sys_fdopen(tfd, "w");
 		if (!g.f) {
 			if (tfd >= 0)
-				close(tfd);
+				rn_sys_close(tfd);
 			return;
 		}
 	}
@@ -181,7 +182,7 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 		g.cap = 0;
 	}
 	pthread_mutex_lock(&g.mu);
-	if (fclose(g.f) == 0 && !g.closed)
+	if (rn_sys_fclose(g.f) == 0 && !g.closed)
 		renameat(g.dirfd, g.tmpname, g.dirfd, g.name);
 	else
 		unlinkat(g.dirfd, g.tmpname, 0);
@@ -210,7 +211,7 @@ void rn_publish_start(void)
 	if (period <= 0)
 		return;
 	if (g.dirfd >= 0)
-		close(g.dirfd);
+		rn_sys_close(g.dirfd);
 	g.dirfd = rn_statfile_dir(dir, sizeof(dir), &why);
 	if (g.dirfd < 0) {
 		rn_warn("not publishing connection state for ri2n-stat: %s: %s", dir, why);
@@ -238,7 +239,7 @@ void rn_publish_start(void)
 void rn_publish_forget(void)
 {
 	if (g.dirfd >= 0)
-		close(g.dirfd);
+		rn_sys_close(g.dirfd);
 	g.dirfd = -1;
 	pthread_mutex_init(&g.mu, NULL);
 	g.closed = 0;

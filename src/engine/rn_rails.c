@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "rn_rails.h"
+#include "rn_sys.h"
 
 const char *rn_ip_str(uint32_t ip, char *buf, size_t len)
 {
@@ -33,15 +34,15 @@ static int prefix_len(uint32_t mask)
 static int if_mtu(const char *name)
 {
 	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), mtu = 1500;
+	int fd = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), mtu = 1500;
 
 	if (fd < 0)
 		return mtu;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+	if (rn_sys_ioctl(fd, SIOCGIFMTU, &ifr) == 0)
 		mtu = ifr.ifr_mtu;
-	close(fd);
+	rn_sys_close(fd);
 	return mtu;
 }
 

@@ -21,6 +21,7 @@
 #include "rn_rails.h"
 #include "rn_knobs.h"
 #include "rn_statfile.h"
+#include "rn_sys.h"
 
 int rn_statfile_dir_open(const char *dir, mode_t mode, const char **why)
 {
@@ -40,7 +41,7 @@ int rn_statfile_dir_open(const char *dir, mode_t mode, const char **why)
 							    strerror(errno);
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (rn_sys_fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		*why = "not a directory";
 	} else if (st.st_uid != geteuid()) {
 		*why = "owned by another user";
@@ -51,7 +52,7 @@ int rn_statfile_dir_open(const char *dir, mode_t mode, const char **why)
 			*why = "its mode lets others in and cannot be changed";
 	}
 	if (*why) {
-		close(fd);
+		rn_sys_close(fd);
 		return -1;
 	}
 	return fd;
@@ -104,7 +105,7 @@ unsigned long long rn_statfile_proc_start(void)
 	if (!f)
 		return 0;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
+	rn_sys_fclose(f);
 	buf[n] = 0;
 	p = strrchr(buf, ')'); /* the command may contain spaces */
 	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
@@ -123,7 +124,7 @@ void rn_statfile_write_process(FILE *f, unsigned long long start, uint64_t now_n
 	if (c) {
 		if (fgets(cmd, sizeof(cmd), c))
 			cmd[strcspn(cmd, "\n")] = 0;
-		fclose(c);
+		rn_sys_fclose(c);
 	}
 	clock_gettime(CLOCK_REALTIME, &rt);
 	fprintf(f, "ri2n-stat 1\nprocess pid=%d start=%llu cmd=\"%s\" time=%lld mono_ms=%llu%s%s\n",

@@ -27,6 +27,7 @@
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
+#include "rn_sys.h"
 
 /* how long bytes an epoll wait reported stay for its program's read (deliver) */
 #define RN_HELD_NS UINT64_C(50000000)
@@ -46,8 +47,8 @@ void rn_stream_pair_buf(int fd)
 {
 	int v = PAIR_BUF;
 
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) < 0)
+		rn_sys_setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 }
 
 static void name_peer(rn_stream *st, rn_addr a)
@@ -279,16 +280,15 @@ static void close_with_reset(rn_stream *st)
 	rn_sock *s = st->sock;
 	struct stat sb;
 	/* raw calls: an interposer (ri2n-run's) must neither see nor follow this duplicate */
-	int d = (int)syscall(SYS_fcntl, __atomic_load_n(&s->user_fd, __ATOMIC_RELAXED),
-			     F_DUPFD_CLOEXEC, 0);
+	int d = rn_sys_fcntl(__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED), F_DUPFD_CLOEXEC, 0);
 
 	if (d >= 0) {
-		if (fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev) {
-			if (syscall(SYS_sendto, d, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0) < 0) {
+		if (rn_sys_fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev) {
+			if (rn_sys_send(d, "!", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 				/* full: then bytes are already waiting, which does the same */
 			}
 		}
-		syscall(SYS_close, d);
+		rn_sys_close(d);
 	}
 }
 
@@ -392,7 +392,7 @@ static void connected(rn_stream *st)
 	pthread_mutex_unlock(&s->mu);
 	/* discard the bytes that held the user's descriptor unwritable */
 	while (st->junk_left > 0) {
-		ssize_t n = recv(st->fd, rn_stream_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
+		ssize_t n = rn_sys_recv(st->fd, rn_stream_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :
 								     TAKE_CHUNK, MSG_DONTWAIT);
 
 		if (n <= 0)
@@ -433,7 +433,7 @@ static void deliver(rn_stream *st, uint64_t now)
 		if (n > 0 && st->held && now - st->held_ns < RN_HELD_NS)
 			return;
 		if (n == 0) {
-			syscall(SYS_shutdown, st->fd, SHUT_WR); /* the user reads a clean end of stream */
+			rn_sys_shutdown(st->fd, SHUT_WR); /* the user reads a clean end of stream */
 			st->eof_sent = 1;
 			st->pair_rx = 1;
 			return;
@@ -443,7 +443,7 @@ static void deliver(rn_stream *st, uint64_t now)
 			close_user_end(st, 1);
 			return;
 		}
-		w = send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		w = rn_sys_send(st->fd, d, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w > 0) {
 			rn_conn_consume(st->conn, now, (size_t)w);
 			st->pair_rx = 1;
@@ -465,7 +465,7 @@ static int user_gone(rn_stream *st)
 {
 	struct pollfd pf = { .fd = st->fd };
 
-	return poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP);
+	return rn_sys_ppoll(&pf, 1, &(struct timespec){ 0, 0 }) == 1 && (pf.revents & POLLHUP);
 }
 
 static void user_closed(rn_stream *st, uint64_t now)
@@ -496,7 +496,7 @@ static void take(rn_stream *st, uint64_t now)
 		return;
 	}
 	while ((space = rn_conn_write_space(st->conn)) > 0) {
-		ssize_t n = recv(st->fd, rn_stream_scratch, space < TAKE_CHUNK ? space : TAKE_CHUNK,
+		ssize_t n = rn_sys_recv(st->fd, rn_stream_scratch, space < TAKE_CHUNK ? space : TAKE_CHUNK,
 				 MSG_DONTWAIT);
 
 		if (n > 0) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rn_hsock.h"
+#include "rn_sys.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -35,8 +36,8 @@ static void set_buf(int fd, int force, int opt)
 	int v = SOCK_BUF;
 
 	/* root may go past net.core.[rw]mem_max; others get what the limit allows */
-	if (setsockopt(fd, SOL_SOCKET, force, &v, sizeof(v)) < 0)
-		setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, force, &v, sizeof(v)) < 0)
+		rn_sys_setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 }
 
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
@@ -55,27 +56,27 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 	int one = 1, pmtu = IP_PMTUDISC_PROBE;
 
 	memset(s, 0, sizeof(*s));
-	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	s->fd = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
 		return -errno;
 	set_buf(s->fd, SO_RCVBUFFORCE, SO_RCVBUF);
 	set_buf(s->fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	setsockopt(s->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	rn_sys_setsockopt(s->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
 	/* ICMP errors (port unreachable: connection refused) come back to us */
 	if (o->recverr)
-		setsockopt(s->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+		rn_sys_setsockopt(s->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
 	/*
 	 * The kernel's arrival time of each datagram: after the driver was held
 	 * off the CPU, a backlog keeps its real arrival times, so receive
 	 * counting does not take a busy host for a silent rail.
 	 */
 	if (o->rx_ts)
-		setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+		rn_sys_setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	/* runs of datagrams may arrive coalesced (split again in rn_hrx_next) */
 	if (o->gro)
-		setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(s->fd, (struct sockaddr *)&a, &alen) < 0)
+		rn_sys_setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (rn_sys_bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    rn_sys_getsockname(s->fd, (struct sockaddr *)&a, &alen) < 0)
 		return -errno;
 	s->addr = (rn_rail_addr){ .ip = ip, .port = ntohs(a.sin_port), .prefix = prefix };
 	/* one block; pages are touched only as the queue fills */
@@ -90,7 +91,7 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 void rn_hsock_close(rn_hsock *s)
 {
 	if (s->fd >= 0)
-		close(s->fd);
+		rn_sys_close(s->fd);
 	free(s->mem);
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
@@ -98,10 +99,10 @@ void rn_hsock_close(rn_hsock *s)
 
 int rn_hsock_probe_gso(int fd)
 {
-	int seg = 1000, ok = setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0;
+	int seg = 1000, ok = rn_sys_setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg)) == 0;
 
 	seg = 0;
-	setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
+	rn_sys_setsockopt(fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof(seg));
 	return ok;
 }
 
@@ -253,7 +254,7 @@ int rn_hset_flush_one(rn_hset *h, int idx)
 	while (s->qn > 0) {
 		int nm = rn_hsock_build_msgs(s, h->gso, msgs, iov, ctl, counts), sent, done = 0;
 
-		sent = sendmmsg(s->fd, msgs, (unsigned)nm, MSG_DONTWAIT);
+		sent = rn_sys_sendmmsg(s->fd, msgs, (unsigned)nm, MSG_DONTWAIT);
 		if (sent < 0) {
 			int e = errno;
 
@@ -303,8 +304,8 @@ int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t
 	int e = 0;
 
 	for (int tries = 0; tries < 2; tries++) {
-		if (sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
-			   sizeof(a)) >= 0)
+		if (rn_sys_sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
+				   sizeof(a)) >= 0)
 			return 0;
 		e = errno;
 		/* an ICMP error about someone else surfaced here: read it, try again */
@@ -330,7 +331,7 @@ int rn_hset_drain_errors(rn_hset *h, int idx)
 				    .msg_iovlen = 1, .msg_control = ctl,
 				    .msg_controllen = sizeof(ctl) };
 
-		if (recvmsg(s->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		if (rn_sys_recvmsg(s->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			break;
 		s->err_icmp++;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
@@ -470,7 +471,7 @@ static int read_batch(rn_hset *h, rn_hrxbuf *r, int idx)
 	b->filled = 0;
 	b->n = b->k = 0;
 	b->off = 0;
-	n = recvmmsg(h->s[idx].fd, b->msgs, (unsigned)r->turn, MSG_DONTWAIT, NULL);
+	n = rn_sys_recvmmsg(h->s[idx].fd, b->msgs, (unsigned)r->turn, MSG_DONTWAIT, NULL);
 	if (n < 0)
 		return -errno;
 	b->n = b->filled = n;
@@ -551,7 +552,7 @@ uint32_t rn_hset_ready(const rn_hset *h)
 
 	for (int i = 0; i < h->n; i++)
 		pf[i] = (struct pollfd){ .fd = h->s[i].fd, .events = POLLIN };
-	if (poll(pf, (nfds_t)h->n, 0) <= 0)
+	if (rn_sys_ppoll(pf, (nfds_t)h->n, &(struct timespec){ 0, 0 }) <= 0)
 		return 0;
 	for (int i = 0; i < h->n; i++)
 		if (pf[i].revents)

@@ -18,15 +18,21 @@
 #ifndef RN_SYS_H
 #define RN_SYS_H
 
+#include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+struct mmsghdr; /* <sys/socket.h> declares it only with _GNU_SOURCE */
 
 static inline ssize_t rn_sys_read(int fd, void *buf, size_t len)
 {
@@ -46,6 +52,12 @@ static inline ssize_t rn_sys_send(int fd, const void *buf, size_t len, int flags
 static inline ssize_t rn_sys_recv(int fd, void *buf, size_t len, int flags)
 {
 	return syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+}
+
+static inline ssize_t rn_sys_sendto(int fd, const void *buf, size_t len, int flags,
+				    const struct sockaddr *a, socklen_t alen)
+{
+	return syscall(SYS_sendto, fd, buf, len, flags, a, alen);
 }
 
 static inline ssize_t rn_sys_sendmsg(int fd, const struct msghdr *m, int flags)
@@ -104,10 +116,96 @@ static inline int rn_sys_fcntl(int fd, int cmd, long arg)
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
 }
 
+static inline int rn_sys_socket(int domain, int type, int proto)
+{
+	return (int)syscall(SYS_socket, domain, type, proto);
+}
+
+static inline int rn_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
+{
+	return (int)syscall(SYS_bind, fd, a, len);
+}
+
+static inline int rn_sys_getsockname(int fd, struct sockaddr *a, socklen_t *len)
+{
+	return (int)syscall(SYS_getsockname, fd, a, len);
+}
+
+static inline int rn_sys_fstat(int fd, struct stat *sb)
+{
+	return (int)syscall(SYS_fstat, fd, sb);
+}
+
+/*
+ * stdio on a descriptor of ri2n's own (its statistics files): fdopen and
+ * fclose are interposed too (ri2n-run marks the program's stdio writers), so
+ * ri2n calls glibc's own exported names for the same functions, which no
+ * interposer defines.
+ */
+extern FILE *_IO_fdopen(int fd, const char *mode);
+extern int _IO_fclose(FILE *f);
+
+static inline FILE *rn_sys_fdopen(int fd, const char *mode)
+{
+	return _IO_fdopen(fd, mode);
+}
+
+static inline int rn_sys_fclose(FILE *f)
+{
+	return _IO_fclose(f);
+}
+
 /* A wait that is never a cancellation point (sigmask NULL: the thread's own). */
 static inline int rn_sys_ppoll(struct pollfd *pf, nfds_t n, const struct timespec *ts)
 {
 	return (int)syscall(SYS_ppoll, pf, n, ts, NULL, (size_t)(_NSIG / 8));
+}
+
+/*
+ * Cancellation around one blocking call made for the program (a read or
+ * write that sleeps, as the kernel's TCP read would): the calls above are
+ * not cancellation points, so a thread that may be cancelled there says so
+ * with rn_sys_cancel_begin (asynchronous cancellation, as glibc itself does
+ * around its own cancellable system calls; a cancel already pending acts at
+ * once) and returns to what it had with rn_sys_cancel_end (errno kept).
+ * Between the two the thread holds no lock, and a pthread_cleanup_push
+ * handler undoes whatever it holds (references, a waiter's link).
+ */
+static inline int rn_sys_cancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_DEFERRED;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	return old;
+}
+
+static inline void rn_sys_cancel_end(int old)
+{
+	int e = errno;
+
+	pthread_setcanceltype(old, NULL);
+	errno = e;
+}
+
+/*
+ * A wait during which the thread must not be cancelled (a condition wait
+ * whose mutex, or a command on its stack, cancellation would leave behind);
+ * rn_sys_nocancel_end restores what the thread had.  No system call.
+ */
+static inline int rn_sys_nocancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void rn_sys_nocancel_end(int old)
+{
+	int e = errno;
+
+	pthread_setcancelstate(old, NULL);
+	errno = e;
 }
 
 #endif

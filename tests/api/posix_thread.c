@@ -1,0 +1,478 @@
+/*
+ * posix_thread.c - threads using a ri2n descriptor as they would a TCP
+ * socket (issue 28): a thread blocked in read() or write() cancelled with
+ * pthread_cancel, after which the process goes on and exits within its
+ * linger; a reader blocked on one connection while another connection of
+ * the same port streams; close() of a number racing data calls while
+ * ri2n_socket reuses it.
+ *
+ * Runs in tests/api/run.sh's namespace (rails r1 and r2).  Every byte moved
+ * is checked; every wait is bounded (a watchdog per test, timed joins, a
+ * bounded reap of children), so a hang fails a test instead of the suite.
+ *
+ *   test_posix_thread [FILTER]
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_harness.h"
+
+#define WATCHDOG_S 100
+#define LINGER_MS 300      /* the exit linger of the cancellation test's child */
+#define EXIT_BOUND_MS 8000 /* the child's exit: its drain's phases, with room */
+#define RATE_BYTES (96u * MIB)
+#define RACE_ROUNDS 3000
+
+/* ---- pieces safe in a forked child (no cmocka asserts) ---- */
+
+/* A connected pair through a fresh listener kept in *l (-1: close it); 0 or -1. */
+static int pair_on(int *l, int *c, int *s)
+{
+	struct sockaddr_in any = sin_of(NULL, 0), a;
+	socklen_t len = sizeof(any);
+	struct pollfd p;
+
+	if (*l < 0) {
+		*l = ri2n_socket();
+		if (*l < 0 || ri2n_bind(*l, SA(&any), sizeof(any)) || ri2n_listen(*l, 8))
+			return -1;
+	}
+	if (ri2n_getsockname(*l, SA(&any), &len))
+		return -1;
+	a = sin_of(RAIL1, ntohs(any.sin_port));
+	*c = ri2n_socket();
+	if (*c < 0 || ri2n_connect(*c, SA(&a), sizeof(a)))
+		return -1;
+	p = (struct pollfd){ .fd = *l, .events = POLLIN };
+	if (poll(&p, 1, 10000) != 1)
+		return -1;
+	*s = ri2n_accept(*l, NULL, NULL);
+	return *s < 0 ? -1 : 0;
+}
+
+/* Joins t within ms; 0 if it ended cancelled, -1 if not, -2 if it did not end. */
+static int join_cancelled(pthread_t t, int ms)
+{
+	struct timespec dl;
+	void *ret = NULL;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	if (pthread_timedjoin_np(t, &ret, &dl) != 0)
+		return -2;
+	return ret == PTHREAD_CANCELED ? 0 : -1;
+}
+
+/* ---- cancellation ---- */
+
+static void *block_in_read(void *arg)
+{
+	char b[64];
+
+	return (void *)(intptr_t)read(*(int *)arg, b, sizeof(b)); /* nothing ever comes */
+}
+
+static void *block_in_accept(void *arg)
+{
+	return (void *)(intptr_t)ri2n_accept(*(int *)arg, NULL, NULL); /* nobody connects */
+}
+
+static void *block_in_connect(void *arg)
+{
+	struct sockaddr_in a = sin_of(SILENT, 9); /* it never answers */
+
+	return (void *)(intptr_t)ri2n_connect(*(int *)arg, SA(&a), sizeof(a));
+}
+
+/* A thread blocked in fn(arg) for 300 ms is cancelled and ends so within 5 s; 0 or -1. */
+static int cancel_one(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg))
+		return -1;
+	usleep(300 * 1000);
+	pthread_cancel(t);
+	return join_cancelled(t, 5000) ? -1 : 0;
+}
+
+struct writer {
+	int fd;
+	unsigned long writes; /* (atomic) writes that returned */
+};
+
+static void *block_in_write(void *arg)
+{
+	struct writer *w = arg;
+	static uint8_t buf[256 * KIB];
+
+	for (;;) { /* nobody reads the other end: the buffers fill, then write blocks */
+		if (write(w->fd, buf, sizeof(buf)) < 0)
+			return (void *)1;
+		__atomic_add_fetch(&w->writes, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* Waits until the writer's count stood still for 300 ms (it blocks); 0, or -1 after 20 s. */
+static int wait_blocked(struct writer *w)
+{
+	unsigned long last = (unsigned long)-1;
+
+	for (int i = 0; i < 200; i++) {
+		unsigned long n = __atomic_load_n(&w->writes, __ATOMIC_RELAXED);
+
+		if (n == last && n > 0)
+			return 0;
+		last = n;
+		usleep(300 * 1000);
+	}
+	return -1;
+}
+
+/*
+ * The child of test_cancel_blocked: exits 0 through exit() (ri2n's drain)
+ * when all went well, else _exit with the step that failed.
+ */
+__attribute__((noreturn)) static void cancel_child(int ready_fd)
+{
+	int l = -1, ca, sa, cb, sb, cc, sc, l2, cx;
+	struct sockaddr_in any = sin_of(NULL, 0);
+	struct writer w = { 0 };
+	pthread_t r, wt;
+	struct flow f[2];
+	char why[256], linger[16];
+
+	snprintf(linger, sizeof(linger), "%d", LINGER_MS); /* read by exit's drain */
+	setenv("RI2N_EXIT_LINGER_MS", linger, 1);
+	if (pair_on(&l, &ca, &sa) || pair_on(&l, &cb, &sb))
+		_exit(10);
+	/* a reader blocked on A's server end, asleep in ri2n's wait */
+	if (pthread_create(&r, NULL, block_in_read, &sa))
+		_exit(11);
+	usleep(300 * 1000);
+	pthread_cancel(r);
+	if (join_cancelled(r, 5000))
+		_exit(12);
+	/* an accept nobody answers, a connect to a peer that never answers */
+	l2 = ri2n_socket();
+	cx = ri2n_socket();
+	if (l2 < 0 || ri2n_bind(l2, SA(&any), sizeof(any)) || ri2n_listen(l2, 1) || cx < 0)
+		_exit(20);
+	if (cancel_one(block_in_accept, &l2))
+		_exit(21);
+	if (cancel_one(block_in_connect, &cx))
+		_exit(22);
+	/* a writer blocked on B's client end, its buffers full */
+	w.fd = cb;
+	if (pthread_create(&wt, NULL, block_in_write, &w))
+		_exit(13);
+	if (wait_blocked(&w))
+		_exit(14);
+	pthread_cancel(wt);
+	if (join_cancelled(wt, 5000))
+		_exit(15);
+	/* the process goes on: A both ways, and a new connection of the same port */
+	if (pair_on(&l, &cc, &sc))
+		_exit(16);
+	f[0] = (struct flow){ .fd = ca, .tx_seed = 5, .rx_seed = 6, .tx_total = 2 * MIB,
+			      .rx_total = 1 * MIB };
+	f[1] = (struct flow){ .fd = sa, .tx_seed = 6, .rx_seed = 5, .tx_total = 1 * MIB,
+			      .rx_total = 2 * MIB };
+	if (run_flows(f, 2, 20000, why, sizeof(why))) {
+		fprintf(stderr, "cancel child, A: %s\n", why);
+		_exit(17);
+	}
+	f[0] = (struct flow){ .fd = cc, .tx_seed = 7, .rx_seed = 8, .tx_total = 4 * MIB,
+			      .rx_total = 1 * MIB };
+	f[1] = (struct flow){ .fd = sc, .tx_seed = 8, .rx_seed = 7, .tx_total = 1 * MIB,
+			      .rx_total = 4 * MIB };
+	if (run_flows(f, 2, 20000, why, sizeof(why))) {
+		fprintf(stderr, "cancel child, C: %s\n", why);
+		_exit(18);
+	}
+	if (write(ready_fd, "x", 1) != 1)
+		_exit(19);
+	exit(0); /* B's end still owes what nobody read: the drain lingers, bounded */
+}
+
+/*
+ * pthread_cancel of a thread blocked in read(), in ri2n_accept, in
+ * ri2n_connect and of one blocked in a fast write() whose buffers are full,
+ * all cancellation points for TCP:
+ * each thread ends cancelled, the process's other connections (one of the
+ * same port) still move every byte, and exit() returns within the linger
+ * although a connection still owes bytes nobody will read.
+ */
+static void test_cancel_blocked(void **state)
+{
+	int pfd[2], st;
+	uint64_t t0;
+	char x;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork_child();
+	if (pid == 0) {
+		close(pfd[0]);
+		cancel_child(pfd[1]);
+	}
+	close(pfd[1]);
+	if (wait_fd(pfd[0], POLLIN, 60000) == 0 || read(pfd[0], &x, 1) != 1) {
+		st = reap(pid, 2000);
+		fail_msg("the child failed before its exit: status %#x (exit %d)", st,
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	t0 = now_ms();
+	st = reap(pid, EXIT_BOUND_MS);
+	close(pfd[0]);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the child's exit failed: status %#x", st);
+	print_message("exit took %llu ms (linger %d ms)\n", (unsigned long long)(now_ms() - t0),
+		      LINGER_MS);
+}
+
+/* ---- a blocked reader's neighbours ---- */
+
+static void *read_one(void *arg)
+{
+	char b;
+
+	return (void *)(intptr_t)read(*(int *)arg, &b, 1);
+}
+
+struct bulk {
+	int fd;
+	uint32_t seed;
+	int err; /* errno of a failed write */
+};
+
+/* Writes RATE_BYTES of the pattern with blocking writes, as a bulk sender does. */
+static void *bulk_write(void *arg)
+{
+	struct bulk *b = arg;
+	static uint8_t buf[256 * KIB];
+	uint64_t off = 0;
+
+	while (off < RATE_BYTES) {
+		size_t len = RATE_BYTES - off < sizeof(buf) ? (size_t)(RATE_BYTES - off) : sizeof(buf);
+		ssize_t w;
+
+		pat_fill(buf, len, b->seed, off);
+		w = write(b->fd, buf, len);
+		if (w < 0) {
+			b->err = errno;
+			return NULL;
+		}
+		off += (uint64_t)w;
+	}
+	return NULL;
+}
+
+/* B: RATE_BYTES from s (a writer thread) to c (read here), every byte checked; MB/s. */
+static double stream_rate(int s, int c, uint32_t seed)
+{
+	struct bulk b = { s, seed, 0 };
+	struct flow f = { .fd = c, .rx_seed = seed, .rx_total = RATE_BYTES };
+	char why[256];
+	uint64_t t0 = now_ms(), ms;
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, bulk_write, &b), 0);
+	if (run_flows(&f, 1, 60000, why, sizeof(why)))
+		fail_msg("stream B: %s", why);
+	ms = now_ms() - t0;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(b.err, 0);
+	return (double)RATE_BYTES / MIB / ((double)(ms ? ms : 1) / 1000.0);
+}
+
+/*
+ * A thread blocked in read() on connection A reads the port's datagrams,
+ * connection B's too (B's ACKs, while B's server end streams): B keeps its
+ * rate, measured alternately without and with the blocked reader; the best
+ * of each, as a ratio within this run (>= 0.7).
+ */
+static void test_blocked_reader_neighbour(void **state)
+{
+	int l = -1, ca, sa, cb, sb;
+	double alone = 0, beside = 0;
+
+	(void)state;
+	assert_int_equal(pair_on(&l, &ca, &sa), 0);
+	assert_int_equal(pair_on(&l, &cb, &sb), 0);
+	stream_rate(sb, cb, 99); /* warm up: windows open */
+	for (int round = 0; round < 2; round++) {
+		pthread_t r;
+		double v;
+		void *ret;
+
+		v = stream_rate(sb, cb, 100 + (uint32_t)round);
+		alone = v > alone ? v : alone;
+		assert_int_equal(pthread_create(&r, NULL, read_one, &sa), 0);
+		usleep(100 * 1000); /* asleep in its read */
+		v = stream_rate(sb, cb, 200 + (uint32_t)round);
+		beside = v > beside ? v : beside;
+		assert_int_equal(write(ca, "!", 1), 1); /* the reader's byte: it returns */
+		assert_int_equal(pthread_join(r, &ret), 0);
+		assert_int_equal((intptr_t)ret, 1);
+	}
+	print_message("stream B: %.0f MB/s alone, %.0f MB/s beside a blocked reader (%.2f)\n",
+		      alone, beside, beside / alone);
+	if (beside < 0.7 * alone)
+		fail_msg("a reader blocked on A slowed B: %.0f -> %.0f MB/s", alone, beside);
+	ri2n_close(ca);
+	ri2n_close(sa);
+	ri2n_close(cb);
+	ri2n_close(sb);
+	ri2n_close(l);
+}
+
+/* ---- close and reuse of a number ---- */
+
+struct race {
+	int fd;              /* (atomic) the number raced on */
+	int stop;            /* (atomic) */
+	unsigned long calls; /* (atomic) data calls made */
+};
+
+static void *data_calls(void *arg)
+{
+	struct race *r = arg;
+	char b[8] = { 0 };
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		int fd = __atomic_load_n(&r->fd, __ATOMIC_RELAXED);
+
+		/*
+		 * EBADF, EPIPE, ENOTCONN, EAGAIN: only that the calls look the
+		 * number up.  ri2n_send/ri2n_recv are what send/recv on a ri2n
+		 * number run; by these names TSan does not take the close racing
+		 * them (the very race under test) for the program's own.
+		 */
+		if (ri2n_send(fd, b, sizeof(b), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* as expected */
+		}
+		if (ri2n_recv(fd, b, sizeof(b), MSG_DONTWAIT) < 0) {
+			/* as expected */
+		}
+		__atomic_add_fetch(&r->calls, 2, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * close() of a number (libc's: ri2n's table keeps a stale entry) while two
+ * threads make data calls on it, then ri2n_socket, which gets the same
+ * number: the new socket is a ri2n socket for every later call (a data
+ * call that found the stale entry must not delete the new one).
+ */
+static void test_close_reuse_race(void **state)
+{
+	struct race r = { .fd = -1 };
+	pthread_t t[2];
+	int lost = 0, moved = 0;
+
+	(void)state;
+	r.fd = ri2n_socket();
+	assert_true(r.fd >= 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, data_calls, &r), 0);
+	for (int round = 0; round < RACE_ROUNDS && !lost; round++) {
+		struct sockaddr_in a;
+		socklen_t len = sizeof(a);
+		int fd;
+
+		assert_int_equal(close(r.fd), 0);
+		fd = ri2n_socket();
+		assert_true(fd >= 0);
+		if (fd != r.fd) { /* another number: not this round's race */
+			moved++;
+			assert_int_equal(ri2n_close(fd), 0);
+			fd = ri2n_socket();
+			assert_true(fd >= 0);
+			__atomic_store_n(&r.fd, fd, __ATOMIC_RELAXED);
+			continue;
+		}
+		sched_yield();
+		if (ri2n_getsockname(fd, SA(&a), &len) != 0) {
+			lost++;
+			print_error("round %d: the new socket %d: %s\n", round, fd, strerror(errno));
+		}
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	ri2n_close(r.fd);
+	print_message("%d rounds (%d on another number), %lu data calls on the number\n",
+		      RACE_ROUNDS, moved, r.calls);
+	if (lost)
+		fail_msg("a new socket lost its table entry to a racing data call");
+}
+
+/* ---- main ---- */
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "test_posix_thread: a test ran past its watchdog\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0) {
+		/* nothing more to do */
+	}
+	_exit(124);
+}
+
+static int arm_watchdog(void **state)
+{
+	(void)state;
+	alarm(WATCHDOG_S);
+	return 0;
+}
+
+static int disarm_watchdog(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+#if defined(__SANITIZE_THREAD__)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0"; /* the children start engine threads of their own */
+}
+#endif
+
+#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+
+int main(int argc, char **argv)
+{
+	static const struct CMUnitTest tests[] = {
+		T(test_cancel_blocked),
+		T(test_blocked_reader_neighbour),
+		T(test_close_reuse_race),
+	};
+	harness_init();
+	setenv("RI2N_RAILS", "r1,r2", 0);
+	/* this process's own exit lets its closed connections finish (the child's is short) */
+	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
+	signal(SIGALRM, on_alarm);
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	return cmocka_run_group_tests_name("ri2n POSIX threads", tests, NULL, NULL);
+}
