@@ -12,11 +12,14 @@
  * that only mark the socket.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -152,10 +155,13 @@ RN_DC_API ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	return REAL->recvmsg(fd, m, flags);
 }
 
+static void mark_passed(const struct msghdr *m);
+
 RN_DC_API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t rc;
 
+	mark_passed(m);
 	/* ancillary data means nothing to a TCP stream either */
 	if (m && m->msg_iovlen <= IOV_MAX && rn_dc_ours(fd) &&
 	    fast_send(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc))
@@ -208,6 +214,8 @@ RN_DC_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_
 
 RN_DC_API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
+	for (unsigned int i = 0; v && i < n; i++)
+		mark_passed(&v[i].msg_hdr);
 	mark_plain(fd);
 	return REAL->sendmmsg(fd, v, n, flags);
 }
@@ -246,4 +254,152 @@ RN_DC_API int dprintf(int fd, const char *fmt, ...)
 	rc = vdprintf(fd, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+/*
+ * ---- calls that let another process write to a socket ----
+ *
+ * Its writes go into the descriptor, never through this process's fast
+ * path: the sockets it may write to are marked before it gets them, so
+ * that fast sends here take those bytes first.  A descriptor passed by
+ * SCM_RIGHTS marks its socket; a child process (which inherits every
+ * descriptor not closed on exec, or gets one from posix_spawn's file
+ * actions) marks every socket of the table, as fork does (ri2n_api.c).
+ */
+
+/* Each ri2n socket named by an SCM_RIGHTS message of m. */
+static void mark_passed(const struct msghdr *m)
+{
+	struct cmsghdr *c;
+
+	if (!m || !m->msg_control || m->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			mark_plain(fd);
+		}
+	}
+}
+
+static void mark_all(void)
+{
+	int saved = errno;
+
+	rn_api_plain_all();
+	errno = saved;
+}
+
+RN_DC_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	mark_all();
+	return REAL->posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+RN_DC_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	mark_all();
+	return REAL->posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+RN_DC_API int system(const char *cmd)
+{
+	mark_all();
+	return REAL->system(cmd);
+}
+
+RN_DC_API FILE *popen(const char *cmd, const char *mode)
+{
+	mark_all();
+	return REAL->popen(cmd, mode);
+}
+
+/* glibc's fork without the fork handlers: ri2n_api.c's would not run. */
+RN_DC_API pid_t _Fork(void)
+{
+	mark_all();
+	return REAL->_Fork();
+}
+
+/*
+ * vfork: its child runs on the caller's stack until it execs, so no C
+ * function may stand between the caller and libc's vfork (the child would
+ * return from ours and the parent resume in a frame the child overwrote).
+ * The assembly below marks every socket and then jumps to libc's vfork
+ * with the caller's own return address.  Where there is none, vfork is
+ * fork, as POSIX allows.
+ */
+__attribute__((visibility("hidden"), used)) void *rn_dc_vfork_prep(void);
+void *rn_dc_vfork_prep(void)
+{
+	mark_all();
+	return (void *)REAL->vfork;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	"vfork:\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	sub $8, %rsp\n"       /* the call below needs a 16-byte aligned stack */
+	"	call rn_dc_vfork_prep\n"
+	"	add $8, %rsp\n"
+	"	jmp *%rax\n"          /* libc's vfork returns to our caller (and its child too) */
+	".size vfork, .-vfork\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, %function\n"
+	"vfork:\n"
+	"	stp x29, x30, [sp, #-16]!\n"
+	"	mov x29, sp\n"
+	"	bl rn_dc_vfork_prep\n"
+	"	ldp x29, x30, [sp], #16\n"
+	"	br x0\n"
+	".size vfork, .-vfork\n");
+#else
+RN_DC_API pid_t vfork(void)
+{
+	return fork(); /* the fork handler marks every socket */
+}
+#endif
+
+/* Whether name's first definition in the program's lookup order is in our own object. */
+static int first_is_ours(const char *name)
+{
+	Dl_info mine, theirs;
+	void *f = dlsym(RTLD_DEFAULT, name);
+
+	if (!f)
+		return 1; /* nobody defines it: nobody calls it */
+	if (!dladdr((void *)first_is_ours, &mine) || !dladdr(f, &theirs))
+		return 0;
+	return mine.dli_fbase == theirs.dli_fbase;
+}
+
+int rn_dc_first(void)
+{
+	static const char *const names[] = {
+		"write", "writev", "send", "sendto", "sendmsg", "sendmmsg", "sendfile", "splice",
+		"fdopen", "vdprintf", "dprintf", "shutdown", "dup", "dup2", "dup3", "fcntl",
+		"posix_spawn", "posix_spawnp", "system", "popen", "vfork", "_Fork",
+	};
+	int saved = errno, ok = 1;
+
+	for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
+		ok = first_is_ours(names[i]);
+	errno = saved;
+	return ok;
 }

@@ -6,13 +6,17 @@
  * rn_api_recv: the calling thread drives its connection); on anything else
  * they pass straight on.  The writers the fast path does not serve
  * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
- * socket, and so does shutdown.  Two interposers compile rn_datacalls.c: ri2n-run's
+ * socket, and so does shutdown; sendmsg and sendmmsg mark the sockets they
+ * pass (SCM_RIGHTS); the calls that make a child process (posix_spawn,
+ * posix_spawnp, vfork, _Fork, system, popen) mark every socket, as fork
+ * does (ri2n_api.c).  Two interposers compile rn_datacalls.c: ri2n-run's
  * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
  * three hooks below.
  */
 #ifndef RN_DATACALLS_H
 #define RN_DATACALLS_H
 
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -39,6 +43,15 @@ typedef struct rn_datacalls_real {
 	FILE *(*fdopen)(int, const char *);
 	int (*vdprintf)(int, const char *, va_list);
 	int (*shutdown)(int, int); /* marks the socket too: the next fast send sees the end */
+	/* calls that make a child process, which inherits the descriptors: they mark every socket */
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*system)(const char *);
+	FILE *(*popen)(const char *, const char *);
+	pid_t (*vfork)(void);
+	pid_t (*_Fork)(void);
 } rn_datacalls_real;
 
 /* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
@@ -61,6 +74,12 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->fdopen = dlsym(RTLD_NEXT, "fdopen");         \
 		*(void **)&(r)->vdprintf = dlsym(RTLD_NEXT, "vdprintf");     \
 		*(void **)&(r)->shutdown = dlsym(RTLD_NEXT, "shutdown");     \
+		*(void **)&(r)->posix_spawn = dlsym(RTLD_NEXT, "posix_spawn"); \
+		*(void **)&(r)->posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp"); \
+		*(void **)&(r)->system = dlsym(RTLD_NEXT, "system");         \
+		*(void **)&(r)->popen = dlsym(RTLD_NEXT, "popen");           \
+		*(void **)&(r)->vfork = dlsym(RTLD_NEXT, "vfork");           \
+		*(void **)&(r)->_Fork = dlsym(RTLD_NEXT, "_Fork");           \
 	} while (0)
 
 /*
@@ -73,5 +92,14 @@ typedef struct rn_datacalls_real {
 int rn_dc_ours(int fd);
 int rn_dc_known(void);
 const rn_datacalls_real *rn_dc_real(void);
+
+/*
+ * Whether the program's writing and descriptor-sharing calls (write, send,
+ * dup, fdopen, posix_spawn, ...) are the ones the interposer that compiled
+ * rn_datacalls.c defines: 0 when libri2n was loaded by dlopen (the program's
+ * write is libc's) or another interposer comes first.  Only when 1 may a
+ * fast send skip the look into the descriptor (rn_api_writes_seen).
+ */
+int rn_dc_first(void);
 
 #endif
