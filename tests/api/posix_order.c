@@ -3,7 +3,8 @@
  * "Sharing a descriptor"): a ri2n socket written by another number for it
  * (dup, F_DUPFD, dup2 onto stdout), by stdio, by a child process
  * (posix_spawn, vfork), by another process it was passed to (SCM_RIGHTS),
- * and by a program that loaded libri2n with dlopen, each alternating with
+ * by a program that loaded libri2n with dlopen, and by one whose write() an
+ * interposer ahead of libri2n takes (LD_PRELOAD), each alternating with
  * write() on the socket's own number (the fast path) for thousands of
  * rounds, every byte checked at the receiver (order_kit.c).
  *
@@ -130,20 +131,44 @@ static void test_order_rights(void **state)
  * posix_order_dlopen (its own process, not linked with libri2n) loads it
  * with dlopen and alternates libc's write() with ri2n_send().
  */
-static void test_order_dlopen(void **state)
+static void run_program(char **argv, char **envp)
 {
-	char *argv[] = { (char *)POSIX_ORDER_DLOPEN, (char *)RI2N_LIBRARY, NULL };
 	pid_t pid;
 	int st, err;
 
-	(void)state;
 	fflush(stdout);
-	err = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	err = posix_spawn(&pid, argv[0], NULL, NULL, argv, envp);
 	if (err)
 		fail_msg("posix_spawn %s: %s", argv[0], strerror(err));
 	st = reap(pid, 40000);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("posix_order_dlopen: status %#x (its stderr says why)", st);
+		fail_msg("%s: status %#x (its stderr says why)", argv[0], st);
+}
+
+static void test_order_dlopen(void **state)
+{
+	char *argv[] = { (char *)POSIX_ORDER_DLOPEN, (char *)RI2N_LIBRARY, NULL };
+
+	(void)state;
+	run_program(argv, environ);
+}
+
+/* The same program linked with libri2n, behind an interposer whose write() bypasses it. */
+static void test_order_interposer_ahead(void **state)
+{
+	char *argv[] = { (char *)POSIX_ORDER_AHEAD, (char *)"-", NULL };
+	static char pre[4200];
+	char *envp[256];
+	int n = 0;
+
+	(void)state;
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", POSIX_ORDER_PRELOAD);
+	envp[n++] = pre;
+	for (char **e = environ; *e && n < 255; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			envp[n++] = *e;
+	envp[n] = NULL;
+	run_program(argv, envp);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
@@ -159,6 +184,7 @@ int main(int argc, char **argv)
 		T(test_order_vfork),
 		T(test_order_rights),
 		T(test_order_dlopen),
+		T(test_order_interposer_ahead),
 	};
 	ssize_t n;
 

@@ -5,6 +5,11 @@
  * every byte checked at the receiver.  Not linked with libri2n.
  *
  *   posix_order_dlopen PATH_TO_LIBRI2N     exit 0: every byte in order
+ *
+ * Built with ORDER_AHEAD (posix_order_ahead), the same program is linked
+ * with libri2n and run with LD_PRELOAD=posix_order_preload.so, an
+ * interposer ahead of libri2n whose write() is a raw system call: the
+ * program's write() is again not libri2n's.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -41,6 +46,23 @@ static int die(const char *what)
 	return 1;
 }
 
+#ifdef ORDER_AHEAD
+#include <ri2n.h>
+
+static int load(const char *path)
+{
+	(void)path;
+	ri2n.socket = ri2n_socket;
+	ri2n.bind = ri2n_bind;
+	ri2n.listen = ri2n_listen;
+	ri2n.getsockname = ri2n_getsockname;
+	ri2n.connect = ri2n_connect;
+	ri2n.accept = ri2n_accept;
+	ri2n.send = ri2n_send;
+	ri2n.close = ri2n_close;
+	return 0;
+}
+#else
 static int load(const char *path)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -64,6 +86,7 @@ static int load(const char *path)
 	}
 	return 0;
 }
+#endif
 
 /* A connection over rail r1 (198.18.1.1) to ourselves: *c connects, *s is accepted. */
 static int pair(int *c, int *s)
@@ -123,7 +146,7 @@ int main(int argc, char **argv)
 	uint8_t buf[64];
 	int c = -1, s = -1;
 
-	if (argc != 2 || load(argv[1]) || pair(&c, &s))
+	if (argc < 2 || load(argv[1]) || pair(&c, &s))
 		return 1;
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int k = 0; k < 2; k++) {
