@@ -256,6 +256,40 @@ RN_DC_API int dprintf(int fd, const char *fmt, ...)
 	return rc;
 }
 
+/* What dprintf and vdprintf compile to with _FORTIFY_SOURCE (flag: its level, minus 1). */
+int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap);
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+
+RN_DC_API int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	mark_plain(fd);
+	return REAL->vdprintf_chk(fd, flag, fmt, ap);
+}
+
+RN_DC_API int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = __vdprintf_chk(fd, flag, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* At offset -1 (the file position: none on a socket) pwritev2 writes a socket as writev does. */
+RN_DC_API ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+	mark_plain(fd);
+	return REAL->pwritev2(fd, iov, iovcnt, off, flags);
+}
+
+RN_DC_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags)
+{
+	mark_plain(fd);
+	return REAL->pwritev64v2(fd, iov, iovcnt, off, flags);
+}
+
 /*
  * ---- calls that let another process write to a socket ----
  *
@@ -393,7 +427,8 @@ int rn_dc_first(void)
 {
 	static const char *const names[] = {
 		"write", "writev", "send", "sendto", "sendmsg", "sendmmsg", "sendfile", "splice",
-		"fdopen", "vdprintf", "dprintf", "shutdown", "dup", "dup2", "dup3", "fcntl",
+		"fdopen", "vdprintf", "dprintf", "__dprintf_chk", "__vdprintf_chk", "pwritev2",
+		"shutdown", "dup", "dup2", "dup3", "fcntl",
 		"posix_spawn", "posix_spawnp", "system", "popen", "vfork", "_Fork",
 	};
 	int saved = errno, ok = 1;

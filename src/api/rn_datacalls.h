@@ -5,7 +5,8 @@
  * sendmsg on a ri2n socket go through the fast path (rn_api_send /
  * rn_api_recv: the calling thread drives its connection); on anything else
  * they pass straight on.  The writers the fast path does not serve
- * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
+ * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf and its
+ * _FORTIFY_SOURCE form, pwritev2) mark the
  * socket, and so does shutdown; sendmsg and sendmmsg mark the sockets they
  * pass (SCM_RIGHTS); the calls that make a child process (posix_spawn,
  * posix_spawnp, vfork, _Fork, system, popen) mark every socket, as fork
@@ -43,6 +44,10 @@ typedef struct rn_datacalls_real {
 	FILE *(*fdopen)(int, const char *);
 	int (*vdprintf)(int, const char *, va_list);
 	int (*shutdown)(int, int); /* marks the socket too: the next fast send sees the end */
+	/* _FORTIFY_SOURCE's dprintf, and pwritev2 (offset -1 writes a socket): they mark it */
+	int (*vdprintf_chk)(int, int, const char *, va_list);
+	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
 	/* calls that make a child process, which inherits the descriptors: they mark every socket */
 	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
 			   const posix_spawnattr_t *, char *const[], char *const[]);
@@ -74,6 +79,9 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->fdopen = dlsym(RTLD_NEXT, "fdopen");         \
 		*(void **)&(r)->vdprintf = dlsym(RTLD_NEXT, "vdprintf");     \
 		*(void **)&(r)->shutdown = dlsym(RTLD_NEXT, "shutdown");     \
+		*(void **)&(r)->vdprintf_chk = dlsym(RTLD_NEXT, "__vdprintf_chk"); \
+		*(void **)&(r)->pwritev2 = dlsym(RTLD_NEXT, "pwritev2");     \
+		*(void **)&(r)->pwritev64v2 = dlsym(RTLD_NEXT, "pwritev64v2"); \
 		*(void **)&(r)->posix_spawn = dlsym(RTLD_NEXT, "posix_spawn"); \
 		*(void **)&(r)->posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp"); \
 		*(void **)&(r)->system = dlsym(RTLD_NEXT, "system");         \

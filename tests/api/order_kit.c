@@ -20,9 +20,10 @@
 #include <unistd.h>
 
 #include "order_kit.h"
+#include "order_kit_int.h"
 #include "ri2n_kit.h"
 
-#define CHUNK_MAX 64
+#define CHUNK_MAX ORDER_CHUNK_MAX
 
 extern char **environ;
 
@@ -36,8 +37,7 @@ void order_init(struct order *o, int tx, int rx, uint32_t seed, const char *self
 	o->self = self;
 }
 
-static int fail(struct order *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct order *o, const char *fmt, ...)
+int order_fail(struct order *o, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -66,7 +66,7 @@ static int put(struct order *o, int fd, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return fail(o, "write(%d): %s", fd, strerror(errno));
+			return order_fail(o, "write(%d): %s", fd, strerror(errno));
 		done += (size_t)w;
 	}
 	o->sent += n;
@@ -84,25 +84,24 @@ static int expect(struct order *o, int r)
 		ssize_t n;
 
 		if (poll(&p, 1, ORDER_WAIT_MS) == 0)
-			return fail(o, "round %d: byte %llu never came (%d ms)", r,
+			return order_fail(o, "round %d: byte %llu never came (%d ms)", r,
 				    (unsigned long long)o->got, ORDER_WAIT_MS);
 		n = read(o->rx, buf, want);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
-			return fail(o, "round %d: read: %s", r, n ? strerror(errno) : "end of stream");
+			return order_fail(o, "round %d: read: %s", r, n ? strerror(errno) : "end of stream");
 		for (ssize_t i = 0; i < n; i++)
 			if (buf[i] != kit_pattern_byte(o->seed, o->got + (uint64_t)i))
-				return fail(o, "round %d: byte %llu out of order", r,
+				return order_fail(o, "round %d: byte %llu out of order", r,
 					    (unsigned long long)(o->got + (uint64_t)i));
 		o->got += (uint64_t)n;
 	}
 	return 0;
 }
 
-/* Rounds of: a chunk by `path` (a chunk's size given), a chunk by write(tx), check. */
-static int rounds_of(struct order *o, int rounds, int (*path)(struct order *o, size_t n, void *arg),
-		     void *arg)
+int order_rounds(struct order *o, int rounds, int (*path)(struct order *o, size_t n, void *arg),
+		 void *arg)
 {
 	for (int r = 0; r < rounds; r++)
 		if (path(o, chunk(o), arg) || put(o, o->tx, chunk(o)) || expect(o, r))
@@ -123,8 +122,8 @@ int order_dup(struct order *o, int rounds)
 	int d = dup(o->tx), rc;
 
 	if (d < 0)
-		return fail(o, "dup: %s", strerror(errno));
-	rc = rounds_of(o, rounds, by_fd, &d);
+		return order_fail(o, "dup: %s", strerror(errno));
+	rc = order_rounds(o, rounds, by_fd, &d);
 	close(d);
 	return rc;
 }
@@ -135,8 +134,8 @@ int order_dupfd(struct order *o, int rounds)
 	int d = fcntl(o->tx, F_DUPFD_CLOEXEC, 100), rc;
 
 	if (d < 0)
-		return fail(o, "F_DUPFD: %s", strerror(errno));
-	rc = rounds_of(o, rounds, by_fd, &d);
+		return order_fail(o, "F_DUPFD: %s", strerror(errno));
+	rc = order_rounds(o, rounds, by_fd, &d);
 	close(d);
 	return rc;
 }
@@ -148,7 +147,7 @@ static int by_stdio(struct order *o, size_t n, void *arg)
 
 	kit_pattern_fill(buf, o->seed, o->sent, n);
 	if (fwrite(buf, 1, n, f) != n || fflush(f) != 0)
-		return fail(o, "stdio: %s", strerror(errno));
+		return order_fail(o, "stdio: %s", strerror(errno));
 	o->sent += n;
 	return 0;
 }
@@ -162,9 +161,9 @@ int order_fdopen(struct order *o, int rounds)
 	if (!f) {
 		if (d >= 0)
 			close(d);
-		return fail(o, "fdopen(dup): %s", strerror(errno));
+		return order_fail(o, "fdopen(dup): %s", strerror(errno));
 	}
-	rc = rounds_of(o, rounds, by_stdio, f);
+	rc = order_rounds(o, rounds, by_stdio, f);
 	fclose(f);
 	return rc;
 }
@@ -177,8 +176,8 @@ int order_stdout(struct order *o, int rounds)
 	fflush(stdout);
 	saved = dup(STDOUT_FILENO);
 	if (saved < 0 || dup2(o->tx, STDOUT_FILENO) < 0)
-		return fail(o, "dup2 onto stdout: %s", strerror(errno));
-	rc = rounds_of(o, rounds, by_stdio, stdout);
+		return order_fail(o, "dup2 onto stdout: %s", strerror(errno));
+	rc = order_rounds(o, rounds, by_stdio, stdout);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
@@ -237,9 +236,9 @@ static int by_child(struct order *o, size_t n, void *arg)
 	char k;
 
 	if (write(c->ctl, &q, sizeof(q)) != (ssize_t)sizeof(q))
-		return fail(o, "the writer child is gone: %s", strerror(errno));
+		return order_fail(o, "the writer child is gone: %s", strerror(errno));
 	if (poll(&p, 1, ORDER_WAIT_MS) != 1 || read(c->ack, &k, 1) != 1)
-		return fail(o, "the writer child did not answer within %d ms", ORDER_WAIT_MS);
+		return order_fail(o, "the writer child did not answer within %d ms", ORDER_WAIT_MS);
 	o->sent += n;
 	return 0;
 }
@@ -261,7 +260,7 @@ static int child_end(struct order *o, struct child *c, int rc)
 		usleep(10 * 1000);
 	}
 	if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		return fail(o, "the writer child ended with status %#x", st);
+		return order_fail(o, "the writer child ended with status %#x", st);
 	return rc;
 }
 
@@ -271,7 +270,7 @@ static int child_pipes(struct order *o, struct child *c, int cfd[2])
 	int a[2], b[2];
 
 	if (pipe2(a, O_CLOEXEC) || pipe2(b, O_CLOEXEC))
-		return fail(o, "pipe: %s", strerror(errno));
+		return order_fail(o, "pipe: %s", strerror(errno));
 	c->ctl = a[1];
 	c->ack = b[0];
 	cfd[0] = a[0];
@@ -301,7 +300,7 @@ static int run_child(struct order *o, int rounds, struct child *c, int cfd[2])
 {
 	close(cfd[0]);
 	close(cfd[1]);
-	return child_end(o, c, rounds_of(o, rounds, by_child, c));
+	return child_end(o, c, order_rounds(o, rounds, by_child, c));
 }
 
 /* A posix_spawn'ed child (the socket inherited) writes, then write(fd) here. */
@@ -320,7 +319,7 @@ int order_spawn(struct order *o, int rounds)
 		close(cfd[1]);
 		close(c.ctl);
 		close(c.ack);
-		return fail(o, "posix_spawn: %s", strerror(err));
+		return order_fail(o, "posix_spawn: %s", strerror(err));
 	}
 	return run_child(o, rounds, &c, cfd);
 }
@@ -345,7 +344,7 @@ int order_vfork(struct order *o, int rounds)
 		close(cfd[1]);
 		close(c.ctl);
 		close(c.ack);
-		return fail(o, "vfork: %s", strerror(errno));
+		return order_fail(o, "vfork: %s", strerror(errno));
 	}
 	return run_child(o, rounds, &c, cfd);
 }
@@ -385,7 +384,7 @@ int order_rights(struct order *o, int rounds, int (*make)(struct order *o, void 
 	struct cmsghdr *h;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u))
-		return fail(o, "socketpair: %s", strerror(errno));
+		return order_fail(o, "socketpair: %s", strerror(errno));
 	if (child_pipes(o, &c, cfd))
 		return -1;
 	fflush(stdout);
@@ -404,7 +403,7 @@ int order_rights(struct order *o, int rounds, int (*make)(struct order *o, void 
 		close(cfd[1]);
 		close(c.ctl);
 		close(c.ack);
-		return fail(o, "fork: %s", strerror(errno));
+		return order_fail(o, "fork: %s", strerror(errno));
 	}
 	if (make(o, arg)) {
 		close(u[0]);
@@ -419,7 +418,7 @@ int order_rights(struct order *o, int rounds, int (*make)(struct order *o, void 
 	memcpy(CMSG_DATA(h), &o->tx, sizeof(int));
 	if (sendmsg(u[0], &m, 0) != 1) {
 		close(u[0]);
-		return fail(o, "SCM_RIGHTS: %s", strerror(errno));
+		return order_fail(o, "SCM_RIGHTS: %s", strerror(errno));
 	}
 	close(u[0]);
 	return run_child(o, rounds, &c, cfd);

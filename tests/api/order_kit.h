@@ -39,6 +39,8 @@ int order_stdout(struct order *o, int rounds);
 int order_dupfd(struct order *o, int rounds);
 int order_spawn(struct order *o, int rounds);
 int order_vfork(struct order *o, int rounds);
+int order_dprintf(struct order *o, int rounds);  /* order_fortify.c */
+int order_pwritev2(struct order *o, int rounds); /* order_fortify.c */
 /* The child is forked before o->tx exists; tx reaches it over SCM_RIGHTS. */
 int order_rights(struct order *o, int rounds, int (*make)(struct order *o, void *arg), void *arg);
 

@@ -1,7 +1,8 @@
 /*
  * posix_order.c - byte order whatever path a write takes (docs/API.md,
  * "Sharing a descriptor"): a ri2n socket written by another number for it
- * (dup, F_DUPFD, dup2 onto stdout), by stdio, by a child process
+ * (dup, F_DUPFD, dup2 onto stdout), by stdio, by dprintf as _FORTIFY_SOURCE
+ * compiles it, by pwritev2, by a child process
  * (posix_spawn, vfork), by another process it was passed to (SCM_RIGHTS),
  * by a program that loaded libri2n with dlopen, and by one whose write() an
  * interposer ahead of libri2n takes (LD_PRELOAD), each alternating with
@@ -103,6 +104,18 @@ static void test_order_dupfd(void **state)
 	run_path(order_dupfd, 14);
 }
 
+static void test_order_dprintf(void **state)
+{
+	(void)state;
+	run_path(order_dprintf, 18);
+}
+
+static void test_order_pwritev2(void **state)
+{
+	(void)state;
+	run_path(order_pwritev2, 19);
+}
+
 static void test_order_spawn(void **state)
 {
 	(void)state;
@@ -185,6 +198,8 @@ int main(int argc, char **argv)
 		T(test_order_fdopen),
 		T(test_order_stdout),
 		T(test_order_dupfd),
+		T(test_order_dprintf),
+		T(test_order_pwritev2),
 		T(test_order_spawn),
 		T(test_order_vfork),
 		T(test_order_rights),

@@ -1,7 +1,8 @@
 /*
  * shim_order.c - order_kit's paths (tests/api/order_kit.h) on a TCP
  * connection to itself, for ri2n-run: dup, stdio on fdopen(dup), dup2 onto
- * stdout + stdio, F_DUPFD, a posix_spawn'ed and a vfork'ed child, a process
+ * stdout + stdio, F_DUPFD, dprintf as _FORTIFY_SOURCE compiles it,
+ * pwritev2, a posix_spawn'ed and a vfork'ed child, a process
  * the socket was passed to by SCM_RIGHTS, each alternating with write() on
  * the socket's own number, every byte checked.
  *
@@ -108,6 +109,8 @@ int main(int argc, char **argv)
 	bad |= run("fdopen", order_fdopen);
 	bad |= run("stdout", order_stdout);
 	bad |= run("dupfd", order_dupfd);
+	bad |= run("dprintf", order_dprintf);
+	bad |= run("pwritev2", order_pwritev2);
 	bad |= run("spawn", order_spawn);
 	bad |= run("vfork", order_vfork);
 	bad |= run("rights", rights);

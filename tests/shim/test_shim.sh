@@ -49,7 +49,8 @@
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
 #   order   shim_order: a TCP connection to itself written by another
 #           number for it (dup, F_DUPFD, dup2 onto stdout + stdio), stdio on
-#           fdopen(dup), a posix_spawn'ed and a vfork'ed child and a process
+#           fdopen(dup), fortified dprintf, pwritev2, a posix_spawn'ed and a
+#           vfork'ed child and a process
 #           it was passed to by SCM_RIGHTS, each alternating with write() for
 #           2000 rounds: every byte arrives in order (docs/RI2N-RUN.md)
 #
