@@ -50,9 +50,9 @@
 #   order   shim_order: a TCP connection to itself written by another
 #           number for it (dup, F_DUPFD, dup2 onto stdout + stdio), stdio on
 #           fdopen(dup), fortified dprintf, pwritev2, a posix_spawn'ed and a
-#           vfork'ed child and a process
-#           it was passed to by SCM_RIGHTS, each alternating with write() for
-#           2000 rounds: every byte arrives in order (docs/RI2N-RUN.md)
+#           vfork'ed child and a process it was passed to by SCM_RIGHTS, each
+#           alternating with write() for 2000 rounds: every byte arrives in
+#           order (docs/RI2N-RUN.md)
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
