@@ -410,17 +410,62 @@ RN_DC_API pid_t vfork(void)
 }
 #endif
 
-/* Whether name's first definition in the program's lookup order is in our own object. */
-static int first_is_ours(const char *name)
+/* For another ri2n interposer behind this one (rn_dc_first): where this one passes name on to. */
+RN_DC_API void *rn_dc_next(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+
+	/* no tail call: RTLD_NEXT counts from dlsym's caller, which must be this object */
+	__asm__ __volatile__("" : : "r"(f) : "memory");
+	return f;
+}
+
+/*
+ * The rn_dc_next of the object `at` describes, if it is another ri2n
+ * interposer (an object that compiled this file); NULL if not.
+ */
+static void *next_after(const Dl_info *at)
+{
+	void *h, *(*next)(const char *);
+	Dl_info nd;
+
+	if (!at->dli_fname || !at->dli_fname[0] || !(h = dlopen(at->dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+		return NULL;
+	*(void **)&next = dlsym(h, "rn_dc_next");
+	dlclose(h);
+	/* dlsym also searches the object's dependencies: the hook must be its own */
+	if (!next || !dladdr(*(void **)&next, &nd) || nd.dli_fbase != at->dli_fbase)
+		return NULL;
+	return (void *)next;
+}
+
+/*
+ * Whether the program's call `name` reaches our definition: ours is the
+ * first in the lookup order, or every one before it is another ri2n
+ * interposer (ri2n-run's shim ahead of libri2n), which passes the call on
+ * for every descriptor it does not serve itself.
+ */
+static int reaches_us(const char *name)
 {
 	Dl_info mine, theirs;
 	void *f = dlsym(RTLD_DEFAULT, name);
 
-	if (!f)
-		return 1; /* nobody defines it: nobody calls it */
-	if (!dladdr((void *)first_is_ours, &mine) || !dladdr(f, &theirs))
+	if (!dladdr((void *)reaches_us, &mine))
 		return 0;
-	return mine.dli_fbase == theirs.dli_fbase;
+	for (int hops = 0; hops < 4; hops++) {
+		void *(*next)(const char *);
+
+		if (!f)
+			return 1; /* nobody defines it: nobody calls it */
+		if (!dladdr(f, &theirs))
+			return 0;
+		if (theirs.dli_fbase == mine.dli_fbase)
+			return 1;
+		if (!(*(void **)&next = next_after(&theirs)))
+			return 0;
+		f = next(name);
+	}
+	return 0;
 }
 
 int rn_dc_first(void)
@@ -434,7 +479,7 @@ int rn_dc_first(void)
 	int saved = errno, ok = 1;
 
 	for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
-		ok = first_is_ours(names[i]);
+		ok = reaches_us(names[i]);
 	errno = saved;
 	return ok;
 }

@@ -103,11 +103,15 @@ const rn_datacalls_real *rn_dc_real(void);
 
 /*
  * Whether the program's writing and descriptor-sharing calls (write, send,
- * dup, fdopen, posix_spawn, ...) are the ones the interposer that compiled
- * rn_datacalls.c defines: 0 when libri2n was loaded by dlopen (the program's
- * write is libc's) or another interposer comes first.  Only when 1 may a
+ * dup, fdopen, posix_spawn, ...) reach the ones the interposer that
+ * compiled rn_datacalls.c defines (first in the lookup order, or behind
+ * another ri2n interposer, which passes them on: rn_dc_next): 0 when libri2n
+ * was loaded by dlopen (the program's write is libc's) or another
+ * interposer comes first.  Only when 1 may a
  * fast send skip the look into the descriptor (rn_api_writes_seen).
  */
 int rn_dc_first(void);
+/* Exported: where this interposer passes `name` on to (dlsym(RTLD_NEXT) from here). */
+void *rn_dc_next(const char *name);
 
 #endif
