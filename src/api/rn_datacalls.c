@@ -369,7 +369,7 @@ RN_DC_API pid_t _Fork(void)
  * function may stand between the caller and libc's vfork (the child would
  * return from ours and the parent resume in a frame the child overwrote).
  * The assembly below marks every socket and then jumps to libc's vfork
- * with the caller's own return address.  Where there is none, vfork is
+ * with the caller's own return address (x86-64).  Elsewhere vfork is
  * fork, as POSIX allows.
  */
 __attribute__((visibility("hidden"), used)) void *rn_dc_vfork_prep(void);
@@ -391,17 +391,6 @@ __asm__(".text\n"
 	"	call rn_dc_vfork_prep\n"
 	"	add $8, %rsp\n"
 	"	jmp *%rax\n"          /* libc's vfork returns to our caller (and its child too) */
-	".size vfork, .-vfork\n");
-#elif defined(__aarch64__)
-__asm__(".text\n"
-	".globl vfork\n"
-	".type vfork, %function\n"
-	"vfork:\n"
-	"	stp x29, x30, [sp, #-16]!\n"
-	"	mov x29, sp\n"
-	"	bl rn_dc_vfork_prep\n"
-	"	ldp x29, x30, [sp], #16\n"
-	"	br x0\n"
 	".size vfork, .-vfork\n");
 #else
 RN_DC_API pid_t vfork(void)
