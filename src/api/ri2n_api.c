@@ -108,9 +108,9 @@ int rn_api_fail(int err)
 }
 
 /*
- * Before a fork: the child will write to these sockets' descriptors the
- * plain way (its own table is empty), so fast sends here must take what is
- * in the descriptor first from now on.
+ * Before a fork (or a spawn, rn_datacalls.c): the child will write to these
+ * sockets' descriptors the plain way (its own table is empty), so fast sends
+ * here must take what is in the descriptor first from now on.
  */
 static void tab_plain_all(void)
 {
@@ -160,6 +160,12 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
 		rn_sock_unref(g_tab.tab[fd]);
 	tab_set(fd, s);
+	/*
+	 * On 0, 1 or 2 libc's own stdio (printf, perror, a FILE it opened
+	 * without fdopen) writes to the socket with a write we never see.
+	 */
+	if (fd <= STDERR_FILENO)
+		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&g_tab.mu);
 	return 0;
 }
@@ -222,6 +228,11 @@ rn_sock *rn_api_lookup(int fd, int *err)
 void rn_api_writes_seen(void)
 {
 	rn_sock_writes_seen();
+}
+
+void rn_api_plain_all(void)
+{
+	tab_plain_all();
 }
 
 void rn_api_to_descriptor(int fd)

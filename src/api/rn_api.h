@@ -26,6 +26,8 @@ int rn_api_is_ri2n(int fd);
 void rn_api_writes_seen(void);
 /* ... until fd gets some by a way the shim does not serve (sendfile, splice, stdio). */
 void rn_api_note_plain(int fd);
+/* ... or every socket of the table may (a child process is made: spawn, vfork, system). */
+void rn_api_plain_all(void);
 /* fd's bytes waiting in ri2n's buffer go into the descriptor (splice reads it there). */
 void rn_api_to_descriptor(int fd);
 

@@ -12,11 +12,14 @@
  * that only mark the socket.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -152,10 +155,13 @@ RN_DC_API ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	return REAL->recvmsg(fd, m, flags);
 }
 
+static void mark_passed(const struct msghdr *m);
+
 RN_DC_API ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t rc;
 
+	mark_passed(m);
 	/* ancillary data means nothing to a TCP stream either */
 	if (m && m->msg_iovlen <= IOV_MAX && rn_dc_ours(fd) &&
 	    fast_send(fd, m->msg_iov, (int)m->msg_iovlen, flags, &rc))
@@ -208,6 +214,8 @@ RN_DC_API ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_
 
 RN_DC_API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
+	for (unsigned int i = 0; v && i < n; i++)
+		mark_passed(&v[i].msg_hdr);
 	mark_plain(fd);
 	return REAL->sendmmsg(fd, v, n, flags);
 }
@@ -246,4 +254,221 @@ RN_DC_API int dprintf(int fd, const char *fmt, ...)
 	rc = vdprintf(fd, fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+/* What dprintf and vdprintf compile to with _FORTIFY_SOURCE (flag: its level, minus 1). */
+int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap);
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+
+RN_DC_API int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	mark_plain(fd);
+	return REAL->vdprintf_chk(fd, flag, fmt, ap);
+}
+
+RN_DC_API int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = __vdprintf_chk(fd, flag, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* At offset -1 (the file position: none on a socket) pwritev2 writes a socket as writev does. */
+RN_DC_API ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt, off_t off, int flags)
+{
+	mark_plain(fd);
+	return REAL->pwritev2(fd, iov, iovcnt, off, flags);
+}
+
+RN_DC_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt, off64_t off, int flags)
+{
+	mark_plain(fd);
+	return REAL->pwritev64v2(fd, iov, iovcnt, off, flags);
+}
+
+/*
+ * ---- calls that let another process write to a socket ----
+ *
+ * Its writes go into the descriptor, never through this process's fast
+ * path: the sockets it may write to are marked before it gets them, so
+ * that fast sends here take those bytes first.  A descriptor passed by
+ * SCM_RIGHTS marks its socket; a child process (which inherits every
+ * descriptor not closed on exec, or gets one from posix_spawn's file
+ * actions) marks every socket of the table, as fork does (ri2n_api.c).
+ */
+
+/* Each ri2n socket named by an SCM_RIGHTS message of m. */
+static void mark_passed(const struct msghdr *m)
+{
+	struct cmsghdr *c;
+
+	if (!m || !m->msg_control || m->msg_controllen < sizeof(struct cmsghdr))
+		return;
+	for (c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+		size_t n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			mark_plain(fd);
+		}
+	}
+}
+
+static void mark_all(void)
+{
+	int saved = errno;
+
+	rn_api_plain_all();
+	errno = saved;
+}
+
+RN_DC_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	mark_all();
+	return REAL->posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
+RN_DC_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			   const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	mark_all();
+	return REAL->posix_spawnp(pid, file, fa, attr, argv, envp);
+}
+
+RN_DC_API int system(const char *cmd)
+{
+	mark_all();
+	return REAL->system(cmd);
+}
+
+RN_DC_API FILE *popen(const char *cmd, const char *mode)
+{
+	mark_all();
+	return REAL->popen(cmd, mode);
+}
+
+/* glibc's fork without the fork handlers: ri2n_api.c's would not run. */
+RN_DC_API pid_t _Fork(void)
+{
+	mark_all();
+	return REAL->_Fork();
+}
+
+/*
+ * vfork: its child runs on the caller's stack until it execs, so no C
+ * function may stand between the caller and libc's vfork (the child would
+ * return from ours and the parent resume in a frame the child overwrote).
+ * The assembly below marks every socket and then jumps to libc's vfork
+ * with the caller's own return address (x86-64).  Elsewhere vfork is
+ * fork, as POSIX allows.
+ */
+__attribute__((visibility("hidden"), used)) void *rn_dc_vfork_prep(void);
+void *rn_dc_vfork_prep(void)
+{
+	mark_all();
+	return (void *)REAL->vfork;
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	"vfork:\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	sub $8, %rsp\n"       /* the call below needs a 16-byte aligned stack */
+	"	call rn_dc_vfork_prep\n"
+	"	add $8, %rsp\n"
+	"	jmp *%rax\n"          /* libc's vfork returns to our caller (and its child too) */
+	".size vfork, .-vfork\n");
+#else
+RN_DC_API pid_t vfork(void)
+{
+	return fork(); /* the fork handler marks every socket */
+}
+#endif
+
+/* For another ri2n interposer behind this one (rn_dc_first): where this one passes name on to. */
+RN_DC_API void *rn_dc_next(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+
+	/* no tail call: RTLD_NEXT counts from dlsym's caller, which must be this object */
+	__asm__ __volatile__("" : : "r"(f) : "memory");
+	return f;
+}
+
+/*
+ * The rn_dc_next of the object `at` describes, if it is another ri2n
+ * interposer (an object that compiled this file); NULL if not.
+ */
+static void *next_after(const Dl_info *at)
+{
+	void *h, *(*next)(const char *);
+	Dl_info nd;
+
+	if (!at->dli_fname || !at->dli_fname[0] || !(h = dlopen(at->dli_fname, RTLD_LAZY | RTLD_NOLOAD)))
+		return NULL;
+	*(void **)&next = dlsym(h, "rn_dc_next");
+	dlclose(h);
+	/* dlsym also searches the object's dependencies: the hook must be its own */
+	if (!next || !dladdr(*(void **)&next, &nd) || nd.dli_fbase != at->dli_fbase)
+		return NULL;
+	return (void *)next;
+}
+
+/*
+ * Whether the program's call `name` reaches our definition: ours is the
+ * first in the lookup order, or every one before it is another ri2n
+ * interposer (ri2n-run's shim ahead of libri2n), which passes the call on
+ * for every descriptor it does not serve itself.
+ */
+static int reaches_us(const char *name)
+{
+	Dl_info mine, theirs;
+	void *f = dlsym(RTLD_DEFAULT, name);
+
+	if (!dladdr((void *)reaches_us, &mine))
+		return 0;
+	for (int hops = 0; hops < 4; hops++) {
+		void *(*next)(const char *);
+
+		if (!f)
+			return 1; /* nobody defines it: nobody calls it */
+		if (!dladdr(f, &theirs))
+			return 0;
+		if (theirs.dli_fbase == mine.dli_fbase)
+			return 1;
+		if (!(*(void **)&next = next_after(&theirs)))
+			return 0;
+		f = next(name);
+	}
+	return 0;
+}
+
+int rn_dc_first(void)
+{
+	static const char *const names[] = {
+		"write", "writev", "send", "sendto", "sendmsg", "sendmmsg", "sendfile", "splice",
+		"fdopen", "vdprintf", "dprintf", "__dprintf_chk", "__vdprintf_chk", "pwritev2",
+		"shutdown", "dup", "dup2", "dup3", "fcntl",
+		"posix_spawn", "posix_spawnp", "system", "popen", "vfork", "_Fork",
+	};
+	int saved = errno, ok = 1;
+
+	for (size_t i = 0; ok && i < sizeof(names) / sizeof(names[0]); i++)
+		ok = reaches_us(names[i]);
+	errno = saved;
+	return ok;
 }

@@ -5,14 +5,19 @@
  * sendmsg on a ri2n socket go through the fast path (rn_api_send /
  * rn_api_recv: the calling thread drives its connection); on anything else
  * they pass straight on.  The writers the fast path does not serve
- * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
- * socket, and so does shutdown.  Two interposers compile rn_datacalls.c: ri2n-run's
+ * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf and its
+ * _FORTIFY_SOURCE form, pwritev2) mark the
+ * socket, and so does shutdown; sendmsg and sendmmsg mark the sockets they
+ * pass (SCM_RIGHTS); the calls that make a child process (posix_spawn,
+ * posix_spawnp, vfork, _Fork, system, popen) mark every socket, as fork
+ * does (ri2n_api.c).  Two interposers compile rn_datacalls.c: ri2n-run's
  * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
  * three hooks below.
  */
 #ifndef RN_DATACALLS_H
 #define RN_DATACALLS_H
 
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -39,6 +44,19 @@ typedef struct rn_datacalls_real {
 	FILE *(*fdopen)(int, const char *);
 	int (*vdprintf)(int, const char *, va_list);
 	int (*shutdown)(int, int); /* marks the socket too: the next fast send sees the end */
+	/* _FORTIFY_SOURCE's dprintf, and pwritev2 (offset -1 writes a socket): they mark it */
+	int (*vdprintf_chk)(int, int, const char *, va_list);
+	ssize_t (*pwritev2)(int, const struct iovec *, int, off_t, int);
+	ssize_t (*pwritev64v2)(int, const struct iovec *, int, off64_t, int);
+	/* calls that make a child process, which inherits the descriptors: they mark every socket */
+	int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[], char *const[]);
+	int (*system)(const char *);
+	FILE *(*popen)(const char *, const char *);
+	pid_t (*vfork)(void);
+	pid_t (*_Fork)(void);
 } rn_datacalls_real;
 
 /* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
@@ -61,6 +79,15 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->fdopen = dlsym(RTLD_NEXT, "fdopen");         \
 		*(void **)&(r)->vdprintf = dlsym(RTLD_NEXT, "vdprintf");     \
 		*(void **)&(r)->shutdown = dlsym(RTLD_NEXT, "shutdown");     \
+		*(void **)&(r)->vdprintf_chk = dlsym(RTLD_NEXT, "__vdprintf_chk"); \
+		*(void **)&(r)->pwritev2 = dlsym(RTLD_NEXT, "pwritev2");     \
+		*(void **)&(r)->pwritev64v2 = dlsym(RTLD_NEXT, "pwritev64v2"); \
+		*(void **)&(r)->posix_spawn = dlsym(RTLD_NEXT, "posix_spawn"); \
+		*(void **)&(r)->posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp"); \
+		*(void **)&(r)->system = dlsym(RTLD_NEXT, "system");         \
+		*(void **)&(r)->popen = dlsym(RTLD_NEXT, "popen");           \
+		*(void **)&(r)->vfork = dlsym(RTLD_NEXT, "vfork");           \
+		*(void **)&(r)->_Fork = dlsym(RTLD_NEXT, "_Fork");           \
 	} while (0)
 
 /*
@@ -73,5 +100,18 @@ typedef struct rn_datacalls_real {
 int rn_dc_ours(int fd);
 int rn_dc_known(void);
 const rn_datacalls_real *rn_dc_real(void);
+
+/*
+ * Whether the program's writing and descriptor-sharing calls (write, send,
+ * dup, fdopen, posix_spawn, ...) reach the ones the interposer that
+ * compiled rn_datacalls.c defines (first in the lookup order, or behind
+ * another ri2n interposer, which passes them on: rn_dc_next): 0 when libri2n
+ * was loaded by dlopen (the program's write is libc's) or another
+ * interposer comes first.  Only when 1 may a
+ * fast send skip the look into the descriptor (rn_api_writes_seen).
+ */
+int rn_dc_first(void);
+/* Exported: where this interposer passes `name` on to (dlsym(RTLD_NEXT) from here). */
+void *rn_dc_next(const char *name);
 
 #endif

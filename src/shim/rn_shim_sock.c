@@ -63,8 +63,13 @@ static void after_dup(int old, int nfd)
 			e.nep = 0; /* registrations are per number */
 			e.ep_lost = 0;
 		} else {
-			/* ENOTSOCK in a forked child: the parent's engine serves it, as is */
-			rn_api_dup(old, nfd);
+			/*
+			 * ENOTSOCK in a forked child: the parent's engine serves it,
+			 * as is.  Not followed for another reason: nfd's writes go
+			 * into the descriptor, so the socket's fast sends look there.
+			 */
+			if (rn_api_dup(old, nfd) < 0)
+				rn_api_note_plain(old);
 		}
 		rn_shim_tab_set(nfd, &e);
 	}

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "rn_api.h"
+#include "rn_datacalls.h"
 #include "rn_engine.h"
 #include "rn_shim.h"
 
@@ -62,8 +63,11 @@ __attribute__((constructor)) static void tab_init(void)
 	const char *plain = getenv("RI2N_RUN_PLAIN_WRITES"), *check = getenv("RI2N_RUN_CHECK_FDS");
 
 	g.owner = getpid();
-	/* the shim serves every write on a ri2n descriptor, or marks the socket (rn_shim_io.c) */
-	if (!plain || strcmp(plain, "1") != 0)
+	/*
+	 * The shim serves every write on a ri2n descriptor, or marks the socket
+	 * (rn_shim_io.c): unless another interposer comes first (rn_dc_first).
+	 */
+	if ((!plain || strcmp(plain, "1") != 0) && rn_dc_first())
 		rn_api_writes_seen();
 	g_sees_closes = !check || strcmp(check, "1") != 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

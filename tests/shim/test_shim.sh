@@ -47,17 +47,24 @@
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
+#   order   shim_order: a TCP connection to itself written by another
+#           number for it (dup, F_DUPFD, dup2 onto stdout + stdio), stdio on
+#           fdopen(dup), fortified dprintf, pwritev2, a posix_spawn'ed and a
+#           vfork'ed child and a process it was passed to by SCM_RIGHTS, each
+#           alternating with write() for 2000 rounds: every byte arrives in
+#           order (docs/RI2N-RUN.md)
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
 FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
+ORDER=${RI2N_SHIM_ORDER:-$NT_ROOT/build/tests/shim_order}
 tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
@@ -595,8 +602,22 @@ scenario_signal() {
 	nt_ok "signal: close() of ri2n descriptors in a signal handler never deadlocks"
 }
 
+# ---- byte order whatever path a write takes ----
+
+scenario_order() {
+	[ -x "$ORDER" ] || nt_skip "shim_order not built at $ORDER"
+	nt_init "$tag" 2 2 1gbit
+	ST_TIMEOUT=60 st_fg order 1 "$ORDER" "$(nt_addr 1)" 9600
+	local rc=$?
+	sed 's/^/  /' "$NT_DIR/order.err" | grep -E '^  (ok|FAIL)'
+	[ $rc -eq 0 ] || nt_fail "order: $(grep -c '^FAIL' "$NT_DIR/order.err") path(s) out of order (status $rc): $(grep '^FAIL' "$NT_DIR/order.err" | head -n 3)"
+	grep -q "connect to .* over ri2n" "$NT_DIR/order.err" ||
+		nt_fail "order: the connections did not go over ri2n: $(grep ri2n-run "$NT_DIR/order.err" | head -n 3)"
+	nt_ok "order: $(grep -c '^ok' "$NT_DIR/order.err") ways of sharing a descriptor keep the byte order under ri2n-run"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
