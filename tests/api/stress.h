@@ -150,6 +150,9 @@ void ms_sleep(uint64_t us);       /* microseconds, EINTR-proof */
 /* The handler of SIGUSR2 (no SA_RESTART) counts here: an EINTR is legitimate
  * only if this thread's count moved during the call. */
 extern __thread volatile sig_atomic_t usr2_hits;
+/* An EINTR from a call begun when this thread's SIGUSR2 count was `before`:
+ * legitimate only if a handler without SA_RESTART ran meanwhile. */
+int eintr_legit(sig_atomic_t before);
 /* The stream this thread reads (-1: none): limits what the handler writes there. */
 extern __thread int my_rx_stream;
 

@@ -321,7 +321,7 @@ static ssize_t rx_call(struct reader *rd, enum rpath p, uint8_t *b, size_t n)
 			wait_readable(rd, 0);
 			continue;
 		}
-		if (errno == EINTR && (usr2_hits != h || (S.skip_f & F_RESTART))) {
+		if (errno == EINTR && eintr_legit(h)) {
 			atomic_fetch_add(&S.eintr_usr2, 1);
 			continue;
 		}

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -68,13 +69,6 @@ static void rec_done(struct stream *st, struct wlog *l, enum wpath p, size_t n)
 }
 
 /* ---- one system call of a path, and the loop that finishes a record ---- */
-
-/* An EINTR from a call begun when this thread's SIGUSR2 count was `before`:
- * legitimate only if a handler without SA_RESTART ran meanwhile. */
-static int eintr_legit(sig_atomic_t before)
-{
-	return usr2_hits != before || (S.skip_f & F_RESTART);
-}
 
 /* Splits [b, b + n) into up to 4 pieces (some may be empty). */
 static int iov_split(const uint8_t *b, size_t n, struct iovec *v, uint64_t *rng)
@@ -430,6 +424,7 @@ static size_t fork_records(struct writer_arg *w, uint8_t *buf, uint64_t *rng)
 	if (pid == 0) {
 		char why[200];
 
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed run */
 		for (int i = 0; i < k; i++) {
 			if (tx_loop(p[i], st->tx, buf + n, len[i], rng, why, sizeof(why)) < 0) {
 				dprintf(2, "posix_stress: forked child: %s\n", why);
