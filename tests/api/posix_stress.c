@@ -4,17 +4,18 @@
  * says what a stream and a record are).
  *
  *   posix_stress [--seconds N] [--seed S] [--conns N] [--rate KIB_S] [--hz N]
- *                [--skip NAME,...]
+ *                [--skip NAME,...] [--tcp]
  *
  * Run by tests/api/run.sh in a namespace with two rails.  It opens --conns
  * ri2n connections (default 4, alternately to each rail) inside the process;
  * each carries a stream each way.  For --seconds (default 60) each stream's
  * two writer threads take turns writing records by write, writev, send,
  * sendmsg, ri2n_send, ri2n_writev, a dup, a kept dup, dup2, F_DUPFD, stdio,
- * dprintf, sendfile and splice, at --rate KiB/s a stream (default 1024);
- * now and then a writer lends the stream to the handler of a timer signal
- * (SIGUSR1, --hz a second, SA_RESTART) that writes the next records from
- * whichever thread it interrupts, or forks a child that writes them.  A
+ * dprintf, sendfile, splice and a number passed by SCM_RIGHTS, at --rate
+ * KiB/s a stream (default 1024); now and then a writer lends the stream to
+ * the handler of a timer signal (SIGUSR1, --hz a second, SA_RESTART) that
+ * writes the next records from whichever thread it interrupts, or forks a
+ * child, or posix_spawn()s this program, that writes them.  A
  * reader thread per stream reads by read, readv, recv, recvmsg, ri2n_recv,
  * ri2n_readv, MSG_WAITALL, MSG_DONTWAIT + poll, epoll and FIONREAD, while
  * SIGUSR2 (no SA_RESTART) is thrown at every thread.  Then each stream gets
@@ -28,6 +29,9 @@
  * from the seed; how the threads interleave does not.
  * --skip leaves out write or read paths by name, or: sig (the handler's
  * writes), fork, usr2, restart (EINTR under SA_RESTART tolerated), fionread.
+ * --tcp runs the same on kernel TCP sockets (ri2n_send and the other fast
+ * calls replaced by send and their other POSIX twins): the reference the
+ * program holds ri2n to, so a failure there is the program's own.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -55,8 +59,8 @@ __thread int my_rx_stream = -1;
 
 const char *const wpath_name[W_N] = {
 	"write", "writev", "send", "sendmsg", "ri2n_send", "ri2n_writev", "dup", "dupkeep",
-	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "sig_write", "sig_send",
-	"sig_writev", "child_write", "child_send", "child_writev", "end",
+	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "scm", "sig_write", "sig_send",
+	"sig_writev", "spawn", "child_write", "child_send", "child_writev", "end",
 };
 const char *const rpath_name[R_N] = {
 	"read", "readv", "recv", "recvmsg", "ri2n_recv", "ri2n_readv", "waitall",
@@ -165,8 +169,8 @@ static void print_status(FILE *f)
 static void print_rerun(FILE *f)
 {
 	fprintf(f, "posix_stress: rerun with: posix_stress --seed %" PRIu64 " --seconds %d "
-		"--conns %d --rate %d --hz %d%s%s\n", S.seed, S.seconds, S.nconns, S.rate_kib,
-		S.hz, skip_arg[0] ? " --skip " : "", skip_arg);
+		"--conns %d --rate %d --hz %d%s%s%s\n", S.seed, S.seconds, S.nconns, S.rate_kib,
+		S.hz, skip_arg[0] ? " --skip " : "", skip_arg, S.tcp ? " --tcp" : "");
 }
 
 static void print_summary(FILE *f)
@@ -188,7 +192,7 @@ static void print_summary(FILE *f)
 		total += v;
 	}
 	fprintf(f, "  %" PRIu64 " bytes verified in %" PRIu64 " s (%.1f MB/s); %" PRIu64
-		" records written by the signal handler, %" PRIu64 " forked writers, %" PRIu64
+		" records written by the signal handler, %" PRIu64 " forked or spawned writers, %" PRIu64
 		" EINTRs after SIGUSR2 retried\n", total, secs, (double)total / 1e6 / (double)secs,
 		atomic_load(&S.sig_records), atomic_load(&S.forks), atomic_load(&S.eintr_usr2));
 }
@@ -282,14 +286,14 @@ static int parse_skip(char *list)
 			return -1;
 	}
 	/* a thread writer and a reader need a path left; the handler falls back to write */
-	return (S.skip_w & ((1u << (W_SPLICE + 1)) - 1)) == (1u << (W_SPLICE + 1)) - 1 ||
+	return (S.skip_w & ((1u << (W_LAST_THREAD + 1)) - 1)) == (1u << (W_LAST_THREAD + 1)) - 1 ||
 	       S.skip_r == (1u << R_N) - 1 ? -1 : 0;
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: posix_stress [--seconds N] [--seed S] [--conns 1-%d] [--rate KIB_S] "
-		"[--hz N] [--skip NAME,...]\n", MAX_CONNS);
+		"[--hz N] [--skip NAME,...] [--tcp]\n", MAX_CONNS);
 	exit(2);
 }
 
@@ -303,7 +307,7 @@ static void parse_args(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!v)
+		if (!v && strcmp(argv[i], "--tcp") != 0)
 			usage();
 		if (strcmp(argv[i], "--seconds") == 0)
 			S.seconds = atoi(v);
@@ -315,7 +319,10 @@ static void parse_args(int argc, char **argv)
 			S.rate_kib = atoi(v);
 		else if (strcmp(argv[i], "--hz") == 0)
 			S.hz = atoi(v);
-		else if (strcmp(argv[i], "--skip") == 0) {
+		else if (strcmp(argv[i], "--tcp") == 0) {
+			S.tcp = 1;
+			i--; /* no value */
+		} else if (strcmp(argv[i], "--skip") == 0) {
 			if (parse_skip(argv[i + 1]) < 0)
 				usage();
 		} else
@@ -361,33 +368,56 @@ static void stream_init(struct stream *st, int id, int tx, int rx)
 	atomic_store(&st->w_path, -1);
 	atomic_store(&st->r_path, -1);
 	atomic_store(&st->stamp_ms, ms_now());
-	if (st->keep_dup < 0 || st->memfd < 0 || pipe2(st->pipe, O_CLOEXEC) < 0)
+	if (st->keep_dup < 0 || st->memfd < 0 || pipe2(st->pipe, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, st->scm) < 0)
 		fail_stream(NULL, 0, "stream %d set-up: %s", id, strerror(errno));
+}
+
+/* ri2n's socket calls, or with --tcp the kernel's */
+static int sk_socket(void)
+{
+	return S.tcp ? socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) : ri2n_socket();
+}
+
+static int sk_close(int fd)
+{
+	return S.tcp ? close(fd) : ri2n_close(fd);
+}
+
+/* A listener on every rail, port 0: its port in a. */
+static int sk_listen(struct sockaddr_in *a)
+{
+	socklen_t al = sizeof(*a);
+	int l = sk_socket();
+
+	if (l < 0 ||
+	    (S.tcp ? bind : ri2n_bind)(l, (struct sockaddr *)a, sizeof(*a)) < 0 ||
+	    (S.tcp ? listen : ri2n_listen)(l, 16) < 0 ||
+	    (S.tcp ? getsockname : ri2n_getsockname)(l, (struct sockaddr *)a, &al) < 0)
+		fail_stream(NULL, 0, "listener: %s", strerror(errno));
+	return l;
 }
 
 /* The connections, alternately to each rail, accepted in the same order. */
 static void connect_all(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int l = ri2n_socket();
+	int l = sk_listen(&a);
 
-	if (l < 0 || ri2n_bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || ri2n_listen(l, 16) < 0 ||
-	    ri2n_getsockname(l, (struct sockaddr *)&a, &al) < 0)
-		fail_stream(NULL, 0, "listener: %s", strerror(errno));
 	for (int k = 0; k < S.nconns; k++) {
 		struct pollfd p = { .fd = l, .events = POLLIN };
-		int c = ri2n_socket(), s;
+		int c = sk_socket(), s;
 
 		inet_pton(AF_INET, k % 2 ? "198.18.2.1" : "198.18.1.1", &a.sin_addr);
-		if (c < 0 || ri2n_connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		if (c < 0 || (S.tcp ? connect : ri2n_connect)(c, (struct sockaddr *)&a, sizeof(a)) < 0)
 			fail_stream(NULL, 0, "connection %d: connect: %s", k, strerror(errno));
-		if (poll(&p, 1, ACCEPT_MS) != 1 || (s = ri2n_accept(l, NULL, NULL)) < 0)
+		if (poll(&p, 1, ACCEPT_MS) != 1 ||
+		    (s = (S.tcp ? accept : ri2n_accept)(l, NULL, NULL)) < 0)
 			fail_stream(NULL, 0, "connection %d: accept: %s", k, strerror(errno));
 		stream_init(&S.st[2 * k], 2 * k, c, s);
 		stream_init(&S.st[2 * k + 1], 2 * k + 1, s, c);
 	}
-	ri2n_close(l);
+	sk_close(l);
 }
 
 static void start_threads(void)
@@ -445,13 +475,15 @@ static void finish(timer_t t)
 		close(st->memfd);
 		close(st->pipe[0]);
 		close(st->pipe[1]);
+		close(st->scm[0]);
+		close(st->scm[1]);
 		pthread_mutex_destroy(&st->mu);
 	}
 	/* one end by close(), the other by ri2n_close(), alternately */
 	for (int k = 0; k < S.nconns; k++) {
 		int a = S.st[2 * k].tx, b = S.st[2 * k].rx;
 
-		if ((k % 2 ? ri2n_close(a) : close(a)) < 0 || (k % 2 ? close(b) : ri2n_close(b)) < 0)
+		if ((k % 2 ? sk_close(a) : close(a)) < 0 || (k % 2 ? close(b) : sk_close(b)) < 0)
 			fail_stream(NULL, 0, "connection %d: closing: %s", k, strerror(errno));
 	}
 }
@@ -460,11 +492,14 @@ int main(int argc, char **argv)
 {
 	timer_t t;
 
+	if (argc > 1 && strcmp(argv[1], "--spawn-write") == 0)
+		return spawn_write_main(argv + 2);
 	parse_args(argc, argv);
 	S.t0_ms = ms_now();
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("posix_stress: seed %" PRIu64 ", %d s, %d connections, %d KiB/s a stream, "
-	       "timer signal %d/s\n", S.seed, S.seconds, S.nconns, S.rate_kib, S.hz);
+	printf("posix_stress: seed %" PRIu64 ", %d s, %d %s connections, %d KiB/s a stream, "
+	       "timer signal %d/s\n", S.seed, S.seconds, S.nconns, S.tcp ? "TCP" : "ri2n",
+	       S.rate_kib, S.hz);
 	print_rerun(stdout);
 	signals();
 	connect_all();

@@ -37,6 +37,7 @@ enum {
 	RLOG_N = 16,                 /* reads remembered per stream */
 	DUP2_BASE = 600,             /* stream s's dup2 target: DUP2_BASE + s */
 	DUPFD_MIN = 300,             /* F_DUPFD's lowest number */
+	SPAWN_FD = 900,              /* the number a spawned writer finds the socket at */
 };
 
 #define REC_MAGIC 0x72693273u /* "ri2s" */
@@ -62,7 +63,10 @@ enum wpath {
 	W_DPRINTF,  /* dprintf, a %c per byte */
 	W_SENDFILE, /* sendfile from a memfd */
 	W_SPLICE,   /* splice from a pipe */
+	W_SCM,      /* write() through the number an SCM_RIGHTS message brought back */
+	W_LAST_THREAD = W_SCM,                       /* the paths a writer thread draws from */
 	W_SIG_WRITE, W_SIG_SEND, W_SIG_WRITEV,       /* the timer signal's handler */
+	W_SPAWN,    /* a posix_spawn()ed image of this program (--spawn-write) */
 	W_CHILD_WRITE, W_CHILD_SEND, W_CHILD_WRITEV, /* a forked child */
 	W_END,      /* the last record (no payload), then shutdown(SHUT_WR) */
 	W_N
@@ -109,7 +113,7 @@ struct stream {
 	/* the writer whose turn it is (mu's holder, the handler holding the token, a child) */
 	uint32_t seq;
 	uint64_t off;
-	int keep_dup, memfd, pipe[2];
+	int keep_dup, memfd, pipe[2], scm[2]; /* scm: a socketpair SCM_RIGHTS goes round */
 	off_t mf_pos;         /* where the next sendfile record goes in the memfd */
 	_Atomic int token;    /* >0: records the handler owes; 0: none; -1: it failed */
 	_Atomic int sig_busy; /* a handler is writing */
@@ -128,6 +132,7 @@ struct stream {
 
 struct stress {
 	int nconns, nstreams, seconds, hz, rate_kib;
+	int tcp; /* --tcp: kernel TCP sockets, the reference (fast calls: their POSIX twins) */
 	uint64_t seed;
 	unsigned skip_w, skip_r, skip_f; /* bit masks: wpath, rpath, F_* */
 	struct stream st[MAX_STREAMS];
@@ -168,6 +173,8 @@ struct writer_arg { struct stream *st; int who; pthread_t th; };
 void on_timer_signal(int sig);    /* SIGUSR1: writes while a stream's token is out */
 /* The last record and shutdown(SHUT_WR), from the main thread. */
 void write_end(struct stream *st);
+/* main() of a spawned writer: argv after --spawn-write; its exit status. */
+int spawn_write_main(char **argv);
 /* Fills a record (header + payload of len bytes) at the stream's current place. */
 size_t rec_build(struct stream *st, uint8_t *buf, uint32_t len, enum wpath p);
 

@@ -289,13 +289,13 @@ static ssize_t rx_once(struct reader *rd, enum rpath p, uint8_t *b, size_t n)
 		m.msg_iovlen = (size_t)iov_split(b, n, v, &rd->rng);
 		return recvmsg(fd, &m, 0);
 	case R_RI2N_RECV:
-		return ri2n_recv(fd, b, n, 0);
+		return (S.tcp ? recv : ri2n_recv)(fd, b, n, 0);
 	case R_RI2N_READV:
-		return ri2n_readv(fd, v, iov_split(b, n, v, &rd->rng));
+		return (S.tcp ? readv : ri2n_readv)(fd, v, iov_split(b, n, v, &rd->rng));
 	case R_WAITALL:
 		return recv(fd, b, n, MSG_WAITALL);
 	case R_RI2N_WAITALL:
-		return ri2n_recv(fd, b, n, MSG_WAITALL);
+		return (S.tcp ? recv : ri2n_recv)(fd, b, n, MSG_WAITALL);
 	case R_POLL:
 		return recv(fd, b, n, MSG_DONTWAIT);
 	default: /* read; epoll and FIONREAD read after their wait */

@@ -5,8 +5,9 @@
  * A writer thread takes the stream's lock and then writes one record by a
  * path drawn at random, or hands the stream's token to the timer signal's
  * handler (which writes the next few small records from whatever thread the
- * signal lands in, while the lock's holder only waits), or forks a child
- * that writes the next records while the parent waits for it.  Each write is
+ * signal lands in, while the lock's holder only waits), or forks a child or
+ * spawns a new image of the program that writes the next records while the
+ * parent waits for it.  Each write is
  * logged first (struct wlog) so a failure can name the paths around it.
  */
 #define _GNU_SOURCE
@@ -15,6 +16,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -99,9 +102,9 @@ static ssize_t tx_once(enum wpath p, int fd, const uint8_t *b, size_t n, uint64_
 		m.msg_iovlen = (size_t)iov_split(b, n, v, rng);
 		return sendmsg(fd, &m, MSG_NOSIGNAL);
 	case W_RI2N_SEND:
-		return ri2n_send(fd, b, n, MSG_NOSIGNAL);
+		return S.tcp ? send(fd, b, n, MSG_NOSIGNAL) : ri2n_send(fd, b, n, MSG_NOSIGNAL);
 	case W_RI2N_WRITEV:
-		return ri2n_writev(fd, v, iov_split(b, n, v, rng));
+		return (S.tcp ? writev : ri2n_writev)(fd, v, iov_split(b, n, v, rng));
 	default: /* write, dup, dupkeep, child and handler writes */
 		return write(fd, b, n);
 	}
@@ -271,6 +274,48 @@ static int tx_splice(struct stream *st, const uint8_t *b, size_t n, char *why, s
 	return 0;
 }
 
+/* The socket's number sent round the stream's AF_UNIX pair: the one received, or -1. */
+static int scm_round(struct stream *st)
+{
+	char one = 1, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec v = { &one, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	int fd = -1;
+	ssize_t r;
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &st->tx, sizeof(int));
+	while ((r = sendmsg(st->scm[0], &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		return -1;
+	m.msg_controllen = sizeof(cbuf);
+	while ((r = recvmsg(st->scm[1], &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	c = CMSG_FIRSTHDR(&m);
+	if (r == 1 && c && c->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+static int tx_scm(struct stream *st, const uint8_t *b, size_t n, uint64_t *rng, char *why,
+		  size_t wl)
+{
+	int d = scm_round(st), rc;
+
+	if (d < 0) {
+		snprintf(why, wl, "scm: passing the descriptor: %s", strerror(errno));
+		return -1;
+	}
+	rc = tx_loop(W_SCM, d, b, n, rng, why, wl);
+	close(d);
+	return rc;
+}
+
 /* Through a duplicate made for this record only. */
 static int tx_dup(struct stream *st, enum wpath p, const uint8_t *b, size_t n, uint64_t *rng,
 		  char *why, size_t wl)
@@ -307,6 +352,8 @@ static int tx_path(struct stream *st, enum wpath p, const uint8_t *b, size_t n, 
 		return tx_sendfile(st, b, n, why, wl);
 	case W_SPLICE:
 		return tx_splice(st, b, n, why, wl);
+	case W_SCM:
+		return tx_scm(st, b, n, rng, why, wl);
 	default:
 		return tx_loop(p, st->tx, b, n, rng, why, wl);
 	}
@@ -386,6 +433,26 @@ static void hand_token(struct writer_arg *w, uint64_t *rng)
 
 /* ---- forked writers ---- */
 
+/* Waits for a child writing k records from seq0 (15 s at most); fails the run unless it exits 0. */
+static void child_wait(struct stream *st, pid_t pid, const char *what, uint32_t seq0, uint32_t k)
+{
+	uint64_t end = ms_now() + 15000;
+	int status = 0;
+
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (ms_now() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_stream(st, st->off, "stream %d: %s (pid %d) writing records %u-%u did "
+				    "not finish in 15 s", st->id, what, pid, seq0, seq0 + k - 1);
+		}
+		ms_sleep(500);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_stream(st, st->off, "stream %d: %s writing records %u-%u ended with status "
+			    "%#x", st->id, what, seq0, seq0 + k - 1, status);
+}
+
 /* At most one fork per 200 ms in the whole process: a fork is slow under a sanitizer. */
 static int fork_allowed(void)
 {
@@ -398,12 +465,12 @@ static int fork_allowed(void)
 static size_t fork_records(struct writer_arg *w, uint8_t *buf, uint64_t *rng)
 {
 	struct stream *st = w->st;
-	int k = 1 + (int)(rnd(rng) % 3), status = 0;
+	int k = 1 + (int)(rnd(rng) % 3);
 	size_t len[3], at = 0, n = 0;
 	enum wpath p[3];
 	struct wlog *l[3];
 	uint32_t seq0 = st->seq;
-	uint64_t off0 = st->off, end;
+	uint64_t off0 = st->off;
 	pid_t pid;
 
 	for (int i = 0; i < k; i++) { /* built and logged ahead, the stream moved on */
@@ -434,24 +501,94 @@ static size_t fork_records(struct writer_arg *w, uint8_t *buf, uint64_t *rng)
 		}
 		_exit(0);
 	}
-	end = ms_now() + 15000;
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (ms_now() > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			fail_stream(st, off0, "stream %d: a forked child (pid %d) writing records "
-				    "%u-%u did not finish in 15 s", st->id, pid, seq0, seq0 + k - 1);
-		}
-		ms_sleep(500);
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_stream(st, off0, "stream %d: a forked child writing records %u-%u ended "
-			    "with status %#x", st->id, seq0, seq0 + k - 1, status);
+	child_wait(st, pid, "a forked child", seq0, (uint32_t)k);
 	for (int i = 0; i < k; i++)
 		rec_done(st, l[i], p[i], len[i]);
 	atomic_fetch_add(&S.forks, 1);
 	atomic_store(&st->w_path, -1);
 	return at;
+}
+
+/* A new image of this program writes the next record (posix_spawn: a vfork and an exec). */
+static size_t spawn_record(struct writer_arg *w, uint64_t *rng)
+{
+	struct stream *st = w->st;
+	uint32_t len = rnd(rng) % 4096;
+	size_t n = sizeof(struct rec) + len;
+	char a[6][24];
+	char *argv[] = { "posix_stress", "--spawn-write", a[0], a[1], a[2], a[3], a[4], a[5], NULL };
+	posix_spawn_file_actions_t fa;
+	struct wlog *l = wlog_begin(st, WHO_CHILD, W_SPAWN, st->off, n);
+	pid_t pid;
+	int rc;
+
+	snprintf(a[0], sizeof(a[0]), "%d", SPAWN_FD);
+	snprintf(a[1], sizeof(a[1]), "%d", st->id);
+	snprintf(a[2], sizeof(a[2]), "%u", st->seq);
+	snprintf(a[3], sizeof(a[3]), "%" PRIu64, st->off);
+	snprintf(a[4], sizeof(a[4]), "%u", len);
+	snprintf(a[5], sizeof(a[5]), "%" PRIu64, st->seed);
+	atomic_store(&st->w_path, W_SPAWN);
+	atomic_store(&st->w_since, ms_run());
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, st->tx, SPAWN_FD);
+	rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc)
+		fail_stream(st, st->off, "stream %d: posix_spawn: %s", st->id, strerror(rc));
+	child_wait(st, pid, "a spawned writer", st->seq, 1);
+	rec_done(st, l, W_SPAWN, n);
+	atomic_fetch_add(&S.forks, 1);
+	atomic_store(&st->w_path, -1);
+	return n;
+}
+
+int spawn_write_main(char **argv)
+{
+	struct stream st = { 0 };
+	uint32_t len;
+	uint8_t *b;
+	size_t n, done = 0;
+	int fd;
+
+	for (int i = 0; i < 6; i++)
+		if (!argv[i])
+			return 2;
+	fd = atoi(argv[0]);
+	st.id = atoi(argv[1]);
+	st.seq = (uint32_t)strtoul(argv[2], NULL, 10);
+	st.off = strtoull(argv[3], NULL, 10);
+	len = (uint32_t)strtoul(argv[4], NULL, 10);
+	st.seed = strtoull(argv[5], NULL, 10);
+	b = malloc(sizeof(struct rec) + len);
+	if (!b)
+		return 3;
+	n = rec_build(&st, b, len, W_SPAWN);
+	while (done < n) {
+		ssize_t w = write(fd, b + done, n - done);
+
+		if (w > 0)
+			done += (size_t)w;
+		else if (!(w < 0 && errno == EINTR)) {
+			dprintf(2, "posix_stress: spawned writer: write: %s\n",
+				w < 0 ? strerror(errno) : "returned 0");
+			break;
+		}
+	}
+	free(b);
+	return done == n ? 0 : 3;
+}
+
+/* A child writes: a posix_spawn()ed image or a forked copy. */
+static size_t child_records(struct writer_arg *w, uint8_t *buf, uint64_t *rng)
+{
+	int spawn = !(S.skip_w >> W_SPAWN & 1), forks = !(S.skip_f & F_FORK);
+
+	if (spawn && (!forks || rnd(rng) % 2))
+		return spawn_record(w, rng);
+	if (forks)
+		return fork_records(w, buf, rng);
+	return 0;
 }
 
 /* ---- writer threads ---- */
@@ -475,7 +612,7 @@ static uint32_t pick_len(uint64_t *rng, enum wpath p)
 static enum wpath pick_path(uint64_t *rng)
 {
 	for (;;) {
-		enum wpath p = rnd(rng) % (W_SPLICE + 1);
+		enum wpath p = rnd(rng) % (W_LAST_THREAD + 1);
 
 		if (!(S.skip_w >> p & 1))
 			return p;
@@ -524,8 +661,8 @@ void *writer_main(void *arg)
 		pthread_mutex_lock(&st->mu);
 		if (r < 15 && !(S.skip_f & F_SIG))
 			hand_token(w, &rng);
-		else if (r < 20 && !(S.skip_f & F_FORK) && fork_allowed())
-			n = fork_records(w, buf, &rng);
+		else if (r < 20 && fork_allowed())
+			n = child_records(w, buf, &rng);
 		else /* now and then a burst: one path right after another, no pause */
 			for (int k = r % 4 ? 1 : 2 + (int)(r % 5); k > 0; k--)
 				n += write_one(w, buf, &rng);
