@@ -11,7 +11,8 @@
  * each carries a stream each way.  For --seconds (default 60) each stream's
  * two writer threads take turns writing records by write, writev, send,
  * sendmsg, ri2n_send, ri2n_writev, a dup, a kept dup, dup2, F_DUPFD, stdio,
- * dprintf, sendfile, splice and a number passed by SCM_RIGHTS, at --rate
+ * dprintf, sendfile, splice, send(MSG_DONTWAIT) + poll and a number passed by
+ * SCM_RIGHTS, at --rate
  * KiB/s a stream (default 1024); now and then a writer lends the stream to
  * the handler of a timer signal (SIGUSR1, --hz a second, SA_RESTART) that
  * writes the next records from whichever thread it interrupts, or forks a
@@ -59,7 +60,8 @@ __thread int my_rx_stream = -1;
 
 const char *const wpath_name[W_N] = {
 	"write", "writev", "send", "sendmsg", "ri2n_send", "ri2n_writev", "dup", "dupkeep",
-	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "scm", "sig_write", "sig_send",
+	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "send_nb", "scm", "sig_write",
+	"sig_send",
 	"sig_writev", "spawn", "child_write", "child_send", "child_writev", "end",
 };
 const char *const rpath_name[R_N] = {

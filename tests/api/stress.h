@@ -63,6 +63,7 @@ enum wpath {
 	W_DPRINTF,  /* dprintf, a %c per byte */
 	W_SENDFILE, /* sendfile from a memfd */
 	W_SPLICE,   /* splice from a pipe */
+	W_SEND_NB,  /* send(MSG_DONTWAIT), poll() for POLLOUT on EAGAIN */
 	W_SCM,      /* write() through the number an SCM_RIGHTS message brought back */
 	W_LAST_THREAD = W_SCM,                       /* the paths a writer thread draws from */
 	W_SIG_WRITE, W_SIG_SEND, W_SIG_WRITEV,       /* the timer signal's handler */

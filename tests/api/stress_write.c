@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
@@ -101,6 +102,8 @@ static ssize_t tx_once(enum wpath p, int fd, const uint8_t *b, size_t n, uint64_
 	case W_SENDMSG:
 		m.msg_iovlen = (size_t)iov_split(b, n, v, rng);
 		return sendmsg(fd, &m, MSG_NOSIGNAL);
+	case W_SEND_NB:
+		return send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	case W_RI2N_SEND:
 		return S.tcp ? send(fd, b, n, MSG_NOSIGNAL) : ri2n_send(fd, b, n, MSG_NOSIGNAL);
 	case W_RI2N_WRITEV:
@@ -126,6 +129,12 @@ static int tx_loop(enum wpath p, int fd, const uint8_t *b, size_t n, uint64_t *r
 		}
 		if (w < 0 && errno == EINTR && eintr_legit(h)) {
 			atomic_fetch_add(&S.eintr_usr2, 1);
+			continue;
+		}
+		if (w < 0 && errno == EAGAIN && p == W_SEND_NB) {
+			struct pollfd q = { .fd = fd, .events = POLLOUT };
+
+			poll(&q, 1, 1000); /* EINTR or a timeout: the send says */
 			continue;
 		}
 		snprintf(why, wl, "%s on fd %d after %zu of %zu bytes: %s%s", wpath_name[p], fd,
