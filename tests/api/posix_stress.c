@@ -30,6 +30,8 @@
  * from the seed; how the threads interleave does not.
  * --skip leaves out write or read paths by name, or: sig (the handler's
  * writes), fork, usr2, restart (EINTR under SA_RESTART tolerated), fionread.
+ * POSIX_STRESS_GDB=1 in the environment adds every thread's stack (gdb) to a
+ * failure's report.
  * --tcp runs the same on kernel TCP sockets (ri2n_send and the other fast
  * calls replaced by send and their other POSIX twins): the reference the
  * program holds ri2n to, so a failure there is the program's own.
@@ -148,6 +150,24 @@ void print_wlog(FILE *f, struct stream *st, uint64_t off)
 	}
 }
 
+/* A stream's writes not finished yet (the handler's too: a hang shows who is stuck). */
+static void print_in_flight(FILE *f, struct stream *st, uint64_t now)
+{
+	uint32_t n = atomic_load(&st->wlog_n);
+
+	for (uint32_t i = n > 4 ? n - 4 : 0; i < n; i++) {
+		struct wlog *l = &st->wlog[i % WLOG_N];
+		uint32_t who = atomic_load(&l->who);
+
+		if (atomic_load(&l->result) == 0)
+			fprintf(f, "      in flight for %" PRIu64 " ms: record %u at %" PRIu64 "+%u "
+				"by %s (%s)\n", now - atomic_load(&l->ms), atomic_load(&l->seq),
+				atomic_load(&l->off), atomic_load(&l->len),
+				wpath_name[atomic_load(&l->path)],
+				who == 90 ? "the signal handler" : who == 91 ? "a child" : "a thread");
+	}
+}
+
 static void print_status(FILE *f)
 {
 	uint64_t now = ms_run();
@@ -165,6 +185,7 @@ static void print_status(FILE *f)
 			now - atomic_load(&st->r_since), atomic_load(&st->token),
 			atomic_load(&st->end_seen) ? ", end record seen" : "",
 			atomic_load(&st->eof) ? ", EOF" : "");
+		print_in_flight(f, st, now);
 	}
 }
 
@@ -218,6 +239,14 @@ void fail_stream(struct stream *st, uint64_t off, const char *fmt, ...)
 	print_summary(stderr);
 	print_rerun(stderr);
 	fflush(stderr);
+	if (getenv("POSIX_STRESS_GDB")) { /* every thread's stack, where gdb may attach */
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt 30' 1>&2",
+			 (int)getpid());
+		if (system(cmd) != 0)
+			fprintf(stderr, "posix_stress: %s failed\n", cmd);
+	}
 	_exit(1); /* the other threads may be stuck inside the library */
 }
 

@@ -134,7 +134,7 @@ static size_t rlog_print(char *o, size_t ol, struct stream *st)
 static void bad_bytes(struct reader *rd, const uint8_t *b, size_t n, size_t i, uint64_t at,
 		      int hdr, const char *what)
 {
-	static char o[DIAG]; /* one failure prints: fail_stream serialises */
+	static __thread char o[DIAG]; /* two readers may fail at once */
 	uint8_t want[32];
 	size_t m = n - i < 32 ? n - i : 32, w;
 
@@ -394,7 +394,7 @@ void *reader_main(void *arg)
 		if (r > 0) {
 			feed(&rd, rd.buf, (size_t)r);
 		} else if (!st->end_seen) {
-			static char o[DIAG];
+			static __thread char o[DIAG];
 
 			rlog_print(o, sizeof(o), st);
 			fail_stream(st, rd.off, "stream %d: end of stream at offset %" PRIu64
