@@ -19,7 +19,8 @@
  * child, or posix_spawn()s this program, that writes them.  A
  * reader thread per stream reads by read, readv, recv, recvmsg, ri2n_recv,
  * ri2n_readv, MSG_WAITALL, MSG_DONTWAIT + poll, epoll and FIONREAD, while
- * SIGUSR2 (no SA_RESTART) is thrown at every thread.  Then each stream gets
+ * SIGUSR2 (no SA_RESTART) is thrown at every thread and now and then a
+ * reader is cancelled (pthread_cancel) in its read and replaced.  Then each stream gets
  * an end record and shutdown(SHUT_WR); the reader must see it, then EOF.
  *
  * Fails (exit 1) at the first wrong byte or header, an EINTR that only
@@ -29,7 +30,8 @@
  * and the seed to run it again with.  The choices each thread makes follow
  * from the seed; how the threads interleave does not.
  * --skip leaves out write or read paths by name, or: sig (the handler's
- * writes), fork, usr2, restart (EINTR under SA_RESTART tolerated), fionread.
+ * writes), fork, usr2, restart (EINTR under SA_RESTART tolerated), fionread,
+ * cancel.
  * POSIX_STRESS_GDB=1 in the environment adds every thread's stack (gdb) to a
  * failure's report.
  * --tcp runs the same on kernel TCP sockets (ri2n_send and the other fast
@@ -70,7 +72,8 @@ const char *const rpath_name[R_N] = {
 	"read", "readv", "recv", "recvmsg", "ri2n_recv", "ri2n_readv", "waitall",
 	"ri2n_waitall", "poll", "epoll", "fionread",
 };
-static const char *const feature_name[] = { "sig", "fork", "usr2", "restart", "fionread" };
+static const char *const feature_name[] = { "sig", "fork", "usr2", "restart", "fionread",
+					    "cancel" };
 
 static struct writer_arg writers[MAX_STREAMS * WRITERS];
 static pthread_t readers[MAX_STREAMS], watchdog_th, pester_th;
@@ -177,8 +180,9 @@ static void print_status(FILE *f)
 		struct stream *st = &S.st[i];
 		int wp = atomic_load(&st->w_path), rp = atomic_load(&st->r_path);
 
-		fprintf(f, "   %d (fd %d -> fd %d): %" PRIu64 " / %" PRIu64 "; writer %s%s for %"
-			PRIu64 " ms; reader %s for %" PRIu64 " ms; token %d%s%s\n", i, st->tx,
+		fprintf(f, "   %d%s (fd %d -> fd %d): %" PRIu64 " / %" PRIu64 "; writer %s%s for %"
+			PRIu64 " ms; reader %s for %" PRIu64 " ms; token %d%s%s\n", i,
+			st->quiet ? " (idle)" : "", st->tx,
 			st->rx, atomic_load(&st->written), atomic_load(&st->verified),
 			wp < 0 ? "idle" : "in ", wp < 0 ? "" : wpath_name[wp],
 			now - atomic_load(&st->w_since), rp < 0 ? "idle" : rpath_name[rp],
@@ -216,14 +220,16 @@ static void print_summary(FILE *f)
 	}
 	fprintf(f, "  %" PRIu64 " bytes verified in %" PRIu64 " s (%.1f MB/s); %" PRIu64
 		" records written by the signal handler, %" PRIu64 " forked or spawned writers, %" PRIu64
-		" EINTRs after SIGUSR2 retried\n", total, secs, (double)total / 1e6 / (double)secs,
-		atomic_load(&S.sig_records), atomic_load(&S.forks), atomic_load(&S.eintr_usr2));
+		" EINTRs after SIGUSR2 retried, %" PRIu64 " readers cancelled in a read\n", total,
+		secs, (double)total / 1e6 / (double)secs, atomic_load(&S.sig_records),
+		atomic_load(&S.forks), atomic_load(&S.eintr_usr2), atomic_load(&S.cancels));
 }
 
 void fail_stream(struct stream *st, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
 
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	if (atomic_exchange(&S.failed, 1))
 		for (;;) /* another thread reports and exits */
 			pause();
@@ -266,6 +272,8 @@ static void *watchdog_main(void *arg)
 			struct stream *st = &S.st[i];
 			uint64_t stamp = atomic_load(&st->stamp_ms);
 
+			if (st->quiet && atomic_load(&st->written) == 0)
+				continue; /* idle till its end record */
 			if (!atomic_load(&st->eof) && now > stamp + HANG_MS)
 				fail_stream(st, atomic_load(&st->verified), "stream %d: no progress "
 					    "for %d s (a hang)", i, HANG_MS / 1000);
@@ -276,16 +284,44 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
+/* Cancels quiet stream i's reader if it is in a read call, and starts another in its place. */
+static void cancel_reader(int i)
+{
+	struct timespec end;
+	void *ret = NULL;
+	int p = atomic_load(&S.st[i].r_path);
+
+	if (p < 0)
+		return;
+	pthread_cancel(readers[i]);
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 10;
+	if (pthread_timedjoin_np(readers[i], &ret, &end))
+		fail_stream(&S.st[i], 0, "stream %d: its reader, in %s, was still there 10 s "
+			    "after pthread_cancel", i, rpath_name[p]);
+	if (ret == PTHREAD_CANCELED)
+		atomic_fetch_add(&S.cancels, 1);
+	if (atomic_load(&S.st[i].eof))
+		return; /* it had finished meanwhile */
+	if (pthread_create(&readers[i], NULL, reader_main, &S.st[i]))
+		fail_stream(&S.st[i], 0, "pthread_create");
+}
+
+/* SIGUSR2 at a random worker every 2-10 ms; a reader cancelled every 250 ms or so. */
 static void *pester_main(void *arg)
 {
 	uint64_t x = S.seed ^ 0x5eed;
-	int n = S.nstreams * (WRITERS + 1);
+	uint32_t n = (uint32_t)(S.nstreams + S.nwriters);
 
 	(void)arg;
 	while (!atomic_load(&pester_stop)) {
-		int k = (int)(rnd(&x) % (uint32_t)n);
+		uint32_t k = rnd(&x) % n;
 
-		pthread_kill(k < S.nstreams ? readers[k] : writers[k - S.nstreams].th, SIGUSR2);
+		if (!(S.skip_f & F_USR2))
+			pthread_kill(k < (uint32_t)S.nstreams ? readers[k] :
+				     writers[k - (uint32_t)S.nstreams].th, SIGUSR2);
+		if (!(S.skip_f & F_CANCEL) && rnd(&x) % 40 == 0)
+			cancel_reader(2 * S.nconns + (int)(rnd(&x) % 2));
 		ms_sleep(2000 + rnd(&x) % 8000);
 	}
 	return NULL;
@@ -311,7 +347,7 @@ static int parse_skip(char *list)
 			S.skip_w |= 1u << i;
 		else if ((i = name_in(n, rpath_name, R_N)) >= 0)
 			S.skip_r |= 1u << i;
-		else if ((i = name_in(n, feature_name, 5)) >= 0)
+		else if ((i = name_in(n, feature_name, 6)) >= 0)
 			S.skip_f |= 1u << i;
 		else
 			return -1;
@@ -362,7 +398,8 @@ static void parse_args(int argc, char **argv)
 	}
 	if (S.seconds < 1 || S.nconns < 1 || S.nconns > MAX_CONNS || S.rate_kib < 1 || S.hz < 1)
 		usage();
-	S.nstreams = 2 * S.nconns;
+	S.nstreams = 2 * S.nconns + 2;
+	S.nwriters = 2 * S.nconns * WRITERS;
 }
 
 /* ---- set-up and the end ---- */
@@ -435,7 +472,7 @@ static void connect_all(void)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	int l = sk_listen(&a);
 
-	for (int k = 0; k < S.nconns; k++) {
+	for (int k = 0; k <= S.nconns; k++) { /* the last: the idle one */
 		struct pollfd p = { .fd = l, .events = POLLIN };
 		int c = sk_socket(), s;
 
@@ -447,6 +484,7 @@ static void connect_all(void)
 			fail_stream(NULL, 0, "connection %d: accept: %s", k, strerror(errno));
 		stream_init(&S.st[2 * k], 2 * k, c, s);
 		stream_init(&S.st[2 * k + 1], 2 * k + 1, s, c);
+		S.st[2 * k].quiet = S.st[2 * k + 1].quiet = k == S.nconns;
 	}
 	sk_close(l);
 }
@@ -456,13 +494,13 @@ static void start_threads(void)
 	for (int i = 0; i < S.nstreams; i++)
 		if (pthread_create(&readers[i], NULL, reader_main, &S.st[i]))
 			fail_stream(NULL, 0, "pthread_create");
-	for (int i = 0; i < S.nstreams * WRITERS; i++) {
+	for (int i = 0; i < S.nwriters; i++) {
 		writers[i] = (struct writer_arg){ .st = &S.st[i / WRITERS], .who = i % WRITERS };
 		if (pthread_create(&writers[i].th, NULL, writer_main, &writers[i]))
 			fail_stream(NULL, 0, "pthread_create");
 	}
 	if (pthread_create(&watchdog_th, NULL, watchdog_main, NULL) ||
-	    (!(S.skip_f & F_USR2) && pthread_create(&pester_th, NULL, pester_main, NULL)))
+	    pthread_create(&pester_th, NULL, pester_main, NULL))
 		fail_stream(NULL, 0, "pthread_create");
 }
 
@@ -484,9 +522,8 @@ static void finish(timer_t t)
 {
 	atomic_store(&S.stop, 1);
 	atomic_store(&pester_stop, 1);
-	if (!(S.skip_f & F_USR2))
-		pthread_join(pester_th, NULL);
-	for (int i = 0; i < S.nstreams * WRITERS; i++)
+	pthread_join(pester_th, NULL);
+	for (int i = 0; i < S.nwriters; i++)
 		pthread_join(writers[i].th, NULL);
 	timer_delete(t); /* no token is out once the writers are gone */
 	for (int i = 0; i < S.nstreams; i++)
@@ -511,7 +548,7 @@ static void finish(timer_t t)
 		pthread_mutex_destroy(&st->mu);
 	}
 	/* one end by close(), the other by ri2n_close(), alternately */
-	for (int k = 0; k < S.nconns; k++) {
+	for (int k = 0; k <= S.nconns; k++) {
 		int a = S.st[2 * k].tx, b = S.st[2 * k].rx;
 
 		if ((k % 2 ? sk_close(a) : close(a)) < 0 || (k % 2 ? close(b) : sk_close(b)) < 0)

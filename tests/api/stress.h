@@ -15,6 +15,11 @@
  * wrote each record.  A stream's writers (two threads, the timer signal's
  * handler while it holds the stream's token, a forked child while its parent
  * waits) take turns under the stream's own lock, so the order is defined.
+ *
+ * One more connection stays idle till its end records: its readers wait in
+ * their reads while the others stream, and are cancelled there
+ * (pthread_cancel) and replaced; with no bytes to lose, a cancelled read
+ * must leave the connection and every other one working.
  */
 #ifndef STRESS_H
 #define STRESS_H
@@ -28,7 +33,7 @@
 
 enum {
 	MAX_CONNS = 8,
-	MAX_STREAMS = 2 * MAX_CONNS,
+	MAX_STREAMS = 2 * MAX_CONNS + 2, /* and the idle connection's two */
 	WRITERS = 2,                 /* writer threads per stream */
 	MAX_PAYLOAD = 256 * 1024,    /* the largest record's payload */
 	SIG_PAYLOAD = 64,            /* the largest a signal handler writes */
@@ -90,7 +95,8 @@ enum {
 	F_FORK = 2,     /* forked children writing records */
 	F_USR2 = 4,     /* SIGUSR2 (no SA_RESTART) thrown at the threads */
 	F_RESTART = 8,  /* EINTR while only SA_RESTART handlers ran is an error */
-	F_FIONREAD = 16 /* FIONREAD 0 after POLLIN (not at the end) is an error */
+	F_FIONREAD = 16, /* FIONREAD 0 after POLLIN (not at the end) is an error */
+	F_CANCEL = 32    /* reader threads cancelled in a read and replaced */
 };
 
 struct wlog {               /* one write, as its writer saw it (atomics: read by others) */
@@ -108,6 +114,7 @@ struct rlog {
 
 struct stream {
 	int id;
+	int quiet;            /* the idle connection's: no writer till the end record */
 	int tx, rx;           /* written on tx, read on rx (the other end) */
 	uint64_t seed;        /* the payload pattern's */
 	pthread_mutex_t mu;   /* the writers' turn */
@@ -132,7 +139,9 @@ struct stream {
 };
 
 struct stress {
-	int nconns, nstreams, seconds, hz, rate_kib;
+	int nconns, seconds, hz, rate_kib;
+	int nstreams; /* 2 * nconns busy ones, then the idle connection's 2 (quiet) */
+	int nwriters; /* WRITERS per busy stream */
 	int tcp; /* --tcp: kernel TCP sockets, the reference (fast calls: their POSIX twins) */
 	uint64_t seed;
 	unsigned skip_w, skip_r, skip_f; /* bit masks: wpath, rpath, F_* */
@@ -140,7 +149,7 @@ struct stress {
 	_Atomic int stop, failed;
 	uint64_t t0_ms;
 	_Atomic uint64_t w_bytes[W_N], w_recs[W_N], r_bytes[R_N], r_calls[R_N];
-	_Atomic uint64_t eintr_usr2, sig_records, forks;
+	_Atomic uint64_t eintr_usr2, sig_records, forks, cancels;
 	_Atomic uint64_t last_fork_ms;
 };
 

@@ -360,52 +360,74 @@ static enum rpath pick_rpath(struct reader *rd)
 	}
 }
 
+/* A stream's reading, kept across reader threads: a cancelled one's successor goes on. */
+static struct reader rstate[MAX_STREAMS];
+
+static void reader_init(struct reader *rd, struct stream *st)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	rd->st = st;
+	rd->rng = S.seed * 7919 + (uint64_t)st->id + 1;
+	rd->buf = malloc(RBUF);
+	rd->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (!rd->buf || rd->ep < 0 || epoll_ctl(rd->ep, EPOLL_CTL_ADD, st->rx, &ev) < 0)
+		fail_stream(st, 0, "stream %d: reader set-up: %s", st->id, strerror(errno));
+}
+
+/*
+ * Cancellation is enabled only around the read call of a quiet stream: with
+ * no bytes coming there is nothing a cancelled call could have taken (before
+ * glibc 2.41 a read cancelled as it returns loses its bytes, TCP's too), so
+ * the reading state is whole whenever the thread may go.
+ */
 void *reader_main(void *arg)
 {
-	struct reader rd = { .st = arg };
-	struct stream *st = rd.st;
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct stream *st = arg;
+	struct reader *rd = &rstate[st->id];
 	sigset_t all;
 
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	my_rx_stream = st->id;
-	rd.rng = S.seed * 7919 + (uint64_t)st->id + 1;
-	rd.buf = malloc(RBUF);
-	rd.ep = epoll_create1(EPOLL_CLOEXEC);
-	if (!rd.buf || rd.ep < 0 || epoll_ctl(rd.ep, EPOLL_CTL_ADD, st->rx, &ev) < 0)
-		fail_stream(st, 0, "stream %d: reader set-up: %s", st->id, strerror(errno));
+	if (!rd->buf)
+		reader_init(rd, st);
 	sigemptyset(&all);
 	sigaddset(&all, SIGUSR1);
 	sigaddset(&all, SIGUSR2);
 	pthread_sigmask(SIG_UNBLOCK, &all, NULL);
 	while (!st->eof) {
-		enum rpath p = pick_rpath(&rd);
-		size_t n = pick_size(&rd, p);
+		enum rpath p = pick_rpath(rd);
+		size_t n = pick_size(rd, p);
 		ssize_t r;
 		struct rlog *l = &st->rlog[st->rlog_n++ % RLOG_N];
 
-		*l = (struct rlog){ .off = rd.off, .ms = ms_run(), .path = p, .got = -1 };
+		*l = (struct rlog){ .off = rd->off, .ms = ms_run(), .path = p, .got = -1 };
 		atomic_store(&st->r_path, p);
 		atomic_store(&st->r_since, ms_run());
-		r = rx_call(&rd, p, rd.buf, n);
+		if (st->quiet) /* a busy stream's read may lose bytes to a cancel, even TCP's */
+			pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		r = rx_call(rd, p, rd->buf, n);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 		atomic_store(&st->r_path, -1);
 		l->got = r;
 		atomic_fetch_add(&S.r_calls[p], 1);
 		atomic_fetch_add(&S.r_bytes[p], (uint64_t)r);
 		if (r > 0) {
-			feed(&rd, rd.buf, (size_t)r);
+			feed(rd, rd->buf, (size_t)r);
 		} else if (!st->end_seen) {
 			static __thread char o[DIAG];
 
 			rlog_print(o, sizeof(o), st);
-			fail_stream(st, rd.off, "stream %d: end of stream at offset %" PRIu64
+			fail_stream(st, rd->off, "stream %d: end of stream at offset %" PRIu64
 				    " (record %u, %u payload bytes to come) before the end record "
-				    "(%s returned 0)%s", st->id, rd.off, rd.seq, rd.left,
+				    "(%s returned 0)%s", st->id, rd->off, rd->seq, rd->left,
 				    rpath_name[p], o);
 		} else {
 			st->eof = 1;
 		}
 	}
-	close(rd.ep);
-	free(rd.buf);
+	close(rd->ep);
+	free(rd->buf);
+	rd->buf = NULL;
 	return NULL;
 }

@@ -394,9 +394,12 @@ static int sig_write_one(struct stream *st)
 
 void on_timer_signal(int sig)
 {
-	int saved = errno;
+	int saved = errno, cs;
 
 	(void)sig;
+	/* a reader cancelled in its read must not go half way through a record written
+	 * here (glibc's setcancelstate is one atomic operation; deferred mode never acts) */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	for (int i = 0; i < S.nstreams; i++) {
 		struct stream *st = &S.st[i];
 
@@ -419,6 +422,7 @@ void on_timer_signal(int sig)
 		atomic_store(&st->sig_busy, 0);
 		break;
 	}
+	pthread_setcancelstate(cs, NULL);
 	errno = saved;
 }
 
