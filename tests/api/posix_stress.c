@@ -11,17 +11,17 @@
  * each carries a stream each way.  For --seconds (default 60) each stream's
  * two writer threads take turns writing records by write, writev, send,
  * sendmsg, ri2n_send, ri2n_writev, a dup, a kept dup, dup2, F_DUPFD, stdio,
- * dprintf, sendfile, splice, send(MSG_DONTWAIT) + poll and a number passed by
- * SCM_RIGHTS, at --rate
- * KiB/s a stream (default 1024); now and then a writer lends the stream to
- * the handler of a timer signal (SIGUSR1, --hz a second, SA_RESTART) that
- * writes the next records from whichever thread it interrupts, or forks a
- * child, or posix_spawn()s this program, that writes them.  A
- * reader thread per stream reads by read, readv, recv, recvmsg, ri2n_recv,
- * ri2n_readv, MSG_WAITALL, MSG_DONTWAIT + poll, epoll and FIONREAD, while
- * SIGUSR2 (no SA_RESTART) is thrown at every thread and now and then a
- * reader is cancelled (pthread_cancel) in its read and replaced.  Then each stream gets
- * an end record and shutdown(SHUT_WR); the reader must see it, then EOF.
+ * dprintf, sendfile, splice, send(MSG_DONTWAIT) + poll and a number passed
+ * by SCM_RIGHTS, at --rate KiB/s a stream (default 1024); now and then a
+ * writer lends the stream to the handler of a timer signal (SIGUSR1, --hz a
+ * second, SA_RESTART) that writes the next records from whichever thread it
+ * interrupts, or forks a child, or posix_spawn()s this program, that writes
+ * them.  A reader thread per stream reads by read, readv, recv, recvmsg,
+ * ri2n_recv, ri2n_readv, MSG_WAITALL, MSG_DONTWAIT + poll, epoll and
+ * FIONREAD, while SIGUSR2 (no SA_RESTART) is thrown at every thread.  One
+ * more connection stays idle: its readers are cancelled (pthread_cancel) in
+ * their reads and replaced.  Then each stream gets an end record and
+ * shutdown(SHUT_WR); the reader must see it, then EOF.
  *
  * Fails (exit 1) at the first wrong byte or header, an EINTR that only
  * SA_RESTART handlers caused, FIONREAD 0 after POLLIN, any error, or no
@@ -64,9 +64,9 @@ __thread int my_rx_stream = -1;
 
 const char *const wpath_name[W_N] = {
 	"write", "writev", "send", "sendmsg", "ri2n_send", "ri2n_writev", "dup", "dupkeep",
-	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "send_nb", "scm", "sig_write",
-	"sig_send",
-	"sig_writev", "spawn", "child_write", "child_send", "child_writev", "end",
+	"dup2", "dupfd", "stdio", "dprintf", "sendfile", "splice", "send_nb", "scm",
+	"sig_write", "sig_send", "sig_writev", "spawn", "child_write", "child_send",
+	"child_writev", "end",
 };
 const char *const rpath_name[R_N] = {
 	"read", "readv", "recv", "recvmsg", "ri2n_recv", "ri2n_readv", "waitall",
@@ -103,7 +103,7 @@ uint32_t rnd(uint64_t *x) /* xorshift64* */
 	return (uint32_t)((*x * UINT64_C(0x2545f4914f6cdd1d)) >> 32);
 }
 
-void ms_sleep(uint64_t us)
+void us_sleep(uint64_t us)
 {
 	struct timespec t = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
 
@@ -266,7 +266,7 @@ static void *watchdog_main(void *arg)
 	while (!atomic_load(&watchdog_stop)) {
 		uint64_t now;
 
-		ms_sleep(200000);
+		us_sleep(200000);
 		now = ms_now();
 		for (int i = 0; i < S.nstreams; i++) {
 			struct stream *st = &S.st[i];
@@ -322,7 +322,7 @@ static void *pester_main(void *arg)
 				     writers[k - (uint32_t)S.nstreams].th, SIGUSR2);
 		if (!(S.skip_f & F_CANCEL) && rnd(&x) % 40 == 0)
 			cancel_reader(2 * S.nconns + (int)(rnd(&x) % 2));
-		ms_sleep(2000 + rnd(&x) % 8000);
+		us_sleep(2000 + rnd(&x) % 8000);
 	}
 	return NULL;
 }
@@ -574,7 +574,7 @@ int main(int argc, char **argv)
 	start_threads();
 	t = start_timer();
 	for (uint64_t end = ms_now() + (uint64_t)S.seconds * 1000; ms_now() < end;)
-		ms_sleep(100000);
+		us_sleep(100000);
 	finish(t);
 	printf("posix_stress: PASSED: every byte verified, every stream ended cleanly\n");
 	print_summary(stdout);

@@ -160,7 +160,7 @@ extern const char *const rpath_name[R_N];
 uint64_t ms_now(void);            /* CLOCK_MONOTONIC */
 uint64_t ms_run(void);            /* since the start */
 uint32_t rnd(uint64_t *x);        /* a thread's own generator */
-void ms_sleep(uint64_t us);       /* microseconds, EINTR-proof */
+void us_sleep(uint64_t us);       /* sleeps us microseconds, through EINTR */
 
 /* The handler of SIGUSR2 (no SA_RESTART) counts here: an EINTR is legitimate
  * only if this thread's count moved during the call. */

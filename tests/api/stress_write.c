@@ -437,7 +437,7 @@ static void hand_token(struct writer_arg *w, uint64_t *rng)
 	atomic_store(&st->w_since, ms_run());
 	atomic_store(&st->token, 1 + (int)(rnd(rng) % 8));
 	while ((t = atomic_load(&st->token)) > 0)
-		ms_sleep(200);
+		us_sleep(200);
 	atomic_store(&st->w_path, -1);
 	if (t < 0)
 		fail_stream(st, off, "stream %d: the signal handler's write failed: %s", st->id,
@@ -459,7 +459,7 @@ static void child_wait(struct stream *st, pid_t pid, const char *what, uint32_t 
 			fail_stream(st, st->off, "stream %d: %s (pid %d) writing records %u-%u did "
 				    "not finish in 15 s", st->id, what, pid, seq0, seq0 + k - 1);
 		}
-		ms_sleep(500);
+		us_sleep(500);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fail_stream(st, st->off, "stream %d: %s writing records %u-%u ended with status "
@@ -681,7 +681,7 @@ void *writer_main(void *arg)
 				n += write_one(w, buf, &rng);
 		pthread_mutex_unlock(&st->mu);
 		/* the pace: this writer's share of the stream's rate, and a little jitter */
-		ms_sleep(n * 1000000 / (per_s ? per_s : 1) + rnd(&rng) % 300);
+		us_sleep(n * 1000000 / (per_s ? per_s : 1) + rnd(&rng) % 300);
 	}
 	free(buf);
 	return NULL;
