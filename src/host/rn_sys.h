@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -108,6 +109,42 @@ static inline int rn_sys_fcntl(int fd, int cmd, long arg)
 static inline int rn_sys_ppoll(struct pollfd *pf, nfds_t n, const struct timespec *ts)
 {
 	return (int)syscall(SYS_ppoll, pf, n, ts, NULL, (size_t)(_NSIG / 8));
+}
+
+static inline int rn_sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+static inline int rn_sys_socket(int domain, int type, int protocol)
+{
+	return (int)syscall(SYS_socket, domain, type, protocol);
+}
+
+static inline int rn_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
+{
+	return (int)syscall(SYS_bind, fd, a, len);
+}
+
+static inline int rn_sys_getsockname(int fd, struct sockaddr *a, socklen_t *len)
+{
+	return (int)syscall(SYS_getsockname, fd, a, len);
+}
+
+static inline int rn_sys_epoll_create1(int flags)
+{
+	return (int)syscall(SYS_epoll_create1, flags);
+}
+
+static inline int rn_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+/* A look at an epoll set that never sleeps (timeout 0). */
+static inline int rn_sys_epoll_peek(int epfd, struct epoll_event *ev, int max)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)(_NSIG / 8));
 }
 
 #endif

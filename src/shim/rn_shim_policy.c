@@ -21,6 +21,7 @@
 
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 #define MAX_RANGES 64
 
@@ -92,7 +93,7 @@ void rn_shim_log(const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+	if (rn_sys_write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere to say it */
 	}
 	errno = saved;

@@ -34,6 +34,7 @@
 
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
@@ -141,7 +142,7 @@ static void ep_add_refs(int epfd, ep_set *e, const rn_railref *r, int n)
 		if (k < e->nr || e->nr >= MAX_RAILS)
 			continue;
 		/* EEXIST: a socket of that number was added before and is still there */
-		if (RN_REAL->epoll_ctl(epfd, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
+		if (rn_sys_epoll_ctl(epfd, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
 			e->r[e->nr++] = r[i];
 	}
 }
