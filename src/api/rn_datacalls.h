@@ -6,7 +6,8 @@
  * rn_api_recv: the calling thread drives its connection); on anything else
  * they pass straight on.  The writers the fast path does not serve
  * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
- * socket, and so does shutdown.  Two interposers compile rn_datacalls.c: ri2n-run's
+ * socket, and so does shutdown; ioctl answers FIONREAD and SIOCOUTQ with
+ * ri2n's buffers counted.  Two interposers compile rn_datacalls.c: ri2n-run's
  * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
  * three hooks below.
  */
@@ -39,6 +40,7 @@ typedef struct rn_datacalls_real {
 	FILE *(*fdopen)(int, const char *);
 	int (*vdprintf)(int, const char *, va_list);
 	int (*shutdown)(int, int); /* marks the socket too: the next fast send sees the end */
+	int (*ioctl)(int, unsigned long, ...); /* FIONREAD, SIOCOUTQ: ri2n's buffers count too */
 } rn_datacalls_real;
 
 /* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
@@ -61,6 +63,7 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->fdopen = dlsym(RTLD_NEXT, "fdopen");         \
 		*(void **)&(r)->vdprintf = dlsym(RTLD_NEXT, "vdprintf");     \
 		*(void **)&(r)->shutdown = dlsym(RTLD_NEXT, "shutdown");     \
+		*(void **)&(r)->ioctl = dlsym(RTLD_NEXT, "ioctl");           \
 	} while (0)
 
 /*

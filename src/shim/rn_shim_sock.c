@@ -55,6 +55,7 @@ static void after_dup(int old, int nfd)
 	int saved = errno;
 
 	forget(nfd);
+	rn_shim_ep_dup(old, nfd);
 	if (rn_shim_tab_get(old, &e)) {
 		if (e.kind == RN_SHIM_TCP) {
 			/* both numbers convert together at connect/listen (adopt) */
@@ -531,15 +532,20 @@ RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
 		forget_on_close(fd);
+	else if (!rn_shim_in_handler())
+		rn_shim_ep_forget(fd);
 	return RN_REAL->close(fd);
 }
 
 RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine())
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine()) {
 		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
 			if (rn_shim_tab_has((int)fd))
 				forget_on_close((int)fd);
+		if (!rn_shim_in_handler())
+			rn_shim_ep_forget_range(first, last);
+	}
 	return RN_REAL->close_range(first, last, flags);
 }
 
@@ -557,10 +563,13 @@ RN_SHIM_API void closefrom(int low)
 {
 	if (low < 0)
 		low = 0;
-	if (rn_shim_tab_mine())
+	if (rn_shim_tab_mine()) {
 		for (int fd = low; fd < (1 << 20); fd++)
 			if (rn_shim_tab_has(fd))
 				forget_on_close(fd);
+		if (!rn_shim_in_handler())
+			rn_shim_ep_forget_range((unsigned int)low, ~0u);
+	}
 	RN_REAL->closefrom(low);
 }
 
