@@ -352,7 +352,7 @@ int ri2n_socket(void)
 	fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	fstat(sv[0], &sb);
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	rn_fd_own(sv[1]);
+	sv[1] = rn_fd_own_high(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;

@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_publish.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 typedef struct rn_cmd {
 	int type;
@@ -75,6 +76,20 @@ uint64_t rn_fd_cookie(int fd)
 	if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_COOKIE, &c, &len) < 0)
 		return 0;
 	return c;
+}
+
+int rn_fd_own_high(int fd)
+{
+	fd = rn_sys_fd_high(fd);
+	rn_fd_own(fd);
+	return fd;
+}
+
+static __thread int t_making;
+
+int rn_engine_making(void)
+{
+	return t_making;
 }
 
 void rn_fd_own(int fd)
@@ -534,14 +549,16 @@ int rn_engine_start(void)
 	/* ACK delays are hundreds of microseconds: timers must not round to ms */
 	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
 	event_config_require_features(ec, EV_FEATURE_EARLY_CLOSE);
+	t_making = 1;
 	g.base = event_base_new_with_config(ec);
+	t_making = 0;
 	event_config_free(ec);
 	g.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!g.base || g.wake_fd < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rn_fd_own(g.wake_fd);
+	g.wake_fd = rn_fd_own_high(g.wake_fd);
 	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
 	event_add(g.wake_ev, NULL);
 	rc = rn_inline_init();

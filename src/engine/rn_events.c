@@ -60,7 +60,7 @@ int rn_events_fd(void)
 	if (g.fd < 0) {
 		g.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (g.fd >= 0) {
-			rn_fd_own(g.fd);
+			g.fd = rn_fd_own_high(g.fd);
 			if (g.tail != g.head)
 				signal_fd();
 		}

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_sys.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_ev.h"
@@ -175,7 +176,7 @@ int rn_inline_init(void)
 	g.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (g.tfd < 0)
 		return -errno;
-	rn_fd_own(g.tfd);
+	g.tfd = rn_fd_own_high(g.tfd);
 	g.tfd_at = UINT64_MAX;
 	g.tev = event_new(rn_engine_base(), g.tfd, EV_READ | EV_PERSIST, on_inline_timer, NULL);
 	if (!g.tev)
@@ -360,7 +361,7 @@ static rn_waiter *waiter(void)
 {
 	if (t_waiter.efd < 0) {
 		pthread_once(&g_waiter_once, waiter_key);
-		t_waiter.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		t_waiter.efd = rn_sys_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 		if (t_waiter.efd >= 0 && g_waiter_key != (pthread_key_t)-1)
 			pthread_setspecific(g_waiter_key, &t_waiter);
 	}

@@ -64,6 +64,9 @@ typedef struct rn_shim_real {
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 	int (*fclose)(FILE *);
 	void (*closefrom)(int);
+	int (*pipe2)(int *, int);
+	int (*timerfd_create)(int, int);
+	int (*eventfd)(unsigned int, int);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */

@@ -36,8 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "rn_api.h"
@@ -162,9 +165,15 @@ uint64_t rn_shim_ep_id(int epfd)
 	return id;
 }
 
-/* A new epoll instance under number epfd: what we knew of that number is gone. */
+/*
+ * A new epoll instance under number epfd: what we knew of that number is
+ * gone.  The one ri2n's engine makes for itself (libevent's) moves out of
+ * the program's numbers, as ri2n's other descriptors do (rn_sys_fd_high).
+ */
 static int ep_created(int epfd)
 {
+	if (epfd >= 0 && rn_engine_making())
+		return rn_sys_fd_high(epfd);
 	rn_shim_ep_forget(epfd);
 	return epfd;
 }
@@ -205,6 +214,41 @@ void rn_shim_ep_dup(int old, int nfd)
 	pthread_mutex_unlock(&g_ep.mu);
 }
 
+/*
+ * The descriptors libevent makes for ri2n's engine (its timer, its wake-up
+ * pipe) move out of the program's numbers too; for anyone else these pass
+ * straight through.
+ */
+RN_SHIM_API int pipe2(int fd[2], int flags)
+{
+	int rc = RN_REAL->pipe2(fd, flags);
+
+	if (rc == 0 && rn_engine_making()) {
+		fd[0] = rn_sys_fd_high(fd[0]);
+		fd[1] = rn_sys_fd_high(fd[1]);
+	}
+	return rc;
+}
+
+RN_SHIM_API int pipe(int fd[2])
+{
+	return pipe2(fd, 0);
+}
+
+RN_SHIM_API int timerfd_create(int clock, int flags)
+{
+	int fd = RN_REAL->timerfd_create(clock, flags);
+
+	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
+}
+
+RN_SHIM_API int eventfd(unsigned int count, int flags)
+{
+	int fd = RN_REAL->eventfd(count, flags);
+
+	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
+}
+
 RN_SHIM_API int epoll_create(int size)
 {
 	return ep_created(RN_REAL->epoll_create(size));
@@ -225,7 +269,7 @@ static int ep_priv(int epfd, ep_set *e)
 
 	if (e->priv >= 0)
 		return e->priv;
-	e->priv = rn_sys_epoll_create1(EPOLL_CLOEXEC);
+	e->priv = rn_sys_fd_high(rn_sys_epoll_create1(EPOLL_CLOEXEC));
 	if (e->priv >= 0 && rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, epfd, &ev) < 0) {
 		rn_shim_log("epoll fd %d: no private set around it (%s): ri2n's engine serves its "
 			    "rail sockets", epfd, strerror(errno));

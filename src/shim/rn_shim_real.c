@@ -65,6 +65,9 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(pselect);
 	FIND(fclose);
 	FIND(closefrom);
+	FIND(pipe2);
+	FIND(timerfd_create);
+	FIND(eventfd);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.closefrom)

@@ -24,13 +24,24 @@
  *                                  must see only the parent's registrations.
  *                                  After readiness FIONREAD must equal what
  *                                  the read then gets; every byte checked;
- *                                  SIOCOUTQ falls to 0 once echoed
+ *                                  SIOCOUTQ falls to 0 once echoed.  First,
+ *                                  4 connections (blocking, and non-blocking
+ *                                  with close-on-exec, by turns), kept open
+ *                                  together
+ *
+ * Descriptor numbers: each socket(), accept() and epoll_create1() must
+ * return the lowest number the program itself does not hold, as without
+ * ri2n (a program sizing its event loop by its descriptor count relies on
+ * it), and a converted socket keeps its number, its O_NONBLOCK and its
+ * FD_CLOEXEC.
  *
  * Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -74,6 +85,77 @@ static void report(int good, const char *fmt, ...)
 }
 
 #define CHECK(cond, ...) report((cond) != 0, __VA_ARGS__)
+
+/* ---- the program's own descriptors ---- */
+
+#define MAX_MINE 1024
+static uint8_t g_mine[MAX_MINE]; /* numbers this program holds */
+
+/* What is open when main starts is the program's. */
+static void mine_init(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int self = d ? dirfd(d) : -1;
+
+	while (d && (de = readdir(d))) {
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] != '.' && fd != self && fd < MAX_MINE)
+			g_mine[fd] = 1;
+	}
+	if (d)
+		closedir(d);
+}
+
+static int mine_lowest_free(void)
+{
+	int fd = 0;
+
+	while (fd < MAX_MINE && g_mine[fd])
+		fd++;
+	return fd;
+}
+
+/* fd, just returned by `what`, must be the lowest number the program does not hold. */
+static void mine_take(int fd, const char *what)
+{
+	int want = mine_lowest_free();
+
+	if (fd != want) {
+		report(0, "%s returned descriptor %d, the lowest the program does not hold is %d", what,
+		       fd, want);
+		for (int n = want; n < fd; n++) { /* who holds them */
+			char path[64], link[256] = "";
+			ssize_t l;
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", n);
+			l = readlink(path, link, sizeof(link) - 1);
+			if (l > 0 && !g_mine[n])
+				printf("  descriptor %d: %.*s\n", n, (int)l, link);
+		}
+	}
+	if (fd >= 0 && fd < MAX_MINE)
+		g_mine[fd] = 1;
+}
+
+static void mine_close(int fd)
+{
+	close(fd);
+	if (fd >= 0 && fd < MAX_MINE)
+		g_mine[fd] = 0;
+}
+
+/* How the kernel sees fd (the raw system call, which the shim cannot see). */
+static const char *real_kind(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (syscall(SYS_getsockname, fd, &ss, &l) < 0)
+		return "none";
+	return ss.ss_family == AF_UNIX ? "ri2n" : "tcp";
+}
 
 /* The epoll data of connection slot i: every bit of the word used, by turns. */
 static uint64_t slot_data(int i)
@@ -153,6 +235,7 @@ static void serve_accept(int ep, int lfd)
 
 	if (fd < 0)
 		return;
+	mine_take(fd, "server: accept4");
 	for (i = 0; i < MAX_CONNS && g_conns[i]; i++)
 		;
 	if (i == MAX_CONNS || !(g_conns[i] = calloc(1, sizeof(conn)))) {
@@ -172,6 +255,8 @@ static int serve(int port)
 	int ep = epoll_create1(EPOLL_CLOEXEC), ep2;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = LISTENER };
 
+	mine_take(lfd, "server: socket");
+	mine_take(ep, "server: epoll_create1");
 	signal(SIGPIPE, SIG_IGN);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0 ||
@@ -179,7 +264,10 @@ static int serve(int port)
 		perror("posix serve");
 		return 1;
 	}
+	CHECK(strcmp(real_kind(lfd), "ri2n") == 0, "server: the listener kept number %d as ri2n's "
+	      "(the kernel says %s)", lfd, real_kind(lfd));
 	ep2 = dup(ep);
+	mine_take(ep2, "server: dup");
 	printf("listening\n");
 	fflush(stdout);
 	for (unsigned turn = 0;; turn++) {
@@ -202,7 +290,7 @@ static int serve(int port)
 			}
 			if (serve_conn(g_conns[k]) < 0) {
 				epoll_ctl(ep, EPOLL_CTL_DEL, g_conns[k]->fd, NULL);
-				close(g_conns[k]->fd);
+				mine_close(g_conns[k]->fd);
 				free(g_conns[k]);
 				g_conns[k] = NULL;
 			}
@@ -284,10 +372,51 @@ static int outq_drains(int fd)
 	return 0;
 }
 
+/*
+ * Connections kept open together, blocking and non-blocking (with
+ * SOCK_CLOEXEC) by turns: each socket() number is the lowest free one and
+ * stays the socket's, with its flags, once converted; a byte echoed on each.
+ */
+static void numbers(const struct sockaddr_in *a)
+{
+	int fd[4];
+
+	for (int k = 0; k < 4; k++) {
+		int nb = k % 2, fl, fdfl, err = -1;
+		socklen_t el = sizeof(err);
+		char c = (char)('a' + k);
+
+		fd[k] = socket(AF_INET, SOCK_STREAM | (nb ? SOCK_NONBLOCK | SOCK_CLOEXEC : 0), 0);
+		mine_take(fd[k], "client: socket");
+		if (connect(fd[k], (const struct sockaddr *)a, sizeof(*a)) < 0) {
+			struct pollfd p = { .fd = fd[k], .events = POLLOUT };
+
+			if (!nb || errno != EINPROGRESS || poll(&p, 1, 5000) != 1 ||
+			    getsockopt(fd[k], SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err != 0) {
+				report(0, "client: connection %d on fd %d", k, fd[k]);
+				continue;
+			}
+		}
+		fl = fcntl(fd[k], F_GETFL);
+		fdfl = fcntl(fd[k], F_GETFD);
+		CHECK(strcmp(real_kind(fd[k]), "ri2n") == 0 && (fl & O_NONBLOCK) == (nb ? O_NONBLOCK : 0) &&
+		      (fdfl & FD_CLOEXEC) == (nb ? FD_CLOEXEC : 0),
+		      "client: connection %d (%s) kept number %d as ri2n's (the kernel says %s), "
+		      "O_NONBLOCK %d, FD_CLOEXEC %d", k, nb ? "non-blocking" : "blocking", fd[k],
+		      real_kind(fd[k]), !!(fl & O_NONBLOCK), !!(fdfl & FD_CLOEXEC));
+		if (nb)
+			fcntl(fd[k], F_SETFL, fl & ~O_NONBLOCK);
+		if (write(fd[k], &c, 1) != 1 || read(fd[k], &c, 1) != 1 || c != (char)('a' + k))
+			report(0, "client: a byte echoed on connection %d", k);
+	}
+	for (int k = 0; k < 4; k++)
+		mine_close(fd[k]);
+}
+
 static int client(const char *addr, int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0), ep = epoll_create1(0), ep2, stop[2], st;
+	int fd, ep, ep2, stop[2], st;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = round_data(0) };
 	uint8_t out[1000], in[1 << 16];
 	int equal = 0, bytes_ok = 1, outq_ok = 1;
@@ -296,12 +425,20 @@ static int client(const char *addr, int port)
 
 	signal(SIGPIPE, SIG_IGN);
 	inet_pton(AF_INET, addr, &a.sin_addr);
+	numbers(&a);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	mine_take(fd, "client: socket");
+	ep = epoll_create1(0);
+	mine_take(ep, "client: epoll_create1");
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0 || pipe(stop) < 0) {
 		perror("posix client");
 		return 1;
 	}
+	mine_take(stop[0], "client: pipe");
+	mine_take(stop[1], "client: pipe");
 	ep2 = dup(ep);
+	mine_take(ep2, "client: dup");
 	child = fork();
 	if (child == 0) {
 		close(stop[1]);
@@ -377,6 +514,7 @@ static int client(const char *addr, int port)
 
 int main(int argc, char **argv)
 {
+	mine_init();
 	if (argc == 3 && strcmp(argv[1], "serve") == 0)
 		return serve(atoi(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "client") == 0)
