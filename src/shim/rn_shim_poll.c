@@ -1,6 +1,9 @@
 /*
  * rn_shim_poll.c - the interposed waits: epoll_ctl, epoll_wait, epoll_pwait,
- * poll, ppoll, select, pselect.
+ * poll, ppoll, select, pselect; and the calls that make descriptors ri2n's
+ * engine gets from libevent (epoll_create, pipe, timerfd_create, eventfd),
+ * moved out of the program's numbers (rn_sys_fd_high) while the engine makes
+ * its event base, passed straight through otherwise.
  *
  * A program waiting in poll or epoll on a ri2n descriptor would be woken by
  * ri2n's engine thread, after it read the datagram and handed the bytes to
