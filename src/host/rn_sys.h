@@ -164,7 +164,7 @@ static inline int rn_sys_fd_high(int fd)
 	rlim_t floor;
 	int nfd, fl;
 
-	if (fd < 0 || syscall(SYS_getrlimit, RLIMIT_NOFILE, &rl) < 0)
+	if (fd < 0 || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
 		return fd;
 	floor = rl.rlim_cur / 2 > 4096 ? 4096 : rl.rlim_cur / 2;
 	if ((rlim_t)fd >= floor || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)

@@ -183,8 +183,11 @@ static int ep_created(int epfd)
 
 void rn_shim_ep_forget(int fd)
 {
-	/* close() asks this of every descriptor: no lock while there is no set */
-	if (fd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED))
+	/*
+	 * close() asks this of every descriptor: no lock while there is no set.
+	 * A vfork()ed child shares the parent's memory: the records are not its.
+	 */
+	if (fd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g_ep.mu);
 	ep_unlink(fd);
@@ -193,7 +196,7 @@ void rn_shim_ep_forget(int fd)
 
 void rn_shim_ep_forget_range(unsigned int first, unsigned int last)
 {
-	if (!__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g_ep.mu);
 	for (unsigned int fd = first; fd <= last && fd < (unsigned int)g_ep.cap; fd++)
@@ -206,7 +209,8 @@ void rn_shim_ep_dup(int old, int nfd)
 	ep_set *e;
 
 	rn_shim_ep_forget(nfd);
-	if (old < 0 || nfd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED))
+	if (old < 0 || nfd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) ||
+	    !rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g_ep.mu);
 	e = old < g_ep.cap ? g_ep.set[old] : NULL;
