@@ -66,7 +66,7 @@ typedef struct ep_set {
 	 */
 	uint64_t id;
 	int refs;   /* the program's numbers for this set (dups share it) */
-	int priv;   /* ri2n's private epoll set around it, -1 until a rail socket joins */
+	int priv;   /* ri2n's private epoll set around it: -1 until a rail socket joins, -2: none can be */
 	int nr, np;
 	rn_railref r[MAX_RAILS];
 	int pending[MAX_RAILS];
@@ -274,14 +274,16 @@ static int ep_priv(int epfd, ep_set *e)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = NESTED };
 
-	if (e->priv >= 0)
+	if (e->priv != -1)
 		return e->priv;
 	e->priv = rn_sys_fd_high(rn_sys_epoll_create1(EPOLL_CLOEXEC));
-	if (e->priv >= 0 && rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, epfd, &ev) < 0) {
+	if (e->priv < 0 || rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, epfd, &ev) < 0) {
+		/* say it once: its rail sockets stay the engine's (ELOOP: nested too deep) */
 		rn_shim_log("epoll fd %d: no private set around it (%s): ri2n's engine serves its "
 			    "rail sockets", epfd, strerror(errno));
-		rn_sys_close(e->priv);
-		e->priv = -1;
+		if (e->priv >= 0)
+			rn_sys_close(e->priv);
+		e->priv = -2;
 	}
 	return e->priv;
 }
