@@ -553,7 +553,7 @@ int rn_engine_start(void)
 	g.base = event_base_new_with_config(ec);
 	t_making = 0;
 	event_config_free(ec);
-	g.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g.wake_fd = rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!g.base || g.wake_fd < 0) {
 		rc = -ENOMEM;
 		goto out;

@@ -173,7 +173,7 @@ static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
 
 int rn_inline_init(void)
 {
-	g.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	g.tfd = rn_sys_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (g.tfd < 0)
 		return -errno;
 	g.tfd = rn_fd_own_high(g.tfd);
@@ -361,7 +361,7 @@ static rn_waiter *waiter(void)
 {
 	if (t_waiter.efd < 0) {
 		pthread_once(&g_waiter_once, waiter_key);
-		t_waiter.efd = rn_sys_fd_high(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+		t_waiter.efd = rn_sys_fd_high(rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 		if (t_waiter.efd >= 0 && g_waiter_key != (pthread_key_t)-1)
 			pthread_setspecific(g_waiter_key, &t_waiter);
 	}

@@ -149,6 +149,16 @@ static inline int rn_sys_epoll_peek(int epfd, struct epoll_event *ev, int max)
 	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)(_NSIG / 8));
 }
 
+static inline int rn_sys_eventfd(unsigned int count, int flags)
+{
+	return (int)syscall(SYS_eventfd2, count, flags);
+}
+
+static inline int rn_sys_timerfd_create(int clock, int flags)
+{
+	return (int)syscall(SYS_timerfd_create, clock, flags);
+}
+
 /*
  * Moves ri2n's own descriptor fd (a rail socket, the engine's end of a
  * socketpair, an eventfd) up to a number at or above a floor high in the
