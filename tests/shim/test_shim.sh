@@ -49,7 +49,10 @@
 #           sets and dups of them, with a forked child waiting on the client's
 #           set by the raw system call: every event names a registration of the
 #           program's; FIONREAD after readiness equals what the read gets (400
-#           rounds, both ends); SIOCOUTQ falls to 0; every byte checked
+#           rounds, both ends); SIOCOUTQ falls to 0; every byte checked; every
+#           socket(), accept(), epoll_create1(), dup() and pipe() returns the
+#           lowest number the program does not hold, and a converted socket
+#           (blocking or non-blocking + close-on-exec) keeps its number and flags
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
