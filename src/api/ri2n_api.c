@@ -412,7 +412,7 @@ int ri2n_socket(void)
 	rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	rn_sys_fstat(sv[0], &sb);
 	rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	rn_fd_own(sv[1]);
+	sv[1] = rn_fd_own_high(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;

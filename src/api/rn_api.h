@@ -63,6 +63,14 @@ int rn_api_rails(int fd, rn_railref *out, int max);
 int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data, rn_railref *out,
 		      int max);
 
+/*
+ * ioctl(fd, req, val) for the requests rn_api_queue_ioctl names (FIONREAD,
+ * SIOCINQ, SIOCOUTQ, SIOCOUTQNSD) on ri2n socket fd: the bytes queued in its
+ * descriptor and in ri2n's buffers, as TCP counts them.  *handled and known
+ * as for rn_api_recv.  0, or -1 with errno (EINVAL on a listener).
+ */
+int rn_api_queue_ioctl(unsigned long req);
+int rn_api_ioctl(int fd, int known, unsigned long req, int *val, int *handled);
 /* ---- descriptor numbers (the shim follows the program's dup and close) ---- */
 
 #include <netinet/in.h>

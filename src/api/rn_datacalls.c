@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -471,4 +472,29 @@ int rn_dc_first(void)
 		ok = reaches_us(names[i]);
 	errno = saved;
 	return ok;
+/*
+ * ioctl: FIONREAD (SIOCINQ), SIOCOUTQ and SIOCOUTQNSD on a ri2n socket count
+ * what waits in ri2n's buffers too (ri2n_ioctl.c); every other request, and
+ * every other descriptor, passes on.  The third argument is a pointer or a
+ * word, absent for some requests: read as a word either way, as libc does.
+ */
+RN_DC_API int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (arg && rn_api_queue_ioctl(req) && rn_dc_ours(fd)) {
+		int saved = errno, handled, val, rc = rn_api_ioctl(fd, rn_dc_known(), req, &val, &handled);
+
+		if (handled) {
+			if (rc == 0)
+				*(int *)arg = val;
+			return rc;
+		}
+		errno = saved;
+	}
+	return REAL->ioctl(fd, req, arg);
 }

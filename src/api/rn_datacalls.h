@@ -11,6 +11,9 @@
  * pass (SCM_RIGHTS); the calls that make a child process (posix_spawn,
  * posix_spawnp, vfork, _Fork, system, popen) mark every socket, as fork
  * does (ri2n_api.c).  Two interposers compile rn_datacalls.c: ri2n-run's
+ * (sendfile, splice, sendmmsg, stdio through fdopen, dprintf) mark the
+ * socket, and so does shutdown; ioctl answers FIONREAD and SIOCOUTQ with
+ * ri2n's buffers counted.  Two interposers compile rn_datacalls.c: ri2n-run's
  * shim (rn_shim_io.c) and libri2n itself (ri2n_plain.c).  Each defines the
  * three hooks below.
  */
@@ -57,6 +60,7 @@ typedef struct rn_datacalls_real {
 	FILE *(*popen)(const char *, const char *);
 	pid_t (*vfork)(void);
 	pid_t (*_Fork)(void);
+	int (*ioctl)(int, unsigned long, ...); /* FIONREAD, SIOCOUTQ: ri2n's buffers count too */
 } rn_datacalls_real;
 
 /* Fills r from dlsym(RTLD_NEXT) as seen from the caller's object. */
@@ -88,6 +92,7 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->popen = dlsym(RTLD_NEXT, "popen");           \
 		*(void **)&(r)->vfork = dlsym(RTLD_NEXT, "vfork");           \
 		*(void **)&(r)->_Fork = dlsym(RTLD_NEXT, "_Fork");           \
+		*(void **)&(r)->ioctl = dlsym(RTLD_NEXT, "ioctl");           \
 	} while (0)
 
 /*

@@ -663,6 +663,16 @@ int rn_conn_owes(const rn_conn *c)
 	return !rn_conn_write_done(c) || c->ack.pending;
 }
 
+void rn_conn_queued(const rn_conn *c, size_t *rx, size_t *unacked, size_t *unsent)
+{
+	*rx = *unacked = *unsent = 0;
+	if (!c->bufs_ready)
+		return;
+	*rx = rn_rob_ready(&c->rq);
+	*unacked = rn_sndq_bytes_from(&c->sq, c->sq.una);
+	*unsent = rn_sndq_bytes_from(&c->sq, c->sq.nxt);
+}
+
 ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)
 {
 	ssize_t n;

@@ -419,6 +419,13 @@ size_t rn_conn_write_space(const rn_conn *c);
 int rn_conn_write_done(const rn_conn *c);
 /* True while this side still owes the peer something: unacknowledged bytes or FIN, or an ACK. */
 int rn_conn_owes(const rn_conn *c);
+/*
+ * The stream bytes queued in the connection, as TCP's ioctls count them:
+ * *rx, received in order and not read yet (SIOCINQ); *unacked, written and
+ * not acknowledged by the peer, sent or not (SIOCOUTQ); *unsent, written and
+ * never sent (SIOCOUTQNSD).  Each walks its ring: not for a hot path.
+ */
+void rn_conn_queued(const rn_conn *c, size_t *rx, size_t *unacked, size_t *unsent);
 
 /*
  * Looks at the next in-order received bytes without copying: sets *data and

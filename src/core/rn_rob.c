@@ -175,6 +175,15 @@ ssize_t rn_rob_peek(const rn_rob *r, const uint8_t **data)
 	return (ssize_t)n;
 }
 
+size_t rn_rob_ready(const rn_rob *r)
+{
+	size_t n = 0;
+
+	for (uint32_t seq = r->base; seq != r->nxt && !(r->fin_known && seq == r->fin_seq); seq++)
+		n += r->lens[seq & r->mask];
+	return n > r->off ? n - r->off : 0;
+}
+
 void rn_rob_consume(rn_rob *r, size_t n)
 {
 	while (n > 0 && r->base != r->nxt &&

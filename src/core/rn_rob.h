@@ -83,6 +83,8 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 ssize_t rn_rob_peek(const rn_rob *r, const uint8_t **data);
 /* Marks n bytes of the last peek as read. */
 void rn_rob_consume(rn_rob *r, size_t n);
+/* Bytes readable now: every in-order byte up to the first gap or the FIN. */
+size_t rn_rob_ready(const rn_rob *r);
 
 /* Window edge to advertise: the sender may send seq < edge. */
 static inline uint32_t rn_rob_edge(const rn_rob *r) { return r->base + r->wnd; }

@@ -66,6 +66,15 @@ size_t rn_sndq_space(const rn_sndq *q)
 	return (size_t)(q->slots - (q->end - q->una)) * q->mss + tail_room(q);
 }
 
+size_t rn_sndq_bytes_from(const rn_sndq *q, uint32_t from)
+{
+	size_t n = 0;
+
+	for (uint32_t seq = from; seq != q->end; seq++)
+		n += q->slot[seq & q->mask].len;
+	return n;
+}
+
 size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len)
 {
 	size_t done = 0;

@@ -124,10 +124,10 @@ static int make_pair(rn_sock *s)
 		rn_sys_close(sv[1]);
 		return -errno;
 	}
+	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
+	sv[1] = rn_fd_own_high(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
-	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
-	rn_fd_own(sv[1]);
 	s->dev = sb.st_dev;
 	s->ino = sb.st_ino;
 	s->cookie = rn_fd_cookie(sv[0]);

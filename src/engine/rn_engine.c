@@ -80,6 +80,20 @@ uint64_t rn_fd_cookie(int fd)
 	return c;
 }
 
+int rn_fd_own_high(int fd)
+{
+	fd = rn_sys_fd_high(fd);
+	rn_fd_own(fd);
+	return fd;
+}
+
+static __thread int t_making;
+
+int rn_engine_making(void)
+{
+	return t_making;
+}
+
 void rn_fd_own(int fd)
 {
 	if (fd < 0)
@@ -599,14 +613,16 @@ int rn_engine_start(void)
 	/* ACK delays are hundreds of microseconds: timers must not round to ms */
 	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
 	event_config_require_features(ec, EV_FEATURE_EARLY_CLOSE);
+	t_making = 1;
 	g.base = event_base_new_with_config(ec);
+	t_making = 0;
 	event_config_free(ec);
-	g.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g.wake_fd = rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (!g.base || g.wake_fd < 0) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	rn_fd_own(g.wake_fd);
+	g.wake_fd = rn_fd_own_high(g.wake_fd);
 	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
 	event_add(g.wake_ev, NULL);
 	rc = rn_inline_init();

@@ -218,6 +218,16 @@ void rn_fd_own(int fd);
 /* ...and closes one, or hands one over to the user. */
 void rn_fd_close(int fd);
 void rn_fd_disown(int fd);
+/*
+ * rn_fd_own for a descriptor ri2n keeps to itself, first moved out of the
+ * program's numbers (rn_sys_fd_high): the number to use from now on.
+ */
+int rn_fd_own_high(int fd);
+/*
+ * Whether this thread is making the engine's event base: ri2n-run moves the
+ * descriptors libevent makes meanwhile out of the program's numbers too.
+ */
+int rn_engine_making(void);
 struct event_base *rn_engine_base(void);
 const rn_env *rn_engine_env(void);
 /* Marks a stream to be serviced once the current batch of datagrams is done. */

@@ -1,6 +1,7 @@
 /*
  * rn_events.c - the process's event queue.
  */
+#define _GNU_SOURCE /* rn_sys.h: struct mmsghdr */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "rn_sys.h"
 #include "rn_engine.h"
 #include "rn_events.h"
 #include "rn_sys.h"
@@ -59,9 +61,9 @@ int rn_events_fd(void)
 
 	pthread_mutex_lock(&g.mu);
 	if (g.fd < 0) {
-		g.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		g.fd = rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (g.fd >= 0) {
-			rn_fd_own(g.fd);
+			g.fd = rn_fd_own_high(g.fd);
 			if (g.tail != g.head)
 				signal_fd();
 		}

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_sys.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_ev.h"
@@ -173,10 +174,10 @@ static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
 
 int rn_inline_init(void)
 {
-	g.tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	g.tfd = rn_sys_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (g.tfd < 0)
 		return -errno;
-	rn_fd_own(g.tfd);
+	g.tfd = rn_fd_own_high(g.tfd);
 	g.tfd_at = UINT64_MAX;
 	g.tev = event_new(rn_engine_base(), g.tfd, EV_READ | EV_PERSIST, on_inline_timer, NULL);
 	if (!g.tev)
@@ -391,7 +392,7 @@ static rn_waiter *waiter(void)
 {
 	if (t_waiter.efd < 0) {
 		pthread_once(&g_waiter_once, waiter_key);
-		t_waiter.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		t_waiter.efd = rn_sys_fd_high(rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
 		if (t_waiter.efd >= 0 && g_waiter_key != (pthread_key_t)-1)
 			pthread_setspecific(g_waiter_key, &t_waiter);
 	}

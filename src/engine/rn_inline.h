@@ -61,6 +61,18 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
  * down as for any close).  Not from the engine thread.
  */
 void rn_inline_closed(rn_sock *s);
+/* The bytes of a connection queued for the program or for its peer (rn_inline_queued.c). */
+typedef struct rn_queued {
+	size_t in;     /* readable now (FIONREAD, SIOCINQ) */
+	size_t out;    /* written and not acknowledged by the peer (SIOCOUTQ) */
+	size_t unsent; /* written and never sent (SIOCOUTQNSD) */
+} rn_queued;
+/*
+ * Fills *q for connected socket s (user descriptor fd): what its descriptor
+ * holds plus what the core holds.  0, or RN_INLINE_PLAIN when s has no
+ * connection (the descriptor answers).
+ */
+int rn_inline_queued(rn_sock *s, int fd, rn_queued *q);
 /* The bytes waiting in the core go into s's descriptor now (for a reader the fast path does not serve). */
 void rn_inline_to_descriptor(rn_sock *s);
 

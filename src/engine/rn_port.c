@@ -76,9 +76,9 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
 	struct stat sb;
 
+	if (p->hs.s[idx].fd >= 0)
+		p->hs.s[idx].fd = rn_fd_own_high(p->hs.s[idx].fd);
 	u->fd = p->hs.s[idx].fd;
-	if (u->fd >= 0)
-		rn_fd_own(u->fd);
 	u->port = p;
 	u->idx = idx;
 	if (rc)

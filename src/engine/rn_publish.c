@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_sys.h"
 #include "rn_ev.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
@@ -212,7 +213,7 @@ void rn_publish_start(void)
 		return;
 	if (g.dirfd >= 0)
 		rn_sys_close(g.dirfd);
-	g.dirfd = rn_statfile_dir(dir, sizeof(dir), &why);
+	g.dirfd = rn_sys_fd_high(rn_statfile_dir(dir, sizeof(dir), &why));
 	if (g.dirfd < 0) {
 		rn_warn("not publishing connection state for ri2n-stat: %s: %s", dir, why);
 		return;

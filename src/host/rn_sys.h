@@ -24,6 +24,9 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -206,6 +209,66 @@ static inline void rn_sys_nocancel_end(int old)
 
 	pthread_setcancelstate(old, NULL);
 	errno = e;
+}
+
+static inline int rn_sys_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+	return (int)syscall(SYS_close_range, first, last, flags);
+}
+
+static inline int rn_sys_epoll_create1(int flags)
+{
+	return (int)syscall(SYS_epoll_create1, flags);
+}
+
+static inline int rn_sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+/* A look at an epoll set that never sleeps (timeout 0). */
+static inline int rn_sys_epoll_peek(int epfd, struct epoll_event *ev, int max)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, ev, max, 0, NULL, (size_t)(_NSIG / 8));
+}
+
+static inline int rn_sys_eventfd(unsigned int count, int flags)
+{
+	return (int)syscall(SYS_eventfd2, count, flags);
+}
+
+static inline int rn_sys_timerfd_create(int clock, int flags)
+{
+	return (int)syscall(SYS_timerfd_create, clock, flags);
+}
+
+/*
+ * Moves ri2n's own descriptor fd (a rail socket, the engine's end of a
+ * socketpair, an eventfd) up to a number at or above a floor high in the
+ * process's range (half its RLIMIT_NOFILE, at most 4096), keeping
+ * FD_CLOEXEC: the numbers a program's socket(), accept() and open() return
+ * stay those it would get without ri2n, so a program that sizes a table by
+ * its own descriptor count finds its sockets inside it.  Returns the new
+ * number, or fd itself when nothing is free up there.
+ */
+static inline int rn_sys_fd_high(int fd)
+{
+	struct rlimit rl;
+	rlim_t floor;
+	int nfd, fl;
+
+	if (fd < 0 || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+		return fd;
+	floor = rl.rlim_cur / 2 > 4096 ? 4096 : rl.rlim_cur / 2;
+	if ((rlim_t)fd >= floor || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)
+		return fd;
+	nfd = rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, (long)floor);
+	if (nfd < 0)
+		return fd;
+	if (!(fl & FD_CLOEXEC))
+		rn_sys_fcntl(nfd, F_SETFD, 0);
+	rn_sys_close(fd);
+	return nfd;
 }
 
 #endif

@@ -64,6 +64,9 @@ typedef struct rn_shim_real {
 	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
 	int (*fclose)(FILE *);
 	void (*closefrom)(int);
+	int (*pipe2)(int *, int);
+	int (*timerfd_create)(int, int);
+	int (*eventfd)(unsigned int, int);
 } rn_shim_real;
 
 /* The next definitions after ours (libc's), resolved on first use. */
@@ -195,6 +198,15 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
  * instance has the same inode: this is what tells them apart.
  */
 uint64_t rn_shim_ep_id(int epfd);
+/*
+ * Number fd (or every number in [first, last]) is closed or replaced: if it
+ * was an epoll set's, the shim's record of that set under it goes (with the
+ * set's private set once no number names it).  Cheap while there is none.
+ */
+void rn_shim_ep_forget(int fd);
+void rn_shim_ep_forget_range(unsigned int first, unsigned int last);
+/* nfd was made a duplicate of old: if old is an epoll set, nfd names the same record. */
+void rn_shim_ep_dup(int old, int nfd);
 
 /* ---- signals (rn_shim_sig.c) ---- */
 

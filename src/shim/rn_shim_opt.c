@@ -27,6 +27,7 @@
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
@@ -330,8 +331,9 @@ static int local_settled(int fd, struct sockaddr_in *a, socklen_t *al)
 
 	for (int i = 0; i < 200 && rc == 0 && a->sin_addr.s_addr == htonl(INADDR_ANY); i++) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		struct timespec zero = { 0, 0 };
 
-		if (poll(&p, 1, 0) != 1 || (p.revents & (POLLERR | POLLHUP)))
+		if (rn_sys_ppoll(&p, 1, &zero) != 1 || (p.revents & (POLLERR | POLLHUP)))
 			break; /* still connecting (or failed): 0.0.0.0 is the answer */
 		usleep(100);
 		*al = sizeof(*a);

@@ -1,6 +1,9 @@
 /*
  * rn_shim_poll.c - the interposed waits: epoll_ctl, epoll_wait, epoll_pwait,
- * poll, ppoll, select, pselect.
+ * poll, ppoll, select, pselect; and the calls that make descriptors ri2n's
+ * engine gets from libevent (epoll_create, pipe, timerfd_create, eventfd),
+ * moved out of the program's numbers (rn_sys_fd_high) while the engine makes
+ * its event base, passed straight through otherwise.
  *
  * A program waiting in poll or epoll on a ri2n descriptor would be woken by
  * ri2n's engine thread, after it read the datagram and handed the bytes to
@@ -12,10 +15,18 @@
  * what is ready now: the program sees exactly the events the kernel would
  * show for its own descriptors, never the rail sockets.
  *
- * epoll: the rail sockets are added to the program's epoll set when a
- * connected ri2n descriptor is added or modified (or at the next wait, for
- * one still connecting), tagged in their data so the events are told apart;
- * they leave it when their port closes (the kernel drops closed sockets).
+ * epoll: the rail sockets never enter the program's epoll set.  Each set
+ * the program waits on with ri2n descriptors in it gets a private epoll set
+ * of ri2n's, which holds the program's set (nested: it polls readable when
+ * the program's set has events) and the rail sockets of the connected ri2n
+ * descriptors added or modified in it (or at the next wait, for one still
+ * connecting).  The wait is on the private set; the program's events are
+ * then taken from its own set, untouched: whatever its data, a dup of it
+ * or a forked child sharing it, the program's set only ever holds and
+ * reports what the program put there.  Rail sockets leave the private set
+ * when their port closes (the kernel drops closed sockets).  A dup of the
+ * program's set shares the private one (rn_shim_ep_dup); a forked child
+ * starts without any (the parent's engine serves its ri2n descriptors).
  * poll/ppoll: they are appended to a copy of the program's array, for sets of
  * up to MAX_POLL descriptors (larger ones wait as before).
  */
@@ -28,17 +39,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
-#define TAG UINT64_C(0xd1a6000000000000) /* data of a rail socket's epoll event */
-#define TAG_MASK UINT64_C(0xffff000000000000)
+#define NESTED UINT64_MAX                /* the private set's event for the program's set */
 #define MAX_RAILS 64                     /* rail sockets one wait adds */
 #define MAX_POLL 64                      /* poll sets larger than this wait as before */
 
@@ -51,6 +65,8 @@ typedef struct ep_set {
 	 * new set.
 	 */
 	uint64_t id;
+	int refs;   /* the program's numbers for this set (dups share it) */
+	int priv;   /* ri2n's private epoll set around it: -1 until a rail socket joins, -2: none can be */
 	int nr, np;
 	rn_railref r[MAX_RAILS];
 	int pending[MAX_RAILS];
@@ -61,7 +77,48 @@ static struct {
 	ep_set **set; /* by epoll descriptor number */
 	int cap;
 	uint64_t next_id;
+	int live;     /* sets alive (atomic: read without the lock) */
 } g_ep = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Under g_ep.mu: number epfd no longer names its set; the last number frees it. */
+static void ep_unlink(int epfd)
+{
+	ep_set *e = epfd >= 0 && epfd < g_ep.cap ? g_ep.set[epfd] : NULL;
+
+	if (!e)
+		return;
+	g_ep.set[epfd] = NULL;
+	if (--e->refs > 0)
+		return;
+	__atomic_sub_fetch(&g_ep.live, 1, __ATOMIC_RELAXED);
+	if (e->priv >= 0)
+		rn_sys_close(e->priv);
+	free(e);
+}
+
+static void ep_prepare(void) { pthread_mutex_lock(&g_ep.mu); }
+static void ep_parent(void) { pthread_mutex_unlock(&g_ep.mu); }
+
+/*
+ * In a forked child: the private sets are the parent's (shared open files,
+ * the parent's rail sockets): the child closes its copies and starts afresh.
+ */
+static void ep_child(void)
+{
+	pthread_mutex_init(&g_ep.mu, NULL);
+	for (int i = 0; i < g_ep.cap; i++)
+		ep_unlink(i);
+}
+
+/*
+ * Registered before anything else can be (the library's constructor): the
+ * child's handler runs first in the child, so the handlers after it (ri2n's
+ * engine, the program's) may close descriptors, which looks here.
+ */
+__attribute__((constructor)) static void ep_atfork(void)
+{
+	pthread_atfork(ep_prepare, ep_parent, ep_child);
+}
 
 /* As in rn_shim_io.c, no owner check: a vfork()ed child does not wait on sockets. */
 static int ours(int fd)
@@ -69,26 +126,33 @@ static int ours(int fd)
 	return rn_shim_tab_has(fd);
 }
 
-/* Under g_ep.mu: the set of epfd, made on demand. */
-static ep_set *ep_get(int epfd, int make)
+/* Under g_ep.mu: whether the table has room for number fd (grown if need be). */
+static int ep_room(int fd)
 {
-	if (epfd < 0)
-		return NULL;
-	if (epfd >= g_ep.cap) {
-		int cap = epfd * 2 + 16;
-		ep_set **n;
+	if (fd >= g_ep.cap) {
+		int cap = fd * 2 + 16;
+		ep_set **n = realloc(g_ep.set, (size_t)cap * sizeof(*n));
 
-		if (!make)
-			return NULL;
-		n = realloc(g_ep.set, (size_t)cap * sizeof(*n));
 		if (!n)
-			return NULL;
+			return 0;
 		memset(n + g_ep.cap, 0, (size_t)(cap - g_ep.cap) * sizeof(*n));
 		g_ep.set = n;
 		g_ep.cap = cap;
 	}
-	if (!g_ep.set[epfd] && make && (g_ep.set[epfd] = calloc(1, sizeof(ep_set))))
+	return 1;
+}
+
+/* Under g_ep.mu: the set of epfd, made on demand. */
+static ep_set *ep_get(int epfd, int make)
+{
+	if (epfd < 0 || (epfd >= g_ep.cap && (!make || !ep_room(epfd))))
+		return NULL;
+	if (!g_ep.set[epfd] && make && (g_ep.set[epfd] = calloc(1, sizeof(ep_set)))) {
+		__atomic_add_fetch(&g_ep.live, 1, __ATOMIC_RELAXED);
 		g_ep.set[epfd]->id = ++g_ep.next_id;
+		g_ep.set[epfd]->refs = 1;
+		g_ep.set[epfd]->priv = -1;
+	}
 	return g_ep.set[epfd];
 }
 
@@ -104,18 +168,92 @@ uint64_t rn_shim_ep_id(int epfd)
 	return id;
 }
 
-/* A new epoll instance under number epfd: what we knew of that number is gone. */
+/*
+ * A new epoll instance under number epfd: what we knew of that number is
+ * gone.  The one ri2n's engine makes for itself (libevent's) moves out of
+ * the program's numbers, as ri2n's other descriptors do (rn_sys_fd_high).
+ */
 static int ep_created(int epfd)
 {
-	if (epfd >= 0) {
-		pthread_mutex_lock(&g_ep.mu);
-		if (epfd < g_ep.cap && g_ep.set[epfd]) {
-			free(g_ep.set[epfd]);
-			g_ep.set[epfd] = NULL;
-		}
-		pthread_mutex_unlock(&g_ep.mu);
-	}
+	if (epfd >= 0 && rn_engine_making())
+		return rn_sys_fd_high(epfd);
+	rn_shim_ep_forget(epfd);
 	return epfd;
+}
+
+void rn_shim_ep_forget(int fd)
+{
+	/*
+	 * close() asks this of every descriptor: no lock while there is no set.
+	 * A vfork()ed child shares the parent's memory: the records are not its.
+	 */
+	if (fd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g_ep.mu);
+	ep_unlink(fd);
+	pthread_mutex_unlock(&g_ep.mu);
+}
+
+void rn_shim_ep_forget_range(unsigned int first, unsigned int last)
+{
+	if (!__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g_ep.mu);
+	for (unsigned int fd = first; fd <= last && fd < (unsigned int)g_ep.cap; fd++)
+		ep_unlink((int)fd);
+	pthread_mutex_unlock(&g_ep.mu);
+}
+
+void rn_shim_ep_dup(int old, int nfd)
+{
+	ep_set *e;
+
+	rn_shim_ep_forget(nfd);
+	if (old < 0 || nfd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) ||
+	    !rn_shim_tab_mine())
+		return;
+	pthread_mutex_lock(&g_ep.mu);
+	e = old < g_ep.cap ? g_ep.set[old] : NULL;
+	if (e && ep_room(nfd)) {
+		g_ep.set[nfd] = e;
+		e->refs++;
+	}
+	pthread_mutex_unlock(&g_ep.mu);
+}
+
+/*
+ * The descriptors libevent makes for ri2n's engine (its timer, its wake-up
+ * pipe) move out of the program's numbers too; for anyone else these pass
+ * straight through.
+ */
+RN_SHIM_API int pipe2(int fd[2], int flags)
+{
+	int rc = RN_REAL->pipe2(fd, flags);
+
+	if (rc == 0 && rn_engine_making()) {
+		fd[0] = rn_sys_fd_high(fd[0]);
+		fd[1] = rn_sys_fd_high(fd[1]);
+	}
+	return rc;
+}
+
+RN_SHIM_API int pipe(int fd[2])
+{
+	return pipe2(fd, 0);
+}
+
+RN_SHIM_API int timerfd_create(int clock, int flags)
+{
+	int fd = RN_REAL->timerfd_create(clock, flags);
+
+	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
+}
+
+RN_SHIM_API int eventfd(unsigned int count, int flags)
+{
+	int fd = RN_REAL->eventfd(count, flags);
+
+	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
 }
 
 RN_SHIM_API int epoll_create(int size)
@@ -128,20 +266,42 @@ RN_SHIM_API int epoll_create1(int flags)
 	return ep_created(RN_REAL->epoll_create1(flags));
 }
 
-/* Under g_ep.mu: adds rail sockets r[0..n) to epfd, those it does not have yet. */
+/*
+ * Under g_ep.mu: e's private set, made on first use around the program's
+ * set epfd; -1 if it cannot be (the rail sockets then stay the engine's).
+ */
+static int ep_priv(int epfd, ep_set *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = NESTED };
+
+	if (e->priv != -1)
+		return e->priv;
+	e->priv = rn_sys_fd_high(rn_sys_epoll_create1(EPOLL_CLOEXEC));
+	if (e->priv < 0 || rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, epfd, &ev) < 0) {
+		/* say it once: its rail sockets stay the engine's (ELOOP: nested too deep) */
+		rn_shim_log("epoll fd %d: no private set around it (%s): ri2n's engine serves its "
+			    "rail sockets", epfd, strerror(errno));
+		if (e->priv >= 0)
+			rn_sys_close(e->priv);
+		e->priv = -2;
+	}
+	return e->priv;
+}
+
+/* Under g_ep.mu: adds rail sockets r[0..n) to e's private set, those it does not have yet. */
 static void ep_add_refs(int epfd, ep_set *e, const rn_railref *r, int n)
 {
 	for (int i = 0; i < n; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = TAG | (uint32_t)r[i].fd };
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint32_t)r[i].fd };
 		int k;
 
 		for (k = 0; k < e->nr; k++)
 			if (e->r[k].fd == r[i].fd && e->r[k].ino == r[i].ino)
 				break;
-		if (k < e->nr || e->nr >= MAX_RAILS)
+		if (k < e->nr || e->nr >= MAX_RAILS || ep_priv(epfd, e) < 0)
 			continue;
 		/* EEXIST: a socket of that number was added before and is still there */
-		if (RN_REAL->epoll_ctl(epfd, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
+		if (rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
 			e->r[e->nr++] = r[i];
 	}
 }
@@ -351,7 +511,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	rn_ready fixed[MAX_RAILS], *syn;
 	struct timespec t0;
 	uint64_t id = 0;
-	int n = 0, ns, cap;
+	int n = 0, ns, cap, priv = -1;
 	ep_set *e;
 
 	if (max <= 0 || rn_engine_self())
@@ -367,10 +527,11 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	if (e) {
 		n = e->nr;
 		id = e->id;
+		priv = e->priv;
 		memcpy(r, e->r, (size_t)n * sizeof(*r));
 	}
 	pthread_mutex_unlock(&g_ep.mu);
-	if (n == 0)
+	if (n == 0 || priv < 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	/*
 	 * A socket closed in a signal handler is never reported again (its
@@ -383,21 +544,26 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
-		int rc, k = 0, rails = 0, err, stale = 0, more = 0;
+		struct epoll_event pev[MAX_RAILS + 1];
+		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0;
 
+		/* on the private set: the program's set (nested) and the rail sockets */
 		rn_inline_watch_begin(r, n, h);
-		rc = spin_wait(epfd, ev, max, NULL, 0, ns ? 0 : ms_left(timeout, &t0), ss);
+		rc = spin_wait(priv, pev, MAX_RAILS + 1, NULL, 0, ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
-			if ((ev[i].data.u64 & TAG_MASK) != TAG) {
-				ev[k++] = ev[i];
+			if (pev[i].data.u64 == NESTED) {
+				nested = 1;
 				continue;
 			}
 			for (int j = 0; j < n; j++)
-				if ((uint64_t)(uint32_t)r[j].fd == (ev[i].data.u64 & ~TAG_MASK))
+				if ((uint64_t)(uint32_t)r[j].fd == pev[i].data.u64)
 					ready[j] = 1;
 			rails++;
 		}
+		/* the program's own events, from its own set, as they are */
+		if (nested && (k = rn_sys_epoll_peek(epfd, ev, max)) < 0)
+			k = 0;
 		{
 			int room = max - k - ns;
 
@@ -443,9 +609,10 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		/*
 		 * Only rail sockets woke us (their bytes are in the descriptors now,
 		 * or they brought nothing deliverable yet, say a packet out of
-		 * order): wait on.  0 means the timeout passed, never anything else.
+		 * order), or the program's set had events another thread took
+		 * first: wait on.  0 means the timeout passed, never anything else.
 		 */
-		if (k > 0 || rails == 0 || (timeout > 0 && ms_left(timeout, &t0) == 0))
+		if (k > 0 || (rails == 0 && !nested) || (timeout > 0 && ms_left(timeout, &t0) == 0))
 			return k;
 		if (timeout == 0 && pass > 0)
 			return k;

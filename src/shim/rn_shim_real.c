@@ -10,10 +10,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 static rn_shim_real g_real;
 static int g_ready;
@@ -21,13 +21,13 @@ static int g_ready;
 /* Used when libc lacks close_range (before glibc 2.34). */
 static int sys_close_range(unsigned int first, unsigned int last, int flags)
 {
-	return (int)syscall(SYS_close_range, first, last, flags);
+	return rn_sys_close_range(first, last, (unsigned int)flags);
 }
 
 /* Used when libc lacks closefrom (before glibc 2.34). */
 static void sys_closefrom(int low)
 {
-	syscall(SYS_close_range, (unsigned int)low, ~0u, 0);
+	rn_sys_close_range((unsigned int)low, ~0u, 0);
 }
 
 #define FIND(f) (*(void **)&g_real.f = dlsym(RTLD_NEXT, #f))
@@ -65,6 +65,9 @@ const rn_shim_real *rn_shim_real_get(void)
 	FIND(pselect);
 	FIND(fclose);
 	FIND(closefrom);
+	FIND(pipe2);
+	FIND(timerfd_create);
+	FIND(eventfd);
 	if (!g_real.close_range)
 		g_real.close_range = sys_close_range;
 	if (!g_real.closefrom)

@@ -27,13 +27,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sys.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -55,6 +55,7 @@ static void after_dup(int old, int nfd)
 	int saved = errno;
 
 	forget(nfd);
+	rn_shim_ep_dup(old, nfd);
 	if (rn_shim_tab_get(old, &e)) {
 		if (e.kind == RN_SHIM_TCP) {
 			/* both numbers convert together at connect/listen (adopt) */
@@ -108,7 +109,7 @@ static int v6only(int fd)
 	int v = 0;
 	socklen_t l = sizeof(v);
 
-	return RN_REAL->getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0 && v;
+	return rn_sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0 && v;
 }
 
 /* The socket's bound address in IPv4 terms (0.0.0.0:0 if none or IPv6). */
@@ -117,7 +118,7 @@ static void bound_of(int fd, struct sockaddr_in *out)
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 
-	if (RN_REAL->getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	if (rn_sys_getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
 	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, out) < 0) {
 		memset(out, 0, sizeof(*out));
 		out->sin_family = AF_INET;
@@ -148,32 +149,31 @@ static void carry_epoll(int fd, const rn_shim_ent *e)
  */
 static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
 {
-	int fl = RN_REAL->fcntl(fd, F_GETFL), fdfl = RN_REAL->fcntl(fd, F_GETFD);
-	int sig = RN_REAL->fcntl(fd, F_GETSIG), num[MAX_DUPS], nd;
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0), fdfl = rn_sys_fcntl(fd, F_GETFD, 0);
+	int sig = rn_sys_fcntl(fd, F_GETSIG, 0), num[MAX_DUPS], nd;
 	struct f_owner_ex own = { 0 };
 	rn_shim_ent ent[MAX_DUPS];
 
 	if (fl < 0 || fdfl < 0)
 		return -1;
-	if (RN_REAL->fcntl(fd, F_GETOWN_EX, &own) < 0)
+	if (rn_sys_fcntl(fd, F_GETOWN_EX, (long)&own) < 0)
 		own.pid = 0;
 	nd = others_of(fd, e, num, ent);
 	if (rn_api_move(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		return -1;
 	/* the owner and signal first: O_ASYNC would signal the old owner meanwhile */
 	if (own.pid)
-		RN_REAL->fcntl(fd, F_SETOWN_EX, &own);
+		rn_sys_fcntl(fd, F_SETOWN_EX, (long)&own);
 	if (sig > 0)
-		RN_REAL->fcntl(fd, F_SETSIG, sig);
+		rn_sys_fcntl(fd, F_SETSIG, sig);
 	if (fl & (O_NONBLOCK | O_ASYNC))
-		RN_REAL->fcntl(fd, F_SETFL,
-			       RN_REAL->fcntl(fd, F_GETFL) | (fl & (O_NONBLOCK | O_ASYNC)));
+		rn_sys_fcntl(fd, F_SETFL, rn_sys_fcntl(fd, F_GETFL, 0) | (fl & (O_NONBLOCK | O_ASYNC)));
 	rn_shim_tab_set(fd, ne);
 	for (int i = 0; i < nd; i++) {
-		int dfl = RN_REAL->fcntl(num[i], F_GETFD);
+		int dfl = rn_sys_fcntl(num[i], F_GETFD, 0);
 
 		/* raw: the interposed dup3 would take it for the program's own */
-		if (dfl < 0 || syscall(SYS_dup3, fd, num[i], (dfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
+		if (dfl < 0 || rn_sys_dup3(fd, num[i], (dfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0 ||
 		    rn_api_dup(fd, num[i]) < 0) {
 			rn_shim_log("fd %d: its duplicate %d could not follow it onto ri2n: %s", fd,
 				    num[i], strerror(errno));
@@ -237,12 +237,12 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 static int udp_port_free(in_port_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port };
-	int u = RN_REAL->socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+	int u = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
 
 	if (u < 0)
 		return 1; /* cannot tell: the kernel's bind decides */
-	rc = RN_REAL->bind(u, (struct sockaddr *)&a, sizeof(a));
-	RN_REAL->close(u);
+	rc = rn_sys_bind(u, (struct sockaddr *)&a, sizeof(a));
+	rn_sys_close(u);
 	return rc == 0 || errno != EADDRINUSE;
 }
 
@@ -363,7 +363,7 @@ RN_SHIM_API int listen(int fd, int backlog)
 		return RN_REAL->listen(fd, backlog);
 	if (e.kind == RN_SHIM_RI2N)
 		return ri2n_listen(fd, backlog);
-	if (RN_REAL->getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	if (rn_sys_getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
 	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, &local) < 0)
 		goto stays;
 	rn_shim_addr_str(&local, as, sizeof(as));
@@ -537,15 +537,20 @@ RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
 		forget_on_close(fd);
+	else if (!rn_shim_in_handler())
+		rn_shim_ep_forget(fd);
 	return RN_REAL->close(fd);
 }
 
 RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine())
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && rn_shim_tab_mine()) {
 		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
 			if (rn_shim_tab_has((int)fd))
 				forget_on_close((int)fd);
+		if (!rn_shim_in_handler())
+			rn_shim_ep_forget_range(first, last);
+	}
 	return RN_REAL->close_range(first, last, flags);
 }
 
@@ -563,10 +568,13 @@ RN_SHIM_API void closefrom(int low)
 {
 	if (low < 0)
 		low = 0;
-	if (rn_shim_tab_mine())
+	if (rn_shim_tab_mine()) {
 		for (int fd = low; fd < (1 << 20); fd++)
 			if (rn_shim_tab_has(fd))
 				forget_on_close(fd);
+		if (!rn_shim_in_handler())
+			rn_shim_ep_forget_range((unsigned int)low, ~0u);
+	}
 	RN_REAL->closefrom(low);
 }
 

@@ -44,6 +44,15 @@
 #           are deleted: the connection ends once (ETIMEDOUT, a 2 s dead-peer
 #           timeout) and the server then uses under a quarter of a CPU over
 #           2 s (a spin detector with a generous bound, not a speed figure)
+#   posix   shim_posix: an epoll echo server and client whose epoll data use
+#           all 64 bits (ri2n's old rail tag among them), waiting through their
+#           sets and dups of them, with a forked child waiting on the client's
+#           set by the raw system call: every event names a registration of the
+#           program's; FIONREAD after readiness equals what the read gets (400
+#           rounds, both ends); SIOCOUTQ falls to 0; every byte checked; every
+#           socket(), accept(), epoll_create1(), dup() and pipe() returns the
+#           lowest number the program does not hold, and a converted socket
+#           (blocking or non-blocking + close-on-exec) keeps its number and flags
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
@@ -59,12 +68,13 @@
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
 FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
 ORDER=${RI2N_SHIM_ORDER:-$NT_ROOT/build/tests/shim_order}
+POSIX=${RI2N_SHIM_POSIX:-$NT_ROOT/build/tests/shim_posix}
 tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
@@ -386,6 +396,25 @@ scenario_early() {
 	nt_ok "early: epoll registrations, dups, O_ASYNC and F_SETOWN made before connect/listen keep working"
 }
 
+# ---- POSIX use of sockets and epoll sets ----
+
+scenario_posix() {
+	[ -x "$POSIX" ] || nt_skip "shim_posix not built at $POSIX"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$POSIX" serve 9100
+	local srv=$ST_PID rc
+	st_wait_listen 2 9100
+	ST_TIMEOUT=60 st_fg client 1 "$POSIX" client "$(nt_addr 2)" 9100
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/client.out"
+	[ $rc -eq 0 ] || nt_fail "client: $(grep -c FAIL "$NT_DIR/client.out") check(s) failed: $(tail -n 3 "$NT_DIR/client.err")"
+	! grep FAIL "$NT_DIR/server.out" || nt_fail "the server saw the failures above"
+	st_require_ri2n client server
+	kill -0 "$srv" 2>/dev/null || nt_fail "the epoll server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "posix: epoll data of every value, dup'ed and shared epoll sets, FIONREAD after readiness"
+}
+
 # ---- nginx as a reverse proxy over ri2n ----
 
 # nginx_conf NAME SERVER_BLOCK [MASTER [WORKERS]]: a foreground nginx's configuration under $NT_DIR/NAME.
@@ -617,7 +646,7 @@ scenario_order() {
 }
 
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac

@@ -121,6 +121,29 @@ static void test_rob_out_of_order(void **state)
 	rob_del(f);
 }
 
+/* rn_rob_ready: every in-order byte up to a gap or the FIN, less what was read. */
+static void test_rob_ready(void **state)
+{
+	rob_fix *f = rob_new(64, 16, 1000);
+	rn_rob *r = &f->r;
+	const uint8_t *d;
+
+	(void)state;
+	assert_int_equal(rn_rob_ready(r), 0);
+	assert_int_equal(ins(r, 1000, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 1001, 16, 0), RN_ROB_NEW);
+	assert_int_equal(ins(r, 1003, 9, 0), RN_ROB_NEW); /* beyond a gap: not readable */
+	assert_int_equal(rn_rob_ready(r), 32);
+	assert_true(rn_rob_peek(r, &d) > 0);
+	rn_rob_consume(r, 5);
+	assert_int_equal(rn_rob_ready(r), 27);
+	assert_int_equal(ins(r, 1002, 4, 0), RN_ROB_NEW);
+	assert_int_equal(rn_rob_ready(r), 40);
+	assert_int_equal(ins(r, 1004, 0, 1), RN_ROB_NEW); /* the FIN counts nothing */
+	assert_int_equal(rn_rob_ready(r), 40);
+	rob_del(f);
+}
+
 /* A duplicate never replaces the data already stored. */
 static void test_rob_duplicates(void **state)
 {
@@ -697,6 +720,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rob_in_order),
 		cmocka_unit_test(test_rob_out_of_order),
+		cmocka_unit_test(test_rob_ready),
 		cmocka_unit_test(test_rob_duplicates),
 		cmocka_unit_test(test_rob_window),
 		cmocka_unit_test(test_rob_window_moves),

@@ -111,6 +111,28 @@ static void test_sndq_coalesce(void **state)
 	sq_del(f);
 }
 
+/* rn_sndq_bytes_from: the payload not acknowledged (from una) and never sent (from nxt). */
+static void test_sndq_bytes_from(void **state)
+{
+	sq_fix *f = sq_new(64, 0);
+	rn_sndq *q = &f->q;
+
+	(void)state;
+	assert_int_equal(rn_sndq_bytes_from(q, q->una), 0);
+	assert_int_equal(wr(q, 0, 250), 250);
+	assert_int_equal(rn_sndq_bytes_from(q, q->una), 250);
+	assert_int_equal(rn_sndq_bytes_from(q, q->nxt), 250);
+	send_all(q);
+	assert_int_equal(wr(q, 250, 30), 30);
+	assert_int_equal(rn_sndq_bytes_from(q, q->una), 280);
+	assert_int_equal(rn_sndq_bytes_from(q, q->nxt), 30);
+	ack_upto(q, 2); /* two full packets acknowledged */
+	assert_int_equal(rn_sndq_bytes_from(q, q->una), 80);
+	assert_int_equal(rn_sndq_fin(q), 0);
+	assert_int_equal(rn_sndq_bytes_from(q, q->una), 80);
+	sq_del(f);
+}
+
 static void test_sndq_space(void **state)
 {
 	sq_fix *f = sq_new(64, 0);
@@ -458,6 +480,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sndq_packetize),
 		cmocka_unit_test(test_sndq_coalesce),
+		cmocka_unit_test(test_sndq_bytes_from),
 		cmocka_unit_test(test_sndq_space),
 		cmocka_unit_test(test_sndq_fin),
 		cmocka_unit_test(test_sndq_fin_full),
