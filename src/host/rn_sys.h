@@ -18,6 +18,7 @@
 #ifndef RN_SYS_H
 #define RN_SYS_H
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -102,6 +103,27 @@ static inline int rn_sys_ioctl(int fd, unsigned long req, void *arg)
 static inline int rn_sys_fcntl(int fd, int cmd, long arg)
 {
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+static inline int rn_sys_bind(int fd, const struct sockaddr *a, socklen_t len)
+{
+	return (int)syscall(SYS_bind, fd, a, len);
+}
+
+static inline int rn_sys_getpeername(int fd, struct sockaddr *a, socklen_t *len)
+{
+	return (int)syscall(SYS_getpeername, fd, a, len);
+}
+
+/* openat(AT_FDCWD, ...): for the few files ri2n reads itself (/proc/self/status). */
+static inline int rn_sys_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+static inline pid_t rn_sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
 }
 
 /* A wait that is never a cancellation point (sigmask NULL: the thread's own). */

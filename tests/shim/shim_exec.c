@@ -1,0 +1,337 @@
+/*
+ * shim_exec.c - a plain TCP program (no ri2n of its own: run it under
+ * ri2n-run) that hands its connections across exec and into a seccomp
+ * sandbox, as an SSH daemon does (docs/RI2N-RUN.md, "Processes and threads").
+ *
+ *   shim_exec exec EXEC_PEER   a server accepts, forks, and the child execs
+ *                              EXEC_PEER with the connection inherited: it
+ *                              must see the client's rail address and port
+ *                              in getpeername, ours in getsockname, a TCP
+ *                              socket in SO_DOMAIN/SO_PROTOCOL, and echo a
+ *                              verified pattern; then the same with the
+ *                              client's end
+ *   shim_exec seccomp          a forked child sandboxes itself (read, write,
+ *                              exit only) and echoes on the connection it
+ *                              inherited
+ *   shim_exec seccomp-owner    a child makes its own connection, sandboxes
+ *                              its thread and echoes on it
+ *
+ * Both ends are in this process and its children, over RAIL (198.18.1.1,
+ * tests/api/run.sh's namespace).  Exit 0, or 1 with a line on stderr; every
+ * wait is bounded.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ri2n_kit.h"
+#include "../api/seccomp_filter.h"
+
+#define RAIL "198.18.1.1"
+#define ECHO_BYTES (4u << 20)
+#define WAIT_MS 30000
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shim_exec: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *name_str(int fd, int peer, char *buf)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	char ip[INET_ADDRSTRLEN];
+
+	if ((peer ? getpeername(fd, (struct sockaddr *)&a, &len) :
+		    getsockname(fd, (struct sockaddr *)&a, &len)) < 0 || a.sin_family != AF_INET)
+		die("fd %d: %s: %s", fd, peer ? "getpeername" : "getsockname", strerror(errno));
+	inet_ntop(AF_INET, &a.sin_addr, ip, sizeof(ip));
+	snprintf(buf, 40, "%s:%u", ip, ntohs(a.sin_port));
+	return buf;
+}
+
+/* A listener on every address (ri2n-run converts it) and its port. */
+static int listener(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) < 0)
+		die("listener: %s", strerror(errno));
+	*port = ntohs(a.sin_port);
+	return l;
+}
+
+static int connect_rail(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, RAIL, &a.sin_addr);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -1;
+	return c;
+}
+
+static int accept_within(int l)
+{
+	struct pollfd p = { .fd = l, .events = POLLIN };
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		die("no connection to accept within %d ms", WAIT_MS);
+	return accept(l, NULL, NULL);
+}
+
+/*
+ * Writes `total` bytes of pattern `seed` on fd and reads them back, every
+ * byte checked; shut: then shutdown(SHUT_WR).  Non-blocking, in one poll loop.
+ */
+static void echo_through(int fd, uint64_t total, uint64_t seed, int shut)
+{
+	static uint8_t tx[64 * 1024], rx[64 * 1024];
+	uint64_t sent = 0, got = 0, end = now_ms() + WAIT_MS;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while (got < total) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (sent < total ? POLLOUT : 0) };
+		ssize_t n;
+
+		if (now_ms() > end)
+			die("echo: %llu of %llu bytes back after %d ms", (unsigned long long)got,
+			    (unsigned long long)total, WAIT_MS);
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		if (sent < total && (p.revents & POLLOUT)) {
+			size_t k = total - sent < sizeof(tx) ? (size_t)(total - sent) : sizeof(tx);
+
+			kit_pattern_fill(tx, seed, sent, k);
+			n = write(fd, tx, k);
+			if (n > 0)
+				sent += (uint64_t)n;
+			else if (n < 0 && errno != EAGAIN)
+				die("echo: write: %s", strerror(errno));
+			if (sent == total && shut)
+				shutdown(fd, SHUT_WR);
+		}
+		n = read(fd, rx, sizeof(rx));
+		if (n == 0)
+			die("echo: end of stream after %llu bytes", (unsigned long long)got);
+		if (n < 0 && errno != EAGAIN)
+			die("echo: read: %s", strerror(errno));
+		if (n > 0) {
+			if (kit_pattern_check(rx, seed, got, (size_t)n) != 0)
+				die("echo: byte %llu onwards is wrong", (unsigned long long)got);
+			got += (uint64_t)n;
+		}
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+}
+
+static void reap_clean(pid_t pid, const char *who)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	int st;
+
+	while (waitpid(pid, &st, WNOHANG) != pid) {
+		if (now_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			die("%s did not finish within %d ms", who, WAIT_MS);
+		}
+		usleep(10000);
+	}
+	if (WIFSIGNALED(st))
+		die("%s died of signal %d%s", who, WTERMSIG(st),
+		    WTERMSIG(st) == SIGSYS ? " (SIGSYS: a system call its sandbox forbids)" : "");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		die("%s failed: exit %d", who, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static pid_t fork_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return pid;
+}
+
+/* fork, and exec_peer with `give` inherited; `keep` echoes through it. */
+static void hand_over_exec(const char *exec_peer, int keep, int give, uint64_t seed)
+{
+	char fd[16], peer[40], local[40], mine[40], bytes[24], sd[24];
+	pid_t pid;
+
+	name_str(give, 1, peer);
+	name_str(give, 0, local);
+	if (strcmp(peer, name_str(keep, 0, mine)) != 0)
+		die("fd %d: peer %s, but the other end is %s", give, peer, mine);
+	snprintf(fd, sizeof(fd), "%d", give);
+	snprintf(bytes, sizeof(bytes), "%u", ECHO_BYTES);
+	snprintf(sd, sizeof(sd), "%llu", (unsigned long long)seed);
+	pid = fork_child();
+	if (pid == 0) {
+		close(keep);
+		execl(exec_peer, exec_peer, fd, peer, local, bytes, sd, (char *)NULL);
+		_exit(127);
+	}
+	echo_through(keep, ECHO_BYTES, seed, 0);
+	reap_clean(pid, "the exec'd program");
+}
+
+static void pair(int *c, int *s)
+{
+	uint16_t port;
+	int l = listener(&port);
+
+	*c = connect_rail(port);
+	if (*c < 0)
+		die("connect: %s", strerror(errno));
+	*s = accept_within(l);
+	if (*s < 0)
+		die("accept: %s", strerror(errno));
+	close(l);
+}
+
+/* In a sandbox: echoes total bytes of pattern seed, then waits for the end. 0 or an exit code. */
+static int sandboxed_echo(int fd, uint64_t total, uint64_t seed)
+{
+	static uint8_t buf[64 * 1024];
+	uint64_t off = 0;
+	ssize_t n, w;
+
+	while (off < total) {
+		n = read(fd, buf, sizeof(buf) < total - off ? sizeof(buf) : (size_t)(total - off));
+		if (n <= 0)
+			return 20;
+		if (kit_pattern_check(buf, seed, off, (size_t)n) != 0)
+			return 21;
+		for (ssize_t done = 0; done < n; done += w)
+			if ((w = write(fd, buf + done, (size_t)(n - done))) <= 0)
+				return 22;
+		off += (uint64_t)n;
+	}
+	return read(fd, buf, 1) == 0 ? 0 : 23;
+}
+
+static const int g_calls[] = { SANDBOX_ECHO_CALLS };
+#define NCALLS ((int)(sizeof(g_calls) / sizeof(g_calls[0])))
+
+static void seccomp_forked(void)
+{
+	uint8_t b[16];
+	int c, s;
+	pid_t pid;
+
+	pair(&c, &s);
+	/* a first exchange both ways on the fast path, before the fork */
+	kit_pattern_fill(b, 7, 0, sizeof(b));
+	if (write(c, b, sizeof(b)) != (ssize_t)sizeof(b) || read(s, b, sizeof(b)) != (ssize_t)sizeof(b) ||
+	    kit_pattern_check(b, 7, 0, sizeof(b)) || write(s, b, sizeof(b)) != (ssize_t)sizeof(b) ||
+	    read(c, b, sizeof(b)) != (ssize_t)sizeof(b) || kit_pattern_check(b, 7, 0, sizeof(b)))
+		die("first exchange: %s", strerror(errno));
+	pid = fork_child();
+	if (pid == 0) {
+		close(c);
+		if (sandbox_only(g_calls, NCALLS) < 0)
+			_exit(19);
+		SANDBOX_EXIT(sandboxed_echo(s, ECHO_BYTES, 8));
+	}
+	echo_through(c, ECHO_BYTES, 8, 1);
+	reap_clean(pid, "the sandboxed child");
+	close(c);
+	close(s);
+}
+
+static void seccomp_owner(void)
+{
+	uint16_t port;
+	int l = listener(&port), s;
+	pid_t pid = fork_child();
+
+	if (pid == 0) {
+		uint8_t b[16];
+		int c = connect_rail(port);
+
+		close(l);
+		if (c < 0)
+			_exit(18);
+		if (read(c, b, 16) != 16 || kit_pattern_check(b, 9, 0, 16) || write(c, b, 16) != 16)
+			_exit(17);
+		if (sandbox_only(g_calls, NCALLS) < 0)
+			_exit(19);
+		SANDBOX_EXIT(sandboxed_echo(c, ECHO_BYTES, 10));
+	}
+	s = accept_within(l);
+	if (s < 0)
+		die("accept: %s", strerror(errno));
+	echo_through(s, 16, 9, 0);
+	/*
+	 * The end only once every byte is back: in its sandbox the process's
+	 * exit does not wait for ri2n to deliver what it wrote (as _exit).
+	 */
+	echo_through(s, ECHO_BYTES, 10, 0);
+	shutdown(s, SHUT_WR);
+	reap_clean(pid, "the sandboxed process");
+	close(s);
+	close(l);
+}
+
+int main(int argc, char **argv)
+{
+	int c, s;
+
+	signal(SIGPIPE, SIG_IGN);
+	alarm(120); /* a hang fails (SIGALRM kills) rather than stalls */
+	if (argc == 3 && strcmp(argv[1], "exec") == 0) {
+		pair(&c, &s);
+		hand_over_exec(argv[2], c, s, 5);
+		close(s);
+		close(c);
+		pair(&c, &s);
+		hand_over_exec(argv[2], s, c, 6);
+		close(s);
+		close(c);
+	} else if (argc >= 2 && strcmp(argv[1], "seccomp") == 0) {
+		seccomp_forked();
+	} else if (argc >= 2 && strcmp(argv[1], "seccomp-owner") == 0) {
+		seccomp_owner();
+	} else {
+		die("usage: shim_exec exec EXEC_PEER | seccomp | seccomp-owner");
+	}
+	printf("shim_exec %s: ok\n", argv[1]);
+	return 0;
+}
