@@ -19,6 +19,9 @@
 
 #include "rn_api.h"
 #include "rn_sandbox.h"
+#ifdef RN_IN_SHIM
+#include "rn_shim.h"
+#endif
 
 #define RN_SC_API __attribute__((visibility("default")))
 
@@ -46,11 +49,18 @@ RN_SC_API int prctl(int option, ...)
 	if (option == PR_SET_SECCOMP || (option == PR_SET_NO_NEW_PRIVS && a[0] == 1)) {
 		int first = !rn_sandbox_on();
 
-		rn_sandbox_enter(option == PR_SET_SECCOMP ? "prctl(PR_SET_SECCOMP)" :
-							    "prctl(PR_SET_NO_NEW_PRIVS)");
-		/* bytes the fast path read ahead must be where the plain reads look */
-		if (first)
+		const char *how = option == PR_SET_SECCOMP ? "prctl(PR_SET_SECCOMP)" :
+							     "prctl(PR_SET_NO_NEW_PRIVS)";
+
+		rn_sandbox_enter(how);
+		if (first) {
+			/* bytes the fast path read ahead must be where the plain reads look */
 			rn_api_all_to_descriptor();
+#ifdef RN_IN_SHIM
+			rn_shim_log("%s: a seccomp sandbox: the shim steps aside (every call passes "
+				    "straight on; ri2n sockets carry data through their descriptor)", how);
+#endif
+		}
 	}
 	if (!g_real_prctl)
 		seccomp_init(); /* called before our constructor ran (another library's) */

@@ -8,6 +8,8 @@
  *     itself): the new image's ri2n_getpeername names the client's rail
  *     address and port, ri2n_getsockname ours, and the bytes it echoes are
  *     verified (the accepted end, and the connecting end);
+ *   - a connection sent over SCM_RIGHTS to a process forked before it
+ *     existed: the same answers there, and verified bytes;
  *   - a forked child that locks itself in a seccomp sandbox allowing only
  *     read, write and exit (privilege separation) moves verified bytes on
  *     the descriptor it inherited and exits normally (no SIGSYS);
@@ -44,6 +46,20 @@ static const char *name_str(int fd, int peer)
 
 	assert_int_equal(peer ? ri2n_getpeername(fd, SA(&a), &len) : ri2n_getsockname(fd, SA(&a), &len), 0);
 	return sin_str(&a);
+}
+
+/* name_str for a child (no assertion): "" when the call fails. */
+static const char *name_str_or(int fd, int peer)
+{
+	static char buf[32];
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	memset(buf, 0, sizeof(buf));
+	if ((peer ? ri2n_getpeername(fd, SA(&a), &len) : ri2n_getsockname(fd, SA(&a), &len)) == 0 &&
+	    len == sizeof(a))
+		snprintf(buf, sizeof(buf), "%s", sin_str(&a));
+	return buf;
 }
 
 /*
@@ -101,12 +117,52 @@ static void test_exec_connected(void **state)
 	assert_int_equal(ri2n_close(s), 0);
 }
 
+/* Sends descriptor fd and the text `what` over the AF_UNIX socket u (SCM_RIGHTS). */
+static void send_fd(int u, int fd, const char *what, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { (void *)what, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	assert_int_equal(sendmsg(u, &m, 0), (ssize_t)len);
+}
+
+/* The descriptor sent over u, with its text in what[len]; -1 if none came. */
+static int recv_fd(int u, char *what, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { what, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h;
+	int fd = -1;
+
+	if (recvmsg(u, &m, MSG_WAITALL) != (ssize_t)len)
+		return -1;
+	for (h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	return fd;
+}
+
 /*
- * In a sandboxed child: echoes `total` bytes of pattern `seed` on fd, then
- * waits for the end of the stream.  0, or a nonzero exit code (no stdio:
- * the sandbox allows nothing but read, write and exit).
+ * In a child (sandboxed or not): echoes `total` bytes of pattern `seed` on
+ * fd, then waits for the end of the stream.  0, or a nonzero exit code (no
+ * stdio: a sandbox allows nothing but read, write and exit).
  */
-static int sandboxed_echo(int fd, uint64_t total, uint32_t seed)
+static int echo_back(int fd, uint64_t total, uint32_t seed)
 {
 	static uint8_t buf[64 * 1024];
 	uint64_t off = 0;
@@ -139,6 +195,50 @@ static void expect_clean_exit(pid_t pid, const char *who)
 		fail_msg("%s failed: exit %d", who, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/*
+ * A connection sent over SCM_RIGHTS to a process forked before it existed:
+ * there ri2n_getpeername and ri2n_getsockname name it, ri2n_getsockopt
+ * answers SO_TYPE, and its bytes echo back verified.
+ */
+static void test_scm_rights(void **state)
+{
+	char names[64], got[64];
+	int u[2], c, s;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, u), 0);
+	pid = fork_child();
+	if (pid == 0) {
+		int fd, type = 0;
+		socklen_t tl = sizeof(type);
+
+		close(u[0]);
+		fd = recv_fd(u[1], names, sizeof(names));
+		if (fd < 0)
+			_exit(30);
+		memset(got, 0, sizeof(got));
+		snprintf(got, sizeof(got), "%s", name_str_or(fd, 1));
+		snprintf(got + 32, 32, "%s", name_str_or(fd, 0));
+		if (memcmp(got, names, 32) || memcmp(got + 32, names + 32, 32))
+			_exit(31);
+		if (ri2n_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM)
+			_exit(32);
+		_exit(echo_back(fd, ECHO_BYTES, 51));
+	}
+	close(u[1]);
+	connect_pair(&c, &s);
+	memset(names, 0, sizeof(names));
+	snprintf(names, 32, "%s", name_str(s, 1));
+	snprintf(names + 32, 32, "%s", name_str(s, 0));
+	send_fd(u[0], s, names, sizeof(names));
+	flow1(c, 51, ECHO_BYTES, 51, ECHO_BYTES, 1, 0);
+	expect_clean_exit(pid, "the process that got the connection over SCM_RIGHTS");
+	close(u[0]);
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+}
+
 /* A forked child sandboxes itself and echoes on the connection it inherited. */
 static void test_seccomp_forked_child(void **state)
 {
@@ -153,7 +253,7 @@ static void test_seccomp_forked_child(void **state)
 		close(c);
 		if (sandbox_only(g_calls, (int)(sizeof(g_calls) / sizeof(g_calls[0]))) < 0)
 			_exit(19);
-		SANDBOX_EXIT(sandboxed_echo(s, ECHO_BYTES, 42));
+		SANDBOX_EXIT(echo_back(s, ECHO_BYTES, 42));
 	}
 	flow1(c, 42, ECHO_BYTES, 42, ECHO_BYTES, 1, 0);
 	expect_clean_exit(pid, "the sandboxed child");
@@ -187,7 +287,10 @@ static void test_seccomp_owner(void **state)
 			_exit(17);
 		if (sandbox_only(g_calls, (int)(sizeof(g_calls) / sizeof(g_calls[0]))) < 0)
 			_exit(19);
-		SANDBOX_EXIT(sandboxed_echo(c, ECHO_BYTES, 44));
+		/* ri2n's own calls on it say it is not theirs now, without a system call */
+		if (ri2n_send(c, b, 1, MSG_NOSIGNAL) != -1 || errno != ENOTSOCK)
+			_exit(16);
+		SANDBOX_EXIT(echo_back(c, ECHO_BYTES, 44));
 	}
 	s = accept_within(l, 10000, &peer);
 	flow1(s, 43, 16, 43, 16, 0, 0);
@@ -242,6 +345,7 @@ int main(int argc, char **argv)
 	static const struct CMUnitTest tests[] = {
 		T(test_exec_accepted),
 		T(test_exec_connected),
+		T(test_scm_rights),
 		T(test_seccomp_forked_child),
 		T(test_seccomp_owner),
 	};

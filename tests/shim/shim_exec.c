@@ -9,7 +9,8 @@
  *                              in getpeername, ours in getsockname, a TCP
  *                              socket in SO_DOMAIN/SO_PROTOCOL, and echo a
  *                              verified pattern; then the same with the
- *                              client's end
+ *                              client's end, and with a connection sent
+ *                              over SCM_RIGHTS to a child that execs it
  *   shim_exec seccomp          a forked child sandboxes itself (read, write,
  *                              exit only) and echoes on the connection it
  *                              inherited
@@ -212,6 +213,92 @@ static void hand_over_exec(const char *exec_peer, int keep, int give, uint64_t s
 	reap_clean(pid, "the exec'd program");
 }
 
+/* Sends descriptor fd over the AF_UNIX socket u (SCM_RIGHTS). */
+static void send_fd(int u, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { "f", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	if (sendmsg(u, &m, 0) != 1)
+		die("sendmsg SCM_RIGHTS: %s", strerror(errno));
+}
+
+/* The descriptor sent over u, or -1. */
+static int recv_fd(int u)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	char b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h;
+	int fd = -1;
+
+	if (recvmsg(u, &m, 0) != 1)
+		return -1;
+	for (h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	return fd;
+}
+
+static void pair(int *c, int *s);
+
+/*
+ * A child forked before the connection exists gets it over SCM_RIGHTS and
+ * execs exec_peer with it (the addresses go along in the arguments).
+ */
+static void hand_over_scm(const char *exec_peer, uint64_t seed)
+{
+	char fd[16], peer[40], local[40], mine[40], bytes[24], sd[24];
+	int u[2], c, s, got;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, u) < 0)
+		die("socketpair: %s", strerror(errno));
+	pid = fork_child();
+	if (pid == 0) {
+		close(u[0]);
+		got = recv_fd(u[1]);
+		if (got < 0 || read(u[1], peer, sizeof(peer)) != (ssize_t)sizeof(peer) ||
+		    read(u[1], local, sizeof(local)) != (ssize_t)sizeof(local))
+			_exit(126);
+		snprintf(fd, sizeof(fd), "%d", got);
+		snprintf(bytes, sizeof(bytes), "%u", ECHO_BYTES);
+		snprintf(sd, sizeof(sd), "%llu", (unsigned long long)seed);
+		execl(exec_peer, exec_peer, fd, peer, local, bytes, sd, (char *)NULL);
+		_exit(127);
+	}
+	close(u[1]);
+	pair(&c, &s);
+	name_str(s, 1, peer);
+	name_str(s, 0, local);
+	if (strcmp(peer, name_str(c, 0, mine)) != 0)
+		die("fd %d: peer %s, but the other end is %s", s, peer, mine);
+	send_fd(u[0], s);
+	if (write(u[0], peer, sizeof(peer)) != (ssize_t)sizeof(peer) ||
+	    write(u[0], local, sizeof(local)) != (ssize_t)sizeof(local))
+		die("write to the child: %s", strerror(errno));
+	close(s); /* the child's copy is the connection's only one now */
+	echo_through(c, ECHO_BYTES, seed, 0);
+	reap_clean(pid, "the program that got the connection over SCM_RIGHTS");
+	close(c);
+	close(u[0]);
+}
+
 static void pair(int *c, int *s)
 {
 	uint16_t port;
@@ -325,6 +412,7 @@ int main(int argc, char **argv)
 		hand_over_exec(argv[2], s, c, 6);
 		close(s);
 		close(c);
+		hand_over_scm(argv[2], 11);
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp") == 0) {
 		seccomp_forked();
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp-owner") == 0) {
