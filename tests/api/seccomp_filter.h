@@ -63,8 +63,15 @@ static inline int sandbox_only(const int *nr, int n)
 /*
  * What a sandboxed echo needs: read and write its socket, leave with exit()
  * or _exit() (exit_group; exit for a thread), return from a signal handler.
+ * A sanitizer's runtime takes down its signal stack once the filter is in
+ * (its prctl interceptor): sigaltstack too, there.
  */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANDBOX_ECHO_CALLS SYS_read, SYS_write, SYS_exit_group, SYS_exit, SYS_rt_sigreturn, \
+			   SYS_sigaltstack
+#else
 #define SANDBOX_ECHO_CALLS SYS_read, SYS_write, SYS_exit_group, SYS_exit, SYS_rt_sigreturn
+#endif
 
 /*
  * How a sandboxed child leaves: exit(), so that ri2n's exit handlers run in

@@ -392,6 +392,10 @@ static void seccomp_owner(void)
 	 */
 	echo_through(s, ECHO_BYTES, 10, 0);
 	shutdown(s, SHUT_WR);
+	/*
+	 * Its exit may not have acknowledged our FIN (as after _exit): our own
+	 * exit may wait RI2N_EXIT_LINGER_MS for it (2 s in the ctest).
+	 */
 	reap_clean(pid, "the sandboxed process");
 	close(s);
 	close(l);
