@@ -401,6 +401,15 @@ static void seccomp_owner(void)
 	close(l);
 }
 
+#if defined(__SANITIZE_THREAD__)
+/* a forked child starts an engine thread of its own (seccomp-owner) */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	int c, s;
