@@ -23,10 +23,11 @@
 
 /*
  * no_new_privs, then a filter allowing the n calls in nr[] (and nothing of
- * another architecture).  0, or -1 with errno.  The two prctl calls are the
- * program's own, as in OpenSSH's sandbox.
+ * another architecture), or with deny, allowing everything but them.  0, or
+ * -1 with errno.  The two prctl calls are the program's own, as in
+ * OpenSSH's sandbox.
  */
-static inline int sandbox_only(const int *nr, int n)
+static inline int sandbox_filter(const int *nr, int n, int deny)
 {
 #ifdef SANDBOX_ARCH
 	struct sock_filter f[64];
@@ -45,9 +46,11 @@ static inline int sandbox_only(const int *nr, int n)
 					      offsetof(struct seccomp_data, nr));
 	for (int i = 0; i < n; i++) {
 		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr[i], 0, 1);
-		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+						      deny ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ALLOW);
 	}
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+					      deny ? SECCOMP_RET_ALLOW : SECCOMP_RET_KILL_PROCESS);
 	prog = (struct sock_fprog){ .len = (unsigned short)k, .filter = f };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
@@ -55,10 +58,24 @@ static inline int sandbox_only(const int *nr, int n)
 #else
 	(void)nr;
 	(void)n;
+	(void)deny;
 	errno = ENOSYS;
 	return -1;
 #endif
 }
+
+/* A sandbox that allows only the n calls in nr[]. */
+static inline int sandbox_only(const int *nr, int n)
+{
+	return sandbox_filter(nr, n, 0);
+}
+
+/*
+ * A filter a program execs under (inherited across exec): everything but
+ * getsockopt, which ri2n's descriptor checks use (a socket cookie) and which
+ * the exec'd program itself then never calls.
+ */
+#define SANDBOX_EXEC_DENIED SYS_getsockopt
 
 /*
  * What a sandboxed echo needs: read and write its socket, leave with exit()

@@ -16,6 +16,10 @@
  *                              inherited
  *   shim_exec seccomp-owner    a child makes its own connection, sandboxes
  *                              its thread and echoes on it
+ *   shim_exec seccomp-exec EXEC_PEER
+ *                              a forked child sets a filter without
+ *                              getsockopt and execs EXEC_PEER, which
+ *                              echoes on the connection it inherited
  *
  * Both ends are in this process and its children, over RAIL (198.18.1.1,
  * tests/api/run.sh's namespace).  Exit 0, or 1 with a line on stderr; every
@@ -410,6 +414,36 @@ const char *__tsan_default_options(void)
 }
 #endif
 
+/*
+ * A forked child locks itself in a sandbox that forbids getsockopt and
+ * execs exec_peer with the connection: the shim, loaded under the filter,
+ * sees it at load and steps aside (adopting the descriptor would ask its
+ * socket cookie by getsockopt).
+ */
+static void seccomp_exec(const char *exec_peer)
+{
+	static const int denied[] = { SANDBOX_EXEC_DENIED };
+	char fd[16], bytes[24];
+	int c, s;
+	pid_t pid;
+
+	pair(&c, &s);
+	snprintf(fd, sizeof(fd), "%d", s);
+	snprintf(bytes, sizeof(bytes), "%u", ECHO_BYTES);
+	pid = fork_child();
+	if (pid == 0) {
+		close(c);
+		if (sandbox_filter(denied, 1, 1) < 0)
+			_exit(19);
+		execl(exec_peer, exec_peer, fd, "-", "-", bytes, "12", (char *)NULL);
+		_exit(127);
+	}
+	echo_through(c, ECHO_BYTES, 12, 0);
+	reap_clean(pid, "the program exec'd under a filter");
+	close(c);
+	close(s);
+}
+
 int main(int argc, char **argv)
 {
 	int c, s;
@@ -430,8 +464,11 @@ int main(int argc, char **argv)
 		seccomp_forked();
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp-owner") == 0) {
 		seccomp_owner();
+	} else if (argc == 3 && strcmp(argv[1], "seccomp-exec") == 0) {
+		seccomp_exec(argv[2]);
 	} else {
-		die("usage: shim_exec exec EXEC_PEER | seccomp | seccomp-owner");
+		die("usage: shim_exec exec EXEC_PEER | seccomp | seccomp-owner | "
+		    "seccomp-exec EXEC_PEER");
 	}
 	printf("shim_exec %s: ok\n", argv[1]);
 	return 0;
