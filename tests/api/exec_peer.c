@@ -120,7 +120,7 @@ static void echo(int fd, uint64_t total, uint64_t seed)
 
 int main(int argc, char **argv)
 {
-	int fd, one = 1;
+	int fd, one = 1, tos = 0x10; /* IPTOS_LOWDELAY, as OpenSSH sets for a session */
 
 	if (argc != 6)
 		die("usage: exec_peer FD PEER LOCAL BYTES SEED");
@@ -146,8 +146,12 @@ int main(int argc, char **argv)
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		die("setsockopt TCP_NODELAY: %s", strerror(errno));
 	check_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
+	if (setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) < 0)
+		die("setsockopt IP_TOS: %s", strerror(errno));
+	check_opt(fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS");
 #else
 	(void)one;
+	(void)tos;
 #endif
 	check_opt(fd, SOL_SOCKET, SO_ERROR, 0, "SO_ERROR");
 	echo(fd, strtoull(argv[4], NULL, 10), strtoull(argv[5], NULL, 10));
