@@ -118,9 +118,13 @@ static int accept_within(int l)
 	return accept(l, NULL, NULL);
 }
 
+static pid_t g_child; /* the child at the other end of an echo: its death ends the wait */
+
+
 /*
  * Writes `total` bytes of pattern `seed` on fd and reads them back, every
- * byte checked; shut: then shutdown(SHUT_WR).  Non-blocking, in one poll loop.
+ * byte checked; shut: then shutdown(SHUT_WR).  Non-blocking, in one poll
+ * loop; a child (g_child) that dies before the echo is done fails at once.
  */
 static void echo_through(int fd, uint64_t total, uint64_t seed, int shut)
 {
@@ -135,8 +139,19 @@ static void echo_through(int fd, uint64_t total, uint64_t seed, int shut)
 		if (now_ms() > end)
 			die("echo: %llu of %llu bytes back after %d ms", (unsigned long long)got,
 			    (unsigned long long)total, WAIT_MS);
-		if (poll(&p, 1, 100) <= 0)
+		if (poll(&p, 1, 100) <= 0) {
+			siginfo_t si = { 0 };
+
+			/* peeked, not reaped (WNOWAIT): reap_clean still finds it */
+			if (g_child > 0 &&
+			    waitid(P_PID, (id_t)g_child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+			    si.si_pid == g_child && (si.si_code != CLD_EXITED || si.si_status != 0))
+				die("the child at the other end %s %d%s",
+				    si.si_code == CLD_EXITED ? "failed: exit" : "died of signal",
+				    si.si_status, si.si_status == SIGSYS && si.si_code != CLD_EXITED ?
+						      " (SIGSYS: a system call its sandbox forbids)" : "");
 			continue;
+		}
 		if (sent < total && (p.revents & POLLOUT)) {
 			size_t k = total - sent < sizeof(tx) ? (size_t)(total - sent) : sizeof(tx);
 
@@ -191,6 +206,7 @@ static pid_t fork_child(void)
 		die("fork: %s", strerror(errno));
 	if (pid == 0)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	g_child = pid;
 	return pid;
 }
 
