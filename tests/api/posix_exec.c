@@ -244,21 +244,31 @@ static void test_scm_rights(void **state)
 /* A forked child sandboxes itself and echoes on the connection it inherited. */
 static void test_seccomp_forked_child(void **state)
 {
-	int c, s;
+	char line[4096];
+	int c, s, log[2];
+	ssize_t n;
 	pid_t pid;
 
 	(void)state;
+	assert_int_equal(pipe2(log, O_NONBLOCK), 0);
 	connect_pair(&c, &s);
 	flow2(c, s, 64 * KIB, 64 * KIB, 0, 41); /* the fast path has been used on both */
 	pid = fork_child();
 	if (pid == 0) {
 		close(c);
+		dup2(log[1], 2); /* ri2n's line (RI2N_LOG=info, main) */
 		if (sandbox_only(g_calls, (int)(sizeof(g_calls) / sizeof(g_calls[0]))) < 0)
 			_exit(19);
 		SANDBOX_EXIT(echo_back(s, ECHO_BYTES, 42));
 	}
+	close(log[1]);
 	flow1(c, 42, ECHO_BYTES, 42, ECHO_BYTES, 1, 0);
 	expect_clean_exit(pid, "the sandboxed child");
+	n = read(log[0], line, sizeof(line) - 1);
+	line[n > 0 ? n : 0] = 0;
+	close(log[0]);
+	if (!strstr(line, "prctl(PR_SET_NO_NEW_PRIVS): a seccomp sandbox; ri2n steps aside"))
+		fail_msg("the sandboxed child did not say ri2n steps aside; its stderr: \"%s\"", line);
 	assert_int_equal(ri2n_close(c), 0);
 	assert_int_equal(ri2n_close(s), 0);
 }
@@ -403,6 +413,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	setenv("RI2N_EXIT_LINGER_MS", "2000", 0); /* test_seccomp_owner's peer may leave unacknowledged */
+	setenv("RI2N_LOG", "info", 1); /* test_seccomp_forked_child reads the line of the sandbox */
 	signal(SIGALRM, on_alarm);
 	if (argc > 2)
 		cmocka_set_test_filter(argv[2]);

@@ -357,12 +357,28 @@ static int sandboxed_echo(int fd, uint64_t total, uint64_t seed)
 static const int g_calls[] = { SANDBOX_ECHO_CALLS };
 #define NCALLS ((int)(sizeof(g_calls) / sizeof(g_calls[0])))
 
+/*
+ * The shim's line (RI2N_RUN_VERBOSE, set in main) from the child's stderr,
+ * the pipe log_r: it must say it steps aside, and when.
+ */
+static void expect_step_aside_line(int log_r)
+{
+	char buf[4096];
+	ssize_t n = read(log_r, buf, sizeof(buf) - 1);
+
+	buf[n > 0 ? n : 0] = 0;
+	if (!strstr(buf, "prctl(PR_SET_NO_NEW_PRIVS): a seccomp sandbox: the shim steps aside"))
+		die("the sandboxed child did not say it steps aside; its stderr: \"%s\"", buf);
+}
+
 static void seccomp_forked(void)
 {
 	uint8_t b[16];
-	int c, s;
+	int c, s, log[2];
 	pid_t pid;
 
+	if (pipe2(log, O_NONBLOCK) < 0)
+		die("pipe: %s", strerror(errno));
 	pair(&c, &s);
 	/* a first exchange both ways on the fast path, before the fork */
 	kit_pattern_fill(b, 7, 0, sizeof(b));
@@ -373,12 +389,16 @@ static void seccomp_forked(void)
 	pid = fork_child();
 	if (pid == 0) {
 		close(c);
+		dup2(log[1], 2);
 		if (sandbox_only(g_calls, NCALLS) < 0)
 			_exit(19);
 		SANDBOX_EXIT(sandboxed_echo(s, ECHO_BYTES, 8));
 	}
+	close(log[1]);
 	echo_through(c, ECHO_BYTES, 8, 1);
 	reap_clean(pid, "the sandboxed child");
+	expect_step_aside_line(log[0]);
+	close(log[0]);
 	close(c);
 	close(s);
 }
@@ -477,6 +497,7 @@ int main(int argc, char **argv)
 		close(c);
 		hand_over_scm(argv[2], 11);
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp") == 0) {
+		setenv("RI2N_RUN_VERBOSE", "1", 1); /* the line the sandboxed child writes */
 		seccomp_forked();
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp-owner") == 0) {
 		seccomp_owner();
