@@ -10,6 +10,13 @@
  * own system calls go through syscall() too).  Either one, seen here before
  * it reaches the kernel, switches ri2n off for the rest of the process's
  * life; the log line is written while every call is still allowed.
+ *
+ * A filter already there at load (inherited across exec) means stepping
+ * aside from the start under ri2n-run only: the program did not choose ri2n,
+ * so its TCP staying TCP is the safe answer to a filter the shim cannot
+ * read.  A program linked with libri2n chose it, like any library it links:
+ * whoever filters it allows ri2n's calls (a systemd unit's SystemCallFilter),
+ * and ri2n works there as anywhere.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +26,7 @@
 
 #include "rn_api.h"
 #include "rn_sandbox.h"
+#include "rn_sys.h"
 #ifdef RN_IN_SHIM
 #include "rn_shim.h"
 #endif
@@ -32,7 +40,18 @@ __attribute__((constructor)) static void seccomp_init(void)
 	int saved = errno;
 
 	*(void **)&g_real_prctl = dlsym(RTLD_NEXT, "prctl");
+#ifdef RN_IN_SHIM
 	rn_sandbox_check_at_load();
+	if (rn_sandbox_on() && rn_shim_verbose()) {
+		/* no pid in it: getpid may be what the filter forbids; write rarely is */
+		static const char line[] = "ri2n-run: started under a seccomp filter: the shim "
+					   "steps aside (TCP stays TCP; calls pass straight on)\n";
+
+		if (rn_sys_write(2, line, sizeof(line) - 1) < 0) {
+			/* nowhere to say it */
+		}
+	}
+#endif
 	errno = saved;
 }
 

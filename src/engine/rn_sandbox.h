@@ -22,7 +22,7 @@ int rn_sandbox_on(void);
 void rn_sandbox_enter(const char *how);
 
 /*
- * At load: a filter inherited across exec (/proc/self/status "Seccomp:"
+ * At load (ri2n-run's shim): a filter inherited across exec (/proc/self/status "Seccomp:"
  * other than 0) means stepping aside from the start, without a log line.
  * The check opens and reads a file, as the dynamic loader just did to load
  * ri2n.

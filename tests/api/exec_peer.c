@@ -7,9 +7,9 @@
  *   exec_peer FD PEER LOCAL BYTES SEED
  *
  * PEER and LOCAL are "a.b.c.d:port": what getpeername and getsockname must
- * answer; "-" for both: the program runs under a seccomp filter it inherited
- * (no getsockopt), where ri2n steps aside: the two calls must merely not
- * kill it, no option is asked, and the echo must work.  Built twice: exec_peer asks the plain calls (under ri2n-run the
+ * answer; "-" for both: the program runs under ri2n-run and a seccomp filter
+ * it inherited (no getsockopt), where the shim steps aside: the two calls
+ * must merely not kill it, no option is asked, and the echo must work.  Built twice: exec_peer asks the plain calls (under ri2n-run the
  * shim answers them), exec_peer_ri2n (linked with libri2n) asks
  * ri2n_getpeername, ri2n_getsockname and ri2n_getsockopt.  Reads BYTES of
  * pattern SEED (tools/kit), checking every byte, and writes each piece back
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 
-		/* whatever they answer (AF_UNIX's, or ENOTSOCK from ri2n's own calls) */
+		/* whatever they answer (AF_UNIX's: the shim has stepped aside) */
 		(void)GETPEERNAME(fd, (struct sockaddr *)&ss, &len);
 		len = sizeof(ss);
 		(void)GETSOCKNAME(fd, (struct sockaddr *)&ss, &len);

@@ -15,9 +15,7 @@
  *     the descriptor it inherited and exits normally (no SIGSYS);
  *   - a process that made its connection itself and then sandboxes its own
  *     thread does the same: ri2n steps aside and its engine thread (not
- *     sandboxed) serves the descriptor;
- *   - a program exec'd under a filter it inherited (no getsockopt) echoes
- *     on the connection it inherited: ri2n sees the filter at load.
+ *     sandboxed) serves the descriptor.
  *
  * Runs in run.sh's namespace (rails r1 and r2); every wait is bounded.
  *
@@ -274,39 +272,6 @@ static void test_seccomp_forked_child(void **state)
 }
 
 /*
- * A forked child locks itself in a sandbox that forbids getsockopt and
- * execs exec_peer_ri2n with the connection: ri2n, loaded under the filter,
- * sees it at load and makes no call of its own there (its descriptor check
- * asks a socket cookie by getsockopt); ri2n_getpeername then only says
- * ENOTSOCK, and the echo works.
- */
-static void test_seccomp_inherited(void **state)
-{
-	static const int denied[] = { SANDBOX_EXEC_DENIED };
-	char fd[16], bytes[24];
-	int c, s;
-	pid_t pid;
-
-	(void)state;
-	connect_pair(&c, &s);
-	snprintf(fd, sizeof(fd), "%d", s);
-	snprintf(bytes, sizeof(bytes), "%u", ECHO_BYTES);
-	pid = fork_child();
-	if (pid == 0) {
-		close(c);
-		fcntl(s, F_SETFD, 0);
-		if (sandbox_filter(denied, 1, 1) < 0)
-			_exit(19);
-		execl(g_exec_peer, g_exec_peer, fd, "-", "-", bytes, "61", (char *)NULL);
-		_exit(127);
-	}
-	flow1(c, 61, ECHO_BYTES, 61, ECHO_BYTES, 0, 0);
-	expect_clean_exit(pid, "the program exec'd under a filter");
-	assert_int_equal(ri2n_close(c), 0);
-	assert_int_equal(ri2n_close(s), 0);
-}
-
-/*
  * A process with a connection of its own (its engine, its fast path)
  * sandboxes its main thread and echoes on it.
  */
@@ -397,7 +362,6 @@ int main(int argc, char **argv)
 		T(test_scm_rights),
 		T(test_seccomp_forked_child),
 		T(test_seccomp_owner),
-		T(test_seccomp_inherited),
 	};
 
 	if (argc < 2) {

@@ -72,8 +72,8 @@ static inline int sandbox_only(const int *nr, int n)
 
 /*
  * A filter a program execs under (inherited across exec): everything but
- * getsockopt, which ri2n's descriptor checks use (a socket cookie) and which
- * the exec'd program itself then never calls.
+ * getsockopt, which the shim's descriptor checks use (a socket cookie) and
+ * which the exec'd program itself then never calls.
  */
 #define SANDBOX_EXEC_DENIED SYS_getsockopt
 

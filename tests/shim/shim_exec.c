@@ -359,16 +359,16 @@ static const int g_calls[] = { SANDBOX_ECHO_CALLS };
 
 /*
  * The shim's line (RI2N_RUN_VERBOSE, set in main) from the child's stderr,
- * the pipe log_r: it must say it steps aside, and when.
+ * the pipe log_r: it must say it steps aside, and why (`what`).
  */
-static void expect_step_aside_line(int log_r)
+static void expect_step_aside_line(int log_r, const char *what)
 {
 	char buf[4096];
 	ssize_t n = read(log_r, buf, sizeof(buf) - 1);
 
 	buf[n > 0 ? n : 0] = 0;
-	if (!strstr(buf, "prctl(PR_SET_NO_NEW_PRIVS): a seccomp sandbox: the shim steps aside"))
-		die("the sandboxed child did not say it steps aside; its stderr: \"%s\"", buf);
+	if (!strstr(buf, what))
+		die("the sandboxed child did not say \"%s\"; its stderr: \"%s\"", what, buf);
 }
 
 static void seccomp_forked(void)
@@ -397,7 +397,8 @@ static void seccomp_forked(void)
 	close(log[1]);
 	echo_through(c, ECHO_BYTES, 8, 1);
 	reap_clean(pid, "the sandboxed child");
-	expect_step_aside_line(log[0]);
+	expect_step_aside_line(log[0], "prctl(PR_SET_NO_NEW_PRIVS): a seccomp sandbox: the shim "
+				"steps aside");
 	close(log[0]);
 	close(c);
 	close(s);
@@ -460,22 +461,28 @@ static void seccomp_exec(const char *exec_peer)
 {
 	static const int denied[] = { SANDBOX_EXEC_DENIED };
 	char fd[16], bytes[24];
-	int c, s;
+	int c, s, log[2];
 	pid_t pid;
 
+	if (pipe2(log, O_NONBLOCK) < 0)
+		die("pipe: %s", strerror(errno));
 	pair(&c, &s);
 	snprintf(fd, sizeof(fd), "%d", s);
 	snprintf(bytes, sizeof(bytes), "%u", ECHO_BYTES);
 	pid = fork_child();
 	if (pid == 0) {
 		close(c);
+		dup2(log[1], 2);
 		if (sandbox_filter(denied, 1, 1) < 0)
 			_exit(19);
 		execl(exec_peer, exec_peer, fd, "-", "-", bytes, "12", (char *)NULL);
 		_exit(127);
 	}
+	close(log[1]);
 	echo_through(c, ECHO_BYTES, 12, 0);
 	reap_clean(pid, "the program exec'd under a filter");
+	expect_step_aside_line(log[0], "ri2n-run: started under a seccomp filter: the shim steps aside");
+	close(log[0]);
 	close(c);
 	close(s);
 }
@@ -502,6 +509,7 @@ int main(int argc, char **argv)
 	} else if (argc >= 2 && strcmp(argv[1], "seccomp-owner") == 0) {
 		seccomp_owner();
 	} else if (argc == 3 && strcmp(argv[1], "seccomp-exec") == 0) {
+		setenv("RI2N_RUN_VERBOSE", "1", 1); /* the line the exec'd program writes */
 		seccomp_exec(argv[2]);
 	} else {
 		die("usage: shim_exec exec EXEC_PEER | seccomp | seccomp-owner | "
