@@ -11,7 +11,7 @@
  *   - a connection sent over SCM_RIGHTS to a process forked before it
  *     existed: the same answers there, and verified bytes;
  *   - a forked child that locks itself in a seccomp sandbox allowing only
- *     read, write and exit (privilege separation) moves verified bytes on
+ *     poll, read, write and exit (privilege separation) moves verified bytes on
  *     the descriptor it inherited and exits normally (no SIGSYS);
  *   - a process that made its connection itself and then sandboxes its own
  *     thread does the same: ri2n steps aside and its engine thread (not
@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,33 @@ static const char *name_str(int fd, int peer)
 
 	assert_int_equal(peer ? ri2n_getpeername(fd, SA(&a), &len) : ri2n_getsockname(fd, SA(&a), &len), 0);
 	return sin_str(&a);
+}
+
+/*
+ * flow1 against a child at the other end: a child that dies first fails
+ * the test at once with its status (SIGSYS: its sandbox), not after a 30 s
+ * wait for bytes that cannot come.
+ */
+static void flow_with_child(int fd, uint32_t seed, uint64_t n, int shut, pid_t child)
+{
+	struct flow f = { .fd = fd, .tx_seed = seed, .rx_seed = seed, .tx_total = n,
+			  .rx_total = n, .shut_wr = shut };
+	uint64_t end = now_ms() + 30000;
+	char why[256];
+
+	while (run_flows(&f, 1, 200, why, sizeof(why)) < 0) {
+		siginfo_t si = { 0 };
+
+		if (!strstr(why, "timed out") || now_ms() > end)
+			fail_msg("%s", why);
+		/* peeked, not reaped (WNOWAIT): expect_clean_exit still finds it */
+		if (waitid(P_PID, (id_t)child, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+		    si.si_pid == child && (si.si_code != CLD_EXITED || si.si_status != 0))
+			fail_msg("the child at the other end %s %d%s (%s)",
+				 si.si_code == CLD_EXITED ? "failed: exit" : "died of signal", si.si_status,
+				 si.si_code != CLD_EXITED && si.si_status == SIGSYS ?
+					 " (SIGSYS: a system call its sandbox forbids)" : "", why);
+	}
 }
 
 /* name_str for a child (no assertion): "" when the call fails. */
@@ -86,7 +114,7 @@ static void hand_over_exec(int keep, int give)
 		execl(g_exec_peer, g_exec_peer, fd, peer, local, bytes, "31", (char *)NULL);
 		_exit(127);
 	}
-	flow1(keep, 31, ECHO_BYTES, 31, ECHO_BYTES, 0, 0);
+	flow_with_child(keep, 31, ECHO_BYTES, 0, pid);
 	st = reap(pid, 30000);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("the exec'd program failed: status %#x (exit %d; 2: it printed why)", st,
@@ -160,7 +188,7 @@ static int recv_fd(int u, char *what, size_t len)
 /*
  * In a child (sandboxed or not): echoes `total` bytes of pattern `seed` on
  * fd, then waits for the end of the stream.  0, or a nonzero exit code (no
- * stdio: a sandbox allows nothing but read, write and exit).
+ * stdio: a sandbox allows nothing but poll, read, write and exit).
  */
 static int echo_back(int fd, uint64_t total, uint32_t seed)
 {
@@ -169,6 +197,10 @@ static int echo_back(int fd, uint64_t total, uint32_t seed)
 	ssize_t n, w;
 
 	while (off < total) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 30000) != 1)
+			return 24;
 		n = read(fd, buf, sizeof(buf) < total - off ? sizeof(buf) : (size_t)(total - off));
 		if (n <= 0)
 			return 20;
@@ -232,7 +264,7 @@ static void test_scm_rights(void **state)
 	snprintf(names, 32, "%s", name_str(s, 1));
 	snprintf(names + 32, 32, "%s", name_str(s, 0));
 	send_fd(u[0], s, names, sizeof(names));
-	flow1(c, 51, ECHO_BYTES, 51, ECHO_BYTES, 1, 0);
+	flow_with_child(c, 51, ECHO_BYTES, 1, pid);
 	expect_clean_exit(pid, "the process that got the connection over SCM_RIGHTS");
 	close(u[0]);
 	assert_int_equal(ri2n_close(c), 0);
@@ -260,7 +292,7 @@ static void test_seccomp_forked_child(void **state)
 		SANDBOX_EXIT(echo_back(s, ECHO_BYTES, 42));
 	}
 	close(log[1]);
-	flow1(c, 42, ECHO_BYTES, 42, ECHO_BYTES, 1, 0);
+	flow_with_child(c, 42, ECHO_BYTES, 1, pid);
 	expect_clean_exit(pid, "the sandboxed child");
 	n = read(log[0], line, sizeof(line) - 1);
 	line[n > 0 ? n : 0] = 0;
@@ -308,7 +340,7 @@ static void test_seccomp_owner(void **state)
 	 * The end only once every byte is back: in its sandbox the process's
 	 * exit does not wait for ri2n to deliver what it wrote (as _exit).
 	 */
-	flow1(s, 44, ECHO_BYTES, 44, ECHO_BYTES, 0, 0);
+	flow_with_child(s, 44, ECHO_BYTES, 0, pid);
 	assert_int_equal(shutdown(s, SHUT_WR), 0);
 	/*
 	 * Its exit may not have acknowledged our FIN (as after _exit): our own

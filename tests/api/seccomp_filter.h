@@ -78,16 +78,24 @@ static inline int sandbox_only(const int *nr, int n)
 #define SANDBOX_EXEC_DENIED SYS_getsockopt
 
 /*
- * What a sandboxed echo needs: read and write its socket, leave with exit()
- * or _exit() (exit_group; exit for a thread), return from a signal handler.
- * A sanitizer's runtime takes down its signal stack once the filter is in
- * (its prctl interceptor): sigaltstack too, there.
+ * What a sandboxed echo needs: wait for its socket (poll, as OpenSSH's
+ * packet loop does: glibc's poll is the poll or the ppoll system call), read
+ * and write it, leave with exit() or _exit() (exit_group; exit for a
+ * thread), return from a signal handler.  A sanitizer's runtime takes down
+ * its signal stack once the filter is in (its prctl interceptor):
+ * sigaltstack too, there.
  */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANDBOX_ECHO_CALLS SYS_read, SYS_write, SYS_exit_group, SYS_exit, SYS_rt_sigreturn, \
-			   SYS_sigaltstack
+#ifdef SYS_poll
+#define SANDBOX_POLL_CALLS SYS_poll, SYS_ppoll
 #else
-#define SANDBOX_ECHO_CALLS SYS_read, SYS_write, SYS_exit_group, SYS_exit, SYS_rt_sigreturn
+#define SANDBOX_POLL_CALLS SYS_ppoll
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANDBOX_ECHO_CALLS SANDBOX_POLL_CALLS, SYS_read, SYS_write, SYS_exit_group, SYS_exit, \
+			   SYS_rt_sigreturn, SYS_sigaltstack
+#else
+#define SANDBOX_ECHO_CALLS SANDBOX_POLL_CALLS, SYS_read, SYS_write, SYS_exit_group, SYS_exit, \
+			   SYS_rt_sigreturn
 #endif
 
 /*

@@ -11,7 +11,7 @@
  *                              verified pattern; then the same with the
  *                              client's end, and with a connection sent
  *                              over SCM_RIGHTS to a child that execs it
- *   shim_exec seccomp          a forked child sandboxes itself (read, write,
+ *   shim_exec seccomp          a forked child sandboxes itself (poll, read, write,
  *                              exit only) and echoes on the connection it
  *                              inherited
  *   shim_exec seccomp-owner    a child makes its own connection, sandboxes
@@ -341,6 +341,10 @@ static int sandboxed_echo(int fd, uint64_t total, uint64_t seed)
 	ssize_t n, w;
 
 	while (off < total) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 30000) != 1)
+			return 24;
 		n = read(fd, buf, sizeof(buf) < total - off ? sizeof(buf) : (size_t)(total - off));
 		if (n <= 0)
 			return 20;
