@@ -79,7 +79,11 @@ RI2N_API int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len);
 /* Closes a ri2n descriptor; plain close() works too. */
 RI2N_API int ri2n_close(int fd);
 
-/* The local / peer address (the rail the handshake ran on). */
+/*
+ * The local / peer address (the rail the handshake ran on).  Also on a
+ * connected descriptor another process made and handed over (fork, exec,
+ * SCM_RIGHTS: docs/API.md, "Handed to another process").
+ */
 RI2N_API int ri2n_getsockname(int fd, struct sockaddr *addr, socklen_t *len);
 RI2N_API int ri2n_getpeername(int fd, struct sockaddr *addr, socklen_t *len);
 

@@ -43,6 +43,8 @@
 #include "rn_stream.h"
 #include "rn_api_int.h"
 #include "rn_sys.h"
+#include "rn_pairname.h"
+#include "rn_sandbox.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -193,6 +195,10 @@ static int tab_drop_if(int fd, rn_sock *s, uint32_t gen)
  */
 rn_sock *rn_api_lookup(int fd, int *err)
 {
+	if (rn_sandbox_on()) { /* no system call of ours: nothing is ri2n's here */
+		*err = ENOTSOCK;
+		return NULL;
+	}
 	for (;;) {
 		rn_sock *s = NULL;
 		uint32_t gen = 0;
@@ -243,6 +249,26 @@ void rn_api_to_descriptor(int fd)
 	if (s) {
 		rn_inline_to_descriptor(s);
 		rn_sock_unref(s);
+	}
+}
+
+void rn_api_all_to_descriptor(void)
+{
+	for (int fd = 0;; fd++) {
+		rn_sock *s = NULL;
+		int more;
+
+		pthread_mutex_lock(&g_tab.mu);
+		more = fd < g_tab.cap;
+		if (more && (s = g_tab.tab[fd]))
+			rn_sock_ref(s);
+		pthread_mutex_unlock(&g_tab.mu);
+		if (!more)
+			return;
+		if (s) {
+			rn_inline_to_descriptor(s);
+			rn_sock_unref(s);
+		}
 	}
 }
 
@@ -345,7 +371,8 @@ static void drain_at_exit(void)
 	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
 	int pending;
 
-	if (!rn_engine_running())
+	/* under seccomp ri2n makes no call of its own: exit is as _exit for ri2n */
+	if (rn_sandbox_on() || !rn_engine_running())
 		return;
 	pthread_mutex_lock(&g_tab.mu);
 	for (int fd = 0; fd < g_tab.cap; fd++) {
@@ -579,13 +606,31 @@ int ri2n_close(int fd)
 	return rn_sys_close(fd);
 }
 
+/*
+ * The addresses of a ri2n connection another process owns (this one got
+ * its descriptor across fork, exec or SCM_RIGHTS): the name the owner's
+ * engine gave the socketpair (rn_pairname.c).  Not in a sandbox: ri2n makes
+ * no call of its own there.
+ */
+static int name_of_handed(int fd, struct sockaddr *addr, socklen_t *len, int peer, int err)
+{
+	struct sockaddr_in local, remote;
+
+	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, &local, &remote) < 0)
+		return rn_api_fail(err);
+	if (!addr || !len)
+		return rn_api_fail(EINVAL);
+	rn_api_put_addr(peer ? &remote : &local, addr, len);
+	return 0;
+}
+
 static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
 {
 	int err;
 	rn_sock *s = rn_api_lookup(fd, &err);
 
 	if (!s)
-		return rn_api_fail(err);
+		return name_of_handed(fd, addr, len, peer, err);
 	if (!addr || !len) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);

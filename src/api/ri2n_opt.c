@@ -32,6 +32,8 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_pairname.h"
+#include "rn_sandbox.h"
 #include "rn_sys.h"
 
 static int get_int(const void *val, socklen_t len, int64_t *v)
@@ -186,6 +188,24 @@ static int put_int(void *val, socklen_t *len, int v)
 	return 0;
 }
 
+/*
+ * A ri2n connection another process owns (its descriptor came across fork,
+ * exec or SCM_RIGHTS, rn_pairname.c): SO_TYPE, and SO_ERROR as the
+ * descriptor has it; the rest of its state is in the owner's engine.
+ */
+static int getsockopt_handed(int fd, int level, int name, void *val, socklen_t *len, int err)
+{
+	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, NULL, NULL) < 0)
+		return rn_api_fail(err);
+	if (level == SOL_SOCKET && name == SO_TYPE)
+		err = put_int(val, len, SOCK_STREAM);
+	else if (level == SOL_SOCKET && name == SO_ERROR)
+		err = rn_sys_getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
+	else
+		err = ENOTSOCK;
+	return err ? rn_api_fail(err) : 0;
+}
+
 int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	int err;
@@ -193,7 +213,7 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	int64_t v = 0;
 
 	if (!s)
-		return rn_api_fail(err);
+		return getsockopt_handed(fd, level, name, val, len, err);
 	if (level == SOL_SOCKET && name == SO_ERROR) {
 		pthread_mutex_lock(&s->mu);
 		err = put_int(val, len, s->so_error);

@@ -28,6 +28,7 @@
 #include "rn_api_int.h"
 #include "rn_datacalls.h"
 #include "rn_knobs.h"
+#include "rn_sandbox.h"
 
 static rn_datacalls_real g_real;
 static int g_ready; /* 1 once g_real is filled */
@@ -48,8 +49,8 @@ const rn_datacalls_real *rn_dc_real(void)
 
 int rn_dc_ours(int fd)
 {
-	/* every descriptor that is not ri2n's ends at the first test */
-	return rn_api_marked(fd) && __atomic_load_n(&g_on, __ATOMIC_RELAXED) > 0;
+	/* every descriptor that is not ri2n's ends at the first test; none in a sandbox */
+	return rn_api_marked(fd) && __atomic_load_n(&g_on, __ATOMIC_RELAXED) > 0 && !rn_sandbox_on();
 }
 
 int rn_dc_known(void)

@@ -30,6 +30,11 @@ void rn_api_note_plain(int fd);
 void rn_api_plain_all(void);
 /* fd's bytes waiting in ri2n's buffer go into the descriptor (splice reads it there). */
 void rn_api_to_descriptor(int fd);
+/*
+ * The same for every ri2n socket of this process: the fast path is about to
+ * end for good (rn_sandbox.h), from now on every read takes the descriptor.
+ */
+void rn_api_all_to_descriptor(void);
 
 /*
  * The fast path (ri2n_send/ri2n_recv): *handled is 0 when fd is no ri2n

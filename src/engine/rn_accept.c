@@ -24,6 +24,7 @@
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_log.h"
+#include "rn_pairname.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
@@ -265,6 +266,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	ns->peer = rn_stream_sin(ap->from);
 	ns->local = rn_stream_sin((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
+	rn_pairname_set(ns->eng_fd, &ns->local, &ns->peer); /* for a process it is handed to */
 	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
 	pthread_mutex_lock(&ls->mu);
 	if (ls->accq_tail)

@@ -25,6 +25,7 @@
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
+#include "rn_pairname.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
@@ -375,6 +376,7 @@ static void connected(rn_stream *st)
 {
 	rn_sock *s = st->sock;
 	rn_conn_stats cs;
+	struct sockaddr_in local, peer;
 
 	st->connected = 1;
 	rn_conn_get_stats(st->conn, &cs);
@@ -388,8 +390,11 @@ static void connected(rn_stream *st)
 		}
 	}
 	s->peer = rn_stream_sin(rn_conn_peer(st->conn));
+	local = s->local;
+	peer = s->peer;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	rn_pairname_set(st->fd, &local, &peer); /* for a process the descriptor is handed to */
 	/* discard the bytes that held the user's descriptor unwritable */
 	while (st->junk_left > 0) {
 		ssize_t n = rn_sys_recv(st->fd, rn_stream_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :

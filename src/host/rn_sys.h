@@ -19,6 +19,7 @@
 #define RN_SYS_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -156,6 +157,22 @@ static inline FILE *rn_sys_fdopen(int fd, const char *mode)
 static inline int rn_sys_fclose(FILE *f)
 {
 	return _IO_fclose(f);
+}
+
+static inline int rn_sys_getpeername(int fd, struct sockaddr *a, socklen_t *len)
+{
+	return (int)syscall(SYS_getpeername, fd, a, len);
+}
+
+/* openat(AT_FDCWD, ...): for the few files ri2n reads itself (/proc/self/status). */
+static inline int rn_sys_open(const char *path, int flags)
+{
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+static inline pid_t rn_sys_getpid(void)
+{
+	return (pid_t)syscall(SYS_getpid);
 }
 
 /* A wait that is never a cancellation point (sigmask NULL: the thread's own). */

@@ -26,6 +26,7 @@
 
 #include "ri2n.h"
 #include "rn_api.h"
+#include "rn_pairname.h"
 #include "rn_shim.h"
 #include "rn_sys.h"
 
@@ -293,13 +294,50 @@ int rn_shim_opt_get(int fd, const rn_shim_ent *e, int level, int name, void *val
 	}
 }
 
+/*
+ * A ri2n connection this process got from another one (across fork and
+ * exec, as a server that re-executes itself per connection hands it on, or
+ * over SCM_RIGHTS), for a descriptor the shim has no entry for: the shim
+ * knows it from now on, with the addresses the owner's engine wrote on its
+ * socketpair (rn_pairname.c), as it knows its own in a forked child.  Its
+ * data takes the descriptor's way, served by the owner.  1 with *e, or 0.
+ * Keeps errno.
+ */
+static int adopt_handed(int fd, rn_shim_ent *e)
+{
+	struct sockaddr_in local, peer;
+
+	if (!rn_shim_tab_mine() || rn_shim_tab_has(fd) || rn_pairname_get(fd, &local, &peer) < 0)
+		return 0;
+	memset(e, 0, sizeof(*e));
+	e->kind = RN_SHIM_RI2N;
+	e->family = AF_INET;
+	e->have_local = e->have_peer = 1;
+	e->local = local;
+	e->peer = peer;
+	e->retired_fd = -1;
+	rn_shim_tab_set(fd, e);
+	if (!rn_shim_tab_get(fd, e))
+		return 0;
+	rn_shim_log("fd %d: a ri2n connection from another process (%s to %s): its addresses "
+		    "answer here, its data goes through the descriptor", fd,
+		    rn_shim_addr_str(&local, (char[32]){ 0 }, 32),
+		    rn_shim_addr_str(&peer, (char[32]){ 0 }, 32));
+	return 1;
+}
+
 RN_SHIM_API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	rn_shim_ent e;
 	int rc;
 
-	if (!rn_shim_tab_get(fd, &e))
-		return RN_REAL->setsockopt(fd, level, name, val, len);
+	if (!rn_shim_tab_get(fd, &e)) {
+		/* an option AF_UNIX refuses (TCP_NODELAY, IP_TOS): maybe a handed ri2n socket */
+		rc = RN_REAL->setsockopt(fd, level, name, val, len);
+		if (rc < 0 && adopt_handed(fd, &e))
+			return rn_shim_opt_set(fd, &e, level, name, val, len);
+		return rc;
+	}
 	if (e.kind == RN_SHIM_RI2N)
 		return rn_shim_opt_set(fd, &e, level, name, val, len);
 	rc = RN_REAL->setsockopt(fd, level, name, val, len);
@@ -308,13 +346,34 @@ RN_SHIM_API int setsockopt(int fd, int level, int name, const void *val, socklen
 	return rc;
 }
 
+/* Whether the kernel's answer to getsockopt may be an AF_UNIX socket's that is ri2n's. */
+static int maybe_handed_opt(int rc, int level, int name, const void *val, const socklen_t *len)
+{
+	int v;
+
+	if (rc < 0)
+		return 1; /* an option AF_UNIX lacks (TCP_INFO, TCP_NODELAY, ...) */
+	if (level != SOL_SOCKET || (name != SO_DOMAIN && name != SO_PROTOCOL) || !val || !len ||
+	    *len < (socklen_t)sizeof(v))
+		return 0;
+	memcpy(&v, val, sizeof(v));
+	return name == SO_DOMAIN ? v == AF_UNIX : v == 0;
+}
+
 RN_SHIM_API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	rn_shim_ent e;
+	socklen_t asked = len ? *len : 0;
+	int rc;
 
-	if (!rn_shim_tab_get(fd, &e) || e.kind != RN_SHIM_RI2N)
-		return RN_REAL->getsockopt(fd, level, name, val, len);
-	return rn_shim_opt_get(fd, &e, level, name, val, len);
+	if (rn_shim_tab_get(fd, &e) && e.kind == RN_SHIM_RI2N)
+		return rn_shim_opt_get(fd, &e, level, name, val, len);
+	rc = RN_REAL->getsockopt(fd, level, name, val, len);
+	if (maybe_handed_opt(rc, level, name, val, len) && adopt_handed(fd, &e)) {
+		*len = asked;
+		return rn_shim_opt_get(fd, &e, level, name, val, len);
+	}
+	return rc;
 }
 
 /*
@@ -375,12 +434,28 @@ static int name_of(int fd, const rn_shim_ent *e, int peer, struct sockaddr *addr
 	return 0;
 }
 
+/* getsockname (peer 0) or getpeername of a descriptor the shim has no ri2n entry for. */
+static int name_unknown(int fd, int peer, struct sockaddr *addr, socklen_t *len)
+{
+	socklen_t asked = len ? *len : 0;
+	rn_shim_ent e;
+	int rc = peer ? RN_REAL->getpeername(fd, addr, len) : RN_REAL->getsockname(fd, addr, len);
+
+	/* an AF_UNIX socket: maybe a ri2n connection handed over by another process */
+	if (rc == 0 && asked >= (socklen_t)sizeof(sa_family_t) && addr->sa_family == AF_UNIX &&
+	    adopt_handed(fd, &e)) {
+		*len = asked;
+		return name_of(fd, &e, peer, addr, len);
+	}
+	return rc;
+}
+
 RN_SHIM_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	rn_shim_ent e;
 
 	if (!rn_shim_tab_get(fd, &e) || e.kind != RN_SHIM_RI2N)
-		return RN_REAL->getsockname(fd, addr, len);
+		return name_unknown(fd, 0, addr, len);
 	return name_of(fd, &e, 0, addr, len);
 }
 
@@ -389,6 +464,6 @@ RN_SHIM_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	rn_shim_ent e;
 
 	if (!rn_shim_tab_get(fd, &e) || e.kind != RN_SHIM_RI2N)
-		return RN_REAL->getpeername(fd, addr, len);
+		return name_unknown(fd, 1, addr, len);
 	return name_of(fd, &e, 1, addr, len);
 }

@@ -28,6 +28,7 @@
 #include "rn_api.h"
 #include "rn_datacalls.h"
 #include "rn_engine.h"
+#include "rn_sandbox.h"
 #include "rn_shim.h"
 
 #define PAGE_BITS 10
@@ -75,7 +76,8 @@ __attribute__((constructor)) static void tab_init(void)
 
 int rn_shim_tab_mine(void)
 {
-	return getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
+	/* under seccomp the shim knows nothing (and asks no getpid) */
+	return !rn_sandbox_on() && getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
 }
 
 /* The slot of fd, NULL if its page does not exist (and `make` is 0). Under g.mu to make. */
@@ -99,7 +101,7 @@ int rn_shim_tab_has(int fd)
 {
 	rn_shim_ent **s = slot(fd, 0);
 
-	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL;
+	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL && !rn_sandbox_on();
 }
 
 /*

@@ -123,7 +123,8 @@ void test_threads(void **state)
 
 /*
  * In the child: writes on the inherited connection c (the parent's engine
- * serves it; ri2n calls on it fail with ENOTSOCK), then makes a connection
+ * serves it; ri2n_getpeername still names its peer, the parent's listener
+ * RAIL1:port; ri2n's data calls on it fail with ENOTSOCK), then makes a connection
  * of its own (its own engine starts) to the parent's listener and moves
  * data both ways.  exit(0) on success, _exit(code) on failure.
  */
@@ -135,7 +136,10 @@ __attribute__((noreturn)) static void fork_child_main(int c, int s, int l, uint1
 	struct flow f;
 	int nc;
 
-	if (ri2n_getpeername(c, SA(&b), &len) != -1 || errno != ENOTSOCK)
+	if (ri2n_getpeername(c, SA(&b), &len) != 0 || len != sizeof(b) ||
+	    b.sin_addr.s_addr != a.sin_addr.s_addr || b.sin_port != a.sin_port)
+		_exit(10);
+	if (ri2n_send(c, why, 1, MSG_NOSIGNAL) != -1 || errno != ENOTSOCK)
 		_exit(10);
 	f = (struct flow){ .fd = c, .tx_seed = 102, .tx_total = 64 * KIB };
 	if (run_flows(&f, 1, 20000, why, sizeof(why)))
