@@ -42,6 +42,9 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sig.h"
+#include "rn_sys.h"
+#include "rn_inline_int.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -53,13 +56,17 @@ static struct {
 /*
  * Which numbers the table holds, readable without its lock: the data calls
  * of a program linked with libri2n (ri2n_plain.c) ask it of every
- * descriptor they see.  Pages of 4096 bits, made on first use and never
+ * descriptor they see.  Pages of 4096 numbers, made on first use and never
  * freed (the table itself moves when it grows); numbers past the last page
- * are never marked, and take the descriptor's way.
+ * are never marked, and take the descriptor's way.  A page holds two bits
+ * per number: words [0, WORDS) whether the table holds it, words [WORDS,
+ * 2 WORDS) whether a signal handler wrote into it (rn_api_sig_wrote).
  */
 #define MARK_PAGE_BITS 4096
 #define MARK_PAGES 1024
+#define MARK_WORDS (MARK_PAGE_BITS / 64)
 static uint64_t *g_mark[MARK_PAGES];
+static int g_sig_any; /* (atomic) some handler-written bit may be set: rn_api_sig_sweep */
 
 /* Under g_tab.mu: fd's bit, on or off. */
 static void mark(int fd, int on)
@@ -71,7 +78,7 @@ static void mark(int fd, int on)
 		return;
 	p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE);
 	if (!p) {
-		if (!on || !(p = calloc(MARK_PAGE_BITS / 64, sizeof(*p))))
+		if (!on || !(p = calloc(2 * MARK_WORDS, sizeof(*p))))
 			return; /* unmarked: the number just takes the slow way */
 		__atomic_store_n(&g_mark[page], p, __ATOMIC_RELEASE);
 	}
@@ -89,6 +96,55 @@ int rn_api_marked(int fd)
 	if (page >= MARK_PAGES || !(p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE)))
 		return 0;
 	return (int)(__atomic_load_n(&p[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64) & 1);
+}
+
+/*
+ * A signal handler wrote into number fd past the fast path: lock-free, no
+ * allocation (the page exists: fd is marked).  The next fast send of this
+ * process, on any number of that socket, takes the descriptor's bytes first
+ * (rn_api_sig_sweep).
+ */
+void rn_api_sig_wrote(int fd)
+{
+	unsigned page = (unsigned)fd / MARK_PAGE_BITS, bit = (unsigned)fd % MARK_PAGE_BITS;
+	uint64_t *p;
+
+	if (page >= MARK_PAGES || !(p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE)))
+		return;
+	__atomic_fetch_or(&p[MARK_WORDS + bit / 64], 1ull << (bit % 64), __ATOMIC_RELEASE);
+	__atomic_store_n(&g_sig_any, 1, __ATOMIC_RELEASE);
+}
+
+/* Outside handlers: the sockets of the numbers handlers wrote into get desc_first; bits cleared. */
+static void sig_sweep(void)
+{
+	for (int page = 0; page < MARK_PAGES; page++) {
+		uint64_t *p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE);
+
+		for (int w = 0; p && w < MARK_WORDS; w++) {
+			uint64_t bits;
+
+			if (!__atomic_load_n(&p[MARK_WORDS + w], __ATOMIC_RELAXED))
+				continue;
+			/* cleared before the socket is told: a write after this sets it again */
+			bits = __atomic_exchange_n(&p[MARK_WORDS + w], 0, __ATOMIC_ACQ_REL);
+			for (; bits; bits &= bits - 1) {
+				int fd = page * MARK_PAGE_BITS + w * 64 + __builtin_ctzll(bits);
+
+				pthread_mutex_lock(&g_tab.mu);
+				if (fd < g_tab.cap && g_tab.tab[fd])
+					__atomic_store_n(&g_tab.tab[fd]->desc_first, 1, __ATOMIC_RELEASE);
+				pthread_mutex_unlock(&g_tab.mu);
+			}
+		}
+	}
+}
+
+void rn_api_sig_sweep(void)
+{
+	if (__atomic_load_n(&g_sig_any, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&g_sig_any, 0, __ATOMIC_ACQ_REL))
+		sig_sweep();
 }
 
 /* Under g_tab.mu: number fd holds s now (NULL: nothing). */
@@ -125,7 +181,8 @@ static void tab_forget(void)
 	g_tab.cap = 0;
 	for (int i = 0; i < MARK_PAGES; i++)
 		if (g_mark[i])
-			memset(g_mark[i], 0, MARK_PAGE_BITS / 8);
+			memset(g_mark[i], 0, 2 * MARK_WORDS * sizeof(uint64_t));
+	g_sig_any = 0;
 	pthread_mutex_init(&g_tab.mu, NULL);
 }
 
@@ -187,8 +244,11 @@ void rn_api_writes_seen(void)
 void rn_api_to_descriptor(int fd)
 {
 	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s;
 
+	if (rn_sig_unsafe())
+		return; /* no lock here: what the core holds stays there, the reader gets the descriptor's */
+	s = rn_api_lookup(fd, &err);
 	if (s) {
 		rn_inline_to_descriptor(s);
 		rn_sock_unref(s);
@@ -198,8 +258,13 @@ void rn_api_to_descriptor(int fd)
 void rn_api_note_plain(int fd)
 {
 	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s;
 
+	if (rn_sig_unsafe()) { /* in a handler: the lock-free mark, read by the next fast send */
+		rn_api_sig_wrote(fd);
+		return;
+	}
+	s = rn_api_lookup(fd, &err);
 	if (s) {
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
 		rn_sock_unref(s);
@@ -411,11 +476,22 @@ int ri2n_listen(int fd, int backlog)
 	return rc ? rn_api_fail(-rc) : 0;
 }
 
+/*
+ * A connect's wait interrupted by a handler: whether TCP resumes it.  The
+ * kernel restarts connect() after a handler installed with SA_RESTART, and
+ * the restarted call waits on for the handshake; with SO_SNDTIMEO set, EINTR.
+ */
+static int connect_restarts(int fd, rn_sig_snap before)
+{
+	return rn_sig_restartable(before) && rn_inline_fd_timeout(fd, SO_SNDTIMEO) < 0;
+}
+
 /* Waits for a blocking connect: writability means the handshake ended. */
 static int wait_connected(rn_sock *s, int fd)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		rn_sig_snap sig = rn_sig_now();
 		int kind, err;
 
 		pthread_mutex_lock(&s->mu);
@@ -428,8 +504,11 @@ static int wait_connected(rn_sock *s, int fd)
 			return 0;
 		if (kind == RN_SK_DEAD)
 			return err ? err : ECONNREFUSED;
-		if (poll(&p, 1, -1) < 0 && errno == EINTR)
+		if (rn_sys_ppoll(&p, 1, NULL) < 0 && errno == EINTR) {
+			if (connect_restarts(fd, sig))
+				continue;
 			return EINTR; /* the connect goes on, as with TCP */
+		}
 		if (p.revents & (POLLOUT | POLLHUP | POLLERR)) {
 			/* the engine updates the state before it wakes us; look again */
 			pthread_mutex_lock(&s->mu);

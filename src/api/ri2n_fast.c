@@ -33,6 +33,8 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sig.h"
+#include "rn_sys.h"
 
 /* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
 
@@ -45,13 +47,67 @@ static int unconnected(rn_sock *s)
 	return kind == RN_SK_NEW || kind == RN_SK_LISTEN;
 }
 
-ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
-		    int *handled)
+/*
+ * ---- in a signal handler, or re-entered on a thread already in a ri2n call ----
+ *
+ * The interrupted frame of this very thread may hold the table's, the
+ * socket's or the host lock, or be inside malloc: the call takes no lock,
+ * allocates and frees nothing, and goes the descriptor's way (the user's
+ * end of the socketpair, a raw system call), where the engine takes the
+ * bytes.  A write leaves the number marked lock-free (rn_api_sig_wrote), so
+ * the next fast send takes those bytes first: the order holds.  A number
+ * the table never held is not ours (*handled 0: the interposer passes it
+ * on); one it held, maybe closed since, gets the raw call, as from libc.
+ *
+ * A blocking write here cannot wait on the engine if the interrupted frame
+ * holds the host lock (the engine would need it to empty the descriptor):
+ * then it writes what the descriptor takes now, a short count, or fails
+ * with EAGAIN.  A blocking read does not wait while the thread is inside a
+ * ri2n call either (that call may be the port's waiter, which keeps the
+ * engine off the rails): what the descriptor has, or EAGAIN.
+ */
+static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+	ssize_t rc;
+	int err;
+
+	*handled = rn_api_marked(fd);
+	if (!*handled)
+		return rn_api_fail(ENOTSOCK);
+	if (rn_host_owned())
+		flags |= MSG_DONTWAIT;
+	/* a plain write(v) keeps working on a number reused by a pipe meanwhile */
+	rc = flags ? rn_sys_sendmsg(fd, &m, flags) : rn_sys_writev(fd, iov, iovcnt);
+	err = errno;
+	rn_api_sig_wrote(fd);
+	errno = err;
+	return rc;
+}
+
+static ssize_t recv_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	*handled = rn_api_marked(fd);
+	if (!*handled)
+		return rn_api_fail(ENOTSOCK);
+	if (rn_sig_t_calls)
+		flags |= MSG_DONTWAIT;
+	return flags ? rn_sys_recvmsg(fd, &m, flags) : rn_sys_readv(fd, iov, iovcnt);
+}
+
+/* ---- the fast path proper ---- */
+
+static ssize_t send_fast(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+			 int *handled)
 {
 	int err = ENOTSOCK;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s;
 	ssize_t rc;
 
+	rn_api_sig_sweep(); /* bytes handlers wrote go before ours */
+	s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	*handled = s != NULL;
 	if (!s)
 		return rn_api_fail(err);
@@ -69,15 +125,15 @@ ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int 
 		/* the descriptor's own send: raw, past any interposer */
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		return syscall(SYS_sendmsg, fd, &m, flags);
+		return rn_sys_sendmsg(fd, &m, flags);
 	}
 	if (rc < 0)
 		return rn_api_fail((int)-rc);
 	return rc;
 }
 
-ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
-		    int *handled)
+static ssize_t recv_fast(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+			 int *handled)
 {
 	int err = ENOTSOCK;
 	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
@@ -94,7 +150,7 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	if (rc == RN_INLINE_PLAIN) {
 		struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
 
-		rc = syscall(SYS_recvmsg, fd, &m, flags);
+		rc = rn_sys_recvmsg(fd, &m, flags);
 		if (rc < 0 && errno == ECONNRESET) {
 			/* the descriptor can only say "reset": say why it died (ETIMEDOUT, ...) */
 			pthread_mutex_lock(&s->mu);
@@ -108,6 +164,32 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	rn_sock_unref(s);
 	if (rc < 0)
 		return rn_api_fail((int)-rc);
+	return rc;
+}
+
+ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
+{
+	ssize_t rc;
+
+	if (rn_sig_unsafe())
+		return send_unsafe(fd, iov, iovcnt, flags, handled);
+	rn_sig_call_begin();
+	rc = send_fast(fd, known, iov, iovcnt, flags, handled);
+	rn_sig_call_end();
+	return rc;
+}
+
+ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
+{
+	ssize_t rc;
+
+	if (rn_sig_unsafe())
+		return recv_unsafe(fd, iov, iovcnt, flags, handled);
+	rn_sig_call_begin();
+	rc = recv_fast(fd, known, iov, iovcnt, flags, handled);
+	rn_sig_call_end();
 	return rc;
 }
 

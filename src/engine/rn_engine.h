@@ -73,6 +73,11 @@ typedef struct rn_sock {
 	 */
 	int plain_writes;
 	/*
+	 * (atomic) One-shot: a signal handler wrote into A past the fast path
+	 * (rn_api_sig_sweep); the next fast send takes A's bytes first.
+	 */
+	int desc_first;
+	/*
 	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
 	 * inline epoll wait report its bytes without the socketpair.

@@ -38,6 +38,16 @@ static inline ssize_t rn_sys_write(int fd, const void *buf, size_t len)
 	return syscall(SYS_write, fd, buf, len);
 }
 
+static inline ssize_t rn_sys_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return syscall(SYS_readv, fd, iov, iovcnt);
+}
+
+static inline ssize_t rn_sys_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return syscall(SYS_writev, fd, iov, iovcnt);
+}
+
 static inline ssize_t rn_sys_send(int fd, const void *buf, size_t len, int flags)
 {
 	return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);

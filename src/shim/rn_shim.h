@@ -196,10 +196,8 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
  */
 uint64_t rn_shim_ep_id(int epfd);
 
-/* ---- signals (rn_shim_sig.c) ---- */
+/* ---- signals: rn_sigcalls.c, rn_sig.h (rn_sig_in_handler) ---- */
 
-/* Whether this thread is running a signal handler the program installed. */
-int rn_shim_in_handler(void);
 /* Whether this is ri2n's engine thread (rn_shim_sock.c). */
 int rn_shim_engine_thread(void);
 

@@ -34,6 +34,7 @@
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_sig.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -517,12 +518,12 @@ RN_SHIM_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 }
 
 /*
- * In a signal handler (rn_shim_sig.c) a close must be async-signal-safe: the
+ * In a signal handler (rn_sigcalls.c) a close must be async-signal-safe: the
  * entry leaves the table lock-free, the rest waits (rn_shim_tab_drain).
  */
 static void forget_on_close(int fd)
 {
-	if (rn_shim_in_handler())
+	if (rn_sig_in_handler())
 		rn_shim_tab_retire(fd);
 	else
 		forget(fd);
