@@ -154,6 +154,12 @@ static void tab_set(int fd, rn_sock *s)
 	mark(fd, s != NULL);
 }
 
+void rn_api_tab_poke(void)
+{
+	/* as rn_host_poke: a sleeper a handler stopped may hold the table's wake-up */
+	rn_sys_futex_wake_all(&g_tab.mu.__data.__lock);
+}
+
 int rn_api_fail(int err)
 {
 	errno = err;

@@ -59,32 +59,70 @@ static int unconnected(rn_sock *s)
  * the table never held is not ours (*handled 0: the interposer passes it
  * on); one it held, maybe closed since, gets the raw call, as from libc.
  *
- * A blocking write here cannot wait on the engine if the interrupted frame
- * holds the host lock (the engine would need it to empty the descriptor):
- * then it writes what the descriptor takes now, a short count, or fails
- * with EAGAIN.  A blocking read does not wait while the thread is inside a
- * ri2n call either (that call may be the port's waiter, which keeps the
- * engine off the rails): what the descriptor has, or EAGAIN.
+ * A blocking write here first takes what the descriptor takes at once.
+ * For the rest it waits on the engine to empty the descriptor, after waking
+ * every thread asleep on ri2n's locks (rn_host_poke: the frame it
+ * interrupted may have taken the wake-up the engine needed).  It cannot wait
+ * if that frame holds the host lock (the engine needs it): then it returns
+ * what the descriptor took (a short count), or fails with EAGAIN if nothing.
+ * A blocking read does not wait while the thread is inside a ri2n call
+ * either (that call may be the port's waiter, which keeps the engine off the
+ * rails): what the descriptor has, or EAGAIN.
  */
-static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+static ssize_t write_raw(int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
-	ssize_t rc;
+
+	/* a plain write(v) keeps working on a number reused by a pipe meanwhile */
+	return flags ? rn_sys_sendmsg(fd, &m, flags) : rn_sys_writev(fd, iov, iovcnt);
+}
+
+/* The iov past its first `off` bytes, in rest (at most 64 pieces: a handler's write is small). */
+static int iov_skip(const struct iovec *iov, int iovcnt, size_t off, struct iovec *rest)
+{
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && n < 64; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		rest[n++] = (struct iovec){ (char *)iov[i].iov_base + off, iov[i].iov_len - off };
+		off = 0;
+	}
+	return n;
+}
+
+static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	struct iovec rest[64];
+	size_t total = 0;
+	ssize_t rc, more;
 	int err;
 
 	*handled = rn_api_marked(fd);
 	if (!*handled)
 		return rn_api_fail(ENOTSOCK);
-	if (rn_host_owned())
-		flags |= MSG_DONTWAIT;
-	/* a plain write(v) keeps working on a number reused by a pipe meanwhile */
-	rc = flags ? rn_sys_sendmsg(fd, &m, flags) : rn_sys_writev(fd, iov, iovcnt);
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	rc = write_raw(fd, iov, iovcnt, flags | MSG_DONTWAIT);
 	err = errno;
+	if (rc < 0 && err == ENOTSOCK) /* the number is something else by now: its own write */
+		return rn_sys_writev(fd, iov, iovcnt);
+	if (!(flags & MSG_DONTWAIT) && !rn_host_owned() &&
+	    (rc >= 0 ? (size_t)rc < total : err == EAGAIN || err == EWOULDBLOCK)) {
+		size_t off = rc > 0 ? (size_t)rc : 0;
+
+		rn_host_poke();
+		rn_api_tab_poke();
+		more = write_raw(fd, rest, iov_skip(iov, iovcnt, off, rest), flags);
+		err = errno;
+		rc = more >= 0 ? (ssize_t)off + more : off ? (ssize_t)off : -1;
+	}
 	rn_api_sig_wrote(fd);
 	errno = err;
 	return rc;
 }
-
 static ssize_t recv_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };

@@ -33,6 +33,8 @@ void rn_api_sig_wrote(int fd);
  * fast send (rn_sock.desc_first).  Cheap when none did.
  */
 void rn_api_sig_sweep(void);
+/* Async-signal-safe: every thread asleep on the table's lock wakes (see rn_host_poke). */
+void rn_api_tab_poke(void);
 /* fd's entry becomes s (the table takes s's reference); 0 or -ENOMEM. */
 int rn_api_tab_install(int fd, rn_sock *s);
 /* Fills a new socket's send buffer so that it polls writable only once connected. */

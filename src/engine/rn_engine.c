@@ -26,6 +26,7 @@
 #include "rn_port.h"
 #include "rn_publish.h"
 #include "rn_stream.h"
+#include "rn_sys.h"
 
 typedef struct rn_cmd {
 	int type;
@@ -199,6 +200,19 @@ void rn_host_leave_inline(void)
 }
 
 int rn_host_owned(void) { return t_owns; }
+
+/*
+ * glibc hands an unlock's wake-up to one sleeper on the mutex; a sleeper a
+ * signal handler stops right then neither takes the lock nor passes the
+ * wake-up on, and the others (the engine) sleep on with the lock free.  A
+ * handler about to wait on the engine calls this first: every sleeper wakes
+ * and tries again (a spurious wake-up costs one more try).  The futex word
+ * is glibc's __lock, the word its lock and unlock wait and wake on.
+ */
+void rn_host_poke(void)
+{
+	rn_sys_futex_wake_all(&g_host_mu.__data.__lock);
+}
 
 int rn_host_inline(void) { return t_inline; }
 

@@ -176,6 +176,11 @@ void rn_host_kick(void);
  * through rn_ev.h, which asserts that the thread is not driving inline.
  */
 int rn_host_owned(void);
+/*
+ * Async-signal-safe: wakes every thread asleep on the host lock, for a
+ * signal handler about to wait on the engine (see rn_engine.c).
+ */
+void rn_host_poke(void);
 #ifdef NDEBUG
 #define RN_OWNS_HOST() ((void)0)
 #define RN_NOT_INLINE() ((void)0)

@@ -18,6 +18,8 @@
 #ifndef RN_SYS_H
 #define RN_SYS_H
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -112,6 +114,12 @@ static inline int rn_sys_ioctl(int fd, unsigned long req, void *arg)
 static inline int rn_sys_fcntl(int fd, int cmd, long arg)
 {
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/* Wakes every thread asleep on the futex word (FUTEX_WAKE, process-private). */
+static inline int rn_sys_futex_wake_all(int *word)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* A wait that is never a cancellation point (sigmask NULL: the thread's own). */

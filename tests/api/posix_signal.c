@@ -190,6 +190,7 @@ static void *receiver(void *arg)
 			fprintf(stderr, "posix_signal: nothing arrived for 5 s after %llu stream bytes "
 					"and %llu records: the writer is stuck\n",
 				(unsigned long long)r->stream, (unsigned long long)r->records);
+			if (getenv("PS_HOLD")) pause();
 			_exit(3);
 		}
 		n = read(r->fd, buf, sizeof(buf));
