@@ -17,6 +17,9 @@
  *                     kernel's rule, signal(7)).  Each case runs on a kernel
  *                     TCP connection over the namespace's loopback first, and
  *                     ri2n must answer as it did.
+ *   handler_reads     a read in a handler that interrupted a blocking read of
+ *                     the same socket: EAGAIN, no deadlock; the interrupted
+ *                     read (SA_RESTART) returns the data that follows.
  *   connect_restart   a blocking connect to an address that never answers,
  *                     a handler with SA_RESTART firing meanwhile: the connect
  *                     goes on until its own timeout (ETIMEDOUT), as TCP's does.
@@ -190,7 +193,6 @@ static void *receiver(void *arg)
 			fprintf(stderr, "posix_signal: nothing arrived for 5 s after %llu stream bytes "
 					"and %llu records: the writer is stuck\n",
 				(unsigned long long)r->stream, (unsigned long long)r->records);
-			if (getenv("PS_HOLD")) pause();
 			_exit(3);
 		}
 		n = read(r->fd, buf, sizeof(buf));
@@ -453,6 +455,64 @@ static void test_connect_restart(void **state)
 	assert_int_equal(ri2n_close(c), 0);
 }
 
+/*
+ * handler_reads: a read in a handler that interrupted a blocking read of the
+ * same thread on the same socket does not wait (the interrupted call is the
+ * one waiting on the rails): EAGAIN with nothing there.  The interrupted read
+ * (SA_RESTART) then returns the data that follows.
+ */
+static int g_rfd;
+static ssize_t g_hread = 1;
+static int g_hread_errno;
+
+static void on_usr1_read(int sig)
+{
+	int saved = errno;
+	char b;
+
+	(void)sig;
+	if (g_hread == 1) { /* the first time only */
+		g_hread = read(g_rfd, &b, 1);
+		g_hread_errno = errno;
+		if (g_hread == 1)
+			g_hread = 2; /* a byte: it stole the data */
+	}
+	__atomic_add_fetch(&g_usr1, 1, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+static void test_handler_reads(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_usr1_read, .sa_flags = SA_RESTART }, old;
+	struct kicker k = { .target = pthread_self(), .nsig = 20 };
+	char buf[64];
+	pthread_t th;
+	ssize_t n;
+	int a, b;
+
+	(void)state;
+	connect_pair(&a, &b);
+	g_rfd = b;
+	g_hread = 1;
+	g_usr1 = 0;
+	k.wfd = a;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	assert_int_equal(pthread_create(&th, NULL, kick, &k), 0);
+	n = read(b, buf, sizeof(buf));
+	__atomic_store_n(&k.done, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	sigaction(SIGUSR1, &old, NULL);
+	if (g_hread != -1 || g_hread_errno != EAGAIN)
+		fail_msg("the handler's read gave %zd (%s), want -1 EAGAIN", g_hread,
+			 g_hread < 0 ? strerror(g_hread_errno) : "bytes");
+	if (n != 4 || memcmp(buf, "data", 4) != 0)
+		fail_msg("the interrupted read gave %zd (%s), want the 4 bytes", n,
+			 n < 0 ? strerror(errno) : "bytes");
+	assert_int_equal(ri2n_close(a), 0);
+	assert_int_equal(ri2n_close(b), 0);
+}
+
 /* ---- the suite ---- */
 
 static void on_alarm(int sig)
@@ -502,6 +562,7 @@ int main(int argc, char **argv)
 	static const struct CMUnitTest tests[] = {
 		T(test_read_restart),
 		T(test_connect_restart),
+		T(test_handler_reads),
 		T(test_handler_writes),
 	};
 
