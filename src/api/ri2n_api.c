@@ -160,6 +160,12 @@ void rn_api_tab_poke(void)
 	rn_sys_futex_wake_all(&g_tab.mu.__data.__lock);
 }
 
+int rn_api_tab_held_here(void)
+{
+	/* glibc records the owner's thread id in a locked mutex, cleared before unlock */
+	return __atomic_load_n(&g_tab.mu.__data.__owner, __ATOMIC_RELAXED) == rn_sys_gettid();
+}
+
 int rn_api_fail(int err)
 {
 	errno = err;

@@ -63,8 +63,10 @@ static int unconnected(rn_sock *s)
  * For the rest it waits on the engine to empty the descriptor, after waking
  * every thread asleep on ri2n's locks (rn_host_poke: the frame it
  * interrupted may have taken the wake-up the engine needed).  It cannot wait
- * if that frame holds the host lock (the engine needs it): then it returns
- * what the descriptor took (a short count), or fails with EAGAIN if nothing.
+ * if that frame holds the host lock (the engine needs it) or the table's (a
+ * reader of this process may need it, and the engine the room that reader
+ * makes): then it returns what the descriptor took (a short count), or
+ * fails with EAGAIN if nothing.
  * A blocking read does not wait while the thread is inside a ri2n call
  * either (that call may be the port's waiter, which keeps the engine off the
  * rails): what the descriptor has, or EAGAIN.
@@ -109,8 +111,9 @@ static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flag
 	err = errno;
 	if (rc < 0 && err == ENOTSOCK) /* the number is something else by now: its own write */
 		return rn_sys_writev(fd, iov, iovcnt);
-	if (!(flags & MSG_DONTWAIT) && !rn_host_owned() &&
-	    (rc >= 0 ? (size_t)rc < total : err == EAGAIN || err == EWOULDBLOCK)) {
+	if (!(flags & MSG_DONTWAIT) &&
+	    (rc >= 0 ? (size_t)rc < total : err == EAGAIN || err == EWOULDBLOCK) &&
+	    !rn_host_owned() && !rn_api_tab_held_here()) {
 		size_t off = rc > 0 ? (size_t)rc : 0;
 
 		rn_host_poke();

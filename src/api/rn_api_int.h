@@ -35,6 +35,11 @@ void rn_api_sig_wrote(int fd);
 void rn_api_sig_sweep(void);
 /* Async-signal-safe: every thread asleep on the table's lock wakes (see rn_host_poke). */
 void rn_api_tab_poke(void);
+/*
+ * Async-signal-safe: whether the calling thread holds the table's lock (a
+ * handler asks it of the frame it interrupted).
+ */
+int rn_api_tab_held_here(void);
 /* fd's entry becomes s (the table takes s's reference); 0 or -ENOMEM. */
 int rn_api_tab_install(int fd, rn_sock *s);
 /* Fills a new socket's send buffer so that it polls writable only once connected. */

@@ -116,6 +116,11 @@ static inline int rn_sys_fcntl(int fd, int cmd, long arg)
 	return (int)syscall(SYS_fcntl, fd, cmd, arg);
 }
 
+static inline pid_t rn_sys_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
 /* Wakes every thread asleep on the futex word (FUTEX_WAKE, process-private). */
 static inline int rn_sys_futex_wake_all(int *word)
 {

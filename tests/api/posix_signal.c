@@ -392,7 +392,8 @@ static ssize_t read_under_signals(int a, int b, enum rcase rc)
 	sigaction(SIGUSR1, &old, NULL);
 	if (n > 0 && (n != 4 || memcmp(buf, "data", 4) != 0))
 		fail_msg("the read returned %zd bytes that are not the data", n);
-	if (rc == SA_RESTART_ONLY && n > 0 && g_usr1 < 40)
+	/* a signal sent while the last is still pending merges with it: not all 40 run */
+	if (rc == SA_RESTART_ONLY && n > 0 && g_usr1 < 10)
 		fail_msg("only %u of 40 signals handled during the read", g_usr1);
 	return n < 0 ? -err : n;
 }
