@@ -53,6 +53,30 @@ static struct {
 	int atfork;
 } g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* Where this thread is with g_tab.mu, as t_host in rn_engine.c: 0 out, 1 taking, 2 held, 3 leaving. */
+static RN_TLS volatile int t_tab;
+
+static void tab_lock(void)
+{
+	t_tab = 1;
+	pthread_mutex_lock(&g_tab.mu);
+	t_tab = 2;
+}
+
+static void tab_unlock(void)
+{
+	t_tab = 3;
+	pthread_mutex_unlock(&g_tab.mu);
+	t_tab = 0;
+}
+
+int rn_api_tab_held_here(void)
+{
+	int at = t_tab;
+
+	return at == 1 ? rn_host_mutex_mine(&g_tab.mu) : at != 0;
+}
+
 /*
  * Which numbers the table holds, readable without its lock: the data calls
  * of a program linked with libri2n (ri2n_plain.c) ask it of every
@@ -131,10 +155,10 @@ static void sig_sweep(void)
 			for (; bits; bits &= bits - 1) {
 				int fd = page * MARK_PAGE_BITS + w * 64 + __builtin_ctzll(bits);
 
-				pthread_mutex_lock(&g_tab.mu);
+				tab_lock();
 				if (fd < g_tab.cap && g_tab.tab[fd])
 					__atomic_store_n(&g_tab.tab[fd]->desc_first, 1, __ATOMIC_RELEASE);
-				pthread_mutex_unlock(&g_tab.mu);
+				tab_unlock();
 			}
 		}
 	}
@@ -160,11 +184,6 @@ void rn_api_tab_poke(void)
 	rn_sys_futex_wake_all(&g_tab.mu.__data.__lock);
 }
 
-int rn_api_tab_held_here(void)
-{
-	/* glibc records the owner's thread id in a locked mutex, cleared before unlock */
-	return __atomic_load_n(&g_tab.mu.__data.__owner, __ATOMIC_RELAXED) == rn_sys_gettid();
-}
 
 int rn_api_fail(int err)
 {
@@ -179,11 +198,11 @@ int rn_api_fail(int err)
  */
 static void tab_plain_all(void)
 {
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	for (int i = 0; i < g_tab.cap; i++)
 		if (g_tab.tab[i])
 			__atomic_store_n(&g_tab.tab[i]->plain_writes, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 }
 
 static void tab_forget(void)
@@ -200,7 +219,7 @@ static void tab_forget(void)
 
 int rn_api_tab_install(int fd, rn_sock *s)
 {
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (!g_tab.atfork) {
 		pthread_atfork(tab_plain_all, NULL, tab_forget);
 		g_tab.atfork = 1;
@@ -210,7 +229,7 @@ int rn_api_tab_install(int fd, rn_sock *s)
 		rn_sock **n = realloc(g_tab.tab, (size_t)cap * sizeof(*n));
 
 		if (!n) {
-			pthread_mutex_unlock(&g_tab.mu);
+			tab_unlock();
 			return -ENOMEM;
 		}
 		memset(n + g_tab.cap, 0, (size_t)(cap - g_tab.cap) * sizeof(*n));
@@ -220,7 +239,7 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
 		rn_sock_unref(g_tab.tab[fd]);
 	tab_set(fd, s);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	return 0;
 }
 
@@ -231,7 +250,7 @@ rn_sock *rn_api_lookup(int fd, int *err)
 	int why = cookie ? ENOTSOCK : errno == ENOTSOCK ? ENOTSOCK : EBADF;
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		if (cookie && s->cookie == cookie) {
@@ -242,7 +261,7 @@ rn_sock *rn_api_lookup(int fd, int *err)
 			s = NULL;
 		}
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	if (!s)
 		*err = why;
 	return s;
@@ -291,10 +310,10 @@ rn_sock *rn_api_lookup_known(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && (s = g_tab.tab[fd]))
 		rn_sock_ref(s);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	return s;
 }
 
@@ -369,7 +388,7 @@ static void drain_at_exit(void)
 
 	if (!rn_engine_running())
 		return;
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	for (int fd = 0; fd < g_tab.cap; fd++) {
 		struct stat sb;
 		rn_sock *s = g_tab.tab[fd];
@@ -378,7 +397,7 @@ static void drain_at_exit(void)
 		    s->kind == RN_SK_CONNECTED)
 			syscall(SYS_shutdown, fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	/* our bytes and FIN delivered, every ACK owed sent */
 	pending = wait_pending(RN_EXIT_OWED, linger_ms);
 	if (pending > 0)
@@ -570,7 +589,7 @@ int ri2n_close(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		/* drop the entry even if stale (the number is something else now) */
@@ -580,7 +599,7 @@ int ri2n_close(int fd)
 			s = NULL;
 		}
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	if (s) { /* threads blocked in a fast call on it return EBADF */
 		rn_inline_closed(s);
 		rn_sock_unref(s);
@@ -699,7 +718,7 @@ void rn_api_forget(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		tab_set(fd, NULL);
@@ -721,11 +740,11 @@ void rn_api_forget(int fd)
 		}
 	}
 	if (s && !rn_api_last_number(s)) {
-		pthread_mutex_unlock(&g_tab.mu);
+		tab_unlock();
 		rn_sock_unref(s);
 		return;
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	if (s) {
 		rn_inline_closed(s); /* its last number: closed under any thread blocked on it */
 		rn_sock_unref(s);
@@ -736,10 +755,10 @@ void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
 {
 	int same;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	same = fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
 	       g_tab.tab[fd]->dev == dev;
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	/* nothing else names that number meanwhile: its close left it to us (the shim) */
 	if (same)
 		rn_api_forget(fd);

@@ -113,7 +113,7 @@ static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flag
 		return rn_sys_writev(fd, iov, iovcnt);
 	if (!(flags & MSG_DONTWAIT) &&
 	    (rc >= 0 ? (size_t)rc < total : err == EAGAIN || err == EWOULDBLOCK) &&
-	    !rn_host_owned() && !rn_api_tab_held_here()) {
+	    !rn_host_held_here() && !rn_api_tab_held_here()) {
 		size_t off = rc > 0 ? (size_t)rc : 0;
 
 		rn_host_poke();

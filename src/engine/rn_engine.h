@@ -177,6 +177,14 @@ void rn_host_kick(void);
  */
 int rn_host_owned(void);
 /*
+ * Async-signal-safe, for a signal handler asking of the frame it
+ * interrupted: whether the calling thread holds the host lock (or may: in
+ * the instructions around the take and the release it counts as held).
+ */
+int rn_host_held_here(void);
+/* The same question of any glibc mutex the thread was in the middle of taking. */
+int rn_host_mutex_mine(pthread_mutex_t *m);
+/*
  * Async-signal-safe: wakes every thread asleep on the host lock, for a
  * signal handler about to wait on the engine (see rn_engine.c).
  */
