@@ -25,6 +25,8 @@
  *                     goes on until its own timeout (ETIMEDOUT), as TCP's does.
  *
  * Run by run.sh in a namespace of its own (ctest api_posix_signal).
+ * POSIX_SIGNAL_HOLD=1: a hang (the stall detector, the watchdog) leaves the
+ * process waiting for a debugger instead of exiting.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -193,6 +195,7 @@ static void *receiver(void *arg)
 			fprintf(stderr, "posix_signal: nothing arrived for 5 s after %llu stream bytes "
 					"and %llu records: the writer is stuck\n",
 				(unsigned long long)r->stream, (unsigned long long)r->records);
+			if (getenv("POSIX_SIGNAL_HOLD")) for (;;) pause();
 			_exit(3);
 		}
 		n = read(r->fd, buf, sizeof(buf));
@@ -274,6 +277,15 @@ static void test_handler_writes(void **state)
 	int c, s;
 
 	(void)state;
+#if defined(__SANITIZE_THREAD__)
+	/*
+	 * TSan's own sigaction comes first and runs the program's handlers
+	 * itself, later, at a point of its choosing, past ri2n's trampoline
+	 * (and reports the fast path's allocations there): nothing to learn.
+	 */
+	print_message("skipped under TSan: it runs handlers itself, past ri2n's trampoline\n");
+	skip();
+#endif
 	g_log = calloc(MAX_LOG, sizeof(*g_log));
 	assert_non_null(g_log);
 	connect_pair(&c, &s);
@@ -315,6 +327,13 @@ static void test_handler_writes(void **state)
 /* ---- read_restart and connect_restart ---- */
 
 static uint32_t g_usr1; /* handler runs */
+
+#if defined(__SANITIZE_THREAD__)
+/* TSan runs handlers itself, later, merging those pending meanwhile: at least one ran */
+#define MIN_HANDLED 1
+#else
+#define MIN_HANDLED 10
+#endif
 
 static void on_usr1(int sig)
 {
@@ -393,7 +412,7 @@ static ssize_t read_under_signals(int a, int b, enum rcase rc)
 	if (n > 0 && (n != 4 || memcmp(buf, "data", 4) != 0))
 		fail_msg("the read returned %zd bytes that are not the data", n);
 	/* a signal sent while the last is still pending merges with it: not all 40 run */
-	if (rc == SA_RESTART_ONLY && n > 0 && g_usr1 < 10)
+	if (rc == SA_RESTART_ONLY && n > 0 && g_usr1 < MIN_HANDLED)
 		fail_msg("only %u of 40 signals handled during the read", g_usr1);
 	return n < 0 ? -err : n;
 }
@@ -524,6 +543,7 @@ static void on_alarm(int sig)
 	if (write(2, msg, sizeof(msg) - 1) < 0) {
 		/* nothing more to do */
 	}
+	if (getenv("POSIX_SIGNAL_HOLD")) for (;;) pause();
 	_exit(124);
 }
 
