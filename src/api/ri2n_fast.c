@@ -66,8 +66,7 @@ static int unconnected(rn_sock *s)
  * if that frame holds the host lock (the engine needs it) or the table's (a
  * reader of this process may need it, and the engine the room that reader
  * makes): then it returns what the descriptor took (a short count), or
- * fails with EAGAIN if nothing.
- * A blocking read does not wait while the thread is inside a ri2n call
+ * fails with EAGAIN if nothing.  A blocking read does not wait while the thread is inside a ri2n call
  * either (that call may be the port's waiter, which keeps the engine off the
  * rails): what the descriptor has, or EAGAIN.
  */
@@ -126,6 +125,7 @@ static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flag
 	errno = err;
 	return rc;
 }
+
 static ssize_t recv_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
 {
 	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };

@@ -224,14 +224,6 @@ void rn_host_leave_inline(void)
 int rn_host_owned(void) { return t_owns; }
 
 /*
- * glibc hands an unlock's wake-up to one sleeper on the mutex; a sleeper a
- * signal handler stops right then neither takes the lock nor passes the
- * wake-up on, and the others (the engine) sleep on with the lock free.  A
- * handler about to wait on the engine calls this first: every sleeper wakes
- * and tries again (a spurious wake-up costs one more try).  The futex word
- * is glibc's __lock, the word its lock and unlock wait and wake on.
- */
-/*
  * Whether a thread that was taking mutex m (asleep on it, or just past
  * the take) holds it.  glibc records the owner's thread id a few
  * instructions after the take and clears it just before the release: an
@@ -254,6 +246,14 @@ int rn_host_held_here(void)
 	return at == HOST_TAKING ? rn_host_mutex_mine(&g_host_mu) : at != HOST_OUT;
 }
 
+/*
+ * glibc hands an unlock's wake-up to one sleeper on the mutex; a sleeper a
+ * signal handler stops right then neither takes the lock nor passes the
+ * wake-up on, and the others (the engine) sleep on with the lock free.  A
+ * handler about to wait on the engine calls this first: every sleeper wakes
+ * and tries again (a spurious wake-up costs one more try).  The futex word
+ * is glibc's __lock, the word its lock and unlock wait and wake on.
+ */
 void rn_host_poke(void)
 {
 	rn_sys_futex_wake_all(&g_host_mu.__data.__lock);
