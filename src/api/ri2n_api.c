@@ -45,6 +45,8 @@
 #include "rn_sys.h"
 #include "rn_pairname.h"
 #include "rn_sandbox.h"
+#include "rn_sig.h"
+#include "rn_inline_int.h"
 
 static struct {
 	pthread_mutex_t mu;
@@ -54,16 +56,44 @@ static struct {
 	int atfork;
 } g_tab = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
+/* Where this thread is with g_tab.mu, as t_host in rn_engine.c: 0 out, 1 taking, 2 held, 3 leaving. */
+static RN_TLS volatile int t_tab;
+
+static void tab_lock(void)
+{
+	t_tab = 1;
+	pthread_mutex_lock(&g_tab.mu);
+	t_tab = 2;
+}
+
+static void tab_unlock(void)
+{
+	t_tab = 3;
+	pthread_mutex_unlock(&g_tab.mu);
+	t_tab = 0;
+}
+
+int rn_api_tab_held_here(void)
+{
+	int at = t_tab;
+
+	return at == 1 ? rn_host_mutex_mine(&g_tab.mu) : at != 0;
+}
+
 /*
  * Which numbers the table holds, readable without its lock: the data calls
  * of a program linked with libri2n (ri2n_plain.c) ask it of every
- * descriptor they see.  Pages of 4096 bits, made on first use and never
+ * descriptor they see.  Pages of 4096 numbers, made on first use and never
  * freed (the table itself moves when it grows); numbers past the last page
- * are never marked, and take the descriptor's way.
+ * are never marked, and take the descriptor's way.  A page holds two bits
+ * per number: words [0, WORDS) whether the table holds it, words [WORDS,
+ * 2 WORDS) whether a signal handler wrote into it (rn_api_sig_wrote).
  */
 #define MARK_PAGE_BITS 4096
 #define MARK_PAGES 1024
+#define MARK_WORDS (MARK_PAGE_BITS / 64)
 static uint64_t *g_mark[MARK_PAGES];
+static int g_sig_any; /* (atomic) some handler-written bit may be set: rn_api_sig_sweep */
 
 /* Under g_tab.mu: fd's bit, on or off. */
 static void mark(int fd, int on)
@@ -75,7 +105,7 @@ static void mark(int fd, int on)
 		return;
 	p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE);
 	if (!p) {
-		if (!on || !(p = calloc(MARK_PAGE_BITS / 64, sizeof(*p))))
+		if (!on || !(p = calloc(2 * MARK_WORDS, sizeof(*p))))
 			return; /* unmarked: the number just takes the slow way */
 		__atomic_store_n(&g_mark[page], p, __ATOMIC_RELEASE);
 	}
@@ -95,6 +125,55 @@ int rn_api_marked(int fd)
 	return (int)(__atomic_load_n(&p[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64) & 1);
 }
 
+/*
+ * A signal handler wrote into number fd past the fast path: lock-free, no
+ * allocation (the page exists: fd is marked).  The next fast send of this
+ * process, on any number of that socket, takes the descriptor's bytes first
+ * (rn_api_sig_sweep).
+ */
+void rn_api_sig_wrote(int fd)
+{
+	unsigned page = (unsigned)fd / MARK_PAGE_BITS, bit = (unsigned)fd % MARK_PAGE_BITS;
+	uint64_t *p;
+
+	if (page >= MARK_PAGES || !(p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE)))
+		return;
+	__atomic_fetch_or(&p[MARK_WORDS + bit / 64], 1ull << (bit % 64), __ATOMIC_RELEASE);
+	__atomic_store_n(&g_sig_any, 1, __ATOMIC_RELEASE);
+}
+
+/* Outside handlers: the sockets of the numbers handlers wrote into get desc_first; bits cleared. */
+static void sig_sweep(void)
+{
+	for (int page = 0; page < MARK_PAGES; page++) {
+		uint64_t *p = __atomic_load_n(&g_mark[page], __ATOMIC_ACQUIRE);
+
+		for (int w = 0; p && w < MARK_WORDS; w++) {
+			uint64_t bits;
+
+			if (!__atomic_load_n(&p[MARK_WORDS + w], __ATOMIC_RELAXED))
+				continue;
+			/* cleared before the socket is told: a write after this sets it again */
+			bits = __atomic_exchange_n(&p[MARK_WORDS + w], 0, __ATOMIC_ACQ_REL);
+			for (; bits; bits &= bits - 1) {
+				int fd = page * MARK_PAGE_BITS + w * 64 + __builtin_ctzll(bits);
+
+				tab_lock();
+				if (fd < g_tab.cap && g_tab.tab[fd])
+					__atomic_store_n(&g_tab.tab[fd]->desc_first, 1, __ATOMIC_RELEASE);
+				tab_unlock();
+			}
+		}
+	}
+}
+
+void rn_api_sig_sweep(void)
+{
+	if (__atomic_load_n(&g_sig_any, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&g_sig_any, 0, __ATOMIC_ACQ_REL))
+		sig_sweep();
+}
+
 /* Under g_tab.mu: number fd holds s now (NULL: nothing). */
 static void tab_set(int fd, rn_sock *s)
 {
@@ -102,6 +181,13 @@ static void tab_set(int fd, rn_sock *s)
 	g_tab.gen[fd]++;
 	mark(fd, s != NULL);
 }
+
+void rn_api_tab_poke(void)
+{
+	/* as rn_host_poke: a sleeper a handler stopped may hold the table's wake-up */
+	rn_sys_futex_wake_all(&g_tab.mu.__data.__lock);
+}
+
 
 int rn_api_fail(int err)
 {
@@ -116,11 +202,11 @@ int rn_api_fail(int err)
  */
 static void tab_plain_all(void)
 {
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	for (int i = 0; i < g_tab.cap; i++)
 		if (g_tab.tab[i])
 			__atomic_store_n(&g_tab.tab[i]->plain_writes, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 }
 
 static void tab_forget(void)
@@ -131,13 +217,14 @@ static void tab_forget(void)
 	g_tab.cap = 0;
 	for (int i = 0; i < MARK_PAGES; i++)
 		if (g_mark[i])
-			memset(g_mark[i], 0, MARK_PAGE_BITS / 8);
+			memset(g_mark[i], 0, 2 * MARK_WORDS * sizeof(uint64_t));
+	g_sig_any = 0;
 	pthread_mutex_init(&g_tab.mu, NULL);
 }
 
 int rn_api_tab_install(int fd, rn_sock *s)
 {
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (!g_tab.atfork) {
 		pthread_atfork(tab_plain_all, NULL, tab_forget);
 		g_tab.atfork = 1;
@@ -151,7 +238,7 @@ int rn_api_tab_install(int fd, rn_sock *s)
 			g_tab.tab = n; /* the old cap stays right until both have grown */
 		gen = n ? realloc(g_tab.gen, (size_t)cap * sizeof(*gen)) : NULL;
 		if (!gen) {
-			pthread_mutex_unlock(&g_tab.mu);
+			tab_unlock();
 			return -ENOMEM;
 		}
 		memset(n + g_tab.cap, 0, (size_t)(cap - g_tab.cap) * sizeof(*n));
@@ -168,7 +255,7 @@ int rn_api_tab_install(int fd, rn_sock *s)
 	 */
 	if (fd <= STDERR_FILENO)
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	return 0;
 }
 
@@ -205,12 +292,12 @@ rn_sock *rn_api_lookup(int fd, int *err)
 		uint64_t cookie;
 		int why, dropped;
 
-		pthread_mutex_lock(&g_tab.mu);
+		tab_lock();
 		if (fd >= 0 && fd < g_tab.cap && (s = g_tab.tab[fd])) {
 			gen = g_tab.gen[fd];
 			rn_sock_ref(s);
 		}
-		pthread_mutex_unlock(&g_tab.mu);
+		tab_unlock();
 		cookie = rn_fd_cookie(fd);
 		if (s && cookie && s->cookie == cookie)
 			return s;
@@ -220,9 +307,9 @@ rn_sock *rn_api_lookup(int fd, int *err)
 			return NULL;
 		}
 		/* closed without ri2n_close, the number maybe reused */
-		pthread_mutex_lock(&g_tab.mu);
+		tab_lock();
 		dropped = tab_drop_if(fd, s, gen);
-		pthread_mutex_unlock(&g_tab.mu);
+		tab_unlock();
 		rn_sock_unref(s);
 		if (dropped) {
 			*err = why;
@@ -244,8 +331,11 @@ void rn_api_plain_all(void)
 void rn_api_to_descriptor(int fd)
 {
 	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s;
 
+	if (rn_sig_unsafe())
+		return; /* no lock here: what the core holds stays there, the reader gets the descriptor's */
+	s = rn_api_lookup(fd, &err);
 	if (s) {
 		rn_inline_to_descriptor(s);
 		rn_sock_unref(s);
@@ -258,11 +348,11 @@ void rn_api_all_to_descriptor(void)
 		rn_sock *s = NULL;
 		int more;
 
-		pthread_mutex_lock(&g_tab.mu);
+		tab_lock();
 		more = fd < g_tab.cap;
 		if (more && (s = g_tab.tab[fd]))
 			rn_sock_ref(s);
-		pthread_mutex_unlock(&g_tab.mu);
+		tab_unlock();
 		if (!more)
 			return;
 		if (s) {
@@ -275,8 +365,13 @@ void rn_api_all_to_descriptor(void)
 void rn_api_note_plain(int fd)
 {
 	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s;
 
+	if (rn_sig_unsafe()) { /* in a handler: the lock-free mark, read by the next fast send */
+		rn_api_sig_wrote(fd);
+		return;
+	}
+	s = rn_api_lookup(fd, &err);
 	if (s) {
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
 		rn_sock_unref(s);
@@ -291,10 +386,10 @@ rn_sock *rn_api_lookup_known(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && (s = g_tab.tab[fd]))
 		rn_sock_ref(s);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	return s;
 }
 
@@ -374,7 +469,7 @@ static void drain_at_exit(void)
 	/* under seccomp ri2n makes no call of its own: exit is as _exit for ri2n */
 	if (rn_sandbox_on() || !rn_engine_running())
 		return;
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	for (int fd = 0; fd < g_tab.cap; fd++) {
 		struct stat sb;
 		rn_sock *s = g_tab.tab[fd];
@@ -383,7 +478,7 @@ static void drain_at_exit(void)
 		    s->kind == RN_SK_CONNECTED)
 			rn_sys_shutdown(fd, SHUT_WR); /* raw: not our own shutdown, which takes g_tab.mu */
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	/* our bytes and FIN delivered, every ACK owed sent */
 	pending = wait_pending(RN_EXIT_OWED, linger_ms);
 	if (pending == -ETIMEDOUT) {
@@ -517,11 +612,22 @@ static int sleep_writable(rn_sock *s, struct pollfd *p)
 	return rc;
 }
 
+/*
+ * A connect's wait interrupted by a handler: whether TCP resumes it.  The
+ * kernel restarts connect() after a handler installed with SA_RESTART, and
+ * the restarted call waits on for the handshake; with SO_SNDTIMEO set, EINTR.
+ */
+static int connect_restarts(int fd, rn_sig_snap before)
+{
+	return rn_sig_restartable(before) && rn_inline_fd_timeout(fd, SO_SNDTIMEO) < 0;
+}
+
 /* Waits for a blocking connect: writability means the handshake ended. */
 static int wait_connected(rn_sock *s, int fd)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		rn_sig_snap sig = rn_sig_now();
 		int kind, err, ct;
 
 		pthread_mutex_lock(&s->mu);
@@ -534,8 +640,11 @@ static int wait_connected(rn_sock *s, int fd)
 			return 0;
 		if (kind == RN_SK_DEAD)
 			return err ? err : ECONNREFUSED;
-		if (sleep_writable(s, &p) < 0 && errno == EINTR)
+		if (sleep_writable(s, &p) < 0 && errno == EINTR) {
+			if (connect_restarts(fd, sig))
+				continue;
 			return EINTR; /* the connect goes on, as with TCP */
+		}
 		if (p.revents & (POLLOUT | POLLHUP | POLLERR)) {
 			/* the engine updates the state before it wakes us; look again */
 			ct = rn_sys_nocancel_begin(); /* a short wait, under s->mu */
@@ -587,7 +696,7 @@ int ri2n_close(int fd)
 {
 	rn_sock *s = NULL;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd]) {
 		s = g_tab.tab[fd];
 		/* drop the entry even if stale (the number is something else now) */
@@ -597,7 +706,7 @@ int ri2n_close(int fd)
 			s = NULL;
 		}
 	}
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	if (s) { /* threads blocked in a fast call on it return EBADF */
 		rn_inline_closed(s);
 		rn_sock_unref(s);
@@ -777,9 +886,9 @@ void rn_api_forget(int fd)
 {
 	rn_sock *s;
 
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	s = forget_locked(fd);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	forget_finish(s);
 }
 
@@ -788,11 +897,11 @@ void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
 	rn_sock *s = NULL;
 
 	/* one hold of the lock: a socket that took the number meanwhile keeps its entry */
-	pthread_mutex_lock(&g_tab.mu);
+	tab_lock();
 	if (fd >= 0 && fd < g_tab.cap && g_tab.tab[fd] && g_tab.tab[fd]->ino == ino &&
 	    g_tab.tab[fd]->dev == dev)
 		s = forget_locked(fd);
-	pthread_mutex_unlock(&g_tab.mu);
+	tab_unlock();
 	forget_finish(s);
 }
 

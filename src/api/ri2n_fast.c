@@ -33,6 +33,7 @@
 #include "rn_knobs.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
+#include "rn_sig.h"
 #include "rn_sys.h"
 
 /* ---- the fast path: the calling thread drives its connection (rn_inline.c) ---- */
@@ -52,13 +53,108 @@ static void unref_cancelled(void *s)
 	rn_sock_unref(s);
 }
 
-ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
-		    int *handled)
+/*
+ * ---- in a signal handler, or re-entered on a thread already in a ri2n call ----
+ *
+ * The interrupted frame of this very thread may hold the table's, the
+ * socket's or the host lock, or be inside malloc: the call takes no lock,
+ * allocates and frees nothing, and goes the descriptor's way (the user's
+ * end of the socketpair, a raw system call), where the engine takes the
+ * bytes.  A write leaves the number marked lock-free (rn_api_sig_wrote), so
+ * the next fast send takes those bytes first: the order holds.  A number
+ * the table never held is not ours (*handled 0: the interposer passes it
+ * on); one it held, maybe closed since, gets the raw call, as from libc.
+ *
+ * A blocking write here first takes what the descriptor takes at once.
+ * For the rest it waits on the engine to empty the descriptor, after waking
+ * every thread asleep on ri2n's locks (rn_host_poke: the frame it
+ * interrupted may have taken the wake-up the engine needed).  It cannot wait
+ * if that frame holds the host lock (the engine needs it) or the table's (a
+ * reader of this process may need it, and the engine the room that reader
+ * makes): then it returns what the descriptor took (a short count), or
+ * fails with EAGAIN if nothing.  A blocking read does not wait while the thread is inside a ri2n call
+ * either (that call may be the port's waiter, which keeps the engine off the
+ * rails): what the descriptor has, or EAGAIN.
+ */
+static ssize_t write_raw(int fd, const struct iovec *iov, int iovcnt, int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	/* a plain write(v) keeps working on a number reused by a pipe meanwhile */
+	return flags ? rn_sys_sendmsg(fd, &m, flags) : rn_sys_writev(fd, iov, iovcnt);
+}
+
+/* The iov past its first `off` bytes, in rest (at most 64 pieces: a handler's write is small). */
+static int iov_skip(const struct iovec *iov, int iovcnt, size_t off, struct iovec *rest)
+{
+	int n = 0;
+
+	for (int i = 0; i < iovcnt && n < 64; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		rest[n++] = (struct iovec){ (char *)iov[i].iov_base + off, iov[i].iov_len - off };
+		off = 0;
+	}
+	return n;
+}
+
+static ssize_t send_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	struct iovec rest[64];
+	size_t total = 0;
+	ssize_t rc, more;
+	int err;
+
+	*handled = rn_api_marked(fd);
+	if (!*handled)
+		return rn_api_fail(ENOTSOCK);
+	for (int i = 0; i < iovcnt; i++)
+		total += iov[i].iov_len;
+	rc = write_raw(fd, iov, iovcnt, flags | MSG_DONTWAIT);
+	err = errno;
+	if (rc < 0 && err == ENOTSOCK) /* the number is something else by now: its own write */
+		return rn_sys_writev(fd, iov, iovcnt);
+	if (!(flags & MSG_DONTWAIT) &&
+	    (rc >= 0 ? (size_t)rc < total : err == EAGAIN || err == EWOULDBLOCK) &&
+	    !rn_host_held_here() && !rn_api_tab_held_here()) {
+		size_t off = rc > 0 ? (size_t)rc : 0;
+
+		rn_host_poke();
+		rn_api_tab_poke();
+		more = write_raw(fd, rest, iov_skip(iov, iovcnt, off, rest), flags);
+		err = errno;
+		rc = more >= 0 ? (ssize_t)off + more : off ? (ssize_t)off : -1;
+	}
+	rn_api_sig_wrote(fd);
+	errno = err;
+	return rc;
+}
+
+static ssize_t recv_unsafe(int fd, const struct iovec *iov, int iovcnt, int flags, int *handled)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
+
+	*handled = rn_api_marked(fd);
+	if (!*handled)
+		return rn_api_fail(ENOTSOCK);
+	if (rn_sig_t_calls)
+		flags |= MSG_DONTWAIT;
+	return flags ? rn_sys_recvmsg(fd, &m, flags) : rn_sys_readv(fd, iov, iovcnt);
+}
+
+/* ---- the fast path proper ---- */
+
+static ssize_t send_fast(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+			 int *handled)
 {
 	int err = ENOTSOCK;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s;
 	ssize_t rc;
 
+	rn_api_sig_sweep(); /* bytes handlers wrote go before ours */
+	s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	*handled = s != NULL;
 	if (!s)
 		return rn_api_fail(err);
@@ -86,8 +182,8 @@ ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	return rc;
 }
 
-ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
-		    int *handled)
+static ssize_t recv_fast(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+			 int *handled)
 {
 	int err = ENOTSOCK;
 	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
@@ -123,6 +219,32 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	rn_sock_unref(s);
 	if (rc < 0)
 		return rn_api_fail((int)-rc);
+	return rc;
+}
+
+ssize_t rn_api_send(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
+{
+	ssize_t rc;
+
+	if (rn_sig_unsafe())
+		return send_unsafe(fd, iov, iovcnt, flags, handled);
+	rn_sig_call_begin();
+	rc = send_fast(fd, known, iov, iovcnt, flags, handled);
+	rn_sig_call_end();
+	return rc;
+}
+
+ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int flags,
+		    int *handled)
+{
+	ssize_t rc;
+
+	if (rn_sig_unsafe())
+		return recv_unsafe(fd, iov, iovcnt, flags, handled);
+	rn_sig_call_begin();
+	rc = recv_fast(fd, known, iov, iovcnt, flags, handled);
+	rn_sig_call_end();
 	return rc;
 }
 

@@ -22,6 +22,24 @@ rn_sock *rn_api_lookup_known(int fd);
  * reused); lock-free, no system call.
  */
 int rn_api_marked(int fd);
+/*
+ * A signal handler (or a re-entered call) wrote into number fd past the
+ * fast path: lock-free, allocation-free, async-signal-safe.
+ */
+void rn_api_sig_wrote(int fd);
+/*
+ * Outside handlers, before a fast send: the sockets handlers wrote into
+ * since the last call take their descriptor's bytes first at their next
+ * fast send (rn_sock.desc_first).  Cheap when none did.
+ */
+void rn_api_sig_sweep(void);
+/* Async-signal-safe: every thread asleep on the table's lock wakes (see rn_host_poke). */
+void rn_api_tab_poke(void);
+/*
+ * Async-signal-safe: whether the calling thread holds the table's lock (a
+ * handler asks it of the frame it interrupted).
+ */
+int rn_api_tab_held_here(void);
 /* fd's entry becomes s (the table takes s's reference); 0 or -ENOMEM. */
 int rn_api_tab_install(int fd, rn_sock *s);
 /* Fills a new socket's send buffer so that it polls writable only once connected. */

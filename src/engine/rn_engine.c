@@ -188,9 +188,31 @@ int rn_engine_self(void)
 	return t_engine;
 }
 
+/*
+ * Where this thread is with the host lock, for a signal handler that
+ * interrupts it (rn_host_held_here): volatile, so each step is stored
+ * before the lock call that follows it.
+ */
+enum { HOST_OUT, HOST_TAKING, HOST_HELD, HOST_LEAVING };
+static RN_TLS volatile int t_host;
+
+static void host_take(void)
+{
+	t_host = HOST_TAKING;
+	pthread_mutex_lock(&g_host_mu);
+	t_host = HOST_HELD;
+}
+
+static void host_give(void)
+{
+	t_host = HOST_LEAVING;
+	pthread_mutex_unlock(&g_host_mu);
+	t_host = HOST_OUT;
+}
+
 void rn_host_lock(void)
 {
-	pthread_mutex_lock(&g_host_mu);
+	host_take();
 	t_owns = 1;
 	t_locks++;
 }
@@ -198,12 +220,12 @@ void rn_host_lock(void)
 void rn_host_unlock(void)
 {
 	t_owns = 0;
-	pthread_mutex_unlock(&g_host_mu);
+	host_give();
 }
 
 void rn_host_enter_inline(void)
 {
-	pthread_mutex_lock(&g_host_mu);
+	host_take();
 	t_owns = 1;
 	t_inline = 1;
 }
@@ -212,10 +234,46 @@ void rn_host_leave_inline(void)
 {
 	t_inline = 0;
 	t_owns = 0;
-	pthread_mutex_unlock(&g_host_mu);
+	host_give();
 }
 
 int rn_host_owned(void) { return t_owns; }
+
+/*
+ * Whether a thread that was taking mutex m (asleep on it, or just past
+ * the take) holds it.  glibc records the owner's thread id a few
+ * instructions after the take and clears it just before the release: an
+ * owner of 0 on a taken lock may be this thread in that gap, so it counts
+ * as held.  Async-signal-safe.
+ */
+int rn_host_mutex_mine(pthread_mutex_t *m)
+{
+	int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+
+	if (owner == 0)
+		return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0;
+	return owner == rn_sys_gettid();
+}
+
+int rn_host_held_here(void)
+{
+	int at = t_host;
+
+	return at == HOST_TAKING ? rn_host_mutex_mine(&g_host_mu) : at != HOST_OUT;
+}
+
+/*
+ * glibc hands an unlock's wake-up to one sleeper on the mutex; a sleeper a
+ * signal handler stops right then neither takes the lock nor passes the
+ * wake-up on, and the others (the engine) sleep on with the lock free.  A
+ * handler about to wait on the engine calls this first: every sleeper wakes
+ * and tries again (a spurious wake-up costs one more try).  The futex word
+ * is glibc's __lock, the word its lock and unlock wait and wake on.
+ */
+void rn_host_poke(void)
+{
+	rn_sys_futex_wake_all(&g_host_mu.__data.__lock);
+}
 
 int rn_host_inline(void) { return t_inline; }
 

@@ -73,6 +73,11 @@ typedef struct rn_sock {
 	 */
 	int plain_writes;
 	/*
+	 * (atomic) One-shot: a signal handler wrote into A past the fast path
+	 * (rn_api_sig_sweep); the next fast send takes A's bytes first.
+	 */
+	int desc_first;
+	/*
 	 * (host lock) Under ri2n-run: the epoll set (by the shim's id for it) the socket was
 	 * last added to, with the events and data it was added with; lets an
 	 * inline epoll wait report its bytes without the socketpair.
@@ -179,6 +184,19 @@ void rn_host_kick(void);
  * through rn_ev.h, which asserts that the thread is not driving inline.
  */
 int rn_host_owned(void);
+/*
+ * Async-signal-safe, for a signal handler asking of the frame it
+ * interrupted: whether the calling thread holds the host lock (or may: in
+ * the instructions around the take and the release it counts as held).
+ */
+int rn_host_held_here(void);
+/* The same question of any glibc mutex the thread was in the middle of taking. */
+int rn_host_mutex_mine(pthread_mutex_t *m);
+/*
+ * Async-signal-safe: wakes every thread asleep on the host lock, for a
+ * signal handler about to wait on the engine (see rn_engine.c).
+ */
+void rn_host_poke(void);
 #ifdef NDEBUG
 #define RN_OWNS_HOST() ((void)0)
 #define RN_NOT_INLINE() ((void)0)

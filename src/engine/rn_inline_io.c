@@ -27,6 +27,7 @@
 #include "rn_stream.h"
 #include "rn_inline_int.h"
 #include "rn_sys.h"
+#include "rn_sig.h"
 
 /* ---- send ---- */
 
@@ -131,7 +132,9 @@ ssize_t rn_inline_send(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 	} else {
 		uint64_t now = rn_now_ns();
 		/* plain bytes in the descriptor go first; none can be there unless... */
-		int pair = __atomic_load_n(&s->plain_writes, __ATOMIC_RELAXED) || st->pair_tx
+		int first = __atomic_load_n(&s->desc_first, __ATOMIC_ACQUIRE) &&
+			    __atomic_exchange_n(&s->desc_first, 0, __ATOMIC_ACQ_REL);
+		int pair = first || __atomic_load_n(&s->plain_writes, __ATOMIC_RELAXED) || st->pair_tx
 				   ? rn_inline_take_pair(st, now)
 				   : rn_conn_write_space(st->conn) > 0;
 
@@ -193,6 +196,22 @@ static ssize_t read_pair(int fd, const struct iovec *iov, int iovcnt, size_t off
 	return rn_sys_recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
+/*
+ * A wait of a receive ended with EINTR (nothing received yet): whether the
+ * kernel's TCP would resume it.  Its rule (signal(7), tcp_recvmsg): a
+ * receive on a socket with SO_RCVTIMEO set fails with EINTR whatever the
+ * handler's flags; else it resumes if the handler was installed with
+ * SA_RESTART.  *timeout: the call's limit, RN_WAIT_RCVTIMEO until asked.
+ */
+static int recv_restarts(int fd, int64_t *timeout, rn_sig_snap before)
+{
+	if (!rn_sig_restartable(before))
+		return 0;
+	if (*timeout == RN_WAIT_RCVTIMEO)
+		*timeout = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
+	return *timeout < 0;
+}
+
 ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t total = iov_total(iov, iovcnt), got = 0;
@@ -202,6 +221,7 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 	struct timespec t0 = { 0, 0 };
 	ssize_t rc = 0;
 	uint32_t ready;
+	rn_sig_snap sig;
 
 	if (iovcnt > MAX_IOV)
 		return RN_INLINE_PLAIN;
@@ -289,8 +309,11 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		/* a datagram already there returns at once: no read to try first */
 		rn_inline_service(st, rn_now_ns());
+		sig = rn_sig_now();
 		rc = rn_inline_wait_port(s, st, fd, POLLIN, &timeout, &t0,
 					 __atomic_load_n(&s->busy_us, __ATOMIC_RELAXED), &ready);
+		if (rc == -EINTR && !got && recv_restarts(fd, &timeout, sig))
+			continue;
 		if (rc < 0) {
 			rc = got ? (ssize_t)got : rc;
 			break;

@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -46,6 +48,16 @@ static inline ssize_t rn_sys_read(int fd, void *buf, size_t len)
 static inline ssize_t rn_sys_write(int fd, const void *buf, size_t len)
 {
 	return syscall(SYS_write, fd, buf, len);
+}
+
+static inline ssize_t rn_sys_readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	return syscall(SYS_readv, fd, iov, iovcnt);
+}
+
+static inline ssize_t rn_sys_writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	return syscall(SYS_writev, fd, iov, iovcnt);
 }
 
 static inline ssize_t rn_sys_send(int fd, const void *buf, size_t len, int flags)
@@ -173,6 +185,17 @@ static inline int rn_sys_open(const char *path, int flags)
 static inline pid_t rn_sys_getpid(void)
 {
 	return (pid_t)syscall(SYS_getpid);
+}
+
+static inline pid_t rn_sys_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* Wakes every thread asleep on the futex word (FUTEX_WAKE, process-private). */
+static inline int rn_sys_futex_wake_all(int *word)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* A wait that is never a cancellation point (sigmask NULL: the thread's own). */

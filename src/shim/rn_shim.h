@@ -208,10 +208,8 @@ void rn_shim_ep_forget_range(unsigned int first, unsigned int last);
 /* nfd was made a duplicate of old: if old is an epoll set, nfd names the same record. */
 void rn_shim_ep_dup(int old, int nfd);
 
-/* ---- signals (rn_shim_sig.c) ---- */
+/* ---- signals: rn_sigcalls.c, rn_sig.h (rn_sig_in_handler) ---- */
 
-/* Whether this thread is running a signal handler the program installed. */
-int rn_shim_in_handler(void);
 /* Whether this is ri2n's engine thread (rn_shim_sock.c). */
 int rn_shim_engine_thread(void);
 

@@ -34,6 +34,7 @@
 #include "rn_api.h"
 #include "rn_shim.h"
 #include "rn_sys.h"
+#include "rn_sig.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -522,12 +523,12 @@ RN_SHIM_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 }
 
 /*
- * In a signal handler (rn_shim_sig.c) a close must be async-signal-safe: the
+ * In a signal handler (rn_sigcalls.c) a close must be async-signal-safe: the
  * entry leaves the table lock-free, the rest waits (rn_shim_tab_drain).
  */
 static void forget_on_close(int fd)
 {
-	if (rn_shim_in_handler())
+	if (rn_sig_in_handler())
 		rn_shim_tab_retire(fd);
 	else
 		forget(fd);
@@ -537,7 +538,7 @@ RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
 		forget_on_close(fd);
-	else if (!rn_shim_in_handler())
+	else if (!rn_sig_in_handler())
 		rn_shim_ep_forget(fd);
 	return RN_REAL->close(fd);
 }
@@ -548,7 +549,7 @@ RN_SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 		for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++)
 			if (rn_shim_tab_has((int)fd))
 				forget_on_close((int)fd);
-		if (!rn_shim_in_handler())
+		if (!rn_sig_in_handler())
 			rn_shim_ep_forget_range(first, last);
 	}
 	return RN_REAL->close_range(first, last, flags);
@@ -572,7 +573,7 @@ RN_SHIM_API void closefrom(int low)
 		for (int fd = low; fd < (1 << 20); fd++)
 			if (rn_shim_tab_has(fd))
 				forget_on_close(fd);
-		if (!rn_shim_in_handler())
+		if (!rn_sig_in_handler())
 			rn_shim_ep_forget_range((unsigned int)low, ~0u);
 	}
 	RN_REAL->closefrom(low);

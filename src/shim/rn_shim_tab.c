@@ -30,6 +30,7 @@
 #include "rn_engine.h"
 #include "rn_sandbox.h"
 #include "rn_shim.h"
+#include "rn_sig.h"
 
 #define PAGE_BITS 10
 #define PAGE_SIZE (1 << PAGE_BITS)
@@ -347,7 +348,7 @@ void rn_shim_tab_drain(void)
 	int saved = errno;
 
 	/* not in a handler; not on ri2n's engine thread, which may hold what ri2n_api takes */
-	if (!__atomic_load_n(&g.retired, __ATOMIC_ACQUIRE) || rn_shim_in_handler() ||
+	if (!__atomic_load_n(&g.retired, __ATOMIC_ACQUIRE) || rn_sig_in_handler() ||
 	    rn_shim_engine_thread())
 		return;
 	e = __atomic_exchange_n(&g.retired, NULL, __ATOMIC_ACQUIRE);

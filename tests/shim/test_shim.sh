@@ -62,19 +62,24 @@
 #           vfork'ed child and a process it was passed to by SCM_RIGHTS, each
 #           alternating with write() for 2000 rounds: every byte arrives in
 #           order (docs/RI2N-RUN.md)
+#   sigrestart
+#           shim_sigrestart: a blocking read() interrupted by 25 SIGCHLD
+#           handlers installed with SA_RESTART returns the data, never EINTR,
+#           as on a TCP socket
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix|sigrestart}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
 FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
 ORDER=${RI2N_SHIM_ORDER:-$NT_ROOT/build/tests/shim_order}
 POSIX=${RI2N_SHIM_POSIX:-$NT_ROOT/build/tests/shim_posix}
+SIGRESTART=${RI2N_SHIM_SIGRESTART:-$NT_ROOT/build/tests/shim_sigrestart}
 tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
@@ -645,8 +650,24 @@ scenario_order() {
 	nt_ok "order: $(grep -c '^ok' "$NT_DIR/order.err") ways of sharing a descriptor keep the byte order under ri2n-run"
 }
 
+scenario_sigrestart() {
+	local srv rc
+	[ -x "$SIGRESTART" ] || nt_skip "shim_sigrestart not built at $SIGRESTART"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$SIGRESTART" serve 9710
+	srv=$ST_PID
+	st_wait_listen 2 9710
+	ST_TIMEOUT=60 st_fg client 1 "$SIGRESTART" client "$(nt_addr 2)" 9710
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/client.out"
+	[ $rc -eq 0 ] || nt_fail "client: $(grep FAIL "$NT_DIR/client.out") (status $rc)"
+	wait "$srv" || nt_fail "server: $(cat "$NT_DIR/server.out")"
+	st_require_ri2n client server
+	nt_ok "sigrestart: a read under SA_RESTART handlers resumes, as on TCP"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix | sigrestart) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac

@@ -1,14 +1,24 @@
 /*
- * rn_shim_sig.c - the interposed sigaction and signal: the program's
- * handlers run inside a trampoline that marks the thread as in a handler,
- * so that close() there does only what is async-signal-safe (rn_shim_sock.c:
- * the shim's and ri2n's bookkeeping takes mutexes and frees memory, which
- * the interrupted code may hold or be inside of; it is deferred to the next
- * shim call outside a handler, rn_shim_tab_drain).
+ * rn_sigcalls.c - the interposed sigaction and signal: the program's
+ * handlers run inside a trampoline that tells ri2n a handler is running on
+ * the thread, and with which flags (rn_sig.h).  Two interposers compile this
+ * file, as they do rn_datacalls.c: libri2n itself and ri2n-run's shim.  Each
+ * links its own copy of the engine, so each counts into its own rn_sig.h
+ * state; a program under ri2n-run that also links libri2n has its handlers
+ * wrapped twice (the shim's sigaction passes its trampoline on to
+ * libri2n's), and both copies know.
+ *
+ * What ri2n does with it: a data call in a handler takes no lock and goes
+ * the descriptor's way (ri2n_fast.c); a close in a handler under ri2n-run
+ * does only what is async-signal-safe (rn_shim_sock.c); a blocking wait a
+ * handler interrupted resumes if that handler was installed with
+ * SA_RESTART, as the kernel's TCP does (rn_inline_io.c).
  *
  * The program sees its own handlers: the old action sigaction returns is
  * the one it installed, never the trampoline.  SIG_DFL and SIG_IGN pass
- * through as they are.
+ * through as they are.  A handler that leaves by siglongjmp leaves the
+ * thread counted as in a handler: its data calls stay on the descriptor's
+ * way (correct, only slower).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,9 +26,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "rn_shim.h"
+#include "rn_sig.h"
 
-#define RN_SHIM_API __attribute__((visibility("default")))
+#define RN_SIG_API __attribute__((visibility("default")))
 /*
  * Not instrumented by TSan: its runtime installs its own handlers through
  * sigaction while it initialises, before instrumented code may run.
@@ -33,28 +43,20 @@ static struct {
 	int flags;                            /* the program's sa_flags */
 } g_handler[NSIG];
 
-/* initial-exec: no allocation on first use, so safe in a handler */
-static __thread int t_in_handler __attribute__((tls_model("initial-exec")));
-
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-
-NO_TSAN int rn_shim_in_handler(void)
-{
-	return t_in_handler > 0;
-}
 
 NO_TSAN static void trampoline(int sig, siginfo_t *si, void *uc)
 {
-	int saved = errno;
+	int saved = errno, flags = __atomic_load_n(&g_handler[sig].flags, __ATOMIC_ACQUIRE);
 
-	t_in_handler++;
+	rn_sig_handler_begin();
 	errno = saved;
 	if (__atomic_load_n(&g_handler[sig].siginfo, __ATOMIC_ACQUIRE))
 		__atomic_load_n(&g_handler[sig].sa, __ATOMIC_ACQUIRE)(sig, si, uc);
 	else
 		__atomic_load_n(&g_handler[sig].h, __ATOMIC_ACQUIRE)(sig);
 	saved = errno;
-	t_in_handler--;
+	rn_sig_handler_end(flags);
 	errno = saved;
 }
 
@@ -67,7 +69,7 @@ NO_TSAN static int wrappable(int sig, const struct sigaction *act)
 	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 }
 
-RN_SHIM_API NO_TSAN int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+RN_SIG_API NO_TSAN int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction mine, prev;
 	int rc, saved;
@@ -81,8 +83,8 @@ RN_SHIM_API NO_TSAN int sigaction(int sig, const struct sigaction *act, struct s
 	if (sig <= 0 || sig >= NSIG)
 		return real_sigaction(sig, act, old);
 	if (wrappable(sig, act)) {
-		mine = *act;
-		g_handler[sig].flags = act->sa_flags;
+		mine = *act; /* the program's flags (SA_RESTART...) are the kernel's too */
+		__atomic_store_n(&g_handler[sig].flags, act->sa_flags, __ATOMIC_RELEASE);
 		if (act->sa_flags & SA_SIGINFO)
 			__atomic_store_n(&g_handler[sig].sa, act->sa_sigaction, __ATOMIC_RELEASE);
 		else
@@ -111,7 +113,7 @@ RN_SHIM_API NO_TSAN int sigaction(int sig, const struct sigaction *act, struct s
 }
 
 /* signal(): glibc's BSD semantics (SA_RESTART, the signal blocked in its handler), through ours. */
-RN_SHIM_API NO_TSAN sighandler_t signal(int sig, sighandler_t h)
+RN_SIG_API NO_TSAN sighandler_t signal(int sig, sighandler_t h)
 {
 	struct sigaction act, old;
 
