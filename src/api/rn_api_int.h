@@ -44,8 +44,8 @@ int rn_api_tab_held_here(void);
 int rn_api_tab_install(int fd, rn_sock *s);
 /* Fills a new socket's send buffer so that it polls writable only once connected. */
 size_t rn_api_fill_junk(int fd);
-/* Whether fd is the last number for s (closing it closes the socket). */
-int rn_api_last_number(const rn_sock *s);
+/* At exit: every connected socket still open is shut down for writing. */
+void rn_api_tab_shut_all(void);
 void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len);
 
 #endif
