@@ -472,6 +472,8 @@ int rn_dc_first(void)
 		ok = reaches_us(names[i]);
 	errno = saved;
 	return ok;
+}
+
 /*
  * ioctl: FIONREAD (SIOCINQ), SIOCOUTQ and SIOCOUTQNSD on a ri2n socket count
  * what waits in ri2n's buffers too (ri2n_ioctl.c); every other request, and
