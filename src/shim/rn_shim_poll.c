@@ -466,6 +466,45 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 	return rc;
 }
 
+/* The rail sockets one wait watches (rn_inline_watch_begin's handles). */
+typedef struct watch {
+	void **h;
+	int n;
+} watch;
+
+/*
+ * The thread is being cancelled in a watched wait (the kernel's poll and
+ * epoll waits are cancellation points): it gives the rail sockets back to
+ * the engine as a wait that ends with nothing ready would, so that the
+ * ports' other connections are served again and their references go.
+ */
+static void watch_cancelled(void *arg)
+{
+	const watch *w = arg;
+	uint8_t ready[MAX_RAILS] = { 0 };
+
+	rn_inline_watch_end(w->h, w->n, ready, 0, NULL, 0, NULL);
+}
+
+/*
+ * spin_wait on the rail sockets of r[0..n), watched meanwhile (handles in
+ * h): the caller ends the watch with rn_inline_watch_end; a thread
+ * cancelled in the wait ends it in watch_cancelled.  No ri2n lock is held
+ * across the wait.
+ */
+static int watched_wait(const rn_railref *r, int n, void **h, int epfd, struct epoll_event *ev,
+			int max, struct pollfd *pf, nfds_t npf, int ms, const sigset_t *ss)
+{
+	watch w = { h, n };
+	int rc;
+
+	rn_inline_watch_begin(r, n, h);
+	pthread_cleanup_push(watch_cancelled, &w);
+	rc = spin_wait(epfd, ev, max, pf, npf, ms, ss);
+	pthread_cleanup_pop(0);
+	return rc;
+}
+
 /*
  * Room for the reports of ri2n descriptors one epoll wait returns (bytes
  * already in ri2n's buffer): as many as the caller takes, up to
@@ -548,8 +587,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0;
 
 		/* on the private set: the program's set (nested) and the rail sockets */
-		rn_inline_watch_begin(r, n, h);
-		rc = spin_wait(priv, pev, MAX_RAILS + 1, NULL, 0, ns ? 0 : ms_left(timeout, &t0), ss);
+		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1, NULL, 0,
+				  ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
 			if (pev[i].data.u64 == NESTED) {
@@ -666,8 +705,8 @@ static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_
 		uint8_t ready[MAX_RAILS] = { 0 };
 		int rc, err, user = 0, rails = 0;
 
-		rn_inline_watch_begin(r, n, h);
-		rc = spin_wait(-1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0), ss);
+		rc = watched_wait(r, n, h, -1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0),
+				  ss);
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
