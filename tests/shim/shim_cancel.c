@@ -8,11 +8,12 @@
  *       an echo-like server, one thread per connection: each request is a
  *       16-byte header (length N, seed S) and N bytes of the pattern of S,
  *       checked; the reply is N bytes of the pattern of S + 1
- *   shim_cancel client ADDR PORT SELF LPORT
+ *   shim_cancel client ADDR PORT SELF LPORT NOWHERE
  *       connects to the server several times and listens on SELF:LPORT.
  *       Threads block in epoll_wait, epoll_pwait, poll, ppoll, select,
  *       pselect and read on idle connections (the server never writes to
- *       them) and in accept on the listener; each is cancelled
+ *       them), in accept on the listener and in connect to NOWHERE (an
+ *       address on the rails nobody has, port PORT); each is cancelled
  *       (pthread_cancel) and must end (joined within 10 s).  A thread with
  *       a cancel pending calls close() on a connection: cancelled there,
  *       the connection must be left as it was.  Then, on the same rails,
@@ -225,7 +226,7 @@ static int serve(int port)
 
 /* ---- the client: threads blocked, then cancelled ---- */
 
-static struct sockaddr_in g_srv;
+static struct sockaddr_in g_srv, g_nowhere;
 
 static int conn(void)
 {
@@ -238,10 +239,11 @@ static int conn(void)
 	return fd;
 }
 
-enum how { EPOLL_WAIT, EPOLL_PWAIT, POLL, PPOLL, SELECT, PSELECT, READ, ACCEPT, NHOW };
+enum how { EPOLL_WAIT, EPOLL_PWAIT, POLL, PPOLL, SELECT, PSELECT, READ, ACCEPT, CONNECT, NHOW };
 
 static const char *const how_name[NHOW] = {
 	"epoll_wait", "epoll_pwait", "poll", "ppoll", "select", "pselect", "read", "accept",
+	"connect",
 };
 
 typedef struct blocked {
@@ -275,6 +277,7 @@ static void *block_in(void *arg)
 		case PSELECT: pselect(b->fd + 1, &rd, NULL, NULL, NULL, &none); break;
 		case READ: if (read(b->fd, &byte, 1) < 0) {} break;
 		case ACCEPT: accept(b->fd, NULL, NULL); break;
+		case CONNECT: connect(b->fd, (struct sockaddr *)&g_nowhere, sizeof(g_nowhere)); break;
 		default: break;
 		}
 		b->returned = 1; /* nothing comes: only cancellation ends these */
@@ -298,7 +301,9 @@ static void cancel_blocked(int lis)
 	blocked b[NHOW];
 
 	for (int i = 0; i < NHOW; i++) {
-		b[i] = (blocked){ .how = (enum how)i, .fd = i == ACCEPT ? lis : conn(), .ep = -1 };
+		int fd = i == ACCEPT ? lis : i == CONNECT ? socket(AF_INET, SOCK_STREAM, 0) : conn();
+
+		b[i] = (blocked){ .how = (enum how)i, .fd = fd, .ep = -1 };
 		if (i == EPOLL_WAIT || i == EPOLL_PWAIT) {
 			struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)i };
 
@@ -420,14 +425,16 @@ static void self_accept(int lis, const struct sockaddr_in *self)
 	close(c);
 }
 
-static int client(const char *addr, int port, const char *self_addr, int lport)
+static int client(const char *addr, int port, const char *self_addr, int lport, const char *nowhere)
 {
 	struct sockaddr_in self = { .sin_family = AF_INET, .sin_port = htons((uint16_t)lport) };
 	int one = 1, lis, d, e, f;
 	pthread_t t;
 
 	g_srv = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	g_nowhere = g_srv;
 	if (inet_pton(AF_INET, addr, &g_srv.sin_addr) != 1 ||
+	    inet_pton(AF_INET, nowhere, &g_nowhere.sin_addr) != 1 ||
 	    inet_pton(AF_INET, self_addr, &self.sin_addr) != 1)
 		return 1;
 	signal(SIGALRM, on_watchdog);
@@ -470,8 +477,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && strcmp(argv[1], "serve") == 0)
 		return serve(atoi(argv[2]));
-	if (argc == 6 && strcmp(argv[1], "client") == 0)
-		return client(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]));
-	fprintf(stderr, "usage: shim_cancel serve PORT | client ADDR PORT SELF LPORT\n");
+	if (argc == 7 && strcmp(argv[1], "client") == 0)
+		return client(argv[2], atoi(argv[3]), argv[4], atoi(argv[5]), argv[6]);
+	fprintf(stderr, "usage: shim_cancel serve PORT | client ADDR PORT SELF LPORT NOWHERE\n");
 	return 2;
 }
