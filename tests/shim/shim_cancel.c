@@ -475,6 +475,7 @@ static int client(const char *addr, int port, const char *self_addr, int lport, 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN); /* a connection that ends is reported, not fatal */
 	if (argc == 3 && strcmp(argv[1], "serve") == 0)
 		return serve(atoi(argv[2]));
 	if (argc == 7 && strcmp(argv[1], "client") == 0)
