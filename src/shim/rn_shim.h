@@ -208,6 +208,15 @@ void rn_shim_ep_forget_range(unsigned int first, unsigned int last);
 /* nfd was made a duplicate of old: if old is an epoll set, nfd names the same record. */
 void rn_shim_ep_dup(int old, int nfd);
 
+#define RN_SHIM_MAX_POLL 64 /* poll and select sets larger than this wait as before */
+/*
+ * poll as the program's interposed call does it (ri2n descriptors' rail
+ * sockets join the wait): for select and pselect.  timeout: ms, -1 none.
+ */
+int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss);
+/* A timespec timeout in ms, rounded up; -1 for NULL. */
+int rn_shim_ts_ms(const struct timespec *ts);
+
 /* ---- signals: rn_sigcalls.c, rn_sig.h (rn_sig_in_handler) ---- */
 
 /* Whether this is ri2n's engine thread (rn_shim_sock.c). */

@@ -1,6 +1,6 @@
 /*
  * rn_shim_poll.c - the interposed waits: epoll_ctl, epoll_wait, epoll_pwait,
- * poll, ppoll, select, pselect; and the calls that make descriptors ri2n's
+ * poll, ppoll; and the calls that make descriptors ri2n's
  * engine gets from libevent (epoll_create, pipe, timerfd_create, eventfd),
  * moved out of the program's numbers (rn_sys_fd_high) while the engine makes
  * its event base, passed straight through otherwise.
@@ -28,7 +28,8 @@
  * program's set shares the private one (rn_shim_ep_dup); a forked child
  * starts without any (the parent's engine serves its ri2n descriptors).
  * poll/ppoll: they are appended to a copy of the program's array, for sets of
- * up to MAX_POLL descriptors (larger ones wait as before).
+ * up to MAX_POLL descriptors (larger ones wait as before).  select and
+ * pselect wait through this poll (rn_shim_select.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +55,7 @@
 
 #define NESTED UINT64_MAX                /* the private set's event for the program's set */
 #define MAX_RAILS 64                     /* rail sockets one wait adds */
-#define MAX_POLL 64                      /* poll sets larger than this wait as before */
+#define MAX_POLL RN_SHIM_MAX_POLL
 
 /* What one epoll set holds for ri2n: rail sockets added, ri2n descriptors still connecting. */
 typedef struct ep_set {
@@ -466,6 +467,45 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 	return rc;
 }
 
+/* The rail sockets one wait watches (rn_inline_watch_begin's handles). */
+typedef struct watch {
+	void **h;
+	int n;
+} watch;
+
+/*
+ * The thread is being cancelled in a watched wait (the kernel's poll and
+ * epoll waits are cancellation points): it gives the rail sockets back to
+ * the engine as a wait that ends with nothing ready would, so that the
+ * ports' other connections are served again and their references go.
+ */
+static void watch_cancelled(void *arg)
+{
+	const watch *w = arg;
+	uint8_t ready[MAX_RAILS] = { 0 };
+
+	rn_inline_watch_end(w->h, w->n, ready, 0, NULL, 0, NULL);
+}
+
+/*
+ * spin_wait on the rail sockets of r[0..n), watched meanwhile (handles in
+ * h): the caller ends the watch with rn_inline_watch_end; a thread
+ * cancelled in the wait ends it in watch_cancelled.  No ri2n lock is held
+ * across the wait.
+ */
+static int watched_wait(const rn_railref *r, int n, void **h, int epfd, struct epoll_event *ev,
+			int max, struct pollfd *pf, nfds_t npf, int ms, const sigset_t *ss)
+{
+	watch w = { h, n };
+	int rc;
+
+	rn_inline_watch_begin(r, n, h);
+	pthread_cleanup_push(watch_cancelled, &w);
+	rc = spin_wait(epfd, ev, max, pf, npf, ms, ss);
+	pthread_cleanup_pop(0);
+	return rc;
+}
+
 /*
  * Room for the reports of ri2n descriptors one epoll wait returns (bytes
  * already in ri2n's buffer): as many as the caller takes, up to
@@ -548,8 +588,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0;
 
 		/* on the private set: the program's set (nested) and the rail sockets */
-		rn_inline_watch_begin(r, n, h);
-		rc = spin_wait(priv, pev, MAX_RAILS + 1, NULL, 0, ns ? 0 : ms_left(timeout, &t0), ss);
+		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1, NULL, 0,
+				  ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
 			if (pev[i].data.u64 == NESTED) {
@@ -632,7 +672,7 @@ RN_SHIM_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeo
 
 /* ---- poll ---- */
 
-static int ts_ms(const struct timespec *ts)
+int rn_shim_ts_ms(const struct timespec *ts)
 {
 	if (!ts)
 		return -1;
@@ -641,7 +681,7 @@ static int ts_ms(const struct timespec *ts)
 	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
 }
 
-static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss)
+int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss)
 {
 	struct pollfd ext[MAX_POLL + MAX_RAILS];
 	rn_railref r[MAX_RAILS];
@@ -666,8 +706,8 @@ static int poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_
 		uint8_t ready[MAX_RAILS] = { 0 };
 		int rc, err, user = 0, rails = 0;
 
-		rn_inline_watch_begin(r, n, h);
-		rc = spin_wait(-1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0), ss);
+		rc = watched_wait(r, n, h, -1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0),
+				  ss);
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
@@ -697,103 +737,11 @@ plain:
 
 RN_SHIM_API int poll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-	return poll_wait(fds, nfds, timeout, NULL);
+	return rn_shim_poll_wait(fds, nfds, timeout, NULL);
 }
 
 RN_SHIM_API int ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *ts,
 		      const sigset_t *ss)
 {
-	return poll_wait(fds, nfds, ts_ms(ts), ss);
-}
-
-/* ---- select, on top of the poll above ---- */
-
-/*
- * select and pselect with a ri2n descriptor among those read: the sets
- * become a poll array (at most MAX_POLL descriptors; more wait as before)
- * and the result sets again.  A descriptor not open is EBADF, as select
- * says; the time left is not written back (Linux does, POSIX need not).
- */
-static int select_wait(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout,
-		       const sigset_t *ss, int *handled)
-{
-	struct pollfd p[MAX_POLL];
-	int n = 0, any = 0, rc, count = 0;
-
-	*handled = 0;
-	if (nfds <= 0 || nfds > FD_SETSIZE || rn_engine_self())
-		return 0;
-	for (int fd = 0; fd < nfds; fd++) {
-		short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |
-				   (wr && FD_ISSET(fd, wr) ? POLLOUT : 0) |
-				   (ex && FD_ISSET(fd, ex) ? POLLPRI : 0));
-
-		if (!ev)
-			continue;
-		if (n == MAX_POLL)
-			return 0;
-		any |= (ev & POLLIN) && ours(fd);
-		p[n++] = (struct pollfd){ .fd = fd, .events = ev };
-	}
-	if (!any)
-		return 0;
-	*handled = 1;
-	rc = poll_wait(p, (nfds_t)n, timeout, ss);
-	if (rc < 0)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		if (p[i].revents & POLLNVAL) {
-			errno = EBADF;
-			return -1;
-		}
-	}
-	if (rd)
-		FD_ZERO(rd);
-	if (wr)
-		FD_ZERO(wr);
-	if (ex)
-		FD_ZERO(ex);
-	for (int i = 0; i < n; i++) {
-		short r = p[i].revents;
-
-		/* as the kernel's select: an error or hang-up makes a descriptor readable and writable */
-		if (rd && (p[i].events & POLLIN) && (r & (POLLIN | POLLHUP | POLLERR))) {
-			FD_SET(p[i].fd, rd);
-			count++;
-		}
-		if (wr && (p[i].events & POLLOUT) && (r & (POLLOUT | POLLERR))) {
-			FD_SET(p[i].fd, wr);
-			count++;
-		}
-		if (ex && (p[i].events & POLLPRI) && (r & POLLPRI)) {
-			FD_SET(p[i].fd, ex);
-			count++;
-		}
-	}
-	return count;
-}
-
-RN_SHIM_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
-{
-	int handled, timeout = -1, rc;
-
-	if (tv) {
-		long ms = (long)tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000;
-
-		timeout = ms > 1000000000 ? 1000000000 : (int)ms;
-	}
-	rc = select_wait(nfds, rd, wr, ex, timeout, NULL, &handled);
-	if (handled)
-		return rc;
-	return RN_REAL->select(nfds, rd, wr, ex, tv);
-}
-
-RN_SHIM_API int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
-			const sigset_t *ss)
-{
-	int handled, rc = select_wait(nfds, rd, wr, ex, ts_ms(ts), ss, &handled);
-
-	if (handled)
-		return rc;
-	return RN_REAL->pselect(nfds, rd, wr, ex, ts, ss);
+	return rn_shim_poll_wait(fds, nfds, rn_shim_ts_ms(ts), ss);
 }

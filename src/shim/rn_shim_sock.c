@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -534,11 +535,30 @@ static void forget_on_close(int fd)
 		forget(fd);
 }
 
+/*
+ * close and fclose are cancellation points: a cancel pending acts before
+ * anything is done, never between ri2n forgetting the socket and the
+ * number closing (that would leave the number open on a socket ri2n no
+ * longer serves).  Closing itself never sleeps; fclose's flush may, and
+ * finishes.  f: the stream to fclose, NULL to close fd.
+ */
+static int close_ri2n(int fd, FILE *f)
+{
+	int ct, rc;
+
+	pthread_testcancel();
+	ct = rn_sys_nocancel_begin();
+	forget_on_close(fd);
+	rc = f ? RN_REAL->fclose(f) : RN_REAL->close(fd);
+	rn_sys_nocancel_end(ct);
+	return rc;
+}
+
 RN_SHIM_API int close(int fd)
 {
 	if (rn_shim_tab_has(fd))
-		forget_on_close(fd);
-	else if (!rn_sig_in_handler())
+		return close_ri2n(fd, NULL);
+	if (!rn_sig_in_handler())
 		rn_shim_ep_forget(fd);
 	return RN_REAL->close(fd);
 }
@@ -561,7 +581,7 @@ RN_SHIM_API int fclose(FILE *f)
 	int fd = f ? fileno(f) : -1;
 
 	if (fd >= 0 && rn_shim_tab_has(fd))
-		forget_on_close(fd);
+		return close_ri2n(fd, f);
 	return RN_REAL->fclose(f);
 }
 

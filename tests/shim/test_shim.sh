@@ -53,6 +53,14 @@
 #           socket(), accept(), epoll_create1(), dup() and pipe() returns the
 #           lowest number the program does not hold, and a converted socket
 #           (blocking or non-blocking + close-on-exec) keeps its number and flags
+#   cancel  shim_cancel: threads blocked in epoll_wait, epoll_pwait, poll,
+#           ppoll, select, pselect, read, accept and connect (to an address
+#           on the rails nobody has) on ri2n sockets are
+#           cancelled and end; a close() cancelled before it acts leaves its
+#           connection working; then other connections on the same rails
+#           move 4 MiB each way (blocking write and read, and epoll on a
+#           non-blocking socket), the listener accepts again, every byte
+#           checked, and exit() returns (RI2N_EXIT_LINGER_MS=500)
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
@@ -72,7 +80,7 @@
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix|sigrestart}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix|sigrestart|cancel}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -80,6 +88,7 @@ FIDELITY=${RI2N_SHIM_FIDELITY:-$NT_ROOT/build/tests/shim_fidelity}
 ORDER=${RI2N_SHIM_ORDER:-$NT_ROOT/build/tests/shim_order}
 POSIX=${RI2N_SHIM_POSIX:-$NT_ROOT/build/tests/shim_posix}
 SIGRESTART=${RI2N_SHIM_SIGRESTART:-$NT_ROOT/build/tests/shim_sigrestart}
+CANCEL=${RI2N_SHIM_CANCEL:-$NT_ROOT/build/tests/shim_cancel}
 tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
@@ -420,6 +429,27 @@ scenario_posix() {
 	nt_ok "posix: epoll data of every value, dup'ed and shared epoll sets, FIONREAD after readiness"
 }
 
+# ---- pthread_cancel in blocking calls ----
+
+scenario_cancel() {
+	[ -x "$CANCEL" ] || nt_skip "shim_cancel not built at $CANCEL"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$CANCEL" serve 9200
+	local srv=$ST_PID rc
+	st_wait_listen 2 9200
+	RI2N_EXIT_LINGER_MS=500 ST_TIMEOUT=90 st_fg client 1 "$CANCEL" client \
+		"$(nt_addr 2)" 9200 "$(nt_addr 1)" 9201 "$(nt_addr 2 | sed 's/\.[0-9]*$/.99/')"
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/client.out"
+	[ $rc -eq 0 ] || nt_fail "client: status $rc, $(grep -c FAIL "$NT_DIR/client.out") check(s) failed: $(tail -n 3 "$NT_DIR/client.err")"
+	grep -q '^exiting' "$NT_DIR/client.out" || nt_fail "the client did not reach its end"
+	! grep FAIL "$NT_DIR/server.out" || nt_fail "the server saw the failures above"
+	st_require_ri2n client server
+	kill -0 "$srv" 2>/dev/null || nt_fail "the server died: $(tail -n 5 "$NT_DIR/server.err")"
+	st_stop "$srv"
+	nt_ok "cancel: threads cancelled in epoll, poll, select, read, accept and close leave ri2n working; exit() returns"
+}
+
 # ---- nginx as a reverse proxy over ri2n ----
 
 # nginx_conf NAME SERVER_BLOCK [MASTER [WORKERS]]: a foreground nginx's configuration under $NT_DIR/NAME.
@@ -667,7 +697,7 @@ scenario_sigrestart() {
 }
 
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix | sigrestart) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix | sigrestart | cancel) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
