@@ -1434,7 +1434,7 @@ memory_figure() {
 # (full 5, quick 3, smoke 1: connections a second from one client host), over ri2n's own calls,
 # TCP sockets under ri2n-run, and plain TCP (the peer), in that order on the same bed.
 churn_figure() {
-	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 sys wrap srv rr k
+	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 sys wrap srv rr k rc=0
 	[ "$mode" = quick ] && n=500 secs=3
 	[ "$mode" = smoke ] && n=100 secs=1
 	[ -x "$churn" ] || { fail "no $churn"; return; }
@@ -1458,14 +1458,15 @@ churn_figure() {
 			[ $k = par ] && args=(--threads 16 --count 1000000 --secs "$secs")
 			timeout -s KILL $((secs + 60)) ip netns exec "$(hns 1)" "${wrap[@]}" run "$(haddr 2 1)" --port "$PORT" \
 				"${proto[@]}" "${args[@]}" >"$RAW/churn-$sys-$k.out" 2>"$RAW/churn-$sys-$k.err" ||
-				fail "ri2n-churn $sys $k: $(tail -2 "$RAW/churn-$sys-$k.err" | tr '\n' ' ')"
+				{ fail "ri2n-churn $sys $k: $(tail -2 "$RAW/churn-$sys-$k.err" | tr '\n' ' ')"; rc=1; }
 			line=$(grep '^churn done' "$RAW/churn-$sys-$k.out")
 			for m in conns failed bad rate connect_med_us connect_p90_us cycle_med_us; do
 				put churn "$sys" 1 "${k}_$m" "$(sed -n "s/.* $m=\([0-9.]*\).*/\1/p" <<<"$line")"
 			done
 		done
-		stop_bg "$srv"
+		stop_bg "$srv" # killed: its status is not the figure's
 	done
+	return $rc
 }
 # The connection-per-request paragraph of summary.md
 churn_summary() {
