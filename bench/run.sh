@@ -1428,6 +1428,68 @@ memory_figure() {
 	done
 	[ $rc -eq 0 ] || fail "ri2n-conns exit status $rc: $(grep -v warning "$RAW/conns.err" | tail -2 | tr '\n' ' ')"
 }
+# ---- a connection per request ------------------------------------------------------------
+# ri2n-churn: connect / 8-byte hello / verified echo / close, sequential from one thread (full
+# 2000 cycles, quick 500, smoke 100: the connect's median) and from 16 threads for a few seconds
+# (full 5, quick 3, smoke 1: connections a second from one client host), over ri2n's own calls,
+# TCP sockets under ri2n-run, and plain TCP (the peer), in that order on the same bed.
+churn_figure() {
+	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 sys wrap srv rr k rc=0
+	[ "$mode" = quick ] && n=500 secs=3
+	[ "$mode" = smoke ] && n=100 secs=1
+	[ -x "$churn" ] || { fail "no $churn"; return; }
+	rr=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+	for sys in ri2n ri2n-run tcp; do
+		case $sys in
+		ri2n) wrap=(env RI2N_RAILS="$(rails_list)" "$churn") ;;
+		ri2n-run) wrap=(env RI2N_RAILS="$(rails_list)" "$rr" "$churn") ;;
+		tcp) wrap=("$churn") ;;
+		esac
+		local proto=()
+		[ "$sys" = ri2n ] || proto=(--tcp)
+		next_port
+		bg "$RAW/churn-$sys.srv.out" "$RAW/churn-$sys.srv.err" ip netns exec "$(hns 2)" "${wrap[@]}" serve \
+			--port "$PORT" --workers 16 "${proto[@]}"
+		srv=$BG
+		for k in $(seq 100); do grep -q serving "$RAW/churn-$sys.srv.out" 2>/dev/null && break; sleep 0.05; done
+		sleep 0.2
+		for k in seq par; do
+			local args=(--count "$n") line
+			[ $k = par ] && args=(--threads 16 --count 1000000 --secs "$secs")
+			timeout -s KILL $((secs + 60)) ip netns exec "$(hns 1)" "${wrap[@]}" run "$(haddr 2 1)" --port "$PORT" \
+				"${proto[@]}" "${args[@]}" >"$RAW/churn-$sys-$k.out" 2>"$RAW/churn-$sys-$k.err" ||
+				{ fail "ri2n-churn $sys $k: $(tail -2 "$RAW/churn-$sys-$k.err" | tr '\n' ' ')"; rc=1; }
+			line=$(grep '^churn done' "$RAW/churn-$sys-$k.out")
+			for m in conns failed bad rate connect_med_us connect_p90_us cycle_med_us; do
+				put churn "$sys" 1 "${k}_$m" "$(sed -n "s/.* $m=\([0-9.]*\).*/\1/p" <<<"$line")"
+			done
+		done
+		stop_bg "$srv" # killed: its status is not the figure's
+	done
+	return $rc
+}
+# The connection-per-request paragraph of summary.md
+churn_summary() {
+	local sys
+	[ -n "$(sval churn ri2n seq_conns)" ] || return 0
+	echo "## A connection per request (ri2n-churn)"
+	echo
+	echo "2 unshaped veth rails; connect / 8-byte hello / verified echo / close. Sequential: one thread's" \
+		"connect median and p90 and whole cycle median (us); parallel: 16 threads, cycles a second from" \
+		"one client host (target: sequential connect under ri2n-run <= 0.3 ms, 2,000 connects/s with no handshake dropped)."
+	echo
+	echo "| transport | connect median (us) | connect p90 (us) | cycle median (us) | parallel cycles/s | failed | bad echoes |"
+	echo "|---|---|---|---|---|---|---|"
+	for sys in ri2n ri2n-run tcp; do
+		local sf pf sb pb
+		sf=$(sval churn "$sys" seq_failed) pf=$(sval churn "$sys" par_failed)
+		sb=$(sval churn "$sys" seq_bad) pb=$(sval churn "$sys" par_bad)
+		echo "| $sys | $(sval churn "$sys" seq_connect_med_us) | $(sval churn "$sys" seq_connect_p90_us) |" \
+			"$(sval churn "$sys" seq_cycle_med_us) | $(sval churn "$sys" par_rate) |" \
+			"$((${sf:-0} + ${pf:-0})) | $((${sb:-0} + ${pb:-0})) |"
+	done
+	echo
+}
 # The memory paragraph of summary.md
 mem_summary() {
 	local kib='{ printf "%.1f", $1 / 1024 }' ic is bc bs
@@ -1546,6 +1608,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 	if want mem; then
 		step "test bed: 2 unshaped veth rails (connections)" bed_step bn2m 2 off
 		[ "$BED" = "$(bed_tag bn2m)" ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
+		[ "$BED" = "$(bed_tag bn2m)" ] && step "a connection per request (ri2n-churn)" churn_figure
 		drop_bed
 	fi
 fi
@@ -1855,6 +1918,7 @@ summary() {
 		fi
 		echo
 		mem_summary
+		churn_summary
 		echo "## Targets (DESIGN.md)"
 		echo
 		echo "| target | measured | verdict |"

@@ -31,6 +31,7 @@
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
+#include "rn_port.h"
 #include "rn_stream.h"
 #include "rn_api_int.h"
 #include "rn_sys.h"
@@ -171,6 +172,8 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		pthread_mutex_unlock(&s->mu);
 		if (err != EAGAIN || nonblock)
 			break;
+		/* handshakes are the engine's: it must read the rails while we sleep */
+		rn_port_sock_sleeps(s);
 		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
 		n = sleep_record(s, fd, &peek);
 		if (n <= 0) {

@@ -247,6 +247,8 @@ void rn_timer_on_connect(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_handshake_restart(rn_conn *c, uint64_t now_ns);
 /* An INIT_ACK brought a cookie: its COOKIE_ECHO at once; a fresh INIT if it ages. */
 void rn_timer_on_cookie(rn_conn *c, uint64_t now_ns);
+/* An INIT or COOKIE_ECHO was sent: arms its resend (250 ms, doubling to 2 s). */
+void rn_timer_on_handshake_sent(rn_conn *c, uint64_t now_ns);
 /* The first packet an ACK will cover arrived: the ACK goes out `delay` later. */
 void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns);
 /* Our receive view changed: LINK_STATE at once, then retries from the first interval. */

@@ -223,6 +223,7 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (n < 0)
 		return n;
 	c->hs.due = 0;
+	rn_timer_on_handshake_sent(c, now_ns);
 	tx->local_rail = c->hs.rail;
 	tx->to = c->peer;
 	tx->path = -1;

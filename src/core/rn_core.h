@@ -465,7 +465,20 @@ enum {
 	RN_RL_BUCKETS = 256,     /* sources share this many rate-limit buckets */
 	RN_RL_BURST = 256,       /* INIT_ACKs a source may get at once... */
 	RN_RL_RATE = 1000,       /* ...and per second after that */
+	RN_TRUST_SLOTS = 256,    /* sources that echoed a valid cookie, remembered (hashed) */
+	RN_TRUST_BURST = 4096,   /* INIT_ACKs a trusted source may get at once... */
+	RN_TRUST_RATE = 50000,   /* ...and per second after that */
 };
+
+/* How long a source that completed a handshake stays trusted (rn_listen.c). */
+#define RN_TRUST_NS UINT64_C(30000000000)
+
+/* A source that proved it receives at its address, and its own reply budget. */
+typedef struct rn_trust {
+	uint32_t ip;
+	uint64_t until_ns; /* trusted before this (0: a free slot) */
+	uint64_t tat;      /* when its replies are paid off, as rl_tat */
+} rn_trust;
 
 typedef struct rn_listener {
 	rn_config cfg;
@@ -473,6 +486,7 @@ typedef struct rn_listener {
 	uint8_t secret[RN_COOKIE_SECRET_LEN]; /* cookie key, from the driver's rng */
 	uint32_t rl_salt;                     /* hides which sources share a bucket */
 	uint64_t rl_tat[RN_RL_BUCKETS];       /* per bucket: when its replies are paid off */
+	rn_trust trust[RN_TRUST_SLOTS];       /* verified sources, outside the buckets */
 	rn_rail_addr rails[RN_MAX_RAILS];
 	int nrails;
 	uint64_t cookie_life_ns;

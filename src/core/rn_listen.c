@@ -73,23 +73,65 @@ int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 }
 
 /*
- * INIT_ACKs per source address: a burst of RN_RL_BURST, then RN_RL_RATE a
- * second (a generic cell rate algorithm per bucket: tat is when the bucket's
- * earlier replies are paid off).  Together with INIT_ACK never being larger
- * than INIT, a listener cannot be made to flood a forged source.  Sources
- * that share a bucket share its budget; a client turned away retries.
+ * A generic cell rate algorithm: a burst of `burst`, then `rate` a second;
+ * *tat is when the earlier replies are paid off.
  */
-static int reply_allowed(rn_listener *l, uint32_t ip, uint64_t now_ns)
+static int gcra(uint64_t *tat, uint64_t now_ns, uint64_t rate, uint64_t burst)
 {
-	const uint64_t interval = UINT64_C(1000000000) / RN_RL_RATE;
-	uint32_t h = (ip ^ l->rl_salt) * UINT32_C(0x9e3779b1);
-	uint64_t *tat = &l->rl_tat[h >> 24 & (RN_RL_BUCKETS - 1)];
+	const uint64_t interval = UINT64_C(1000000000) / rate;
 	uint64_t t = *tat > now_ns ? *tat : now_ns;
 
-	if (t - now_ns >= RN_RL_BURST * interval)
+	if (t - now_ns >= burst * interval)
 		return 0;
 	*tat = t + interval;
 	return 1;
+}
+
+static uint32_t src_hash(const rn_listener *l, uint32_t ip)
+{
+	return (ip ^ l->rl_salt) * UINT32_C(0x9e3779b1);
+}
+
+/* The trust slot of ip (another source's, or free, when ip is not trusted). */
+static rn_trust *trust_slot(rn_listener *l, uint32_t ip)
+{
+	return &l->trust[src_hash(l, ip) >> 8 & (RN_TRUST_SLOTS - 1)];
+}
+
+/*
+ * A source that echoed a valid cookie received our INIT_ACK at its address,
+ * so it is no forgery: it is trusted for RN_TRUST_NS after its last such
+ * handshake.  Only a verified source can take a slot, so a flood of forged
+ * sources never evicts a busy honest client; two verified sources sharing a
+ * slot take turns (the other falls back to its bucket and is trusted again
+ * at its next handshake).
+ */
+static void trust_source(rn_listener *l, uint32_t ip, uint64_t now_ns)
+{
+	rn_trust *t = trust_slot(l, ip);
+
+	if (t->ip != ip || t->until_ns <= now_ns)
+		*t = (rn_trust){ .ip = ip };
+	t->until_ns = now_ns + RN_TRUST_NS;
+}
+
+/*
+ * May the source have a reply (INIT_ACK, stateless reset)?  Unverified
+ * sources share RN_RL_BUCKETS buckets of RN_RL_BURST, then RN_RL_RATE a
+ * second: together with a reply never being larger than its trigger, a
+ * listener cannot be made to flood a forged source.  A trusted source has a
+ * budget of its own, RN_TRUST_RATE a second, which a busy client's
+ * thousands of connects a second never reach; a forger who takes its
+ * address gets no more bytes sent to it than he sends.
+ */
+static int reply_allowed(rn_listener *l, uint32_t ip, uint64_t now_ns)
+{
+	rn_trust *t = trust_slot(l, ip);
+
+	if (t->ip == ip && t->until_ns > now_ns)
+		return gcra(&t->tat, now_ns, RN_TRUST_RATE, RN_TRUST_BURST);
+	return gcra(&l->rl_tat[src_hash(l, ip) >> 24 & (RN_RL_BUCKETS - 1)], now_ns, RN_RL_RATE,
+		    RN_RL_BURST);
 }
 
 static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *p,
@@ -157,6 +199,7 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 		return ldrop(l, RN_DROP_REPLAY);
 	rn_replay_add(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
 		      (uint32_t)(l->cookie_life_ns / 1000000));
+	trust_source(l, from.ip, now_ns);
 	memset(a, 0, sizeof(*a));
 	a->cfg = l->cfg;
 	a->id = ck.id;

@@ -251,6 +251,20 @@ void rn_timer_on_handshake_restart(rn_conn *c, uint64_t now_ns)
 	c->timer[RN_TIMER_HANDSHAKE] = now_ns;
 }
 
+/*
+ * An INIT or COOKIE_ECHO went out: its resend is armed from the send, not
+ * from the timer that made it due, so one that a driver sends before it
+ * runs the timer (at once after connect) never goes twice.
+ */
+void rn_timer_on_handshake_sent(rn_conn *c, uint64_t now_ns)
+{
+	uint64_t gap = RN_HS_FIRST_NS << (c->hs.tries < 4 ? c->hs.tries : 4);
+
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns + min64(gap, RN_HS_MAX_NS);
+	if (c->hs.tries < UINT8_MAX)
+		c->hs.tries++;
+}
+
 void rn_timer_on_cookie(rn_conn *c, uint64_t now_ns)
 {
 	c->timer[RN_TIMER_HANDSHAKE] = now_ns;
@@ -289,21 +303,16 @@ void rn_timer_on_closed(rn_conn *c, uint64_t now_ns)
 
 static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
 {
-	uint64_t gap;
-
 	if (now_ns >= c->timer[RN_TIMER_CONNECT]) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
-	/* the fresh INIT is due now; fall through to arm its retry, or it goes twice */
 	if (c->state == RN_ST_COOKIE_SENT && now_ns >= c->timer[RN_TIMER_COOKIE])
 		rn_conn_restart_handshake(c, now_ns);
 	if (now_ns < c->timer[RN_TIMER_HANDSHAKE])
 		return;
-	gap = RN_HS_FIRST_NS << (c->hs.tries < 4 ? c->hs.tries : 4);
-	c->timer[RN_TIMER_HANDSHAKE] = now_ns + min64(gap, RN_HS_MAX_NS);
-	if (c->hs.tries < UINT8_MAX)
-		c->hs.tries++;
+	/* sending it arms the resend (rn_timer_on_handshake_sent): this covers a rail unwritable */
+	c->timer[RN_TIMER_HANDSHAKE] = now_ns + RN_HS_MAX_NS;
 	c->hs.due = 1;
 }
 

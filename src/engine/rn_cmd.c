@@ -241,6 +241,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	__atomic_store_n(&s->kind, RN_SK_CONNECTING, __ATOMIC_RELEASE);
 	s->peer = *a;
 	pthread_mutex_unlock(&s->mu);
+	rn_port_take_back(s->port); /* the caller sleeps until the engine has the handshake done */
 	rn_engine_dirty(st);
 	return 0;
 }

@@ -586,6 +586,30 @@ void rn_port_catch_up(rn_port *p)
 	}
 }
 
+/*
+ * The hand-off bets that a thread which waited inline on the port waits
+ * there again soon.  A thread about to sleep on what only the engine serves
+ * (a connect's handshake, an accept) loses that bet at once: the engine
+ * reads the sockets from now on, or the handshake's replies would lie in
+ * them until its fallback look (up to RN_HANDOFF_MAX_NS plus a period: the
+ * ~10 ms a connect per request took).  Threads in an inline wait keep it.
+ */
+void rn_port_take_back(rn_port *p)
+{
+	RN_OWNS_HOST();
+	p->inline_ns = 0;
+	if (p->rx_off && !p->nwait)
+		rx_set(p, 1); /* what waits in the sockets wakes the engine (level-triggered) */
+}
+
+void rn_port_sock_sleeps(rn_sock *s)
+{
+	rn_host_lock();
+	if (s->port)
+		rn_port_take_back(s->port);
+	rn_host_unlock();
+}
+
 /* The engine kept off the port for inline threads: take it back once they are gone. */
 static void on_fallback(evutil_socket_t fd, short what, void *arg)
 {

@@ -131,6 +131,10 @@ int rn_port_read(rn_port *p);
 int rn_port_read_some(rn_port *p, uint32_t mask);
 /* Engine: the port's sockets unread while an inline thread had them: read them now. */
 void rn_port_catch_up(rn_port *p);
+/* Host lock: the engine reads the port's sockets from now on, unless a thread waits inline. */
+void rn_port_take_back(rn_port *p);
+/* The same for socket s's port (takes the host lock): its thread sleeps on the engine's work. */
+void rn_port_sock_sleeps(rn_sock *s);
 /* A thread begins an inline wait on the port's sockets (host lock); rn_port_wait_end when it is back. */
 void rn_port_wait_begin(rn_port *p, uint64_t now);
 void rn_port_wait_end(rn_port *p, uint64_t now);

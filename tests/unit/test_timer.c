@@ -57,6 +57,38 @@ static void test_timer_handshake_schedule(void **state)
 	un_del(n);
 }
 
+/*
+ * A driver that sends what a connect has at once, before it runs the timer
+ * due at the same instant (the engine does), sends one INIT, not two; and
+ * one COOKIE_ECHO for the INIT_ACK.  Each resend then comes 250 ms later.
+ */
+static void test_timer_handshake_sent_once(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t;
+
+	(void)state;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	un_flush(n, UN_CLIENT, t0);
+	un_timer(n, UN_CLIENT, t0);
+	un_flush(n, UN_CLIENT, t0);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 1);
+	assert_true(rn_conn_expiry(n->side[UN_CLIENT].c) == t0 + 250 * MS);
+	/* the server answers; the client echoes the cookie once, the same way */
+	t = t0 + MS;
+	un_deliver(n, t);
+	un_flush(n, UN_SERVER, t);
+	t += MS;
+	un_deliver(n, t);
+	un_flush(n, UN_CLIENT, t);
+	un_timer(n, UN_CLIENT, t);
+	un_flush(n, UN_CLIENT, t);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, UINT64_MAX), 1);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_INIT, -1, 0, UINT64_MAX), 1);
+	un_del(n);
+}
+
 static int drop_cookie_echo(un_net *n, const un_rec *r, void *arg)
 {
 	(void)n;
@@ -484,6 +516,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_timer_handshake_schedule),
+		cmocka_unit_test(test_timer_handshake_sent_once),
 		cmocka_unit_test(test_timer_handshake_timeout_cookie_sent),
 		cmocka_unit_test(test_timer_cookie_restart),
 		cmocka_unit_test(test_timer_ack_delay),
