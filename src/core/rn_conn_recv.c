@@ -525,7 +525,8 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		if (!fin)
 			rn_conn_pool_join(c);
 		c->live.last_data_ns = now_ns;
-		rn_conn_note_payload(c, now_ns);
+		if (p->len) /* a bare FIN leaves the pace alone (rn_conn_send.c) */
+			rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
 		c->ack.data_rx_ns = now_ns;
 		rn_conn_check_close(c, now_ns);
