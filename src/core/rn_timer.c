@@ -285,6 +285,30 @@ void rn_timer_on_closed(rn_conn *c, uint64_t now_ns)
 	c->timer[RN_TIMER_LINGER] = now_ns + c->cfg.linger_ns;
 }
 
+/* 4 RTOs: the peer's FIN resent after one, again after two more (it doubles). */
+#define RN_EXIT_LINGER_RTOS 4
+/* ...but at least 50 ms: an RTO measured on an idle loopback can be tiny. */
+#define RN_EXIT_LINGER_MIN_NS UINT64_C(50000000)
+
+int rn_conn_exit_linger(const rn_conn *c, uint64_t now_ns)
+{
+	uint64_t since, rto = 0, any = 0, span;
+
+	if (c->state != RN_ST_LINGER)
+		return 0;
+	since = c->timer[RN_TIMER_LINGER] - c->cfg.linger_ns;
+	/* rails with an RTT sample: an unmeasured one's initial RTO says nothing */
+	for (int k = 0; k < c->npaths; k++) {
+		any = max64(any, rn_conn_rail_rto(c, k));
+		if (c->rail[k].srtt_ns)
+			rto = max64(rto, rn_conn_rail_rto(c, k));
+	}
+	if (!rto)
+		rto = any;
+	span = max64(RN_EXIT_LINGER_RTOS * rto, RN_EXIT_LINGER_MIN_NS);
+	return now_ns < c->timer[RN_TIMER_LINGER] && now_ns - since < span;
+}
+
 /* ---- what each timer does when it passes ---- */
 
 static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
