@@ -54,7 +54,14 @@
  *                 the connection fails with RN_ERR_TIMEDOUT.
  *   linger        after a clean close in both directions the connection
  *                 stays linger (1 s) to re-acknowledge a FIN resent by a
- *                 peer that missed our ACK.
+ *                 peer that missed our ACK.  Lingering it runs no other
+ *                 timer (no keepalive, rail verdict, probe or dead peer):
+ *                 it only answers.  An exiting process waits only a few
+ *                 RTOs of it (rn_conn_exit_linger).
+ *   FIN           a bare FIN is DATA for loss recovery (resent on the RTO
+ *                 like any) but not for the idle pace: a connection
+ *                 closing after idleness stays at the idle pace, so a
+ *                 close storm of thousands adds only its FINs and ACKs.
  *   size search   per rail (rn_pmtu.h): a PROBE is lost after the rail's
  *                 RTO; a rail below its ceiling looks for a bigger size
  *                 every 10 min; in an MTU black hole the old size is tried
@@ -173,12 +180,18 @@ static void arm(dl_sink *d, rn_timer_id t, uint64_t v)
 
 static void established_deadlines(const rn_conn *c, dl_sink *d)
 {
-	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
-	if (c->state == RN_ST_LINGER)
-		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 	/* owed packets (ack.now, probe.*_pending) wait for a writable rail, not a timer */
 	if (c->ack.pending && !c->ack.now)
 		arm(d, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
+	/*
+	 * Lingering, a connection only answers a resent FIN: it sends nothing
+	 * of its own and judges no rail (its peer may be gone, as it may be).
+	 */
+	if (c->state == RN_ST_LINGER) {
+		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
+		return;
+	}
+	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
 	if (c->link.acked != c->link.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
@@ -393,17 +406,19 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
-	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
-		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
-		return;
-	}
 	if (c->state == RN_ST_LINGER && now_ns >= c->timer[RN_TIMER_LINGER]) {
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
 	if (c->ack.pending && now_ns >= c->timer[RN_TIMER_ACK])
 		c->ack.now = 1;
+	if (c->state == RN_ST_LINGER)
+		return; /* no rail timers: see established_deadlines */
+	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
+	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
+		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+		return;
+	}
 	rn_conn_detect_losses(c, now_ns);
 	if (now_ns - c->ack.data_rx_ns >= RN_RING_IDLE_NS)
 		rn_conn_pool_leave(c); /* no longer receiving: its share goes to the others */
