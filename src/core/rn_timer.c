@@ -98,6 +98,23 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 	return t < c->live.last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
 }
 
+/*
+ * How long the peer may be silent before the dead-peer rule applies: in
+ * rn_conn_last_ack (both sides closed, only our FIN's ACK missing) a peer
+ * gone after acknowledging everything else ends the connection cleanly
+ * after RN_LAST_ACK_LINGERS lingers of silence, or half the dead-peer
+ * timeout if that is shorter: its process exited, or forgot us after its
+ * linger (storms delay FIN resends past it), and nothing is lost.
+ */
+#define RN_LAST_ACK_LINGERS 3
+
+static uint64_t last_ack_silence(const rn_conn *c)
+{
+	uint64_t t = min64(RN_LAST_ACK_LINGERS * c->cfg.linger_ns, c->cfg.dead_peer_ns / 2);
+
+	return rn_conn_last_ack(c) ? t : c->cfg.dead_peer_ns;
+}
+
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
@@ -191,7 +208,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 		return;
 	}
-	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
+	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + last_ack_silence(c));
 	if (c->link.acked != c->link.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
@@ -415,8 +432,12 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->state == RN_ST_LINGER)
 		return; /* no rail timers: see established_deadlines */
 	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
-		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+	if (now_ns > c->live.last_rx_any_ns &&
+	    now_ns - c->live.last_rx_any_ns >= last_ack_silence(c)) {
+		if (rn_conn_last_ack(c))
+			rn_conn_end_closed(c, now_ns);
+		else
+			rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
 	rn_conn_detect_losses(c, now_ns);
