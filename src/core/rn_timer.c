@@ -51,7 +51,9 @@
  *                 rail silence then counts from that moment, so a rail last
  *                 heard from at the idle pace is not failed at once.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
- *                 the connection fails with RN_ERR_TIMEDOUT.
+ *                 the connection fails with RN_ERR_TIMEDOUT.  In LAST_ACK
+ *                 (rn_conn_last_ack: only our FIN's ACK missing) 3 lingers
+ *                 of silence end it cleanly instead (the peer exited).
  *   linger        after a clean close in both directions the connection
  *                 stays linger (1 s) to re-acknowledge a FIN resent by a
  *                 peer that missed our ACK.  Lingering it runs no other
