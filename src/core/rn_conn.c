@@ -602,20 +602,6 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 	rail_changed(c, k, was_up, cause, now_ns);
 }
 
-int rn_conn_last_ack(const rn_conn *c)
-{
-	/* the FIN is the last slot: everything before it acknowledged */
-	return c->state == RN_ST_ESTABLISHED && c->bufs_ready && c->close.peer_fin_seen &&
-	       c->sq.fin_queued && c->sq.end - c->sq.una == 1;
-}
-
-void rn_conn_end_closed(rn_conn *c, uint64_t now_ns)
-{
-	c->state = RN_ST_CLOSED;
-	rn_conn_pool_leave(c);
-	rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
-}
-
 /* Both directions finished: linger to re-acknowledge a late FIN, then close. */
 void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 {

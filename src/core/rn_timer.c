@@ -317,6 +317,20 @@ void rn_timer_on_closed(rn_conn *c, uint64_t now_ns)
 	c->timer[RN_TIMER_LINGER] = now_ns + c->cfg.linger_ns;
 }
 
+int rn_conn_last_ack(const rn_conn *c)
+{
+	/* the FIN is the last slot: everything before it acknowledged */
+	return c->state == RN_ST_ESTABLISHED && c->bufs_ready && c->close.peer_fin_seen &&
+	       c->sq.fin_queued && c->sq.end - c->sq.una == 1;
+}
+
+void rn_conn_end_closed(rn_conn *c, uint64_t now_ns)
+{
+	c->state = RN_ST_CLOSED;
+	rn_conn_pool_leave(c);
+	rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
+}
+
 /* 4 RTOs: the peer's FIN resent after one, again after two more (it doubles). */
 #define RN_EXIT_LINGER_RTOS 4
 /* ...but at least 50 ms: an RTO measured on an idle loopback can be tiny. */
