@@ -77,6 +77,15 @@ static struct {
 } opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
 	  .bytes = 8 << 20 };
 
+/* CLOCK_REALTIME seconds: ri2n's log lines carry the time of day */
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void print_usage(FILE *f)
 {
 	fprintf(f,
@@ -576,7 +585,8 @@ out:
 			close(fd);
 			free(srv.by_fd[fd]);
 		}
-	fprintf(stderr, "ri2n-conns: server done: %d connections, %d died\n", srv.open, srv.dead);
+	fprintf(stderr, "ri2n-conns: server done: %d connections, %d died; closed at mono=%.3f "
+		"wall=%.3f\n", srv.open, srv.dead, kit_now_s(), wall_s());
 	return 0;
 }
 
@@ -972,10 +982,17 @@ static int run_client(void)
 		fflush(stdout);
 	}
 	ctl_send(cli.ctl, "QUIT");
-	for (int i = 0; i < opt.conns; i++)
-		if (cli.c[i].fd > 0)
-			close(cli.c[i].fd);
-	close(warm);
+	{
+		int n = 0;
+
+		for (int i = 0; i < opt.conns; i++)
+			if (cli.c[i].fd > 0 && close(cli.c[i].fd) == 0)
+				n++;
+		close(warm);
+		/* the close storm's start, for the exit's delay (CLOCK_MONOTONIC) */
+		fprintf(stderr, "ri2n-conns: closed %d connections at mono=%.3f wall=%.3f\n", n,
+			kit_now_s(), wall_s());
+	}
 	return status;
 }
 

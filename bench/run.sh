@@ -1488,6 +1488,56 @@ churn_summary() {
 			"$(sval churn "$sys" seq_cycle_med_us) | $(sval churn "$sys" par_rate) |" \
 			"$((${sf:-0} + ${pf:-0})) | $((${sb:-0} + ${pb:-0})) |"
 	done
+}
+# ---- close storm ------------------------------------------------------------------------------
+# ri2n-conns: N connections (full and quick 9000, smoke 500), each a verified hello and echo,
+# then both processes close all of them at once and exit. From RI2N_LOG=info (every
+# connection's end): clean closes and failures per side, the last clean close after each
+# side's close, and how long the client took to exit after closing.
+storm_figure() {
+	local n=9000 conns=${STREAM%/*}/ri2n-conns srv rc gone side f wall last
+	[ "$mode" = smoke ] && n=500
+	[ -x "$conns" ] || { fail "no $conns"; return; }
+	next_port
+	bg "$RAW/storm.srv.out" "$RAW/storm.srv.err" ip netns exec "$(hns 2)" \
+		env RI2N_RAILS="$(rails_list)" RI2N_LOG=info "$conns" serve --port "$PORT"
+	srv=$BG
+	ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" RI2N_LOG=info "$conns" run \
+		"$(haddr 2 1)" --port "$PORT" --conns "$n" --busy 0 --idle 1 \
+		>"$RAW/storm.out" 2>"$RAW/storm.cli.err"
+	rc=$?
+	gone=$(awk '{ print $1 }' /proc/uptime)
+	wait_exit "$srv" 40
+	put storm ri2n 1 conns "$(sed -n 's/.* established=\([0-9]*\).*/\1/p' "$RAW/storm.out")"
+	for side in cli srv; do
+		f=$RAW/storm.$side.err
+		put storm "$side" 1 closed "$(grep -c ' info: connection .* closed$' "$f")"
+		put storm "$side" 1 failed "$(grep -c ' failed: ' "$f")"
+		put storm "$side" 1 dead_peer "$(grep -c 'dead-peer' "$f")"
+		put storm "$side" 1 resets "$(grep -c 'reset by peer\|never closed: reset' "$f")"
+		wall=$(grep -o 'wall=[0-9.]*' "$f" | tail -1 | cut -d= -f2)
+		last=$(grep ' info: connection .* closed$' "$f" | tail -1 |
+			awk '{ split($1, t, ":"); print t[1] * 3600 + t[2] * 60 + t[3] }')
+		[ -n "$wall" ] && [ -n "$last" ] && put storm "$side" 1 last_close_s \
+			"$(awk -v a="$wall" -v b="$last" 'BEGIN { d = b - a % 86400; if (d < -43200) d += 86400; printf "%.2f", d }')"
+	done
+	# CLOCK_MONOTONIC (ri2n-conns' mono=) and /proc/uptime share their origin closely enough here
+	put storm cli 1 exit_s "$(awk -v a="$(grep -o 'mono=[0-9.]*' "$RAW/storm.cli.err" | tail -1 | cut -d= -f2)" \
+		-v b="$gone" 'BEGIN { printf "%.2f", b - a }')"
+	[ $rc -eq 0 ] || fail "ri2n-conns (close storm) exit status $rc"
+}
+storm_summary() {
+	[ -n "$(sval storm ri2n conns)" ] || return 0
+	echo "## Close storm"
+	echo
+	echo "ri2n-conns over 2 unshaped veth rails: $(sval storm ri2n conns) connections (hello and echo" \
+		"verified), then both processes close all at once and exit." \
+		"Client: $(sval storm cli closed) closed cleanly, $(sval storm cli failed) failed" \
+		"($(sval storm cli dead_peer) dead-peer, $(sval storm cli resets) resets), last clean close" \
+		"$(sval storm cli last_close_s) s after its close, process gone $(sval storm cli exit_s) s after." \
+		"Server: $(sval storm srv closed) closed cleanly, $(sval storm srv failed) failed" \
+		"($(sval storm srv dead_peer) dead-peer, $(sval storm srv resets) resets), last clean close" \
+		"$(sval storm srv last_close_s) s after its close. Target: all clean within 2 s, exit within 3 s."
 	echo
 }
 # The memory paragraph of summary.md
@@ -1609,6 +1659,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		step "test bed: 2 unshaped veth rails (connections)" bed_step bn2m 2 off
 		[ "$BED" = "$(bed_tag bn2m)" ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
 		[ "$BED" = "$(bed_tag bn2m)" ] && step "a connection per request (ri2n-churn)" churn_figure
+		[ "$BED" = "$(bed_tag bn2m)" ] && step "close storm: all connections closed at once (ri2n-conns)" storm_figure
 		drop_bed
 	fi
 fi
@@ -1919,6 +1970,7 @@ summary() {
 		echo
 		mem_summary
 		churn_summary
+		storm_summary
 		echo "## Targets (DESIGN.md)"
 		echo
 		echo "| target | measured | verdict |"

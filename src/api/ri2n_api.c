@@ -109,6 +109,34 @@ static int wait_pending(int mode, long ms)
 	}
 }
 
+/*
+ * Waits while connections are still open (their peer has not closed its
+ * side) and their number keeps falling: in a close storm the peers' FINs
+ * come in over seconds (lost in bursts, resent), and a fixed wait reset
+ * those still under way.  Stops when none is left, when none closed for
+ * still_ms (a peer that is not closing), or after ms; the count left.
+ */
+static int wait_open(long still_ms, long ms)
+{
+	struct timespec t0, t;
+	long spent = 0, last_change = 0;
+	int open = rn_engine_pending(RN_EXIT_OPEN, 1000), now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (open > 0 && spent - last_change < still_ms && spent < ms) {
+		usleep(2000);
+		now = rn_engine_pending(RN_EXIT_OPEN, 1000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (now < 0)
+			return now;
+		if (now < open)
+			last_change = spent;
+		open = now;
+	}
+	return open;
+}
+
 static void drain_at_exit(void)
 {
 	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
@@ -130,18 +158,20 @@ static void drain_at_exit(void)
 				"the peer may not get everything\n", (int)getpid(), pending,
 			pending == 1 ? "" : "s", linger_ms);
 	/*
-	 * Peers that have not closed their side get a moment to, then a RESET:
-	 * nobody will answer their FIN or data once this process is gone, and
-	 * a reset tells them now rather than after their dead-peer timeout.
+	 * Peers that have not closed their side get a moment to (1 s without
+	 * any of them closing), then a RESET: nobody will answer their FIN or
+	 * data once this process is gone, and a reset tells them now rather
+	 * than after their dead-peer timeout.
 	 */
-	if (wait_pending(RN_EXIT_OPEN, linger_ms < 1000 ? linger_ms : 1000) > 0)
+	if (wait_open(linger_ms < 1000 ? linger_ms : 1000, linger_ms) > 0)
 		wait_pending(RN_EXIT_RESET, 200);
 	/*
-	 * A peer that closed its side meanwhile made ours linger: its FIN is
-	 * acknowledged once, and that ACK may be lost.  Only this process can
-	 * acknowledge the FIN it sends again, so it stays for the linger (1 s,
-	 * as the first wait does); leaving at once left the peer waiting for
-	 * its dead-peer timeout (30 s) whenever that one ACK was lost.
+	 * A peer that closed its side made ours linger: its FIN is acknowledged
+	 * once, and that ACK may be lost.  Only this process can acknowledge the
+	 * FIN it sends again, so it stays a few RTOs (rn_conn_exit_linger) after
+	 * the last close: leaving at once left the peer waiting for its
+	 * dead-peer timeout (30 s) whenever that one ACK was lost, staying the
+	 * whole linger (1 s) made every exit a second late.
 	 */
 	wait_pending(RN_EXIT_OWED, linger_ms);
 }

@@ -278,6 +278,14 @@ static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
 	c->live.last_payload_ns = now_ns;
 }
 
+/*
+ * TCP's LAST_ACK: the peer's whole stream came (its FIN in order) and ours
+ * is acknowledged up to our FIN; only the FIN's own ACK is missing.
+ */
+int rn_conn_last_ack(const rn_conn *c);
+/* Ends a connection in rn_conn_last_ack cleanly: CLOSED, no error, RN_EV_CLOSED. */
+void rn_conn_end_closed(rn_conn *c, uint64_t now_ns);
+
 /* rn_conn_send.c */
 static inline uint32_t rn_now_us(uint64_t now_ns) { return (uint32_t)(now_ns / 1000); }
 

@@ -525,7 +525,8 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		if (!fin)
 			rn_conn_pool_join(c);
 		c->live.last_data_ns = now_ns;
-		rn_conn_note_payload(c, now_ns);
+		if (p->len) /* a bare FIN leaves the pace alone (rn_conn_send.c) */
+			rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
 		c->ack.data_rx_ns = now_ns;
 		rn_conn_check_close(c, now_ns);
@@ -642,6 +643,11 @@ static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_COOKIE_SENT)
 		return drop(c, RN_DROP_STATE); /* closed cleanly: the peer may forget us */
 	c->st.sresets++;
+	/* the peer forgot us after its linger: it took our bytes and sent its FIN */
+	if (rn_conn_last_ack(c)) {
+		rn_conn_end_closed(c, now_ns);
+		return 0;
+	}
 	/* before the COOKIE_ACK: the listener would not take us (out of its budget) */
 	rn_conn_fail(c, now_ns, c->state == RN_ST_COOKIE_SENT ? RN_ERR_REFUSED : RN_ERR_RESET);
 	return 0;
@@ -749,7 +755,11 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		rc = 0;
 		break;
 	case RN_PT_RESET:
-		rn_conn_fail(c, now_ns, RN_ERR_RESET);
+		/* as TCP's RST in LAST_ACK: nothing is lost, both sides had closed */
+		if (rn_conn_last_ack(c))
+			rn_conn_end_closed(c, now_ns);
+		else
+			rn_conn_fail(c, now_ns, RN_ERR_RESET);
 		rc = 0;
 		break;
 	case RN_PT_COOKIE_ECHO:

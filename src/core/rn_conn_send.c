@@ -386,7 +386,9 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	for (unsigned i = 0; i < nb; i++)
 		data_sent(c, k, seq + i, retx, nb > 1, now_ns);
 	c->live.last_data_ns = now_ns;
-	rn_conn_note_payload(c, now_ns);
+	/* a bare FIN is no traffic to judge rails by: a close storm stays at the idle pace */
+	if (plen)
+		rn_conn_note_payload(c, now_ns);
 	r->st.tx_data++;
 	tx->path = k;
 	tx->local_rail = r->local_rail;

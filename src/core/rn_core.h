@@ -454,6 +454,14 @@ int rn_conn_error(const rn_conn *c);
  */
 int rn_conn_ended_clean(const rn_conn *c);
 void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st);
+/*
+ * True while a lingering connection (both FINs exchanged) should keep its
+ * exiting process alive: for RN_EXIT_LINGER_RTOS of its retransmission
+ * timeouts after the close, time enough for a peer whose ACK was lost to
+ * send its FIN twice more and get ours.  A process that stays lingers for
+ * the whole linger; one that exits need not wait for it.
+ */
+int rn_conn_exit_linger(const rn_conn *c, uint64_t now_ns);
 /* Negotiated payload bytes per DATA packet. */
 uint32_t rn_conn_mss(const rn_conn *c);
 /* The peer address given to connect, or the peer's rail the handshake came from. */

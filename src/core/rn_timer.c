@@ -51,10 +51,19 @@
  *                 rail silence then counts from that moment, so a rail last
  *                 heard from at the idle pace is not failed at once.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
- *                 the connection fails with RN_ERR_TIMEDOUT.
+ *                 the connection fails with RN_ERR_TIMEDOUT.  In LAST_ACK
+ *                 (rn_conn_last_ack: only our FIN's ACK missing) 3 lingers
+ *                 of silence end it cleanly instead (the peer exited).
  *   linger        after a clean close in both directions the connection
  *                 stays linger (1 s) to re-acknowledge a FIN resent by a
- *                 peer that missed our ACK.
+ *                 peer that missed our ACK.  Lingering it runs no other
+ *                 timer (no keepalive, rail verdict, probe or dead peer):
+ *                 it only answers.  An exiting process waits only a few
+ *                 RTOs of it (rn_conn_exit_linger).
+ *   FIN           a bare FIN is DATA for loss recovery (resent on the RTO
+ *                 like any) but not for the idle pace: a connection
+ *                 closing after idleness stays at the idle pace, so a
+ *                 close storm of thousands adds only its FINs and ACKs.
  *   size search   per rail (rn_pmtu.h): a PROBE is lost after the rail's
  *                 RTO; a rail below its ceiling looks for a bigger size
  *                 every 10 min; in an MTU black hole the old size is tried
@@ -89,6 +98,23 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 	uint64_t t = base + period;
 
 	return t < c->live.last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
+}
+
+/*
+ * How long the peer may be silent before the dead-peer rule applies: in
+ * rn_conn_last_ack (both sides closed, only our FIN's ACK missing) a peer
+ * gone after acknowledging everything else ends the connection cleanly
+ * after RN_LAST_ACK_LINGERS lingers of silence, or half the dead-peer
+ * timeout if that is shorter: its process exited, or forgot us after its
+ * linger (storms delay FIN resends past it), and nothing is lost.
+ */
+#define RN_LAST_ACK_LINGERS 3
+
+static uint64_t last_ack_silence(const rn_conn *c)
+{
+	uint64_t t = min64(RN_LAST_ACK_LINGERS * c->cfg.linger_ns, c->cfg.dead_peer_ns / 2);
+
+	return rn_conn_last_ack(c) ? t : c->cfg.dead_peer_ns;
 }
 
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
@@ -173,12 +199,18 @@ static void arm(dl_sink *d, rn_timer_id t, uint64_t v)
 
 static void established_deadlines(const rn_conn *c, dl_sink *d)
 {
-	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
-	if (c->state == RN_ST_LINGER)
-		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 	/* owed packets (ack.now, probe.*_pending) wait for a writable rail, not a timer */
 	if (c->ack.pending && !c->ack.now)
 		arm(d, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
+	/*
+	 * Lingering, a connection only answers a resent FIN: it sends nothing
+	 * of its own and judges no rail (its peer may be gone, as it may be).
+	 */
+	if (c->state == RN_ST_LINGER) {
+		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
+		return;
+	}
+	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + last_ack_silence(c));
 	if (c->link.acked != c->link.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c))
@@ -299,6 +331,44 @@ void rn_timer_on_closed(rn_conn *c, uint64_t now_ns)
 	c->timer[RN_TIMER_LINGER] = now_ns + c->cfg.linger_ns;
 }
 
+int rn_conn_last_ack(const rn_conn *c)
+{
+	/* the FIN is the last slot: everything before it acknowledged */
+	return c->state == RN_ST_ESTABLISHED && c->bufs_ready && c->close.peer_fin_seen &&
+	       c->sq.fin_queued && c->sq.end - c->sq.una == 1;
+}
+
+void rn_conn_end_closed(rn_conn *c, uint64_t now_ns)
+{
+	c->state = RN_ST_CLOSED;
+	rn_conn_pool_leave(c);
+	rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
+}
+
+/* 4 RTOs: the peer's FIN resent after one, again after two more (it doubles). */
+#define RN_EXIT_LINGER_RTOS 4
+/* ...but at least 50 ms: an RTO measured on an idle loopback can be tiny. */
+#define RN_EXIT_LINGER_MIN_NS UINT64_C(50000000)
+
+int rn_conn_exit_linger(const rn_conn *c, uint64_t now_ns)
+{
+	uint64_t since, rto = 0, any = 0, span;
+
+	if (c->state != RN_ST_LINGER)
+		return 0;
+	since = c->timer[RN_TIMER_LINGER] - c->cfg.linger_ns;
+	/* rails with an RTT sample: an unmeasured one's initial RTO says nothing */
+	for (int k = 0; k < c->npaths; k++) {
+		any = max64(any, rn_conn_rail_rto(c, k));
+		if (c->rail[k].srtt_ns)
+			rto = max64(rto, rn_conn_rail_rto(c, k));
+	}
+	if (!rto)
+		rto = any;
+	span = max64(RN_EXIT_LINGER_RTOS * rto, RN_EXIT_LINGER_MIN_NS);
+	return now_ns < c->timer[RN_TIMER_LINGER] && now_ns - since < span;
+}
+
 /* ---- what each timer does when it passes ---- */
 
 static void on_handshake_timer(rn_conn *c, uint64_t now_ns)
@@ -378,17 +448,23 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
-	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
-		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
-		return;
-	}
 	if (c->state == RN_ST_LINGER && now_ns >= c->timer[RN_TIMER_LINGER]) {
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
 	if (c->ack.pending && now_ns >= c->timer[RN_TIMER_ACK])
 		c->ack.now = 1;
+	if (c->state == RN_ST_LINGER)
+		return; /* no rail timers: see established_deadlines */
+	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
+	if (now_ns > c->live.last_rx_any_ns &&
+	    now_ns - c->live.last_rx_any_ns >= last_ack_silence(c)) {
+		if (rn_conn_last_ack(c))
+			rn_conn_end_closed(c, now_ns);
+		else
+			rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
+		return;
+	}
 	rn_conn_detect_losses(c, now_ns);
 	if (now_ns - c->ack.data_rx_ns >= RN_RING_IDLE_NS)
 		rn_conn_pool_leave(c); /* no longer receiving: its share goes to the others */

@@ -273,6 +273,7 @@ void rn_stream_get_info(rn_stream *st, rn_stream_info *out)
 
 struct pending {
 	int mode, n;
+	uint64_t now;
 };
 
 /*
@@ -281,7 +282,8 @@ struct pending {
  *                  or are lingering: the ACK of the peer's FIN may have been
  *                  lost, and only a process still here can send it again when
  *                  the peer resends its FIN (what TCP's TIME_WAIT does in the
- *                  kernel); a linger lasts 1 s
+ *                  kernel), for a few RTOs (rn_conn_exit_linger), not the
+ *                  whole linger (1 s)
  *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
  *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
  *                  then count what still has a RESET or ACK to send
@@ -303,7 +305,7 @@ static void count_pending(rn_stream *st, void *ctx)
 	}
 
 	if (state == RN_ST_LINGER) {
-		pd->n++;
+		pd->n += rn_conn_exit_linger(st->conn, pd->now);
 		return;
 	}
 	if (state == RN_ST_CLOSED) {
@@ -319,7 +321,7 @@ static void count_pending(rn_stream *st, void *ctx)
 
 int rn_stream_cmd_pending(int mode)
 {
-	struct pending pd = { mode, 0 };
+	struct pending pd = { mode, 0, rn_now_ns() };
 
 	rn_port_each_all(count_pending, &pd);
 	return pd.n;

@@ -621,6 +621,62 @@ static int sc_vanish(uint64_t seed)
 	return rc;
 }
 
+/*
+ * The probe of sc_vanish_last_ack: the client's FIN goes alone once all its
+ * bytes are acknowledged; once the server lingers, its ACKs are lost and it
+ * goes.
+ */
+static void vanish_on_linger(sim *s, void *arg)
+{
+	int *fin = arg;
+	rn_conn *c = s->host[0].conn;
+
+	if (!*fin && c && rn_conn_state(c) == RN_ST_ESTABLISHED &&
+	    s->host[0].sent == s->host[0].to_send && rn_conn_write_done(c) &&
+	    rn_conn_shutdown(c, s->now_ns) == 0)
+		*fin = 1;
+	if (s->vanish_ns || !s->host[1].conn || rn_conn_state(s->host[1].conn) != RN_ST_LINGER)
+		return;
+	for (int r = 0; r < s->net.nrails; r++)
+		sim_net_window(&s->net, r, s->now_ns, SIM_NEVER, 0, 1);
+	s->vanish_ns = s->now_ns + MS;
+}
+
+/*
+ * Both sides close; the server, last to get a FIN, lingers, but its ACK of
+ * that FIN is lost and its process is gone 1 ms later (an exit that did not
+ * wait).  The client lacks only that ACK (LAST_ACK): it must end cleanly,
+ * every byte both ways delivered, 3 s (3 lingers) after the server went
+ * silent, not fail at its dead-peer timeout (30 s) as it did.
+ */
+static int sc_vanish_last_ack(uint64_t seed)
+{
+	sim s;
+	int rc = 0;
+	int fin = 0;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	s.probe = vanish_on_linger;
+	s.probe_arg = &fin;
+	s.host[0].shut = 1; /* the probe shuts the client down, not the harness */
+	sim_start(&s, g_mib * MIB, 4096); /* the server's FIN goes long before the client's */
+	sim_run(&s);
+	CHECK(s.vanish_ns, "the server never lingered");
+	CHECK(!s.hung, "run did not finish");
+	CHECK(s.host[0].err == 0, "the client failed: %s", rn_strerror(s.host[0].err));
+	CHECK(s.host[0].eof && s.host[0].recvd == 4096 && s.host[0].mismatches == 0,
+	      "the client did not get the server's whole stream");
+	CHECK(rn_conn_state(s.host[0].conn) == RN_ST_CLOSED, "the client is not closed");
+	CHECK(s.host[1].eof && s.host[1].recvd == s.host[1].to_recv && s.host[1].mismatches == 0,
+	      "the server did not get the client's whole stream");
+	CHECK(s.now_ns <= s.vanish_ns + 3 * SEC + 500 * MS,
+	      "the client closed at %.3f s, the server went at %.3f s", (double)s.now_ns / SEC,
+	      (double)s.vanish_ns / SEC);
+	sim_free(&s);
+	return rc;
+}
+
 /* Both ends keyed; an attacker on every rail re-sends mangled copies of 20% of the packets. */
 static int sc_keyed_mangle(uint64_t seed)
 {
@@ -897,6 +953,7 @@ static const scenario scenarios[] = {
 	{ "all-dead-long", sc_all_dead_long, "all rails dark for 40 s (> dead-peer timeout)" },
 	{ "replay-dead", sc_replay_dead, "keyed; all rails dark 40 s, recorded packets replayed" },
 	{ "vanish", sc_vanish, "the server vanishes mid-transfer" },
+	{ "vanish-last-ack", sc_vanish_last_ack, "the server lingers, loses its last ACK and goes" },
 	{ "hostile", sc_hostile, "garbage, forged packets and handshakes after 30% of packets" },
 	{ "keyed-mangle", sc_keyed_mangle, "keyed; mangled copies of 20% of packets injected" },
 	{ "key-mismatch", sc_key_mismatch, "different keys: no connection, a timeout" },
