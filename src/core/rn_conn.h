@@ -182,6 +182,7 @@ struct rn_conn {
 	struct rn_conn_live live;
 	struct rn_conn_close close;
 	struct rn_conn_pool pool;
+	uint64_t unreach_ns[RN_MAX_RAILS]; /* last port unreachable taken per rail (rn_conn_dead.c) */
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
