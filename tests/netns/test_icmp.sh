@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Kernel errors on shared rail sockets (root; 77 = skipped).  Issue 14, findings 1 and 2.
+# Kernel errors on shared rail sockets (root; 77 = skipped).  Issue 14, findings 1 and 2;
+# issue 30, a dead process known at once (dead-peer*).
 #
 #   tests/netns/test_icmp.sh SCENARIO
 #
@@ -14,10 +15,27 @@
 #                killed -9 while B streams, so h1 answers the server's datagrams to A
 #                with ICMP port unreachable on the rail sockets both share.  B's
 #                transfer completes verified, no rail of the server or of B goes down
-#                on a send error (the errors are about A, not the next datagram), and
-#                the server, idle afterwards with A's connection still waiting for its
-#                dead-peer timeout, uses < 20% of a CPU over 2 s (a spin detector:
-#                an error-queue entry left behind kept the engine waking).
+#                on a send error (the errors are about A, not the next datagram), the
+#                server's connection to A ends with "Connection reset by peer" (its
+#                ICMP quotes the server's own datagrams to A on both rails: see
+#                dead-peer), and the server, idle afterwards (its RESETs to A still
+#                draw port unreachable), uses < 20% of a CPU over 2 s (a spin
+#                detector: an error-queue entry left behind kept the engine waking).
+#   dead-peer    h2 runs servers S (port 7000) and K (7001); h1 runs A streaming to
+#                K, B streaming 800 MiB to S and C streaming to S.  K and C are
+#                killed -9 at once: A's connection (a writer whose peer is gone)
+#                and S's connection to C (a reader whose peer is gone) fail with
+#                "Connection reset by peer" within 5 s (the dead-peer timeout is
+#                30 s; the time each took is printed), and B's bytes are verified.
+#   dead-peer-keyed  the same with a cluster key at both ends
+#   dead-peer-forged  h1 streams to h2 over 2 rails shaped at 20 Mbit/s; h3 sends
+#                h1's rail sockets 25 port unreachable per rail quoting h1's flow to
+#                h2 and a plausible ri2n DATA header (that rail's index, a fresh send
+#                time, an id the forger cannot know): the 5 s stream goes on and is
+#                verified.  Control: the same forgery quoting datagrams of a second
+#                stream really sent (copied from h2's rails, as an on-path host could;
+#                quote_capture.py) resets that stream's connection.
+#   dead-peer-forged-keyed  the same with a cluster key
 #   forged-refusal  h1 connects to h2 while h2's rails are black-holed, so its INIT
 #                waits for an answer.  h3 sends h1's rail sockets ICMP port
 #                unreachable quoting h1's ports and a destination other than the
@@ -34,7 +52,7 @@
 source "$(dirname "$0")/lib.sh"
 FORGE="$(dirname "$0")/icmp_forge.py"
 BYTES=${RI2N_ICMP_BYTES:-800M}
-scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal}
+scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal|dead-peer[-keyed]|dead-peer-forged[-keyed]}
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 command -v ss >/dev/null || nt_skip "ss is not installed"
 
@@ -97,7 +115,7 @@ scenario_fragneeded() {
 }
 
 scenario_killed_peer() {
-	local spid apid bpid p unreach0 unreach1 t0 t1 used downs
+	local spid apid bpid p unreach0 unreach1 t0 t1 used downs line
 	nt_init hkk 2 2 1gbit
 	# every datagram the server sends to A once it is dead gets its port
 	# unreachable (the default limit answers about one a second)
@@ -127,8 +145,11 @@ scenario_killed_peer() {
 	# A's connection needs no send error either: its rails go by receive count
 	downs=$(send_failures serve2)
 	[ "$downs" = 0 ] || nt_fail "the server failed a rail $downs times on a send error: A's ICMP errors were charged to whichever datagram went next"
-	# A's connection waits for its dead-peer timeout (30 s): the server keeps
-	# sending to it and h1 keeps answering with port unreachable
+	# A is gone: its host's port unreachable, quoting the server's datagrams to
+	# it on both rails, reset the server's connection to A
+	line=$(grep 'xfer done role=recv.*verified=no' "$NT_DIR/serve2.out" | head -n 1)
+	case $line in *"reason=Connection reset by peer"*) ;;
+	*) nt_fail "the server's connection to the killed A did not end reset: '$line'" ;; esac
 	sleep 1
 	t0=$(ticks "$spid")
 	sleep 2
