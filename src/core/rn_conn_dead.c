@@ -25,27 +25,28 @@ static int rail_to(const rn_conn *c, int local_rail, rn_addr dest)
 	return -1;
 }
 
-/* Every rail we send on (all of them if none is) had its error lately. */
-static int all_rails_answered(const rn_conn *c, uint64_t now_ns)
+/* The rails we send on (all of them if none is) with no error lately: 0 when every one had it. */
+static uint32_t rails_unanswered(const rn_conn *c, uint64_t now_ns)
 {
-	uint32_t need = 0;
+	uint32_t need = 0, missing = 0;
 
 	for (int k = 0; k < c->npaths; k++)
 		if (rn_rail_tx_up(&c->rail[k]))
 			need |= 1u << k;
 	if (!need)
-		need = (1u << c->npaths) - 1;
+		need = rn_conn_paths_mask(c);
 	for (int k = 0; k < c->npaths; k++)
 		if (((need >> k) & 1) &&
 		    (!c->unreach_ns[k] || now_ns - c->unreach_ns[k] > RN_UNREACH_WINDOW_NS))
-			return 0;
-	return 1;
+			missing |= 1u << k;
+	return missing;
 }
 
 int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr dest,
 			const uint8_t *q, size_t len)
 {
 	rn_quote_ref ref;
+	uint32_t missing;
 	int k = rail_to(c, local_rail, dest);
 
 	/* before: rn_conn_refused; after a clean close the peer may be gone */
@@ -66,7 +67,10 @@ int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr des
 	}
 	c->st.unreach_ours++;
 	c->unreach_ns[k] = now_ns;
-	if (all_rails_answered(c, now_ns))
+	missing = rails_unanswered(c, now_ns);
+	if (!missing)
 		rn_conn_fail(c, now_ns, RN_ERR_RESET);
+	else /* ask the other rails now rather than at their next keepalive */
+		rn_timer_on_unreachable(c, missing, now_ns);
 	return 1;
 }

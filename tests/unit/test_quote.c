@@ -157,9 +157,13 @@ static void test_dead_peer_all_rails(void **state)
 		t += UT_MS;
 
 		/* one rail's errors, even many: the other rail still has the peer */
+		un_flush(n, UN_CLIENT, t);
 		for (int i = 0; i < 5; i++)
 			assert_int_equal(rn_conn_unreachable(c, t + (uint64_t)i * UT_MS, 0, s0, q0, l0), 1);
 		assert_int_equal(rn_conn_state(c), RN_ST_ESTABLISHED);
+		/* ...but rail 1 is asked at once, not at its next keepalive */
+		un_flush(n, UN_CLIENT, t + 4 * UT_MS);
+		assert_true(un_count(n, UN_CLIENT, RN_PT_KEEPALIVE, 1, t + 4 * UT_MS, t + 4 * UT_MS + 1) >= 1);
 
 		/* forgeries on rail 1: another id, rail 0's datagram, a truncated quote */
 		memcpy(bad, q1, l1);
