@@ -28,6 +28,9 @@
 #                "Connection reset by peer" within 5 s (the dead-peer timeout is
 #                30 s; the time each took is printed), and B's bytes are verified.
 #   dead-peer-keyed  the same with a cluster key at both ends
+#   dead-peer-idle  a client connected and idle 3 s (keepalives every second); its
+#                server killed -9: the client's connection fails with "connection
+#                reset by peer" (its log) within 5 s, the time it took printed
 #   dead-peer-forged  h1 streams to h2 over 2 rails shaped at 20 Mbit/s; h3 sends
 #                h1's rail sockets 25 port unreachable per rail quoting h1's flow to
 #                h2 and a plausible ri2n DATA header (that rail's index, a fresh send
@@ -52,7 +55,7 @@
 source "$(dirname "$0")/lib.sh"
 FORGE="$(dirname "$0")/icmp_forge.py"
 BYTES=${RI2N_ICMP_BYTES:-800M}
-scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal|dead-peer[-keyed]|dead-peer-forged[-keyed]}
+scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal|dead-peer[-keyed]|dead-peer-idle|dead-peer-forged[-keyed]}
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 command -v ss >/dev/null || nt_skip "ss is not installed"
 
@@ -316,6 +319,38 @@ scenario_dead_peer() {
 	nt_ok "dead-peer$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): kill -9 -> ECONNRESET at the sender after ${ta} ms, at the receiving server after ${ts} ms (bound 5000 ms, polled every 20 ms); B's $BYTES verified at $(nt_field "$NT_DIR/b.out" mbps) Mbit/s"
 }
 
+scenario_dead_peer_idle() {
+	local spid ipid t0 now dt
+	nt_init hki 2 2 1gbit
+	NT_TIMEOUT=${NT_TIMEOUT:-60}
+	nt_serve 2
+	spid=$(nt_xfer_pid 2 serve)
+	[ -n "$spid" ] || nt_fail "server not found"
+	# a client whose input stays open and empty: connected, then idle
+	mkfifo "$NT_DIR/in" || nt_fail "mkfifo"
+	sleep 60 >"$NT_DIR/in" &
+	ipid=$!
+	NT_PIDS+=("$ipid")
+	# (nt_send_bg's own & would give it /dev/null for input)
+	RI2N_RAILS=$NT_RAILS setsid timeout -s KILL "$NT_TIMEOUT" ip netns exec "$(tb_ns 1)" \
+		"$NT_XFER" send "$(nt_addr 2)" --file - <"$NT_DIR/in" >"$NT_DIR/i.out" 2>"$NT_DIR/i.err" &
+	NT_PIDS+=($!)
+	sleep 3 # past the idle pace (1 s without DATA): keepalives every second
+	grep -q 'conn connected' "$NT_DIR/i.err" || nt_fail "the idle client did not connect: $(cat "$NT_DIR/i.err")"
+	dt=
+	t0=$(now_ms)
+	kill -9 "$spid"
+	while [ -z "$dt" ]; do
+		now=$(now_ms)
+		grep -q 'failed: connection reset by peer' "$NT_DIR/i.err" && dt=$((now - t0))
+		[ $((now - t0)) -lt 5000 ] || break
+		sleep 0.02
+	done
+	[ -n "$dt" ] || nt_fail "the idle client's connection did not fail within 5 s of its server's kill -9"
+	kill "$ipid" 2>/dev/null
+	nt_ok "dead-peer-idle$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): an idle connection reset ${dt} ms after its server's kill -9 (bound 5000 ms; keepalives every second when idle)"
+}
+
 # From h3: port unreachable to h1's rail RAIL socket (port PORT) about its
 # datagram to DST, quoting QUOTE (icmp_forge.py), COUNT times 20 ms apart.
 forge_quoted() { # RAIL PORT DST QUOTE COUNT
@@ -385,6 +420,7 @@ fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not au
 killed-peer) scenario_killed_peer ;;
 forged-refusal) scenario_forged_refusal ;;
 dead-peer) scenario_dead_peer ;;
+dead-peer-idle) scenario_dead_peer_idle ;;
 dead-peer-keyed|dead-peer-forged-keyed)
 	RI2N_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
 	export RI2N_KEY
