@@ -320,17 +320,16 @@ scenario_dead_peer() {
 }
 
 scenario_dead_peer_idle() {
-	local spid ipid t0 now dt
+	local spid t0 now dt
 	nt_init hki 2 2 1gbit
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	nt_serve 2
 	spid=$(nt_xfer_pid 2 serve)
 	[ -n "$spid" ] || nt_fail "server not found"
-	# a client whose input stays open and empty: connected, then idle
+	# a client whose input stays open and empty (this shell holds the fifo's
+	# other end): connected, then idle
 	mkfifo "$NT_DIR/in" || nt_fail "mkfifo"
-	sleep 60 >"$NT_DIR/in" &
-	ipid=$!
-	NT_PIDS+=("$ipid")
+	exec 7<>"$NT_DIR/in"
 	# (nt_send_bg's own & would give it /dev/null for input)
 	RI2N_RAILS=$NT_RAILS setsid timeout -s KILL "$NT_TIMEOUT" ip netns exec "$(tb_ns 1)" \
 		"$NT_XFER" send "$(nt_addr 2)" --file - <"$NT_DIR/in" >"$NT_DIR/i.out" 2>"$NT_DIR/i.err" &
@@ -347,7 +346,6 @@ scenario_dead_peer_idle() {
 		sleep 0.02
 	done
 	[ -n "$dt" ] || nt_fail "the idle client's connection did not fail within 5 s of its server's kill -9"
-	kill "$ipid" 2>/dev/null
 	nt_ok "dead-peer-idle$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): an idle connection reset ${dt} ms after its server's kill -9 (bound 5000 ms; keepalives every second when idle)"
 }
 
