@@ -38,16 +38,26 @@ static int pn_recent(const rn_quote_ref *r, const uint8_t *pn)
 	return r->pn_epoch > 0 && epoch == r->pn_epoch - 1 && r->pn_count < RN_QUOTE_PN_SPAN;
 }
 
-rn_quote_verdict rn_quote_check(const rn_quote_ref *r, const uint8_t *q, size_t len)
+rn_quote_verdict rn_quote_shape(const uint8_t *q, size_t len)
 {
-	uint32_t ts_age;
-
-	if (len < RN_HDR_LEN + (r->keyed ? RN_PN_LEN : 0))
+	if (len < RN_HDR_LEN)
 		return RN_QUOTE_SHORT;
 	if (q[0] != RN_WIRE_VERSION || (q[2] & ~RN_F__ALL) || rn_get16(q + 22) != 0)
 		return RN_QUOTE_HEADER;
 	if (!sent_established(q[1]))
 		return RN_QUOTE_TYPE;
+	return RN_QUOTE_OURS;
+}
+
+rn_quote_verdict rn_quote_check(const rn_quote_ref *r, const uint8_t *q, size_t len)
+{
+	rn_quote_verdict v = rn_quote_shape(q, len);
+	uint32_t ts_age;
+
+	if (v != RN_QUOTE_OURS)
+		return v;
+	if (r->keyed && len < RN_HDR_LEN + RN_PN_LEN)
+		return RN_QUOTE_SHORT;
 	if (rn_get64(q + 4) != r->peer_id || r->peer_id == 0)
 		return RN_QUOTE_ID;
 	if (q[3] != r->path)

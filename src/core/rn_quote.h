@@ -48,6 +48,13 @@ typedef enum rn_quote_verdict {
 	RN_QUOTE_PN,      /* keyed: a packet number not used lately */
 } rn_quote_verdict;
 
+/*
+ * The checks that need no connection (length of the header, version, flags,
+ * reserved bytes, type): a driver skips its connections for a quote failing
+ * them.  RN_QUOTE_OURS if they pass.
+ */
+rn_quote_verdict rn_quote_shape(const uint8_t *q, size_t len);
+
 /* Checks the len quoted bytes q against ref; returns an rn_quote_verdict. */
 rn_quote_verdict rn_quote_check(const rn_quote_ref *ref, const uint8_t *q, size_t len);
 

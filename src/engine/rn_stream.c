@@ -26,6 +26,7 @@
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_pairname.h"
+#include "rn_quote.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
@@ -767,9 +768,12 @@ static void unreachable_one(rn_stream *st, void *ctx)
 
 void rn_stream_unreachable(rn_port *p, int idx, rn_addr to, const uint8_t *q, size_t len)
 {
-	struct unreach_ctx x = { .idx = idx, .to = to, .q = q, .len = len,
-				 .now = rn_core_time(rn_now_ns()) };
+	struct unreach_ctx x = { .idx = idx, .to = to, .q = q, .len = len };
 
+	/* a quote no connection of ours could have sent costs no walk over them */
+	if (rn_quote_shape(q, len) != RN_QUOTE_OURS)
+		return;
+	x.now = rn_core_time(rn_now_ns());
 	rn_port_each(p, unreachable_one, &x);
 }
 
