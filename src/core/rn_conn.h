@@ -182,6 +182,7 @@ struct rn_conn {
 	struct rn_conn_live live;
 	struct rn_conn_close close;
 	struct rn_conn_pool pool;
+	uint64_t unreach_ns[RN_MAX_RAILS]; /* last port unreachable taken per rail (rn_conn_dead.c) */
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
@@ -255,6 +256,8 @@ void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns);
 void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns);
 /* A rail stopped carrying our packets: the first heartbeat right away. */
 void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns);
+/* A port unreachable was taken: a keepalive is owed at once on `rails` (rn_conn_dead.c). */
+void rn_timer_on_unreachable(rn_conn *c, uint32_t rails, uint64_t now_ns);
 /* DATA after an idle pause: a rail that is down is tried at the full pace now. */
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
 /* Both directions closed: linger, then CLOSED. */

@@ -283,6 +283,8 @@ typedef struct rn_conn_stats {
 	uint64_t tx_packets, rx_packets;
 	uint64_t retransmits, rto_events, dup_data;
 	uint64_t sresets;     /* 1 if a stateless reset from the peer ended it */
+	uint64_t unreach_ours;    /* ICMP port unreachable quoting a datagram we sent lately */
+	uint64_t unreach_foreign; /* ...naming a peer rail of ours but quoting something else */
 	uint64_t drops[RN_DROP__COUNT];
 	uint64_t established_ns;
 	uint32_t mss;
@@ -367,6 +369,21 @@ void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail);
 
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);
+
+/* How close together the port unreachables of all rails must be (rn_conn_unreachable). */
+#define RN_UNREACH_WINDOW_NS UINT64_C(2000000000)
+
+/*
+ * Reports an ICMP port unreachable read on driver rail local_rail about a
+ * datagram sent to dest, with the len bytes of it the error quoted (the UDP
+ * payload).  Taken only when dest is the peer's address on a rail of ours
+ * there and the quote is a datagram we sent lately (rn_quote.h); once every
+ * rail we still send on has had one within RN_UNREACH_WINDOW_NS, the peer
+ * process is gone and the connection fails with RN_ERR_RESET.  Returns 1 if
+ * the error was about this connection (the caller may stop looking), else 0.
+ */
+int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr dest,
+			const uint8_t *q, size_t len);
 
 /*
  * Whether the next rn_conn_on_timer judges a rail the receive count found

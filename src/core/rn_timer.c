@@ -35,7 +35,10 @@
  *                 (100 ms) gets a KEEPALIVE, so idle rails stay judged.
  *                 (While full-size DATA streams, a rail without a
  *                 full-size datagram for 1.5 ms gets a padded one at once:
- *                 rn_conn_send.c, count_tx.)
+ *                 rn_conn_send.c, count_tx.)  A rail whose peer's host
+ *                 answered with port unreachable has the others probed at
+ *                 once (rn_conn_dead.c): a dead peer is known within a
+ *                 round trip of the first answer, not a keepalive period.
  *   rail verdict  a rail the receive count judged failed (rn_conn_recv.c)
  *                 fails at the next timer call, due at once: the driver may
  *                 first hand over packets of that rail it has already read.
@@ -312,6 +315,12 @@ void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns)
 {
 	c->link.interval_ns = 0;
 	c->timer[RN_TIMER_LINK_STATE] = now_ns;
+}
+
+void rn_timer_on_unreachable(rn_conn *c, uint32_t rails, uint64_t now_ns)
+{
+	(void)now_ns;
+	c->probe.ka_pending |= rails & rn_conn_paths_mask(c);
 }
 
 void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns)

@@ -441,13 +441,17 @@ static void input(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len
 
 /*
  * An error-queue entry names the destination it is about: a port
- * unreachable answering an INIT means nobody listens there.  Nothing else
+ * unreachable answering an INIT means nobody listens there; one answering
+ * an established connection's datagram, whose quote checks out on every
+ * rail (rn_conn_unreachable), that its peer process is gone.  Nothing else
  * fails a rail: a forged ICMP costs at most the connect it names.
  */
 static void on_kernel_error(void *arg, int idx, const rn_hsock_err *e)
 {
-	if (e->icmp && e->type == 3 && e->code == 3)
+	if (e->icmp && e->type == 3 && e->code == 3) {
 		rn_stream_refused(arg, idx, e->dest);
+		rn_stream_unreachable(arg, idx, e->dest, e->quote, e->quote_len);
+	}
 }
 
 static void on_send_error(void *arg, int idx, uint64_t owner, int err)

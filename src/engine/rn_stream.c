@@ -26,6 +26,7 @@
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_pairname.h"
+#include "rn_quote.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
@@ -746,6 +747,35 @@ void rn_stream_refused(rn_port *p, int idx, rn_addr to)
 		rn_port_each(p, refused_one, &to);
 }
 
+/* A port unreachable offered to the connections of a port (rn_stream_unreachable). */
+struct unreach_ctx {
+	int idx, taken;
+	rn_addr to;
+	const uint8_t *q;
+	size_t len;
+	uint64_t now;
+};
+
+static void unreachable_one(rn_stream *st, void *ctx)
+{
+	struct unreach_ctx *x = ctx;
+
+	if (x->taken || !rn_conn_unreachable(st->conn, x->now, x->idx, x->to, x->q, x->len))
+		return;
+	x->taken = 1;
+	rn_engine_dirty(st);
+}
+
+void rn_stream_unreachable(rn_port *p, int idx, rn_addr to, const uint8_t *q, size_t len)
+{
+	struct unreach_ctx x = { .idx = idx, .to = to, .q = q, .len = len };
+
+	/* a quote no connection of ours could have sent costs no walk over them */
+	if (rn_quote_shape(q, len) != RN_QUOTE_OURS)
+		return;
+	x.now = rn_core_time(rn_now_ns());
+	rn_port_each(p, unreachable_one, &x);
+}
 
 void rn_stream_forget_all(void)
 {

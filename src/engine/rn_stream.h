@@ -69,6 +69,8 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 			    uint64_t now);
 /* ICMP port unreachable from `to` on port socket idx. */
 void rn_stream_refused(rn_port *p, int idx, rn_addr to);
+/* The same about an established connection's datagram, len bytes of it quoted (rn_conn_unreachable). */
+void rn_stream_unreachable(rn_port *p, int idx, rn_addr to, const uint8_t *q, size_t len);
 /* A hard error sending this stream's datagram on port socket idx. */
 void rn_stream_send_error(struct rn_stream *st, int idx, int err);
 /* A socket of the port is writable again: streams it held back may send. */

@@ -324,14 +324,16 @@ int rn_hset_drain_errors(rn_hset *h, int idx)
 	int n = 0;
 
 	for (; n < ERRQ_MAX; n++) {
+		/* the quoted datagram: ri2n's header and packet number fit */
 		uint8_t data[64], ctl[512];
 		struct sockaddr_in to = { 0 };
 		struct iovec iov = { data, sizeof(data) };
 		struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
 				    .msg_iovlen = 1, .msg_control = ctl,
 				    .msg_controllen = sizeof(ctl) };
+		ssize_t got = rn_sys_recvmsg(s->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
 
-		if (rn_sys_recvmsg(s->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+		if (got < 0)
 			break;
 		s->err_icmp++;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
@@ -345,7 +347,8 @@ int rn_hset_drain_errors(rn_hset *h, int idx)
 			e = (rn_hsock_err){ .dest = { ntohl(to.sin_addr.s_addr), ntohs(to.sin_port) },
 					    .err = (int)ee.ee_errno,
 					    .icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP,
-					    .type = ee.ee_type, .code = ee.ee_code };
+					    .type = ee.ee_type, .code = ee.ee_code,
+					    .quote = data, .quote_len = (size_t)got };
 			if (h->ops.on_error)
 				h->ops.on_error(h->arg, idx, &e);
 		}

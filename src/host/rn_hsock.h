@@ -61,6 +61,12 @@ typedef struct rn_hsock_err {
 	int err;           /* errno */
 	uint8_t icmp;      /* 1: an ICMP error (type/code valid), 0: local */
 	uint8_t type, code;
+	/*
+	 * The start of the datagram the error answers, as the ICMP quoted it
+	 * (its UDP payload: our header first); quote_len may be 0.
+	 */
+	const uint8_t *quote;
+	size_t quote_len;
 } rn_hsock_err;
 
 /*

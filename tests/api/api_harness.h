@@ -153,6 +153,8 @@ void test_clean_eof(void **state);
 void test_half_close(void **state);
 void test_death_of_acceptor(void **state);
 void test_death_of_connector(void **state);
+void test_silence_of_acceptor(void **state);
+void test_silence_of_connector(void **state);
 void test_reset(void **state);
 void test_linger_reset(void **state);
 void test_orphan_reset(void **state);

@@ -121,8 +121,8 @@ __attribute__((noreturn)) static void child_acceptor(int wfd)
 	child_stream(child_accept_one(wfd));
 }
 
-/* The parent connects to a child that accepts; the parent's dead-peer timeout is short. */
-static int death_child_accepts(pid_t *pid)
+/* The parent connects to a child that accepts; the parent's dead-peer timeout is dead_ms. */
+static int death_child_accepts(pid_t *pid, int dead_ms)
 {
 	struct sockaddr_in a;
 	uint16_t port = 0;
@@ -140,7 +140,7 @@ static int death_child_accepts(pid_t *pid)
 	close(pp[0]);
 	fd = ri2n_socket();
 	assert_true(fd >= 0);
-	set_opt(fd, RI2N_DEAD_PEER_MS, DEAD_PEER_MS);
+	set_opt(fd, RI2N_DEAD_PEER_MS, dead_ms);
 	set_opt(fd, RI2N_CONNECT_TIMEOUT_MS, 10000);
 	a = sin_of(RAIL1, port);
 	if (ri2n_connect(fd, SA(&a), sizeof(a)) < 0)
@@ -148,15 +148,15 @@ static int death_child_accepts(pid_t *pid)
 	return fd;
 }
 
-/* The parent accepts a child's connection; it has its listener's short timeout. */
-static int death_child_connects(pid_t *pid)
+/* The parent accepts a child's connection; it has its listener's timeout, dead_ms. */
+static int death_child_connects(pid_t *pid, int dead_ms)
 {
 	struct sockaddr_in any = sin_of(NULL, 0), peer;
 	socklen_t len = sizeof(any);
 	int l = ri2n_socket(), fd;
 
 	assert_true(l >= 0);
-	set_opt(l, RI2N_DEAD_PEER_MS, DEAD_PEER_MS);
+	set_opt(l, RI2N_DEAD_PEER_MS, dead_ms);
 	assert_int_equal(ri2n_bind(l, SA(&any), sizeof(any)), 0);
 	assert_int_equal(ri2n_listen(l, 1), 0);
 	assert_int_equal(ri2n_getsockname(l, SA(&any), &len), 0);
@@ -171,7 +171,7 @@ static int death_child_connects(pid_t *pid)
 	}
 	fd = accept_within(l, 10000, &peer);
 	assert_int_equal(ri2n_close(l), 0);
-	assert_int_equal(get_opt(fd, RI2N_DEAD_PEER_MS), DEAD_PEER_MS);
+	assert_int_equal(get_opt(fd, RI2N_DEAD_PEER_MS), dead_ms);
 	return fd;
 }
 
@@ -205,8 +205,12 @@ static uint64_t death_transfer(int fd, uint64_t bytes)
 	return rx;
 }
 
-/* Reads what is left (checked) until the error, never 0; its time after t0. */
-static uint64_t death_read_error(int fd, uint64_t rx, uint64_t t0)
+/*
+ * Reads what is left (checked) until the error, never 0; its time after t0.
+ * want: the reason libri2n's own read gives (through the descriptor,
+ * RI2N_PLAIN_FAST=0, always ECONNRESET); dead_ms: the dead-peer timeout.
+ */
+static uint64_t death_read_error(int fd, uint64_t rx, uint64_t t0, int want, int dead_ms)
 {
 	static uint8_t buf[64 * 1024];
 
@@ -214,9 +218,9 @@ static uint64_t death_read_error(int fd, uint64_t rx, uint64_t t0)
 		short ev = wait_fd(fd, POLLIN, 1000);
 		ssize_t r;
 
-		if (now_ms() - t0 > DEAD_PEER_MS + DEATH_MARGIN_MS)
+		if (now_ms() - t0 > (uint64_t)dead_ms + DEATH_MARGIN_MS)
 			fail_msg("no error %d ms after the peer died (dead-peer timeout %d ms): a hang",
-				 (int)(now_ms() - t0), DEAD_PEER_MS);
+				 (int)(now_ms() - t0), dead_ms);
 		if (!ev)
 			continue;
 		r = read(fd, buf, sizeof(buf));
@@ -232,12 +236,12 @@ static uint64_t death_read_error(int fd, uint64_t rx, uint64_t t0)
 		if (errno == EAGAIN || errno == EINTR)
 			continue;
 		/*
-		 * The peer died silently.  Through the descriptor (RI2N_PLAIN_FAST=0)
-		 * ECONNRESET; libri2n's own read says why, as TCP's does.
+		 * Through the descriptor (RI2N_PLAIN_FAST=0) ECONNRESET; libri2n's
+		 * own read says why, as TCP's does.
 		 */
-		if (errno != (plain_is_fast() ? ETIMEDOUT : ECONNRESET))
+		if (errno != (plain_is_fast() ? want : ECONNRESET))
 			fail_msg("read failed with %s, want %s", strerror(errno),
-				 plain_is_fast() ? "ETIMEDOUT" : "ECONNRESET");
+				 strerror(plain_is_fast() ? want : ECONNRESET));
 		return now_ms() - t0;
 	}
 }
@@ -246,7 +250,7 @@ static uint64_t death_read_error(int fd, uint64_t rx, uint64_t t0)
  * Writes (as a writer that never reads would: poll POLLOUT, write) until the
  * error: EPIPE or ECONNRESET, within the bound; its time after t0.
  */
-static uint64_t death_write_error(int fd, uint64_t t0)
+static uint64_t death_write_error(int fd, uint64_t t0, int dead_ms)
 {
 	static uint8_t buf[64 * 1024];
 
@@ -255,10 +259,10 @@ static uint64_t death_write_error(int fd, uint64_t t0)
 		short ev = wait_fd(fd, POLLOUT, 1000);
 		ssize_t w;
 
-		if (now_ms() - t0 > DEAD_PEER_MS + DEATH_MARGIN_MS)
+		if (now_ms() - t0 > (uint64_t)dead_ms + DEATH_MARGIN_MS)
 			fail_msg("writes still %s %d ms after the peer died (dead-peer timeout %d "
 				 "ms): a hang", ev ? "accepted" : "blocked", (int)(now_ms() - t0),
-				 DEAD_PEER_MS);
+				 dead_ms);
 		if (!ev)
 			continue;
 		w = send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -270,8 +274,8 @@ static uint64_t death_write_error(int fd, uint64_t t0)
 	}
 }
 
-/* One FAILED event for fd, with ETIMEDOUT, and no CLOSED. */
-static void death_expect_event(int fd)
+/* One FAILED event for fd, with want, and no CLOSED. */
+static void death_expect_event(int fd, int want)
 {
 	struct ri2n_event e;
 	int failed = 0;
@@ -281,7 +285,7 @@ static void death_expect_event(int fd)
 			continue;
 		assert_int_not_equal(e.type, RI2N_EVENT_CLOSED);
 		if (e.type == RI2N_EVENT_FAILED) {
-			assert_int_equal(e.error, ETIMEDOUT);
+			assert_int_equal(e.error, want);
 			failed++;
 		}
 	}
@@ -289,61 +293,89 @@ static void death_expect_event(int fd)
 }
 
 /*
- * A peer process killed outright (no FIN, no RESET) mid-transfer: the
- * survivor's read delivers what arrived, then fails with ECONNRESET within
- * the dead-peer timeout and a margin; write fails with EPIPE; SO_ERROR says
- * ETIMEDOUT; the event queue has a FAILED event.  Never a clean end of
- * file, never a hang.  The survivor of a killed acceptor reads first; the
- * survivor of a killed connector writes first, until back-pressure stops
- * it, and must be woken by the error.
+ * A peer process that stops mid-transfer (no FIN, no RESET).  Stopped
+ * (SIGSTOP: silent, its ports still open): the survivor's read delivers what
+ * arrived, then fails within the dead-peer timeout and a margin, not
+ * sooner; SO_ERROR says ETIMEDOUT.  Killed (SIGKILL: its ports closed, so
+ * its host answers with port unreachable on every rail): the same with
+ * ECONNRESET, long before the dead-peer timeout (10 s here).  Either way
+ * write fails with EPIPE, the event queue has a FAILED event, and there is
+ * never a clean end of file, never a hang.  The survivor of a dead acceptor
+ * reads first; the survivor of a dead connector writes first, until
+ * back-pressure stops it, and must be woken by the error.
  */
-static void death_case(int child_accepts)
+static void death_case(int child_accepts, int sig)
 {
 	struct ri2n_event e;
+	int dead_ms = sig == SIGKILL ? 10000 : DEAD_PEER_MS;
+	int want = sig == SIGKILL ? ECONNRESET : ETIMEDOUT;
+	const char *who = child_accepts ? "acceptor" : "connector";
 	uint64_t rx, t0, dt;
 	ssize_t w;
 	pid_t pid;
 	int fd, err;
 
-	fd = child_accepts ? death_child_accepts(&pid) : death_child_connects(&pid);
+	fd = child_accepts ? death_child_accepts(&pid, dead_ms) : death_child_connects(&pid, dead_ms);
 	rx = death_transfer(fd, 256 * KIB);
 	assert_true(ri2n_event_fd() >= 0);
 	while (ri2n_read_event(&e) == 1) /* only what follows the kill counts */
 		;
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	assert_true(WIFSIGNALED(reap(pid, 5000)));
+	assert_int_equal(kill(pid, sig), 0);
+	if (sig == SIGKILL)
+		assert_true(WIFSIGNALED(reap(pid, 5000)));
 	t0 = now_ms();
 	if (!child_accepts) {
-		dt = death_write_error(fd, t0);
-		print_message("connector killed: write failed after %" PRIu64 " ms\n", dt);
-		assert_true(dt + 500 >= DEAD_PEER_MS);
+		dt = death_write_error(fd, t0, dead_ms);
+		print_message("connector %s: write failed after %" PRIu64 " ms\n", strsignal(sig), dt);
+		if (sig == SIGKILL)
+			assert_true(dt + 1000 < (uint64_t)dead_ms);
+		else
+			assert_true(dt + 500 >= (uint64_t)dead_ms);
 	}
-	dt = death_read_error(fd, rx, t0);
-	print_message("%s killed: read failed after %" PRIu64 " ms (dead-peer timeout %d ms)\n",
-		      child_accepts ? "acceptor" : "connector", dt, DEAD_PEER_MS);
-	/* the core decides after DEAD_PEER_MS of silence; nothing may end it sooner */
-	assert_true(dt + 500 >= DEAD_PEER_MS);
+	dt = death_read_error(fd, rx, t0, want, dead_ms);
+	print_message("%s %s: read failed after %" PRIu64 " ms (dead-peer timeout %d ms)\n", who,
+		      strsignal(sig), dt, dead_ms);
+	if (sig == SIGKILL) /* its host's port unreachable told, not the timeout */
+		assert_true(dt + 1000 < (uint64_t)dead_ms);
+	else /* the core decides after dead_ms of silence; nothing may end it sooner */
+		assert_true(dt + 500 >= (uint64_t)dead_ms);
 	w = send(fd, "x", 1, MSG_NOSIGNAL);
 	err = errno;
 	if (w != -1 || (err != EPIPE && err != ECONNRESET))
 		fail_msg("write on a dead connection: %zd (%s), want EPIPE or ECONNRESET", w,
 			 strerror(err));
-	assert_int_equal(get_so_error(fd), ETIMEDOUT);
+	assert_int_equal(get_so_error(fd), want);
 	assert_int_equal(get_so_error(fd), 0);
-	death_expect_event(fd);
+	death_expect_event(fd, want);
 	assert_int_equal(ri2n_close(fd), 0);
+	if (sig != SIGKILL) {
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_true(WIFSIGNALED(reap(pid, 5000)));
+	}
 }
 
 void test_death_of_acceptor(void **state)
 {
 	(void)state;
-	death_case(1);
+	death_case(1, SIGKILL);
 }
 
 void test_death_of_connector(void **state)
 {
 	(void)state;
-	death_case(0);
+	death_case(0, SIGKILL);
+}
+
+void test_silence_of_acceptor(void **state)
+{
+	(void)state;
+	death_case(1, SIGSTOP);
+}
+
+void test_silence_of_connector(void **state)
+{
+	(void)state;
+	death_case(0, SIGSTOP);
 }
 
 /* ---- resets ---- */

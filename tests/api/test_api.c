@@ -117,6 +117,8 @@ int main(int argc, char **argv)
 		T(test_half_close),
 		T(test_death_of_acceptor),
 		T(test_death_of_connector),
+		T(test_silence_of_acceptor),
+		T(test_silence_of_connector),
 		T(test_reset),
 		T(test_linger_reset),
 		T(test_orphan_reset),

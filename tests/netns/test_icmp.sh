@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Kernel errors on shared rail sockets (root; 77 = skipped).  Issue 14, findings 1 and 2.
+# Kernel errors on shared rail sockets (root; 77 = skipped).  Issue 14, findings 1 and 2;
+# issue 30, a dead process known at once (dead-peer*).
 #
 #   tests/netns/test_icmp.sh SCENARIO
 #
@@ -14,10 +15,30 @@
 #                killed -9 while B streams, so h1 answers the server's datagrams to A
 #                with ICMP port unreachable on the rail sockets both share.  B's
 #                transfer completes verified, no rail of the server or of B goes down
-#                on a send error (the errors are about A, not the next datagram), and
-#                the server, idle afterwards with A's connection still waiting for its
-#                dead-peer timeout, uses < 20% of a CPU over 2 s (a spin detector:
-#                an error-queue entry left behind kept the engine waking).
+#                on a send error (the errors are about A, not the next datagram), the
+#                server's connection to A ends with "Connection reset by peer" (its
+#                ICMP quotes the server's own datagrams to A on both rails: see
+#                dead-peer), and the server, idle afterwards (its RESETs to A still
+#                draw port unreachable), uses < 20% of a CPU over 2 s (a spin
+#                detector: an error-queue entry left behind kept the engine waking).
+#   dead-peer    h2 runs servers S (port 7000) and K (7001); h1 runs A streaming to
+#                K, B streaming 800 MiB to S and C streaming to S.  K and C are
+#                killed -9 at once: A's connection (a writer whose peer is gone)
+#                and S's connection to C (a reader whose peer is gone) fail with
+#                "Connection reset by peer" within 5 s (the dead-peer timeout is
+#                30 s; the time each took is printed), and B's bytes are verified.
+#   dead-peer-keyed  the same with a cluster key at both ends
+#   dead-peer-idle  a client connected and idle 3 s (keepalives every second); its
+#                server killed -9: the client's connection fails with "connection
+#                reset by peer" (its log) within 5 s, the time it took printed
+#   dead-peer-forged  h1 streams to h2 over 2 rails shaped at 20 Mbit/s; h3 sends
+#                h1's rail sockets 25 port unreachable per rail quoting h1's flow to
+#                h2 and a plausible ri2n DATA header (that rail's index, a fresh send
+#                time, an id the forger cannot know): the 5 s stream goes on and is
+#                verified.  Control: the same forgery quoting datagrams of a second
+#                stream really sent (copied from h2's rails, as an on-path host could;
+#                quote_capture.py) resets that stream's connection.
+#   dead-peer-forged-keyed  the same with a cluster key
 #   forged-refusal  h1 connects to h2 while h2's rails are black-holed, so its INIT
 #                waits for an answer.  h3 sends h1's rail sockets ICMP port
 #                unreachable quoting h1's ports and a destination other than the
@@ -34,7 +55,7 @@
 source "$(dirname "$0")/lib.sh"
 FORGE="$(dirname "$0")/icmp_forge.py"
 BYTES=${RI2N_ICMP_BYTES:-800M}
-scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal}
+scenario=${1:?usage: test_icmp.sh fragneeded|fragneeded-keyed|killed-peer|forged-refusal|dead-peer[-keyed]|dead-peer-idle|dead-peer-forged[-keyed]}
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 command -v ss >/dev/null || nt_skip "ss is not installed"
 
@@ -97,7 +118,7 @@ scenario_fragneeded() {
 }
 
 scenario_killed_peer() {
-	local spid apid bpid p unreach0 unreach1 t0 t1 used downs
+	local spid apid bpid p unreach0 unreach1 t0 t1 used downs line
 	nt_init hkk 2 2 1gbit
 	# every datagram the server sends to A once it is dead gets its port
 	# unreachable (the default limit answers about one a second)
@@ -127,8 +148,11 @@ scenario_killed_peer() {
 	# A's connection needs no send error either: its rails go by receive count
 	downs=$(send_failures serve2)
 	[ "$downs" = 0 ] || nt_fail "the server failed a rail $downs times on a send error: A's ICMP errors were charged to whichever datagram went next"
-	# A's connection waits for its dead-peer timeout (30 s): the server keeps
-	# sending to it and h1 keeps answering with port unreachable
+	# A is gone: its host's port unreachable, quoting the server's datagrams to
+	# it on both rails, reset the server's connection to A
+	line=$(grep 'xfer done role=recv.*verified=no' "$NT_DIR/serve2.out" | head -n 1)
+	case $line in *"reason=Connection reset by peer"*) ;;
+	*) nt_fail "the server's connection to the killed A did not end reset: '$line'" ;; esac
 	sleep 1
 	t0=$(ticks "$spid")
 	sleep 2
@@ -237,6 +261,154 @@ scenario_forged_refusal() {
 	nt_ok "forged-refusal: forged port unreachable naming other destinations left the connect pending, 20M verified after; one naming the INIT's destination, and a closed port, refuse it"
 }
 
+# The pid of the process in HOST's namespace whose command line matches PATTERN.
+pid_like() { # HOST PATTERN
+	local p
+	for p in $(ip netns pids "$(tb_ns "$1")"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$2" && { echo "$p"; return; }
+	done
+}
+
+now_ms() { date +%s%3N; }
+
+# A server's recv line for a connection that ended otherwise than verified.
+failed_recv() { # FILE
+	grep 'xfer done role=recv.*verified=no' "$1" | head -n 1
+}
+
+scenario_dead_peer() {
+	local kpid cpid apid bpid t0 ta= ts= now line
+	nt_init hkd 2 2 1gbit
+	NT_TIMEOUT=${NT_TIMEOUT:-60}
+	nt_serve 2             # S, port 7000: lives
+	nt_serve 2 --port 7001 # K: killed
+	kpid=$(pid_like 2 "ri2n-xfer serve.*--port 7001")
+	[ -n "$kpid" ] || nt_fail "server K not found"
+	nt_send_bg a 1 2 --port 7001 --seconds 30 # A streams to K
+	apid=$NT_PID
+	nt_send_bg c 1 2 --seconds 29 # C streams to S, killed
+	nt_send_bg b 1 2 "$BYTES"     # B streams to S: verified
+	bpid=$NT_PID
+	sleep 1
+	cpid=$(pid_like 1 "ri2n-xfer send.*--seconds 29")
+	[ -n "$cpid" ] || nt_fail "client C not found"
+	kill -0 "$apid" 2>/dev/null || nt_fail "A ended before K was killed: $(cat "$NT_DIR/a.out" "$NT_DIR/a.err")"
+	kill -0 "$bpid" 2>/dev/null || nt_fail "B ended before the kill: $(cat "$NT_DIR/b.out")"
+	t0=$(now_ms)
+	kill -9 "$kpid" "$cpid"
+	# A's connection (its peer K gone) and S's to C must fail within 5 s
+	while [ -z "$ta" ] || [ -z "$ts" ]; do
+		now=$(now_ms)
+		[ -z "$ta" ] && ! kill -0 "$apid" 2>/dev/null && ta=$((now - t0))
+		[ -z "$ts" ] && [ -n "$(failed_recv "$NT_DIR/serve2.out")" ] && ts=$((now - t0))
+		[ $((now - t0)) -lt 5000 ] || break
+		sleep 0.02
+	done
+	[ -n "$ta" ] || nt_fail "A still runs 5 s after its server was killed -9 (the dead-peer timeout is 30 s)"
+	[ -n "$ts" ] || nt_fail "the server's connection to C, killed -9, did not end within 5 s"
+	# a writer's write fails with EPIPE, the reason (SO_ERROR) is the reset
+	grep -q 'conn failed .*error=Connection reset by peer' "$NT_DIR/a.err" ||
+		nt_fail "A's connection did not fail with 'Connection reset by peer'"
+	line=$(failed_recv "$NT_DIR/serve2.out")
+	case $line in *"reason=Connection reset by peer"*) ;;
+	*) nt_fail "the server's connection to C ended otherwise than reset: $line" ;; esac
+	wait "$bpid" || nt_fail "B's transfer failed after the kills: $(cat "$NT_DIR/b.out")"
+	nt_require_verified b
+	[ "$(grep -c 'xfer done role=recv.*verified=yes' "$NT_DIR/serve2.out")" = 1 ] ||
+		nt_fail "the server did not verify B's bytes: $(grep done "$NT_DIR/serve2.out")"
+	nt_ok "dead-peer$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): kill -9 -> ECONNRESET at the sender after ${ta} ms, at the receiving server after ${ts} ms (bound 5000 ms, polled every 20 ms); B's $BYTES verified at $(nt_field "$NT_DIR/b.out" mbps) Mbit/s"
+}
+
+scenario_dead_peer_idle() {
+	local spid t0 now dt
+	nt_init hki 2 2 1gbit
+	NT_TIMEOUT=${NT_TIMEOUT:-60}
+	nt_serve 2
+	spid=$(nt_xfer_pid 2 serve)
+	[ -n "$spid" ] || nt_fail "server not found"
+	# a client whose input stays open and empty (this shell holds the fifo's
+	# other end): connected, then idle
+	mkfifo "$NT_DIR/in" || nt_fail "mkfifo"
+	exec 7<>"$NT_DIR/in"
+	# (nt_send_bg's own & would give it /dev/null for input)
+	RI2N_RAILS=$NT_RAILS setsid timeout -s KILL "$NT_TIMEOUT" ip netns exec "$(tb_ns 1)" \
+		"$NT_XFER" send "$(nt_addr 2)" --file - <"$NT_DIR/in" >"$NT_DIR/i.out" 2>"$NT_DIR/i.err" &
+	NT_PIDS+=($!)
+	sleep 3 # past the idle pace (1 s without DATA): keepalives every second
+	grep -q 'conn connected' "$NT_DIR/i.err" || nt_fail "the idle client did not connect: $(cat "$NT_DIR/i.err")"
+	dt=
+	t0=$(now_ms)
+	kill -9 "$spid"
+	while [ -z "$dt" ]; do
+		now=$(now_ms)
+		grep -q 'failed: connection reset by peer' "$NT_DIR/i.err" && dt=$((now - t0))
+		[ $((now - t0)) -lt 5000 ] || break
+		sleep 0.02
+	done
+	[ -n "$dt" ] || nt_fail "the idle client's connection did not fail within 5 s of its server's kill -9"
+	nt_ok "dead-peer-idle$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): an idle connection reset ${dt} ms after its server's kill -9 (bound 5000 ms; keepalives every second when idle)"
+}
+
+# From h3: port unreachable to h1's rail RAIL socket (port PORT) about its
+# datagram to DST, quoting QUOTE (icmp_forge.py), COUNT times 20 ms apart.
+forge_quoted() { # RAIL PORT DST QUOTE COUNT
+	ip netns exec "$(tb_ns 3)" python3 "$FORGE" 3 0 "$(nt_addr 1 "$1")" \
+		"$(nt_addr 1 "$1"):$2" "$3" "$5" 0.02 "$4" || nt_fail "forging ICMP failed"
+}
+
+scenario_dead_peer_forged() {
+	local xpid cpid p1 p2 r q u0 u1 st hdr pn="" fp=()
+	nt_init hkg 3 2 20mbit
+	NT_TIMEOUT=${NT_TIMEOUT:-60}
+	[ -n "${RI2N_KEY:-}" ] && pn=0000000000000001 # a packet number: epoch 0, counter 1
+	nt_serve 2
+	# 1. plausible forgeries (the type, rail, a fresh send time; an id the
+	# forger cannot know) on both rails: nothing changes
+	nt_send_bg x 1 2 --seconds 5
+	xpid=$NT_PID
+	sleep 0.5
+	cpid=$(nt_xfer_pid 1 send)
+	[ -n "$cpid" ] || nt_fail "client x not found"
+	p1=$(port_of 1 "$cpid" "$(nt_addr 1 1)")
+	p2=$(port_of 1 "$cpid" "$(nt_addr 1 2)")
+	[ -n "$p1" ] && [ -n "$p2" ] || nt_fail "client x's rail ports not found"
+	u0=$(icmp_stat 1 InDestUnreachs)
+	for r in 1 2; do
+		# DATA on rail r-1, a random id, seq 1, now, a 1400-byte payload
+		hdr=0101000$((r - 1))$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')00000001now05780000$pn
+		forge_quoted "$r" "$([ "$r" = 1 ] && echo "$p1" || echo "$p2")" "$(nt_addr 2 "$r"):7000" "$hdr" 25 &
+		fp+=($!)
+	done
+	wait "${fp[@]}"
+	u1=$(icmp_stat 1 InDestUnreachs)
+	[ "$((u1 - u0))" -ge 50 ] || nt_fail "h1's kernel took $((u1 - u0)) of the 50 forged port unreachable: the test proves nothing"
+	wait "$xpid" || nt_fail "the transfer failed under forged port unreachable: $(cat "$NT_DIR/x.out" "$NT_DIR/x.err")"
+	nt_require_verified x
+	nt_note "50 forged port unreachable quoting an unsent DATA header on both rails: 5 s stream verified"
+
+	# 2. control: the same forgery quoting a datagram really sent (copied on
+	# the path, as only an on-path host could) resets the connection
+	nt_send_bg y 1 2 --seconds 30
+	xpid=$NT_PID
+	sleep 0.5
+	cpid=$(pid_like 1 "ri2n-xfer send.*--seconds 30")
+	[ -n "$cpid" ] || nt_fail "client y not found"
+	for r in 1 2; do
+		p1=$(port_of 1 "$cpid" "$(nt_addr 1 "$r")")
+		q=$(ip netns exec "$(tb_ns 2)" python3 "$(dirname "$0")/quote_capture.py" "r$r" \
+			"$(nt_addr 1 "$r")" 7000 1 $((24 + ${#pn} / 2))) || nt_fail "no DATA of y seen on rail $r"
+		forge_quoted "$r" "$p1" "$(nt_addr 2 "$r"):7000" "$q" 5 &
+		fp+=($!)
+	done
+	wait "${fp[@]}"
+	wait_end "$xpid"
+	st=$?
+	[ "$st" != 124 ] || nt_fail "port unreachable quoting real datagrams on both rails did not end the connection: the test proves nothing"
+	grep -q 'conn failed .*error=Connection reset by peer' "$NT_DIR/y.err" ||
+		nt_fail "y's connection failed otherwise than reset: $(cat "$NT_DIR/y.out")"
+	nt_ok "dead-peer-forged$([ -n "${RI2N_KEY:-}" ] && echo ' (keyed)'): forged port unreachable quoting unsent headers change nothing; quoting real datagrams (copied on the path) they reset the connection"
+}
+
 case $scenario in
 fragneeded) scenario_fragneeded ;;
 fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not authenticated)
@@ -245,5 +417,12 @@ fragneeded-keyed) # the same with a cluster key at both ends (the ICMP is not au
 	scenario_fragneeded ;;
 killed-peer) scenario_killed_peer ;;
 forged-refusal) scenario_forged_refusal ;;
+dead-peer) scenario_dead_peer ;;
+dead-peer-idle) scenario_dead_peer_idle ;;
+dead-peer-keyed|dead-peer-forged-keyed)
+	RI2N_KEY=$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')
+	export RI2N_KEY
+	[ "$scenario" = dead-peer-keyed ] && scenario_dead_peer || scenario_dead_peer_forged ;;
+dead-peer-forged) scenario_dead_peer_forged ;;
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
