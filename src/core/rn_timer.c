@@ -94,7 +94,8 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
-	return paced(c, max64(r->last_rx_ns, c->live.active_since_ns), c->cfg.rail_timeout_ns);
+	return paced(c, max64(rn_peer_rx_ns(c, (int)(r - c->rail)), c->live.active_since_ns),
+		     c->cfg.rail_timeout_ns);
 }
 
 static int any_tx_down(const rn_conn *c)
@@ -173,7 +174,7 @@ static void arm(dl_sink *d, rn_timer_id t, uint64_t v)
 
 static void established_deadlines(const rn_conn *c, dl_sink *d)
 {
-	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + c->cfg.dead_peer_ns);
+	arm(d, RN_TIMER_DEAD_PEER, rn_peer_rx_any_ns(c) + c->cfg.dead_peer_ns);
 	if (c->state == RN_ST_LINGER)
 		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 	/* owed packets (ack.now, probe.*_pending) wait for a writable rail, not a timer */
@@ -181,7 +182,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		arm(d, RN_TIMER_ACK, c->timer[RN_TIMER_ACK]);
 	if (c->link.acked != c->link.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
-	if (any_tx_down(c))
+	if (any_tx_down(c) && !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT]))
 		arm(d, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
@@ -190,15 +191,22 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		const rn_rail *r = &c->rail[k];
 		uint64_t rto;
 
-		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1))
-			arm(d, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
-		if (r->rx_up)
-			arm(d, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
+		uint64_t t;
+
+		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
+		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
+		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_KEEPALIVE, t);
+		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
+		if (r->rx_up && !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_RAIL, t);
 		rto = rn_rail_rto(r, &c->cfg);
 		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
-		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1))
-			arm(d, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rto));
+		t = rn_pmtu_expiry(&r->pm, rto);
+		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1) &&
+		    !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_PMTU, t);
 	}
 }
 
@@ -325,6 +333,8 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 
 static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
+	if (rn_peer_muted(c, now_ns))
+		return; /* the peer's keeper judges the rails; c takes its verdicts */
 	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT]) {
 		c->probe.hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
@@ -369,8 +379,9 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
+	rn_peer_sync(c, now_ns);
 	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->live.last_rx_any_ns && now_ns - c->live.last_rx_any_ns >= c->cfg.dead_peer_ns) {
+	if (now_ns > rn_peer_rx_any_ns(c) && now_ns - rn_peer_rx_any_ns(c) >= c->cfg.dead_peer_ns) {
 		rn_conn_fail(c, now_ns, RN_ERR_TIMEDOUT);
 		return;
 	}
