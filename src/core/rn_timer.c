@@ -333,9 +333,13 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 
 static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
-	if (rn_peer_muted(c, now_ns))
-		return; /* the peer's keeper judges the rails; c takes its verdicts */
-	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT]) {
+	/*
+	 * A muted member (rn_peer.c) leaves its rails to the peer's keeper: a
+	 * timer acts when its deadline was armed, i.e. when the member was not
+	 * muted at that deadline (the same test as established_deadlines).
+	 */
+	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT] &&
+	    !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT])) {
 		c->probe.hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
 			if (!rn_rail_tx_up(&c->rail[k]))
@@ -344,20 +348,25 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
+		uint64_t t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
 
-		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
+		if (rn_rail_tx_up(r) && now_ns >= t && !rn_peer_muted(c, t))
 			c->probe.ka_pending |= 1u << k;
 		if (c->state == RN_ST_ESTABLISHED) {
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
 
-			rn_pmtu_on_timer(&r->pm, now_ns, rto);
-			if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
-				c->probe.pm_pending |= 1u << k;
+			t = rn_pmtu_expiry(&r->pm, rto);
+			if (!rn_peer_muted(c, t)) {
+				rn_pmtu_on_timer(&r->pm, now_ns, rto);
+				if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
+					c->probe.pm_pending |= 1u << k;
+			}
 		}
-		if (r->rx_up && r->suspect)
+		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
+		if (r->rx_up && r->suspect && !rn_peer_muted(c, t))
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
-		else if (r->rx_up && now_ns >= rail_deadline(c, r))
+		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c, t))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}

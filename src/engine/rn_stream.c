@@ -22,6 +22,7 @@
 #include <sodium/utils.h>
 
 #include "rn_events.h"
+#include "rn_hpeer.h"
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
@@ -40,6 +41,12 @@
 static rn_stream *g_dirty, *g_dirty_tail; /* marked, for the next turn */
 static rn_stream *g_turn;                 /* the rest of the turn being serviced */
 static struct event *g_kick;
+/*
+ * The process's peers (rn_hpeer.h): every established stream joins the
+ * rail monitor of its peer, so an idle one sends nothing of its own.
+ */
+static rn_hpeers g_peers;
+static int g_peers_ready;
 uint8_t *rn_stream_scratch;   /* one datagram or one chunk of user data */
 
 /* ---- small helpers ---- */
@@ -236,6 +243,27 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 
 /* ---- stream life ---- */
 
+/* An established stream joins its peer's rail monitor (once: a failed join costs nothing). */
+static void join_peer(rn_stream *st, uint64_t now)
+{
+	if (st->peer_tried || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
+		return;
+	st->peer_tried = 1;
+	if (!g_peers_ready && rn_hpeers_init(&g_peers) == 0)
+		g_peers_ready = 1;
+	if (g_peers_ready)
+		rn_hpeer_join(&g_peers, st->conn, now);
+}
+
+/* Out of its peer before it goes: a member that becomes the keeper arms its timers now. */
+static void leave_peer(rn_stream *st)
+{
+	rn_conn *keeper = g_peers_ready ? rn_hpeer_leave(&g_peers, st->conn) : NULL;
+
+	if (keeper && rn_conn_user(keeper))
+		rn_engine_dirty(rn_conn_user(keeper));
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
@@ -359,6 +387,7 @@ static void stream_free(rn_stream *st)
 	}
 	rn_stream_undirty(st);
 	rn_inline_stream_gone(st);
+	leave_peer(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
 	rn_ev_free(st->tev);
@@ -609,6 +638,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
 		rn_stream_prune_taken(st->port->lsock);
 
+	join_peer(st, now);
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */
 	if (!st->rd_on || st->user_ready) {
