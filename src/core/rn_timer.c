@@ -50,6 +50,11 @@
  *                 delay of each other; the first DATA restores the pace, and
  *                 rail silence then counts from that moment, so a rail last
  *                 heard from at the idle pace is not failed at once.
+ *   peer monitor  a connection in a peer (rn_peer.c) counts rail silence
+ *                 and the dead peer from the peer's last arrival too; a
+ *                 muted member (not the keeper, idle, owing nothing) arms
+ *                 no keepalive, rail silence, heartbeat or size search: the
+ *                 keeper's keep every member's rails judged.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
  *                 the connection fails with RN_ERR_TIMEDOUT.
  *   linger        after a clean close in both directions the connection
