@@ -5,7 +5,7 @@
 #
 # For each N: a 2-host, 2-rail bed (unshaped veth; tag RI2N_NETNS_TAG_LETTER + "idle"),
 # `ri2n-conns serve` in host 2, `ri2n-conns run --conns N --busy 0 --idle 60` in host 1.
-# Once the server holds N connections (its descriptors) and 5 s more have passed (every
+# Once the server holds N connections (2 descriptors each) and 5 s more have passed (every
 # connection quiet), it samples 10 s: packets both ways on the client's rails
 # (/proc/net/dev) and each process's CPU (utime + stime, /proc/PID/stat).  One line per N:
 #   idle conns=N pkts_per_s=... client_cpu_pct=... server_cpu_pct=...
@@ -55,8 +55,8 @@ for n in "$@"; do
 	cli=$!
 	pids+=("$cli")
 	t0=$(date +%s)
-	# connected: the server holds a descriptor per accepted connection
-	while [ "$(ls "/proc/$srv/fd" 2>/dev/null | wc -l)" -lt "$n" ]; do
+	# connected: the server holds two descriptors per accepted connection (its socketpair)
+	while [ "$(ls "/proc/$srv/fd" 2>/dev/null | wc -l)" -lt $((2 * n)) ]; do
 		kill -0 "$cli" 2>/dev/null || break
 		[ $(($(date +%s) - t0)) -gt 50 ] && break
 		sleep 0.2
@@ -68,7 +68,7 @@ for n in "$@"; do
 	sleep 10
 	p1=$(rail_pkts "$(tb_ns 1)") c1=$(cpu_ticks "$cli") s1=$(cpu_ticks "$srv")
 	fds=$(ls "/proc/$srv/fd" 2>/dev/null | wc -l)
-	echo "idle conns=$n server_fds=$fds connect_s<=$conn_s pkts_per_s=$(((p1 - p0) / 10))" \
+	echo "idle conns=$n server_fds=$fds connect_s=$conn_s pkts_per_s=$(((p1 - p0) / 10))" \
 		"client_cpu_pct=$(awk -v a="$c0" -v b="$c1" -v h="$hz" 'BEGIN { printf "%.1f", (b - a) * 100 / h / 10 }')" \
 		"server_cpu_pct=$(awk -v a="$s0" -v b="$s1" -v h="$hz" 'BEGIN { printf "%.1f", (b - a) * 100 / h / 10 }')"
 	kill "$cli" "$srv" 2>/dev/null
