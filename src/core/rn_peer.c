@@ -207,5 +207,8 @@ int rn_peer_muted(const rn_conn *c, uint64_t at)
 {
 	const rn_peer *p = c->peer_m.p;
 
-	return p && p->keeper != c && at >= c->live.last_payload_ns + RN_IDLE_NS && owes_nothing(c);
+	/* a keeper that closed judges nothing: until the driver names another, nobody is muted */
+	return p && p->keeper != c && p->keeper &&
+	       (p->keeper->state == RN_ST_ESTABLISHED || p->keeper->state == RN_ST_LINGER) &&
+	       at >= c->live.last_payload_ns + RN_IDLE_NS && owes_nothing(c);
 }

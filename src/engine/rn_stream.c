@@ -651,6 +651,8 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	more = rn_stream_flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
+		/* a closed keeper keeps nothing judged: another member takes over now */
+		leave_peer(st);
 		/* reset after the peer's whole stream: it still goes to the user first */
 		if (st->fd < 0 || st->eof_sent ||
 		    (rn_conn_error(st->conn) && !rn_conn_ended_clean(st->conn))) {

@@ -4,7 +4,8 @@
  * one remote process (docs/PROTOCOL.md, "Rail health per peer").
  *
  * A driver joins each connection once it is established and takes it out
- * before freeing it; a peer lives while it has members.  No I/O, no locks:
+ * once it is closed (a closed keeper judges nothing), at the latest before
+ * freeing it; a peer lives while it has members.  No I/O, no locks:
  * the driver serialises every call, and every call on the members' rn_conn
  * (the engine's host lock).
  */

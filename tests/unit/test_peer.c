@@ -137,6 +137,24 @@ static void test_peer_keeper_handover(void **state)
 	teardown2(&p);
 }
 
+/* A keeper that closed, still a member, mutes nobody: the idle member keeps its own rails again. */
+static void test_peer_closed_keeper(void **state)
+{
+	pair2 p;
+	uint64_t at[RN_TIMER__COUNT];
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_int_equal(at[RN_TIMER_KEEPALIVE], UINT64_MAX);
+	rn_conn_abort(p.a->side[UN_CLIENT].c, t0 + 5 * UT_S);
+	assert_ptr_equal(p.pc.keeper, p.a->side[UN_CLIENT].c);
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_true(at[RN_TIMER_KEEPALIVE] != UINT64_MAX);
+	teardown2(&p);
+}
+
 /* A connection of other rails does not join; nor one already in a peer. */
 static void test_peer_join_checks(void **state)
 {
@@ -163,6 +181,7 @@ int main(void)
 		cmocka_unit_test(test_peer_idle_member_silent),
 		cmocka_unit_test(test_peer_verdict_reaches_idle_member),
 		cmocka_unit_test(test_peer_keeper_handover),
+		cmocka_unit_test(test_peer_closed_keeper),
 		cmocka_unit_test(test_peer_join_checks),
 	};
 
