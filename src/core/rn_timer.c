@@ -54,7 +54,7 @@
  *                 and the dead peer from the peer's last arrival too; a
  *                 muted member (not the keeper, idle, owing nothing) arms
  *                 no keepalive, rail silence, heartbeat or size search: the
- *                 keeper's keep every member's rails judged.
+ *                 keeper's timers keep every member's rails judged.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
  *                 the connection fails with RN_ERR_TIMEDOUT.
  *   linger        after a clean close in both directions the connection
@@ -194,9 +194,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		arm(d, RN_TIMER_RING_IDLE, c->live.last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
-		uint64_t rto;
-
-		uint64_t t;
+		uint64_t rto, t;
 
 		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
 		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
