@@ -211,7 +211,9 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 		char l[32], r[32];
 
 		rn_conn_get_stats(st->conn, &cs);
-		rn_log(RN_LOG_WARN, "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
+		/* the member that judged it warned already: the others take it quietly */
+		rn_log(ev->cause == RN_CAUSE_SHARED ? RN_LOG_INFO : RN_LOG_WARN,
+		       "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
 		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
 		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
 		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
