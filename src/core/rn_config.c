@@ -155,6 +155,7 @@ const char *rn_cause_name(rn_cause c)
 	case RN_CAUSE_PEER: return "peer report";
 	case RN_CAUSE_LOCAL: return "local send error";
 	case RN_CAUSE_RX_SIZE: return "MTU black hole: full-size datagrams lost";
+	case RN_CAUSE_SHARED: return "another connection to the peer";
 	default: return "?";
 	}
 }

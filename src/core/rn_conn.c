@@ -164,6 +164,7 @@ void rn_conn_del(rn_conn *c)
 	if (!c)
 		return;
 	mem = &c->env.mem;
+	rn_conn_leave_peer(c);
 	rn_conn_pool_leave(c);
 	rn_sndq_free(&c->sq, mem);
 	rn_rob_free(&c->rq, mem);
@@ -581,6 +582,21 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 	c->link.pending = rn_conn_paths_mask(c);
 	rn_timer_on_link_state_changed(c, now_ns);
 	rail_changed(c, k, was_up, cause, now_ns);
+	rn_peer_on_verdict(c, k);
+}
+
+void rn_conn_take_rx(rn_conn *c, int k, int up, uint64_t now_ns)
+{
+	rn_rail *r = &c->rail[k];
+	int was_up = r->rx_up && rn_rail_tx_up(r);
+
+	r->rx_up = (uint8_t)up;
+	if (up)
+		r->grace_until_ns = now_ns + 4 * rn_conn_rtt_estimate(c) + 10000000;
+	r->suspect = 0;
+	r->small_alone = 0;
+	r->mtu_hole = 0;
+	rail_changed(c, k, was_up, RN_CAUSE_SHARED, now_ns);
 }
 
 void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause cause,
@@ -592,6 +608,7 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 
 	r->peer_up = (uint8_t)peer_up;
 	r->local_err = (uint8_t)local_err;
+	rn_peer_on_verdict(c, k);
 	if (was_tx == rn_rail_tx_up(r))
 		return;
 	if (was_tx) {

@@ -138,6 +138,18 @@ struct rn_conn_pool {
 	uint64_t held;         /* receive ring bytes counted in the pool's held */
 };
 
+/*
+ * Membership of a peer's shared rail monitor (rn_peer.c owns it): the
+ * list links, the peer's gen and each rail's verdict version last taken.
+ */
+struct rn_conn_peer {
+	rn_peer *p;
+	rn_conn *next, *prev;
+	uint32_t gen;
+	uint32_t seen[RN_MAX_RAILS];
+	uint8_t taking;        /* taking the peer's verdict: not pushed back */
+};
+
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
@@ -183,6 +195,7 @@ struct rn_conn {
 	struct rn_conn_close close;
 	struct rn_conn_pool pool;
 	uint64_t unreach_ns[RN_MAX_RAILS]; /* last port unreachable taken per rail (rn_conn_dead.c) */
+	struct rn_conn_peer peer_m;
 	uint64_t rtt_ns;            /* connection RTT from timestamp echoes */
 
 	/* keyed: the connection's keys (rn_crypt.h) and where datagrams are opened to */
@@ -234,6 +247,30 @@ void rn_conn_pool_account(rn_conn *c);
 int rn_conn_pool_room(const rn_conn *c, uint32_t seq);
 int rn_conn_can_shrink(const rn_conn *c);
 void rn_conn_shrink(rn_conn *c, uint64_t now_ns);
+
+/* A verdict of the peer's taken without telling our peer (rn_peer.c): see rn_peer_sync. */
+void rn_conn_take_rx(rn_conn *c, int k, int up, uint64_t now_ns);
+
+/*
+ * rn_peer.c: the member's side of the shared monitor.  All are no-ops (or
+ * give the connection's own values) when c is in no peer.
+ */
+/* Takes the peer's verdicts newer than c's: at every entry point, before anything else. */
+void rn_peer_sync(rn_conn *c, uint64_t now_ns);
+/* c reached a verdict of its own on path k: it becomes the peer's. */
+void rn_peer_on_verdict(rn_conn *c, int k);
+/* A datagram arrived on path k: evidence for every member. */
+void rn_peer_on_rx(rn_conn *c, int k, uint64_t now_ns);
+/* The last arrival on path k, or on any rail, by any member (c's own if none). */
+uint64_t rn_peer_rx_ns(const rn_conn *c, int k);
+uint64_t rn_peer_rx_any_ns(const rn_conn *c);
+/*
+ * Whether c leaves its rails to the keeper at time `at`: a member, not
+ * the keeper, owing nothing, with nothing in flight, and idle by then
+ * (RN_IDLE_NS without DATA): it arms no keepalive, rail silence,
+ * heartbeat or size search of its own.
+ */
+int rn_peer_muted(const rn_conn *c, uint64_t at);
 
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);

@@ -189,6 +189,7 @@ static void count_rx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	if (full || r->suspect == 1)
 		r->suspect = 0;
 	c->live.last_rx_any_ns = now_ns;
+	rn_peer_on_rx(c, k, now_ns);
 	c->st.rx_packets++;
 	if (r->local_err) /* the interface works again */
 		rn_conn_set_tx(c, k, r->peer_up, 0, RN_CAUSE_RX_SEEN, now_ns);
@@ -707,6 +708,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 		return drop(c, RN_DROP_UNKNOWN_CONN);
 	if (c->state == RN_ST_CLOSED)
 		return drop(c, RN_DROP_STATE);
+	rn_peer_sync(c, now_ns); /* judge it with what the other members learnt */
 	if (p.type == RN_PT_INIT || (p.type == RN_PT_INIT_ACK && c->state != RN_ST_INIT_SENT))
 		return drop(c, RN_DROP_TYPE);
 	if (c->state == RN_ST_INIT_SENT || c->state == RN_ST_COOKIE_SENT) {

@@ -581,6 +581,7 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 {
 	ssize_t n;
 
+	rn_peer_sync(c, now_ns); /* never into a rail another member found dead */
 	if (!c->cfg.keyed)
 		return write_pkt(c, now_ns, writable, buf, cap, tx);
 	/* written after room for the packet number, which goes after the header */

@@ -194,6 +194,7 @@ typedef enum rn_cause {
 	RN_CAUSE_PEER,       /* the peer reported it (LINK_STATE) */
 	RN_CAUSE_LOCAL,      /* the driver reported a hard send error */
 	RN_CAUSE_RX_SIZE,    /* small datagrams arrive, full-size ones do not (MTU black hole) */
+	RN_CAUSE_SHARED,     /* another connection to the same peer judged it (rn_peer) */
 } rn_cause;
 
 const char *rn_cause_name(rn_cause c);
@@ -483,6 +484,65 @@ int rn_conn_exit_linger(const rn_conn *c, uint64_t now_ns);
 uint32_t rn_conn_mss(const rn_conn *c);
 /* The peer address given to connect, or the peer's rail the handshake came from. */
 rn_addr rn_conn_peer(const rn_conn *c);
+
+/* ---- peer: one rail monitor for every connection to the same peer ---- */
+
+/*
+ * The rails of the connections between this process's rail sockets and one
+ * remote process's (docs/PROTOCOL.md, "Rail health per peer"): what any
+ * member receives is evidence for all, a verdict one member reaches (rail
+ * down, up again; ours or the peer's LINK_STATE) is every member's at once,
+ * and one member, the keeper, keeps the rails judged while the others are
+ * idle and silent.  The driver owns the struct (it may not move while
+ * connections are members) and serialises every call on its members (the
+ * engine's host lock).  Both ends must group their connections: a driver
+ * joins only connections whose peer is a driver that does too.
+ */
+typedef struct rn_peer_rail {
+	rn_addr local, remote; /* the pair, as the members' path k */
+	uint8_t rx_up, tx_up;  /* the shared verdicts: we receive / the peer receives on it */
+	uint32_t ver;          /* the peer's gen when the verdict last changed */
+	uint64_t last_rx_ns;   /* the last datagram any member received on it */
+} rn_peer_rail;
+
+typedef struct rn_peer {
+	int nrails;
+	rn_peer_rail rail[RN_MAX_RAILS];
+	uint32_t gen;          /* bumped by every verdict: members compare it to theirs */
+	uint64_t last_rx_any_ns;
+	rn_conn *keeper;       /* keeps the rails judged (keepalives, silence, heartbeats) */
+	rn_conn *members;      /* the list, through each member */
+	uint32_t nmembers;
+} rn_peer;
+
+/*
+ * Makes p the empty monitor of c's rails (c established).  0, or
+ * RN_ERR_STATE before c has rails.
+ */
+int rn_peer_init(rn_peer *p, const rn_conn *c);
+/* Whether c's rails are p's (the same pairs of addresses in the same order). */
+int rn_peer_matches(const rn_peer *p, const rn_conn *c);
+/*
+ * Makes established connection c a member of p (it must match); the first
+ * member is the keeper.  c takes p's verdicts at its next call.  0,
+ * RN_ERR_STATE (not established, or already a member) or RN_ERR_INVAL.
+ */
+int rn_conn_join_peer(rn_conn *c, rn_peer *p, uint64_t now_ns);
+/*
+ * Takes c out of its peer (rn_conn_del does too).  Returns the member that
+ * became the keeper (the driver must run its timers: it may not have
+ * armed any while idle), or NULL.  p->nmembers 0: the driver may free p.
+ */
+rn_conn *rn_conn_leave_peer(rn_conn *c);
+/* c's peer, or NULL. */
+rn_peer *rn_conn_peer_of(const rn_conn *c);
+/* The user pointer of c's env (what env.on_event gets). */
+void *rn_conn_user(const rn_conn *c);
+/*
+ * Whether c would send on path k now: its own send view, or a newer one of
+ * its peer's that it takes at its next call.
+ */
+int rn_conn_rail_usable(const rn_conn *c, int k);
 
 /* ---- listener (stateless handshake) ---- */
 

@@ -53,6 +53,11 @@
  *                 delay of each other; the first DATA restores the pace, and
  *                 rail silence then counts from that moment, so a rail last
  *                 heard from at the idle pace is not failed at once.
+ *   peer monitor  a connection in a peer (rn_peer.c) counts rail silence
+ *                 and the dead peer from the peer's last arrival too; a
+ *                 muted member (not the keeper, idle, owing nothing) arms
+ *                 no keepalive, rail silence, heartbeat or size search: the
+ *                 keeper's timers keep every member's rails judged.
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
  *                 the connection fails with RN_ERR_TIMEDOUT.  In LAST_ACK
  *                 (rn_conn_last_ack: only our FIN's ACK missing) 3 lingers
@@ -123,7 +128,8 @@ static uint64_t last_ack_silence(const rn_conn *c)
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
-	return paced(c, max64(r->last_rx_ns, c->live.active_since_ns), c->cfg.rail_timeout_ns);
+	return paced(c, max64(rn_peer_rx_ns(c, (int)(r - c->rail)), c->live.active_since_ns),
+		     c->cfg.rail_timeout_ns);
 }
 
 static int any_tx_down(const rn_conn *c)
@@ -213,27 +219,32 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		arm(d, RN_TIMER_LINGER, c->timer[RN_TIMER_LINGER]);
 		return;
 	}
-	arm(d, RN_TIMER_DEAD_PEER, c->live.last_rx_any_ns + last_ack_silence(c));
+	arm(d, RN_TIMER_DEAD_PEER, rn_peer_rx_any_ns(c) + last_ack_silence(c));
 	if (c->link.acked != c->link.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
-	if (any_tx_down(c))
+	if (any_tx_down(c) && !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT]))
 		arm(d, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
 		arm(d, RN_TIMER_RING_IDLE, c->live.last_data_ns + RN_RING_IDLE_NS);
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail *r = &c->rail[k];
-		uint64_t rto;
+		uint64_t rto, t;
 
-		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1))
-			arm(d, RN_TIMER_KEEPALIVE, paced(c, r->last_tx_ns, c->cfg.keepalive_ns));
-		if (r->rx_up)
-			arm(d, RN_TIMER_RAIL, r->suspect ? r->suspect_ns : rail_deadline(c, r));
+		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
+		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
+		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_KEEPALIVE, t);
+		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
+		if (r->rx_up && !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_RAIL, t);
 		rto = rn_rail_rto(r, &c->cfg);
 		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
-		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1))
-			arm(d, RN_TIMER_PMTU, rn_pmtu_expiry(&r->pm, rto));
+		t = rn_pmtu_expiry(&r->pm, rto);
+		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1) &&
+		    !rn_peer_muted(c, t))
+			arm(d, RN_TIMER_PMTU, t);
 	}
 }
 
@@ -413,7 +424,13 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 
 static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 {
-	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT]) {
+	/*
+	 * A muted member (rn_peer.c) leaves its rails to the peer's keeper: a
+	 * timer acts when its deadline was armed, i.e. when the member was not
+	 * muted at that deadline (the same test as established_deadlines).
+	 */
+	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT] &&
+	    !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT])) {
 		c->probe.hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
 			if (!rn_rail_tx_up(&c->rail[k]))
@@ -422,20 +439,25 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
+		uint64_t t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
 
-		if (rn_rail_tx_up(r) && now_ns >= paced(c, r->last_tx_ns, c->cfg.keepalive_ns))
+		if (rn_rail_tx_up(r) && now_ns >= t && !rn_peer_muted(c, t))
 			c->probe.ka_pending |= 1u << k;
 		if (c->state == RN_ST_ESTABLISHED) {
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
 
-			rn_pmtu_on_timer(&r->pm, now_ns, rto);
-			if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
-				c->probe.pm_pending |= 1u << k;
+			t = rn_pmtu_expiry(&r->pm, rto);
+			if (!rn_peer_muted(c, t)) {
+				rn_pmtu_on_timer(&r->pm, now_ns, rto);
+				if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
+					c->probe.pm_pending |= 1u << k;
+			}
 		}
-		if (r->rx_up && r->suspect)
+		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
+		if (r->rx_up && r->suspect && !rn_peer_muted(c, t))
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
-		else if (r->rx_up && now_ns >= rail_deadline(c, r))
+		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c, t))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}
@@ -457,6 +479,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	}
 	if (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER)
 		return;
+	rn_peer_sync(c, now_ns);
 	if (c->state == RN_ST_LINGER && now_ns >= c->timer[RN_TIMER_LINGER]) {
 		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
@@ -466,8 +489,8 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	if (c->state == RN_ST_LINGER)
 		return; /* no rail timers: see established_deadlines */
 	/* a time before the last arrival is a driver's mistake, never 2^64 ns of silence */
-	if (now_ns > c->live.last_rx_any_ns &&
-	    now_ns - c->live.last_rx_any_ns >= last_ack_silence(c)) {
+	if (now_ns > rn_peer_rx_any_ns(c) &&
+	    now_ns - rn_peer_rx_any_ns(c) >= last_ack_silence(c)) {
 		if (rn_conn_last_ack(c))
 			rn_conn_end_closed(c, now_ns);
 		else

@@ -22,6 +22,7 @@
 #include <sodium/utils.h>
 
 #include "rn_events.h"
+#include "rn_hpeer.h"
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
@@ -41,6 +42,12 @@
 static rn_stream *g_dirty, *g_dirty_tail; /* marked, for the next turn */
 static rn_stream *g_turn;                 /* the rest of the turn being serviced */
 static struct event *g_kick;
+/*
+ * The process's peers (rn_hpeer.h): every established stream joins the
+ * rail monitor of its peer, so an idle one sends nothing of its own.
+ */
+static rn_hpeers g_peers;
+static int g_peers_ready;
 uint8_t *rn_stream_scratch;   /* one datagram or one chunk of user data */
 
 /* ---- small helpers ---- */
@@ -205,7 +212,9 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 		char l[32], r[32];
 
 		rn_conn_get_stats(st->conn, &cs);
-		rn_log(RN_LOG_WARN, "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
+		/* the member that judged it warned already: the others take it quietly */
+		rn_log(ev->cause == RN_CAUSE_SHARED ? RN_LOG_INFO : RN_LOG_WARN,
+		       "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
 		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
 		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
 		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
@@ -236,6 +245,27 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 }
 
 /* ---- stream life ---- */
+
+/* An established stream joins its peer's rail monitor (once: a failed join costs nothing). */
+static void join_peer(rn_stream *st, uint64_t now)
+{
+	if (st->peer_tried || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
+		return;
+	st->peer_tried = 1;
+	if (!g_peers_ready && rn_hpeers_init(&g_peers) == 0)
+		g_peers_ready = 1;
+	if (g_peers_ready)
+		rn_hpeer_join(&g_peers, st->conn, now);
+}
+
+/* Out of its peer before it goes: a member that becomes the keeper arms its timers now. */
+static void leave_peer(rn_stream *st)
+{
+	rn_conn *keeper = g_peers_ready ? rn_hpeer_leave(&g_peers, st->conn) : NULL;
+
+	if (keeper && rn_conn_user(keeper))
+		rn_engine_dirty(rn_conn_user(keeper));
+}
 
 static void on_timer(evutil_socket_t fd, short what, void *arg);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
@@ -360,6 +390,7 @@ static void stream_free(rn_stream *st)
 	}
 	rn_stream_undirty(st);
 	rn_inline_stream_gone(st);
+	leave_peer(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
 	rn_ev_free(st->tev);
@@ -610,6 +641,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
 		rn_stream_prune_taken(st->port->lsock);
 
+	join_peer(st, now);
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */
 	if (!st->rd_on || st->user_ready) {
@@ -622,6 +654,8 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	more = rn_stream_flush(st, now);
 	deliver(st, now);
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
+		/* a closed keeper keeps nothing judged: another member takes over now */
+		leave_peer(st);
 		/* reset after the peer's whole stream: it still goes to the user first */
 		if (st->fd < 0 || st->eof_sent ||
 		    (rn_conn_error(st->conn) && !rn_conn_ended_clean(st->conn))) {

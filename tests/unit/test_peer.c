@@ -1,0 +1,189 @@
+/*
+ * test_peer.c - rn_peer: one rail monitor for the connections to a peer.
+ *
+ * Two in-memory networks (unit_net.h) with the same addresses stand for two
+ * connections between the same client and server processes: their client
+ * ends join one peer, their server ends another.  Network A's connections
+ * join first (its ends are the keepers); B's go idle and must stay silent,
+ * alive and informed.  Both networks advance together in 10 ms steps, so
+ * each sees the other's evidence within 10 ms.  Literal timestamps.
+ */
+#include "unit_net.h"
+
+#include "rn_conn.h"
+
+static const uint64_t t0 = UT_T0;
+
+typedef struct pair2 {
+	un_net *a, *b;
+	rn_peer pc, ps; /* the client ends' peer, the server ends' */
+} pair2;
+
+static void run2(pair2 *p, uint64_t until)
+{
+	for (uint64_t t = p->a->now; t < until; t += 10 * UT_MS) {
+		un_run(p->a, t);
+		un_run(p->b, t);
+	}
+	un_run(p->a, until);
+	un_run(p->b, until);
+}
+
+/* Both handshakes at t0, each end joined to its process's peer, A's first. */
+static void setup(pair2 *p)
+{
+	p->a = un_new(2);
+	p->b = un_new(2);
+	un_handshake(p->a, t0);
+	un_handshake(p->b, t0);
+	assert_int_equal(rn_peer_init(&p->pc, p->a->side[UN_CLIENT].c), 0);
+	assert_int_equal(rn_peer_init(&p->ps, p->a->side[UN_SERVER].c), 0);
+	assert_int_equal(rn_conn_join_peer(p->a->side[UN_CLIENT].c, &p->pc, p->a->now), 0);
+	assert_int_equal(rn_conn_join_peer(p->a->side[UN_SERVER].c, &p->ps, p->a->now), 0);
+	assert_int_equal(rn_conn_join_peer(p->b->side[UN_CLIENT].c, &p->pc, p->b->now), 0);
+	assert_int_equal(rn_conn_join_peer(p->b->side[UN_SERVER].c, &p->ps, p->b->now), 0);
+	assert_ptr_equal(p->pc.keeper, p->a->side[UN_CLIENT].c);
+	assert_ptr_equal(p->ps.keeper, p->a->side[UN_SERVER].c);
+	assert_int_equal(p->pc.nmembers, 2);
+}
+
+static void teardown2(pair2 *p)
+{
+	un_del(p->b);
+	un_del(p->a);
+	assert_int_equal(p->pc.nmembers, 0);
+	assert_int_equal(p->ps.nmembers, 0);
+}
+
+/*
+ * An idle member sends nothing once idle (1 s), past the 30 s dead-peer
+ * timeout it stays established on the keeper's evidence, and the keeper
+ * alone keeps both rails judged.
+ */
+static void test_peer_idle_member_silent(void **state)
+{
+	pair2 p;
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 40 * UT_S);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(un_count(p.b, s, 0, -1, t0 + 2 * UT_S, t0 + 40 * UT_S), 0);
+		assert_true(un_count(p.a, s, RN_PT_KEEPALIVE, 0, t0 + 2 * UT_S, t0 + 40 * UT_S) >= 30);
+		assert_true(un_count(p.a, s, RN_PT_KEEPALIVE, 1, t0 + 2 * UT_S, t0 + 40 * UT_S) >= 30);
+		assert_int_equal(rn_conn_state(p.b->side[s].c), RN_ST_ESTABLISHED);
+		assert_int_equal(rn_conn_state(p.a->side[s].c), RN_ST_ESTABLISHED);
+	}
+	teardown2(&p);
+}
+
+static int drop_rail1_after(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	return r->src_rail == 1 && r->sent_ns >= *(const uint64_t *)arg;
+}
+
+/*
+ * Rail 1 black-holed in A while all idle: A's keepers fail it, and the idle
+ * members in B know it at once (rn_conn_rail_usable) without a packet of
+ * their own; B's client resuming later sends its DATA on rail 0 only, and
+ * every byte arrives.
+ */
+static void test_peer_verdict_reaches_idle_member(void **state)
+{
+	pair2 p;
+	uint64_t hole = t0 + 5 * UT_S;
+
+	(void)state;
+	setup(&p);
+	/* the same rail under both networks */
+	p.a->filter = p.b->filter = drop_rail1_after;
+	p.a->filter_arg = p.b->filter_arg = &hole;
+	run2(&p, t0 + 10 * UT_S);
+	for (int s = 0; s < 2; s++) {
+		assert_false(rn_conn_rail_usable(p.a->side[s].c, 1));
+		assert_false(rn_conn_rail_usable(p.b->side[s].c, 1));
+		assert_true(rn_conn_rail_usable(p.b->side[s].c, 0));
+		assert_int_equal(un_count(p.b, s, 0, -1, t0 + 2 * UT_S, t0 + 10 * UT_S), 0);
+	}
+	p.b->side[UN_CLIENT].to_send = 200000;
+	p.b->side[UN_SERVER].reading = 1;
+	run2(&p, t0 + 12 * UT_S);
+	assert_int_equal(p.b->side[UN_SERVER].recvd, 200000);
+	assert_int_equal(p.b->side[UN_SERVER].mismatches, 0);
+	assert_true(un_count(p.b, UN_CLIENT, RN_PT_DATA, 0, t0 + 10 * UT_S, t0 + 12 * UT_S) > 0);
+	assert_int_equal(un_count(p.b, UN_CLIENT, RN_PT_DATA, 1, t0 + 10 * UT_S, t0 + 12 * UT_S), 0);
+	teardown2(&p);
+}
+
+/* The keeper leaves: the member left becomes the keeper and arms its keepalives again. */
+static void test_peer_keeper_handover(void **state)
+{
+	pair2 p;
+	uint64_t at[RN_TIMER__COUNT];
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_int_equal(at[RN_TIMER_KEEPALIVE], UINT64_MAX);
+	assert_ptr_equal(rn_conn_leave_peer(p.a->side[UN_CLIENT].c), p.b->side[UN_CLIENT].c);
+	assert_ptr_equal(p.pc.keeper, p.b->side[UN_CLIENT].c);
+	assert_null(rn_conn_leave_peer(p.a->side[UN_CLIENT].c)); /* not a member any more */
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_true(at[RN_TIMER_KEEPALIVE] != UINT64_MAX);
+	run2(&p, t0 + 8 * UT_S);
+	assert_true(un_count(p.b, UN_CLIENT, RN_PT_KEEPALIVE, -1, t0 + 5 * UT_S, t0 + 8 * UT_S) >= 4);
+	teardown2(&p);
+}
+
+/* A keeper that closed, still a member, mutes nobody: the idle member keeps its own rails again. */
+static void test_peer_closed_keeper(void **state)
+{
+	pair2 p;
+	uint64_t at[RN_TIMER__COUNT];
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_int_equal(at[RN_TIMER_KEEPALIVE], UINT64_MAX);
+	rn_conn_abort(p.a->side[UN_CLIENT].c, t0 + 5 * UT_S);
+	assert_ptr_equal(p.pc.keeper, p.a->side[UN_CLIENT].c);
+	rn_conn_deadlines(p.b->side[UN_CLIENT].c, at);
+	assert_true(at[RN_TIMER_KEEPALIVE] != UINT64_MAX);
+	teardown2(&p);
+}
+
+/* A connection of other rails does not join; nor one already in a peer. */
+static void test_peer_join_checks(void **state)
+{
+	un_net *a = un_new(2), *c = un_new(1);
+	rn_peer pe;
+
+	(void)state;
+	un_handshake(a, t0);
+	un_handshake(c, t0);
+	assert_int_equal(rn_peer_init(&pe, a->side[UN_CLIENT].c), 0);
+	assert_false(rn_peer_matches(&pe, c->side[UN_CLIENT].c));
+	assert_int_equal(rn_conn_join_peer(c->side[UN_CLIENT].c, &pe, t0), RN_ERR_INVAL);
+	assert_int_equal(rn_conn_join_peer(a->side[UN_CLIENT].c, &pe, t0), 0);
+	assert_int_equal(rn_conn_join_peer(a->side[UN_CLIENT].c, &pe, t0), RN_ERR_STATE);
+	assert_null(rn_conn_peer_of(c->side[UN_CLIENT].c));
+	un_del(c);
+	un_del(a);
+	assert_int_equal(pe.nmembers, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_peer_idle_member_silent),
+		cmocka_unit_test(test_peer_verdict_reaches_idle_member),
+		cmocka_unit_test(test_peer_keeper_handover),
+		cmocka_unit_test(test_peer_closed_keeper),
+		cmocka_unit_test(test_peer_join_checks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
