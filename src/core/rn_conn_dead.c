@@ -68,7 +68,9 @@ int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr des
 	c->st.unreach_ours++;
 	c->unreach_ns[k] = now_ns;
 	missing = rails_unanswered(c, now_ns);
-	if (!missing)
+	if (!missing && rn_conn_last_ack(c))
+		rn_conn_end_closed(c, now_ns); /* it had everything, and left before our FIN's ACK */
+	else if (!missing)
 		rn_conn_fail(c, now_ns, RN_ERR_RESET);
 	else /* ask the other rails now rather than at their next keepalive */
 		rn_timer_on_unreachable(c, missing, now_ns);
