@@ -158,13 +158,17 @@ static int run(void)
 	worker *w = calloc((size_t)opt.threads, sizeof(*w));
 	uint64_t *conn_all, *cyc_all;
 	size_t n = 0;
-	int failed = 0, bad = 0;
+	int failed = 0, bad = 0, rc;
 	double t0, secs;
 
 	conn_all = calloc((size_t)opt.threads * (size_t)opt.count, sizeof(uint64_t));
 	cyc_all = calloc((size_t)opt.threads * (size_t)opt.count, sizeof(uint64_t));
-	if (!w || !conn_all || !cyc_all)
+	if (!w || !conn_all || !cyc_all) {
+		free(w);
+		free(conn_all);
+		free(cyc_all);
 		return 1;
+	}
 	t0 = kit_now_s();
 	for (int i = 0; i < opt.threads; i++) {
 		w[i].idx = i;
@@ -187,7 +191,11 @@ static int run(void)
 	       bench_transport_name(opt.transport), opt.threads, n, failed, bad, secs,
 	       (double)n / secs, quantile_us(conn_all, n, 0.5), quantile_us(conn_all, n, 0.9),
 	       quantile_us(cyc_all, n, 0.5));
-	return failed || bad || n == 0;
+	rc = failed || bad || n == 0;
+	free(w);
+	free(conn_all);
+	free(cyc_all);
+	return rc;
 }
 
 int main(int argc, char **argv)
