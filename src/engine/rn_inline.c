@@ -428,6 +428,7 @@ static void wait_cancelled(void *arg)
 	struct wait_undo *u = arg;
 	uint64_t v;
 
+	RN_SYS_CANCEL_UNPOISON();
 	rn_host_enter_inline();
 	waiter_unlink(u->p, u->w);
 	if (rn_sys_read(u->w->efd, &v, sizeof(v)) < 0) {

@@ -311,4 +311,26 @@ static inline int rn_sys_fd_high(int fd)
 	return nfd;
 }
 
+/*
+ * First thing in a pthread_cleanup_push handler that runs as a cancelled
+ * thread unwinds: AddressSanitizer does not clear the poison the unwound
+ * frames left on the stack, so the handler's own locals (and its callees')
+ * would look like overflows into them.  The stack below the handler is dead:
+ * its poison goes (64 KiB of it; nothing without ASan).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define RN_SYS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RN_SYS_ASAN 1
+#endif
+#endif
+#ifdef RN_SYS_ASAN
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define RN_SYS_CANCEL_UNPOISON()                                                         \
+	__asan_unpoison_memory_region((char *)__builtin_frame_address(0) - 65536, 65536)
+#else
+#define RN_SYS_CANCEL_UNPOISON() ((void)0)
+#endif
+
 #endif

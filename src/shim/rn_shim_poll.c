@@ -481,10 +481,11 @@ typedef struct watch {
  */
 static void watch_cancelled(void *arg)
 {
+	static const uint8_t none[MAX_RAILS];
 	const watch *w = arg;
-	uint8_t ready[MAX_RAILS] = { 0 };
 
-	rn_inline_watch_end(w->h, w->n, ready, 0, NULL, 0, NULL);
+	RN_SYS_CANCEL_UNPOISON();
+	rn_inline_watch_end(w->h, w->n, none, 0, NULL, 0, NULL);
 }
 
 /*
