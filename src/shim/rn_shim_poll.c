@@ -106,9 +106,10 @@ static void ep_parent(void) { pthread_mutex_unlock(&g_ep.mu); }
  */
 static void ep_child(void)
 {
-	pthread_mutex_init(&g_ep.mu, NULL);
+	/* the forking thread took the lock in ep_prepare: it is that thread here too */
 	for (int i = 0; i < g_ep.cap; i++)
 		ep_unlink(i);
+	pthread_mutex_unlock(&g_ep.mu);
 }
 
 /*
