@@ -449,6 +449,62 @@ pid_t fork_child(void)
 	return pid;
 }
 
+static struct {
+	char msg[160];
+	size_t len;
+	unsigned seconds;
+	int hold;
+} g_dog;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (write(2, g_dog.msg, g_dog.len) < 0) {
+		/* nothing more to do */
+	}
+	while (g_dog.hold)
+		pause();
+	_exit(124);
+}
+
+void harness_watchdog(const char *prog, unsigned seconds)
+{
+	int n = snprintf(g_dog.msg, sizeof(g_dog.msg),
+			 "%s: a test ran past its %u s watchdog; aborting\n", prog, seconds);
+
+	g_dog.len = n > 0 && (size_t)n < sizeof(g_dog.msg) ? (size_t)n : 0;
+	g_dog.seconds = seconds;
+	g_dog.hold = getenv("API_TEST_HOLD") != NULL;
+	signal(SIGALRM, on_alarm);
+}
+
+int harness_arm(void **state)
+{
+	(void)state;
+	alarm(g_dog.seconds);
+	return 0;
+}
+
+int harness_disarm(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+#if defined(__SANITIZE_THREAD__)
+/*
+ * Forked children start an engine thread of their own (ri2n.h: after fork
+ * the child starts its own engine on first use).  TSan refuses new threads
+ * after a multi-threaded fork unless told otherwise; TSAN_OPTIONS still wins.
+ */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+#endif
+
 void harness_init(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0); /* whole lines, also when fork()s follow */

@@ -52,6 +52,18 @@
 /* Once, first thing in main: the pattern, SIGPIPE ignored, children's exit. */
 void harness_init(void);
 
+/*
+ * The watchdog, so that no test hangs its suite: once in main, then every
+ * test runs between harness_arm and harness_disarm (HARNESS_TEST).  A test
+ * still running `seconds` after it began ends the process with status 124
+ * and a line naming `prog`.  With API_TEST_HOLD set in the environment the
+ * process stops there instead, for a debugger.
+ */
+void harness_watchdog(const char *prog, unsigned seconds);
+int harness_arm(void **state);
+int harness_disarm(void **state);
+#define HARNESS_TEST(f) cmocka_unit_test_setup_teardown(f, harness_arm, harness_disarm)
+
 /* ---- time, addresses, descriptors ---- */
 
 uint64_t now_ms(void); /* CLOCK_MONOTONIC, ms */

@@ -351,40 +351,7 @@ static void test_seccomp_owner(void **state)
 	assert_int_equal(ri2n_close(l), 0);
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "test_posix_exec: a test ran past its watchdog; aborting\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	_exit(124);
-}
-
-static int arm_watchdog(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm_watchdog(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
-#if defined(__SANITIZE_THREAD__)
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#endif
-
-#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+#define T(f) HARNESS_TEST(f)
 
 int main(int argc, char **argv)
 {
@@ -410,7 +377,7 @@ int main(int argc, char **argv)
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	setenv("RI2N_EXIT_LINGER_MS", "2000", 0); /* test_seccomp_owner's peer may leave unacknowledged */
 	setenv("RI2N_LOG", "info", 1); /* test_seccomp_forked_child reads the line of the sandbox */
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("test_posix_exec", WATCHDOG_S);
 	if (argc > 2)
 		cmocka_set_test_filter(argv[2]);
 	return cmocka_run_group_tests_name("ri2n: sockets across exec and into a sandbox", tests,

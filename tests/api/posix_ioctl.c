@@ -162,43 +162,18 @@ static void test_listener_and_others(void **state)
 	close(p[1]);
 }
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "posix_ioctl: a test ran past its watchdog; aborting\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	_exit(124);
-}
-
-static int arm(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_fionread_after_readiness, arm, disarm),
-		cmocka_unit_test_setup_teardown(test_outq_and_inq_account, arm, disarm),
-		cmocka_unit_test_setup_teardown(test_listener_and_others, arm, disarm),
+		HARNESS_TEST(test_fionread_after_readiness),
+		HARNESS_TEST(test_outq_and_inq_account),
+		HARNESS_TEST(test_listener_and_others),
 	};
 
 	harness_init();
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("posix_ioctl", WATCHDOG_S);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests_name("ri2n ioctl", tests, NULL, NULL);

@@ -32,31 +32,6 @@ extern char **environ;
 
 static char g_self[4096];
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "posix_order: a test ran past its watchdog; aborting\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	_exit(124);
-}
-
-static int arm_watchdog(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm_watchdog(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
 /* A connected pair in o, the bytes going from the connecting end to the accepted one. */
 static int make_pair(struct order *o, void *arg)
 {
@@ -189,7 +164,7 @@ static void test_order_interposer_ahead(void **state)
 	run_program(argv, envp);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+#define T(f) HARNESS_TEST(f)
 
 int main(int argc, char **argv)
 {
@@ -219,7 +194,7 @@ int main(int argc, char **argv)
 	harness_init();
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("posix_order", WATCHDOG_S);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	if (argc > 2)

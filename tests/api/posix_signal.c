@@ -25,7 +25,7 @@
  *                     goes on until its own timeout (ETIMEDOUT), as TCP's does.
  *
  * Run by run.sh in a namespace of its own (ctest api_posix_signal).
- * POSIX_SIGNAL_HOLD=1: a hang (the stall detector, the watchdog) leaves the
+ * API_TEST_HOLD=1: a hang (the stall detector, the watchdog) leaves the
  * process waiting for a debugger instead of exiting.
  */
 #define _GNU_SOURCE
@@ -195,7 +195,7 @@ static void *receiver(void *arg)
 			fprintf(stderr, "posix_signal: nothing arrived for 5 s after %llu stream bytes "
 					"and %llu records: the writer is stuck\n",
 				(unsigned long long)r->stream, (unsigned long long)r->records);
-			if (getenv("POSIX_SIGNAL_HOLD")) for (;;) pause();
+			if (getenv("API_TEST_HOLD")) for (;;) pause();
 			_exit(3);
 		}
 		n = read(r->fd, buf, sizeof(buf));
@@ -535,32 +535,6 @@ static void test_handler_reads(void **state)
 
 /* ---- the suite ---- */
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "posix_signal: a test ran past its watchdog; aborting\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	if (getenv("POSIX_SIGNAL_HOLD")) for (;;) pause();
-	_exit(124);
-}
-
-static int arm_watchdog(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm_watchdog(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
 static int group_setup(void **state)
 {
 	int fd;
@@ -576,7 +550,7 @@ static int group_setup(void **state)
 	return 0;
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+#define T(f) HARNESS_TEST(f)
 
 int main(int argc, char **argv)
 {
@@ -590,7 +564,7 @@ int main(int argc, char **argv)
 	harness_init();
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("posix_signal", WATCHDOG_S);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests_name("ri2n signal handlers", tests, group_setup, NULL);

@@ -425,40 +425,7 @@ static void test_close_reuse_race(void **state)
 
 /* ---- main ---- */
 
-static void on_alarm(int sig)
-{
-	static const char msg[] = "test_posix_thread: a test ran past its watchdog\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	_exit(124);
-}
-
-static int arm_watchdog(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm_watchdog(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
-#if defined(__SANITIZE_THREAD__)
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0"; /* the children start engine threads of their own */
-}
-#endif
-
-#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+#define T(f) HARNESS_TEST(f)
 
 int main(int argc, char **argv)
 {
@@ -471,7 +438,7 @@ int main(int argc, char **argv)
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	/* this process's own exit lets its closed connections finish (the child's is short) */
 	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("test_posix_thread", WATCHDOG_S);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	return cmocka_run_group_tests_name("ri2n POSIX threads", tests, NULL, NULL);

@@ -29,46 +29,6 @@
 
 #define WATCHDOG_S 100 /* no single test may take longer */
 
-/* ---- the watchdog: no test hangs the suite ---- */
-
-static void on_alarm(int sig)
-{
-	static const char msg[] = "test_api: a test ran past its watchdog; aborting\n";
-
-	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-		/* nothing more to do */
-	}
-	_exit(124);
-}
-
-static int arm_watchdog(void **state)
-{
-	(void)state;
-	alarm(WATCHDOG_S);
-	return 0;
-}
-
-static int disarm_watchdog(void **state)
-{
-	(void)state;
-	alarm(0);
-	return 0;
-}
-
-#if defined(__SANITIZE_THREAD__)
-/*
- * Forked children start an engine thread of their own (ri2n.h: after fork
- * the child starts its own engine on first use).  TSan refuses new threads
- * after a multi-threaded fork unless told otherwise; TSAN_OPTIONS still wins.
- */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "die_after_fork=0";
-}
-#endif
-
 /* The rails are there: the engine starts. */
 static int group_setup(void **state)
 {
@@ -85,7 +45,7 @@ static int group_setup(void **state)
 	return 0;
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, arm_watchdog, disarm_watchdog)
+#define T(f) HARNESS_TEST(f)
 
 int main(int argc, char **argv)
 {
@@ -151,7 +111,7 @@ int main(int argc, char **argv)
 	setenv("RI2N_RAILS", "r1,r2", 0);
 	/* a test that leaves a connection owing bytes must not stall exit for 30 s */
 	setenv("RI2N_EXIT_LINGER_MS", "5000", 0);
-	signal(SIGALRM, on_alarm);
+	harness_watchdog("test_api", WATCHDOG_S);
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
 	if (argc > 2)
