@@ -401,6 +401,9 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    (unsigned long long)m->frames_in, (unsigned long long)m->bytes_in,
 		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
 		    (unsigned long long)m->rail_events);
+	opal_output(0, "btl_ri2n %s: rail monitors: %llu links joined %llu; %llu port "
+		    "unreachable(s) taken", OPAL_NAME_PRINT(m->me), (unsigned long long)m->mon.joined,
+		    (unsigned long long)m->mon.made, (unsigned long long)m->mon.unreach);
 	opal_output(0, "btl_ri2n %s: core memory %zu KiB now, %zu KiB at most, ceiling %zu KiB "
 		    "(0: none), %llu growth(s) refused; rings of a peer up to %u + %u packets",
 		    OPAL_NAME_PRINT(m->me), m->mem_used / 1024, m->mem_peak / 1024,

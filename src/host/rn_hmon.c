@@ -17,6 +17,7 @@ void rn_hmon_free(rn_hmon *m)
 
 int rn_hmon_join(rn_hmon *m, rn_conn *c, uint64_t now_ns)
 {
+	uint32_t before;
 	int rc;
 
 	if (rn_conn_peer_of(c) || rn_conn_state(c) != RN_ST_ESTABLISHED)
@@ -26,8 +27,10 @@ int rn_hmon_join(rn_hmon *m, rn_conn *c, uint64_t now_ns)
 			return -ENOMEM;
 		m->ready = 1;
 	}
+	before = m->peers.npeers;
 	rc = rn_hpeer_join(&m->peers, c, now_ns);
 	m->joined += rc == 0;
+	m->made += m->peers.npeers - before;
 	return rc == -ENOMEM ? rc : 0;
 }
 

@@ -29,7 +29,8 @@
 typedef struct rn_hmon {
 	rn_hpeers peers;
 	uint8_t ready;       /* peers initialised (on the first join) */
-	uint64_t joined;     /* connections that joined a peer */
+	uint64_t joined;     /* connections that joined a peer... */
+	uint64_t made;       /* ...and peers made for them: fewer when connections share one */
 	uint64_t unreach;    /* port unreachables a connection took as its own */
 } rn_hmon;
 

@@ -47,6 +47,9 @@
 #                   2 cores)
 #   memory [NP HOSTS]  not a test: Pss growth per peer (mpi_check --phases memory)
 #                   and the BTL's count of its core memory; 16 ranks on 8 hosts
+#   idle [NP]       not a test: NP ranks (16) on 2 hosts, every pair connected, then
+#                   10 s without MPI calls: datagrams per second on the rails between
+#                   the two hosts (both directions) over 5 s of it
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
@@ -357,6 +360,33 @@ sc_memory() { # NP HOSTS
 	grep -h 'btl_ri2n .*,0\] -> .*rings' "$WORK/mem.out" | sed 's/.*; rings/  rank 0: rings/' | head -n 4
 }
 
+# Datagrams host 1 sent and received on its rails: with 2 hosts, all between the two.
+rail_dgrams() {
+	ip netns exec "ri2n-$TAG-h1" awk '/^ *r[0-9]+:/ { sub(/^ *r[0-9]+: */, ""); n += $2 + $10 }
+		END { print n + 0 }' /proc/net/dev
+}
+
+sc_idle() { # NP: ranks on 2 hosts, every pair connected, then idle
+	local np=$1 pid a b i
+	bed_up 2
+	mpi_run idle "$np" ri2n,self 400 --mca btl_ri2n_verbose 1 -- --phases idle --idle-seconds 10 &
+	pid=$!
+	for ((i = 0; i < 3000; i++)); do
+		grep -q 'phase=idle start' "$WORK/idle.out" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 2.5 # past the idle pace's start (1 s without DATA)
+	a=$(rail_dgrams)
+	sleep 5
+	b=$(rail_dgrams)
+	wait "$pid" || fail "mpirun failed (status $?)"
+	require_pass idle
+	grep -q 'btl_ri2n: .*rail .* down' "$WORK/idle.out" && fail "a rail went down while idle"
+	note "$np ranks on 2 hosts, idle: $(((b - a) / 5)) datagrams/s on the rails between the hosts"
+	grep -h 'btl_ri2n .*rail monitors' "$WORK/idle.out" | sed 's/^/  /' | head -n 2
+}
+
 sc_compute() {
 	bed_up 2
 	mpi_run compute 2 ri2n,self 120 --mca btl_ri2n_dead_peer_ms 3000 -- \
@@ -526,7 +556,8 @@ hostile-hello) sc_hostile_hello ;;
 eight-ranks) sc_many 8 4 ;;
 sixteen-ranks) sc_many 16 8 ;;
 memory) sc_memory "${2:-16}" "${3:-8}" ;;
+idle) sc_idle "${2:-16}" ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|bench [N]"; exit 2 ;;
 esac
 exit 0

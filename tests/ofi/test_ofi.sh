@@ -5,7 +5,8 @@
 #                           fi_pingpong need (no root: any IPv4 interface will do)
 #   test_ofi.sh pingpong    fi_pingpong -p ri2n -e rdm -c between two namespaces over 2
 #                           rails, every size from 64 B to 1 MiB, untagged and tagged,
-#                           each message's bytes checked by fi_pingpong (-c)
+#                           each message's bytes checked by fi_pingpong (-c); each side's
+#                           two connections (one per direction) share one rail monitor
 #   test_ofi.sh blackhole   1 MiB ping-pongs, checked, while rail 2 is black-holed and
 #                           healed mid-run: every exchange completes, the rail is seen down
 #   test_ofi.sh dead-peer   a running ping-pong's client killed -9: the server's connections
@@ -93,6 +94,13 @@ pingpong)
 				nt_fail "fi_pingpong -m $mode: no checked row for $sz"
 		done
 		nt_ok "fi_pingpong -c -m $mode: 64 B .. 1 MiB, 20 exchanges each, all bytes checked"
+		# each side's two connections (its outbound and the other's) cross the same
+		# rail sockets: one rail monitor for both (rn_hmon's count, at close)
+		for f in "$NT_DIR/pp-$mode.srv" "$NT_DIR/pp-$mode.cli"; do
+			grep -q 'rail monitors: 2 connections joined 1;' "$f" ||
+				nt_fail "fi_pingpong -m $mode: $(basename "$f") did not put its 2 connections in one rail monitor: $(grep -h 'rail monitors' "$f")"
+		done
+		nt_ok "fi_pingpong -m $mode: each side's 2 connections shared one rail monitor"
 	done
 	;;
 blackhole)
