@@ -47,9 +47,11 @@
 #                   2 cores)
 #   memory [NP HOSTS]  not a test: Pss growth per peer (mpi_check --phases memory)
 #                   and the BTL's count of its core memory; 16 ranks on 8 hosts
-#   idle [NP]       not a test: NP ranks (16) on 2 hosts, every pair connected, then
-#                   10 s without MPI calls: datagrams per second on the rails between
-#                   the two hosts (both directions) over 5 s of it
+#   idle [NP]       NP ranks (16) on 2 hosts, every pair connected, then 10 s without
+#                   MPI calls: prints the datagrams per second on the rails between the
+#                   two hosts (both directions) over 5 s of it; passes when every byte
+#                   was verified and every rank's links all joined a rail monitor
+#   idle-eight      the same with 8 ranks and 8 s (the test)
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
@@ -366,10 +368,11 @@ rail_dgrams() {
 		END { print n + 0 }' /proc/net/dev
 }
 
-sc_idle() { # NP: ranks on 2 hosts, every pair connected, then idle
-	local np=$1 pid a b i
+sc_idle() { # NP [SECONDS]: ranks on 2 hosts, every pair connected, then idle
+	local np=$1 secs=${2:-10} pid a b i n
 	bed_up 2
-	mpi_run idle "$np" ri2n,self 400 --mca btl_ri2n_verbose 1 -- --phases idle --idle-seconds 10 &
+	mpi_run idle "$np" ri2n,self 400 --mca btl_ri2n_verbose 1 -- --phases idle \
+		--idle-seconds "$secs" &
 	pid=$!
 	for ((i = 0; i < 3000; i++)); do
 		grep -q 'phase=idle start' "$WORK/idle.out" 2>/dev/null && break
@@ -386,6 +389,14 @@ sc_idle() { # NP: ranks on 2 hosts, every pair connected, then idle
 	note "$np ranks on 2 hosts, idle: $(((b - a) / 5)) datagrams/s on the rails between the hosts;" \
 		"$(grep -c 'btl_ri2n: .*rail .* down' "$WORK/idle.out") rail-down report(s) in the run"
 	grep -h 'btl_ri2n .*rail monitors' "$WORK/idle.out" | sed 's/^/  /' | head -n 2
+	# every rank's links to the NP-1 others joined a rail monitor (rn_hmon's count)
+	n=$(grep -Ec "btl_ri2n .*rail monitors: ([0-9]+) links joined" "$WORK/idle.out")
+	[ "$n" = "$np" ] || fail "$n of $np ranks reported their rail monitors"
+	grep -h 'btl_ri2n .*rail monitors' "$WORK/idle.out" |
+		awk -v want=$((np - 1)) '{ for (i = 1; i < NF; i++) if ($i == "links") n = $(i - 1);
+			if (n < want) bad = 1 } END { exit bad }' ||
+		fail "a rank's links did not all join a rail monitor"
+	ok "$np ranks idle ${secs} s: every byte verified, every link in a rail monitor"
 }
 
 sc_compute() {
@@ -558,7 +569,8 @@ eight-ranks) sc_many 8 4 ;;
 sixteen-ranks) sc_many 16 8 ;;
 memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
+idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0
