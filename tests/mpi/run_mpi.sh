@@ -30,6 +30,10 @@
 #                   ri2n and sends a hello naming rank 0, whose stream to rank 1 is up:
 #                   PASS, rank 1 counts the hello refused, and the hostile process
 #                   reads none of the bytes meant for rank 0
+#   killed-rank     2 ranks streaming, rank 1 killed -9 (mpirun told to keep the job,
+#                   orte_enable_recovery): rank 0's BTL reports "reset the connection"
+#                   within 10 s (its host's port unreachable, checked against what was
+#                   sent), not after the 30 s dead-peer timeout
 #   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
 #                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
 #                   opened fewer links than it has peers (connections open on first
@@ -518,6 +522,31 @@ rank_pid() { # HOST VPID
 	done
 }
 
+sc_killed_rank() {
+	local pid rpid i t0 ms
+	bed_up 2 mpikill
+	# orte_enable_recovery: mpirun leaves the other ranks running when one dies,
+	# so what rank 0's BTL makes of it is seen
+	mpi_run kill 2 ri2n,self 90 --mca orte_enable_recovery 1 -- --phases stream \
+		--bw-seconds 60 &
+	pid=$!
+	after_stream_start kill 1
+	rpid=$(rank_pid 2 1)
+	[ -n "$rpid" ] || fail "rank 1 not found"
+	kill -9 "$rpid"
+	t0=$(date +%s%N)
+	for ((i = 0; i < 100; i++)); do
+		grep -q 'btl_ri2n: .*reset the connection' "$WORK/kill.out" && break
+		sleep 0.1
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill_ranks
+	wait "$pid" 2>/dev/null
+	[ $i -lt 100 ] || fail "rank 0 was not told of the connection's reset within 10 s of rank 1's kill -9"
+	grep -h 'btl_ri2n: .*reset the connection' "$WORK/kill.out" | head -n 1 | sed 's/^/  /'
+	ok "rank 1 killed -9 mid-stream: rank 0's BTL reported the reset after ${ms} ms"
+}
+
 sc_hostile_hello() {
 	local name=hello pid rpid a p jobid hostile=${RI2N_HOSTILE:-$ROOT/build/tests/mpi/ri2n_hostile_hello}
 	local refused i
@@ -565,12 +594,13 @@ compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
 hostile-hello) sc_hostile_hello ;;
+killed-rank) sc_killed_rank ;;
 eight-ranks) sc_many 8 4 ;;
 sixteen-ranks) sc_many 16 8 ;;
 memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
 idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0
