@@ -33,6 +33,7 @@
 
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
+#include "rn_hmon.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
@@ -144,6 +145,7 @@ typedef struct mca_btl_ri2n_module_t {
 	mca_btl_ri2n_endpoint_t *self_ep;
 	ri2n_link *links;              /* every connection */
 	rn_htab idtab;                 /* links by connection id */
+	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
 	ri2n_fatal fatal[RI2N_MAX_FATAL];
@@ -266,6 +268,8 @@ void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l);
 /* Frees links marked dead. */
 void ri2n_links_reap(mca_btl_ri2n_module_t *m);
 void ri2n_link_free(ri2n_link *l);
+/* The link of a member that became its peer's keeper (rn_hmon_leave; NULL: none) runs its timers now. */
+void ri2n_link_keeper_due(rn_conn *keeper);
 /* Queues a fatal error for the PML (reported outside the lock). */
 void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
 /* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */

@@ -97,6 +97,19 @@ static void on_io_error(void *arg, int rail, uint64_t owner, int err)
 	}
 }
 
+static rn_conn *conn_of(void *v) { return ((ri2n_link *)v)->conn; }
+
+/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
+static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
+{
+	mca_btl_ri2n_module_t *m = arg;
+	ri2n_link *l = rn_hmon_unreachable(&m->mon, &m->idtab, conn_of, rail, e,
+					   ri2n_core_now(m));
+
+	if (l)
+		l->dirty = 1;
+}
+
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
@@ -119,10 +132,10 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 {
 	const ri2n_params *pr = &mca_btl_ri2n_component.p;
-	/* no IP_RECVERR: an unconnected socket then ignores ICMP errors, and the
-	 * BTL's connect gives up by its own timers, not on a port unreachable */
+	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
+	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
 	rn_hsock_opts o = { .dgram = m->cfg.max_dgram, .gro = pr->gro, .rx_ts = pr->rx_ts,
-			    .recverr = 0 };
+			    .recverr = 1 };
 	int rc = rn_hset_init(&m->io, m->cfg.max_dgram, 0);
 
 	if (rc == 0)
@@ -135,7 +148,7 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory for socket buffers");
 		return rc;
 	}
-	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error };
+	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error, .on_error = on_kernel_error };
 	m->io.arg = m;
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = ri2n_stream_unbound, .arg = m };
@@ -157,6 +170,7 @@ static void io_close(mca_btl_ri2n_module_t *m)
 	rn_hset_free(&m->io);
 	rn_hrxbuf_free(&m->rx);
 	rn_htab_free(&m->idtab);
+	rn_hmon_free(&m->mon);
 }
 
 static void set_log_level(const char *s)

@@ -336,6 +336,8 @@ static int service(ri2n_link *l, uint64_t now, int main)
 		n += ri2n_stream_push(l->ep, now);
 	ri2n_stream_flush(l, now);
 	ri2n_link_check(l, now);
+	rn_hmon_join(&l->mod->mon, l->conn, now);
+	ri2n_link_keeper_due(rn_hmon_leave(&l->mod->mon, l->conn, 0));
 	l->expiry_ns = rn_conn_expiry(l->conn);
 	return n;
 }
@@ -399,6 +401,9 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 		    (unsigned long long)m->frames_in, (unsigned long long)m->bytes_in,
 		    (unsigned long long)m->frames_zero_copy, (unsigned long long)m->frames_copied,
 		    (unsigned long long)m->rail_events);
+	opal_output(0, "btl_ri2n %s: rail monitors: %llu links joined %llu; %llu port "
+		    "unreachable(s) taken", OPAL_NAME_PRINT(m->me), (unsigned long long)m->mon.joined,
+		    (unsigned long long)m->mon.made, (unsigned long long)m->mon.unreach);
 	opal_output(0, "btl_ri2n %s: core memory %zu KiB now, %zu KiB at most, ceiling %zu KiB "
 		    "(0: none), %llu growth(s) refused; rings of a peer up to %u + %u packets",
 		    OPAL_NAME_PRINT(m->me), m->mem_used / 1024, m->mem_peak / 1024,

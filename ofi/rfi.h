@@ -54,6 +54,7 @@
 #include "rfi_knob_list.h"
 #include "rn_core.h"
 #include "rn_hsock.h"
+#include "rn_hmon.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
 
@@ -274,6 +275,7 @@ struct rfi_ep {
 	uint32_t rx_more;
 	rn_hdisp disp;
 	rn_htab idtab;
+	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t core_now;
 	rfi_link *links;
 	rfi_peer **peers;              /* by fi_addr_t */

@@ -215,6 +215,7 @@ static void ep_free(rfi_ep *ep)
 	rn_hset_free(&ep->io);
 	rn_hrxbuf_free(&ep->rx);
 	rn_htab_free(&ep->idtab);
+	rn_hmon_free(&ep->mon);
 	sodium_memzero(ep->cfg.key, sizeof(ep->cfg.key));
 	free(ep);
 }
@@ -257,6 +258,9 @@ static int ep_close(struct fid *f)
 		(unsigned long long)ep->msgs_in, (unsigned long long)ep->bytes_in,
 		(unsigned long long)ep->unexpected, (unsigned long long)ep->rail_events,
 		(unsigned long long)ep->conn_failures);
+	rn_info("ri2n provider: rail monitors: %llu connections joined %llu; %llu port "
+		"unreachable(s) taken", (unsigned long long)ep->mon.joined,
+		(unsigned long long)ep->mon.made, (unsigned long long)ep->mon.unreach);
 	for (rfi_link *l = ep->links; l && rn_log_enabled(RN_LOG_INFO); l = l->next) {
 		rn_conn_stats st;
 

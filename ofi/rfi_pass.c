@@ -55,6 +55,15 @@ static void link_rekey(rfi_ep *ep, rfi_link *l)
 		l->id = id;
 }
 
+/* A member that became its peer's keeper (rn_hmon_leave) runs its timers at the next pass. */
+static void keeper_due(rn_conn *keeper)
+{
+	rfi_link *k = keeper ? rn_conn_user(keeper) : NULL;
+
+	if (k)
+		k->expiry_ns = 0;
+}
+
 void rfi_links_reap(rfi_ep *ep)
 {
 	rfi_link **pp = &ep->links;
@@ -69,6 +78,7 @@ void rfi_links_reap(rfi_ep *ep)
 		*pp = l->next;
 		rn_htab_del(&ep->idtab, l->id, l);
 		rn_hset_forget(&ep->io, l->id);
+		keeper_due(rn_hmon_leave(&ep->mon, l->conn, 1));
 		if (l->peer && l->peer->link == l)
 			l->peer->link = NULL;
 		rn_conn_del(l->conn);
@@ -244,6 +254,18 @@ static void on_send_error(void *arg, int rail, uint64_t owner, int err)
 	}
 }
 
+static rn_conn *conn_of(void *v) { return ((rfi_link *)v)->conn; }
+
+/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
+static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
+{
+	rfi_ep *ep = arg;
+	rfi_link *l = rn_hmon_unreachable(&ep->mon, &ep->idtab, conn_of, rail, e, ep->core_now);
+
+	if (l)
+		l->dirty = 1;
+}
+
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
 {
@@ -324,6 +346,8 @@ static void service(rfi_link *l, uint64_t now)
 	}
 	rfi_link_flush(l, now);
 	link_check(l, now);
+	rn_hmon_join(&l->ep->mon, l->conn, now);
+	keeper_due(rn_hmon_leave(&l->ep->mon, l->conn, 0));
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 
@@ -374,7 +398,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
 	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = rn_proc_get(RN_PROC_GRO) != 0,
-			    .rx_ts = 1, .recverr = 0 };
+			    .rx_ts = 1, .recverr = 1 };
 	rn_rail_addr addrs[RN_MAX_RAILS];
 	int rc = rn_hset_init(&ep->io, ep->cfg.max_dgram, 0);
 
@@ -388,7 +412,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory for socket buffers");
 		return rc;
 	}
-	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error };
+	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_kernel_error };
 	ep->io.arg = ep;
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .arg = ep };

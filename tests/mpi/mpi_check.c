@@ -18,6 +18,8 @@
  *              up to 1 MiB, checked both ways
  *   memory     (only when asked; first) Pss growth per peer: idle (one small
  *              message each way), busy (alltoalls of 256 KiB), rested again
+ *   idle       (only when asked; after memory) one checked message each way
+ *              between every pair, then no MPI call for --idle-seconds
  *   compute    (only when asked) the lower rank of each pair makes no MPI call
  *              for --compute-seconds while its partner waits in MPI_Recv: a
  *              long computation must not look like a dead peer
@@ -44,7 +46,7 @@ static size_t g_max = 4u << 20;
 static double g_bw_seconds = 5.0, g_interval = 0.5;
 static size_t g_bw_size = 1u << 20;
 static int g_window = 16, g_lat_iters = 20000, g_rounds = 20;
-static double g_compute = 5.0, g_mem_idle = 3.0;
+static double g_compute = 5.0, g_mem_idle = 3.0, g_idle = 10.0;
 static double g_t0;
 
 /* ---- patterns ---- */
@@ -553,6 +555,36 @@ static long pss_kib(void)
 	return v;
 }
 
+/* One small message, checked, to and from every other rank: every link is open. */
+static void hello_all(uint8_t *sb, uint8_t *rb, uint8_t *tmp, size_t small)
+{
+	for (int k = 1; k < g_size; k++) {
+		int to = (g_rank + k) % g_size, from = (g_rank + g_size - k) % g_size;
+
+		fill(sb, small, key_of(8, (uint64_t)g_rank, (uint64_t)to, 0));
+		MPI_Sendrecv(sb, (int)small, MPI_BYTE, to, 8, rb, (int)small, MPI_BYTE, from, 8,
+			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		check("hello", rb, small, key_of(8, (uint64_t)from, (uint64_t)g_rank, 0), tmp);
+	}
+	MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/*
+ * Every link open, then no MPI call for --idle-seconds on any rank: what
+ * the rails carry meanwhile is the BTL's idle cost (run_mpi.sh idle counts
+ * it from "phase=idle start").
+ */
+static void phase_idle(void)
+{
+	uint8_t sb[64], rb[64], tmp[64];
+
+	hello_all(sb, rb, tmp, sizeof(sb));
+	say("phase=idle start seconds=%.1f t=%.2f", g_idle, now_s() - g_t0);
+	nap(g_idle);
+	MPI_Barrier(MPI_COMM_WORLD);
+	say("phase=idle ok t=%.2f", now_s() - g_t0);
+}
+
 /*
  * How much a peer costs: Pss before any message, after one small message to
  * and from every other rank and --mem-idle seconds of rest (idle), right after
@@ -575,15 +607,7 @@ static void phase_memory(void)
 	memset(rb, 1, n);
 	memset(tmp, 1, bs);
 	p[0] = pss_kib();
-	for (int k = 1; k < g_size; k++) {
-		int to = (g_rank + k) % g_size, from = (g_rank + g_size - k) % g_size;
-
-		fill(sb, small, key_of(8, (uint64_t)g_rank, (uint64_t)to, 0));
-		MPI_Sendrecv(sb, (int)small, MPI_BYTE, to, 8, rb, (int)small, MPI_BYTE, from, 8,
-			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-		check("memory hello", rb, small, key_of(8, (uint64_t)from, (uint64_t)g_rank, 0), tmp);
-	}
-	MPI_Barrier(MPI_COMM_WORLD);
+	hello_all(sb, rb, tmp, small);
 	nap(g_mem_idle);
 	p[1] = pss_kib();
 	for (int it = 0; it < g_rounds; it++) {
@@ -685,6 +709,8 @@ static void parse_args(int argc, char **argv)
 			g_compute = atof(v);
 		else if (!strcmp(k, "--mem-idle"))
 			g_mem_idle = atof(v);
+		else if (!strcmp(k, "--idle-seconds"))
+			g_idle = atof(v);
 		else if (g_rank == 0)
 			fprintf(stderr, "mpi_check: unknown option %s\n", k);
 	}
@@ -704,6 +730,8 @@ int main(int argc, char **argv)
 	say("start ranks=%d phases=%s", g_size, g_phases);
 	if (phase_on("memory"))
 		phase_memory();
+	if (phase_on("idle"))
+		phase_idle();
 	if (phase_on("pingpong"))
 		phase_pingpong();
 	if (phase_on("self"))

@@ -30,6 +30,10 @@
 #                   ri2n and sends a hello naming rank 0, whose stream to rank 1 is up:
 #                   PASS, rank 1 counts the hello refused, and the hostile process
 #                   reads none of the bytes meant for rank 0
+#   killed-rank     2 ranks streaming, rank 1 killed -9 (mpirun told to keep the job,
+#                   orte_enable_recovery): rank 0's BTL reports "reset the connection"
+#                   within 10 s (its host's port unreachable, checked against what was
+#                   sent), not after the 30 s dead-peer timeout
 #   eight-ranks     8 ranks on 4 hosts, 2 to a namespace (ranks r and r+4 share host
 #                   r%4+1).  First a job that only pairs ranks (r, r^1): every rank
 #                   opened fewer links than it has peers (connections open on first
@@ -47,6 +51,11 @@
 #                   2 cores)
 #   memory [NP HOSTS]  not a test: Pss growth per peer (mpi_check --phases memory)
 #                   and the BTL's count of its core memory; 16 ranks on 8 hosts
+#   idle [NP]       NP ranks (16) on 2 hosts, every pair connected, then 10 s without
+#                   MPI calls: prints the datagrams per second on the rails between the
+#                   two hosts (both directions) over 5 s of it; passes when every byte
+#                   was verified and every rank's links all joined a rail monitor
+#   idle-eight      the same with 8 ranks and 8 s (the test)
 #   bench [N]       not a test: N interleaved rounds of ri2n and btl/tcp (one
 #                   rail), 8-byte latency and streaming bandwidth, medians
 #
@@ -357,6 +366,43 @@ sc_memory() { # NP HOSTS
 	grep -h 'btl_ri2n .*,0\] -> .*rings' "$WORK/mem.out" | sed 's/.*; rings/  rank 0: rings/' | head -n 4
 }
 
+# Datagrams host 1 sent and received on its rails: with 2 hosts, all between the two.
+rail_dgrams() {
+	ip netns exec "ri2n-$TAG-h1" awk '/^ *r[0-9]+:/ { sub(/^ *r[0-9]+: */, ""); n += $2 + $10 }
+		END { print n + 0 }' /proc/net/dev
+}
+
+sc_idle() { # NP [SECONDS]: ranks on 2 hosts, every pair connected, then idle
+	local np=$1 secs=${2:-10} pid a b i n
+	bed_up 2
+	mpi_run idle "$np" ri2n,self 400 --mca btl_ri2n_verbose 1 -- --phases idle \
+		--idle-seconds "$secs" &
+	pid=$!
+	for ((i = 0; i < 3000; i++)); do
+		grep -q 'phase=idle start' "$WORK/idle.out" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 2.5 # past the idle pace's start (1 s without DATA)
+	a=$(rail_dgrams)
+	sleep 5
+	b=$(rail_dgrams)
+	wait "$pid" || fail "mpirun failed (status $?)"
+	require_pass idle
+	# a starved rank (many ranks on few cores) fails rails, whose heartbeats then count too
+	note "$np ranks on 2 hosts, idle: $(((b - a) / 5)) datagrams/s on the rails between the hosts;" \
+		"$(grep -c 'btl_ri2n: .*rail .* down' "$WORK/idle.out") rail-down report(s) in the run"
+	grep -h 'btl_ri2n .*rail monitors' "$WORK/idle.out" | sed 's/^/  /' | head -n 2
+	# every rank's links to the NP-1 others joined a rail monitor (rn_hmon's count)
+	n=$(grep -Ec "btl_ri2n .*rail monitors: ([0-9]+) links joined" "$WORK/idle.out")
+	[ "$n" = "$np" ] || fail "$n of $np ranks reported their rail monitors"
+	grep -h 'btl_ri2n .*rail monitors' "$WORK/idle.out" |
+		awk -v want=$((np - 1)) '{ for (i = 1; i < NF; i++) if ($i == "links") n = $(i - 1);
+			if (n < want) bad = 1 } END { exit bad }' ||
+		fail "a rank's links did not all join a rail monitor"
+	ok "$np ranks idle ${secs} s: every byte verified, every link in a rail monitor"
+}
+
 sc_compute() {
 	bed_up 2
 	mpi_run compute 2 ri2n,self 120 --mca btl_ri2n_dead_peer_ms 3000 -- \
@@ -476,6 +522,31 @@ rank_pid() { # HOST VPID
 	done
 }
 
+sc_killed_rank() {
+	local pid rpid i t0 ms
+	bed_up 2 mpikill
+	# orte_enable_recovery: mpirun leaves the other ranks running when one dies,
+	# so what rank 0's BTL makes of it is seen
+	mpi_run kill 2 ri2n,self 90 --mca orte_enable_recovery 1 -- --phases stream \
+		--bw-seconds 60 &
+	pid=$!
+	after_stream_start kill 1
+	rpid=$(rank_pid 2 1)
+	[ -n "$rpid" ] || fail "rank 1 not found"
+	kill -9 "$rpid"
+	t0=$(date +%s%N)
+	for ((i = 0; i < 100; i++)); do
+		grep -q 'btl_ri2n: .*reset the connection' "$WORK/kill.out" && break
+		sleep 0.1
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill_ranks
+	wait "$pid" 2>/dev/null
+	[ $i -lt 100 ] || fail "rank 0 was not told of the connection's reset within 10 s of rank 1's kill -9"
+	grep -h 'btl_ri2n: .*reset the connection' "$WORK/kill.out" | head -n 1 | sed 's/^/  /'
+	ok "rank 1 killed -9 mid-stream: rank 0's BTL reported the reset after ${ms} ms"
+}
+
 sc_hostile_hello() {
 	local name=hello pid rpid a p jobid hostile=${RI2N_HOSTILE:-$ROOT/build/tests/mpi/ri2n_hostile_hello}
 	local refused i
@@ -523,10 +594,13 @@ compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
 hostile-hello) sc_hostile_hello ;;
+killed-rank) sc_killed_rank ;;
 eight-ranks) sc_many 8 4 ;;
 sixteen-ranks) sc_many 16 8 ;;
 memory) sc_memory "${2:-16}" "${3:-8}" ;;
+idle) sc_idle "${2:-16}" ;;
+idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|eight-ranks|sixteen-ranks|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0

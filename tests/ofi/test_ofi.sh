@@ -5,9 +5,14 @@
 #                           fi_pingpong need (no root: any IPv4 interface will do)
 #   test_ofi.sh pingpong    fi_pingpong -p ri2n -e rdm -c between two namespaces over 2
 #                           rails, every size from 64 B to 1 MiB, untagged and tagged,
-#                           each message's bytes checked by fi_pingpong (-c)
+#                           each message's bytes checked by fi_pingpong (-c); each side's
+#                           two connections (one per direction) share one rail monitor
 #   test_ofi.sh blackhole   1 MiB ping-pongs, checked, while rail 2 is black-holed and
 #                           healed mid-run: every exchange completes, the rail is seen down
+#   test_ofi.sh dead-peer   a running ping-pong's client killed -9: the server's connections
+#                           to it fail with "connection reset by peer" within 5 s (its host's
+#                           port unreachable, checked against what was sent), not by the
+#                           30 s dead-peer timeout
 #   test_ofi.sh stat        the same, watched with ri2n-stat --json (RI2N_STAT: its path):
 #                           both fi_pingpong processes publish their endpoint; ri2n-stat
 #                           shows rail 1 down (with its cause) while rail 2 is black-holed
@@ -17,7 +22,7 @@
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|stat}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|dead-peer|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -89,6 +94,13 @@ pingpong)
 				nt_fail "fi_pingpong -m $mode: no checked row for $sz"
 		done
 		nt_ok "fi_pingpong -c -m $mode: 64 B .. 1 MiB, 20 exchanges each, all bytes checked"
+		# each side's two connections (its outbound and the other's) cross the same
+		# rail sockets: one rail monitor for both (rn_hmon's count, at close)
+		for f in "$NT_DIR/pp-$mode.srv" "$NT_DIR/pp-$mode.cli"; do
+			grep -q 'rail monitors: 2 connections joined 1;' "$f" ||
+				nt_fail "fi_pingpong -m $mode: $(basename "$f") did not put its 2 connections in one rail monitor: $(grep -h 'rail monitors' "$f")"
+		done
+		nt_ok "fi_pingpong -m $mode: each side's 2 connections shared one rail monitor"
 	done
 	;;
 blackhole)
@@ -100,6 +112,32 @@ blackhole)
 		nt_fail "the black-holed rail was never seen down (finished before the fault?)"
 	nt_ok "400 checked 1 MiB ping-pongs across a black-holed and healed rail"
 	grep -h "rail 1 \(down\|up\)" "$NT_DIR/bh.cli" "$NT_DIR/bh.srv" | sed 's/^/  /' | head -n 8
+	;;
+dead-peer)
+	setsid timeout -s KILL 60 ip netns exec "$ns1" "${penv[@]}" fi_pingpong -p ri2n -e rdm \
+		-S 1024 -I 100000000 >"$NT_DIR/dp.srv" 2>&1 &
+	NT_PIDS+=($!)
+	srv=$!
+	sleep 0.5
+	setsid timeout -s KILL 60 ip netns exec "$ns2" "${penv[@]}" fi_pingpong -p ri2n -e rdm \
+		-S 1024 -I 100000000 "$ctl" >"$NT_DIR/dp.cli" 2>&1 &
+	NT_PIDS+=($!)
+	cli=$!
+	sleep 1.5
+	kill -0 "$cli" 2>/dev/null && kill -0 "$srv" 2>/dev/null ||
+		nt_fail "the ping-pong ended before the kill: $(tail -n 5 "$NT_DIR/dp.cli" "$NT_DIR/dp.srv")"
+	kill -9 -- "-$cli"
+	t0=$(date +%s%N)
+	for ((i = 0; i < 50; i++)); do
+		grep -q 'connection failed: connection reset by peer' "$NT_DIR/dp.srv" && break
+		sleep 0.1
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill -9 -- "-$srv" 2>/dev/null
+	wait "$cli" "$srv" 2>/dev/null
+	[ $i -lt 50 ] || nt_fail "no connection of the server failed with a reset within 5 s of its client's kill -9: $(tail -n 5 "$NT_DIR/dp.srv")"
+	grep -q 'dead-peer timeout' "$NT_DIR/dp.srv" && nt_fail "a connection ended by the dead-peer timeout"
+	nt_ok "the killed client's server saw its connections reset by peer (after ${ms} ms)"
 	;;
 stat)
 	stat=${RI2N_STAT:?RI2N_STAT must name ri2n-stat}
