@@ -1065,7 +1065,7 @@ close_summary() {
 		"which goes first; median [min–max] over rounds. Exit: seconds from the end of wrk's run (its" \
 		"results printed) to the process gone; errors: socket errors and non-2xx responses."
 	echo
-	echo "| clients | TCP | ri2n-run | ri2n-run / TCP | exit TCP (s) | exit ri2n-run (s) | errors TCP / ri2n-run | target |"
+	echo "| clients | TCP | ri2n-run | ri2n-run / TCP | exit TCP (s) | exit ri2n-run (s) | errors TCP / ri2n-run (worst run) | target |"
 	echo "|---|---|---|---|---|---|---|---|"
 	for c in 1 16; do
 		[ -n "$(agg "close-c$c" tcp rps)$(agg "close-c$c" ri2n rps)" ] || continue
