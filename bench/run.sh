@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,mpin,incast,kv,mem,ofi
+#              latency,mpi,mpin,incast,kv,close,mem,ofi
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -21,7 +21,7 @@
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
 # touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
-# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, mpi_hosts.csv, kv.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, mpi_hosts.csv, kv.csv, close.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -96,9 +96,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,ofi.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,incast,kv,mem,ofi}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,incast,kv,close,mem,ofi}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -937,6 +937,147 @@ kv_figure() {
 	sub_end
 }
 
+# ---- a connection per request: nginx and wrk with Connection: close ----------------------
+# nginx (a master, 2 workers, a small file) in host 2 and wrk (-t1, 1 and 16 clients,
+# `Connection: close`: a new connection for every request) in host 1, both under ri2n-run
+# (both rails) or both over plain TCP on rail 1; rounds alternate which goes first. Besides
+# requests/s: how long wrk took to exit after its run (its Lua done() hook notes
+# /proc/uptime when it prints the results; the bench reads it again when the process is gone).
+CLOSE_CSV=$out/close.csv
+echo "system,clients,rep,requests,seconds,rps,exit_s,socket_errors,non2xx" >"$CLOSE_CSV"
+CLOSE_RR=""
+close_setup() { # -> CLOSE_SECS CLOSE_ROUNDS for the mode
+	case $mode in
+	full) CLOSE_SECS=5 CLOSE_ROUNDS=1 ;;
+	quick) CLOSE_SECS=3 CLOSE_ROUNDS=2 ;;
+	*) CLOSE_SECS=1 CLOSE_ROUNDS=1 ;;
+	esac
+}
+close_setup
+# close_server SYS PORT REP: nginx serving $RAW/close-www on host 2's rail 1 address (pid in BG)
+close_server() {
+	local sys=$1 port=$2 d=$RAW/close-nginx-$1-$3 wrap=()
+	[ "$sys" = ri2n ] && wrap=(env RI2N_RAILS="$(rails_list)" "$CLOSE_RR")
+	mkdir -p "$d/tmp"
+	cat >"$d/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 2;
+user root;
+pid $d/nginx.pid;
+error_log stderr warn;
+events { worker_connections 1024; }
+http {
+	access_log off;
+	sendfile on;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	server { listen $(haddr 2 1):$port; root $RAW/close-www; }
+}
+EOF
+	bg "$d.out" "$d.err" ip netns exec "$(hns 2)" "${wrap[@]}" nginx -e stderr -p "$d" -c "$d/nginx.conf"
+}
+# close_bench SYS CLIENTS REP PORT: one wrk run, a row in close.csv
+close_bench() {
+	local sys=$1 c=$2 rep=$3 port=$4 wrap=() name rc gone end n secs rps se nx ex
+	name=$RAW/close-$sys-c$c-$rep
+	[ "$sys" = ri2n ] && wrap=(env RI2N_RAILS="$(rails_list)" "$CLOSE_RR")
+	timeout -s KILL $((CLOSE_SECS + 60)) ip netns exec "$(hns 1)" "${wrap[@]}" wrk -t1 -c"$c" -d"${CLOSE_SECS}s" \
+		-H 'Connection: close' -s "$RAW/close-done.lua" "http://$(haddr 2 1):$port/small" >"$name.out" 2>"$name.err"
+	rc=$?
+	gone=$(awk '{ print $1 }' /proc/uptime)
+	[ $rc -eq 0 ] || { fail "wrk ($sys, $c clients) exited $rc: $(tail -c 300 "$name.err" | tr '\n' ' ')"; return; }
+	end=$(sed -n 's/^run_end_uptime \([0-9.]*\)$/\1/p' "$name.out")
+	read -r n secs < <(sed -n 's/^ *\([0-9]*\) requests in \([0-9.]*\)\(m*\)s,.*/\1 \2\3/p' "$name.out")
+	rps=$(awk '/^Requests\/sec:/ { print $2 }' "$name.out")
+	[ -n "$rps" ] && [ -n "$end" ] || { fail "no result from wrk ($sys, $c clients): $(head -c 300 "$name.out" | tr '\n' ' ')"; return; }
+	se=$(awk '/Socket errors:/ { gsub(",", ""); print $4 + $6 + $8 + $10 }' "$name.out")
+	nx=$(awk '/Non-2xx or 3xx responses:/ { print $NF }' "$name.out")
+	ex=$(awk -v a="$end" -v b="$gone" 'BEGIN { printf "%.2f", b - a }')
+	echo "$sys,$c,$rep,$n,$secs,$rps,$ex,${se:-0},${nx:-0}" >>"$CLOSE_CSV"
+	put "close-c$c" "$sys" "$rep" rps "$rps"
+	put "close-c$c" "$sys" "$rep" exit_s "$ex"
+	put "close-c$c" "$sys" "$rep" errors $((${se:-0} + ${nx:-0}))
+	log "   $sys, $c client(s): $rps requests/s, exit $ex s after the run$([ $((${se:-0} + ${nx:-0})) -gt 0 ] && echo ", ${se:-0} socket errors, ${nx:-0} non-2xx")"
+}
+# close_figure REP: both servers up, then CLOSE_ROUNDS rounds of 1 and 16 clients, TCP and
+# ri2n-run alternating which goes first; both servers stopped at the end (and by the exit trap)
+close_figure() {
+	local rep=$1 round r c sys order ptcp pri st sr
+	need nginx "apt-get install nginx" || return
+	need wrk "apt-get install wrk" || return
+	CLOSE_RR=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+	mkdir -p "$RAW/close-www"
+	head -c 450 /dev/zero | tr '\0' 'x' >"$RAW/close-www/small" # a small page
+	cat >"$RAW/close-done.lua" <<'EOF'
+function done(summary, latency, requests)
+	local f = io.open("/proc/uptime", "r")
+	io.write(string.format("run_end_uptime %.2f\n", f:read("*n")))
+	f:close()
+end
+EOF
+	next_port; ptcp=$PORT
+	next_port; pri=$PORT
+	close_server tcp "$ptcp" "$rep"; st=$BG
+	close_server ri2n "$pri" "$rep"; sr=$BG
+	if ! wait_port 2 "$ptcp" || ! close_wait_ri2n "$pri"; then
+		stop_bg $st; stop_bg $sr
+		fail "nginx did not start: $(tail -q -c 200 "$RAW"/close-nginx-*-"$rep".err | tr '\n' ' ')"
+		return
+	fi
+	sub_begin
+	for ((round = 1; round <= CLOSE_ROUNDS; round++)); do
+		r=$rep; [ "$CLOSE_ROUNDS" -gt 1 ] && r=$rep.$round
+		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		for c in 1 16; do
+			for sys in $order; do
+				if [ "$sys" = tcp ]; then sub close_bench tcp "$c" "$r" "$ptcp"; else sub close_bench ri2n "$c" "$r" "$pri"; fi
+			done
+		done
+	done
+	kill -0 $st 2>/dev/null || { SUB_FAIL=1 SUB_REASON="the TCP nginx died: $(tail -c 200 "$RAW/close-nginx-tcp-$rep.err")"; }
+	kill -0 $sr 2>/dev/null || { SUB_FAIL=1 SUB_REASON="nginx under ri2n-run died: $(tail -c 200 "$RAW/close-nginx-ri2n-$rep.err")"; }
+	stop_bg $st
+	stop_bg $sr
+	sub_end
+}
+# close_wait_ri2n PORT: until ri2n's UDP sockets for PORT are open in host 2 (5 s at most)
+close_wait_ri2n() {
+	local k
+	for k in $(seq 100); do
+		[ -n "$(ip netns exec "$(hns 2)" ss -Huln "sport = :$1" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+# The connection-per-request section of summary.md
+close_summary() {
+	local c
+	echo "## A connection per request: nginx under ri2n-run vs TCP (requests/s)"
+	echo
+	echo "$(nginx -v 2>&1 | sed 's/.*: //') (a master and 2 workers, access log off, sendfile) in host 2 serving a" \
+		"450-byte file, and $(wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }') \`-t1 -d${CLOSE_SECS}s -H 'Connection: close'\`" \
+		"(a new connection for every request) in host 1; both under ri2n-run (ri2n over both rails) or both over plain" \
+		"TCP on rail 1, 2 x GbE bed, unpinned. $CLOSE_ROUNDS round(s) per repetition, TCP and ri2n-run alternating" \
+		"which goes first; median [min–max] over rounds. Exit: seconds from the end of wrk's run (its" \
+		"results printed) to the process gone; errors: socket errors and non-2xx responses."
+	echo
+	echo "| clients | TCP | ri2n-run | ri2n-run / TCP | exit TCP (s) | exit ri2n-run (s) | errors TCP / ri2n-run (worst run) | target |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for c in 1 16; do
+		[ -n "$(agg "close-c$c" tcp rps)$(agg "close-c$c" ri2n rps)" ] || continue
+		echo "| $c | $(fmtv "close-c$c" tcp rps) | $(fmtv "close-c$c" ri2n rps) |" \
+			"$(ratio "$(med "close-c$c" ri2n rps)" "$(med "close-c$c" tcp rps)") |" \
+			"$(fmtv "close-c$c" tcp exit_s 2) | $(fmtv "close-c$c" ri2n exit_s 2) |" \
+			"$(agg "close-c$c" tcp errors | awk '{ print $3 }') / $(agg "close-c$c" ri2n errors | awk '{ print $3 }') |" \
+			">= 0.5x, exit <= 1 s |"
+	done
+	echo
+}
+
 # ---- MPI: btl_ri2n next to Open MPI's btl_tcp ---------------------------------------------
 # Two ranks, one in each host's namespace (tests/mpi/netns-launch.sh), reaching mpirun's PMIx
 # server over the management bridge; tests/mpi/mpi_check checks every byte. Rows in mpi.csv.
@@ -1562,7 +1703,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want ofi; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want close || want ofi; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1593,6 +1734,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				fi
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
+				want close && step "a connection per request: nginx and wrk (Connection: close) under ri2n-run vs TCP (rep $rep)" close_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
 				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
 			done
@@ -1951,6 +2093,10 @@ summary() {
 			echo
 			kv_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 ~ /^close-/' "$METRICS")" ]; then
+			echo
+			close_summary
+		fi
 		if [ -n "$(awk -F'\t' '$1 == "mpi" || $1 == "mpi-bh"' "$METRICS")" ]; then
 			echo
 			mpi_summary
@@ -1990,7 +2136,7 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, ofi.csv; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, close.csv, ofi.csv; per-run logs in raw/."
 	} >"$S"
 }
 latcell() { # FIG SYS SIZE
@@ -2105,6 +2251,13 @@ targets() {
 		a=$(ratio "$(med kv-$set ri2n set)" "$(med kv-$set tcp set)") b=$(ratio "$(med kv-$set ri2n get)" "$(med kv-$set tcp get)")
 		v=$(both "$(numcmp "$a" ">=" $lim)" "$(numcmp "$b" ">=" $lim)")
 		echo "| request rate under ri2n-run (redis), $(kv_label $set): >= ${lim}x TCP | SET $(fmtv kv-$set ri2n set) vs TCP $(fmtv kv-$set tcp set): ${a}x; GET $(fmtv kv-$set ri2n get) vs $(fmtv kv-$set tcp get): ${b}x | $(verdict "$v") |"
+	done
+	local c e
+	for c in 1 16; do
+		a=$(ratio "$(med close-c$c ri2n rps)" "$(med close-c$c tcp rps)")
+		e=$(agg close-c$c ri2n exit_s | awk '{ print $3 }') # the slowest exit
+		v=$(both "$(numcmp "$a" ">=" 0.5)" "$(numcmp "$e" "<=" 1)")
+		echo "| a connection per request (nginx, wrk, \`Connection: close\`), $c client(s): >= 0.5x TCP's request rate, wrk exits within 1 s of its run | $(fmtv close-c$c ri2n rps) vs TCP $(fmtv close-c$c tcp rps): ${a}x; slowest exit ${e:-n/a} s (TCP $(agg close-c$c tcp exit_s | awk '{ print $3 }') s) | $(verdict "$v") |"
 	done
 	r=$(med mpi ri2n-2r mbps) s=$(med mpi ri2n-2r lat_us) m=$(med mpi tcp-1r lat_us)
 	v=x; [ -n "$r" ] && [ -n "$s" ] && [ -n "$m" ] && v=$(( $(numcmp "$r" ">=" 235) && $(numcmp "$(ratio "$s" "$m")" "<=" 1.3) ))

@@ -14,10 +14,11 @@ build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-d
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && build_pkgs+=(libipsec-mb-dev)
 # libfabric-dev: ofi/ builds the libfabric provider libri2n-fi.so against it
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
-	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin)
+	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin wrk)
 # libfabric-bin: fi_info and fi_pingpong for tests/ofi and the bench's libfabric rows
 # groff-base: tests/man checks that the man pages render without warnings
-# nginx: tests/shim (netns_shim_nginx); like redis-server, Debian enables its service where
+# wrk: tests/shim (netns_shim_close) and the bench's connection-per-request figure
+# nginx: tests/shim (netns_shim_nginx, netns_shim_close); like redis-server, Debian enables its service where
 # systemd runs (the tests start their own in their namespaces).
 # Only for the bench (Debian's redis-server package also enables a redis service on
 # 127.0.0.1:6379 where systemd runs; the bench starts its own servers in its namespaces)

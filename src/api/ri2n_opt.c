@@ -240,7 +240,13 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			*len = sizeof(l);
 		}
 	} else if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
-		err = rn_sys_getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
+		pthread_mutex_lock(&s->mu);
+		v = name == SO_SNDBUF ? s->sndbuf : 0; /* A waits small until connected: its size then */
+		pthread_mutex_unlock(&s->mu);
+		if (v)
+			err = put_int(val, len, (int)v);
+		else
+			err = rn_sys_getsockopt(fd, level, name, val, len) < 0 ? errno : 0;
 	} else if (level == RI2N_SOL && name == RI2N_KEY) {
 		pthread_mutex_lock(&s->mu);
 		err = put_int(val, len, s->cfg.keyed);

@@ -478,7 +478,10 @@ void rn_api_forget_closed(int fd, dev_t dev, ino_t ino)
 /*
  * At exit: every connected socket still open is shut down for writing, as
  * the exit's close would (the raw call: not our own shutdown, which takes
- * the table's lock).
+ * the table's lock).  So is every socket still connecting: the engine's
+ * watch sees the shutdown and gives the connect up, as exit's close drops a
+ * TCP socket in SYN_SENT; left open, one that connected a moment later
+ * counted as owing its FIN until the whole exit linger (30 s) ran out.
  */
 void rn_api_tab_shut_all(void)
 {
@@ -486,9 +489,10 @@ void rn_api_tab_shut_all(void)
 	for (int fd = 0; fd < g_tab.cap; fd++) {
 		struct stat sb;
 		rn_sock *s = g_tab.tab[fd];
+		int kind = s ? __atomic_load_n(&s->kind, __ATOMIC_ACQUIRE) : RN_SK_DEAD;
 
-		if (s && rn_sys_fstat(fd, &sb) == 0 && s->ino == sb.st_ino && s->dev == sb.st_dev &&
-		    s->kind == RN_SK_CONNECTED)
+		if ((kind == RN_SK_CONNECTED || kind == RN_SK_CONNECTING) && rn_sys_fstat(fd, &sb) == 0 &&
+		    s->ino == sb.st_ino && s->dev == sb.st_dev)
 			rn_sys_shutdown(fd, SHUT_WR);
 	}
 	tab_unlock();

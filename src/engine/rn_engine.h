@@ -62,6 +62,8 @@ typedef struct rn_sock {
 	int bound;                 /* (mu) bind() done */
 	struct sockaddr_in local, peer; /* (mu) */
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
+	int sndbuf;                /* (mu) A's send buffer size to give back once connected or
+				    * listening (A waits at the smallest, see ri2n_api.c); 0: none */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
 	int closed;                /* (atomic) the user closed its last number: fast calls end */
 	int abort_close;           /* (atomic) SO_LINGER {1, 0}: the user's close resets */

@@ -324,6 +324,27 @@ static void close_with_reset(rn_stream *st)
 	}
 }
 
+/*
+ * A's send buffer gets the size it had before ri2n_socket shrank it (size:
+ * what SO_SNDBUF read then), through a duplicate of the user's descriptor
+ * taken only if it still is the same socket; a user who closed it has no
+ * use for the buffer.
+ */
+static void grow_user_sndbuf(rn_sock *s, int size)
+{
+	int half = size / 2; /* the kernel doubles what it is given (socket(7)) */
+	struct stat sb;
+	int d = rn_sys_dup_high(__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED));
+
+	if (d < 0)
+		return;
+	if (rn_sys_fstat(d, &sb) == 0 && sb.st_ino == s->ino && sb.st_dev == s->dev &&
+	    rn_sys_setsockopt(d, SOL_SOCKET, SO_SNDBUF, &half, sizeof(half)) < 0) {
+		/* a smaller buffer: only slower */
+	}
+	rn_sys_close(d);
+}
+
 static void close_user_end(rn_stream *st, int reset)
 {
 	if (st->fd < 0)
@@ -409,6 +430,7 @@ static void connected(rn_stream *st)
 	rn_sock *s = st->sock;
 	rn_conn_stats cs;
 	struct sockaddr_in local, peer;
+	int sndbuf;
 
 	st->connected = 1;
 	rn_conn_get_stats(st->conn, &cs);
@@ -424,9 +446,17 @@ static void connected(rn_stream *st)
 	s->peer = rn_stream_sin(rn_conn_peer(st->conn));
 	local = s->local;
 	peer = s->peer;
+	sndbuf = s->sndbuf;
+	s->sndbuf = 0;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	rn_pairname_set(st->fd, &local, &peer); /* for a process the descriptor is handed to */
+	/*
+	 * Its size back first: writable then, A takes a whole buffer's worth at
+	 * once, after the junk (discarded just below; the fast path waits for that)
+	 */
+	if (sndbuf)
+		grow_user_sndbuf(s, sndbuf);
 	/* discard the bytes that held the user's descriptor unwritable */
 	while (st->junk_left > 0) {
 		ssize_t n = rn_sys_recv(st->fd, rn_stream_scratch, st->junk_left < TAKE_CHUNK ? st->junk_left :

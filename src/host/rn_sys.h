@@ -316,16 +316,36 @@ static inline int rn_sys_timerfd_create(int clock, int flags)
  * its own descriptor count finds its sockets inside it.  Returns the new
  * number, or fd itself when nothing is free up there.
  */
-static inline int rn_sys_fd_high(int fd)
+/* Where ri2n's own descriptors begin: 4096, or half the limit if that is lower; -1 if unknown. */
+static inline long rn_sys_fd_floor(void)
 {
 	struct rlimit rl;
-	rlim_t floor;
+
+	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+		return -1;
+	return rl.rlim_cur / 2 > 4096 ? 4096 : (long)(rl.rlim_cur / 2);
+}
+
+/*
+ * A close-on-exec duplicate of fd among ri2n's own numbers (see
+ * rn_sys_fd_floor), so that it never takes a number the program would get
+ * from its next socket(); -1 + errno on failure.
+ */
+static inline int rn_sys_dup_high(int fd)
+{
+	long floor = rn_sys_fd_floor();
+
+	return rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, floor < 0 ? 0 : floor);
+}
+
+static inline int rn_sys_fd_high(int fd)
+{
+	long floor;
 	int nfd, fl;
 
-	if (fd < 0 || syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+	if (fd < 0 || (floor = rn_sys_fd_floor()) < 0)
 		return fd;
-	floor = rl.rlim_cur / 2 > 4096 ? 4096 : rl.rlim_cur / 2;
-	if ((rlim_t)fd >= floor || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)
+	if (fd >= floor || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)
 		return fd;
 	nfd = rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, (long)floor);
 	if (nfd < 0)

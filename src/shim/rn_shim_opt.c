@@ -285,6 +285,13 @@ int rn_shim_opt_get(int fd, const rn_shim_ent *e, int level, int name, void *val
 			return -1;
 		return get_ignored(e, level, name, val, len); /* a forked child: what it set */
 	case OPT_OWN_END:
+		if (level == SOL_SOCKET && name == SO_SNDBUF) {
+			/* ri2n's: the buffer waits small until connected, SO_SNDBUF reads its size then */
+			if (ri2n_getsockopt(fd, level, name, val, len) == 0)
+				return 0;
+			if (errno != ENOTSOCK)
+				return -1;
+		}
 		return RN_REAL->getsockopt(fd, level, name, val, len);
 	case OPT_IGNORED:
 		return get_ignored(e, level, name, val, len);

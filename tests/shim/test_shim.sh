@@ -30,6 +30,13 @@
 #           front of an nginx upstream under ri2n-run in host 2, whose two
 #           prefork workers accept on the listener they inherited from the
 #           master: curl fetches 100 MiB through the proxy, sha256 compared
+#   close   a connection per request: nginx (a master and two prefork
+#           workers) under ri2n-run in host 2 serves a small file; wrk under
+#           ri2n-run in host 1 fetches it with `Connection: close` from 16
+#           clients for 1 s, three times; a Lua check compares every response
+#           with the file, and each wrk must exit within 5 s of its run (it
+#           leaves with connects still under way: those must not hold the
+#           exit for the whole exit linger, 30 s)
 #   exit    shim_fidelity: a process writes 16 MiB and exit()s at once, with
 #           its peer's bytes unread and the socket never closed; the peer,
 #           reading late and slowly, must get every byte and then EOF (client
@@ -80,7 +87,7 @@
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|exit|errors|quiet|signal|order|posix|sigrestart|cancel}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|close|exit|errors|quiet|signal|order|posix|sigrestart|cancel}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -512,6 +519,75 @@ scenario_nginx() {
 	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact"
 }
 
+# ---- close: a connection per request (nginx and wrk) ----
+
+# wrk's Lua hooks: every response must be a 200 carrying exactly the file named
+# by the script's argument; done() prints the counts of every thread.
+close_lua() {
+	cat <<'EOF'
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args)
+	local f = assert(io.open(args[1], "rb"))
+	want = f:read("*a")
+	f:close()
+	good, bad = 0, 0
+end
+function response(status, headers, body)
+	if status == 200 and body == want then good = good + 1 else bad = bad + 1 end
+end
+function done(summary, latency, requests)
+	local g, b = 0, 0
+	for _, t in ipairs(threads) do g = g + t:get("good"); b = b + t:get("bad") end
+	io.write(string.format("verified good=%d bad=%d\n", g, b))
+end
+EOF
+}
+
+scenario_close() {
+	local up run pid n t0 t1 good bad total=0
+	need nginx wrk
+	nt_init "$tag" 2 2
+	mkdir -p "$NT_DIR/www"
+	head -c 600 /dev/urandom | base64 >"$NT_DIR/www/small"
+	close_lua >"$NT_DIR/check.lua"
+	nginx_conf upstream "server { listen $(nt_addr 2):8080; root $NT_DIR/www; }" on 2
+	st_bg upstream 2 nginx -e stderr -p "$NT_DIR/upstream" -c "$NT_DIR/upstream/nginx.conf"
+	up=$ST_PID
+	st_wait_listen 2 8080
+	for run in 1 2 3; do
+		t0=$(nt_clock)
+		ST_TIMEOUT=60 st_bg "wrk$run" 1 wrk -t1 -c16 -d1s -H 'Connection: close' \
+			-s "$NT_DIR/check.lua" "http://$(nt_addr 2):8080/small" -- "$NT_DIR/www/small"
+		pid=$ST_PID
+		# its 1 s run, then 5 s to exit: it hung 30 s when it left with connects under way
+		for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -9 -- "-$pid" 2>/dev/null
+			nt_fail "wrk (run $run) did not exit within 5 s of its 1 s run: $(tail -n 3 "$NT_DIR/wrk$run.err")"
+		fi
+		wait "$pid" || nt_fail "wrk (run $run) exited with status $?: $(tail -n 3 "$NT_DIR/wrk$run.err")"
+		t1=$(nt_clock)
+		read -r good bad < <(sed -n 's/^verified good=\([0-9]*\) bad=\([0-9]*\)$/\1 \2/p' "$NT_DIR/wrk$run.out")
+		[ -n "$good" ] || nt_fail "wrk (run $run) printed no verified counts: $(cat "$NT_DIR/wrk$run.out")"
+		[ "$bad" = 0 ] || nt_fail "wrk (run $run): $bad responses were not the file ($good were)"
+		[ "$good" -gt 0 ] || nt_fail "wrk (run $run) got no response"
+		! grep -q 'Socket errors' "$NT_DIR/wrk$run.out" ||
+			nt_fail "wrk (run $run): $(grep 'Socket errors' "$NT_DIR/wrk$run.out")"
+		! grep -q 'still sending' "$NT_DIR/wrk$run.err" ||
+			nt_fail "wrk (run $run): $(grep 'still sending' "$NT_DIR/wrk$run.err")"
+		n=$(grep -c 'connect to .* over ri2n' "$NT_DIR/wrk$run.err")
+		[ "$n" -ge "$good" ] || nt_fail "wrk (run $run): $good responses but only $n connects over ri2n"
+		nt_note "run $run: $good responses verified over $n connections, wrk gone" \
+			"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after its start"
+		total=$((total + good))
+	done
+	st_require_ri2n wrk1 upstream
+	kill -0 "$up" 2>/dev/null || nt_fail "nginx died: $(tail -n 5 "$NT_DIR/upstream.err")"
+	st_stop "$up"
+	nt_ok "close: $total requests, a connection each, every response verified; wrk exits promptly"
+}
+
 # ---- exit: a graceful close, data first ----
 
 # exit_pair: the reader listens on PORT, the exiter connects and exits
@@ -697,7 +773,7 @@ scenario_sigrestart() {
 }
 
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | exit | errors | quiet | signal | order | posix | sigrestart | cancel) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel) "scenario_$scenario" ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
