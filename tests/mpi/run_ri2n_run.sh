@@ -8,7 +8,8 @@
 # checks every byte.  Scenarios:
 #
 #   mpich            MPICH 4 (Debian's mpich: ch4:ucx, UCX's tcp transport), 4 ranks on
-#                    2 hosts: ping-pong 1 B .. 1 MiB, alltoall, random-pair exchanges
+#                    2 hosts: ping-pong 1 B .. 256 KiB, alltoall, random-pair exchanges
+#   mpich-plain      the same without ri2n-run (UCX tcp on r1 alone): not a test, a baseline
 #   mpich-blackhole  MPICH, 2 ranks: rail 1 of host 1 black-holed for good 1 s into the
 #                    stream; the stream, alltoall and exchanges after it pass
 #   ompi-tcp         Open MPI 4.1, --mca btl tcp,self (btl/tcp on r1) under ri2n-run,
@@ -231,14 +232,15 @@ report() { # NAME
 
 # ---- scenarios ----
 
-sc_mpich() { # NP HOSTS
+sc_mpich() { # NP HOSTS [plain]
+	local mode=${3:-ri2n}
 	bed_up "$2" "mpich$1"
-	mpich_run mpich "$1" ri2n 120 --phases pingpong,alltoall,sendrecv --max-size 256k --rounds 2 ||
+	mpich_run mpich "$1" "$mode" 120 --phases pingpong,alltoall,sendrecv --max-size 256k --rounds 2 ||
 		fail "mpiexec failed (status $?)"
 	require_pass mpich
-	require_ri2n mpich "$1"
+	[ "$mode" = plain ] || require_ri2n mpich "$1"
 	report mpich
-	ok "MPICH over ri2n-run, $1 ranks on $2 hosts: ping-pong, alltoall and exchanges, every byte verified"
+	ok "MPICH $([ "$mode" = plain ] && echo 'without ri2n-run' || echo 'over ri2n-run'), $1 ranks on $2 hosts: ping-pong, alltoall and exchanges, every byte verified"
 }
 
 # ri2n's warning for rail r1 (its rail 0: 198.18.1.x) of a connection
@@ -310,10 +312,11 @@ sc_bench() { # N
 
 case $SC in
 mpich) sc_mpich 4 2 ;;
+mpich-plain) sc_mpich 4 2 plain ;;
 mpich-blackhole) sc_mpich_blackhole ;;
 ompi-tcp) sc_ompi tcp ;;
 ompi-ucx) sc_ompi ucx ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 mpich|mpich-blackhole|ompi-tcp|ompi-ucx|bench [N]"; exit 2 ;;
+*) echo "usage: $0 mpich|mpich-plain|mpich-blackhole|ompi-tcp|ompi-ucx|bench [N]"; exit 2 ;;
 esac
 exit 0
