@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,mpin,incast,kv,close,mem,ofi
+#              latency,mpi,mpin,incast,kv,close,mem,ofi,mpich
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -98,7 +98,7 @@ RAW=$out/raw
 rm -rf "$RAW"
 rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,incast,kv,close,mem,ofi}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,incast,kv,close,mem,ofi,mpich}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -1535,6 +1535,85 @@ ofi_summary() {
 	echo
 }
 
+# ---- MPI: MPICH 4 under ri2n-run next to plain UCX tcp on one rail -------------------------
+# Two ranks, one per host (hydra's mpiexec.mpich; tests/mpi/netns-launch.sh reads PMI_RANK);
+# Debian's MPICH is ch4:ucx: UCX's tcp transport on rail r1 (UCX_NET_DEVICES), its ports pinned
+# to MPICH_PORTS; each rank runs under ri2n-run (that one connection striped over both rails)
+# or plain (the baseline: one rail). mpi_check checks every byte. Rows in mpi.csv (mpich-*).
+MPICH_CHECK="" MPICH_RR="" MPICH_PORTS=21000-21999
+mpich_job() { # OUT ri2n|plain SECONDS mpi_check-args...
+	local o=$1 how=$2 tmo=$3 run=() rc
+	shift 3
+	[ "$how" = ri2n ] && run=("$MPICH_RR" --ports "$MPICH_PORTS" --)
+	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=2 RI2N_RAILS="$(rails_list)" \
+	UCX_TLS=tcp,self UCX_NET_DEVICES=r1 UCX_TCP_PORT_RANGE=$MPICH_PORTS MPIR_CVAR_NOLOCAL=1 \
+		timeout -s KILL "$tmo" mpiexec.mpich -launcher fork -n 2 \
+		"$ROOT/tests/mpi/netns-launch.sh" "${run[@]}" "$MPICH_CHECK" "$@" >"$o" 2>&1 &
+	local pid=$! i=0
+	# PASS comes after a barrier that follows every check; UCX's tcp transport sometimes
+	# hangs in MPI_Finalize after it (with or without ri2n-run; tests/mpi/run_ri2n_run.sh)
+	while kill -0 $pid 2>/dev/null; do
+		grep -q 'result=PASS' "$o" 2>/dev/null && ((i++ >= 50)) && { mpi_kill; echo "finalize hung, killed" >>"$o"; }
+		sleep 0.1
+	done
+	wait $pid
+	rc=$?
+	grep -q 'finalize hung, killed' "$o" && rc=0
+	mpi_kill
+	return $rc
+}
+mpich_perf() { # SYS(mpich-ri2n-run|mpich-ucx-tcp) REP
+	local sys=$1 rep=$2 how=plain name lat bw rc
+	[ "$sys" = mpich-ri2n-run ] && how=ri2n
+	name=$RAW/$sys-$rep
+	mpich_job "$name.out" "$how" $((MPI_SECS * 2 + 90)) \
+		--phases latency,stream --bw-seconds "$MPI_SECS" --lat-iters "$MPI_ITERS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "$sys: mpiexec exited $rc: $(grep -v 'mpi_check stream' "$name.out" | tail -n 3 | tr '\n' ' ' | head -c 300)"; return; }
+	lat=$(sed -n 's/.*latency size=8 .* median_one_way_us=\([0-9.]*\).*/\1/p' "$name.out")
+	bw=$(sed -n 's/.*stream rank=1 from=0 .*MBps=\([0-9.]*\).*/\1/p' "$name.out")
+	put mpich "$sys" "$rep" lat_us "$lat"
+	put mpich "$sys" "$rep" mbps "$bw"
+	echo "$sys,ucx-tcp,$([ "$how" = ri2n ] && echo r1+r2 || echo r1),$rep,$lat,$bw,pass" >>"$MPI_CSV"
+	log "   $sys: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
+}
+mpich_figure() { # REP: plain and ri2n-run alternate, so both see the same machine
+	need mpiexec.mpich "apt-get install mpich" || return
+	need mpicc.mpich "apt-get install libmpich-dev" || return
+	MPICH_RR=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+	if [ -z "$MPICH_CHECK" ]; then
+		MPICH_CHECK=$RAW/mpi_check_mpich
+		mpicc.mpich -O2 -Wno-stringop-overflow -I"$ROOT/tools/kit" -o "$MPICH_CHECK" \
+			"$ROOT/tests/mpi/mpi_check.c" 2>"$RAW/mpicc-mpich.log" ||
+			{ MPICH_CHECK=""; fail "mpicc.mpich failed: $(head -c 300 "$RAW/mpicc-mpich.log")"; return; }
+	fi
+	sub_begin
+	sub mpich_perf mpich-ucx-tcp "$1"
+	sub mpich_perf mpich-ri2n-run "$1"
+	sub_end
+}
+mpich_summary() {
+	echo "## MPI: MPICH 4 under ri2n-run next to plain UCX tcp"
+	echo
+	echo "2 ranks, one per host, on the 2 x GbE bed; MPICH $(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*//p')" \
+		"(ch4:ucx) over UCX's tcp transport on rail r1; \`mpi_check\` checks every byte. Under ri2n-run" \
+		"UCX's connection is striped over both rails. Latency: 8-byte ping-pong, median of $MPI_ITERS" \
+		"round trips halved (busy-polling). Stream: 1 MiB messages, 16 in flight, for $MPI_SECS s."
+	echo
+	echo "| path | rails | 8-byte one-way latency (µs) | stream (MB/s) | latency / plain | stream / plain |"
+	echo "|---|---|---|---|---|---|"
+	local s
+	for s in mpich-ri2n-run mpich-ucx-tcp; do
+		[ -n "$(agg mpich $s mbps)" ] || continue
+		echo "| $([ $s = mpich-ri2n-run ] && echo 'UCX tcp under ri2n-run' || echo 'UCX tcp, plain') |" \
+			"$([ $s = mpich-ri2n-run ] && echo r1,r2 || echo r1) | $(fmtv mpich $s lat_us 2) | $(fmtv mpich $s mbps 1) |" \
+			"$(ratio "$(med mpich $s lat_us)" "$(med mpich mpich-ucx-tcp lat_us)") |" \
+			"$(ratio "$(med mpich $s mbps)" "$(med mpich mpich-ucx-tcp mbps)") |"
+	done
+	echo
+}
+
 # ---- memory and descriptors per connection ------------------------------------------------
 # ri2n-conns: N connections (full 10,000, quick 1000, smoke 200) from one client process to one
 # server process, held idle, then 100 of them streaming 8 MiB each (verified); memory.csv has
@@ -1703,7 +1782,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want close || want ofi; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want close || want ofi || want mpich; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1737,6 +1816,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				want close && step "a connection per request: nginx and wrk (Connection: close) under ri2n-run vs TCP (rep $rep)" close_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
 				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
+				want mpich && step "MPI: MPICH under ri2n-run and plain UCX tcp, latency, stream (rep $rep)" mpich_figure "$rep"
 			done
 		fi
 		drop_bed
@@ -2112,6 +2192,10 @@ summary() {
 		if [ -n "$(awk -F'\t' '$1 == "ofi"' "$METRICS")" ]; then
 			echo
 			ofi_summary
+		fi
+		if [ -n "$(awk -F'\t' '$1 == "mpich"' "$METRICS")" ]; then
+			echo
+			mpich_summary
 		fi
 		echo
 		mem_summary

@@ -14,8 +14,10 @@ build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-d
 [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ] && build_pkgs+=(libipsec-mb-dev)
 # libfabric-dev: ofi/ builds the libfabric provider libri2n-fi.so against it
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
-	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin wrk)
+	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin wrk mpich libmpich-dev)
 # libfabric-bin: fi_info and fi_pingpong for tests/ofi and the bench's libfabric rows
+# mpich, libmpich-dev: tests/mpi/run_ri2n_run.sh runs MPICH 4 under ri2n-run (mpiexec.mpich,
+# mpicc.mpich); Open MPI stays the default mpirun/mpicc (restored below if installing moved them)
 # groff-base: tests/man checks that the man pages render without warnings
 # wrk: tests/shim (netns_shim_close) and the bench's connection-per-request figure
 # nginx: tests/shim (netns_shim_nginx, netns_shim_close); like redis-server, Debian enables its service where
@@ -42,4 +44,13 @@ fi
 echo "ri2n: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# Debian's alternatives pick Open MPI (priority 50) over MPICH (40) for mpirun, mpicc and
+# mpiexec; should a setting have moved them, put back what they pointed to
+alt_mpi=$(readlink /etc/alternatives/mpi 2>/dev/null || true)
+alt_mpirun=$(readlink /etc/alternatives/mpirun 2>/dev/null || true)
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+for a in mpi:"$alt_mpi" mpirun:"$alt_mpirun"; do
+	name=${a%%:*} was=${a#*:}
+	[ -n "$was" ] && [ -e "$was" ] || continue
+	[ "$(readlink "/etc/alternatives/$name")" = "$was" ] || update-alternatives --set "$name" "$was"
+done
