@@ -176,7 +176,12 @@ struct rn_conn {
 
 	/* rails */
 	int npaths;
-	rn_rail rail[RN_MAX_RAILS];
+	/*
+	 * npaths rails, allocated by rn_conn_setup_paths for the rails the two
+	 * ends share (rail_n of them): not RN_MAX_RAILS inside every connection.
+	 */
+	rn_rail *rail;
+	int rail_n;
 	unsigned rr_data, rr_ctl;   /* round-robin cursors */
 	struct rn_conn_win win;
 

@@ -293,6 +293,7 @@ typedef struct rn_conn_stats {
 	uint32_t snd_ring, rcv_ring; /* packets allocated now */
 	uint32_t ring_grows;         /* times either ring grew */
 	uint32_t ring_shrinks;       /* times both went back to their first size when idle */
+	uint32_t ring_releases;      /* times an idle connection freed its rings' payload storage */
 	int keyed;            /* datagrams carry MACs under the cluster key */
 	int npaths;
 	rn_rail_stats rail[RN_MAX_RAILS];
@@ -427,12 +428,17 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
 
 /*
  * Appends stream bytes.  Returns the number accepted (may be fewer than len,
- * 0 when the send ring is full), RN_ERR_SHUT after shutdown, a fatal code
+ * 0 when the send ring is full or its storage could not be made), RN_ERR_SHUT after shutdown, a fatal code
  * once the connection died, RN_ERR_STATE before it is established.
  */
 ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len);
-/* Bytes rn_conn_write would accept now. */
-size_t rn_conn_write_space(const rn_conn *c);
+/*
+ * Bytes rn_conn_write would accept now.  A connection idle long enough gave
+ * its send ring's storage back (rn_conn_shrink): this call makes it again,
+ * so the room it reports is really there (0 if the allocator failed, as for
+ * a full ring).
+ */
+size_t rn_conn_write_space(rn_conn *c);
 /* True when every byte written has been acknowledged. */
 int rn_conn_write_done(const rn_conn *c);
 /* True while this side still owes the peer something: unacknowledged bytes or FIN, or an ACK. */
