@@ -2,6 +2,7 @@
  * rn_conn.c - connection setup, the application side of the stream, and the
  * state changes every other part of the connection goes through.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include <sodium/utils.h>
@@ -806,7 +807,12 @@ void rn_conn_refused(rn_conn *c, uint64_t now_ns)
 
 void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 {
-	*st = c->st;
+	/* the same fields in the same order: the counters are the stats' first part */
+	_Static_assert(offsetof(rn_conn_stats, rail) >= sizeof(rn_conn_counts) &&
+			       offsetof(rn_conn_stats, npaths) == offsetof(rn_conn_counts, npaths),
+		       "rn_conn_counts is the start of rn_conn_stats");
+	memset(st, 0, sizeof(*st));
+	memcpy(st, &c->st, sizeof(c->st));
 	st->state = c->state;
 	st->err = c->err;
 	st->npaths = c->npaths;

@@ -99,7 +99,7 @@ static inline uint8_t *rn_sndq_data(rn_sndq *q, uint32_t seq)
 size_t rn_sndq_space(const rn_sndq *q);
 /* Payload bytes of the packets in [from, q->end): from = una, not acknowledged; nxt, never sent. */
 size_t rn_sndq_bytes_from(const rn_sndq *q, uint32_t from);
-/* Appends bytes (making the payload storage first if there is none); returns how many were taken. */
+/* Appends bytes (making the payload storage if there is none); returns how many it took. */
 size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len);
 /* Appends the FIN; RN_ERR_AGAIN if the ring is full. */
 int rn_sndq_fin(rn_sndq *q);
