@@ -90,7 +90,8 @@ int rn_rob_resize(rn_rob *r, uint32_t cap)
 		if (!rn_bits_test(r->have, r->bmask, seq))
 			continue;
 		lens[j] = r->lens[i];
-		memcpy(buf + (size_t)j * r->mss, r->buf + (size_t)i * r->mss, r->lens[i]);
+		if (r->lens[i]) /* a bare FIN may sit in a ring without storage */
+			memcpy(buf + (size_t)j * r->mss, r->buf + (size_t)i * r->mss, r->lens[i]);
 		rn_bits_set(have, bmask, seq);
 	}
 	rn_rob_free(r, mem);
@@ -141,8 +142,12 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 	 */
 	if (off >= r->cap && grow_for(r, seq) < 0)
 		return RN_ROB_NOMEM;
-	/* a released (or never used) ring gets its storage back with its first packet */
-	if (!r->buf) {
+	/*
+	 * a released (or never used) ring gets its storage back with its first
+	 * packet; a bare FIN needs none (closing an idle connection allocates
+	 * nothing)
+	 */
+	if (!r->buf && !(fin && len == 0)) {
 		r->buf = r->mem->alloc(r->mem->user, (size_t)r->cap * r->mss);
 		if (!r->buf) {
 			r->nomem++;

@@ -48,7 +48,7 @@ static void expect_intact(un_net *n)
  * rings, both sides); 3 s idle gives it back and each side holds what it
  * held right after the handshake, under 8 KiB; the next transfer (bigger
  * than the first rings, so they also grow) arrives intact and the rings go
- * again.  Three rounds.
+ * again.  Three rounds; then both ends close, which makes no storage.
  */
 static void test_idlemem_release_and_again(void **state)
 {
@@ -86,6 +86,16 @@ static void test_idlemem_release_and_again(void **state)
 		}
 		assert_true(n->side[UN_CLIENT].um.bytes <= IDLE_MAX);
 		/* the server's allocator also holds its listener: the connection's share is the same */
+	}
+	/* closing an idle connection makes no storage: a FIN needs none, sent or received */
+	for (int s = 0; s < 2; s++)
+		assert_int_equal(rn_conn_shutdown(n->side[s].c, t), 0);
+	t += 100 * UT_MS;
+	un_run(n, t);
+	for (int s = 0; s < 2; s++) {
+		assert_true(n->side[s].eof);
+		assert_int_equal(rn_conn_state(n->side[s].c), RN_ST_LINGER);
+		assert_true(n->side[s].um.bytes <= fresh[s]);
 	}
 	un_del(n);
 }
