@@ -2,6 +2,7 @@
  * rn_conn.c - connection setup, the application side of the stream, and the
  * state changes every other part of the connection goes through.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include <sodium/utils.h>
@@ -157,6 +158,20 @@ static int make_keys(rn_conn *c, uint32_t dgram, uint64_t now_ns)
 	return 0;
 }
 
+/* Frees the rails (rn_conn_setup_paths made them) with their FIFOs. */
+static void free_rails(rn_conn *c)
+{
+	const rn_mem *mem = &c->env.mem;
+
+	for (int k = 0; k < c->rail_n; k++)
+		rn_rail_free(&c->rail[k], mem);
+	if (c->rail)
+		mem->free(mem->user, c->rail);
+	c->rail = NULL;
+	c->rail_n = 0;
+	c->npaths = 0;
+}
+
 void rn_conn_del(rn_conn *c)
 {
 	const rn_mem *mem;
@@ -170,8 +185,7 @@ void rn_conn_del(rn_conn *c)
 	rn_rob_free(&c->rq, mem);
 	c->bufs_ready = 0;
 	rn_conn_pool_account(c);
-	for (int k = 0; k < RN_MAX_RAILS; k++)
-		rn_rail_free(&c->rail[k], mem);
+	free_rails(c);
 	free_keys(c);
 	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
@@ -218,6 +232,11 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 	c->mss = c->dgram - RN_HDR_LEN;
 	snd0 = ring_init_slots(c->mss, c->cfg.snd_slots);
 	rcv0 = ring_init_slots(c->mss, c->cfg.rcv_slots);
+	free_rails(c);
+	c->rail = mem->alloc(mem->user, (size_t)n * sizeof(*c->rail));
+	if (!c->rail)
+		return RN_ERR_NOMEM;
+	c->rail_n = n;
 	for (int k = 0; k < n; k++) {
 		rn_rail *r = &c->rail[k];
 		const rn_rail_addr *l, *m;
@@ -278,10 +297,7 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 
 	rn_sndq_free(&c->sq, mem);
 	rn_rob_free(&c->rq, mem);
-	for (int k = 0; k < RN_MAX_RAILS; k++)
-		rn_rail_free(&c->rail[k], mem);
-	memset(c->rail, 0, sizeof(c->rail));
-	c->npaths = 0;
+	free_rails(c);
 	c->bufs_ready = 0;
 	rn_conn_pool_account(c);
 	/*
@@ -368,7 +384,7 @@ uint32_t rn_conn_rcv_edge(const rn_conn *c)
 void rn_conn_pool_account(rn_conn *c)
 {
 	rn_rcvpool *p = c->env.rcvpool;
-	uint64_t now = c->bufs_ready ? (uint64_t)c->rq.cap * c->mss : 0;
+	uint64_t now = c->bufs_ready && c->rq.buf ? (uint64_t)c->rq.cap * c->mss : 0;
 
 	if (!p)
 		return;
@@ -385,7 +401,8 @@ int rn_conn_pool_room(const rn_conn *c, uint32_t seq)
 		return 1; /* no growth (or none allowed: the ring says why) */
 	while (off >= cap)
 		cap *= 2;
-	return p->held + (uint64_t)(cap - c->rq.cap) * c->mss <= p->bytes;
+	/* a released ring (rn_rob_release) holds nothing of the pool: it needs the whole */
+	return p->held + (uint64_t)(cap - (c->rq.buf ? c->rq.cap : 0)) * c->mss <= p->bytes;
 }
 
 void rn_conn_pool_join(rn_conn *c)
@@ -431,7 +448,10 @@ void rn_conn_shrink_to_share(rn_conn *c)
 	rn_conn_pool_account(c);
 }
 
-/* True when both rings have grown and hold nothing: they may go back to their first size. */
+/*
+ * True when the rings hold nothing and have something to give back: they
+ * grew, or they still have their payload storage.
+ */
 int rn_conn_can_shrink(const rn_conn *c)
 {
 	const rn_sndq *q = &c->sq;
@@ -440,17 +460,19 @@ int rn_conn_can_shrink(const rn_conn *c)
 	if (!c->bufs_ready || c->state != RN_ST_ESTABLISHED)
 		return 0;
 	if (q->slots == ring_init_slots(c->mss, q->max_slots) &&
-	    r->cap == ring_init_slots(c->mss, r->wnd))
+	    r->cap == ring_init_slots(c->mss, r->wnd) && !q->buf && !r->buf)
 		return 0;
 	return q->una == q->end && r->base == r->max;
 }
 
 /*
- * Gives an idle connection's grown rings back (rn_timer.c calls it once
- * nothing was sent or stored for RN_RING_IDLE_NS).  Everything sent was
- * acknowledged, so the rails' FIFOs hold only stale entries: they are
- * emptied.  If an allocation fails the rings stay as they are until the
- * next idle period.
+ * Gives an idle connection's rings back (rn_timer.c calls it once nothing
+ * was sent or stored for RN_RING_IDLE_NS): grown ones go back to their
+ * first size, and the payload storage of both is freed (the next byte
+ * either way makes it again), so an idle connection holds only its marks.
+ * Everything sent was acknowledged, so the rails' FIFOs hold only stale
+ * entries: they are emptied.  If an allocation fails the rings stay as
+ * they are until the next idle period.
  */
 void rn_conn_shrink(rn_conn *c, uint64_t now_ns)
 {
@@ -470,6 +492,8 @@ void rn_conn_shrink(rn_conn *c, uint64_t now_ns)
 		ok = 0;
 	if (rn_rob_resize(&c->rq, ring_init_slots(c->mss, c->rq.wnd)) < 0)
 		ok = 0;
+	if (ok && (rn_sndq_release(&c->sq, mem) | rn_rob_release(&c->rq)))
+		c->st.ring_releases++;
 	rn_conn_pool_account(c);
 	if (ok)
 		c->st.ring_shrinks++;
@@ -661,9 +685,12 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 	return (ssize_t)n;
 }
 
-size_t rn_conn_write_space(const rn_conn *c)
+size_t rn_conn_write_space(rn_conn *c)
 {
 	if (c->state != RN_ST_ESTABLISHED || c->err)
+		return 0;
+	/* the room promised is the ring's own: make its storage now if it was released */
+	if (rn_sndq_space(&c->sq) && rn_sndq_ensure(&c->sq, &c->env.mem) < 0)
 		return 0;
 	return rn_sndq_space(&c->sq);
 }
@@ -780,7 +807,12 @@ void rn_conn_refused(rn_conn *c, uint64_t now_ns)
 
 void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 {
-	*st = c->st;
+	/* the same fields in the same order: the counters are the stats' first part */
+	_Static_assert(offsetof(rn_conn_stats, rail) >= sizeof(rn_conn_counts) &&
+			       offsetof(rn_conn_stats, npaths) == offsetof(rn_conn_counts, npaths),
+		       "rn_conn_counts is the start of rn_conn_stats");
+	memset(st, 0, sizeof(*st));
+	memcpy(st, &c->st, sizeof(c->st));
 	st->state = c->state;
 	st->err = c->err;
 	st->npaths = c->npaths;

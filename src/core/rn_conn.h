@@ -156,6 +156,11 @@ struct rn_conn_close {
 	uint32_t rst_pending;  /* rails still owed a RESET; bit k + RN_RST_AGAIN its second copy */
 };
 
+/* rn_conn_stats without its rail array (rn_core.h): rn_conn_get_stats fills that from the rails. */
+typedef struct rn_conn_counts {
+	RN_CONN_COUNTERS
+} rn_conn_counts;
+
 struct rn_conn {
 	rn_config cfg;
 	rn_env env;
@@ -176,7 +181,12 @@ struct rn_conn {
 
 	/* rails */
 	int npaths;
-	rn_rail rail[RN_MAX_RAILS];
+	/*
+	 * npaths rails, allocated by rn_conn_setup_paths for the rails the two
+	 * ends share (rail_n of them): not RN_MAX_RAILS inside every connection.
+	 */
+	rn_rail *rail;
+	int rail_n;
 	unsigned rr_data, rr_ctl;   /* round-robin cursors */
 	struct rn_conn_win win;
 
@@ -206,7 +216,7 @@ struct rn_conn {
 	/* deadlines of the timers events arm (rn_timer.c's hooks); 0: never armed */
 	uint64_t timer[RN_TIMER__COUNT];
 
-	rn_conn_stats st;
+	rn_conn_counts st;
 };
 
 /* rn_conn.c */

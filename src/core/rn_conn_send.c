@@ -279,7 +279,8 @@ static void fill_multi(rn_sndq *q, uint32_t seq, unsigned nb, uint8_t *buf, size
 		const rn_sslot *s = rn_sndq_slot(q, seq + i);
 
 		rn_put16(d, s->len);
-		memcpy(d + RN_MULTI_HDR, rn_sndq_data(q, seq + i), s->len);
+		if (s->len) /* a FIN has no payload, and maybe no ring storage */
+			memcpy(d + RN_MULTI_HDR, rn_sndq_data(q, seq + i), s->len);
 		d += RN_MULTI_HDR + s->len;
 	}
 }

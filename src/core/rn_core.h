@@ -277,24 +277,33 @@ typedef struct rn_rail_stats {
 	uint32_t small_ok;       /* largest datagram that still arrived then, bytes (0: none) */
 } rn_rail_stats;
 
-typedef struct rn_conn_stats {
-	int state;
-	int err;
-	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */
-	uint64_t tx_packets, rx_packets;
-	uint64_t retransmits, rto_events, dup_data;
-	uint64_t sresets;     /* 1 if a stateless reset from the peer ended it */
-	uint64_t unreach_ours;    /* ICMP port unreachable quoting a datagram we sent lately */
-	uint64_t unreach_foreign; /* ...naming a peer rail of ours but quoting something else */
-	uint64_t drops[RN_DROP__COUNT];
-	uint64_t established_ns;
-	uint32_t mss;
-	/* the rings, which grow with use up to snd_slots / rcv_slots of rn_config */
-	uint32_t snd_ring, rcv_ring; /* packets allocated now */
-	uint32_t ring_grows;         /* times either ring grew */
-	uint32_t ring_shrinks;       /* times both went back to their first size when idle */
-	int keyed;            /* datagrams carry MACs under the cluster key */
+/*
+ * A connection's own counters: every field of rn_conn_stats but the rails'
+ * (each rail keeps its own, rn_rail.h).  A connection holds these alone
+ * (rn_conn_counts, rn_conn.h), not RN_MAX_RAILS rail records it never fills.
+ */
+#define RN_CONN_COUNTERS                                                                     \
+	int state;                                                                           \
+	int err;                                                                             \
+	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */           \
+	uint64_t tx_packets, rx_packets;                                                     \
+	uint64_t retransmits, rto_events, dup_data;                                          \
+	uint64_t sresets;         /* 1 if a stateless reset from the peer ended it */        \
+	uint64_t unreach_ours;    /* ICMP port unreachable quoting a datagram we sent lately */ \
+	uint64_t unreach_foreign; /* ...naming a peer rail of ours but quoting something else */ \
+	uint64_t drops[RN_DROP__COUNT];                                                      \
+	uint64_t established_ns;                                                             \
+	uint32_t mss;                                                                        \
+	/* the rings, which grow with use up to snd_slots / rcv_slots of rn_config */        \
+	uint32_t snd_ring, rcv_ring; /* packets allocated now */                             \
+	uint32_t ring_grows;         /* times either ring grew */                            \
+	uint32_t ring_shrinks;       /* times both went back to their first size when idle */ \
+	uint32_t ring_releases;      /* times an idle connection freed its rings' payload storage */ \
+	int keyed;                   /* datagrams carry MACs under the cluster key */         \
 	int npaths;
+
+typedef struct rn_conn_stats {
+	RN_CONN_COUNTERS
 	rn_rail_stats rail[RN_MAX_RAILS];
 } rn_conn_stats;
 
@@ -427,12 +436,18 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
 
 /*
  * Appends stream bytes.  Returns the number accepted (may be fewer than len,
- * 0 when the send ring is full), RN_ERR_SHUT after shutdown, a fatal code
- * once the connection died, RN_ERR_STATE before it is established.
+ * 0 when the send ring is full or its storage could not be made),
+ * RN_ERR_SHUT after shutdown, a fatal code once the connection died,
+ * RN_ERR_STATE before it is established.
  */
 ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len);
-/* Bytes rn_conn_write would accept now. */
-size_t rn_conn_write_space(const rn_conn *c);
+/*
+ * Bytes rn_conn_write would accept now.  A connection idle long enough gave
+ * its send ring's storage back (rn_conn_shrink): this call makes it again,
+ * so the room it reports is really there (0 if the allocator failed, as for
+ * a full ring).
+ */
+size_t rn_conn_write_space(rn_conn *c);
 /* True when every byte written has been acknowledged. */
 int rn_conn_write_done(const rn_conn *c);
 /* True while this side still owes the peer something: unacknowledged bytes or FIN, or an ACK. */

@@ -26,14 +26,23 @@ int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t cap, uint32_t wnd, uint32
 	r->wnd = wnd;
 	r->mss = mss;
 	r->base = r->nxt = r->max = isn;
-	r->buf = mem->alloc(mem->user, (size_t)cap * mss);
+	/* no payload storage yet: the first packet makes it (rn_rob_insert) */
 	r->lens = mem->alloc(mem->user, (size_t)cap * sizeof(*r->lens));
 	r->have = mem->alloc(mem->user, (size_t)bits_for(cap) / 8);
-	if (!r->buf || !r->lens || !r->have) {
+	if (!r->lens || !r->have) {
 		rn_rob_free(r, mem);
 		return RN_ERR_NOMEM;
 	}
 	return 0;
+}
+
+int rn_rob_release(rn_rob *r)
+{
+	if (!r->buf || r->base != r->max)
+		return 0;
+	r->mem->free(r->mem->user, r->buf);
+	r->buf = NULL;
+	return 1;
 }
 
 void rn_rob_free(rn_rob *r, const rn_mem *mem)
@@ -61,10 +70,11 @@ int rn_rob_resize(rn_rob *r, uint32_t cap)
 		return RN_ERR_INVAL;
 	if (cap == r->cap)
 		return 0;
-	buf = mem->alloc(mem->user, (size_t)cap * r->mss);
+	/* a released ring stays without payload storage: only its marks move */
+	buf = r->buf ? mem->alloc(mem->user, (size_t)cap * r->mss) : NULL;
 	lens = mem->alloc(mem->user, (size_t)cap * sizeof(*lens));
 	have = mem->alloc(mem->user, (size_t)(bmask + 1) / 8);
-	if (!buf || !lens || !have) {
+	if ((r->buf && !buf) || !lens || !have) {
 		if (buf)
 			mem->free(mem->user, buf);
 		if (lens)
@@ -80,7 +90,8 @@ int rn_rob_resize(rn_rob *r, uint32_t cap)
 		if (!rn_bits_test(r->have, r->bmask, seq))
 			continue;
 		lens[j] = r->lens[i];
-		memcpy(buf + (size_t)j * r->mss, r->buf + (size_t)i * r->mss, r->lens[i]);
+		if (r->lens[i]) /* a bare FIN may sit in a ring without storage */
+			memcpy(buf + (size_t)j * r->mss, r->buf + (size_t)i * r->mss, r->lens[i]);
 		rn_bits_set(have, bmask, seq);
 	}
 	rn_rob_free(r, mem);
@@ -131,6 +142,18 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 	 */
 	if (off >= r->cap && grow_for(r, seq) < 0)
 		return RN_ROB_NOMEM;
+	/*
+	 * a released (or never used) ring gets its storage back with its first
+	 * packet; a bare FIN needs none (closing an idle connection allocates
+	 * nothing)
+	 */
+	if (!r->buf && !(fin && len == 0)) {
+		r->buf = r->mem->alloc(r->mem->user, (size_t)r->cap * r->mss);
+		if (!r->buf) {
+			r->nomem++;
+			return RN_ROB_NOMEM;
+		}
+	}
 	i = seq & r->mask;
 	if (len)
 		memcpy(r->buf + (size_t)i * r->mss, data, len);

@@ -18,6 +18,13 @@
  * resends it like any loss.  Only connections that receive a lot pay for a
  * big ring; an idle one keeps a few packets' worth.
  *
+ * The payload storage (buf, cap * mss bytes: nearly all of the ring's
+ * memory) exists only while the ring is in use: the first packet stored
+ * makes it, and rn_rob_release gives it back once everything received was
+ * read (the connection calls it after an idle period, rn_conn_shrink).
+ * lens, have and the marks stay, so a released ring keeps its place in the
+ * stream and its window.
+ *
  * One bit per slot says "received" (at least 64 bits, see rn_bits.h).  A
  * FIN is a zero-length packet; reading reaches it as end of stream.
  */
@@ -61,6 +68,8 @@ enum {
 int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t cap, uint32_t wnd, uint32_t mss,
 		uint32_t isn);
 void rn_rob_free(rn_rob *r, const rn_mem *mem);
+/* Frees the payload storage if the ring holds nothing (base == max): 1 if it did. */
+int rn_rob_release(rn_rob *r);
 
 /*
  * Moves the ring into `cap` slots (a power of two, at most wnd, holding

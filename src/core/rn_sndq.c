@@ -13,12 +13,13 @@ int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t max_slo
 	if (slots == 0 || (slots & (slots - 1)) || max_slots < slots ||
 	    (max_slots & (max_slots - 1)))
 		return RN_ERR_INVAL;
+	q->mem = mem;
 	q->slots = slots;
 	q->mask = slots - 1;
 	q->max_slots = max_slots;
 	q->mss = mss;
 	q->una = q->nxt = q->end = isn;
-	q->buf = mem->alloc(mem->user, (size_t)slots * mss);
+	/* no payload storage yet: the first write makes it (rn_sndq_ensure) */
 	q->slot = mem->alloc(mem->user, (size_t)slots * sizeof(*q->slot));
 	/*
 	 * A packet is queued at most once at a time (RN_SS_LOST); entries of
@@ -26,11 +27,28 @@ int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t max_slo
 	 * twice the ring and is compacted in the rare case it fills.
 	 */
 	q->lostq = mem->alloc(mem->user, (size_t)slots * 2 * sizeof(*q->lostq));
-	if (!q->buf || !q->slot || !q->lostq) {
+	if (!q->slot || !q->lostq) {
 		rn_sndq_free(q, mem);
 		return RN_ERR_NOMEM;
 	}
 	return 0;
+}
+
+int rn_sndq_ensure(rn_sndq *q, const rn_mem *mem)
+{
+	if (q->buf)
+		return 0;
+	q->buf = mem->alloc(mem->user, (size_t)q->slots * q->mss);
+	return q->buf ? 0 : RN_ERR_NOMEM;
+}
+
+int rn_sndq_release(rn_sndq *q, const rn_mem *mem)
+{
+	if (!q->buf || q->una != q->end)
+		return 0;
+	mem->free(mem->user, q->buf);
+	q->buf = NULL;
+	return 1;
 }
 
 void rn_sndq_free(rn_sndq *q, const rn_mem *mem)
@@ -79,7 +97,7 @@ size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len)
 {
 	size_t done = 0;
 
-	if (q->fin_queued)
+	if (q->fin_queued || !len || rn_sndq_ensure(q, q->mem) < 0)
 		return 0;
 	while (done < len) {
 		uint32_t room = tail_room(q);
@@ -147,10 +165,11 @@ int rn_sndq_resize(rn_sndq *q, const rn_mem *mem, uint32_t slots)
 		return RN_ERR_INVAL;
 	if (slots == q->slots)
 		return 0;
-	buf = mem->alloc(mem->user, (size_t)slots * q->mss);
+	/* a released ring stays without payload storage: only its marks move */
+	buf = q->buf ? mem->alloc(mem->user, (size_t)slots * q->mss) : NULL;
 	slot = mem->alloc(mem->user, (size_t)slots * sizeof(*slot));
 	lostq = mem->alloc(mem->user, (size_t)slots * 2 * sizeof(*lostq));
-	if (!buf || !slot || !lostq) {
+	if ((q->buf && !buf) || !slot || !lostq) {
 		if (buf)
 			mem->free(mem->user, buf);
 		if (slot)
@@ -166,7 +185,8 @@ int rn_sndq_resize(rn_sndq *q, const rn_mem *mem, uint32_t slots)
 		const rn_sslot *s = rn_sndq_slot(q, seq);
 
 		slot[seq & (slots - 1)] = *s;
-		memcpy(buf + (size_t)(seq & (slots - 1)) * q->mss, rn_sndq_data(q, seq), s->len);
+		if (s->len)
+			memcpy(buf + (size_t)(seq & (slots - 1)) * q->mss, rn_sndq_data(q, seq), s->len);
 	}
 	n = q->lost_tail - q->lost_head;
 	for (uint32_t i = 0; i < n; i++)

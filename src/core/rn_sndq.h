@@ -18,6 +18,13 @@
  * moves, not how many connections there are.  rn_sndq_space() only ever
  * promises room the ring has now, so a write never needs to allocate; the
  * connection decides when to grow (rn_conn_send.c).
+ *
+ * The payload storage (buf, slots * mss bytes: nearly all of a ring's
+ * memory) exists only while the ring is in use: it is made on the first
+ * write (rn_sndq_ensure) and given back once everything written is
+ * acknowledged and the connection has been idle (rn_sndq_release, called by
+ * rn_conn_shrink).  The slots, marks and lost FIFO stay, so a released ring
+ * keeps its place in the stream; a FIN needs no storage.
  */
 #ifndef RN_SNDQ_H
 #define RN_SNDQ_H
@@ -45,7 +52,8 @@ typedef struct rn_sslot {
 } rn_sslot;
 
 typedef struct rn_sndq {
-	uint8_t *buf;
+	const rn_mem *mem; /* for the payload storage: outlives the ring (the connection's own) */
+	uint8_t *buf;      /* slots * mss bytes, or NULL while unused (see above) */
 	rn_sslot *slot;
 	uint32_t *lostq;          /* FIFO of lost sequence numbers */
 	uint32_t lost_head, lost_tail;
@@ -58,11 +66,16 @@ typedef struct rn_sndq {
 
 /*
  * Sets up a ring of `slots` packets of `mss` bytes that may grow to
- * max_slots (both powers of two, slots <= max_slots).  0 or RN_ERR_NOMEM.
+ * max_slots (both powers of two, slots <= max_slots); `mem` must outlive
+ * the ring.  0 or RN_ERR_NOMEM.
  */
 int rn_sndq_init(rn_sndq *q, const rn_mem *mem, uint32_t slots, uint32_t max_slots,
 		 uint32_t mss, uint32_t isn);
 void rn_sndq_free(rn_sndq *q, const rn_mem *mem);
+/* Makes the payload storage if the ring has none: 0 or RN_ERR_NOMEM. */
+int rn_sndq_ensure(rn_sndq *q, const rn_mem *mem);
+/* Frees the payload storage if nothing written is unacknowledged: 1 if it did. */
+int rn_sndq_release(rn_sndq *q, const rn_mem *mem);
 
 /*
  * Moves the ring into `slots` packets (a power of two, at least what it
@@ -76,16 +89,17 @@ static inline rn_sslot *rn_sndq_slot(rn_sndq *q, uint32_t seq)
 {
 	return &q->slot[seq & q->mask];
 }
+/* A packet's payload; NULL while the ring has no storage (then every packet is a FIN). */
 static inline uint8_t *rn_sndq_data(rn_sndq *q, uint32_t seq)
 {
-	return q->buf + (size_t)(seq & q->mask) * q->mss;
+	return q->buf ? q->buf + (size_t)(seq & q->mask) * q->mss : NULL;
 }
 
 /* Bytes rn_sndq_write would take now. */
 size_t rn_sndq_space(const rn_sndq *q);
 /* Payload bytes of the packets in [from, q->end): from = una, not acknowledged; nxt, never sent. */
 size_t rn_sndq_bytes_from(const rn_sndq *q, uint32_t from);
-/* Appends bytes; returns how many were taken. */
+/* Appends bytes (making the payload storage if there is none); returns how many it took. */
 size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len);
 /* Appends the FIN; RN_ERR_AGAIN if the ring is full. */
 int rn_sndq_fin(rn_sndq *q);

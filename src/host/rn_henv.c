@@ -7,17 +7,73 @@
 #include <time.h>
 
 #include "rn_henv.h"
+#include "rn_sys.h"
+
+/*
+ * Giving memory back.  An idle connection frees its rings' payload storage
+ * (rn_conn_shrink): blocks of 8 KiB and more (8 packets of 1448 bytes: 11.3
+ * KiB), scattered through the heap among the connections that stay.  free()
+ * would keep their pages resident (it returns only the top of the heap), so
+ * thousands of idle connections would keep every page they ever touched.
+ * Blocks of RN_HENV_MAP_MIN bytes or more are mappings of their own
+ * instead, unmapped when freed: an idle connection then holds exactly its
+ * small blocks, and a busy one touches only the pages its rings use (the
+ * kernel zeroes them, so no calloc pass).  A 16-byte header before every
+ * block says which kind it is (the length of its mapping, or 0).  Under
+ * AddressSanitizer every block comes from the heap, so its checks cover the
+ * rings too.  Anonymous mappings next to each other merge in the kernel, so
+ * idle connections cost no mapping each; busy ones cost one per ring.
+ */
+#define RN_HENV_MAP_MIN 8192u
+#define RN_HENV_PAGE 4096u
+
+typedef struct heap_hdr {
+	size_t map_len; /* length of the block's own mapping; 0: from the heap */
+	size_t pad;     /* keeps the block 16-byte aligned */
+} heap_hdr;
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RN_HENV_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RN_HENV_ASAN 1
+#endif
+#endif
+#ifdef RN_HENV_ASAN
+static const int map_big = 0;
+#else
+static const int map_big = 1;
+#endif
 
 static void *heap_alloc(void *u, size_t n)
 {
+	heap_hdr *h;
+
 	(void)u;
-	return calloc(1, n);
+	if (map_big && n >= RN_HENV_MAP_MIN) {
+		size_t len = (n + sizeof(*h) + RN_HENV_PAGE - 1) & ~(size_t)(RN_HENV_PAGE - 1);
+
+		h = rn_sys_mmap_anon(len);
+		if (h == MAP_FAILED)
+			return NULL;
+		h->map_len = len;
+		return h + 1;
+	}
+	h = calloc(1, sizeof(*h) + n);
+	return h ? h + 1 : NULL;
 }
 
 static void heap_free(void *u, void *p)
 {
+	heap_hdr *h = (heap_hdr *)p - 1;
+
 	(void)u;
-	free(p);
+	if (!p)
+		return;
+	if (h->map_len)
+		rn_sys_munmap(h, h->map_len);
+	else
+		free(h);
 }
 
 uint64_t rn_henv_rng(void *u)

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -205,6 +206,18 @@ static inline int rn_sys_getpeername(int fd, struct sockaddr *a, socklen_t *len)
 static inline int rn_sys_open(const char *path, int flags)
 {
 	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0);
+}
+
+/* Anonymous private memory, zeroed by the kernel (rn_henv.c's big blocks). */
+static inline void *rn_sys_mmap_anon(size_t len)
+{
+	return (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+static inline int rn_sys_munmap(void *p, size_t len)
+{
+	return (int)syscall(SYS_munmap, p, len);
 }
 
 static inline pid_t rn_sys_getpid(void)

@@ -576,7 +576,8 @@ static void test_rob_init_nomem(void **state)
 	rn_rob r;
 
 	(void)state;
-	for (long ok = 0; ok < 3; ok++) {
+	/* lens and have: the payload storage waits for the first packet */
+	for (long ok = 0; ok < 2; ok++) {
 		mem = ut_mem_of(&um);
 		um.fail_after = ok;
 		assert_int_equal(rn_rob_init(&r, &mem, 64, 64, 16, 0), RN_ERR_NOMEM);

@@ -360,7 +360,8 @@ static void test_sndq_init_nomem(void **state)
 	rn_sndq q;
 
 	(void)state;
-	for (long ok = 0; ok < 3; ok++) {
+	/* the slots and the lost FIFO: the payload storage waits for the first write */
+	for (long ok = 0; ok < 2; ok++) {
 		mem = ut_mem_of(&um);
 		um.fail_after = ok;
 		assert_int_equal(rn_sndq_init(&q, &mem, 64, 64, MSS, 0), RN_ERR_NOMEM);

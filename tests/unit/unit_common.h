@@ -30,11 +30,14 @@
 typedef struct ut_mem {
 	long allocs, frees;
 	long fail_after; /* >= 0: this many more allocations succeed, then NULL */
+	size_t bytes;    /* asked for and not freed yet */
 } ut_mem;
 
+/* Each block remembers its size in 16 bytes before it, for ut_mem.bytes. */
 static inline void *ut_alloc(void *user, size_t size)
 {
 	ut_mem *m = user;
+	size_t *h;
 
 	if (m) {
 		if (m->fail_after == 0)
@@ -43,21 +46,31 @@ static inline void *ut_alloc(void *user, size_t size)
 			m->fail_after--;
 		m->allocs++;
 	}
-	return calloc(1, size);
+	h = calloc(1, 16 + size);
+	if (!h)
+		return NULL;
+	*h = size;
+	if (m)
+		m->bytes += size;
+	return (uint8_t *)h + 16;
 }
 
 static inline void ut_free(void *user, void *p)
 {
 	ut_mem *m = user;
+	size_t *h = p ? (size_t *)((uint8_t *)p - 16) : NULL;
 
 	if (m)
 		m->frees++;
-	free(p);
+	if (m && h)
+		m->bytes -= *h;
+	free(h);
 }
 
 static inline rn_mem ut_mem_of(ut_mem *m)
 {
 	m->allocs = m->frees = 0;
+	m->bytes = 0;
 	m->fail_after = -1;
 	return (rn_mem){ ut_alloc, ut_free, m };
 }
