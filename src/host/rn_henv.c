@@ -3,6 +3,7 @@
  * to give (rn_henv.h): the C heap and the kernel's random numbers.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -45,6 +46,68 @@ static const int map_big = 0;
 static const int map_big = 1;
 #endif
 
+/*
+ * A few mappings kept for reuse: a program that opens and closes a
+ * connection per request would otherwise map and unmap its rings every
+ * time, and each unmap in a threaded process interrupts every CPU the
+ * process ran on (TLB shootdown).  At most RN_HENV_KEEP blocks wait here,
+ * whatever the number of connections (under 1 MiB); the lock is only ever
+ * tried, never waited for (a block then goes the slow way), so a fork that
+ * caught it held costs the child its cache, nothing more.
+ */
+#define RN_HENV_KEEP 48
+
+static struct {
+	int busy;
+	int n;
+	heap_hdr *blk[RN_HENV_KEEP];
+} g_keep;
+
+static int keep_lock(void)
+{
+	return !__atomic_exchange_n(&g_keep.busy, 1, __ATOMIC_ACQUIRE);
+}
+
+static void keep_unlock(void)
+{
+	__atomic_store_n(&g_keep.busy, 0, __ATOMIC_RELEASE);
+}
+
+/* A kept mapping of exactly len bytes, zeroed, or NULL. */
+static heap_hdr *keep_take(size_t len)
+{
+	heap_hdr *h = NULL;
+
+	if (!keep_lock())
+		return NULL;
+	for (int i = g_keep.n - 1; i >= 0; i--) {
+		if (g_keep.blk[i]->map_len == len) {
+			h = g_keep.blk[i];
+			g_keep.blk[i] = g_keep.blk[--g_keep.n];
+			break;
+		}
+	}
+	keep_unlock();
+	if (h)
+		memset(h + 1, 0, len - sizeof(*h));
+	return h;
+}
+
+/* Whether the mapping h was kept for reuse. */
+static int keep_put(heap_hdr *h)
+{
+	int kept = 0;
+
+	if (!keep_lock())
+		return 0;
+	if (g_keep.n < RN_HENV_KEEP) {
+		g_keep.blk[g_keep.n++] = h;
+		kept = 1;
+	}
+	keep_unlock();
+	return kept;
+}
+
 static void *heap_alloc(void *u, size_t n)
 {
 	heap_hdr *h;
@@ -53,6 +116,8 @@ static void *heap_alloc(void *u, size_t n)
 	if (map_big && n >= RN_HENV_MAP_MIN) {
 		size_t len = (n + sizeof(*h) + RN_HENV_PAGE - 1) & ~(size_t)(RN_HENV_PAGE - 1);
 
+		if ((h = keep_take(len)))
+			return h + 1;
 		h = rn_sys_mmap_anon(len);
 		if (h == MAP_FAILED)
 			return NULL;
@@ -70,8 +135,10 @@ static void heap_free(void *u, void *p)
 	(void)u;
 	if (!p)
 		return;
-	if (h->map_len)
-		rn_sys_munmap(h, h->map_len);
+	if (h->map_len) {
+		if (!keep_put(h))
+			rn_sys_munmap(h, h->map_len);
+	}
 	else
 		free(h);
 }
