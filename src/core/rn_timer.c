@@ -143,6 +143,19 @@ static int closing_quiet(const rn_conn *c, uint64_t at)
 	       (c->close.peer_fin_seen || at >= c->live.last_payload_ns + RN_IDLE_NS);
 }
 
+/*
+ * Whether c sends no keepalive of its own at time at: a muted member, or a
+ * closing, quiet one whose peer has a keeper.  Only its FIN is owed, which
+ * the RTO resends; the keeper's keepalives keep the rails judged.  Without
+ * this every member of a close storm sent a keepalive on every rail at
+ * once (its rails had been silent while it was muted), then one a second:
+ * 9,000 closing connections sent some 12 datagrams each, not 2 or 3.
+ */
+static int ka_muted(const rn_conn *c, uint64_t at)
+{
+	return rn_peer_muted(c, at) || (closing_quiet(c, at) && rn_peer_kept(c));
+}
+
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
@@ -251,7 +264,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 
 		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
 		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
-		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !rn_peer_muted(c, t))
+		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !ka_muted(c, t))
 			arm(d, RN_TIMER_KEEPALIVE, t);
 		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
 		if (r->rx_up && !rn_peer_muted(c, t) && (r->suspect || !closing_quiet(c, t)))
@@ -459,7 +472,7 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 		rn_rail *r = &c->rail[k];
 		uint64_t t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
 
-		if (rn_rail_tx_up(r) && now_ns >= t && !rn_peer_muted(c, t))
+		if (rn_rail_tx_up(r) && now_ns >= t && !ka_muted(c, t))
 			c->probe.ka_pending |= 1u << k;
 		if (c->state == RN_ST_ESTABLISHED) {
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
