@@ -24,7 +24,7 @@
 #define UDP_GRO 104
 #endif
 
-#define SOCK_BUF (32 << 20)    /* kernel buffer per socket: ~20,000 small datagrams */
+#define SOCK_BUF (8 << 20)     /* kernel buffer per socket: ~5000 datagrams */
 #define GSO_MAX_SEGS 64
 #define GSO_MAX_BYTES 65000    /* a GSO message must fit one UDP datagram's length */
 #define ERRQ_MAX 256           /* error-queue entries read per drain: bounds one call */
