@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # bench/idle-cost.sh - what N idle ri2n connections cost: packets on the rails and CPU.
 #
-#   bench/idle-cost.sh [--conns-bin PATH] N [N ...]
+#   bench/idle-cost.sh [--conns-bin PATH] [--tag TAG] N [N ...]
 #
-# For each N: a 2-host, 2-rail bed (unshaped veth; tag RI2N_NETNS_TAG_LETTER + "idle"),
+# For each N: a 2-host, 2-rail bed (unshaped veth; tag TAG, else RI2N_NETNS_TAG_LETTER + "idle"),
 # `ri2n-conns serve` in host 2, `ri2n-conns run --conns N --busy 0 --idle 60` in host 1.
 # Once the server holds N connections (2 descriptors each) and 5 s more have passed (every
 # connection quiet), it samples 10 s: packets both ways on the client's rails
 # (/proc/net/dev) and each process's CPU (utime + stime, /proc/PID/stat).  One line per N:
 #   idle conns=N pkts_per_s=... client_cpu_pct=... server_cpu_pct=...
 # Root only.  Timing figures: noisy on a shared machine; a benchmark, never a test.
+# bench/run.sh runs it for its idle-cost rows (the mem figure).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/build/bench/ri2n-conns
-if [ "${1:-}" = --conns-bin ]; then
-	bin=$2
-	shift 2
-fi
-[ $# -ge 1 ] || { echo "usage: $0 [--conns-bin PATH] N [N ...]" >&2; exit 2; }
+tag=${RI2N_NETNS_TAG_LETTER:-t}idle
+while [ $# -gt 0 ]; do
+	case $1 in
+	--conns-bin) bin=$2; shift 2 ;;
+	--tag) tag=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || { echo "usage: $0 [--conns-bin PATH] [--tag TAG] N [N ...]" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "idle-cost: needs root" >&2; exit 77; }
 [ -x "$bin" ] || { echo "idle-cost: no $bin" >&2; exit 2; }
 # shellcheck source=../tools/ri2n-testbed.sh
 source "$root/tools/ri2n-testbed.sh"
 set +e
-tb_use "${RI2N_NETNS_TAG_LETTER:-t}idle" || exit 1
+tb_use "$tag" || exit 1
 tmp=$(mktemp -d)
 pids=()
 finish() {

@@ -1708,6 +1708,26 @@ churn_summary() {
 			"$(sval churn "$sys" seq_cycle_med_us) | $(sval churn "$sys" par_rate) |" \
 			"$((${sf:-0} + ${pf:-0})) | $((${sb:-0} + ${pb:-0})) |"
 	done
+	echo
+}
+# ---- idle cost ----------------------------------------------------------------------------------
+# bench/idle-cost.sh on a bed of its own (2 unshaped veth rails): N idle connections from one
+# client process to one server (full and quick: 9000 and 1000, smoke: 200), 5 s after the last
+# one connected, 10 s sampled: packets a second on the client's rails (both directions) and the
+# CPU of each process (percent of one core).
+idle_cost_figure() {
+	local conns=${STREAM%/*}/ri2n-conns counts=(9000 1000) line n k
+	[ "$mode" = smoke ] && counts=(200)
+	[ -x "$conns" ] || { fail "no $conns"; return; }
+	"$HERE/idle-cost.sh" --conns-bin "$conns" --tag "$(bed_tag bn2i)" "${counts[@]}" \
+		>"$RAW/idle.out" 2>"$RAW/idle.err" || { fail "idle-cost.sh: $(tail -2 "$RAW/idle.err" | tr '\n' ' ')"; return; }
+	while read -r line; do
+		n=$(sed -n 's/.* conns=\([0-9]*\).*/\1/p' <<<"$line")
+		for k in server_fds connect_s pkts_per_s client_cpu_pct server_cpu_pct; do
+			put idle "$n" 1 "$k" "$(sed -n "s/.* $k=\([0-9.]*\).*/\1/p" <<<"$line")"
+		done
+	done < <(grep '^idle conns=' "$RAW/idle.out")
+	[ -n "$(sval idle "${counts[0]}" pkts_per_s)" ] || fail "idle-cost.sh printed no figure"
 }
 # ---- close storm ------------------------------------------------------------------------------
 # ri2n-conns: N connections (full and quick 9000, smoke 500), each a verified hello and echo,
@@ -1729,6 +1749,7 @@ storm_figure() {
 	gone=$(awk '{ print $1 }' /proc/uptime)
 	wait_exit "$srv" 40
 	put storm ri2n 1 conns "$(sed -n 's/.* established=\([0-9]*\).*/\1/p' "$RAW/storm.out")"
+	put storm ri2n 1 connect_s "$(sed -n 's/.* connect_secs=\([0-9.]*\).*/\1/p' "$RAW/storm.out")"
 	for side in cli srv; do
 		f=$RAW/storm.$side.err
 		put storm "$side" 1 closed "$(grep -c ' info: connection .* closed$' "$f")"
@@ -1758,6 +1779,39 @@ storm_summary() {
 		"Server: $(sval storm srv closed) closed cleanly, $(sval storm srv failed) failed" \
 		"($(sval storm srv dead_peer) dead-peer, $(sval storm srv resets) resets), last clean close" \
 		"$(sval storm srv last_close_s) s after its close. Target: all clean within 2 s, exit within 3 s."
+	echo
+}
+# The connection-cost table of summary.md: idle cost, handshake rate, churn and close storm
+conns_summary() {
+	local n cs ss cst sst
+	[ -n "$(awk -F'\t' '$1 == "idle" || $1 == "storm" || $1 == "churn"' "$METRICS")" ] || return 0
+	echo "## Connection cost"
+	echo
+	echo "ri2n-conns and ri2n-churn between two processes over 2 unshaped veth rails (issue 30's rows;" \
+		"bench/README.md says how each is measured)."
+	echo
+	echo "| row | measured | target |"
+	echo "|---|---|---|"
+	for n in $(awk -F'\t' '$1 == "idle" { print $2 }' "$METRICS" | sort -un | sort -rn); do
+		echo "| idle, $n connections | $(sval idle "$n" pkts_per_s) packets/s on the rails;" \
+			"CPU $(sval idle "$n" client_cpu_pct) % client, $(sval idle "$n" server_cpu_pct) % server |" \
+			"<= 100 packets/s, <= 1 % of a core per process |"
+	done
+	n=$(sval storm ri2n conns) cs=$(sval storm ri2n connect_s)
+	[ -n "$cs" ] && echo "| handshake rate | $n connections established in $cs s" \
+		"($(awk -v n="$n" -v s="$cs" 'BEGIN { if (s > 0) printf "%.0f", n / s }')/s) | $n in <= 3 s |"
+	[ -n "$(sval churn ri2n seq_conns)" ] &&
+		echo "| churn (connect / hello / echo / close) | connect median $(sval churn ri2n seq_connect_med_us) us" \
+			"(ri2n-run $(sval churn ri2n-run seq_connect_med_us) us, TCP $(sval churn tcp seq_connect_med_us) us);" \
+			"16 threads $(sval churn ri2n par_rate) cycles/s (TCP $(sval churn tcp par_rate)) |" \
+			"ri2n-run <= 300 us; 2,000/s, none dropped |"
+	if [ -n "$n" ]; then
+		cst="$(sval storm cli closed) clean, $(sval storm cli dead_peer) dead-peer, $(sval storm cli resets) resets"
+		sst="$(sval storm srv closed) clean, $(sval storm srv dead_peer) dead-peer, $(sval storm srv resets) resets"
+		echo "| close storm, $n connections | client: $cst, last close $(sval storm cli last_close_s) s," \
+			"exit $(sval storm cli exit_s) s; server: $sst, last close $(sval storm srv last_close_s) s |" \
+			"all clean within 2 s on both sides, exit within 3 s |"
+	fi
 	echo
 }
 # The memory paragraph of summary.md
@@ -1883,6 +1937,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		[ "$BED" = "$(bed_tag bn2m)" ] && step "a connection per request (ri2n-churn)" churn_figure
 		[ "$BED" = "$(bed_tag bn2m)" ] && step "close storm: all connections closed at once (ri2n-conns)" storm_figure
 		drop_bed
+		step "idle cost: 9,000 and 1,000 idle connections (bench/idle-cost.sh)" idle_cost_figure
 	fi
 fi
 
@@ -2198,6 +2253,7 @@ summary() {
 			mpich_summary
 		fi
 		echo
+		conns_summary
 		mem_summary
 		churn_summary
 		storm_summary

@@ -111,6 +111,20 @@ size_t rn_api_fill_junk(int fd)
  */
 static void drain_at_exit(void);
 
+/*
+ * The pause between two counts at exit: each count walks every connection
+ * in the engine thread (about 40 ns each), so with thousands still pending
+ * a 2 ms pace took a fifth of the engine while it had a close storm's FINs
+ * and ACKs to send.  2 ms plus 2 us per pending connection, at most 20 ms:
+ * 9,000 pending cost the engine about 2 %, and the exit at most 20 ms.
+ */
+static void pause_for(int pending)
+{
+	long us = 2000 + 2 * (long)(pending > 0 ? pending : 0);
+
+	usleep((useconds_t)(us < 20000 ? us : 20000));
+}
+
 static void register_drain(void)
 {
 	atexit(drain_at_exit);
@@ -134,7 +148,7 @@ static int wait_pending(int mode, long ms)
 		spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 		if (pending <= 0 || spent >= ms)
 			return pending;
-		usleep(2000);
+		pause_for(pending);
 		mode = mode == RN_EXIT_RESET ? RN_EXIT_OWED : mode; /* reset once, then wait */
 	}
 }
@@ -154,7 +168,7 @@ static int wait_open(long still_ms, long ms)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (open > 0 && spent - last_change < still_ms && spent < ms) {
-		usleep(2000);
+		pause_for(open);
 		now = rn_engine_pending(RN_EXIT_OPEN, 1000);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;

@@ -281,6 +281,8 @@ uint64_t rn_peer_rx_any_ns(const rn_conn *c);
  * heartbeat or size search of its own.
  */
 int rn_peer_muted(const rn_conn *c, uint64_t at);
+/* Whether another member of c's peer keeps the rails judged (an open or lingering keeper). */
+int rn_peer_kept(const rn_conn *c);
 
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);

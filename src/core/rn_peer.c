@@ -203,12 +203,16 @@ static int owes_nothing(const rn_conn *c)
 	       !c->close.rst_pending;
 }
 
-int rn_peer_muted(const rn_conn *c, uint64_t at)
+int rn_peer_kept(const rn_conn *c)
 {
 	const rn_peer *p = c->peer_m.p;
 
 	/* a keeper that closed judges nothing: until the driver names another, nobody is muted */
 	return p && p->keeper != c && p->keeper &&
-	       (p->keeper->state == RN_ST_ESTABLISHED || p->keeper->state == RN_ST_LINGER) &&
-	       at >= c->live.last_payload_ns + RN_IDLE_NS && owes_nothing(c);
+	       (p->keeper->state == RN_ST_ESTABLISHED || p->keeper->state == RN_ST_LINGER);
+}
+
+int rn_peer_muted(const rn_conn *c, uint64_t at)
+{
+	return rn_peer_kept(c) && at >= c->live.last_payload_ns + RN_IDLE_NS && owes_nothing(c);
 }

@@ -44,7 +44,9 @@
  *                 first hand over packets of that rail it has already read.
  *   rail silence  a rail we receive nothing on for rail_timeout (350 ms,
  *                 three keepalives and change) has failed: the count rule
- *                 needs traffic, this one covers light traffic.
+ *                 needs traffic, this one covers light traffic.  Not once
+ *                 the connection is closing and quiet (closing_quiet): the
+ *                 peer owes it nothing then.
  *   idle pace     after RN_IDLE_NS (1 s) without DATA either way, keepalive,
  *                 rail silence and heartbeat periods are RN_IDLE_SCALE (10)
  *                 times longer: 10,000 idle connections send 20,000
@@ -123,6 +125,35 @@ static uint64_t last_ack_silence(const rn_conn *c)
 	uint64_t t = min64(RN_LAST_ACK_LINGERS * c->cfg.linger_ns, c->cfg.dead_peer_ns / 2);
 
 	return rn_conn_last_ack(c) ? t : c->cfg.dead_peer_ns;
+}
+
+/*
+ * Whether silence at time at says nothing of the rails: we sent our FIN and
+ * the peer sent its own or no DATA for RN_IDLE_NS.  The peer then owes us
+ * nothing but ACKs, and its keepalives may stop (its peer monitor's keeper
+ * closing too); in a close storm of thousands a busy engine sent nothing
+ * on a rail for the idle pace's rail timeout (3.5 s), both ends failed
+ * their rails, and the storm ended in resets.  A lost FIN is resent on the
+ * RTO on another rail than the one that lost it, and the dead-peer rule
+ * still bounds the wait, so such a connection needs no rail verdict.
+ */
+static int closing_quiet(const rn_conn *c, uint64_t at)
+{
+	return c->sq.fin_queued &&
+	       (c->close.peer_fin_seen || at >= c->live.last_payload_ns + RN_IDLE_NS);
+}
+
+/*
+ * Whether c sends no keepalive of its own at time at: a muted member, or a
+ * closing, quiet one whose peer has a keeper.  Only its FIN is owed, which
+ * the RTO resends; the keeper's keepalives keep the rails judged.  Without
+ * this every member of a close storm sent a keepalive on every rail at
+ * once (its rails had been silent while it was muted), then one a second:
+ * 9,000 closing connections sent some 12 datagrams each, not 2 or 3.
+ */
+static int ka_muted(const rn_conn *c, uint64_t at)
+{
+	return rn_peer_muted(c, at) || (closing_quiet(c, at) && rn_peer_kept(c));
 }
 
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
@@ -233,10 +264,10 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 
 		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
 		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
-		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !rn_peer_muted(c, t))
+		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !ka_muted(c, t))
 			arm(d, RN_TIMER_KEEPALIVE, t);
 		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
-		if (r->rx_up && !rn_peer_muted(c, t))
+		if (r->rx_up && !rn_peer_muted(c, t) && (r->suspect || !closing_quiet(c, t)))
 			arm(d, RN_TIMER_RAIL, t);
 		rto = rn_rail_rto(r, &c->cfg);
 		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
@@ -441,7 +472,7 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 		rn_rail *r = &c->rail[k];
 		uint64_t t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
 
-		if (rn_rail_tx_up(r) && now_ns >= t && !rn_peer_muted(c, t))
+		if (rn_rail_tx_up(r) && now_ns >= t && !ka_muted(c, t))
 			c->probe.ka_pending |= 1u << k;
 		if (c->state == RN_ST_ESTABLISHED) {
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
@@ -457,7 +488,8 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 		if (r->rx_up && r->suspect && !rn_peer_muted(c, t))
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
-		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c, t))
+		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c, t) &&
+			 !closing_quiet(c, t))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}

@@ -96,8 +96,6 @@ void rn_engine_dirty(rn_stream *st)
 
 void rn_stream_service_dirty(void)
 {
-	uint64_t now = rn_now_ns();
-
 	RN_OWNS_HOST();
 	/* streams marked while servicing wait for the next turn of the loop */
 	g_turn = g_dirty;
@@ -107,7 +105,14 @@ void rn_stream_service_dirty(void)
 
 		g_turn = st->dirty_next;
 		st->dirty = 0;
-		rn_stream_service(st, now);
+		/*
+		 * The time now, not the turn's start: each datagram carries its
+		 * send time, and one a peer gets over 250 ms "late" is dropped as
+		 * a replay (rn_conn_recv.c, fresh).  A close storm's turn of
+		 * thousands of streams on a loaded machine took longer than that,
+		 * and its last ACKs were dropped.
+		 */
+		rn_stream_service(st, rn_core_time(rn_now_ns()));
 	}
 }
 

@@ -11,7 +11,8 @@
 # RI2N_LOG=info, which logs every connection's end:
 #   - on each side N connections closed cleanly, none failed (no dead-peer
 #     timeout, no reset), the last within CLOSE_BOUND_S of the storm;
-#   - each process gone within EXIT_BOUND_S of closing its connections.
+#   - each process gone within EXIT_BOUND_S of closing its connections;
+#   - no rail judged down on either side after the storm began.
 # The bounds are far below the 30 s (dead-peer timeout, exit linger) the
 # faults took, and far above a clean run's time on a loaded machine.
 #
@@ -74,6 +75,11 @@ for side in cli srv; do
 	[ -n "$wall" ] || nt_fail "$side: ri2n-conns did not say when it closed"
 	late=$(awk -v a="$wall" -v b="$(last_close "$f")" 'BEGIN { d = b - a % 86400; if (d < -43200) d += 86400; printf "%.3f", d }')
 	nt_note "$side: last clean close ${late} s after it closed its connections"
+	# closing connections judge no rail by silence (rn_timer.c, closing_quiet): a busy
+	# engine's silence during the storm failed every rail of both ends, then resets
+	downs=$(awk -v a="$wall" '/ down: / { split($1, t, ":"); d = t[1] * 3600 + t[2] * 60 + t[3] - a % 86400
+		if (d < -43200) d += 86400; if (d >= 0) n++ } END { print n + 0 }' "$f")
+	[ "$downs" -eq 0 ] || nt_fail "$side: $downs rail-down verdicts after the storm: $(grep ' down: ' "$f" | tail -1)"
 	awk -v d="$late" -v m=$CLOSE_BOUND_S 'BEGIN { exit !(d <= m) }' ||
 		nt_fail "$side: the last connection closed ${late} s after the storm (bound ${CLOSE_BOUND_S} s)"
 done

@@ -459,6 +459,47 @@ static void test_timer_closed(void **state)
 	un_del(n);
 }
 
+/* Drops everything either side writes in [arg[0], arg[1]): both engines stalled. */
+static int drop_between(un_net *n, const un_rec *r, void *arg)
+{
+	const uint64_t *w = arg;
+
+	(void)r;
+	return n->now >= w[0] && n->now < w[1];
+}
+
+/*
+ * Both ends close an idle connection at once, then hear nothing for 5 s,
+ * longer than the idle pace's rail timeout (3.5 s): engines stalled by a
+ * close storm of thousands.  A closing connection judges no rail by that
+ * silence (no rail fails: it had failed every rail of the peer at once and
+ * the storm ended in resets), and once traffic flows again the FINs resent
+ * on the RTO close it cleanly on both sides.
+ */
+static void test_timer_closing_stall(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t_est = un_handshake(n, t0), t1 = t_est + 2 * UT_S, w[2] = { t1, t1 + 5 * UT_S };
+
+	(void)state;
+	un_run(n, t1);
+	n->filter = drop_between;
+	n->filter_arg = w;
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(rn_conn_shutdown(n->side[s].c, t1), 0);
+		n->side[s].shut = n->side[s].reading = 1;
+	}
+	un_step(n, t1);
+	un_run(n, w[1] + 20 * UT_S);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(un_event_count(n, s, RN_EV_RAIL_DOWN), 0);
+		assert_int_equal(un_event_count(n, s, RN_EV_FAILED), 0);
+		assert_int_equal(un_event_count(n, s, RN_EV_CLOSED), 1);
+		assert_int_equal(rn_conn_state(n->side[s].c), RN_ST_CLOSED);
+	}
+	un_del(n);
+}
+
 /* Drops what the server writes on path 1 from *(uint64_t *)arg on. */
 static int drop_server_path1(un_net *n, const un_rec *r, void *arg)
 {
@@ -527,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_timer_deadlines),
 		cmocka_unit_test(test_timer_closed),
 		cmocka_unit_test(test_timer_idle_pace),
+		cmocka_unit_test(test_timer_closing_stall),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
