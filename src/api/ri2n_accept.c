@@ -116,10 +116,82 @@ static rn_sock *take_queued(rn_sock *s, int afd)
 	return ns;
 }
 
-/* A thread cancelled in its wait for a connection: the listener's reference goes. */
-static void unref_cancelled(void *s)
+/*
+ * The accept turnstile (rn_sock's acc_* fields).  Records wake every thread
+ * asleep on the listener's descriptor, so only one thread of the process
+ * sleeps there; the others wait on acc_turn and the one leaving passes the
+ * turn to a single waiter: a connection wakes two threads, not all.
+ */
+
+/* Under s->mu: the sleeper leaves; one waiter (if any) takes its place. */
+static void pass_turn(rn_sock *s)
 {
+	__atomic_store_n(&s->acc_sleeper, 0, __ATOMIC_RELAXED);
+	if (s->acc_waiters > 0) {
+		__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
+		rn_sys_futex_wake(&s->acc_turn, 1);
+	}
+}
+
+/*
+ * Under s->mu: a waiter leaves without its turn (a signal, cancellation);
+ * the wake it may have taken goes on to another, so none waits for a
+ * sleeper that never comes.
+ */
+static void leave_turn(rn_sock *s)
+{
+	s->acc_waiters--;
+	if (!s->acc_sleeper && s->acc_waiters > 0) {
+		__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
+		rn_sys_futex_wake(&s->acc_turn, 1);
+	}
+}
+
+/* A sleeper cancelled in its wait: the turn passes, the listener's reference goes. */
+static void sleeper_cancelled(void *arg)
+{
+	rn_sock *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	pass_turn(s);
+	pthread_mutex_unlock(&s->mu);
 	rn_sock_unref(s);
+}
+
+/* A waiter cancelled: it leaves the turnstile, the listener's reference goes. */
+static void waiter_cancelled(void *arg)
+{
+	rn_sock *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	leave_turn(s);
+	pthread_mutex_unlock(&s->mu);
+	rn_sock_unref(s);
+}
+
+/*
+ * Called under s->mu, returns without it: waits until the sleeper passes
+ * the turn (cancellable, EINTR as accept's sleep).  0, or EINTR.
+ */
+static int wait_turn(rn_sock *s)
+{
+	int turn = __atomic_load_n(&s->acc_turn, __ATOMIC_ACQUIRE), rc, ct, err;
+
+	s->acc_waiters++;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cleanup_push(waiter_cancelled, s);
+	ct = rn_sys_cancel_begin();
+	rc = rn_sys_futex_wait(&s->acc_turn, turn);
+	rn_sys_cancel_end(ct);
+	pthread_cleanup_pop(0);
+	err = rc < 0 && errno == EINTR ? EINTR : 0;
+	pthread_mutex_lock(&s->mu);
+	if (err)
+		leave_turn(s);
+	else
+		s->acc_waiters--;
+	pthread_mutex_unlock(&s->mu);
+	return err;
 }
 
 /* Sleeps until a record waits (peeked, not taken), cancellable as TCP's accept. */
@@ -128,12 +200,73 @@ static ssize_t sleep_record(rn_sock *s, int fd, char *peek)
 	ssize_t n;
 	int ct;
 
-	pthread_cleanup_push(unref_cancelled, s);
+	pthread_cleanup_push(sleeper_cancelled, s);
 	ct = rn_sys_cancel_begin();
 	n = rn_sys_recv(fd, peek, 1, MSG_PEEK);
 	rn_sys_cancel_end(ct);
 	pthread_cleanup_pop(0);
 	return n;
+}
+
+/*
+ * Takes the next record of listener s (fd): at once, or once one comes
+ * unless the listener is non-blocking (EAGAIN).  0 with *rec, *afd and *ns
+ * (NULL: another process took the connection's queue entry), or an errno.
+ */
+static int next_record(rn_sock *s, int fd, int nonblock, rn_accept_rec *rec, int *afd, rn_sock **ns)
+{
+	int err, sleeper = 0, woke = 0;
+
+	/*
+	 * The record is read and its connection taken from the queue under the
+	 * listener's mutex, which the engine holds while it counts the records
+	 * still unread (prune_taken): else it could take a record being read
+	 * here for one a prefork worker took, and let go of the connection.
+	 * The wait itself is outside the mutex (the engine queues under it).
+	 */
+	for (;;) {
+		char peek;
+		ssize_t n;
+
+		pthread_mutex_lock(&s->mu);
+		err = read_accept_rec(fd, rec, afd, MSG_DONTWAIT);
+		if (!err && rec->tag == 'e') {
+			/* a connection the engine could not take (budget, descriptors, memory) */
+			s->acc_err = 0;
+			err = rec->err ? rec->err : EMFILE;
+		}
+		*ns = err ? NULL : take_queued(s, *afd);
+		if (err != EAGAIN || nonblock) {
+			if (sleeper)
+				pass_turn(s);
+			pthread_mutex_unlock(&s->mu);
+			return err;
+		}
+		if (woke) /* another thread, or process, took the record it woke for */
+			__atomic_add_fetch(&s->acc_idle_wakes, 1, __ATOMIC_RELAXED);
+		woke = 0;
+		if (!sleeper && s->acc_sleeper) {
+			err = wait_turn(s); /* releases s->mu */
+			if (err)
+				return err;
+			continue;
+		}
+		sleeper = 1;
+		__atomic_store_n(&s->acc_sleeper, 1, __ATOMIC_RELAXED); /* read by inline_driven */
+		pthread_mutex_unlock(&s->mu);
+		/* handshakes are the engine's: it must read the rails while we sleep */
+		rn_port_sock_sleeps(s);
+		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
+		n = sleep_record(s, fd, &peek);
+		if (n <= 0) {
+			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
+			pthread_mutex_lock(&s->mu);
+			pass_turn(s);
+			pthread_mutex_unlock(&s->mu);
+			return err;
+		}
+		woke = 1;
+	}
 }
 
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
@@ -148,39 +281,9 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
-	/*
-	 * The record is read and its connection taken from the queue under the
-	 * listener's mutex, which the engine holds while it counts the records
-	 * still unread (prune_taken): else it could take a record being read
-	 * here for one a prefork worker took, and let go of the connection.
-	 * The wait itself is outside the mutex (the engine queues under it).
-	 */
 	nonblock = rn_sys_fcntl(fd, F_GETFL, 0); /* the listener's own mode (flags are the new socket's) */
 	nonblock = nonblock >= 0 && (nonblock & O_NONBLOCK);
-	for (;;) {
-		char peek;
-		ssize_t n;
-
-		pthread_mutex_lock(&s->mu);
-		err = read_accept_rec(fd, &rec, &afd, MSG_DONTWAIT);
-		if (!err && rec.tag == 'e') {
-			/* a connection the engine could not take (budget, descriptors, memory) */
-			s->acc_err = 0;
-			err = rec.err ? rec.err : EMFILE;
-		}
-		ns = err ? NULL : take_queued(s, afd);
-		pthread_mutex_unlock(&s->mu);
-		if (err != EAGAIN || nonblock)
-			break;
-		/* handshakes are the engine's: it must read the rails while we sleep */
-		rn_port_sock_sleeps(s);
-		/* wait for a record without taking it (restarted under SA_RESTART as accept is) */
-		n = sleep_record(s, fd, &peek);
-		if (n <= 0) {
-			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
-			break;
-		}
-	}
+	err = next_record(s, fd, nonblock, &rec, &afd, &ns);
 	if (err) {
 		rn_sock_unref(s);
 		return rn_api_fail(err);

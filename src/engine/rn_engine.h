@@ -92,6 +92,15 @@ typedef struct rn_sock {
 	int accq_len, backlog;
 	int acc_err;               /* a connection refused (budget, descriptors): ri2n_accept says it once */
 	int queued;                /* (atomic) in its listener's accept queue */
+	/*
+	 * ri2n_accept's turnstile: one thread of the process sleeps on the
+	 * listener's descriptor (acc_sleeper, under mu); the others wait their
+	 * turn on the futex word acc_turn, woken one at a time.  Else every
+	 * thread asleep in accept would wake for each connection.
+	 */
+	int acc_sleeper, acc_waiters; /* (mu) */
+	int acc_turn;              /* (atomic) futex word: bumped when the turn passes */
+	uint64_t acc_idle_wakes;   /* (atomic) sleeper woken by a record and found none */
 
 	/* engine thread only */
 	struct rn_port *port;

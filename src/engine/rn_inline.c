@@ -551,7 +551,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 			/* another wake-up took it */
 		}
 	}
-	p->inline_ns = rn_now_ns();
+	rn_port_wait_left(p, rn_now_ns());
 	rn_port_unref(p);
 	if (rc < 0)
 		return -err;

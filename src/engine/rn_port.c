@@ -526,7 +526,16 @@ void rn_port_wait_end(rn_port *p, uint64_t now)
 {
 	RN_OWNS_HOST();
 	p->nwait--;
+	rn_port_wait_left(p, now);
+}
+
+void rn_port_wait_left(rn_port *p, uint64_t now)
+{
+	RN_OWNS_HOST();
 	p->inline_ns = now;
+	/* a thread asleep in accept needs the engine on the sockets (see inline_driven) */
+	if (!p->nwait && p->lsock && __atomic_load_n(&p->lsock->acc_sleeper, __ATOMIC_RELAXED))
+		rn_port_take_back(p);
 }
 
 /*
@@ -541,7 +550,16 @@ void rn_port_wait_end(rn_port *p, uint64_t now)
  */
 static int inline_driven(const rn_port *p, uint64_t now)
 {
-	return p->nwait > 0 || (p->inline_ns && now - p->inline_ns < handoff_ns(p));
+	if (p->nwait > 0)
+		return 1;
+	/*
+	 * A thread asleep in ri2n_accept waits for handshakes only the engine
+	 * completes: the bet is off while it sleeps (else each connection's
+	 * INIT waited out the hand-off of the thread serving the one before).
+	 */
+	if (p->lsock && __atomic_load_n(&p->lsock->acc_sleeper, __ATOMIC_RELAXED))
+		return 0;
+	return p->inline_ns && now - p->inline_ns < handoff_ns(p);
 }
 
 /*

@@ -138,6 +138,12 @@ void rn_port_sock_sleeps(rn_sock *s);
 /* A thread begins an inline wait on the port's sockets (host lock); rn_port_wait_end when it is back. */
 void rn_port_wait_begin(rn_port *p, uint64_t now);
 void rn_port_wait_end(rn_port *p, uint64_t now);
+/*
+ * An inline wait on the port ended at now (host lock; its thread already
+ * left p->nwait): the hand-off's bet starts, unless a thread sleeps in
+ * ri2n_accept on the port's listener, which only the engine serves.
+ */
+void rn_port_wait_left(rn_port *p, uint64_t now);
 /* The rail socket open under descriptor number fd with inode ino, or NULL (host lock). */
 rn_usock *rn_port_usock(int fd, uint64_t ino);
 

@@ -110,6 +110,7 @@ static void write_listener(rn_port *p, void *ctx)
 	FILE *f = ctx;
 	uint64_t drops = p->drops_unknown + p->drops_backlog;
 	int queued = 0;
+	uint64_t idle_wakes = 0;
 
 	for (int d = 0; d < RN_DROP__COUNT; d++)
 		drops += p->lis->drops[d];
@@ -117,16 +118,18 @@ static void write_listener(rn_port *p, void *ctx)
 		pthread_mutex_lock(&p->lsock->mu);
 		queued = p->lsock->accq_len;
 		pthread_mutex_unlock(&p->lsock->mu);
+		idle_wakes = __atomic_load_n(&p->lsock->acc_idle_wakes, __ATOMIC_RELAXED);
 	}
 	fprintf(f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
 		     "drops_backlog=%llu drops_auth=%llu drops_rate=%llu keyed=%d refused=%llu "
-		     "resets=%llu\n",
+		     "resets=%llu accept_idle_wakes=%llu\n",
 		p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
 		(unsigned long long)drops, (unsigned long long)p->drops_backlog,
 		(unsigned long long)p->lis->drops[RN_DROP_AUTH],
 		(unsigned long long)p->lis->drops[RN_DROP_RATE], p->lis->cfg.keyed,
-		(unsigned long long)p->refused, (unsigned long long)p->lis->resets);
+		(unsigned long long)p->refused, (unsigned long long)p->lis->resets,
+		(unsigned long long)idle_wakes);
 }
 
 /*

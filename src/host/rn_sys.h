@@ -230,6 +230,22 @@ static inline pid_t rn_sys_gettid(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/*
+ * Sleeps while *word holds val (FUTEX_WAIT, process-private): 0 when woken
+ * (or spuriously), -1 with EAGAIN if *word was not val, EINTR for a signal
+ * whose handler lacks SA_RESTART (with it the wait restarts, as recv's).
+ */
+static inline int rn_sys_futex_wait(int *word, int val)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+/* Wakes at most n threads asleep on the futex word (FUTEX_WAKE, process-private). */
+static inline int rn_sys_futex_wake(int *word, int n)
+{
+	return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
 /* Wakes every thread asleep on the futex word (FUTEX_WAKE, process-private). */
 static inline int rn_sys_futex_wake_all(int *word)
 {

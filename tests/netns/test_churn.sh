@@ -9,7 +9,10 @@
 # sequential connects from one thread.  Every echo must come back byte for
 # byte, no connect may fail, and the listener must have dropped no handshake
 # for its rate limit (ri2n-stat's counters): an honest busy client is never
-# taken for a flood.  The rate reached and the connect medians are printed
+# taken for a flood.  The server's 16 threads asleep in ri2n_accept must
+# not all wake for each connection: a thread woken for a connection another
+# took (accept_idle_wakes) happens at most once per connection (one thread
+# sleeps on the listener, the others wait their turn).  The rate reached and the connect medians are printed
 # for the record, never asserted (bench/run.sh measures them).
 #
 # Environment: RI2N_XFER, RI2N_CHURN, RI2N_STAT_BIN.
@@ -22,14 +25,15 @@ PORT=7000
 [ -x "$STAT" ] || nt_skip "ri2n-stat not built at $STAT"
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 
-# The listener's counters of PID in h2 as "inits accepts drops_rate"
+# The listener's counters of PID in h2 as "inits accepts drops_rate accept_idle_wakes"
 listener_counts() {
 	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
 p = [p for p in d['processes'] if p['pid'] == $1]
 l = p[0]['listeners'][0] if p and p[0]['listeners'] else {}
-print(l.get('inits', 'none'), l.get('accepts', 'none'), l.get('drops_rate', 'none'))"
+print(l.get('inits', 'none'), l.get('accepts', 'none'), l.get('drops_rate', 'none'),
+      l.get('accept_idle_wakes', 'none'))"
 }
 
 # run NAME ARGS...: a client run in h1 bounded by timeout; its line on stdout
@@ -62,12 +66,15 @@ conns=$(sed -n 's/.* conns=\([0-9]*\) .*/\1/p' "$NT_DIR/busy.out")
 # loaded machine may still be catching up: poll (5 s at most) until they count every connect
 for _ in $(seq 25); do
 	sleep 0.2
-	read -r inits accepts rate_drops <<<"$(listener_counts "$spid")"
+	read -r inits accepts rate_drops idle_wakes <<<"$(listener_counts "$spid")"
 	[ "$accepts" -ge "$conns" ] 2>/dev/null && break
 done
 nt_note "listener: $inits handshakes, $accepts accepted, $rate_drops dropped for the rate limit"
 [ "$rate_drops" = 0 ] || nt_fail "the listener dropped $rate_drops handshakes of an honest client for its rate limit"
 [ "$accepts" -ge "$conns" ] 2>/dev/null || nt_fail "$conns connects done, $accepts accepted"
+nt_note "accept: $idle_wakes wake-ups of a thread that found the connection taken"
+[ "$idle_wakes" -le "$accepts" ] 2>/dev/null ||
+	nt_fail "threads in ri2n_accept woke $idle_wakes times for $accepts connections: all wake for each"
 # the limit an unverified source has (256 at once, then 1000 a second): was it passed?
 if [ "$inits" -gt $((256 + 3 * 1000)) ] 2>/dev/null; then
 	nt_note "$inits handshakes in 3 s: more than an unverified source may have"
