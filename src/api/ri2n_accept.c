@@ -123,14 +123,26 @@ static rn_sock *take_queued(rn_sock *s, int afd)
  * turn to a single waiter: a connection wakes two threads, not all.
  */
 
-/* Under s->mu: the sleeper leaves; one waiter (if any) takes its place. */
-static void pass_turn(rn_sock *s)
+/*
+ * Under s->mu: the sleeper leaves; 1 if a waiter is to take its place (the
+ * caller wakes it with unlock_wake, once the mutex the waiter takes next is
+ * free).
+ */
+static int pass_turn(rn_sock *s)
 {
 	__atomic_store_n(&s->acc_sleeper, 0, __ATOMIC_RELAXED);
-	if (s->acc_waiters > 0) {
-		__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
+	if (s->acc_waiters <= 0)
+		return 0;
+	__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Releases s->mu, then wakes one waiter if wake (the caller holds a reference to s). */
+static void unlock_wake(rn_sock *s, int wake)
+{
+	pthread_mutex_unlock(&s->mu);
+	if (wake)
 		rn_sys_futex_wake(&s->acc_turn, 1);
-	}
 }
 
 /*
@@ -138,13 +150,13 @@ static void pass_turn(rn_sock *s)
  * the wake it may have taken goes on to another, so none waits for a
  * sleeper that never comes.
  */
-static void leave_turn(rn_sock *s)
+static int leave_turn(rn_sock *s)
 {
 	s->acc_waiters--;
-	if (!s->acc_sleeper && s->acc_waiters > 0) {
-		__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
-		rn_sys_futex_wake(&s->acc_turn, 1);
-	}
+	if (s->acc_sleeper || s->acc_waiters <= 0)
+		return 0;
+	__atomic_add_fetch(&s->acc_turn, 1, __ATOMIC_RELEASE);
+	return 1;
 }
 
 /* A sleeper cancelled in its wait: the turn passes, the listener's reference goes. */
@@ -153,8 +165,7 @@ static void sleeper_cancelled(void *arg)
 	rn_sock *s = arg;
 
 	pthread_mutex_lock(&s->mu);
-	pass_turn(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_wake(s, pass_turn(s));
 	rn_sock_unref(s);
 }
 
@@ -164,8 +175,7 @@ static void waiter_cancelled(void *arg)
 	rn_sock *s = arg;
 
 	pthread_mutex_lock(&s->mu);
-	leave_turn(s);
-	pthread_mutex_unlock(&s->mu);
+	unlock_wake(s, leave_turn(s));
 	rn_sock_unref(s);
 }
 
@@ -186,12 +196,13 @@ static int wait_turn(rn_sock *s)
 	pthread_cleanup_pop(0);
 	err = rc < 0 && errno == EINTR ? EINTR : 0;
 	pthread_mutex_lock(&s->mu);
-	if (err)
-		leave_turn(s);
-	else
-		s->acc_waiters--;
+	if (err) {
+		unlock_wake(s, leave_turn(s));
+		return err;
+	}
+	s->acc_waiters--;
 	pthread_mutex_unlock(&s->mu);
-	return err;
+	return 0;
 }
 
 /* Sleeps until a record waits (peeked, not taken), cancellable as TCP's accept. */
@@ -237,9 +248,7 @@ static int next_record(rn_sock *s, int fd, int nonblock, rn_accept_rec *rec, int
 		}
 		*ns = err ? NULL : take_queued(s, *afd);
 		if (err != EAGAIN || nonblock) {
-			if (sleeper)
-				pass_turn(s);
-			pthread_mutex_unlock(&s->mu);
+			unlock_wake(s, sleeper && pass_turn(s));
 			return err;
 		}
 		if (woke) /* another thread, or process, took the record it woke for */
@@ -261,8 +270,7 @@ static int next_record(rn_sock *s, int fd, int nonblock, rn_accept_rec *rec, int
 		if (n <= 0) {
 			err = n < 0 ? errno : EINVAL; /* 0: the engine let go of the listener */
 			pthread_mutex_lock(&s->mu);
-			pass_turn(s);
-			pthread_mutex_unlock(&s->mu);
+			unlock_wake(s, pass_turn(s));
 			return err;
 		}
 		woke = 1;

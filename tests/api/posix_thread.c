@@ -4,7 +4,8 @@
  * pthread_cancel, after which the process goes on and exits within its
  * linger; a reader blocked on one connection while another connection of
  * the same port streams; close() of a number racing data calls while
- * ri2n_socket reuses it.
+ * ri2n_socket reuses it; many threads in accept woken one per connection,
+ * and a thread cancelled among them.
  *
  * Runs in tests/api/run.sh's namespace (rails r1 and r2).  Every byte moved
  * is checked; every wait is bounded (a watchdog per test, timed joins, a
@@ -19,6 +20,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +77,193 @@ static int join_cancelled(pthread_t t, int ms)
 	if (pthread_timedjoin_np(t, &ret, &dl) != 0)
 		return -2;
 	return ret == PTHREAD_CANCELED ? 0 : -1;
+}
+
+/* ---- many threads in accept ---- */
+
+#define HERD_THREADS 16
+#define HERD_FIRST 4 /* connections made while all the others are watched */
+
+struct herd {
+	int l;
+	pid_t tid;
+	int fd;   /* what ri2n_accept returned */
+	int done; /* (atomic) */
+};
+
+static void *herd_accept(void *arg)
+{
+	struct herd *h = arg;
+
+	__atomic_store_n(&h->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	h->fd = ri2n_accept(h->l, NULL, NULL);
+	__atomic_store_n(&h->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A thread's voluntary context switches (each sleep after a wake-up), or -1. */
+static long vol_switches(pid_t tid)
+{
+	char path[64], line[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* Whether the thread sleeps ('S' in its stat). */
+static int sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	int ok = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (f && fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
+		ok = p[2] == 'S';
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/* Waits (10 s at most) until every thread not done sleeps; 0 or -1. */
+static int herd_settle(struct herd *h, int n)
+{
+	for (int k = 0; k < 1000; k++) {
+		int all = 1;
+
+		for (int i = 0; i < n; i++)
+			if (!__atomic_load_n(&h[i].done, __ATOMIC_ACQUIRE) &&
+			    (!__atomic_load_n(&h[i].tid, __ATOMIC_ACQUIRE) || !sleeping(h[i].tid)))
+				all = 0;
+		if (all)
+			return 0;
+		usleep(10 * 1000);
+	}
+	return -1;
+}
+
+static int herd_done(struct herd *h, int n)
+{
+	int d = 0;
+
+	for (int i = 0; i < n; i++)
+		d += __atomic_load_n(&h[i].done, __ATOMIC_ACQUIRE);
+	return d;
+}
+
+/*
+ * Sixteen threads asleep in ri2n_accept on one listener, connections made
+ * one at a time: each accept returns exactly one connection (its 4-byte
+ * hello checked), and a connection wakes the thread that takes it, not all
+ * of them: the threads still waiting after the first four connections
+ * slept on undisturbed (fewer wake-ups than half of one per connection
+ * each; a thundering herd gives each at least one per connection).
+ */
+static void test_accept_herd(void **state)
+{
+	struct herd h[HERD_THREADS];
+	pthread_t t[HERD_THREADS];
+	long before[HERD_THREADS];
+	int c[HERD_THREADS], seen[HERD_THREADS] = { 0 }, left = 0;
+	long woke = 0;
+	uint16_t port;
+	int l = make_listener(NULL, HERD_THREADS, &port);
+
+	(void)state;
+	for (int i = 0; i < HERD_THREADS; i++) {
+		h[i] = (struct herd){ .l = l, .fd = -1 };
+		assert_int_equal(pthread_create(&t[i], NULL, herd_accept, &h[i]), 0);
+	}
+	assert_int_equal(herd_settle(h, HERD_THREADS), 0);
+	usleep(100 * 1000); /* past the last one's way into its wait */
+	assert_int_equal(herd_settle(h, HERD_THREADS), 0);
+	for (int i = 0; i < HERD_THREADS; i++)
+		before[i] = vol_switches(h[i].tid);
+	for (int i = 0; i < HERD_THREADS; i++) {
+		uint32_t v = (uint32_t)i;
+		uint64_t t0 = now_ms();
+
+		c[i] = connect_to(port);
+		assert_int_equal(write(c[i], &v, sizeof(v)), (ssize_t)sizeof(v));
+		while (herd_done(h, HERD_THREADS) < i + 1 && now_ms() - t0 < 10000)
+			usleep(1000);
+		assert_int_equal(herd_done(h, HERD_THREADS), i + 1);
+		assert_int_equal(herd_settle(h, HERD_THREADS), 0);
+		if (i + 1 != HERD_FIRST)
+			continue;
+		for (int k = 0; k < HERD_THREADS; k++) {
+			if (__atomic_load_n(&h[k].done, __ATOMIC_ACQUIRE))
+				continue;
+			left++;
+			woke += vol_switches(h[k].tid) - before[k];
+		}
+		print_message("  %d threads still in accept woke %ld times in %d connections\n", left,
+			      woke, HERD_FIRST);
+		assert_true(woke * 2 < (long)left * HERD_FIRST);
+	}
+	for (int i = 0; i < HERD_THREADS; i++) {
+		uint32_t v = UINT32_MAX;
+
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_true(h[i].fd >= 0);
+		assert_int_equal(wait_fd(h[i].fd, POLLIN, 10000) & POLLIN, POLLIN);
+		assert_int_equal(read(h[i].fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+		assert_true(v < HERD_THREADS);
+		assert_int_equal(seen[v]++, 0);
+	}
+	for (int i = 0; i < HERD_THREADS; i++) {
+		close(h[i].fd);
+		close(c[i]);
+	}
+	close(l);
+}
+
+/*
+ * Two threads in accept, the first asleep on the listener and the second
+ * waiting its turn: whichever is cancelled, the other still takes the next
+ * connection.
+ */
+static void test_accept_turn_cancel(void **state)
+{
+	uint16_t port;
+	int l = make_listener(NULL, 4, &port);
+
+	(void)state;
+	for (int victim = 0; victim < 2; victim++) {
+		struct herd h[2] = { { .l = l, .fd = -1 }, { .l = l, .fd = -1 } };
+		pthread_t t[2];
+		uint64_t t0;
+		int c, other = !victim;
+
+		assert_int_equal(pthread_create(&t[0], NULL, herd_accept, &h[0]), 0);
+		assert_int_equal(herd_settle(h, 1), 0);
+		usleep(50 * 1000);
+		assert_int_equal(pthread_create(&t[1], NULL, herd_accept, &h[1]), 0);
+		assert_int_equal(herd_settle(h, 2), 0);
+		usleep(50 * 1000);
+		pthread_cancel(t[victim]);
+		assert_int_equal(join_cancelled(t[victim], 5000), 0);
+		c = connect_to(port);
+		t0 = now_ms();
+		while (!__atomic_load_n(&h[other].done, __ATOMIC_ACQUIRE) && now_ms() - t0 < 10000)
+			usleep(1000);
+		assert_int_equal(__atomic_load_n(&h[other].done, __ATOMIC_ACQUIRE), 1);
+		assert_int_equal(pthread_join(t[other], NULL), 0);
+		assert_true(h[other].fd >= 0);
+		close(h[other].fd);
+		close(c);
+	}
+	close(l);
 }
 
 /* ---- cancellation ---- */
@@ -433,6 +623,8 @@ int main(int argc, char **argv)
 		T(test_cancel_blocked),
 		T(test_blocked_reader_neighbour),
 		T(test_close_reuse_race),
+		T(test_accept_herd),
+		T(test_accept_turn_cancel),
 	};
 	harness_init();
 	setenv("RI2N_RAILS", "r1,r2", 0);
