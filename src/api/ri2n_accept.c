@@ -164,6 +164,7 @@ static void sleeper_cancelled(void *arg)
 {
 	rn_sock *s = arg;
 
+	RN_SYS_CANCEL_UNPOISON();
 	pthread_mutex_lock(&s->mu);
 	unlock_wake(s, pass_turn(s));
 	rn_sock_unref(s);
@@ -174,6 +175,7 @@ static void waiter_cancelled(void *arg)
 {
 	rn_sock *s = arg;
 
+	RN_SYS_CANCEL_UNPOISON();
 	pthread_mutex_lock(&s->mu);
 	unlock_wake(s, leave_turn(s));
 	rn_sock_unref(s);

@@ -222,10 +222,10 @@ static void test_accept_herd(void **state)
 		assert_int_equal(seen[v]++, 0);
 	}
 	for (int i = 0; i < HERD_THREADS; i++) {
-		close(h[i].fd);
-		close(c[i]);
+		ri2n_close(h[i].fd);
+		ri2n_close(c[i]);
 	}
-	close(l);
+	ri2n_close(l);
 }
 
 /*
@@ -260,10 +260,10 @@ static void test_accept_turn_cancel(void **state)
 		assert_int_equal(__atomic_load_n(&h[other].done, __ATOMIC_ACQUIRE), 1);
 		assert_int_equal(pthread_join(t[other], NULL), 0);
 		assert_true(h[other].fd >= 0);
-		close(h[other].fd);
-		close(c);
+		ri2n_close(h[other].fd);
+		ri2n_close(c);
 	}
-	close(l);
+	ri2n_close(l);
 }
 
 /* ---- cancellation ---- */
