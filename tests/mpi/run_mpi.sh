@@ -74,18 +74,8 @@ WORK=$(mktemp -d /tmp/ri2n-mpi.XXXXXX)
 TAG=""
 NHOSTS=0
 
-skip() { echo "SKIP: $*"; rm -rf "$WORK"; exit 77; }
-note() { printf '  %s\n' "$*"; }
-ok() { printf 'ok: %s\n' "$*"; }
-fail() {
-	echo "FAIL: $*"
-	for f in "$WORK"/*.out; do
-		[ -f "$f" ] || continue
-		echo "--- last lines of $(basename "$f")"
-		grep -v 'pingpong size=\|stream rank=.* t=' "$f" | tail -n 25
-	done
-	exit 1
-}
+# shellcheck source=mpi_bed.sh
+source "$HERE/mpi_bed.sh"
 
 # ---- prerequisites ----
 
@@ -140,30 +130,8 @@ source "$ROOT/tools/ri2n-testbed.sh"
 source "$ROOT/tests/netns/tag.sh"
 set +e
 
-kill_ranks() { # whatever still runs in our hosts' namespaces is ours
-	local h p
-	[ -n "$TAG" ] || return 0
-	for ((h = 1; h <= NHOSTS; h++)); do
-		for p in $(ip netns pids "ri2n-$TAG-h$h" 2>/dev/null); do
-			kill -9 "$p" 2>/dev/null
-		done
-	done
-}
-
-cleanup() {
-	kill_ranks
-	[ "${MPI_KEEP:-0}" = 1 ] && echo "logs kept in $WORK" || rm -rf "$WORK"
-}
-
 bed_up() { # HOSTS [TAG]
-	NHOSTS=$1
-	TAG=$(nt_tag "mpi-${2:-mpi$1}") || fail "no test-bed tag"
-	tb_use "$TAG"
-	tb_on_exit cleanup
-	tb_cleanup_on_exit
-	tb_exists && tb_destroy >/dev/null 2>&1
-	tb_create --hosts "$NHOSTS" --rails 2 --rate 1gbit >/dev/null || fail "test bed"
-	MGMT=$(tb_mgmt_subnet)
+	mpi_bed_up "$1" "mpi-${2:-mpi$1}"
 }
 
 # mpi_run NAME NP BTL TIMEOUT [mpirun args...] -- [mpi_check args...]; output in $WORK/NAME.out
@@ -192,10 +160,6 @@ after_stream_start() { # NAME SECONDS
 		sleep 0.05
 	done
 	sleep "$2"
-}
-
-require_pass() { # NAME
-	grep -q 'mpi_check result=PASS' "$WORK/$1.out" || fail "$1: the program did not pass"
 }
 
 report() { # NAME: the figures a person wants to see

@@ -40,18 +40,9 @@ NHOSTS=0
 # the MPI libraries' data ports: pinned to this range, and only these go over ri2n
 PORTS=21000-21999
 
-skip() { echo "SKIP: $*"; rm -rf "$WORK"; exit 77; }
-note() { printf '  %s\n' "$*"; }
-ok() { printf 'ok: %s\n' "$*"; }
-fail() {
-	echo "FAIL: $*"
-	for f in "$WORK"/*.out; do
-		[ -f "$f" ] || continue
-		echo "--- last lines of $(basename "$f")"
-		grep -v 'pingpong size=\|stream rank=.* t=\|stays TCP (loopback)' "$f" | tail -n 25
-	done
-	exit 1
-}
+MPI_BED_QUIET='pingpong size=|stream rank=.* t=|stays TCP \(loopback\)'
+# shellcheck source=mpi_bed.sh
+source "$HERE/mpi_bed.sh"
 
 # ---- prerequisites ----
 
@@ -96,30 +87,8 @@ source "$ROOT/tools/ri2n-testbed.sh"
 source "$ROOT/tests/netns/tag.sh"
 set +e
 
-kill_ranks() { # whatever still runs in our hosts' namespaces is ours
-	local h p
-	[ -n "$TAG" ] || return 0
-	for ((h = 1; h <= NHOSTS; h++)); do
-		for p in $(ip netns pids "ri2n-$TAG-h$h" 2>/dev/null); do
-			kill -9 "$p" 2>/dev/null
-		done
-	done
-}
-
-cleanup() {
-	kill_ranks
-	[ "${MPI_KEEP:-0}" = 1 ] && echo "logs kept in $WORK" || rm -rf "$WORK"
-}
-
 bed_up() { # HOSTS NAME
-	NHOSTS=$1
-	TAG=$(nt_tag "mpirun-$2") || fail "no test-bed tag"
-	tb_use "$TAG"
-	tb_on_exit cleanup
-	tb_cleanup_on_exit
-	tb_exists && tb_destroy >/dev/null 2>&1
-	tb_create --hosts "$NHOSTS" --rails 2 --rate 1gbit >/dev/null || fail "test bed"
-	MGMT=$(tb_mgmt_subnet)
+	mpi_bed_up "$1" "mpirun-$2"
 }
 
 # What every rank runs under: ri2n-run on the rails, converting only the MPI
@@ -209,10 +178,6 @@ after_stream_start() { # NAME PID SECONDS
 		sleep 0.05
 	done
 	sleep "$3"
-}
-
-require_pass() { # NAME
-	grep -q 'mpi_check result=PASS' "$WORK/$1.out" || fail "$1: the program did not pass"
 }
 
 # Every one of NP ranks made or accepted a connection over ri2n; no connection
