@@ -620,8 +620,15 @@ void rn_port_take_back(rn_port *p)
 {
 	RN_OWNS_HOST();
 	p->inline_ns = 0;
-	if (p->rx_off && !p->nwait)
+	if (!p->rx_off || p->nwait)
+		return;
+	if (rn_engine_self()) {
 		rx_set(p, 1); /* what waits in the sockets wakes the engine (level-triggered) */
+	} else { /* libevent is the engine thread's alone (rn_ev.h): it re-arms them */
+		p->want_rx = 1;
+		g_sync = 1;
+		rn_host_kick();
+	}
 }
 
 void rn_port_sock_sleeps(rn_sock *s)
@@ -756,6 +763,11 @@ void rn_port_sync(void)
 		if (p->dead) {
 			port_free(p);
 			continue;
+		}
+		if (p->want_rx) {
+			p->want_rx = 0;
+			if (p->rx_off && !inline_driven(p, rn_now_ns()))
+				rx_set(p, 1);
 		}
 		for (int i = 0; i < p->nsock; i++) {
 			if (p->s[i].want_wev) {

@@ -63,6 +63,7 @@ typedef struct rn_port {
 	struct rn_waiter *waiters;
 	int nwait;
 	uint8_t rx_off, dead;
+	uint8_t want_rx;        /* taken back by another thread: the engine re-arms the sockets */
 	uint64_t inline_ns;     /* the last inline wait's end or read */
 	uint64_t turn_ns;       /* mean time from a wait's end to the next one (rn_handoff.h) */
 	uint64_t check_ns;      /* the fallback's period while threads keep the port (rn_handoff.h) */
