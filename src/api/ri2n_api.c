@@ -82,14 +82,16 @@ static void grow_sndbuf(int fd, int size)
 	}
 }
 
-/* Fills A's send buffer so that A polls writable only once connected. */
+/*
+ * Fills A's send buffer so that A polls writable only once connected.
+ * MSG_DONTWAIT makes each send non-blocking on its own: the descriptor's
+ * O_NONBLOCK is never touched (three fcntl calls a socket fewer).
+ */
 size_t rn_api_fill_junk(int fd)
 {
 	static const char zeros[65536];
-	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
 	size_t total = 0;
 
-	rn_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	for (;;) {
 		ssize_t n = rn_sys_send(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -97,7 +99,6 @@ size_t rn_api_fill_junk(int fd)
 			break;
 		total += (size_t)n;
 	}
-	rn_sys_fcntl(fd, F_SETFL, fl);
 	return total;
 }
 
@@ -257,8 +258,18 @@ int ri2n_socket(void)
 	s->sndbuf = shrink_sndbuf(sv[0]);
 	s->junk = rn_api_fill_junk(sv[0]);
 	rc = rn_api_tab_install(sv[0], s);
-	if (rc == 0)
-		rc = rn_engine_call(RN_CMD_CREATE, s, NULL);
+	if (rc == 0) {
+		/*
+		 * The engine takes its end without the caller waiting (one hand-off
+		 * fewer per connection): commands run in order, so the connect, bind
+		 * or listen that follows finds it done.  Its reference is taken here,
+		 * as the user may close the socket before the engine runs.
+		 */
+		rn_sock_ref(s);
+		rc = rn_engine_post(RN_CMD_CREATE, s);
+		if (rc)
+			rn_sock_unref(s);
+	}
 	if (rc) {
 		rn_sys_close(sv[0]);
 		return rn_api_fail(-rc);

@@ -103,12 +103,18 @@ int rn_stream_cmd_create(rn_sock *s)
 {
 	int rc = rn_stream_globals();
 
-	if (rc)
-		return rc;
-	rn_sock_ref(s); /* the engine's, dropped when it closes its end */
-	rc = watch(s, EV_CLOSED);
-	if (rc)
-		rn_sock_unref(s);
+	if (rc == 0)
+		rc = watch(s, EV_CLOSED);
+	if (rc) {
+		/* nobody waits for the answer: the socket dies, its user's end reads EOF */
+		pthread_mutex_lock(&s->mu);
+		__atomic_store_n(&s->kind, RN_SK_DEAD, __ATOMIC_RELEASE);
+		s->so_error = -rc;
+		pthread_mutex_unlock(&s->mu);
+		rn_fd_close(s->eng_fd);
+		s->eng_fd = -1;
+		rn_sock_unref(s); /* the engine's */
+	}
 	return rc;
 }
 

@@ -444,6 +444,28 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 	return c.rc;
 }
 
+int rn_engine_post(int type, rn_sock *s)
+{
+	rn_cmd *c;
+	int rc = rn_engine_start(), ct;
+
+	if (rc)
+		return rc;
+	if (pthread_equal(pthread_self(), g.thread))
+		return run_cmd(&(rn_cmd){ .type = type, .s = s });
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->type = type;
+	c->s = s;
+	c->orphan = 1; /* nobody waits: the engine frees it */
+	pthread_cond_init(&c->cv, NULL);
+	ct = rn_sys_nocancel_begin(); /* no cancellation with g.mu held */
+	cmd_post(c);
+	rn_sys_nocancel_end(ct);
+	return 0;
+}
+
 int rn_engine_pending(int mode, long ms)
 {
 	rn_cmd *c;

@@ -149,6 +149,14 @@ enum rn_cmd_type {
 int rn_engine_call(int type, rn_sock *s, void *arg);
 
 /*
+ * Queues a command for the engine thread without waiting for it (only for
+ * commands with no argument and no answer: RN_CMD_CREATE); commands run in
+ * the order they were queued, so a later rn_engine_call on the same socket
+ * finds it done.  Returns 0, or -errno if it could not be queued.
+ */
+int rn_engine_post(int type, rn_sock *s);
+
+/*
  * RN_CMD_PENDING(mode) in the engine thread, waited for at most ms: the
  * count, or -ETIMEDOUT if the engine did not answer in time (the exit drain
  * stays bounded whatever the engine is doing; the command it left behind is

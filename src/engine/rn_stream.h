@@ -92,7 +92,11 @@ int rn_stream_flush(struct rn_stream *st, uint64_t now);
 /* The stream's timer passed: runs the core's timers, then services it (engine). */
 void rn_stream_fire_timer(struct rn_stream *st, uint64_t now);
 
-/* Engine side of the socket commands; each returns 0 or -errno. */
+/*
+ * Engine side of the socket commands; each returns 0 or -errno.  create
+ * takes the engine's reference the caller took for it (rn_engine_post: no
+ * one waits), and on failure kills the socket and drops that reference.
+ */
 int rn_stream_cmd_create(rn_sock *s);
 int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_listen(rn_sock *s);
