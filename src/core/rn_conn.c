@@ -457,16 +457,16 @@ int rn_conn_can_shrink(const rn_conn *c)
 	const rn_sndq *q = &c->sq;
 	const rn_rob *r = &c->rq;
 
-	if (!c->bufs_ready || c->state != RN_ST_ESTABLISHED)
+	if (!c->bufs_ready || (c->state != RN_ST_ESTABLISHED && c->state != RN_ST_LINGER))
 		return 0;
 	if (q->slots == ring_init_slots(c->mss, q->max_slots) &&
 	    r->cap == ring_init_slots(c->mss, r->wnd) && !q->buf && !r->buf)
 		return 0;
-	return q->una == q->end && r->base == r->max;
+	return q->una == q->end && rn_rob_drained(r);
 }
 
 /*
- * Gives an idle connection's rings back (rn_timer.c calls it once nothing
+ * Gives an idle or lingering connection's rings back (rn_timer.c calls it once nothing
  * was sent or stored for RN_RING_IDLE_NS): grown ones go back to their
  * first size, and the payload storage of both is freed (the next byte
  * either way makes it again), so an idle connection holds only its marks.
@@ -657,6 +657,13 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 	if (c->close.fin_acked && c->close.peer_fin_seen) {
 		c->state = RN_ST_LINGER;
 		rn_timer_on_closed(c, now_ns);
+		/*
+		 * Everything sent was acknowledged and nothing more comes: a
+		 * lingering connection needs no payload storage (unless the
+		 * application has yet to read what came), and giving it back now
+		 * lets the next connection reuse it rather than wait out the linger.
+		 */
+		rn_conn_shrink(c, now_ns);
 		rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 }

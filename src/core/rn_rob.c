@@ -36,9 +36,15 @@ int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t cap, uint32_t wnd, uint32
 	return 0;
 }
 
+int rn_rob_drained(const rn_rob *r)
+{
+	/* a FIN carries no payload: once reached, only the end of stream is left */
+	return r->base == r->max || (r->fin_known && r->base == r->fin_seq);
+}
+
 int rn_rob_release(rn_rob *r)
 {
-	if (!r->buf || r->base != r->max)
+	if (!r->buf || !rn_rob_drained(r))
 		return 0;
 	r->mem->free(r->mem->user, r->buf);
 	r->buf = NULL;

@@ -68,7 +68,10 @@ enum {
 int rn_rob_init(rn_rob *r, const rn_mem *mem, uint32_t cap, uint32_t wnd, uint32_t mss,
 		uint32_t isn);
 void rn_rob_free(rn_rob *r, const rn_mem *mem);
-/* Frees the payload storage if the ring holds nothing (base == max): 1 if it did. */
+/* Whether nothing is left to read but (maybe) the end of stream. */
+int rn_rob_drained(const rn_rob *r);
+
+/* Frees the payload storage if the ring holds nothing (rn_rob_drained): 1 if it did. */
 int rn_rob_release(rn_rob *r);
 
 /*

@@ -101,6 +101,38 @@ static void test_idlemem_release_and_again(void **state)
 }
 
 /*
+ * A connection per request: a request and a reply, then both ends close at
+ * once (no idle period).  Entering LINGER gives the payload storage back on
+ * both sides, at once, though the FIN is never read past; the linger holds
+ * what the connection held right after the handshake.
+ */
+static void test_idlemem_linger_holds_none(void **state)
+{
+	un_net *n = un_new(2);
+	uint64_t t = un_handshake(n, t0);
+	size_t fresh[2];
+
+	(void)state;
+	for (int s = 0; s < 2; s++)
+		fresh[s] = n->side[s].um.bytes;
+	transfer(n, 300, 40000, t + 50 * UT_MS);
+	t += 50 * UT_MS;
+	expect_intact(n);
+	for (int s = 0; s < 2; s++) {
+		assert_true(n->side[s].um.bytes >= fresh[s] + 16 * 1000);
+		assert_int_equal(rn_conn_shutdown(n->side[s].c, t), 0);
+	}
+	t += 100 * UT_MS; /* well inside RN_RING_IDLE_NS: only the close gives it back */
+	un_run(n, t);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(rn_conn_state(n->side[s].c), RN_ST_LINGER);
+		assert_int_equal(stats(n->side[s].c).ring_releases, 1);
+		assert_true(n->side[s].um.bytes <= fresh[s]);
+	}
+	un_del(n);
+}
+
+/*
  * Bytes waiting to be read keep the receive ring; a write not yet
  * acknowledged keeps the send ring: nothing buffered is ever given back.
  * Once read, the ring goes at the next idle check.
@@ -134,6 +166,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idlemem_release_and_again),
 		cmocka_unit_test(test_idlemem_keeps_what_is_buffered),
+		cmocka_unit_test(test_idlemem_linger_holds_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
