@@ -13,6 +13,7 @@
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
+ * rfi_hello.c (whose an inbound stream is),
  * rfi_name.c (endpoint names), rfi_stat.c (the snapshot ri2n-stat reads).
  *
  * FI_EP_RDM over ri2n streams: an endpoint has one UDP socket per rail and
@@ -199,6 +200,7 @@ typedef struct rfi_op {
 typedef struct rfi_unexp {
 	struct rfi_unexp *next;
 	struct rfi_link *from;      /* NULL once complete or the link died */
+	struct rfi_link *owner;     /* the link it came on, while that lives (its cap) */
 	rfi_name src;
 	fi_addr_t src_addr;
 	uint64_t src_gen;
@@ -235,6 +237,8 @@ typedef struct rfi_link {
 	rfi_op *into;               /* ...going into this receive */
 	rfi_unexp *ux;              /* ...or into this buffer */
 	int skip;                   /* ...or into nothing (a hello's payload) */
+	uint64_t ux_ns;             /* when the unexpected one last got bytes (its stall) */
+	size_t ux_held;             /* bytes of its messages in the unexpected list */
 } rfi_link;
 
 /* A destination we send to. */
@@ -292,6 +296,7 @@ struct rfi_ep {
 	uint64_t stat_period_ns, stat_next_ns; /* next_ns 0: due at the next pass */
 	/* counters (FI_LOG / RI2N_LOG=info at close) */
 	uint64_t msgs_out, msgs_in, bytes_out, bytes_in, unexpected, conn_failures, rail_events;
+	uint64_t hellos_refused;        /* hellos not from their name's rails, or a name in use */
 };
 
 int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
@@ -326,6 +331,16 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err);
 void rfi_link_deliver(rfi_link *l, uint64_t now);
 /* An inbound link died: its message in flight fails. */
 void rfi_link_lost(rfi_link *l, int err);
+/* Drops l's unexpected message if its bytes stopped coming (resets l); every pass. */
+void rfi_link_stall_check(rfi_link *l, uint64_t now);
+/* l is being freed: its messages in the unexpected list stop counting against it. */
+void rfi_link_forget(rfi_link *l);
+/*
+ * rfi_hello.c: names inbound link l by the hello it opened with, if the
+ * connection comes from that name's rails and no other live link has it.
+ * 0, -FI_EINVAL (not a name) or -FI_EACCES (refused, counted).
+ */
+int rfi_link_bind(rfi_link *l, const uint8_t *hello, size_t len);
 /* Writes the hello on a new outbound connection once it is up. */
 void rfi_link_hello(rfi_link *l, uint64_t now);
 /* Fails every posted receive (the endpoint closes). */

@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +499,262 @@ static void test_ep_unexpected_cap(void **st)
 	rfi_k.unexp_max = keep;
 }
 
+static void pass(rfi_ep *ep)
+{
+	pthread_mutex_lock(&ep->dom->lock);
+	rfi_ep_pass(ep);
+	pthread_mutex_unlock(&ep->dom->lock);
+}
+
+/* ---- whose messages (rfi_hello.c), unexpected messages' bounds ---- */
+
+/* A third endpoint on the pair's domain and AV, with a CQ of its own. */
+static void third_open(pair *p, struct fid_ep **ep, struct fid_cq **cq)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+
+	assert_int_equal(fi_endpoint(p->o.dom, p->fi, ep, NULL), 0);
+	assert_int_equal(fi_cq_open(p->o.dom, &ca, cq, NULL), 0);
+	assert_int_equal(fi_ep_bind(*ep, &(*cq)->fid, FI_TRANSMIT | FI_RECV), 0);
+	assert_int_equal(fi_ep_bind(*ep, &p->o.av->fid, 0), 0);
+	assert_int_equal(fi_enable(*ep), 0);
+}
+
+static void third_close(struct fid_ep *ep, struct fid_cq *cq)
+{
+	assert_int_equal(fi_close(&ep->fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+/* n turns of dt virtual ns, every endpoint of eps run each turn. */
+static void run_all(struct fid_ep **eps, int n_eps, int turns, uint64_t dt)
+{
+	for (int t = 0; t < turns; t++) {
+		fake_now += dt;
+		for (int i = 0; i < n_eps; i++)
+			pass((rfi_ep *)eps[i]);
+	}
+}
+
+/* cq's next completion within turns of every endpoint running; n as fi_cq_readfrom. */
+static ssize_t wait_all(struct fid_cq *cq, struct fid_ep **eps, int n_eps,
+			struct fi_cq_tagged_entry *e, fi_addr_t *src, int turns)
+{
+	for (int t = 0; t < turns; t++) {
+		ssize_t n = fi_cq_readfrom(cq, e, 1, src);
+
+		if (n != -FI_EAGAIN)
+			return n;
+		run_all(eps, n_eps, 1, 20000);
+	}
+	return -FI_EAGAIN;
+}
+
+/*
+ * A hello naming another AV peer (ep1) from a third endpoint's rails is
+ * refused: a receive directed at ep1 never completes with the impostor's
+ * bytes, and completes with ep1's own.
+ */
+static void test_ep_hostile_hello(void **st)
+{
+	pair *p = *st;
+	struct fid_ep *x, *eps[3];
+	struct fid_cq *xcq;
+	uint8_t r[32], s1[32], sx[32];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	rfi_name own;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	third_open(p, &x, &xcq);
+	eps[0] = p->ep[0], eps[1] = p->ep[1], eps[2] = x;
+	own = ((rfi_ep *)x)->name;
+	((rfi_ep *)x)->name = ((rfi_ep *)p->ep[1])->name; /* its hello names ep1 */
+	fill(s1, sizeof(s1), 41);
+	fill(sx, sizeof(sx), 42);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, p->addr[1], &c), 0);
+	assert_int_equal(fi_send(x, sx, sizeof(sx), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, &src, 20000), -FI_EAGAIN);
+	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 1);
+	assert_null(((rfi_ep *)p->ep[0])->ux); /* nothing of it kept either */
+	((rfi_ep *)x)->name = own;
+	/* ep1's own message takes the receive */
+	assert_int_equal(fi_send(p->ep[1], s1, sizeof(s1), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, &src, 100000), 1);
+	assert_ptr_equal(e.op_context, &c);
+	assert_int_equal(src, p->addr[1]);
+	assert_memory_equal(r, s1, sizeof(s1));
+	third_close(x, xcq);
+}
+
+/*
+ * A second stream in a live stream's name is refused: ep1 forgets its
+ * connection to ep0 (ep0's side stays up) and opens another; what it sends
+ * there never arrives.
+ */
+static void test_ep_second_link(void **st)
+{
+	pair *p = *st;
+	rfi_ep *e1 = (rfi_ep *)p->ep[1];
+	uint8_t r[16], s[16];
+	struct fi_cq_tagged_entry e;
+	rfi_peer *peer;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	fill(s, sizeof(s), 43);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	peer = e1->peers[p->addr[0]];
+	assert_non_null(peer->link);
+	pthread_mutex_lock(&e1->dom->lock);
+	peer->link->peer = NULL; /* dropped without a word to ep0 */
+	peer->link->dead = 1;
+	peer->link = NULL;
+	rfi_links_reap(e1);
+	pthread_mutex_unlock(&e1->dom->lock);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 20000), -FI_EAGAIN);
+	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 1);
+	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c), 0);
+}
+
+/* Writes a frame header straight into x's stream to ep0 (x has sent to it already). */
+static void raw_header(pair *p, struct fid_ep *x, uint8_t kind, uint32_t len, uint64_t tag,
+		       const uint8_t *body, size_t blen)
+{
+	rfi_ep *ex = (rfi_ep *)x;
+	rfi_peer *peer = ex->peers[p->addr[0]];
+	uint8_t h[RFI_HDR_LEN] = { kind };
+	uint32_t l = htonl(len);
+	uint64_t t = htobe64(tag);
+
+	assert_non_null(peer->link);
+	memcpy(h + 4, &l, 4);
+	memcpy(h + 8, &t, 8);
+	pthread_mutex_lock(&ex->dom->lock);
+	assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), h, sizeof(h)),
+			 (ssize_t)sizeof(h));
+	if (blen)
+		assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), body, blen),
+				 (ssize_t)blen);
+	rfi_link_flush(peer->link, rfi_ep_now(ex));
+	rn_hset_flush(&ex->io);
+	pthread_mutex_unlock(&ex->dom->lock);
+}
+
+/* The unexpected entry of ep with this tag, or NULL. */
+static rfi_unexp *ux_tagged(pair *p, uint64_t tag)
+{
+	for (rfi_unexp *u = ((rfi_ep *)p->ep[0])->ux; u; u = u->next)
+		if (u->tag == tag)
+			return u;
+	return NULL;
+}
+
+/*
+ * A header declaring 1 GiB with no body holds no room and stops no other
+ * peer's unexpected messages; one declaring 1 MiB whose body stops coming
+ * is dropped after FI_RI2N_UNEXPECTED_STALL_MS and its stream reset.
+ */
+static void test_ep_unexpected_bounds(void **st)
+{
+	pair *p = *st;
+	uint64_t keep = rfi_k.unexp_stall_ns;
+	struct fid_ep *x, *eps[3];
+	struct fid_cq *xcq;
+	uint8_t s[1000], r[1000], part[100];
+	struct fi_cq_tagged_entry e;
+	rfi_ep *e0 = (rfi_ep *)p->ep[0];
+	rfi_unexp *u;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	rfi_k.unexp_stall_ns = 100000000; /* 100 ms */
+	third_open(p, &x, &xcq);
+	eps[0] = p->ep[0], eps[1] = p->ep[1], eps[2] = x;
+	fill(s, sizeof(s), 44);
+	fill(part, sizeof(part), 45);
+	/* x's stream to ep0 is up (a message taken), then a lone 1 GiB header */
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(x, s, 10, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100000), 1);
+	raw_header(p, x, RFI_TAG, 1u << 30, 77, NULL, 0);
+	run_all(eps, 3, 200, 20000);
+	/* ep1's unexpected message is still taken in whole */
+	assert_int_equal(fi_tsend(p->ep[1], s, sizeof(s), NULL, p->addr[0], 5, NULL), 0);
+	for (int t = 0; t < 100000 && !((u = ux_tagged(p, 5)) && u->have == u->len); t++)
+		run_all(eps, 3, 1, 20000);
+	assert_non_null(u = ux_tagged(p, 5));
+	assert_int_equal(u->have, sizeof(s));
+	assert_null(ux_tagged(p, 77));
+	assert_int_equal(e0->ux_bytes, sizeof(s));
+	assert_int_equal(fi_trecv(p->ep[0], r, sizeof(r), NULL, p->addr[1], 5, 0, &c), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100), 1);
+	assert_memory_equal(r, s, sizeof(s));
+	third_close(x, xcq);
+
+	/* a 1 MiB header and 100 bytes of it, then silence: dropped at the stall */
+	third_open(p, &x, &xcq);
+	eps[2] = x;
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(x, s, 10, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100000), 1);
+	raw_header(p, x, RFI_TAG, 1u << 20, 78, part, sizeof(part));
+	for (int t = 0; t < 100000 && !((u = ux_tagged(p, 78)) && u->have == sizeof(part)); t++)
+		run_all(eps, 3, 1, 20000);
+	assert_non_null(ux_tagged(p, 78));
+	assert_int_equal(e0->ux_bytes, 1u << 20);
+	run_all(eps, 3, 150, 1000000); /* 150 ms */
+	assert_null(ux_tagged(p, 78));
+	assert_int_equal(e0->ux_bytes, 0);
+	third_close(x, xcq);
+	rfi_k.unexp_stall_ns = keep;
+}
+
+/*
+ * 100 x 1 MiB unexpected messages (fabtests' fi_unexpected_msg -M 100 -S 1M):
+ * all buffered, then received last first, every byte checked.
+ */
+static void test_ep_unexpected_100mb(void **st)
+{
+	enum { M = 100, SZ = 1 << 20 };
+	pair *p = *st;
+	uint8_t *s = malloc((size_t)M * SZ), *r = malloc(SZ), *want = malloc(SZ);
+	struct fi_cq_tagged_entry e;
+	rfi_ep *e0 = (rfi_ep *)p->ep[0];
+	int c[M], t;
+
+	SKIP_WITHOUT_RAILS(st);
+	assert_non_null(s);
+	assert_non_null(r);
+	assert_non_null(want);
+	for (int i = 0; i < M; i++) {
+		fill(s + (size_t)i * SZ, SZ, 100u + (unsigned)i);
+		assert_int_equal(fi_tsend(p->ep[1], s + (size_t)i * SZ, SZ, NULL, p->addr[0],
+					  (uint64_t)i, NULL), 0);
+	}
+	for (t = 0; t < 400000 && e0->ux_bytes < (size_t)M * SZ; t++)
+		run_all(p->ep, 2, 1, 20000);
+	assert_int_equal(e0->ux_bytes, (size_t)M * SZ);
+	for (int i = M - 1; i >= 0; i--) {
+		memset(r, 0, SZ);
+		assert_int_equal(fi_trecv(p->ep[0], r, SZ, NULL, FI_ADDR_UNSPEC, (uint64_t)i, 0,
+					  &c[i]), 0);
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 1000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+		fill(want, SZ, 100u + (unsigned)i);
+		assert_memory_equal(r, want, SZ);
+	}
+	free(s);
+	free(r);
+	free(want);
+}
+
 /*
  * A peer whose first rail never answers (nobody at that port): after
  * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
@@ -596,13 +854,6 @@ static size_t read_snapshot(const rfi_ep *ep, char *buf, size_t cap)
 	return n;
 }
 
-static void pass(rfi_ep *ep)
-{
-	pthread_mutex_lock(&ep->dom->lock);
-	rfi_ep_pass(ep);
-	pthread_mutex_unlock(&ep->dom->lock);
-}
-
 /*
  * An enabled endpoint publishes at its first pass: the process (driver and
  * endpoint named), its connection to the peer and both rails up; again only
@@ -673,6 +924,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_msg_large_and_trunc, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_directed_peek_cancel, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_hostile_hello, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_second_link, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_bounds, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_100mb, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
