@@ -596,13 +596,14 @@ static void test_ep_hostile_hello(void **st)
 static void test_ep_second_link(void **st)
 {
 	pair *p = *st;
-	rfi_ep *e1 = (rfi_ep *)p->ep[1];
 	uint8_t r[16], s[16];
 	struct fi_cq_tagged_entry e;
 	rfi_peer *peer;
+	rfi_ep *e1;
 	int c;
 
 	SKIP_WITHOUT_RAILS(st);
+	e1 = (rfi_ep *)p->ep[1];
 	fill(s, sizeof(s), 43);
 	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
 	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
@@ -669,11 +670,12 @@ static void test_ep_unexpected_bounds(void **st)
 	struct fid_cq *xcq;
 	uint8_t s[1000], r[1000], part[100];
 	struct fi_cq_tagged_entry e;
-	rfi_ep *e0 = (rfi_ep *)p->ep[0];
 	rfi_unexp *u;
+	rfi_ep *e0;
 	int c;
 
 	SKIP_WITHOUT_RAILS(st);
+	e0 = (rfi_ep *)p->ep[0];
 	rfi_k.unexp_stall_ns = 100000000; /* 100 ms */
 	third_open(p, &x, &xcq);
 	eps[0] = p->ep[0], eps[1] = p->ep[1], eps[2] = x;
@@ -724,12 +726,16 @@ static void test_ep_unexpected_100mb(void **st)
 {
 	enum { M = 100, SZ = 1 << 20 };
 	pair *p = *st;
-	uint8_t *s = malloc((size_t)M * SZ), *r = malloc(SZ), *want = malloc(SZ);
+	uint8_t *s, *r, *want;
 	struct fi_cq_tagged_entry e;
-	rfi_ep *e0 = (rfi_ep *)p->ep[0];
+	rfi_ep *e0;
 	int c[M], t;
 
 	SKIP_WITHOUT_RAILS(st);
+	e0 = (rfi_ep *)p->ep[0];
+	s = malloc((size_t)M * SZ);
+	r = malloc(SZ);
+	want = malloc(SZ);
 	assert_non_null(s);
 	assert_non_null(r);
 	assert_non_null(want);
