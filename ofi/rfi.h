@@ -7,8 +7,8 @@
  * and move bytes.  Everything ri2n does underneath (striping, failure
  * detection, failover, heal) comes with it.
  *
- * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric, the
- * do-nothing EQ), rfi_domain.c (domain, memory registration that registers
+ * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric),
+ * rfi_eq.c (the event queue), rfi_domain.c (domain, memory registration that registers
  * nothing), rfi_av.c (address vector), rfi_cq.c (completion queue),
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
@@ -165,6 +165,14 @@ typedef struct rfi_cq {
 	uint64_t overruns;          /* completions lost to a full ring (never with FI_RM_ENABLED use) */
 	rfi_ep **eps;               /* endpoints bound: a read progresses them */
 	int neps;
+	/* the wait object (FI_WAIT_FD; FI_WAIT_UNSPEC is one): rfi_cq.c, "waiting" */
+	enum fi_wait_obj wait;
+	int efd;                    /* eventfd: a completion came, or fi_cq_signal; -1: none */
+	int pfd;                    /* FI_WAIT_FD: epoll of efd and the endpoints' rails */
+	int armed;                  /* efd has been written since it was last drained */
+	int sleepers;               /* threads in fi_cq_sread between their checks */
+	int given;                  /* FI_GETWAIT handed pfd out: every completion wakes it */
+	int wakeup;                 /* fi_cq_signal: the next fi_cq_sread returns at once */
 } rfi_cq;
 
 int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **cq, void *ctx);
@@ -178,6 +186,13 @@ int rfi_cq_attach(rfi_cq *cq, rfi_ep *ep);
 void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep);
 /* Copies n entries in the CQ's format (exposed for tests). */
 ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src);
+/* fi_trywait: 0 if every CQ and EQ of fids is empty (their fds may be waited on). */
+int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count);
+
+/* ---- event queue (rfi_eq.c) ---- */
+int rfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **eq, void *ctx);
+/* -FI_EAGAIN if the EQ holds an event, else 0 (fi_trywait). */
+int rfi_eq_trywait(struct fid_eq *eq);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
 enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1 };

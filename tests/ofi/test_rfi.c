@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
 #include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +252,152 @@ static void test_cq(void **st)
 	objs_close(&o);
 }
 
+/* ---- wait objects ---- */
+
+static uint64_t mono(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A thread that, 20 ms in, signals a CQ or writes an EQ event; fails the test if nobody woke. */
+typedef struct waker {
+	pthread_t t;
+	struct fid_cq *cq;
+	struct fid_eq *eq;
+	int done;
+} waker;
+
+static void *waker_main(void *arg)
+{
+	waker *w = arg;
+	struct timespec ms20 = { 0, 20000000 };
+	uint32_t v = 0x1234;
+
+	nanosleep(&ms20, NULL);
+	if (w->cq)
+		fi_cq_signal(w->cq);
+	else
+		fi_eq_write(w->eq, FI_NOTIFY, &v, sizeof(v), 0);
+	for (int i = 0; i < 250 && !__atomic_load_n(&w->done, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&ms20, NULL);
+	if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		fprintf(stderr, "a blocked read was not woken within 5 s\n");
+		_exit(1);
+	}
+	return NULL;
+}
+
+static void waker_start(waker *w)
+{
+	assert_int_equal(pthread_create(&w->t, NULL, waker_main, w), 0);
+}
+
+static void waker_end(waker *w)
+{
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	pthread_join(w->t, NULL);
+}
+
+static int fd_ready(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	return poll(&pf, 1, 0);
+}
+
+/*
+ * FI_WAIT_FD: FI_GETWAIT's fd is readable once a completion is queued and
+ * fi_trywait says so; fi_cq_sread sleeps (little CPU) until its timeout;
+ * fi_cq_signal wakes fi_cq_sread(-1), and one made before is not lost.
+ */
+static void test_cq_wait(void **st)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD };
+	struct fi_cq_tagged_entry e = { .flags = FI_RECV }, out;
+	enum fi_wait_obj wo;
+	struct fid *fids[1];
+	uint64_t t0, c0;
+	struct fid_cq *f;
+	waker w = { 0 };
+	int fd = -1;
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	fids[0] = &f->fid;
+	assert_int_equal(fi_control(&f->fid, FI_GETWAIT, &fd), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fi_control(&f->fid, FI_GETWAITOBJ, &wo), 0);
+	assert_int_equal(wo, FI_WAIT_FD);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), 0);
+	assert_int_equal(fd_ready(fd), 0);
+	pthread_mutex_lock(&((rfi_cq *)f)->dom->lock);
+	assert_int_equal(rfi_cq_push((rfi_cq *)f, &e, 0), 0);
+	pthread_mutex_unlock(&((rfi_cq *)f)->dom->lock);
+	assert_int_equal(fd_ready(fd), 1);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), -FI_EAGAIN);
+	assert_int_equal(fi_cq_read(f, &out, 1), 1);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), 0);
+	assert_int_equal(fd_ready(fd), 0);
+	/* nothing comes: it sleeps the whole 100 ms */
+	t0 = mono(CLOCK_MONOTONIC);
+	c0 = mono(CLOCK_THREAD_CPUTIME_ID);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, 100), -FI_EAGAIN);
+	assert_true(mono(CLOCK_MONOTONIC) - t0 >= 100000000);
+	assert_true(mono(CLOCK_THREAD_CPUTIME_ID) - c0 < 25000000); /* no spinning */
+	/* fi_cq_signal wakes a reader with no timeout */
+	w.cq = f;
+	waker_start(&w);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, -1), -FI_EAGAIN);
+	waker_end(&w);
+	/* ...and one made before the read is kept for it */
+	assert_int_equal(fi_cq_signal(f), 0);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, -1), -FI_EAGAIN);
+	assert_int_equal(fi_close(&f->fid), 0);
+	/* FI_WAIT_UNSPEC is an fd too */
+	ca.wait_obj = FI_WAIT_UNSPEC;
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	assert_int_equal(fi_control(&f->fid, FI_GETWAITOBJ, &wo), 0);
+	assert_int_equal(wo, FI_WAIT_FD);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, 10), -FI_EAGAIN);
+	assert_int_equal(fi_close(&f->fid), 0);
+	objs_close(&o);
+}
+
+/* The EQ: fi_eq_sread waits out its timeout, and wakes for an event written meanwhile. */
+static void test_eq_wait(void **st)
+{
+	struct fi_eq_attr qa = { .wait_obj = FI_WAIT_UNSPEC };
+	uint32_t type = 0, v = 0;
+	struct fid_eq *q;
+	waker w = { 0 };
+	uint64_t t0;
+	int fd = -1;
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_eq_open(o.fab, &qa, &q, NULL), 0);
+	assert_int_equal(fi_control(&q->fid, FI_GETWAIT, &fd), 0);
+	t0 = mono(CLOCK_MONOTONIC);
+	assert_int_equal(fi_eq_sread(q, &type, &v, sizeof(v), 100, 0), -FI_EAGAIN);
+	assert_true(mono(CLOCK_MONOTONIC) - t0 >= 100000000);
+	assert_int_equal(fd_ready(fd), 0);
+	w.eq = q;
+	waker_start(&w);
+	assert_int_equal(fi_eq_sread(q, &type, &v, sizeof(v), -1, 0), sizeof(v));
+	waker_end(&w);
+	assert_int_equal(type, FI_NOTIFY);
+	assert_int_equal(v, 0x1234);
+	assert_int_equal(fi_eq_read(q, &type, &v, sizeof(v), 0), -FI_EAGAIN);
+	assert_int_equal(fi_close(&q->fid), 0);
+	objs_close(&o);
+}
+
 /* ---- endpoints (RI2N_RAILS) ---- */
 
 typedef struct pair {
@@ -260,9 +408,11 @@ typedef struct pair {
 	struct fi_info *fi;
 } pair;
 
+static enum fi_wait_obj g_pair_wait = FI_WAIT_NONE; /* the pair's CQs' wait object */
+
 static int pair_open(void **st)
 {
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = g_pair_wait };
 	pair *p;
 
 	*st = NULL;
@@ -761,6 +911,58 @@ static void test_ep_unexpected_100mb(void **st)
 	free(want);
 }
 
+static int pair_open_fd(void **st)
+{
+	int rc;
+
+	g_pair_wait = FI_WAIT_FD;
+	rc = pair_open(st);
+	g_pair_wait = FI_WAIT_NONE;
+	return rc;
+}
+
+typedef struct late_send {
+	pthread_t t;
+	pair *p;
+	uint8_t s[24];
+} late_send;
+
+static void *late_send_main(void *arg)
+{
+	late_send *ls = arg;
+	struct timespec ms20 = { 0, 20000000 };
+
+	nanosleep(&ms20, NULL);
+	fi_send(ls->p->ep[1], ls->s, sizeof(ls->s), NULL, ls->p->addr[0], NULL);
+	return NULL;
+}
+
+/* fi_cq_sread on an FI_WAIT_FD CQ sleeps until the peer's message comes in, then has it. */
+static void test_ep_sread(void **st)
+{
+	pair *p = *st;
+	struct fi_cq_tagged_entry e;
+	late_send ls;
+	uint8_t r[24];
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	ls.p = p;
+	fill(ls.s, sizeof(ls.s), 46);
+	/* the stream up first (the fake clock does not move while sread sleeps) */
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], ls.s, 4, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	memset(r, 0, sizeof(r));
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(pthread_create(&ls.t, NULL, late_send_main, &ls), 0);
+	assert_int_equal(fi_cq_sread(p->cq[0], &e, 1, NULL, 5000), 1);
+	pthread_join(ls.t, NULL);
+	assert_ptr_equal(e.op_context, &c);
+	assert_memory_equal(r, ls.s, sizeof(r));
+}
+
 /*
  * A peer whose first rail never answers (nobody at that port): after
  * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
@@ -926,6 +1128,8 @@ int main(void)
 		cmocka_unit_test(test_getinfo_hints),
 		cmocka_unit_test(test_av),
 		cmocka_unit_test(test_cq),
+		cmocka_unit_test(test_cq_wait),
+		cmocka_unit_test(test_eq_wait),
 		cmocka_unit_test_setup_teardown(test_ep_tagged, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_msg_large_and_trunc, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_directed_peek_cancel, pair_open, pair_close),
@@ -934,6 +1138,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_second_link, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_bounds, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_100mb, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_sread, pair_open_fd, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
