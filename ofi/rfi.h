@@ -146,13 +146,42 @@ const rfi_name *rfi_av_get(const rfi_av *av, fi_addr_t a);
 /* The fi_addr_t of a name, or FI_ADDR_NOTAVAIL. */
 fi_addr_t rfi_av_find(const rfi_av *av, const rfi_name *nm);
 
+/* ---- wait objects (rfi_wait.c); every call but init/fini under the domain lock ---- */
+typedef struct rfi_ep rfi_ep;
+
+typedef struct rfi_wait {
+	enum fi_wait_obj obj;       /* FI_WAIT_NONE, FI_WAIT_YIELD or FI_WAIT_FD */
+	int efd;                    /* eventfd: something came, or a signal; -1: none */
+	int pfd;                    /* epoll set of efd and the endpoints' rails (FI_GETWAIT) */
+	int armed;                  /* efd written since it was last drained */
+	int sleepers;               /* threads between their look and their wake-up */
+	int given;                  /* FI_GETWAIT handed pfd out: every arrival wakes it */
+	int wakeup;                 /* a signal: the next blocking read returns at once */
+} rfi_wait;
+
+/* The application's clock (blocking calls' timeouts), whatever clock the core is given. */
+uint64_t rfi_mono_ns(void);
+/* FI_WAIT_UNSPEC is FI_WAIT_FD.  0, -FI_ENOSYS (a kind not offered) or -FI_ENOMEM. */
+int rfi_wait_init(rfi_wait *w, enum fi_wait_obj obj);
+void rfi_wait_fini(rfi_wait *w);
+/* An endpoint bound (add) or unbound: its rails join / leave the epoll set. */
+void rfi_wait_ep(rfi_wait *w, rfi_ep *ep, int add);
+/* Something came: wake whoever waits. */
+void rfi_wait_notify(rfi_wait *w);
+/* fi_cq_signal: wake the sleeper, or the next one.  0 or -FI_ENOSYS (no wait object). */
+int rfi_wait_signal(rfi_wait *w);
+/* Nothing waiting any more: the fd stops being readable. */
+void rfi_wait_drain(rfi_wait *w);
+/* Sleeps, the domain lock let go, until a notify, a datagram on eps' rails, a timer or left_ns. */
+void rfi_wait_sleep(rfi_wait *w, rfi_domain *dom, rfi_ep **eps, int neps, uint64_t left_ns);
+/* FI_GETWAIT, FI_GETWAITOBJ (ready: something waits already); else -FI_ENOSYS. */
+int rfi_wait_control(rfi_wait *w, int cmd, void *arg, int ready);
+
 /* ---- completion queue (rfi_cq.c) ---- */
 typedef struct rfi_cqerr {
 	struct rfi_cqerr *next;
 	struct fi_cq_err_entry e;
 } rfi_cqerr;
-
-typedef struct rfi_ep rfi_ep;
 
 typedef struct rfi_cq {
 	struct fid_cq cq;
@@ -165,14 +194,7 @@ typedef struct rfi_cq {
 	uint64_t overruns;          /* completions lost to a full ring (never with FI_RM_ENABLED use) */
 	rfi_ep **eps;               /* endpoints bound: a read progresses them */
 	int neps;
-	/* the wait object (FI_WAIT_FD; FI_WAIT_UNSPEC is one): rfi_cq.c, "waiting" */
-	enum fi_wait_obj wait;
-	int efd;                    /* eventfd: a completion came, or fi_cq_signal; -1: none */
-	int pfd;                    /* FI_WAIT_FD: epoll of efd and the endpoints' rails */
-	int armed;                  /* efd has been written since it was last drained */
-	int sleepers;               /* threads in fi_cq_sread between their checks */
-	int given;                  /* FI_GETWAIT handed pfd out: every completion wakes it */
-	int wakeup;                 /* fi_cq_signal: the next fi_cq_sread returns at once */
+	rfi_wait wait;
 } rfi_cq;
 
 int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **cq, void *ctx);

@@ -6,28 +6,16 @@
  * grows rather than drop a completion.  Reading it drives the endpoints
  * bound to it (FI_PROGRESS_MANUAL): that is when ri2n reads its rails.
  *
- * Wait objects (FI_WAIT_FD, FI_WAIT_UNSPEC): an eventfd written when a
- * completion comes while someone waits (fi_cq_sread, or the fd FI_GETWAIT
- * handed out) and by fi_cq_signal.  fi_cq_sread sleeps in ppoll on it and
- * on the bound endpoints' rail sockets (a datagram is progress to make),
- * at most until the first of their connections' timers.  The FI_GETWAIT fd
- * is an epoll set of the same, for the application's poll/epoll after
- * fi_trywait.
+ * Wait objects (FI_WAIT_FD, FI_WAIT_UNSPEC: rfi_wait.c): fi_cq_sread
+ * sleeps until a completion, fi_cq_signal, a datagram or a timer;
+ * FI_GETWAIT hands out an fd for poll/epoll after fi_trywait.
  */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <time.h>
 
 #include "rfi.h"
-#include "rn_sys.h"
-
-#define SREAD_SLICE_NS UINT64_C(100000000) /* 100 ms: provider timers not in the core's expiry */
-#define SREAD_EPS 8                         /* endpoints whose rails one sread polls */
-
-static void notify(rfi_cq *cq);
 
 static size_t entry_size(enum fi_cq_format f)
 {
@@ -79,7 +67,7 @@ int rfi_cq_push(rfi_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src)
 	cq->ring[at] = *e;
 	cq->src[at] = src;
 	cq->count++;
-	notify(cq);
+	rfi_wait_notify(&cq->wait);
 	return 0;
 }
 
@@ -100,7 +88,7 @@ void rfi_cq_push_err(rfi_cq *cq, const struct fi_cq_tagged_entry *e, int err, si
 	else
 		cq->err = x;
 	cq->err_tail = x;
-	notify(cq);
+	rfi_wait_notify(&cq->wait);
 }
 
 ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src)
@@ -132,11 +120,7 @@ int rfi_cq_attach(rfi_cq *cq, rfi_ep *ep)
 		return -FI_ENOMEM;
 	cq->eps = eps;
 	cq->eps[cq->neps++] = ep;
-	for (int k = 0; cq->pfd >= 0 && k < ep->io.n; k++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = ep->io.s[k].fd };
-
-		rn_sys_epoll_ctl(cq->pfd, EPOLL_CTL_ADD, ep->io.s[k].fd, &ev);
-	}
+	rfi_wait_ep(&cq->wait, ep, 1);
 	return 0;
 }
 
@@ -145,8 +129,7 @@ void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep)
 	for (int i = 0; i < cq->neps; i++)
 		if (cq->eps[i] == ep) {
 			cq->eps[i] = cq->eps[--cq->neps];
-			for (int k = 0; cq->pfd >= 0 && k < ep->io.n; k++)
-				rn_sys_epoll_ctl(cq->pfd, EPOLL_CTL_DEL, ep->io.s[k].fd, NULL);
+			rfi_wait_ep(&cq->wait, ep, 0);
 			return;
 		}
 }
@@ -203,79 +186,10 @@ static ssize_t cq_readerr(struct fid_cq *f, struct fi_cq_err_entry *buf, uint64_
 
 /* ---- waiting ---- */
 
-/* The application's time (fi_cq_sread's timeout), whatever clock the core is given. */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* A completion came: wake whoever waits on the CQ (domain lock held). */
-static void notify(rfi_cq *cq)
-{
-	uint64_t one = 1;
-
-	if (cq->efd < 0 || cq->armed || (!cq->sleepers && !cq->given))
-		return;
-	if (rn_sys_write(cq->efd, &one, sizeof(one)) == (ssize_t)sizeof(one))
-		cq->armed = 1;
-}
-
-static void drain(rfi_cq *cq)
-{
-	uint64_t v;
-
-	if (cq->armed)
-		(void)rn_sys_read(cq->efd, &v, sizeof(v));
-	cq->armed = 0;
-}
-
-/* efd and the endpoints' rails into pf; how long until their first connection timer, ns. */
-static nfds_t poll_set(rfi_cq *cq, struct pollfd *pf, uint64_t *wait_ns)
-{
-	uint64_t now = rfi_clock(), first = UINT64_MAX;
-	nfds_t n = 0;
-
-	pf[n++] = (struct pollfd){ .fd = cq->efd, .events = POLLIN };
-	for (int i = 0; i < cq->neps && i < SREAD_EPS; i++) {
-		rfi_ep *ep = cq->eps[i];
-
-		for (int k = 0; k < ep->io.n; k++)
-			pf[n++] = (struct pollfd){ .fd = ep->io.s[k].fd, .events = POLLIN };
-		for (rfi_link *l = ep->links; l; l = l->next)
-			if (!l->dead && l->expiry_ns < first)
-				first = l->expiry_ns;
-	}
-	*wait_ns = first <= now ? 0 : first - now;
-	return n;
-}
-
-/* Sleeps in ppoll until a completion, fi_cq_signal, a datagram, a timer or `left` ns. */
-static void sleep_once(rfi_cq *cq, uint64_t left)
-{
-	struct pollfd pf[1 + SREAD_EPS * RN_MAX_RAILS];
-	uint64_t wait;
-	nfds_t n;
-	struct timespec ts;
-
-	drain(cq);
-	n = poll_set(cq, pf, &wait);
-	wait = wait < left ? wait : left;
-	wait = wait < SREAD_SLICE_NS ? wait : SREAD_SLICE_NS;
-	ts = (struct timespec){ (time_t)(wait / 1000000000u), (long)(wait % 1000000000u) };
-	cq->sleepers++;
-	pthread_mutex_unlock(&cq->dom->lock);
-	rn_sys_ppoll(pf, n, &ts);
-	pthread_mutex_lock(&cq->dom->lock);
-	cq->sleepers--;
-}
-
-/* FI_WAIT_FD / FI_WAIT_UNSPEC: sleeps between looks; -FI_EAGAIN at the timeout or a signal. */
+/* FI_WAIT_FD: sleeps between looks; -FI_EAGAIN at the timeout or a signal. */
 static ssize_t sread_wait(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout_ms)
 {
-	uint64_t start = mono_ns(),
+	uint64_t start = rfi_mono_ns(),
 		 limit = timeout_ms < 0 ? UINT64_MAX : (uint64_t)timeout_ms * 1000000u;
 	ssize_t n;
 
@@ -287,14 +201,14 @@ static ssize_t sread_wait(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src, i
 		n = rfi_cq_take(cq, buf, count, src);
 		if (n != -FI_EAGAIN)
 			break;
-		if (cq->wakeup) {
-			cq->wakeup = 0;
+		if (cq->wait.wakeup) {
+			cq->wait.wakeup = 0;
 			break;
 		}
-		el = mono_ns() - start;
+		el = rfi_mono_ns() - start;
 		if (el >= limit)
 			break;
-		sleep_once(cq, limit - el);
+		rfi_wait_sleep(&cq->wait, cq->dom, cq->eps, cq->neps, limit - el);
 	}
 	pthread_mutex_unlock(&cq->dom->lock);
 	return n;
@@ -312,13 +226,13 @@ int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count)
 				return -FI_EAGAIN;
 			continue;
 		}
-		if (fids[i]->fclass != FI_CLASS_CQ || cq->efd < 0)
+		if (fids[i]->fclass != FI_CLASS_CQ || cq->wait.efd < 0)
 			return -FI_EINVAL;
 		pthread_mutex_lock(&cq->dom->lock);
 		progress(cq);
-		busy = cq->count || cq->err || cq->wakeup;
+		busy = cq->count || cq->err || cq->wait.wakeup;
 		if (!busy)
-			drain(cq); /* readable again at the next completion */
+			rfi_wait_drain(&cq->wait); /* readable again at the next completion */
 		pthread_mutex_unlock(&cq->dom->lock);
 		if (busy)
 			return -FI_EAGAIN;
@@ -332,7 +246,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *f, void *buf, size_t count, fi_addr_t
 	uint64_t end = rfi_clock() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
 
 	(void)cond;
-	if (((rfi_cq *)f)->efd >= 0)
+	if (((rfi_cq *)f)->wait.efd >= 0)
 		return sread_wait((rfi_cq *)f, buf, count, src, timeout_ms);
 	/* FI_WAIT_NONE, FI_WAIT_YIELD: no wait object, the caller asked to spin */
 	for (;;) {
@@ -355,39 +269,23 @@ static ssize_t cq_sread(struct fid_cq *f, void *buf, size_t count, const void *c
 static int cq_signal(struct fid_cq *f)
 {
 	rfi_cq *cq = (rfi_cq *)f;
-	uint64_t one = 1;
+	int rc;
 
-	if (cq->efd < 0)
-		return -FI_ENOSYS;
 	pthread_mutex_lock(&cq->dom->lock);
-	cq->wakeup = 1;
-	if (!cq->armed && rn_sys_write(cq->efd, &one, sizeof(one)) == (ssize_t)sizeof(one))
-		cq->armed = 1;
+	rc = rfi_wait_signal(&cq->wait);
 	pthread_mutex_unlock(&cq->dom->lock);
-	return 0;
+	return rc;
 }
 
 static int cq_control(struct fid *f, int cmd, void *arg)
 {
 	rfi_cq *cq = (rfi_cq *)f;
+	int rc;
 
-	switch (cmd) {
-	case FI_GETWAIT:
-		if (cq->pfd < 0)
-			return -FI_ENODATA;
-		pthread_mutex_lock(&cq->dom->lock);
-		cq->given = 1;
-		if (cq->count || cq->err)
-			notify(cq);
-		pthread_mutex_unlock(&cq->dom->lock);
-		*(int *)arg = cq->pfd;
-		return 0;
-	case FI_GETWAITOBJ:
-		*(enum fi_wait_obj *)arg = cq->wait;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	pthread_mutex_lock(&cq->dom->lock);
+	rc = rfi_wait_control(&cq->wait, cmd, arg, cq->count || cq->err);
+	pthread_mutex_unlock(&cq->dom->lock);
+	return rc;
 }
 
 static const char *cq_strerror(struct fid_cq *f, int prov_errno, const void *err_data, char *buf,
@@ -421,34 +319,8 @@ static int cq_close(struct fid *f)
 	free(cq->ring);
 	free(cq->src);
 	free(cq->eps);
-	if (cq->pfd >= 0)
-		rn_sys_close(cq->pfd);
-	if (cq->efd >= 0)
-		rn_sys_close(cq->efd);
+	rfi_wait_fini(&cq->wait);
 	free(cq);
-	return 0;
-}
-
-/* The eventfd, and for FI_WAIT_FD the epoll set handed out; 0 or -FI_ENOMEM. */
-static int wait_open(rfi_cq *cq, enum fi_wait_obj w)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	cq->efd = cq->pfd = -1;
-	cq->wait = w == FI_WAIT_UNSPEC ? FI_WAIT_FD : w; /* our choice: an fd */
-	if (cq->wait != FI_WAIT_FD)
-		return 0;
-	cq->efd = rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (cq->efd < 0)
-		return -FI_ENOMEM;
-	cq->pfd = rn_sys_epoll_create1(EPOLL_CLOEXEC);
-	ev.data.fd = cq->efd;
-	if (cq->pfd < 0 || rn_sys_epoll_ctl(cq->pfd, EPOLL_CTL_ADD, cq->efd, &ev) != 0) {
-		if (cq->pfd >= 0)
-			rn_sys_close(cq->pfd);
-		rn_sys_close(cq->efd);
-		return -FI_ENOMEM;
-	}
 	return 0;
 }
 
@@ -484,7 +356,7 @@ int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **o
 	cq->cap = attr->size ? attr->size : RFI_CQ_SIZE;
 	cq->ring = malloc(cq->cap * sizeof(*cq->ring));
 	cq->src = malloc(cq->cap * sizeof(*cq->src));
-	if (!cq->ring || !cq->src || wait_open(cq, attr->wait_obj) != 0) {
+	if (!cq->ring || !cq->src || rfi_wait_init(&cq->wait, attr->wait_obj) != 0) {
 		free(cq->ring);
 		free(cq->src);
 		free(cq);
