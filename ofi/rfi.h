@@ -8,7 +8,7 @@
  * detection, failover, heal) comes with it.
  *
  * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric),
- * rfi_eq.c (the event queue), rfi_domain.c (domain, memory registration that registers
+ * rfi_eq.c (the event queue), rfi_cntr.c (counters), rfi_wait.c (wait objects), rfi_domain.c (domain, memory registration that registers
  * nothing), rfi_av.c (address vector), rfi_cq.c (completion queue),
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
@@ -211,6 +211,24 @@ ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src);
 /* fi_trywait: 0 if every CQ and EQ of fids is empty (their fds may be waited on). */
 int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count);
 
+/* ---- counters (rfi_cntr.c) ---- */
+typedef struct rfi_cntr {
+	struct fid_cntr cntr;
+	rfi_domain *dom;
+	uint64_t value, err;
+	rfi_ep **eps;               /* endpoints bound: a read or wait progresses them */
+	int neps;
+	rfi_wait wait;
+} rfi_cntr;
+
+int rfi_cntr_open(struct fid_domain *d, struct fi_cntr_attr *attr, struct fid_cntr **c,
+		  void *ctx);
+/* An operation completed (failed: in error); domain lock held. */
+void rfi_cntr_inc(rfi_cntr *c, int failed);
+/* Adds / removes an endpoint that reads of the counter drive. */
+int rfi_cntr_attach(rfi_cntr *c, rfi_ep *ep);
+void rfi_cntr_detach(rfi_cntr *c, rfi_ep *ep);
+
 /* ---- event queue (rfi_eq.c) ---- */
 int rfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **eq, void *ctx);
 /* -FI_EAGAIN if the EQ holds an event, else 0 (fi_trywait). */
@@ -295,6 +313,7 @@ struct rfi_ep {
 	rfi_domain *dom;
 	rfi_av *av;
 	rfi_cq *txcq, *rxcq;
+	rfi_cntr *txcntr, *rxcntr;     /* FI_SEND / FI_RECV counters bound, or NULL */
 	uint64_t tx_flags, rx_flags;   /* FI_SELECTIVE_COMPLETION from the bind */
 	uint64_t tx_op_flags, rx_op_flags;
 	uint64_t caps;

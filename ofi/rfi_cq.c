@@ -221,6 +221,16 @@ int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count)
 		rfi_cq *cq = (rfi_cq *)fids[i];
 		int busy;
 
+		if (fids[i]->fclass == FI_CLASS_CNTR) {
+			rfi_cntr *c = (rfi_cntr *)fids[i];
+
+			if (c->wait.efd < 0)
+				return -FI_EINVAL;
+			pthread_mutex_lock(&c->dom->lock);
+			rfi_wait_drain(&c->wait); /* readable again at the next completion */
+			pthread_mutex_unlock(&c->dom->lock);
+			continue;
+		}
 		if (fids[i]->fclass == FI_CLASS_EQ) {
 			if (rfi_eq_trywait((struct fid_eq *)fids[i]) != 0)
 				return -FI_EAGAIN;

@@ -70,6 +70,8 @@ static void complete_send(rfi_ep *ep, rfi_op *op)
 	struct fi_cq_tagged_entry e = { .op_context = op->context,
 					.flags = FI_SEND | KIND_FLAGS(op->kind) };
 
+	if (ep->txcntr)
+		rfi_cntr_inc(ep->txcntr, 0);
 	if (wants_completion(ep, ep->tx_flags, op->flags))
 		rfi_cq_push(ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
@@ -84,6 +86,8 @@ static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_
 		.buf = op->niov ? op->iov[0].iov_base : NULL, .tag = tag,
 	};
 
+	if (ep->rxcntr)
+		rfi_cntr_inc(ep->rxcntr, err || mlen > op->len);
 	if (err)
 		rfi_cq_push_err(ep->rxcq, &e, err, 0, prov_err);
 	else if (mlen > op->len)
@@ -464,6 +468,8 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err)
 						.flags = FI_SEND | KIND_FLAGS(op->kind) };
 
 		p->q = op->next;
+		if (ep->txcntr)
+			rfi_cntr_inc(ep->txcntr, 1);
 		if (!(op->flags & FI_INJECT) && ep->txcq)
 			rfi_cq_push_err(ep->txcq, &e, err, 0, 0);
 		rfi_op_free(ep, op);

@@ -199,7 +199,7 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
 		.av_type = h && h->domain_attr ? h->domain_attr->av_type : FI_AV_UNSPEC,
 		/* before 1.5 mr_mode was an enum: "scalable" asks nothing of the application */
 		.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0,
-		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024,
+		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024, .cntr_cnt = 1024,
 		.ep_cnt = 1024, .tx_ctx_cnt = 1024, .rx_ctx_cnt = 1024, .max_ep_tx_ctx = 1,
 		.max_ep_rx_ctx = 1, .mr_iov_limit = 1, .mr_cnt = SIZE_MAX,
 		.caps = caps & (FI_LOCAL_COMM | FI_REMOTE_COMM),

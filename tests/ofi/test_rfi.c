@@ -964,6 +964,74 @@ static void test_ep_sread(void **st)
 }
 
 /*
+ * Counters: FI_SEND counts completed sends and injects, FI_RECV receives;
+ * a truncated receive counts as an error and ends fi_cntr_wait with
+ * -FI_EAVAIL; a threshold not reached times out; no RMA bindings.
+ */
+static void test_ep_cntr(void **st)
+{
+	pair *p = *st;
+	struct fi_cntr_attr wa = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr na = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE };
+	struct fid_cntr *tx, *rx;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint8_t s[3][32], r[3][32], small[4];
+	int c[3], t, fd;
+
+	SKIP_WITHOUT_RAILS(st);
+	assert_int_equal(fi_cntr_open(p->o.dom, &wa, &tx, NULL), 0);
+	assert_int_equal(fi_cntr_open(p->o.dom, &na, &rx, NULL), 0);
+	assert_int_equal(fi_control(&tx->fid, FI_GETWAIT, &fd), 0);
+	assert_int_equal(fi_ep_bind(p->ep[1], &tx->fid, FI_WRITE), -FI_EINVAL);
+	assert_int_equal(fi_ep_bind(p->ep[1], &tx->fid, FI_SEND), 0);
+	assert_int_equal(fi_ep_bind(p->ep[0], &rx->fid, FI_RECV), 0);
+	for (int i = 0; i < 3; i++) {
+		fill(s[i], sizeof(s[i]), 50u + (unsigned)i);
+		assert_int_equal(fi_recv(p->ep[0], r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, &c[i]), 0);
+	}
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(fi_send(p->ep[1], s[1], sizeof(s[1]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(fi_inject(p->ep[1], s[2], sizeof(s[2]), p->addr[0]), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	for (t = 0; t < 1000 && fi_cntr_read(tx) < 3; t++)
+		run_all(p->ep, 2, 1, 20000);
+	assert_int_equal(fi_cntr_read(tx), 3);
+	assert_int_equal(fi_cntr_read(rx), 3);
+	assert_int_equal(fi_cntr_readerr(rx), 0);
+	for (int i = 0; i < 3; i++)
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	assert_int_equal(fi_cntr_wait(rx, 3, 0), 0);
+	assert_int_equal(fi_cntr_wait(tx, 4, 20), -FI_ETIMEDOUT);
+	/* a truncated receive: the error count, and a waiter told so */
+	assert_int_equal(fi_recv(p->ep[0], small, sizeof(small), NULL, FI_ADDR_UNSPEC, &c[0]), 0);
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(fi_cntr_readerr(rx), 1);
+	assert_int_equal(fi_cntr_read(rx), 3);
+	assert_int_equal(fi_cntr_seterr(rx, 0), 0);
+	assert_int_equal(fi_cntr_adderr(rx, 1), 0);
+	assert_int_equal(fi_cntr_readerr(rx), 1);
+	assert_int_equal(fi_cntr_set(rx, 10), 0);
+	assert_int_equal(fi_cntr_add(rx, 2), 0);
+	assert_int_equal(fi_cntr_read(rx), 12);
+	/* still bound: a counter outlives no endpoint */
+	assert_int_equal(fi_close(&rx->fid), -FI_EBUSY);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fi_close(&p->ep[i]->fid), 0);
+		assert_int_equal(fi_close(&p->cq[i]->fid), 0);
+	}
+	assert_int_equal(fi_close(&tx->fid), 0);
+	assert_int_equal(fi_close(&rx->fid), 0);
+	objs_close(&p->o);
+	fi_freeinfo(p->fi);
+	free(p);
+	*st = NULL;
+}
+
+/*
  * A peer whose first rail never answers (nobody at that port): after
  * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
  * arrives; nothing arrives before.
@@ -1139,6 +1207,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_bounds, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_100mb, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_sread, pair_open_fd, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_cntr, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
