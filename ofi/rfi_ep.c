@@ -253,11 +253,12 @@ static int ep_close(struct fid *f)
 	if (ep->enabled)
 		linger(ep);
 	rn_info("ri2n provider: endpoint closed: %llu messages out (%llu bytes), %llu in (%llu "
-		"bytes, %llu unexpected), %llu rail events, %llu connection failures",
+		"bytes, %llu unexpected), %llu rail events, %llu connection failures, %llu "
+		"hellos refused",
 		(unsigned long long)ep->msgs_out, (unsigned long long)ep->bytes_out,
 		(unsigned long long)ep->msgs_in, (unsigned long long)ep->bytes_in,
 		(unsigned long long)ep->unexpected, (unsigned long long)ep->rail_events,
-		(unsigned long long)ep->conn_failures);
+		(unsigned long long)ep->conn_failures, (unsigned long long)ep->hellos_refused);
 	rn_info("ri2n provider: rail monitors: %llu connections joined %llu; %llu port "
 		"unreachable(s) taken", (unsigned long long)ep->mon.joined,
 		(unsigned long long)ep->mon.made, (unsigned long long)ep->mon.unreach);

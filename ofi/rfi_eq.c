@@ -6,8 +6,10 @@
  * failures surface on the CQ.  What it holds is what the application
  * writes there (fi_eq_write), in order.  With a wait object (FI_WAIT_FD,
  * FI_WAIT_UNSPEC) fi_eq_sread sleeps on an eventfd until an event or its
- * timeout, and FI_GETWAIT hands that fd out.
+ * timeout, and FI_GETWAIT hands that fd out; FI_WAIT_YIELD spins with
+ * sched_yield, as the application asked.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,8 +122,8 @@ static ssize_t eq_sread(struct fid_eq *f, uint32_t *type, void *buf, size_t len,
 	rfi_eq *q = (rfi_eq *)f;
 	uint64_t start = mono_ns(), limit = timeout < 0 ? UINT64_MAX : (uint64_t)timeout * 1000000u;
 
-	if (q->efd < 0)
-		return -FI_ENOSYS; /* FI_WAIT_NONE: nothing to wait on */
+	if (q->wait == FI_WAIT_NONE)
+		return -FI_ENOSYS; /* nothing to wait on */
 	for (;;) {
 		struct pollfd pf = { .fd = q->efd, .events = POLLIN };
 		uint64_t el, w;
@@ -135,7 +137,10 @@ static ssize_t eq_sread(struct fid_eq *f, uint32_t *type, void *buf, size_t len,
 			return -FI_EAGAIN;
 		w = limit - el;
 		ts = (struct timespec){ (time_t)(w / 1000000000u), (long)(w % 1000000000u) };
-		rn_sys_ppoll(&pf, 1, timeout < 0 ? NULL : &ts);
+		if (q->efd < 0)
+			sched_yield(); /* FI_WAIT_YIELD: the application chose to spin */
+		else
+			rn_sys_ppoll(&pf, 1, timeout < 0 ? NULL : &ts);
 	}
 }
 
@@ -213,7 +218,7 @@ int rfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq *
 	(void)fab;
 	if (w == FI_WAIT_UNSPEC)
 		w = FI_WAIT_FD; /* our choice: an fd */
-	if (w != FI_WAIT_NONE && w != FI_WAIT_FD)
+	if (w != FI_WAIT_NONE && w != FI_WAIT_FD && w != FI_WAIT_YIELD)
 		return -FI_ENOSYS;
 	q = calloc(1, sizeof(*q));
 	if (!q)
