@@ -309,15 +309,7 @@ void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 /* True if every rail of the link is an address the process published. */
 static int link_matches_modex(ri2n_link *l, const mca_btl_ri2n_endpoint_t *ep)
 {
-	rn_conn_stats st;
-
-	rn_conn_get_stats(l->conn, &st);
-	if (!addr_in(ep->peer, ep->npeer, rn_conn_peer(l->conn)) || st.npaths == 0)
-		return 0;
-	for (int k = 0; k < st.npaths; k++)
-		if (!addr_in(ep->peer, ep->npeer, st.rail[k].remote))
-			return 0;
-	return 1;
+	return rn_hmon_rails_in(l->conn, ep->peer, ep->npeer);
 }
 
 int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,

@@ -7,12 +7,13 @@
  * and move bytes.  Everything ri2n does underneath (striping, failure
  * detection, failover, heal) comes with it.
  *
- * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric, the
- * do-nothing EQ), rfi_domain.c (domain, memory registration that registers
+ * Objects, one file each: rfi_prov.c (entry point, fi_getinfo, fabric),
+ * rfi_eq.c (the event queue), rfi_cntr.c (counters), rfi_wait.c (wait objects), rfi_domain.c (domain, memory registration that registers
  * nothing), rfi_av.c (address vector), rfi_cq.c (completion queue),
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
+ * rfi_hello.c (whose an inbound stream is),
  * rfi_name.c (endpoint names), rfi_stat.c (the snapshot ri2n-stat reads).
  *
  * FI_EP_RDM over ri2n streams: an endpoint has one UDP socket per rail and
@@ -145,13 +146,42 @@ const rfi_name *rfi_av_get(const rfi_av *av, fi_addr_t a);
 /* The fi_addr_t of a name, or FI_ADDR_NOTAVAIL. */
 fi_addr_t rfi_av_find(const rfi_av *av, const rfi_name *nm);
 
+/* ---- wait objects (rfi_wait.c); every call but init/fini under the domain lock ---- */
+typedef struct rfi_ep rfi_ep;
+
+typedef struct rfi_wait {
+	enum fi_wait_obj obj;       /* FI_WAIT_NONE, FI_WAIT_YIELD or FI_WAIT_FD */
+	int efd;                    /* eventfd: something came, or a signal; -1: none */
+	int pfd;                    /* epoll set of efd and the endpoints' rails (FI_GETWAIT) */
+	int armed;                  /* efd written since it was last drained */
+	int sleepers;               /* threads between their look and their wake-up */
+	int given;                  /* FI_GETWAIT handed pfd out: every arrival wakes it */
+	int wakeup;                 /* a signal: the next blocking read returns at once */
+} rfi_wait;
+
+/* The application's clock (blocking calls' timeouts), whatever clock the core is given. */
+uint64_t rfi_mono_ns(void);
+/* FI_WAIT_UNSPEC is FI_WAIT_FD.  0, -FI_ENOSYS (a kind not offered) or -FI_ENOMEM. */
+int rfi_wait_init(rfi_wait *w, enum fi_wait_obj obj);
+void rfi_wait_fini(rfi_wait *w);
+/* An endpoint bound (add) or unbound: its rails join / leave the epoll set. */
+void rfi_wait_ep(rfi_wait *w, rfi_ep *ep, int add);
+/* Something came: wake whoever waits. */
+void rfi_wait_notify(rfi_wait *w);
+/* fi_cq_signal: wake the sleeper, or the next one.  0 or -FI_ENOSYS (no wait object). */
+int rfi_wait_signal(rfi_wait *w);
+/* Nothing waiting any more: the fd stops being readable. */
+void rfi_wait_drain(rfi_wait *w);
+/* Sleeps, the domain lock let go, until a notify, a datagram on eps' rails, a timer or left_ns. */
+void rfi_wait_sleep(rfi_wait *w, rfi_domain *dom, rfi_ep **eps, int neps, uint64_t left_ns);
+/* FI_GETWAIT, FI_GETWAITOBJ (ready: something waits already); else -FI_ENOSYS. */
+int rfi_wait_control(rfi_wait *w, int cmd, void *arg, int ready);
+
 /* ---- completion queue (rfi_cq.c) ---- */
 typedef struct rfi_cqerr {
 	struct rfi_cqerr *next;
 	struct fi_cq_err_entry e;
 } rfi_cqerr;
-
-typedef struct rfi_ep rfi_ep;
 
 typedef struct rfi_cq {
 	struct fid_cq cq;
@@ -164,6 +194,7 @@ typedef struct rfi_cq {
 	uint64_t overruns;          /* completions lost to a full ring (never with FI_RM_ENABLED use) */
 	rfi_ep **eps;               /* endpoints bound: a read progresses them */
 	int neps;
+	rfi_wait wait;
 } rfi_cq;
 
 int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **cq, void *ctx);
@@ -177,6 +208,31 @@ int rfi_cq_attach(rfi_cq *cq, rfi_ep *ep);
 void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep);
 /* Copies n entries in the CQ's format (exposed for tests). */
 ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src);
+/* fi_trywait: 0 if every CQ and EQ of fids is empty (their fds may be waited on). */
+int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count);
+
+/* ---- counters (rfi_cntr.c) ---- */
+typedef struct rfi_cntr {
+	struct fid_cntr cntr;
+	rfi_domain *dom;
+	uint64_t value, err;
+	rfi_ep **eps;               /* endpoints bound: a read or wait progresses them */
+	int neps;
+	rfi_wait wait;
+} rfi_cntr;
+
+int rfi_cntr_open(struct fid_domain *d, struct fi_cntr_attr *attr, struct fid_cntr **c,
+		  void *ctx);
+/* An operation completed (failed: in error); domain lock held. */
+void rfi_cntr_inc(rfi_cntr *c, int failed);
+/* Adds / removes an endpoint that reads of the counter drive. */
+int rfi_cntr_attach(rfi_cntr *c, rfi_ep *ep);
+void rfi_cntr_detach(rfi_cntr *c, rfi_ep *ep);
+
+/* ---- event queue (rfi_eq.c) ---- */
+int rfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **eq, void *ctx);
+/* -FI_EAGAIN if the EQ holds an event, else 0 (fi_trywait). */
+int rfi_eq_trywait(struct fid_eq *eq);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
 enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1 };
@@ -199,6 +255,7 @@ typedef struct rfi_op {
 typedef struct rfi_unexp {
 	struct rfi_unexp *next;
 	struct rfi_link *from;      /* NULL once complete or the link died */
+	struct rfi_link *owner;     /* the link it came on, while that lives (its cap) */
 	rfi_name src;
 	fi_addr_t src_addr;
 	uint64_t src_gen;
@@ -235,6 +292,8 @@ typedef struct rfi_link {
 	rfi_op *into;               /* ...going into this receive */
 	rfi_unexp *ux;              /* ...or into this buffer */
 	int skip;                   /* ...or into nothing (a hello's payload) */
+	uint64_t ux_ns;             /* when the unexpected one last got bytes (its stall) */
+	size_t ux_held;             /* bytes of its messages in the unexpected list */
 } rfi_link;
 
 /* A destination we send to. */
@@ -254,6 +313,7 @@ struct rfi_ep {
 	rfi_domain *dom;
 	rfi_av *av;
 	rfi_cq *txcq, *rxcq;
+	rfi_cntr *txcntr, *rxcntr;     /* FI_SEND / FI_RECV counters bound, or NULL */
 	uint64_t tx_flags, rx_flags;   /* FI_SELECTIVE_COMPLETION from the bind */
 	uint64_t tx_op_flags, rx_op_flags;
 	uint64_t caps;
@@ -292,6 +352,7 @@ struct rfi_ep {
 	uint64_t stat_period_ns, stat_next_ns; /* next_ns 0: due at the next pass */
 	/* counters (FI_LOG / RI2N_LOG=info at close) */
 	uint64_t msgs_out, msgs_in, bytes_out, bytes_in, unexpected, conn_failures, rail_events;
+	uint64_t hellos_refused;        /* hellos not from their name's rails, or a name in use */
 };
 
 int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
@@ -326,6 +387,16 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err);
 void rfi_link_deliver(rfi_link *l, uint64_t now);
 /* An inbound link died: its message in flight fails. */
 void rfi_link_lost(rfi_link *l, int err);
+/* Drops l's unexpected message if its bytes stopped coming (resets l); every pass. */
+void rfi_link_stall_check(rfi_link *l, uint64_t now);
+/* l is being freed: its messages in the unexpected list stop counting against it. */
+void rfi_link_forget(rfi_link *l);
+/*
+ * rfi_hello.c: names inbound link l by the hello it opened with, if the
+ * connection comes from that name's rails and no other live link has it.
+ * 0, -FI_EINVAL (not a name) or -FI_EACCES (refused, counted).
+ */
+int rfi_link_bind(rfi_link *l, const uint8_t *hello, size_t len);
 /* Writes the hello on a new outbound connection once it is up. */
 void rfi_link_hello(rfi_link *l, uint64_t now);
 /* Fails every posted receive (the endpoint closes). */

@@ -5,6 +5,10 @@
  * with each one's source address, and a list of error entries.  The ring
  * grows rather than drop a completion.  Reading it drives the endpoints
  * bound to it (FI_PROGRESS_MANUAL): that is when ri2n reads its rails.
+ *
+ * Wait objects (FI_WAIT_FD, FI_WAIT_UNSPEC: rfi_wait.c): fi_cq_sread
+ * sleeps until a completion, fi_cq_signal, a datagram or a timer;
+ * FI_GETWAIT hands out an fd for poll/epoll after fi_trywait.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -63,6 +67,7 @@ int rfi_cq_push(rfi_cq *cq, const struct fi_cq_tagged_entry *e, fi_addr_t src)
 	cq->ring[at] = *e;
 	cq->src[at] = src;
 	cq->count++;
+	rfi_wait_notify(&cq->wait);
 	return 0;
 }
 
@@ -83,6 +88,7 @@ void rfi_cq_push_err(rfi_cq *cq, const struct fi_cq_tagged_entry *e, int err, si
 	else
 		cq->err = x;
 	cq->err_tail = x;
+	rfi_wait_notify(&cq->wait);
 }
 
 ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src)
@@ -114,6 +120,7 @@ int rfi_cq_attach(rfi_cq *cq, rfi_ep *ep)
 		return -FI_ENOMEM;
 	cq->eps = eps;
 	cq->eps[cq->neps++] = ep;
+	rfi_wait_ep(&cq->wait, ep, 1);
 	return 0;
 }
 
@@ -122,6 +129,7 @@ void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep)
 	for (int i = 0; i < cq->neps; i++)
 		if (cq->eps[i] == ep) {
 			cq->eps[i] = cq->eps[--cq->neps];
+			rfi_wait_ep(&cq->wait, ep, 0);
 			return;
 		}
 }
@@ -176,12 +184,81 @@ static ssize_t cq_readerr(struct fid_cq *f, struct fi_cq_err_entry *buf, uint64_
 	return 1;
 }
 
+/* ---- waiting ---- */
+
+/* FI_WAIT_FD: sleeps between looks; -FI_EAGAIN at the timeout or a signal. */
+static ssize_t sread_wait(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src, int timeout_ms)
+{
+	uint64_t start = rfi_mono_ns(),
+		 limit = timeout_ms < 0 ? UINT64_MAX : (uint64_t)timeout_ms * 1000000u;
+	ssize_t n;
+
+	pthread_mutex_lock(&cq->dom->lock);
+	for (;;) {
+		uint64_t el;
+
+		progress(cq);
+		n = rfi_cq_take(cq, buf, count, src);
+		if (n != -FI_EAGAIN)
+			break;
+		if (cq->wait.wakeup) {
+			cq->wait.wakeup = 0;
+			break;
+		}
+		el = rfi_mono_ns() - start;
+		if (el >= limit)
+			break;
+		rfi_wait_sleep(&cq->wait, cq->dom, cq->eps, cq->neps, limit - el);
+	}
+	pthread_mutex_unlock(&cq->dom->lock);
+	return n;
+}
+
+int rfi_trywait(struct fid_fabric *f, struct fid **fids, int count)
+{
+	(void)f;
+	for (int i = 0; i < count; i++) {
+		rfi_cq *cq = (rfi_cq *)fids[i];
+		int busy;
+
+		if (fids[i]->fclass == FI_CLASS_CNTR) {
+			rfi_cntr *c = (rfi_cntr *)fids[i];
+
+			if (c->wait.efd < 0)
+				return -FI_EINVAL;
+			pthread_mutex_lock(&c->dom->lock);
+			rfi_wait_drain(&c->wait); /* readable again at the next completion */
+			pthread_mutex_unlock(&c->dom->lock);
+			continue;
+		}
+		if (fids[i]->fclass == FI_CLASS_EQ) {
+			if (rfi_eq_trywait((struct fid_eq *)fids[i]) != 0)
+				return -FI_EAGAIN;
+			continue;
+		}
+		if (fids[i]->fclass != FI_CLASS_CQ || cq->wait.efd < 0)
+			return -FI_EINVAL;
+		pthread_mutex_lock(&cq->dom->lock);
+		progress(cq);
+		busy = cq->count || cq->err || cq->wait.wakeup;
+		if (!busy)
+			rfi_wait_drain(&cq->wait); /* readable again at the next completion */
+		pthread_mutex_unlock(&cq->dom->lock);
+		if (busy)
+			return -FI_EAGAIN;
+	}
+	return 0;
+}
+
 static ssize_t cq_sreadfrom(struct fid_cq *f, void *buf, size_t count, fi_addr_t *src,
 			    const void *cond, int timeout_ms)
 {
 	uint64_t end = rfi_clock() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
 
 	(void)cond;
+	if (((rfi_cq *)f)->wait.efd >= 0)
+		return sread_wait((rfi_cq *)f, buf, count, src, timeout_ms);
+	/* FI_WAIT_NONE, FI_WAIT_YIELD: no wait object, the caller asked to spin */
 	for (;;) {
 		ssize_t n = cq_readfrom(f, buf, count, src);
 
@@ -201,8 +278,24 @@ static ssize_t cq_sread(struct fid_cq *f, void *buf, size_t count, const void *c
 
 static int cq_signal(struct fid_cq *f)
 {
-	(void)f;
-	return 0;
+	rfi_cq *cq = (rfi_cq *)f;
+	int rc;
+
+	pthread_mutex_lock(&cq->dom->lock);
+	rc = rfi_wait_signal(&cq->wait);
+	pthread_mutex_unlock(&cq->dom->lock);
+	return rc;
+}
+
+static int cq_control(struct fid *f, int cmd, void *arg)
+{
+	rfi_cq *cq = (rfi_cq *)f;
+	int rc;
+
+	pthread_mutex_lock(&cq->dom->lock);
+	rc = rfi_wait_control(&cq->wait, cmd, arg, cq->count || cq->err);
+	pthread_mutex_unlock(&cq->dom->lock);
+	return rc;
 }
 
 static const char *cq_strerror(struct fid_cq *f, int prov_errno, const void *err_data, char *buf,
@@ -236,13 +329,14 @@ static int cq_close(struct fid *f)
 	free(cq->ring);
 	free(cq->src);
 	free(cq->eps);
+	rfi_wait_fini(&cq->wait);
 	free(cq);
 	return 0;
 }
 
 static struct fi_ops cq_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = cq_close, .bind = rfi_no_bind,
-	.control = rfi_no_control, .ops_open = rfi_no_ops_open,
+	.control = cq_control, .ops_open = rfi_no_ops_open,
 };
 static struct fi_ops_cq cq_ops = {
 	.size = sizeof(struct fi_ops_cq), .read = cq_read, .readfrom = cq_readfrom,
@@ -256,7 +350,7 @@ int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **o
 	rfi_cq *cq;
 
 	if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC &&
-	    attr->wait_obj != FI_WAIT_YIELD)
+	    attr->wait_obj != FI_WAIT_YIELD && attr->wait_obj != FI_WAIT_FD)
 		return -FI_ENOSYS;
 	if (attr->flags & FI_AFFINITY)
 		return -FI_ENOSYS;
@@ -272,7 +366,7 @@ int rfi_cq_open(struct fid_domain *d, struct fi_cq_attr *attr, struct fid_cq **o
 	cq->cap = attr->size ? attr->size : RFI_CQ_SIZE;
 	cq->ring = malloc(cq->cap * sizeof(*cq->ring));
 	cq->src = malloc(cq->cap * sizeof(*cq->src));
-	if (!cq->ring || !cq->src) {
+	if (!cq->ring || !cq->src || rfi_wait_init(&cq->wait, attr->wait_obj) != 0) {
 		free(cq->ring);
 		free(cq->src);
 		free(cq);

@@ -94,13 +94,6 @@ static int dom_no_sep(struct fid_domain *d, struct fi_info *i, struct fid_ep **e
 	return -FI_ENOSYS;
 }
 
-static int dom_no_cntr(struct fid_domain *d, struct fi_cntr_attr *a, struct fid_cntr **c,
-		       void *x)
-{
-	(void)d, (void)a, (void)c, (void)x;
-	return -FI_ENOSYS;
-}
-
 static int dom_no_poll(struct fid_domain *d, struct fi_poll_attr *a, struct fid_poll **p)
 {
 	(void)d, (void)a, (void)p;
@@ -145,7 +138,7 @@ static struct fi_ops domain_fi_ops = {
 };
 static struct fi_ops_domain domain_ops = {
 	.size = sizeof(struct fi_ops_domain), .av_open = rfi_av_open, .cq_open = rfi_cq_open,
-	.endpoint = rfi_ep_open, .scalable_ep = dom_no_sep, .cntr_open = dom_no_cntr,
+	.endpoint = rfi_ep_open, .scalable_ep = dom_no_sep, .cntr_open = rfi_cntr_open,
 	.poll_open = dom_no_poll, .stx_ctx = dom_no_stx, .srx_ctx = dom_no_srx,
 	.query_atomic = dom_no_atomic, .query_collective = dom_no_coll,
 	.endpoint2 = dom_endpoint2,

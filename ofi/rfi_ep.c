@@ -253,11 +253,12 @@ static int ep_close(struct fid *f)
 	if (ep->enabled)
 		linger(ep);
 	rn_info("ri2n provider: endpoint closed: %llu messages out (%llu bytes), %llu in (%llu "
-		"bytes, %llu unexpected), %llu rail events, %llu connection failures",
+		"bytes, %llu unexpected), %llu rail events, %llu connection failures, %llu "
+		"hellos refused",
 		(unsigned long long)ep->msgs_out, (unsigned long long)ep->bytes_out,
 		(unsigned long long)ep->msgs_in, (unsigned long long)ep->bytes_in,
 		(unsigned long long)ep->unexpected, (unsigned long long)ep->rail_events,
-		(unsigned long long)ep->conn_failures);
+		(unsigned long long)ep->conn_failures, (unsigned long long)ep->hellos_refused);
 	rn_info("ri2n provider: rail monitors: %llu connections joined %llu; %llu port "
 		"unreachable(s) taken", (unsigned long long)ep->mon.joined,
 		(unsigned long long)ep->mon.made, (unsigned long long)ep->mon.unreach);
@@ -277,12 +278,31 @@ static int ep_close(struct fid *f)
 		rfi_cq_detach(ep->txcq, ep);
 	if (ep->rxcq)
 		rfi_cq_detach(ep->rxcq, ep);
+	if (ep->txcntr)
+		rfi_cntr_detach(ep->txcntr, ep);
+	if (ep->rxcntr)
+		rfi_cntr_detach(ep->rxcntr, ep);
+	ep->txcntr = ep->rxcntr = NULL; /* the queued sends ep_free fails count nowhere */
 	if (ep->av)
 		ep->av->refs--;
 	ep_free(ep);
 	d->refs--;
 	pthread_mutex_unlock(&d->lock);
 	return 0;
+}
+
+/* FI_SEND / FI_RECV counters; no RMA, so no FI_READ, FI_WRITE, FI_REMOTE_*. */
+static int cntr_bind(rfi_ep *ep, rfi_cntr *c, uint64_t flags)
+{
+	int rc = 0;
+
+	if (flags & ~(uint64_t)(FI_SEND | FI_RECV))
+		return -FI_EINVAL;
+	if ((flags & FI_SEND) && !ep->txcntr && (rc = rfi_cntr_attach(c, ep)) == 0)
+		ep->txcntr = c;
+	if (rc == 0 && (flags & FI_RECV) && !ep->rxcntr && (rc = rfi_cntr_attach(c, ep)) == 0)
+		ep->rxcntr = c;
+	return rc;
 }
 
 static int ep_bind(struct fid *f, struct fid *b, uint64_t flags)
@@ -309,6 +329,9 @@ static int ep_bind(struct fid *f, struct fid *b, uint64_t flags)
 			ep->rx_flags = flags & FI_SELECTIVE_COMPLETION;
 			rc = rfi_cq_attach(ep->rxcq, ep);
 		}
+		break;
+	case FI_CLASS_CNTR:
+		rc = cntr_bind(ep, (rfi_cntr *)b, flags);
 		break;
 	case FI_CLASS_EQ:
 		break; /* nothing is ever reported there */

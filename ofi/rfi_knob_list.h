@@ -25,9 +25,15 @@
 	  "rails: interface names or IPv4 addresses, comma separated")                      \
 	X(inject_size, inject_size, INT, 4096, 65536, 1, "4096",                            \
 	  "largest fi_inject / fi_tinject message, bytes")                                  \
-	X(unexpected_mb, unexp_max, INT, 64, 2147483647, 1048576, "64",                     \
+	X(unexpected_mb, unexp_max, INT, 256, 2147483647, 1048576, "256",                   \
 	  "messages received before their receive was posted are buffered up to this many " \
 	  "MiB per endpoint; past it senders wait (ri2n's flow control)")                   \
+	X(unexpected_link_mb, unexp_link_max, INT, 128, 2147483647, 1048576, "128",         \
+	  "...and up to this many MiB from one connection; a larger message waits for its " \
+	  "receive")                                                                        \
+	X(unexpected_stall_ms, unexp_stall_ns, INT, 30000, 2147483647, 1000000, "30000",    \
+	  "an unexpected message whose bytes stop coming for this long is dropped and its " \
+	  "connection reset, ms")                                                           \
 	X(attempt_ms, attempt_ns, INT, 1000, 2147483647, 1000000, "1000",                   \
 	  "one connect attempt on one of the peer's rails before the next rail is tried, ms") \
 	X(linger_ms, linger_ns, INT, 2000, 2147483647, 1000000, "2000",                     \

@@ -9,9 +9,13 @@
  * Matching follows the stream: a message's header is matched when it is
  * read, against the posted receives in the order they were posted; with
  * none, the message is buffered in the unexpected list (at most
- * FI_RI2N_UNEXPECTED_MB; past it a stream's reading stops until the
- * application posts, and ri2n's window holds its sender back).  A receive
- * posted later looks at the unexpected list first, in arrival order.
+ * FI_RI2N_UNEXPECTED_MB in all and FI_RI2N_UNEXPECTED_LINK_MB from one
+ * stream, whatever the list holds; past it a stream's reading stops until
+ * the application posts, and ri2n's window holds its sender back).  A
+ * receive posted later looks at the unexpected list first, in arrival
+ * order.  An unexpected message whose bytes stop coming for
+ * FI_RI2N_UNEXPECTED_STALL_MS, or whose stream dies, is dropped: a header
+ * alone holds its room no longer than that.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -66,6 +70,8 @@ static void complete_send(rfi_ep *ep, rfi_op *op)
 	struct fi_cq_tagged_entry e = { .op_context = op->context,
 					.flags = FI_SEND | KIND_FLAGS(op->kind) };
 
+	if (ep->txcntr)
+		rfi_cntr_inc(ep->txcntr, 0);
 	if (wants_completion(ep, ep->tx_flags, op->flags))
 		rfi_cq_push(ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
@@ -80,6 +86,8 @@ static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_
 		.buf = op->niov ? op->iov[0].iov_base : NULL, .tag = tag,
 	};
 
+	if (ep->rxcntr)
+		rfi_cntr_inc(ep->rxcntr, err || mlen > op->len);
 	if (err)
 		rfi_cq_push_err(ep->rxcq, &e, err, 0, prov_err);
 	else if (mlen > op->len)
@@ -157,6 +165,8 @@ static void ux_unlink(rfi_ep *ep, rfi_unexp *u)
 static void ux_free(rfi_ep *ep, rfi_unexp *u)
 {
 	ep->ux_bytes -= u->len;
+	if (u->owner)
+		u->owner->ux_held -= u->len;
 	free(u->data);
 	free(u);
 }
@@ -191,6 +201,8 @@ static int place(rfi_link *l, uint64_t now)
 	fi_addr_t src;
 	rfi_unexp *u;
 
+	if (rn_conn_state(l->conn) == RN_ST_CLOSED)
+		return 0; /* reset already (a refused hello): nothing more is read */
 	if (hdr_read(l->hdr, &kind, &len, &tag) != 0 || (kind == RFI_HELLO) == l->have_name) {
 		bad_stream(l, l->have_name ? "a second hello" : "no hello first", now);
 		return 0;
@@ -216,7 +228,7 @@ static int place(rfi_link *l, uint64_t now)
 		l->into = op;
 		return 1;
 	}
-	if (ep->ux_bytes + len > rfi_k.unexp_max && ep->ux)
+	if (ep->ux_bytes + len > rfi_k.unexp_max || l->ux_held + len > rfi_k.unexp_link_max)
 		return 0; /* full: this stream waits for the application to post */
 	u = calloc(1, sizeof(*u));
 	if (!u || (len && !(u->data = malloc(len)))) {
@@ -224,7 +236,9 @@ static int place(rfi_link *l, uint64_t now)
 		bad_stream(l, "out of memory for an unexpected message", now);
 		return 0;
 	}
-	u->from = l;
+	u->from = u->owner = l;
+	l->ux_held += len;
+	l->ux_ns = now;
 	u->src = l->src;
 	u->src_gen = UINT64_MAX;
 	u->kind = kind;
@@ -248,10 +262,8 @@ static void finish(rfi_link *l)
 
 	if (l->skip) {
 		l->skip = 0;
-		if (rfi_name_read(&l->src, l->hello, RFI_NAME_LEN) == 0)
-			l->have_name = 1;
-		else
-			bad_stream(l, "a malformed hello", ep->core_now);
+		if (rfi_link_bind(l, l->hello, RFI_NAME_LEN) != 0)
+			bad_stream(l, "a hello not from its name's rails, or malformed", ep->core_now);
 	} else if (l->into) {
 		rfi_op *op = l->into;
 
@@ -281,8 +293,11 @@ static size_t sink(rfi_link *l, const uint8_t *d, size_t n)
 		memcpy(l->hello + at, d, k); /* the hello's name */
 	else if (l->into)
 		iov_put(l->into, at, d, k);
-	else if (l->ux)
-		memcpy(l->ux->data + at, d, k), l->ux->have += k;
+	else if (l->ux && k) {
+		memcpy(l->ux->data + at, d, k);
+		l->ux->have += k;
+		l->ux_ns = l->ep->core_now;
+	}
 	l->left -= k;
 	return k;
 }
@@ -348,9 +363,40 @@ void rfi_link_lost(rfi_link *l, int err)
 		l->ux = NULL;
 		u->from = NULL;
 		u->err = err;
-		if (u->claimed)
+		if (u->claimed) {
 			ux_deliver(ep, u, u->claimed);
+		} else {
+			/* never whole, never matched: no receive will want it */
+			ux_unlink(ep, u);
+			ux_free(ep, u);
+		}
 	}
+}
+
+void rfi_link_stall_check(rfi_link *l, uint64_t now)
+{
+	rfi_unexp *u = l->ux;
+
+	if (!u || now - l->ux_ns < rfi_k.unexp_stall_ns)
+		return;
+	l->ux = NULL;
+	u->from = NULL;
+	if (u->claimed) {
+		u->err = FI_ETIMEDOUT;
+		ux_deliver(l->ep, u, u->claimed);
+	} else {
+		ux_unlink(l->ep, u);
+		ux_free(l->ep, u);
+	}
+	bad_stream(l, "an unexpected message stopped coming", now);
+}
+
+void rfi_link_forget(rfi_link *l)
+{
+	for (rfi_unexp *u = l->ep->ux; u; u = u->next)
+		if (u->owner == l)
+			u->owner = NULL;
+	l->ux_held = 0;
 }
 
 /* ---- sending ---- */
@@ -422,6 +468,8 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err)
 						.flags = FI_SEND | KIND_FLAGS(op->kind) };
 
 		p->q = op->next;
+		if (ep->txcntr)
+			rfi_cntr_inc(ep->txcntr, 1);
 		if (!(op->flags & FI_INJECT) && ep->txcq)
 			rfi_cq_push_err(ep->txcq, &e, err, 0, 0);
 		rfi_op_free(ep, op);

@@ -78,6 +78,7 @@ void rfi_links_reap(rfi_ep *ep)
 		*pp = l->next;
 		rn_htab_del(&ep->idtab, l->id, l);
 		rn_hset_forget(&ep->io, l->id);
+		rfi_link_forget(l);
 		keeper_due(rn_hmon_leave(&ep->mon, l->conn, 1));
 		if (l->peer && l->peer->link == l)
 			l->peer->link = NULL;
@@ -377,6 +378,8 @@ void rfi_ep_pass(rfi_ep *ep)
 			rn_conn_abort(l->conn, now); /* no hello: not one of ours */
 			l->dirty = 1;
 		}
+		if (!l->peer && l->ux)
+			rfi_link_stall_check(l, now);
 		if (l->expiry_ns <= now) {
 			rn_conn_on_timer(l->conn, now);
 			link_rekey(ep, l);

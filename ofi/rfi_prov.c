@@ -1,10 +1,6 @@
 /*
  * rfi_prov.c - the provider's entry point (fi_prov_ini), its knobs,
- * fi_getinfo, the fabric object and the event queue.
- *
- * The EQ exists because programs open one on every fabric (fi_pingpong
- * does); an RDM endpoint of ours never reports on it: connections are
- * ri2n's business and their failures surface on the CQ.
+ * fi_getinfo and the fabric object (its event queue: rfi_eq.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,76 +44,6 @@ int rfi_no_ops_open(struct fid *f, const char *name, uint64_t flags, void **ops,
 	return -FI_ENOSYS;
 }
 
-/* ---- the event queue ---- */
-
-static ssize_t eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
-		       uint64_t flags)
-{
-	(void)eq, (void)event, (void)buf, (void)len, (void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
-{
-	(void)eq, (void)buf, (void)flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len,
-			uint64_t flags)
-{
-	(void)eq, (void)event, (void)buf, (void)len, (void)flags;
-	return -FI_ENOSYS;
-}
-
-static ssize_t eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
-			uint64_t flags)
-{
-	(void)eq, (void)event, (void)buf, (void)len, (void)timeout, (void)flags;
-	return -FI_EAGAIN;
-}
-
-static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
-			       char *buf, size_t len)
-{
-	(void)eq, (void)err_data;
-	if (buf && len) {
-		snprintf(buf, len, "%s", rn_strerror(-prov_errno));
-		return buf;
-	}
-	return rn_strerror(-prov_errno);
-}
-
-static int eq_close(struct fid *f)
-{
-	free(f);
-	return 0;
-}
-
-static struct fi_ops eq_fi_ops = {
-	.size = sizeof(struct fi_ops), .close = eq_close, .bind = rfi_no_bind,
-	.control = rfi_no_control, .ops_open = rfi_no_ops_open,
-};
-static struct fi_ops_eq eq_ops = {
-	.size = sizeof(struct fi_ops_eq), .read = eq_read, .readerr = eq_readerr,
-	.write = eq_write, .sread = eq_sread, .strerror = eq_strerror,
-};
-
-static int eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **out,
-		   void *ctx)
-{
-	struct fid_eq *eq = calloc(1, sizeof(*eq));
-
-	(void)attr;
-	if (!eq)
-		return -FI_ENOMEM;
-	eq->fid = (struct fid){ .fclass = FI_CLASS_EQ, .context = ctx, .ops = &eq_fi_ops };
-	eq->ops = &eq_ops;
-	(void)fab;
-	*out = eq;
-	return 0;
-}
-
 /* ---- the fabric ---- */
 
 static int fabric_close(struct fid *f)
@@ -138,12 +64,6 @@ static int fab_no_wait(struct fid_fabric *f, struct fi_wait_attr *a, struct fid_
 	return -FI_ENOSYS;
 }
 
-static int fab_trywait(struct fid_fabric *f, struct fid **fids, int count)
-{
-	(void)f, (void)fids, (void)count;
-	return -FI_ENOSYS;
-}
-
 static int fab_domain2(struct fid_fabric *f, struct fi_info *info, struct fid_domain **d,
 		       uint64_t flags, void *ctx)
 {
@@ -156,8 +76,8 @@ static struct fi_ops fabric_fi_ops = {
 };
 static struct fi_ops_fabric fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric), .domain = rfi_domain_open,
-	.passive_ep = fab_no_pep, .eq_open = eq_open, .wait_open = fab_no_wait,
-	.trywait = fab_trywait, .domain2 = fab_domain2,
+	.passive_ep = fab_no_pep, .eq_open = rfi_eq_open, .wait_open = fab_no_wait,
+	.trywait = rfi_trywait, .domain2 = fab_domain2,
 };
 
 static int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **out, void *ctx)
@@ -279,7 +199,7 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
 		.av_type = h && h->domain_attr ? h->domain_attr->av_type : FI_AV_UNSPEC,
 		/* before 1.5 mr_mode was an enum: "scalable" asks nothing of the application */
 		.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0,
-		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024,
+		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024, .cntr_cnt = 1024,
 		.ep_cnt = 1024, .tx_ctx_cnt = 1024, .rx_ctx_cnt = 1024, .max_ep_tx_ctx = 1,
 		.max_ep_rx_ctx = 1, .mr_iov_limit = 1, .mr_cnt = SIZE_MAX,
 		.caps = caps & (FI_LOCAL_COMM | FI_REMOTE_COMM),

@@ -72,3 +72,26 @@ void *rn_hmon_unreachable(rn_hmon *m, const rn_htab *tab, rn_conn *(*conn_of)(vo
 	m->unreach += o.taken != NULL;
 	return o.taken;
 }
+
+/* ---- whose rails ---- */
+
+static int addr_in(const rn_addr *set, int n, rn_addr a)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i].ip == a.ip && set[i].port == a.port)
+			return 1;
+	return 0;
+}
+
+int rn_hmon_rails_in(const rn_conn *c, const rn_addr *set, int n)
+{
+	rn_conn_stats st;
+
+	rn_conn_get_stats(c, &st);
+	if (!addr_in(set, n, rn_conn_peer(c)) || st.npaths == 0)
+		return 0;
+	for (int k = 0; k < st.npaths; k++)
+		if (!addr_in(set, n, st.rail[k].remote))
+			return 0;
+	return 1;
+}

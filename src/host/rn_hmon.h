@@ -55,5 +55,12 @@ rn_conn *rn_hmon_leave(rn_hmon *m, rn_conn *c, int force);
  */
 void *rn_hmon_unreachable(rn_hmon *m, const rn_htab *tab, rn_conn *(*conn_of)(void *v),
 			  int idx, const rn_hsock_err *e, uint64_t now_ns);
+/*
+ * True if connection c speaks only from addresses in set[0..n): the one
+ * its handshake came from and every path's remote rail.  A driver believes
+ * a name the peer gives itself (the BTL's modex, the provider's hello)
+ * only on that name's own rails.  0 for a connection with no path.
+ */
+int rn_hmon_rails_in(const rn_conn *c, const rn_addr *set, int n);
 
 #endif

@@ -10,6 +10,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +252,152 @@ static void test_cq(void **st)
 	objs_close(&o);
 }
 
+/* ---- wait objects ---- */
+
+static uint64_t mono(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A thread that, 20 ms in, signals a CQ or writes an EQ event; fails the test if nobody woke. */
+typedef struct waker {
+	pthread_t t;
+	struct fid_cq *cq;
+	struct fid_eq *eq;
+	int done;
+} waker;
+
+static void *waker_main(void *arg)
+{
+	waker *w = arg;
+	struct timespec ms20 = { 0, 20000000 };
+	uint32_t v = 0x1234;
+
+	nanosleep(&ms20, NULL);
+	if (w->cq)
+		fi_cq_signal(w->cq);
+	else
+		fi_eq_write(w->eq, FI_NOTIFY, &v, sizeof(v), 0);
+	for (int i = 0; i < 250 && !__atomic_load_n(&w->done, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&ms20, NULL);
+	if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+		fprintf(stderr, "a blocked read was not woken within 5 s\n");
+		_exit(1);
+	}
+	return NULL;
+}
+
+static void waker_start(waker *w)
+{
+	assert_int_equal(pthread_create(&w->t, NULL, waker_main, w), 0);
+}
+
+static void waker_end(waker *w)
+{
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	pthread_join(w->t, NULL);
+}
+
+static int fd_ready(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	return poll(&pf, 1, 0);
+}
+
+/*
+ * FI_WAIT_FD: FI_GETWAIT's fd is readable once a completion is queued and
+ * fi_trywait says so; fi_cq_sread sleeps (little CPU) until its timeout;
+ * fi_cq_signal wakes fi_cq_sread(-1), and one made before is not lost.
+ */
+static void test_cq_wait(void **st)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD };
+	struct fi_cq_tagged_entry e = { .flags = FI_RECV }, out;
+	enum fi_wait_obj wo;
+	struct fid *fids[1];
+	uint64_t t0, c0;
+	struct fid_cq *f;
+	waker w = { 0 };
+	int fd = -1;
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	fids[0] = &f->fid;
+	assert_int_equal(fi_control(&f->fid, FI_GETWAIT, &fd), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fi_control(&f->fid, FI_GETWAITOBJ, &wo), 0);
+	assert_int_equal(wo, FI_WAIT_FD);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), 0);
+	assert_int_equal(fd_ready(fd), 0);
+	pthread_mutex_lock(&((rfi_cq *)f)->dom->lock);
+	assert_int_equal(rfi_cq_push((rfi_cq *)f, &e, 0), 0);
+	pthread_mutex_unlock(&((rfi_cq *)f)->dom->lock);
+	assert_int_equal(fd_ready(fd), 1);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), -FI_EAGAIN);
+	assert_int_equal(fi_cq_read(f, &out, 1), 1);
+	assert_int_equal(fi_trywait(o.fab, fids, 1), 0);
+	assert_int_equal(fd_ready(fd), 0);
+	/* nothing comes: it sleeps the whole 100 ms */
+	t0 = mono(CLOCK_MONOTONIC);
+	c0 = mono(CLOCK_THREAD_CPUTIME_ID);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, 100), -FI_EAGAIN);
+	assert_true(mono(CLOCK_MONOTONIC) - t0 >= 100000000);
+	assert_true(mono(CLOCK_THREAD_CPUTIME_ID) - c0 < 25000000); /* no spinning */
+	/* fi_cq_signal wakes a reader with no timeout */
+	w.cq = f;
+	waker_start(&w);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, -1), -FI_EAGAIN);
+	waker_end(&w);
+	/* ...and one made before the read is kept for it */
+	assert_int_equal(fi_cq_signal(f), 0);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, -1), -FI_EAGAIN);
+	assert_int_equal(fi_close(&f->fid), 0);
+	/* FI_WAIT_UNSPEC is an fd too */
+	ca.wait_obj = FI_WAIT_UNSPEC;
+	assert_int_equal(fi_cq_open(o.dom, &ca, &f, NULL), 0);
+	assert_int_equal(fi_control(&f->fid, FI_GETWAITOBJ, &wo), 0);
+	assert_int_equal(wo, FI_WAIT_FD);
+	assert_int_equal(fi_cq_sread(f, &out, 1, NULL, 10), -FI_EAGAIN);
+	assert_int_equal(fi_close(&f->fid), 0);
+	objs_close(&o);
+}
+
+/* The EQ: fi_eq_sread waits out its timeout, and wakes for an event written meanwhile. */
+static void test_eq_wait(void **st)
+{
+	struct fi_eq_attr qa = { .wait_obj = FI_WAIT_UNSPEC };
+	uint32_t type = 0, v = 0;
+	struct fid_eq *q;
+	waker w = { 0 };
+	uint64_t t0;
+	int fd = -1;
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_eq_open(o.fab, &qa, &q, NULL), 0);
+	assert_int_equal(fi_control(&q->fid, FI_GETWAIT, &fd), 0);
+	t0 = mono(CLOCK_MONOTONIC);
+	assert_int_equal(fi_eq_sread(q, &type, &v, sizeof(v), 100, 0), -FI_EAGAIN);
+	assert_true(mono(CLOCK_MONOTONIC) - t0 >= 100000000);
+	assert_int_equal(fd_ready(fd), 0);
+	w.eq = q;
+	waker_start(&w);
+	assert_int_equal(fi_eq_sread(q, &type, &v, sizeof(v), -1, 0), sizeof(v));
+	waker_end(&w);
+	assert_int_equal(type, FI_NOTIFY);
+	assert_int_equal(v, 0x1234);
+	assert_int_equal(fi_eq_read(q, &type, &v, sizeof(v), 0), -FI_EAGAIN);
+	assert_int_equal(fi_close(&q->fid), 0);
+	objs_close(&o);
+}
+
 /* ---- endpoints (RI2N_RAILS) ---- */
 
 typedef struct pair {
@@ -258,9 +408,11 @@ typedef struct pair {
 	struct fi_info *fi;
 } pair;
 
+static enum fi_wait_obj g_pair_wait = FI_WAIT_NONE; /* the pair's CQs' wait object */
+
 static int pair_open(void **st)
 {
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED, .wait_obj = g_pair_wait };
 	pair *p;
 
 	*st = NULL;
@@ -497,6 +649,388 @@ static void test_ep_unexpected_cap(void **st)
 	rfi_k.unexp_max = keep;
 }
 
+static void pass(rfi_ep *ep)
+{
+	pthread_mutex_lock(&ep->dom->lock);
+	rfi_ep_pass(ep);
+	pthread_mutex_unlock(&ep->dom->lock);
+}
+
+/* ---- whose messages (rfi_hello.c), unexpected messages' bounds ---- */
+
+/* A third endpoint on the pair's domain and AV, with a CQ of its own. */
+static void third_open(pair *p, struct fid_ep **ep, struct fid_cq **cq)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+
+	assert_int_equal(fi_endpoint(p->o.dom, p->fi, ep, NULL), 0);
+	assert_int_equal(fi_cq_open(p->o.dom, &ca, cq, NULL), 0);
+	assert_int_equal(fi_ep_bind(*ep, &(*cq)->fid, FI_TRANSMIT | FI_RECV), 0);
+	assert_int_equal(fi_ep_bind(*ep, &p->o.av->fid, 0), 0);
+	assert_int_equal(fi_enable(*ep), 0);
+}
+
+static void third_close(struct fid_ep *ep, struct fid_cq *cq)
+{
+	assert_int_equal(fi_close(&ep->fid), 0);
+	assert_int_equal(fi_close(&cq->fid), 0);
+}
+
+/* n turns of dt virtual ns, every endpoint of eps run each turn. */
+static void run_all(struct fid_ep **eps, int n_eps, int turns, uint64_t dt)
+{
+	for (int t = 0; t < turns; t++) {
+		fake_now += dt;
+		for (int i = 0; i < n_eps; i++)
+			pass((rfi_ep *)eps[i]);
+	}
+}
+
+/* cq's next completion within turns of every endpoint running; n as fi_cq_readfrom. */
+static ssize_t wait_all(struct fid_cq *cq, struct fid_ep **eps, int n_eps,
+			struct fi_cq_tagged_entry *e, fi_addr_t *src, int turns)
+{
+	for (int t = 0; t < turns; t++) {
+		ssize_t n = fi_cq_readfrom(cq, e, 1, src);
+
+		if (n != -FI_EAGAIN)
+			return n;
+		run_all(eps, n_eps, 1, 20000);
+	}
+	return -FI_EAGAIN;
+}
+
+/*
+ * A hello naming another AV peer (ep1) from a third endpoint's rails is
+ * refused: a receive directed at ep1 never completes with the impostor's
+ * bytes, and completes with ep1's own.
+ */
+static void test_ep_hostile_hello(void **st)
+{
+	pair *p = *st;
+	struct fid_ep *x, *eps[3];
+	struct fid_cq *xcq;
+	uint8_t r[32], s1[32], sx[32];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	rfi_name own;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	third_open(p, &x, &xcq);
+	eps[0] = p->ep[0], eps[1] = p->ep[1], eps[2] = x;
+	own = ((rfi_ep *)x)->name;
+	((rfi_ep *)x)->name = ((rfi_ep *)p->ep[1])->name; /* its hello names ep1 */
+	fill(s1, sizeof(s1), 41);
+	fill(sx, sizeof(sx), 42);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, p->addr[1], &c), 0);
+	assert_int_equal(fi_send(x, sx, sizeof(sx), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, &src, 20000), -FI_EAGAIN);
+	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 1);
+	assert_null(((rfi_ep *)p->ep[0])->ux); /* nothing of it kept either */
+	((rfi_ep *)x)->name = own;
+	/* ep1's own message takes the receive */
+	assert_int_equal(fi_send(p->ep[1], s1, sizeof(s1), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, &src, 100000), 1);
+	assert_ptr_equal(e.op_context, &c);
+	assert_int_equal(src, p->addr[1]);
+	assert_memory_equal(r, s1, sizeof(s1));
+	third_close(x, xcq);
+}
+
+/*
+ * A second stream in a live stream's name is refused: ep1 forgets its
+ * connection to ep0 (ep0's side stays up) and opens another; what it sends
+ * there never arrives.
+ */
+static void test_ep_second_link(void **st)
+{
+	pair *p = *st;
+	uint8_t r[16], s[16];
+	struct fi_cq_tagged_entry e;
+	rfi_peer *peer;
+	rfi_ep *e1;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	e1 = (rfi_ep *)p->ep[1];
+	fill(s, sizeof(s), 43);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	peer = e1->peers[p->addr[0]];
+	assert_non_null(peer->link);
+	pthread_mutex_lock(&e1->dom->lock);
+	peer->link->peer = NULL; /* dropped without a word to ep0 */
+	peer->link->dead = 1;
+	peer->link = NULL;
+	rfi_links_reap(e1);
+	pthread_mutex_unlock(&e1->dom->lock);
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 20000), -FI_EAGAIN);
+	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 1);
+	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c), 0);
+}
+
+/* Writes a frame header straight into x's stream to ep0 (x has sent to it already). */
+static void raw_header(pair *p, struct fid_ep *x, uint8_t kind, uint32_t len, uint64_t tag,
+		       const uint8_t *body, size_t blen)
+{
+	rfi_ep *ex = (rfi_ep *)x;
+	rfi_peer *peer = ex->peers[p->addr[0]];
+	uint8_t h[RFI_HDR_LEN] = { kind };
+	uint32_t l = htonl(len);
+	uint64_t t = htobe64(tag);
+
+	assert_non_null(peer->link);
+	memcpy(h + 4, &l, 4);
+	memcpy(h + 8, &t, 8);
+	pthread_mutex_lock(&ex->dom->lock);
+	assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), h, sizeof(h)),
+			 (ssize_t)sizeof(h));
+	if (blen)
+		assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), body, blen),
+				 (ssize_t)blen);
+	rfi_link_flush(peer->link, rfi_ep_now(ex));
+	rn_hset_flush(&ex->io);
+	pthread_mutex_unlock(&ex->dom->lock);
+}
+
+/* The unexpected entry of ep with this tag, or NULL. */
+static rfi_unexp *ux_tagged(pair *p, uint64_t tag)
+{
+	for (rfi_unexp *u = ((rfi_ep *)p->ep[0])->ux; u; u = u->next)
+		if (u->tag == tag)
+			return u;
+	return NULL;
+}
+
+/*
+ * A header declaring 1 GiB with no body holds no room and stops no other
+ * peer's unexpected messages; one declaring 1 MiB whose body stops coming
+ * is dropped after FI_RI2N_UNEXPECTED_STALL_MS and its stream reset.
+ */
+static void test_ep_unexpected_bounds(void **st)
+{
+	pair *p = *st;
+	uint64_t keep = rfi_k.unexp_stall_ns;
+	struct fid_ep *x, *eps[3];
+	struct fid_cq *xcq;
+	uint8_t s[1000], r[1000], part[100];
+	struct fi_cq_tagged_entry e;
+	rfi_unexp *u;
+	rfi_ep *e0;
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	e0 = (rfi_ep *)p->ep[0];
+	rfi_k.unexp_stall_ns = 100000000; /* 100 ms */
+	third_open(p, &x, &xcq);
+	eps[0] = p->ep[0], eps[1] = p->ep[1], eps[2] = x;
+	fill(s, sizeof(s), 44);
+	fill(part, sizeof(part), 45);
+	/* x's stream to ep0 is up (a message taken), then a lone 1 GiB header */
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(x, s, 10, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100000), 1);
+	raw_header(p, x, RFI_TAG, 1u << 30, 77, NULL, 0);
+	run_all(eps, 3, 200, 20000);
+	/* ep1's unexpected message is still taken in whole */
+	assert_int_equal(fi_tsend(p->ep[1], s, sizeof(s), NULL, p->addr[0], 5, NULL), 0);
+	for (int t = 0; t < 100000 && !((u = ux_tagged(p, 5)) && u->have == u->len); t++)
+		run_all(eps, 3, 1, 20000);
+	assert_non_null(u = ux_tagged(p, 5));
+	assert_int_equal(u->have, sizeof(s));
+	assert_null(ux_tagged(p, 77));
+	assert_int_equal(e0->ux_bytes, sizeof(s));
+	assert_int_equal(fi_trecv(p->ep[0], r, sizeof(r), NULL, p->addr[1], 5, 0, &c), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100), 1);
+	assert_memory_equal(r, s, sizeof(s));
+	third_close(x, xcq);
+
+	/* a 1 MiB header and 100 bytes of it, then silence: dropped at the stall */
+	third_open(p, &x, &xcq);
+	eps[2] = x;
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(x, s, 10, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_all(p->cq[0], eps, 3, &e, NULL, 100000), 1);
+	raw_header(p, x, RFI_TAG, 1u << 20, 78, part, sizeof(part));
+	for (int t = 0; t < 100000 && !((u = ux_tagged(p, 78)) && u->have == sizeof(part)); t++)
+		run_all(eps, 3, 1, 20000);
+	assert_non_null(ux_tagged(p, 78));
+	assert_int_equal(e0->ux_bytes, 1u << 20);
+	run_all(eps, 3, 150, 1000000); /* 150 ms */
+	assert_null(ux_tagged(p, 78));
+	assert_int_equal(e0->ux_bytes, 0);
+	third_close(x, xcq);
+	rfi_k.unexp_stall_ns = keep;
+}
+
+/*
+ * 100 x 1 MiB unexpected messages (fabtests' fi_unexpected_msg -M 100 -S 1M):
+ * all buffered, then received last first, every byte checked.
+ */
+static void test_ep_unexpected_100mb(void **st)
+{
+	enum { M = 100, SZ = 1 << 20 };
+	pair *p = *st;
+	uint8_t *s, *r, *want;
+	struct fi_cq_tagged_entry e;
+	rfi_ep *e0;
+	int c[M], t;
+
+	SKIP_WITHOUT_RAILS(st);
+	e0 = (rfi_ep *)p->ep[0];
+	s = malloc((size_t)M * SZ);
+	r = malloc(SZ);
+	want = malloc(SZ);
+	assert_non_null(s);
+	assert_non_null(r);
+	assert_non_null(want);
+	for (int i = 0; i < M; i++) {
+		fill(s + (size_t)i * SZ, SZ, 100u + (unsigned)i);
+		assert_int_equal(fi_tsend(p->ep[1], s + (size_t)i * SZ, SZ, NULL, p->addr[0],
+					  (uint64_t)i, NULL), 0);
+	}
+	for (t = 0; t < 400000 && e0->ux_bytes < (size_t)M * SZ; t++)
+		run_all(p->ep, 2, 1, 20000);
+	assert_int_equal(e0->ux_bytes, (size_t)M * SZ);
+	for (int i = M - 1; i >= 0; i--) {
+		memset(r, 0, SZ);
+		assert_int_equal(fi_trecv(p->ep[0], r, SZ, NULL, FI_ADDR_UNSPEC, (uint64_t)i, 0,
+					  &c[i]), 0);
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 1000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+		fill(want, SZ, 100u + (unsigned)i);
+		assert_memory_equal(r, want, SZ);
+	}
+	free(s);
+	free(r);
+	free(want);
+}
+
+static int pair_open_fd(void **st)
+{
+	int rc;
+
+	g_pair_wait = FI_WAIT_FD;
+	rc = pair_open(st);
+	g_pair_wait = FI_WAIT_NONE;
+	return rc;
+}
+
+typedef struct late_send {
+	pthread_t t;
+	pair *p;
+	uint8_t s[24];
+} late_send;
+
+static void *late_send_main(void *arg)
+{
+	late_send *ls = arg;
+	struct timespec ms20 = { 0, 20000000 };
+
+	nanosleep(&ms20, NULL);
+	fi_send(ls->p->ep[1], ls->s, sizeof(ls->s), NULL, ls->p->addr[0], NULL);
+	return NULL;
+}
+
+/* fi_cq_sread on an FI_WAIT_FD CQ sleeps until the peer's message comes in, then has it. */
+static void test_ep_sread(void **st)
+{
+	pair *p = *st;
+	struct fi_cq_tagged_entry e;
+	late_send ls;
+	uint8_t r[24];
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	ls.p = p;
+	fill(ls.s, sizeof(ls.s), 46);
+	/* the stream up first (the fake clock does not move while sread sleeps) */
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(fi_send(p->ep[1], ls.s, 4, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	memset(r, 0, sizeof(r));
+	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
+	assert_int_equal(pthread_create(&ls.t, NULL, late_send_main, &ls), 0);
+	assert_int_equal(fi_cq_sread(p->cq[0], &e, 1, NULL, 5000), 1);
+	pthread_join(ls.t, NULL);
+	assert_ptr_equal(e.op_context, &c);
+	assert_memory_equal(r, ls.s, sizeof(r));
+}
+
+/*
+ * Counters: FI_SEND counts completed sends and injects, FI_RECV receives;
+ * a truncated receive counts as an error and ends fi_cntr_wait with
+ * -FI_EAVAIL; a threshold not reached times out; no RMA bindings.
+ */
+static void test_ep_cntr(void **st)
+{
+	pair *p = *st;
+	struct fi_cntr_attr wa = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cntr_attr na = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE };
+	struct fid_cntr *tx, *rx;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	uint8_t s[3][32], r[3][32], small[4];
+	int c[3], t, fd;
+
+	SKIP_WITHOUT_RAILS(st);
+	assert_int_equal(fi_cntr_open(p->o.dom, &wa, &tx, NULL), 0);
+	assert_int_equal(fi_cntr_open(p->o.dom, &na, &rx, NULL), 0);
+	assert_int_equal(fi_control(&tx->fid, FI_GETWAIT, &fd), 0);
+	assert_int_equal(fi_ep_bind(p->ep[1], &tx->fid, FI_WRITE), -FI_EINVAL);
+	assert_int_equal(fi_ep_bind(p->ep[1], &tx->fid, FI_SEND), 0);
+	assert_int_equal(fi_ep_bind(p->ep[0], &rx->fid, FI_RECV), 0);
+	for (int i = 0; i < 3; i++) {
+		fill(s[i], sizeof(s[i]), 50u + (unsigned)i);
+		assert_int_equal(fi_recv(p->ep[0], r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, &c[i]), 0);
+	}
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(fi_send(p->ep[1], s[1], sizeof(s[1]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(fi_inject(p->ep[1], s[2], sizeof(s[2]), p->addr[0]), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	for (t = 0; t < 1000 && fi_cntr_read(tx) < 3; t++)
+		run_all(p->ep, 2, 1, 20000);
+	assert_int_equal(fi_cntr_read(tx), 3);
+	assert_int_equal(fi_cntr_read(rx), 3);
+	assert_int_equal(fi_cntr_readerr(rx), 0);
+	for (int i = 0; i < 3; i++)
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	assert_int_equal(fi_cntr_wait(rx, 3, 0), 0);
+	assert_int_equal(fi_cntr_wait(tx, 4, 20), -FI_ETIMEDOUT);
+	/* a truncated receive: the error count, and a waiter told so */
+	assert_int_equal(fi_recv(p->ep[0], small, sizeof(small), NULL, FI_ADDR_UNSPEC, &c[0]), 0);
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), -FI_EAVAIL);
+	assert_int_equal(fi_cq_readerr(p->cq[0], &err, 0), 1);
+	assert_int_equal(fi_cntr_readerr(rx), 1);
+	assert_int_equal(fi_cntr_read(rx), 3);
+	assert_int_equal(fi_cntr_seterr(rx, 0), 0);
+	assert_int_equal(fi_cntr_adderr(rx, 1), 0);
+	assert_int_equal(fi_cntr_readerr(rx), 1);
+	assert_int_equal(fi_cntr_set(rx, 10), 0);
+	assert_int_equal(fi_cntr_add(rx, 2), 0);
+	assert_int_equal(fi_cntr_read(rx), 12);
+	/* still bound: a counter outlives no endpoint */
+	assert_int_equal(fi_close(&rx->fid), -FI_EBUSY);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fi_close(&p->ep[i]->fid), 0);
+		assert_int_equal(fi_close(&p->cq[i]->fid), 0);
+	}
+	assert_int_equal(fi_close(&tx->fid), 0);
+	assert_int_equal(fi_close(&rx->fid), 0);
+	objs_close(&p->o);
+	fi_freeinfo(p->fi);
+	free(p);
+	*st = NULL;
+}
+
 /*
  * A peer whose first rail never answers (nobody at that port): after
  * FI_RI2N_ATTEMPT_MS of virtual time the next rail is tried and the message
@@ -596,13 +1130,6 @@ static size_t read_snapshot(const rfi_ep *ep, char *buf, size_t cap)
 	return n;
 }
 
-static void pass(rfi_ep *ep)
-{
-	pthread_mutex_lock(&ep->dom->lock);
-	rfi_ep_pass(ep);
-	pthread_mutex_unlock(&ep->dom->lock);
-}
-
 /*
  * An enabled endpoint publishes at its first pass: the process (driver and
  * endpoint named), its connection to the peer and both rails up; again only
@@ -669,10 +1196,18 @@ int main(void)
 		cmocka_unit_test(test_getinfo_hints),
 		cmocka_unit_test(test_av),
 		cmocka_unit_test(test_cq),
+		cmocka_unit_test(test_cq_wait),
+		cmocka_unit_test(test_eq_wait),
 		cmocka_unit_test_setup_teardown(test_ep_tagged, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_msg_large_and_trunc, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_directed_peek_cancel, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_hostile_hello, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_second_link, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_bounds, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_unexpected_100mb, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_sread, pair_open_fd, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_cntr, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
