@@ -5,6 +5,7 @@
  *   ri2n-conns serve [--port P] [--bind ADDR]
  *   ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]
  *              [--idle S] [--rest S] [--batch K] [--csv FILE]
+ *              [--probes K --hole-cmd CMD [--hole-wait S]]
  *
  * The client (run) opens N ri2n connections (default 10000) to the server,
  * K handshakes at a time (default 256).  On each it writes an 8-byte hello
@@ -13,6 +14,13 @@
  *
  *   idle   all N held idle for S seconds (default 5; keepalives run), then
  *          both processes measure themselves;
+ *   hole   with --probes K: CMD (a shell command) black-holes a rail while
+ *          all are idle; once the connection that reported it down has it
+ *          down both ways, in both processes (at most --hole-wait S, default
+ *          30), K connections spread over the set each write 8 pattern bytes,
+ *          one at a time, and wait for the server's echo (conns_hole.h).
+ *          Neither the probe nor its echo may have gone onto the dead rail or
+ *          been resent, by both processes' counters (ri2n_stats);
  *   busy   the first B connections (default 100) each stream SIZE bytes
  *          (default 8 MiB) of a seeded pattern that the server checks byte
  *          for byte; both measure again once the server has verified all;
@@ -36,11 +44,18 @@
  * Lines on stdout, one per process and phase, then the verdict:
  *   conns mem role=client phase=idle conns=10000 rss_kb=... pss_kb=... anon_kb=...
  *         fds=... cpu_pct=... secs=... pss_per_conn=... fds_per_conn=...
+ *   conns probe idx=... echo_us=... dead_rail_data=0 retransmits=0 rto=0 seen_down=...
+ *   conns hole rail=1 detect_s=... probes=K echoed=K echo_med_us=... echo_max_us=...
+ *         rto_min_us=20000 dead_rail_data=0 retransmits=0 rto=0 seen_down=... srv_probes=K
+ *         srv_dead_rail_data=0 srv_retransmits=0 srv_rto=0 verdict=ok
  *   conns done conns=10000 established=10000 failed=0 busy=100 bytes=838860800
  *         verified=yes bad=0 connect_secs=...
+ * (seen_down: probed connections whose own counters had the rail down before
+ * their write; the others had not taken their peer's verdict yet.)
  * CSV (--csv): role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,
  * pss_per_conn,rss_per_conn,fds_per_conn (per-connection figures in bytes).
- * Exit status: 0 all verified, 1 verification failed or a connection died,
+ * Exit status: 0 all verified, 1 verification failed, a connection died or a
+ * probe went onto the dead rail or was resent,
  * 2 usage, 3 could not connect.
  */
 #define _GNU_SOURCE
@@ -62,20 +77,24 @@
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "conns_hole.h"
 #include "ri2n.h"
 
 #define HELLO_LEN 8
 #define CHUNK (64 << 10)
 #define CTL_WAIT_S 120.0  /* the server's longest wait for what the client announced */
 
+#define HOLE_PROBE_LEN 8   /* a probe: pattern bytes the server echoes */
+#define HOLE_ECHO_WAIT_S 10.0
+
 static struct {
-	int port, conns, busy, batch, fd_limited;
-	double idle_s, rest_s;
+	int port, conns, busy, batch, fd_limited, probes;
+	double idle_s, rest_s, hole_wait_s;
 	uint64_t bytes;
-	const char *host, *bind, *csv_path;
+	const char *host, *bind, *csv_path, *hole_cmd;
 	FILE *csv;
 } opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
-	  .bytes = 8 << 20 };
+	  .bytes = 8 << 20, .hole_wait_s = 30 };
 
 /* CLOCK_REALTIME seconds: ri2n's log lines carry the time of day */
 static double wall_s(void)
@@ -92,6 +111,7 @@ static void print_usage(FILE *f)
 		"usage: ri2n-conns serve [--port P] [--bind ADDR]\n"
 		"       ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]\n"
 		"                  [--idle S] [--rest S] [--batch K] [--csv FILE]\n"
+		"                  [--probes K --hole-cmd CMD [--hole-wait S]]\n"
 		"       ri2n-conns --help | --version\n"
 		"See the top of ri2n-conns.c for the output.\n");
 }
@@ -310,6 +330,8 @@ typedef struct sconn {
 	unsigned hello_got;
 	uint64_t got, bad;    /* pattern bytes after the hello */
 	int dead;
+	int probed;           /* echoed a black-hole probe; hbase: its counters before */
+	hole_counts hbase;
 } sconn;
 
 static struct {
@@ -322,8 +344,13 @@ static struct {
 	uint64_t busy_len;
 	char ctl_buf[512];
 	size_t ctl_n;
-	/* what the client waits for: 'M' a measurement when `want` are ready, 'B' the busy verdict */
+	/*
+	 * what the client waits for: 'M' a measurement when `want` are ready, 'B' the busy
+	 * verdict, 'H' the dead rail known both ways (then probes are echoed: hole_echo)
+	 */
 	char pending;
+	int hole_echo, hole_fd, hole_rail;
+	uint64_t hole_since_ns;
 	char phase[16];
 	int want;
 	double deadline;
@@ -410,8 +437,18 @@ static void srv_conn_read(sconn *c)
 		if (used < (size_t)n) {
 			size_t k = (size_t)n - used;
 
+			if (srv.hole_echo && !c->probed) {
+				/* a probe's first byte: the counters its echo is judged against */
+				c->probed = 1;
+				hole_counts_of(c->fd, srv.hole_rail, &c->hbase);
+			}
 			c->bad += kit_pattern_check(srv.buf + used, (uint64_t)c->idx + 1, c->got, k);
 			c->got += k;
+			/* a probe is a few bytes: its echo fits the socket buffer */
+			if (srv.hole_echo && write(c->fd, srv.buf + used, k) != (ssize_t)k) {
+				srv_conn_dead(c);
+				return;
+			}
 			if (srv.pending == 'B' && c->got >= srv.busy_len && c->got - k < srv.busy_len)
 				srv.busy_done++;
 		}
@@ -440,11 +477,58 @@ static void srv_answer_mem(void)
 	ctl_send(srv.ctl, line);
 }
 
+/* The black hole: its rail known down both ways by the connection that judged it. */
+static void srv_check_hole(void)
+{
+	char line[128];
+	int ready = 0;
+
+	if (srv.hole_fd < 0 && !hole_next_down(srv.hole_since_ns, &srv.hole_fd, &srv.hole_rail))
+		srv.hole_fd = -1;
+	if (srv.hole_fd >= 0)
+		ready = hole_rail_down(srv.hole_fd, srv.hole_rail) == 1;
+	if (!ready && kit_now_s() <= srv.deadline)
+		return;
+	srv.pending = 0;
+	srv.hole_echo = ready;
+	snprintf(line, sizeof(line), "hole ready=%d rail=%d secs=%.3f", ready, srv.hole_rail,
+		 kit_now_s() - (double)srv.hole_since_ns / 1e9);
+	ctl_send(srv.ctl, line);
+}
+
+/* The probes' counters since each one's first byte, summed. */
+static void srv_hole_stat(void)
+{
+	hole_counts sum = { 0 }, now, d;
+	int n = 0;
+	char line[256];
+
+	for (int fd = 0; fd < srv.cap; fd++) {
+		sconn *c = srv.by_fd[fd];
+
+		if (!c || !c->probed || hole_counts_of(c->fd, srv.hole_rail, &now) < 0)
+			continue;
+		hole_counts_diff(&c->hbase, &now, &d);
+		sum.dead_data += d.dead_data;
+		sum.retx += d.retx;
+		sum.rto += d.rto;
+		sum.seen_down += d.seen_down;
+		n++;
+	}
+	srv.hole_echo = 0;
+	snprintf(line, sizeof(line), "holestat probes=%d dead_rail_data=%" PRIu64
+		 " retransmits=%" PRIu64 " rto=%" PRIu64 " seen_down=%d", n, sum.dead_data, sum.retx,
+		 sum.rto, sum.seen_down);
+	ctl_send(srv.ctl, line);
+}
+
 static void srv_check_pending(void)
 {
 	char line[256];
 
-	if (srv.pending == 'M' && (srv.ready >= srv.want || kit_now_s() > srv.deadline)) {
+	if (srv.pending == 'H') {
+		srv_check_hole();
+	} else if (srv.pending == 'M' && (srv.ready >= srv.want || kit_now_s() > srv.deadline)) {
 		srv.pending = 0;
 		srv_answer_mem();
 	} else if (srv.pending == 'B' &&
@@ -466,13 +550,26 @@ static void srv_check_pending(void)
 	}
 }
 
-/* One command from the client: "MEM phase want", "BUSY n bytes", "QUIT". */
+/*
+ * One command from the client: "MEM phase want", "BUSY n bytes", "LIMIT",
+ * "HOLE since_ns" (answer once the rail of the first RAIL_DOWN since then is
+ * down both ways; echo probes from then on), "HOLESTAT", "QUIT".
+ */
 static int srv_command(const char *cmd)
 {
 	char word[16];
 	long long a = 0, b = 0;
+	unsigned long long since;
 
-	if (sscanf(cmd, "MEM %15s %lld", word, &a) >= 1) {
+	if (sscanf(cmd, "HOLE %llu", &since) == 1) {
+		srv.hole_since_ns = since;
+		srv.hole_fd = srv.hole_rail = -1;
+		srv.pending = 'H';
+		srv.deadline = kit_now_s() + opt.hole_wait_s;
+		return 0;
+	} else if (strncmp(cmd, "HOLESTAT", 8) == 0) {
+		srv_hole_stat();
+	} else if (sscanf(cmd, "MEM %15s %lld", word, &a) >= 1) {
 		snprintf(srv.phase, sizeof(srv.phase), "%s", word);
 		srv.want = (int)a;
 		srv.pending = 'M';
@@ -811,6 +908,112 @@ static int cli_stream(int busy)
 }
 
 /*
+ * The client's side of the black hole: runs opt.hole_cmd, waits until the
+ * first connection to report a rail down has it down both ways, and has the
+ * server do the same; *rail is that rail.  0, or -1 with a message.
+ */
+static int cli_hole_wait(int *rail, double *detect_s)
+{
+	char cmd[64], reply[256];
+	uint64_t since = kit_now_ns();
+	double t0 = kit_now_s(), deadline = t0 + opt.hole_wait_s;
+	int fd = -1, rc;
+
+	rc = system(opt.hole_cmd);
+	if (rc != 0) {
+		fprintf(stderr, "ri2n-conns: the black-hole command failed (status %d)\n", rc);
+		return -1;
+	}
+	*rail = -1;
+	while (kit_now_s() < deadline) {
+		cli_poll(20); /* a connection that dies meanwhile is counted */
+		if (fd < 0 && !hole_next_down(since, &fd, rail))
+			continue;
+		if (hole_rail_down(fd, *rail) == 1)
+			break;
+	}
+	if (fd < 0 || hole_rail_down(fd, *rail) != 1) {
+		fprintf(stderr, "ri2n-conns: no rail down both ways %.0f s after the black hole\n",
+			opt.hole_wait_s);
+		return -1;
+	}
+	*detect_s = kit_now_s() - t0;
+	snprintf(cmd, sizeof(cmd), "HOLE %" PRIu64, since);
+	if (ctl_send(cli.ctl, cmd) || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		return -1;
+	if (line_field(reply, "ready") != 1 || (int)line_field(reply, "rail") != *rail) {
+		fprintf(stderr, "ri2n-conns: the server does not see rail %d down both ways: %s\n",
+			*rail, reply);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * After a black hole on a rail while all are idle: the first write on
+ * opt.probes connections spread over the set, one at a time, each echoed
+ * and checked.  Neither the probe nor its echo may go onto the dead rail
+ * or be resent (the counters, both sides).  0 if all were, else -1.
+ */
+static int cli_hole(void)
+{
+	int rail, k = 0, bad = 0, lost = 0;
+	double detect = 0, *us = calloc((size_t)opt.probes, sizeof(double)), med, max;
+	hole_counts sum = { 0 };
+	char reply[256];
+
+	hole_drain_events(); /* the handshakes' events */
+	if (!us || cli_hole_wait(&rail, &detect) < 0) {
+		free(us);
+		return -1;
+	}
+	for (int j = 0; j < opt.probes; j++) {
+		int i = (int)(((int64_t)2 * j + 1) * opt.conns / (2 * opt.probes));
+		cconn *c = &cli.c[i];
+		hole_counts a, b, d;
+		double t;
+
+		if (c->state != CC_READY || hole_counts_of(c->fd, rail, &a) < 0) {
+			lost++;
+			continue;
+		}
+		t = hole_echo(c->fd, (uint64_t)i + 1, c->sent, HOLE_PROBE_LEN, HOLE_ECHO_WAIT_S);
+		c->sent += HOLE_PROBE_LEN;
+		if (t < 0 || hole_counts_of(c->fd, rail, &b) < 0) {
+			cli_dead(i, t == -2 ? "probe: wrong echo" : "probe: no echo", 0);
+			lost++;
+			continue;
+		}
+		hole_counts_diff(&a, &b, &d);
+		printf("conns probe idx=%d echo_us=%.0f dead_rail_data=%" PRIu64 " retransmits=%"
+		       PRIu64 " rto=%" PRIu64 " seen_down=%d\n", i, t, d.dead_data, d.retx, d.rto,
+		       d.seen_down);
+		sum.dead_data += d.dead_data;
+		sum.retx += d.retx;
+		sum.rto += d.rto;
+		sum.seen_down += d.seen_down;
+		us[k++] = t;
+	}
+	if (ctl_send(cli.ctl, "HOLESTAT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		reply[0] = 0;
+	hole_med_max(us, k, &med, &max);
+	free(us);
+	bad = lost || sum.dead_data || sum.retx || sum.rto ||
+	      line_field(reply, "probes") != k || line_field(reply, "dead_rail_data") ||
+	      line_field(reply, "retransmits") || line_field(reply, "rto");
+	/* rto_min_us: the core's floor of the retransmission timeout (rn_knob_list.h) */
+	printf("conns hole rail=%d detect_s=%.2f probes=%d echoed=%d echo_med_us=%.0f"
+	       " echo_max_us=%.0f rto_min_us=20000 dead_rail_data=%" PRIu64 " retransmits=%" PRIu64
+	       " rto=%" PRIu64 " seen_down=%d srv_probes=%.0f srv_dead_rail_data=%.0f"
+	       " srv_retransmits=%.0f srv_rto=%.0f verdict=%s\n", rail, detect, opt.probes, k, med,
+	       max, sum.dead_data, sum.retx, sum.rto, sum.seen_down, line_field(reply, "probes"),
+	       line_field(reply, "dead_rail_data"), line_field(reply, "retransmits"),
+	       line_field(reply, "rto"), bad ? "bad" : "ok");
+	fflush(stdout);
+	return bad ? -1 : 0;
+}
+
+/*
  * Opens connections 0 and 1 and lowers opt.conns to what both processes'
  * descriptor limits hold (a container may forbid raising them): a connection that could
  * not get its descriptors would fail its handshake at one end or the other.
@@ -917,6 +1120,8 @@ static int run_client(void)
 		return 3;
 	if (opt.busy > opt.conns)
 		opt.busy = opt.conns;
+	if (opt.probes > opt.conns)
+		opt.probes = opt.conns;
 	next = 2;
 	/* then the rest, at most `batch` handshakes at a time */
 	while ((cli.ready + cli.dead < opt.conns) && kit_now_s() - t0 < CTL_WAIT_S) {
@@ -938,6 +1143,10 @@ static int run_client(void)
 			cli_poll(100);
 	}
 	cli_measure("idle", 0, &cli.idle);
+
+	/* a rail black-holed while all are idle, then a first write on some */
+	if (opt.probes > 0 && cli_hole() < 0)
+		status = 1;
 
 	/* busy: a subset streams verified data */
 	if (opt.busy > 0 && opt.bytes > 0) {
@@ -1038,6 +1247,12 @@ int main(int argc, char **argv)
 			opt.rest_s = atof(v);
 		else if (strcmp(o, "--csv") == 0)
 			opt.csv_path = v;
+		else if (strcmp(o, "--probes") == 0)
+			opt.probes = atoi(v);
+		else if (strcmp(o, "--hole-cmd") == 0)
+			opt.hole_cmd = v;
+		else if (strcmp(o, "--hole-wait") == 0)
+			opt.hole_wait_s = atof(v);
 		else if (strcmp(o, "--bytes") == 0) {
 			int64_t b = kit_parse_size(v);
 
@@ -1047,7 +1262,8 @@ int main(int argc, char **argv)
 		} else
 			usage();
 	}
-	if (opt.conns < 1 || opt.busy < 0 || opt.batch < 1 || opt.port <= 0 || opt.port > 65535)
+	if (opt.conns < 1 || opt.busy < 0 || opt.batch < 1 || opt.port <= 0 || opt.port > 65535 ||
+	    opt.probes < 0 || (opt.probes > 0 && !opt.hole_cmd))
 		usage();
 	if (opt.csv_path) {
 		int fresh = access(opt.csv_path, F_OK) != 0;
