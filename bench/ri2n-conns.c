@@ -50,8 +50,8 @@
  *         srv_dead_rail_data=0 srv_retransmits=0 srv_rto=0 verdict=ok
  *   conns done conns=10000 established=10000 failed=0 busy=100 bytes=838860800
  *         verified=yes bad=0 connect_secs=...
- * (seen_down: probed connections whose own counters had the rail down before
- * their write; the others had not taken their peer's verdict yet.)
+ * (seen_down: probed connections whose counters, ri2n_stats, had the rail
+ * down for sending before their write.)
  * CSV (--csv): role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,
  * pss_per_conn,rss_per_conn,fds_per_conn (per-connection figures in bytes).
  * Exit status: 0 all verified, 1 verification failed, a connection died or a

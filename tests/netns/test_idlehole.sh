@@ -42,4 +42,4 @@ grep -q "^conns done .*established=$n failed=0 " "$NT_DIR/cli.out" ||
 	nt_fail "not every connection lived: $(grep '^conns done' "$NT_DIR/cli.out")"
 seen=$(sed -n 's/.* seen_down=\([0-9]*\) .*/\1/p' <<<"$line")
 nt_ok "$n idle connections, rail 2 black-holed: $probes first writes and their echoes verified," \
-	"none on the dead rail or resent ($seen of $probes had taken the verdict before writing)"
+	"none on the dead rail or resent ($seen of $probes showed the rail down before writing)"
