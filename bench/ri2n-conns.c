@@ -5,6 +5,7 @@
  *   ri2n-conns serve [--port P] [--bind ADDR]
  *   ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]
  *              [--idle S] [--rest S] [--batch K] [--csv FILE]
+ *              [--probes K --hole-cmd CMD [--hole-wait S]]
  *
  * The client (run) opens N ri2n connections (default 10000) to the server,
  * K handshakes at a time (default 256).  On each it writes an 8-byte hello
@@ -13,6 +14,13 @@
  *
  *   idle   all N held idle for S seconds (default 5; keepalives run), then
  *          both processes measure themselves;
+ *   hole   with --probes K: CMD (a shell command) black-holes a rail while
+ *          all are idle; once the connection that reported it down has it
+ *          down both ways, in both processes (at most --hole-wait S, default
+ *          30), K connections spread over the set each write 8 pattern bytes,
+ *          one at a time, and wait for the server's echo (conns_hole.h).
+ *          Neither the probe nor its echo may have gone onto the dead rail or
+ *          been resent, by both processes' counters (ri2n_stats);
  *   busy   the first B connections (default 100) each stream SIZE bytes
  *          (default 8 MiB) of a seeded pattern that the server checks byte
  *          for byte; both measure again once the server has verified all;
@@ -36,18 +44,26 @@
  * Lines on stdout, one per process and phase, then the verdict:
  *   conns mem role=client phase=idle conns=10000 rss_kb=... pss_kb=... anon_kb=...
  *         fds=... cpu_pct=... secs=... pss_per_conn=... fds_per_conn=...
+ *   conns probe idx=... echo_us=... dead_rail_data=0 retransmits=0 rto=0 seen_down=...
+ *   conns hole rail=1 detect_s=... probes=K echoed=K echo_med_us=... echo_max_us=...
+ *         rto_min_us=20000 dead_rail_data=0 retransmits=0 rto=0 seen_down=... srv_probes=K
+ *         srv_dead_rail_data=0 srv_retransmits=0 srv_rto=0 verdict=ok
  *   conns done conns=10000 established=10000 failed=0 busy=100 bytes=838860800
  *         verified=yes bad=0 connect_secs=...
+ * (seen_down: probed connections whose counters, ri2n_stats, had the rail
+ * down for sending before their write.)
  * CSV (--csv): role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,
  * pss_per_conn,rss_per_conn,fds_per_conn (per-connection figures in bytes).
- * Exit status: 0 all verified, 1 verification failed or a connection died,
+ * Exit status: 0 all verified, 1 verification failed, a connection died or a
+ * probe went onto the dead rail or was resent,
  * 2 usage, 3 could not connect.
+ *
+ * Files: the client and main here, the server in conns_srv.c, the black
+ * hole's probe in conns_hole.c, measuring and the control lines in
+ * conns_util.c (conns.h).
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -56,35 +72,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_common.h"
+#include "conns.h"
+#include "conns_hole.h"
 #include "ri2n.h"
 
-#define HELLO_LEN 8
-#define CHUNK (64 << 10)
-#define CTL_WAIT_S 120.0  /* the server's longest wait for what the client announced */
+#define HOLE_PROBE_LEN 8   /* a probe: pattern bytes the server echoes */
+#define HOLE_ECHO_WAIT_S 10.0
 
-static struct {
-	int port, conns, busy, batch, fd_limited;
-	double idle_s, rest_s;
-	uint64_t bytes;
-	const char *host, *bind, *csv_path;
-	FILE *csv;
-} opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
-	  .bytes = 8 << 20 };
-
-/* CLOCK_REALTIME seconds: ri2n's log lines carry the time of day */
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+struct conns_opt opt = { .port = 7300, .conns = 10000, .busy = 100, .batch = 256, .idle_s = 5,
+			 .bytes = 8 << 20, .hole_wait_s = 30 };
 
 static void print_usage(FILE *f)
 {
@@ -92,6 +92,7 @@ static void print_usage(FILE *f)
 		"usage: ri2n-conns serve [--port P] [--bind ADDR]\n"
 		"       ri2n-conns run HOST [--port P] [--conns N] [--busy B] [--bytes SIZE]\n"
 		"                  [--idle S] [--rest S] [--batch K] [--csv FILE]\n"
+		"                  [--probes K --hole-cmd CMD [--hole-wait S]]\n"
 		"       ri2n-conns --help | --version\n"
 		"See the top of ri2n-conns.c for the output.\n");
 }
@@ -113,481 +114,6 @@ static void help_or_version(const char *a)
 		printf("ri2n-conns %s\n", ri2n_version());
 		exit(0);
 	}
-}
-
-/* ---- measuring ourselves ---- */
-
-typedef struct memstat {
-	uint64_t rss_kb, pss_kb, anon_kb;
-	int fds;
-	double cpu_s, t;
-} memstat;
-
-static double cpu_now(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static void measure(memstat *m)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	char line[256];
-	DIR *d;
-
-	memset(m, 0, sizeof(*m));
-	if (f) {
-		while (fgets(line, sizeof(line), f)) {
-			unsigned long long v;
-
-			if (sscanf(line, "Rss: %llu", &v) == 1)
-				m->rss_kb = v;
-			else if (sscanf(line, "Pss: %llu", &v) == 1)
-				m->pss_kb = v;
-			else if (sscanf(line, "Anonymous: %llu", &v) == 1)
-				m->anon_kb = v;
-		}
-		fclose(f);
-	}
-	d = opendir("/proc/self/fd");
-	if (d) {
-		struct dirent *e;
-
-		while ((e = readdir(d)))
-			if (e->d_name[0] != '.')
-				m->fds++;
-		closedir(d);
-		m->fds--; /* the directory's own descriptor */
-	}
-	m->cpu_s = cpu_now();
-	m->t = kit_now_s();
-}
-
-/*
- * One phase's line (and CSV row) for role, from its measurement, the base
- * (no connection yet), the previous one (for CPU) and, for "busy", the idle
- * one.  Writes it into out (the server sends it to the client).
- */
-static void mem_line(char *out, size_t cap, const char *role, const char *phase, int conns,
-		     int busy, const memstat *m, const memstat *base, const memstat *prev,
-		     const memstat *idle)
-{
-	double secs = m->t - prev->t, cpu = secs > 0 ? 100 * (m->cpu_s - prev->cpu_s) / secs : 0;
-	double pss_pc = 0, rss_pc = 0, fds_pc = 0;
-
-	if (conns > 0) {
-		pss_pc = ((double)m->pss_kb - (double)base->pss_kb) * 1024 / conns;
-		rss_pc = ((double)m->rss_kb - (double)base->rss_kb) * 1024 / conns;
-		fds_pc = (double)(m->fds - base->fds) / conns;
-	}
-	if (idle && busy > 0 && conns > 0) {
-		/* a busy connection: an idle one's share plus its part of the growth since */
-		double idle_pss = ((double)idle->pss_kb - (double)base->pss_kb) * 1024 / conns;
-		double idle_rss = ((double)idle->rss_kb - (double)base->rss_kb) * 1024 / conns;
-
-		pss_pc = idle_pss + ((double)m->pss_kb - (double)idle->pss_kb) * 1024 / busy;
-		rss_pc = idle_rss + ((double)m->rss_kb - (double)idle->rss_kb) * 1024 / busy;
-	}
-	snprintf(out, cap,
-		 "conns mem role=%s phase=%s conns=%d busy=%d rss_kb=%" PRIu64 " pss_kb=%" PRIu64
-		 " anon_kb=%" PRIu64 " fds=%d cpu_pct=%.1f secs=%.2f pss_per_conn=%.0f"
-		 " rss_per_conn=%.0f fds_per_conn=%.2f",
-		 role, phase, conns, busy, m->rss_kb, m->pss_kb, m->anon_kb, m->fds, cpu, secs,
-		 pss_pc, rss_pc, fds_pc);
-}
-
-/* "key=value" out of a mem line; 0 if absent. */
-static double line_field(const char *line, const char *key)
-{
-	char pat[48];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), " %s=", key);
-	p = strstr(line, pat);
-	return p ? strtod(p + strlen(pat), NULL) : 0;
-}
-
-static void line_word(const char *line, const char *key, char *out, size_t cap)
-{
-	char pat[48];
-	const char *p;
-	size_t n = 0;
-
-	snprintf(pat, sizeof(pat), " %s=", key);
-	p = strstr(line, pat);
-	if (p)
-		for (p += strlen(pat); *p && *p != ' ' && *p != '\n' && n + 1 < cap; p++)
-			out[n++] = *p;
-	out[n] = 0;
-}
-
-static void report(const char *line)
-{
-	char role[16], phase[16];
-
-	printf("%s\n", line);
-	fflush(stdout);
-	if (!opt.csv)
-		return;
-	line_word(line, "role", role, sizeof(role));
-	line_word(line, "phase", phase, sizeof(phase));
-	fprintf(opt.csv, "%s,%s,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.1f,%.2f,%.0f,%.0f,%.2f\n", role,
-		phase, line_field(line, "conns"), line_field(line, "busy"),
-		line_field(line, "rss_kb"), line_field(line, "pss_kb"),
-		line_field(line, "anon_kb"), line_field(line, "fds"), line_field(line, "cpu_pct"),
-		line_field(line, "secs"), line_field(line, "pss_per_conn"),
-		line_field(line, "rss_per_conn"), line_field(line, "fds_per_conn"));
-	fflush(opt.csv);
-}
-
-/*
- * Raises RLIMIT_NOFILE towards `want` descriptors (root may raise the hard
- * limit, up to fs.nr_open, if it has CAP_SYS_RESOURCE; a container often
- * lacks it).  Returns the soft limit now in force.
- */
-static long raise_nofile(long want)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return 1024;
-	if (rl.rlim_cur >= (rlim_t)want)
-		return (long)rl.rlim_cur;
-	if (rl.rlim_max < (rlim_t)want) {
-		struct rlimit up = { (rlim_t)want, (rlim_t)want };
-
-		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
-			return want;
-		fprintf(stderr, "ri2n-conns: cannot raise RLIMIT_NOFILE to %ld (%s): the hard "
-			"limit %llu stays\n", want, strerror(errno), (unsigned long long)rl.rlim_max);
-	}
-	rl.rlim_cur = rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
-	setrlimit(RLIMIT_NOFILE, &rl);
-	getrlimit(RLIMIT_NOFILE, &rl);
-	return (long)rl.rlim_cur;
-}
-
-/* ---- the control connection (plain TCP, one line each way) ---- */
-
-static int ctl_send(int fd, const char *line)
-{
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "%s\n", line);
-
-	return bench_write_all(fd, buf, (size_t)n, 0);
-}
-
-/* Reads one line (without its newline) into buf; -1 at end or error. */
-static int ctl_recv(int fd, char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	while (n + 1 < cap) {
-		char c;
-		ssize_t r = read(fd, &c, 1);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		if (c == '\n')
-			break;
-		buf[n++] = c;
-	}
-	buf[n] = 0;
-	return 0;
-}
-
-/* ---- server ---- */
-
-typedef struct sconn {
-	int fd;
-	int64_t idx;          /* the client's index, -1 until the hello is in */
-	uint8_t hello[HELLO_LEN];
-	unsigned hello_got;
-	uint64_t got, bad;    /* pattern bytes after the hello */
-	int dead;
-} sconn;
-
-static struct {
-	int ep, lfd, tcp_lfd, ctl;
-	sconn **by_fd;
-	int cap;
-	int open, ready, dead, busy_done;
-	uint64_t busy_bytes, busy_bad;
-	int busy_n;
-	uint64_t busy_len;
-	char ctl_buf[512];
-	size_t ctl_n;
-	/* what the client waits for: 'M' a measurement when `want` are ready, 'B' the busy verdict */
-	char pending;
-	char phase[16];
-	int want;
-	double deadline;
-	memstat base, prev, idle;
-	int have_idle;
-	long nofile;
-	uint8_t *buf;
-} srv;
-
-static void srv_add(int fd, uint32_t events)
-{
-	struct epoll_event ev = { .events = events, .data.fd = fd };
-
-	epoll_ctl(srv.ep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-static void srv_conn_dead(sconn *c)
-{
-	if (c->dead)
-		return;
-	c->dead = 1;
-	srv.dead++;
-	epoll_ctl(srv.ep, EPOLL_CTL_DEL, c->fd, NULL);
-}
-
-static void srv_accept(void)
-{
-	for (;;) {
-		int fd = ri2n_accept(srv.lfd, NULL, NULL);
-		sconn *c;
-
-		if (fd < 0)
-			return; /* EAGAIN: all taken */
-		if (fd >= srv.cap) {
-			int cap = fd * 2 + 64;
-			sconn **n = realloc(srv.by_fd, (size_t)cap * sizeof(*n));
-
-			if (!n) {
-				close(fd);
-				continue;
-			}
-			memset(n + srv.cap, 0, (size_t)(cap - srv.cap) * sizeof(*n));
-			srv.by_fd = n;
-			srv.cap = cap;
-		}
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->idx = -1;
-		bench_set_nonblock(fd, 1);
-		srv.by_fd[fd] = c;
-		srv.open++;
-		srv_add(fd, EPOLLIN);
-	}
-}
-
-static void srv_conn_read(sconn *c)
-{
-	for (;;) {
-		ssize_t n = read(c->fd, srv.buf, CHUNK);
-		size_t used = 0;
-
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			/* the client closes only at the end; anything earlier is a failure */
-			srv_conn_dead(c);
-			return;
-		}
-		while (c->hello_got < HELLO_LEN && used < (size_t)n)
-			c->hello[c->hello_got++] = srv.buf[used++];
-		if (c->idx < 0 && c->hello_got == HELLO_LEN) {
-			c->idx = (int64_t)kit_get64(c->hello);
-			/* the echo fits any socket buffer: a short write is a dead connection */
-			if (write(c->fd, c->hello, HELLO_LEN) != HELLO_LEN) {
-				srv_conn_dead(c);
-				return;
-			}
-			srv.ready++;
-		}
-		if (used < (size_t)n) {
-			size_t k = (size_t)n - used;
-
-			c->bad += kit_pattern_check(srv.buf + used, (uint64_t)c->idx + 1, c->got, k);
-			c->got += k;
-			if (srv.pending == 'B' && c->got >= srv.busy_len && c->got - k < srv.busy_len)
-				srv.busy_done++;
-		}
-	}
-}
-
-static void srv_answer_mem(void)
-{
-	memstat m;
-	char line[512];
-	int busy;
-
-	measure(&m);
-	busy = strcmp(srv.phase, "busy") == 0;
-
-	mem_line(line, sizeof(line), "server", srv.phase, srv.ready, busy ? srv.busy_n : 0, &m,
-		 &srv.base, &srv.prev, busy && srv.have_idle ? &srv.idle : NULL);
-	if (strcmp(srv.phase, "idle") == 0) {
-		srv.idle = m;
-		srv.have_idle = 1;
-	}
-	srv.prev = m;
-	/* append what the client cannot see from its side */
-	snprintf(line + strlen(line), sizeof(line) - strlen(line), " open=%d dead=%d", srv.open,
-		 srv.dead);
-	ctl_send(srv.ctl, line);
-}
-
-static void srv_check_pending(void)
-{
-	char line[256];
-
-	if (srv.pending == 'M' && (srv.ready >= srv.want || kit_now_s() > srv.deadline)) {
-		srv.pending = 0;
-		srv_answer_mem();
-	} else if (srv.pending == 'B' &&
-		   (srv.busy_done >= srv.busy_n || kit_now_s() > srv.deadline)) {
-		uint64_t bytes = 0, bad = 0;
-
-		srv.pending = 0;
-		for (int fd = 0; fd < srv.cap; fd++) {
-			sconn *c = srv.by_fd[fd];
-
-			if (c && c->idx >= 0 && c->idx < srv.busy_n) {
-				bytes += c->got;
-				bad += c->bad;
-			}
-		}
-		snprintf(line, sizeof(line), "verdict bytes=%" PRIu64 " bad=%" PRIu64 " done=%d",
-			 bytes, bad, srv.busy_done);
-		ctl_send(srv.ctl, line);
-	}
-}
-
-/* One command from the client: "MEM phase want", "BUSY n bytes", "QUIT". */
-static int srv_command(const char *cmd)
-{
-	char word[16];
-	long long a = 0, b = 0;
-
-	if (sscanf(cmd, "MEM %15s %lld", word, &a) >= 1) {
-		snprintf(srv.phase, sizeof(srv.phase), "%s", word);
-		srv.want = (int)a;
-		srv.pending = 'M';
-	} else if (sscanf(cmd, "BUSY %lld %lld", &a, &b) == 2) {
-		srv.busy_n = (int)a;
-		srv.busy_len = (uint64_t)b;
-		srv.busy_done = 0;
-		for (int fd = 0; fd < srv.cap; fd++) /* any already complete */
-			if (srv.by_fd[fd] && srv.by_fd[fd]->idx >= 0 &&
-			    srv.by_fd[fd]->idx < srv.busy_n && srv.by_fd[fd]->got >= srv.busy_len)
-				srv.busy_done++;
-		srv.pending = 'B';
-	} else if (strncmp(cmd, "LIMIT", 5) == 0) {
-		memstat m;
-		char line[128];
-
-		measure(&m);
-		snprintf(line, sizeof(line), "limit nofile=%ld fds=%d", srv.nofile, m.fds);
-		ctl_send(srv.ctl, line);
-	} else if (strncmp(cmd, "QUIT", 4) == 0) {
-		return 1;
-	}
-	srv.deadline = kit_now_s() + CTL_WAIT_S;
-	return 0;
-}
-
-/* Reads what the control connection has; 1 when the client is finished. */
-static int srv_ctl_read(void)
-{
-	for (;;) {
-		ssize_t n = read(srv.ctl, srv.ctl_buf + srv.ctl_n, sizeof(srv.ctl_buf) - 1 - srv.ctl_n);
-		char *nl;
-
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		if (n <= 0)
-			return 1;
-		srv.ctl_n += (size_t)n;
-		srv.ctl_buf[srv.ctl_n] = 0;
-		while ((nl = strchr(srv.ctl_buf, '\n'))) {
-			*nl = 0;
-			if (srv_command(srv.ctl_buf))
-				return 1;
-			srv.ctl_n -= (size_t)(nl + 1 - srv.ctl_buf);
-			memmove(srv.ctl_buf, nl + 1, srv.ctl_n + 1);
-		}
-		if (srv.ctl_n == sizeof(srv.ctl_buf) - 1)
-			srv.ctl_n = 0; /* a line this long is garbage */
-	}
-}
-
-static int serve(void)
-{
-	struct sockaddr_in a;
-	int one = 1;
-	struct epoll_event evs[256];
-
-	/* each accepted connection: its socketpair's two ends (the rails' sockets are shared) */
-	srv.nofile = raise_nofile(2 * 100000 + 1024);
-	srv.buf = malloc(CHUNK);
-	srv.ep = epoll_create1(EPOLL_CLOEXEC);
-	srv.lfd = ri2n_socket();
-	if (bench_resolve(opt.bind, opt.port, &a) < 0 || srv.lfd < 0 ||
-	    ri2n_bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    ri2n_listen(srv.lfd, 65536) < 0) {
-		fprintf(stderr, "ri2n-conns: cannot listen on port %d: %s\n", opt.port,
-			strerror(errno));
-		return 3;
-	}
-	bench_set_nonblock(srv.lfd, 1);
-	srv.tcp_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(srv.tcp_lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (srv.tcp_lfd < 0 || bind(srv.tcp_lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(srv.tcp_lfd, 4) < 0) {
-		fprintf(stderr, "ri2n-conns: cannot listen on TCP port %d: %s\n", opt.port,
-			strerror(errno));
-		return 3;
-	}
-	fprintf(stderr, "ri2n-conns: serving on port %d\n", opt.port);
-	srv.ctl = accept4(srv.tcp_lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (srv.ctl < 0)
-		return 3;
-	setsockopt(srv.ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	close(srv.tcp_lfd);
-	/* the base: engine running, listener up, no connection */
-	measure(&srv.base);
-	srv.prev = srv.base;
-	bench_set_nonblock(srv.ctl, 1);
-	srv_add(srv.lfd, EPOLLIN);
-	srv_add(srv.ctl, EPOLLIN);
-	for (;;) {
-		int n = epoll_wait(srv.ep, evs, 256, srv.pending ? 10 : 200);
-
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-
-			if (fd == srv.lfd)
-				srv_accept();
-			else if (fd == srv.ctl) {
-				if (srv_ctl_read())
-					goto out;
-			} else if (fd < srv.cap && srv.by_fd[fd])
-				srv_conn_read(srv.by_fd[fd]);
-		}
-		srv_check_pending();
-	}
-out:
-	for (int fd = 0; fd < srv.cap; fd++)
-		if (srv.by_fd[fd]) {
-			close(fd);
-			free(srv.by_fd[fd]);
-		}
-	fprintf(stderr, "ri2n-conns: server done: %d connections, %d died; closed at mono=%.3f "
-		"wall=%.3f\n", srv.open, srv.dead, kit_now_s(), wall_s());
-	return 0;
 }
 
 /* ---- client ---- */
@@ -811,6 +337,112 @@ static int cli_stream(int busy)
 }
 
 /*
+ * The client's side of the black hole: runs opt.hole_cmd, waits until the
+ * first connection to report a rail down has it down both ways, and has the
+ * server do the same; *rail is that rail.  0, or -1 with a message.
+ */
+static int cli_hole_wait(int *rail, double *detect_s)
+{
+	char cmd[64], reply[256];
+	uint64_t since = kit_now_ns();
+	double t0 = kit_now_s(), deadline = t0 + opt.hole_wait_s;
+	int fd = -1, rc;
+
+	rc = system(opt.hole_cmd);
+	if (rc != 0) {
+		fprintf(stderr, "ri2n-conns: the black-hole command failed (status %d)\n", rc);
+		return -1;
+	}
+	*rail = -1;
+	while (kit_now_s() < deadline) {
+		cli_poll(20); /* a connection that dies meanwhile is counted */
+		if (fd < 0 && !hole_next_down(since, &fd, rail))
+			continue;
+		if (hole_rail_down(fd, *rail) == 1)
+			break;
+	}
+	if (fd < 0 || hole_rail_down(fd, *rail) != 1) {
+		fprintf(stderr, "ri2n-conns: no rail down both ways %.0f s after the black hole\n",
+			opt.hole_wait_s);
+		return -1;
+	}
+	*detect_s = kit_now_s() - t0;
+	snprintf(cmd, sizeof(cmd), "HOLE %" PRIu64, since);
+	if (ctl_send(cli.ctl, cmd) || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		return -1;
+	if (line_field(reply, "ready") != 1 || (int)line_field(reply, "rail") != *rail) {
+		fprintf(stderr, "ri2n-conns: the server does not see rail %d down both ways: %s\n",
+			*rail, reply);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * After a black hole on a rail while all are idle: the first write on
+ * opt.probes connections spread over the set, one at a time, each echoed
+ * and checked.  Neither the probe nor its echo may go onto the dead rail
+ * or be resent (the counters, both sides).  0 if all were, else -1.
+ */
+static int cli_hole(void)
+{
+	int rail, k = 0, bad = 0, lost = 0;
+	double detect = 0, *us = calloc((size_t)opt.probes, sizeof(double)), med, max;
+	hole_counts sum = { 0 };
+	char reply[256];
+
+	hole_drain_events(); /* the handshakes' events */
+	if (!us || cli_hole_wait(&rail, &detect) < 0) {
+		free(us);
+		return -1;
+	}
+	for (int j = 0; j < opt.probes; j++) {
+		int i = (int)(((int64_t)2 * j + 1) * opt.conns / (2 * opt.probes));
+		cconn *c = &cli.c[i];
+		hole_counts a, b, d;
+		double t;
+
+		if (c->state != CC_READY || hole_counts_of(c->fd, rail, &a) < 0) {
+			lost++;
+			continue;
+		}
+		t = hole_echo(c->fd, (uint64_t)i + 1, c->sent, HOLE_PROBE_LEN, HOLE_ECHO_WAIT_S);
+		c->sent += HOLE_PROBE_LEN;
+		if (t < 0 || hole_counts_of(c->fd, rail, &b) < 0) {
+			cli_dead(i, t == -2 ? "probe: wrong echo" : "probe: no echo", 0);
+			lost++;
+			continue;
+		}
+		hole_counts_diff(&a, &b, &d);
+		printf("conns probe idx=%d echo_us=%.0f dead_rail_data=%" PRIu64 " retransmits=%"
+		       PRIu64 " rto=%" PRIu64 " seen_down=%d\n", i, t, d.dead_data, d.retx, d.rto,
+		       d.seen_down);
+		sum.dead_data += d.dead_data;
+		sum.retx += d.retx;
+		sum.rto += d.rto;
+		sum.seen_down += d.seen_down;
+		us[k++] = t;
+	}
+	if (ctl_send(cli.ctl, "HOLESTAT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
+		reply[0] = 0;
+	hole_med_max(us, k, &med, &max);
+	free(us);
+	bad = lost || sum.dead_data || sum.retx || sum.rto ||
+	      line_field(reply, "probes") != k || line_field(reply, "dead_rail_data") ||
+	      line_field(reply, "retransmits") || line_field(reply, "rto");
+	/* rto_min_us: the core's floor of the retransmission timeout (rn_knob_list.h) */
+	printf("conns hole rail=%d detect_s=%.2f probes=%d echoed=%d echo_med_us=%.0f"
+	       " echo_max_us=%.0f rto_min_us=20000 dead_rail_data=%" PRIu64 " retransmits=%" PRIu64
+	       " rto=%" PRIu64 " seen_down=%d srv_probes=%.0f srv_dead_rail_data=%.0f"
+	       " srv_retransmits=%.0f srv_rto=%.0f verdict=%s\n", rail, detect, opt.probes, k, med,
+	       max, sum.dead_data, sum.retx, sum.rto, sum.seen_down, line_field(reply, "probes"),
+	       line_field(reply, "dead_rail_data"), line_field(reply, "retransmits"),
+	       line_field(reply, "rto"), bad ? "bad" : "ok");
+	fflush(stdout);
+	return bad ? -1 : 0;
+}
+
+/*
  * Opens connections 0 and 1 and lowers opt.conns to what both processes'
  * descriptor limits hold (a container may forbid raising them): a connection that could
  * not get its descriptors would fail its handshake at one end or the other.
@@ -917,6 +549,8 @@ static int run_client(void)
 		return 3;
 	if (opt.busy > opt.conns)
 		opt.busy = opt.conns;
+	if (opt.probes > opt.conns)
+		opt.probes = opt.conns;
 	next = 2;
 	/* then the rest, at most `batch` handshakes at a time */
 	while ((cli.ready + cli.dead < opt.conns) && kit_now_s() - t0 < CTL_WAIT_S) {
@@ -938,6 +572,10 @@ static int run_client(void)
 			cli_poll(100);
 	}
 	cli_measure("idle", 0, &cli.idle);
+
+	/* a rail black-holed while all are idle, then a first write on some */
+	if (opt.probes > 0 && cli_hole() < 0)
+		status = 1;
 
 	/* busy: a subset streams verified data */
 	if (opt.busy > 0 && opt.bytes > 0) {
@@ -1038,6 +676,12 @@ int main(int argc, char **argv)
 			opt.rest_s = atof(v);
 		else if (strcmp(o, "--csv") == 0)
 			opt.csv_path = v;
+		else if (strcmp(o, "--probes") == 0)
+			opt.probes = atoi(v);
+		else if (strcmp(o, "--hole-cmd") == 0)
+			opt.hole_cmd = v;
+		else if (strcmp(o, "--hole-wait") == 0)
+			opt.hole_wait_s = atof(v);
 		else if (strcmp(o, "--bytes") == 0) {
 			int64_t b = kit_parse_size(v);
 
@@ -1047,7 +691,8 @@ int main(int argc, char **argv)
 		} else
 			usage();
 	}
-	if (opt.conns < 1 || opt.busy < 0 || opt.batch < 1 || opt.port <= 0 || opt.port > 65535)
+	if (opt.conns < 1 || opt.busy < 0 || opt.batch < 1 || opt.port <= 0 || opt.port > 65535 ||
+	    opt.probes < 0 || (opt.probes > 0 && !opt.hole_cmd))
 		usage();
 	if (opt.csv_path) {
 		int fresh = access(opt.csv_path, F_OK) != 0;
@@ -1061,5 +706,5 @@ int main(int argc, char **argv)
 			fprintf(opt.csv, "role,phase,conns,busy,rss_kb,pss_kb,anon_kb,fds,cpu_pct,secs,"
 					 "pss_per_conn,rss_per_conn,fds_per_conn\n");
 	}
-	return serve_mode ? serve() : run_client();
+	return serve_mode ? conns_serve() : run_client();
 }

@@ -9,7 +9,8 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,mpin,incast,kv,close,mem,ofi,mpich
+#              latency,mpi,mpin,incast,kv,close,mem,ofi,mpich (hole: mem's black-hole row alone;
+#              mpiidle: mpi's 16 idle ranks alone)
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -1204,7 +1205,37 @@ mpi_figure() { # REP
 	sub_begin
 	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do sub mpi_perf "$s" "$rep"; done
 	for s in ri2n tcp; do sub mpi_blackhole "$s" "$rep"; done
+	# not in --smoke (a ctest): 16 ranks take ~15 s, and tests/mpi's idle-eight covers the code
+	[ "$rep" = 1 ] && [ "$mode" != smoke ] && sub mpi_idle "$rep"
 	sub_end
+}
+mpi_idle_alone() { [ -n "$MPI_PATH" ] || { mpi_setup || return; }; mpi_idle 1; }
+# Datagrams host 1 sent and received on its rails (with 2 hosts: all between the two).
+mpi_rail_dgrams() {
+	ip netns exec "$(hns 1)" awk '/^ *r[0-9]+:/ { sub(/^ *r[0-9]+: */, ""); n += $2 + $10 }
+		END { print n + 0 }' /proc/net/dev
+}
+# mpi_idle REP: 16 ranks, 8 per host, over ri2n,self on both rails; one checked message each
+# way between every pair (every link open), then 8 s without MPI calls (mpi_check --phases
+# idle): datagrams a second on the rails between the two hosts over 5 s of it, from 2.5 s in
+# (past the idle pace's start, 1 s without DATA). The same as tests/mpi/run_mpi.sh idle 16.
+mpi_idle() {
+	local rep=$1 o=$RAW/mpi-idle-$rep.out pid a b i
+	OMPI_MCA_btl_ri2n_verbose=1 MPI_NP=16 mpi_job "$o" ri2n r1,r2 180 --phases idle --idle-seconds 8 &
+	pid=$!
+	for ((i = 0; i < 1500; i++)); do
+		grep -q 'phase=idle start' "$o" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 2.5
+	a=$(mpi_rail_dgrams)
+	sleep 5
+	b=$(mpi_rail_dgrams)
+	wait "$pid" || { fail "16 idle ranks: mpirun failed (status $?)"; return; }
+	grep -q 'mpi_check result=PASS' "$o" || { fail "16 idle ranks: mpi_check did not pass"; return; }
+	put mpi-idle ri2n-16 "$rep" dgrams_per_s $(((b - a) / 5))
+	put mpi-idle ri2n-16 "$rep" rail_downs "$(grep -c 'btl_ri2n: .*rail .* down' "$o")"
 }
 
 # ---- MPI over 4 and 8 hosts: alltoall beside btl_tcp, memory per peer ---------------------
@@ -1767,6 +1798,35 @@ storm_figure() {
 		-v b="$gone" 'BEGIN { printf "%.2f", b - a }')"
 	[ $rc -eq 0 ] || fail "ri2n-conns (close storm) exit status $rc"
 }
+# ---- a black hole while idle ----------------------------------------------------------------
+# ri2n-conns --probes: N connections (full and quick 9000, smoke 500), each a verified hello and
+# echo, idle 3 s; then rail 2 of host 1 black-holed in its switch (both ways) and, once both
+# processes have it down both ways, the first write (8 bytes, echoed and checked) on 32 connections
+# spread over the set (smoke 8), one at a time: the echo's delay, and by both processes' counters
+# the DATA sent on the dead rail, resent, or timed out. The rail is healed afterwards.
+hole_figure() {
+	local n=9000 k=32 conns=${STREAM%/*}/ri2n-conns srv rc line m
+	[ "$mode" = smoke ] && n=500 k=8
+	[ -x "$conns" ] || { fail "no $conns"; return; }
+	next_port
+	bg "$RAW/hole.srv.out" "$RAW/hole.srv.err" ip netns exec "$(hns 2)" \
+		env RI2N_RAILS="$(rails_list)" "$conns" serve --port "$PORT"
+	srv=$BG
+	timeout -s KILL 300 ip netns exec "$(hns 1)" env RI2N_RAILS="$(rails_list)" "$conns" run \
+		"$(haddr 2 1)" --port "$PORT" --conns "$n" --busy 0 --idle 3 --probes "$k" \
+		--hole-cmd "$TESTBED --tag $BED fault blackhole 1 2 on" >"$RAW/hole.out" 2>"$RAW/hole.err"
+	rc=$?
+	"$TESTBED" --tag "$BED" fault blackhole 1 2 off >/dev/null 2>&1
+	wait_exit "$srv" 40
+	put hole ri2n 1 conns "$(sed -n 's/.* established=\([0-9]*\).*/\1/p' "$RAW/hole.out")"
+	line=$(grep '^conns hole' "$RAW/hole.out")
+	for m in detect_s probes echoed echo_med_us echo_max_us rto_min_us dead_rail_data retransmits rto \
+		seen_down srv_probes srv_dead_rail_data srv_retransmits srv_rto verdict; do
+		put hole ri2n 1 "$m" "$(sed -n "s/.* $m=\([0-9a-z.]*\).*/\1/p" <<<"$line")"
+	done
+	[ -n "$line" ] || { fail "ri2n-conns (black hole) printed no probe line: $(tail -2 "$RAW/hole.err" | tr '\n' ' ')"; return; }
+	[ $rc -eq 0 ] || fail "ri2n-conns (black hole) exit status $rc: $line"
+}
 storm_summary() {
 	[ -n "$(sval storm ri2n conns)" ] || return 0
 	echo "## Close storm"
@@ -1784,11 +1844,11 @@ storm_summary() {
 # The connection-cost table of summary.md: idle cost, handshake rate, churn and close storm
 conns_summary() {
 	local n cs ss cst sst
-	[ -n "$(awk -F'\t' '$1 == "idle" || $1 == "storm" || $1 == "churn"' "$METRICS")" ] || return 0
+	[ -n "$(awk -F'\t' '$1 == "idle" || $1 == "storm" || $1 == "churn" || $1 == "hole" || $1 == "mpi-idle"' "$METRICS")" ] || return 0
 	echo "## Connection cost"
 	echo
-	echo "ri2n-conns and ri2n-churn between two processes over 2 unshaped veth rails (issue 30's rows;" \
-		"bench/README.md says how each is measured)."
+	echo "ri2n-conns and ri2n-churn between two processes over 2 unshaped veth rails, the BTL's row on the" \
+		"2 x GbE bed (issue 30's rows; bench/README.md says how each is measured)."
 	echo
 	echo "| row | measured | target |"
 	echo "|---|---|---|"
@@ -1811,6 +1871,22 @@ conns_summary() {
 		echo "| close storm, $n connections | client: $cst, last close $(sval storm cli last_close_s) s," \
 			"exit $(sval storm cli exit_s) s; server: $sst, last close $(sval storm srv last_close_s) s |" \
 			"all clean within 2 s on both sides, exit within 3 s |"
+	fi
+	if [ -n "$(sval mpi-idle ri2n-16 dgrams_per_s)" ]; then
+		echo "| btl_ri2n, 16 ranks on 2 hosts (8 each, every pair connected), idle |" \
+			"$(sval mpi-idle ri2n-16 dgrams_per_s) datagrams/s on the rails between the two hosts" \
+			"($(sval mpi-idle ri2n-16 rail_downs) rail-down reports) | a rail monitor per pair of ranks:" \
+			"a keepalive per rail per second each way per pair (PROTOCOL.md, \"Rail health per peer\") |"
+	fi
+	if [ -n "$(sval hole ri2n echoed)" ]; then
+		echo "| black hole while $(sval hole ri2n conns) idle: the first write |" \
+			"rail down both ways $(sval hole ri2n detect_s) s after the fault; first write on" \
+			"$(sval hole ri2n echoed) of $(sval hole ri2n probes) connections, echo median" \
+			"$(sval hole ri2n echo_med_us) us, max $(sval hole ri2n echo_max_us) us (RTO floor" \
+			"$(sval hole ri2n rto_min_us) us); DATA on the dead rail $(sval hole ri2n dead_rail_data)" \
+			"client / $(sval hole ri2n srv_dead_rail_data) server, resent $(sval hole ri2n retransmits) /" \
+			"$(sval hole ri2n srv_retransmits), RTOs $(sval hole ri2n rto) / $(sval hole ri2n srv_rto) |" \
+			"delivered without an RTO on the dead rail (all 0) |"
 	fi
 	echo
 }
@@ -1836,7 +1912,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want kv || want close || want ofi || want mpich; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want mpiidle || want kv || want close || want ofi || want mpich; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1868,7 +1944,9 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want close && step "a connection per request: nginx and wrk (Connection: close) under ri2n-run vs TCP (rep $rep)" close_figure "$rep"
-				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole (rep $rep)" mpi_figure "$rep"
+				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole, 16 idle ranks (rep $rep)" mpi_figure "$rep"
+				# mpi includes it; --only mpiidle runs it alone
+				want mpiidle && ! want mpi && [ "$rep" = 1 ] && step "MPI: 16 idle ranks (rep $rep)" mpi_idle_alone
 				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
 				want mpich && step "MPI: MPICH under ri2n-run and plain UCX tcp, latency, stream (rep $rep)" mpich_figure "$rep"
 			done
@@ -1931,13 +2009,18 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		done
 		drop_bed
 	fi
-	if want mem; then
+	if want mem || want hole; then
 		step "test bed: 2 unshaped veth rails (connections)" bed_step bn2m 2 off
-		[ "$BED" = "$(bed_tag bn2m)" ] && step "memory and descriptors per connection (ri2n-conns)" memory_figure
-		[ "$BED" = "$(bed_tag bn2m)" ] && step "a connection per request (ri2n-churn)" churn_figure
-		[ "$BED" = "$(bed_tag bn2m)" ] && step "close storm: all connections closed at once (ri2n-conns)" storm_figure
+		if [ "$BED" = "$(bed_tag bn2m)" ] && want mem; then
+			step "memory and descriptors per connection (ri2n-conns)" memory_figure
+			step "a connection per request (ri2n-churn)" churn_figure
+			step "close storm: all connections closed at once (ri2n-conns)" storm_figure
+		fi
+		# mem includes it; --only hole runs it alone
+		[ "$BED" = "$(bed_tag bn2m)" ] &&
+			step "a black hole while idle: first writes (ri2n-conns --probes)" hole_figure
 		drop_bed
-		step "idle cost: 9,000 and 1,000 idle connections (bench/idle-cost.sh)" idle_cost_figure
+		want mem && step "idle cost: 9,000 and 1,000 idle connections (bench/idle-cost.sh)" idle_cost_figure
 	fi
 fi
 

@@ -836,8 +836,9 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		rs->local = r->local;
 		rs->remote = r->remote;
 		rs->local_rail = r->local_rail;
-		rs->rx_up = r->rx_up;
-		rs->tx_up = (uint8_t)rn_rail_tx_up(r);
+		/* as it would act: a verdict its peer holds and it takes at its next call included */
+		rs->rx_up = (uint8_t)rn_peer_rx_view(c, k);
+		rs->tx_up = (uint8_t)rn_conn_rail_usable(c, k);
 		rs->cwnd = r->cwnd;
 		rs->inflight = r->inflight;
 		rs->srtt_ns = r->srtt_ns;

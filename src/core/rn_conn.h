@@ -267,6 +267,8 @@ void rn_conn_take_rx(rn_conn *c, int k, int up, uint64_t now_ns);
  */
 /* Takes the peer's verdicts newer than c's: at every entry point, before anything else. */
 void rn_peer_sync(rn_conn *c, uint64_t now_ns);
+/* Whether c receives on path k: its own view, or a newer one of its peer's (for its counters). */
+int rn_peer_rx_view(const rn_conn *c, int k);
 /* c reached a verdict of its own on path k: it becomes the peer's. */
 void rn_peer_on_verdict(rn_conn *c, int k);
 /* A datagram arrived on path k: evidence for every member. */

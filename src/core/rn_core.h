@@ -260,7 +260,7 @@ typedef struct rn_env {
 typedef struct rn_rail_stats {
 	rn_addr local, remote;
 	int local_rail;          /* driver's rail index */
-	uint8_t rx_up, tx_up;    /* this side receives / sends on it */
+	uint8_t rx_up, tx_up;    /* this side receives / sends on it (its peer's newer verdicts included) */
 	rn_cause last_cause;
 	uint64_t last_change_ns; /* time of the last state change, 0 = never */
 	uint32_t down_events, up_events;

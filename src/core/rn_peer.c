@@ -122,6 +122,15 @@ int rn_conn_rail_usable(const rn_conn *c, int k)
 	return rn_rail_tx_up(&c->rail[k]);
 }
 
+int rn_peer_rx_view(const rn_conn *c, int k)
+{
+	const rn_peer *p = c->peer_m.p;
+
+	if (p && p->rail[k].ver != c->peer_m.seen[k])
+		return p->rail[k].rx_up;
+	return c->rail[k].rx_up;
+}
+
 void rn_peer_sync(rn_conn *c, uint64_t now_ns)
 {
 	rn_peer *p = c->peer_m.p;

@@ -116,6 +116,33 @@ static void test_peer_verdict_reaches_idle_member(void **state)
 	teardown2(&p);
 }
 
+/*
+ * A verdict in the peer that an idle member has not taken yet (it takes it
+ * at its next call) already shows in its counters, as it would send: the
+ * rail is down there too (ri2n_stats, ri2n-stat), not only in the keeper's.
+ */
+static void test_peer_stats_show_new_verdict(void **state)
+{
+	pair2 p;
+	rn_conn *idle;
+	rn_conn_stats st;
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	idle = p.b->side[UN_CLIENT].c;
+	/* as the keeper's rn_peer_on_verdict leaves it: rail 1 failed both ways */
+	p.pc.rail[1].rx_up = 0;
+	p.pc.rail[1].tx_up = 0;
+	p.pc.rail[1].ver = ++p.pc.gen;
+	assert_false(rn_conn_rail_usable(idle, 1));
+	rn_conn_get_stats(idle, &st);
+	assert_false(st.rail[1].rx_up);
+	assert_false(st.rail[1].tx_up);
+	assert_true(st.rail[0].rx_up && st.rail[0].tx_up);
+	teardown2(&p);
+}
+
 /* The keeper leaves: the member left becomes the keeper and arms its keepalives again. */
 static void test_peer_keeper_handover(void **state)
 {
@@ -180,6 +207,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_peer_idle_member_silent),
 		cmocka_unit_test(test_peer_verdict_reaches_idle_member),
+		cmocka_unit_test(test_peer_stats_show_new_verdict),
 		cmocka_unit_test(test_peer_keeper_handover),
 		cmocka_unit_test(test_peer_closed_keeper),
 		cmocka_unit_test(test_peer_join_checks),
