@@ -76,6 +76,7 @@ enum {
 	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
 	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
 	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
+	RFI_CQ_DATA_SIZE = 0,       /* bytes of remote CQ data a message may carry */
 };
 #define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 
@@ -107,6 +108,8 @@ typedef struct rfi_name {
 void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN]);
 /* Reads one; 0, or -FI_EINVAL if it is not an ri2n name. */
 int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len);
+/* The same for a source address (fi_info's src_addr): port 0 means any. */
+int rfi_name_read_src(rfi_name *nm, const uint8_t *in, size_t len);
 /* "ri2n://198.18.1.1:4000/24,198.18.2.1:4001/24" */
 void rfi_name_str(const rfi_name *nm, char *buf, size_t len);
 /* Same rails, same ports. */
@@ -348,5 +351,14 @@ int rfi_no_control(struct fid *f, int cmd, void *arg);
 int rfi_no_ops_open(struct fid *f, const char *name, uint64_t flags, void **ops, void *ctx);
 /* fi_info describing what the provider offers (rfi_prov.c) for this set of rails. */
 struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *hints);
+/*
+ * Fills fi's src_addr / dest_addr from fi_getinfo's node and service
+ * (rfi_addr.c): with FI_SOURCE or no node, this host's rails bound to the
+ * service's port; otherwise the node's rail as the destination.  0, or
+ * -FI_ENODATA for a node that is no rail of ours or none we can reach, an
+ * unknown host name or a service that is not a port number.
+ */
+int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, const char *node,
+		  const char *service, uint64_t flags);
 
 #endif

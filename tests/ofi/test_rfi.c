@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -659,6 +660,111 @@ static void test_ep_stat(void **st)
 	assert_int_equal(access(want, F_OK), -1);
 }
 
+/* ---- what fabtests asks of the provider ---- */
+
+/* fi_getinfo with node and service; 0 or its error.  *fi set on success. */
+static int getinfo_at(const char *node, const char *service, uint64_t flags,
+		      const struct fi_info *h, struct fi_info **fi)
+{
+	*fi = NULL;
+	return rfi_prov.getinfo(FI_VERSION(1, 17), node, service, flags, h, fi);
+}
+
+/* Node and service fill the source and destination names; bad ones are refused. */
+static void test_getinfo_node_service(void **st)
+{
+	rn_rail_info rails[RN_MAX_RAILS];
+	char err[128], ip[INET_ADDRSTRLEN], peer[INET_ADDRSTRLEN];
+	struct fi_info *fi, *h;
+	rfi_name nm;
+	int n;
+
+	(void)st;
+	n = rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err));
+	if (n <= 0 && !getenv("RFI_TEST_NETNS"))
+		skip(); /* no IPv4 interface to call a rail here */
+	assert_true(n > 0);
+	rn_ip_str(rails[0].ip, ip, sizeof(ip));
+	rn_ip_str(rails[0].ip ^ 0x3, peer, sizeof(peer)); /* another host on rail 1's subnet */
+	/* nothing named: this host's rails, any port */
+	assert_int_equal(getinfo_at(NULL, NULL, 0, NULL, &fi), 0);
+	assert_int_equal(fi->src_addrlen, RFI_NAME_LEN);
+	assert_int_equal(rfi_name_read_src(&nm, fi->src_addr, fi->src_addrlen), 0);
+	assert_int_equal(nm.n, n);
+	assert_int_equal(nm.rail[0].ip, rails[0].ip);
+	assert_int_equal(nm.rail[0].port, 0);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
+	/* a service with FI_SOURCE: every rail on that port; a rail's address as node too */
+	assert_int_equal(getinfo_at(NULL, "4567", FI_SOURCE, NULL, &fi), 0);
+	assert_int_equal(rfi_name_read(&nm, fi->src_addr, fi->src_addrlen), 0);
+	assert_int_equal(nm.rail[n - 1].port, 4567);
+	fi_freeinfo(fi);
+	assert_int_equal(getinfo_at(ip, "4567", FI_SOURCE, NULL, &fi), 0);
+	fi_freeinfo(fi);
+	/* node and service: the destination, its one rail on our subnet */
+	assert_int_equal(getinfo_at(peer, "4568", 0, NULL, &fi), 0);
+	assert_non_null(fi->src_addr);
+	assert_int_equal(fi->dest_addrlen, RFI_NAME_LEN);
+	assert_int_equal(rfi_name_read(&nm, fi->dest_addr, fi->dest_addrlen), 0);
+	assert_int_equal(nm.n, 1);
+	assert_int_equal(nm.rail[0].ip, rails[0].ip ^ 0x3);
+	assert_int_equal(nm.rail[0].port, 4568);
+	assert_int_equal(nm.rail[0].prefix, rails[0].prefix);
+	fi_freeinfo(fi);
+	/* refused, never accepted: an unknown host, a port that is none, a source that is
+	 * no rail of ours, a destination without a port */
+	assert_int_equal(getinfo_at("no-such-host.invalid", "4567", 0, NULL, &fi), -FI_ENODATA);
+	assert_null(fi);
+	assert_int_equal(getinfo_at(peer, "http-ish", 0, NULL, &fi), -FI_ENODATA);
+	assert_int_equal(getinfo_at(NULL, "70000", FI_SOURCE, NULL, &fi), -FI_ENODATA);
+	assert_int_equal(getinfo_at(peer, "4567", FI_SOURCE, NULL, &fi), -FI_ENODATA);
+	assert_int_equal(getinfo_at(peer, NULL, 0, NULL, &fi), -FI_ENODATA);
+	/* hints it cannot honour */
+	h = fi_allocinfo();
+	assert_non_null(h);
+	h->domain_attr->cq_data_size = RFI_CQ_DATA_SIZE + 4;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->domain_attr->cq_data_size = 0;
+	h->domain_attr->caps = FI_SHARED_AV;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->domain_attr->caps = 0;
+	h->caps = FI_TAGGED | FI_SHARED_AV;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->caps = FI_TAGGED;
+	h->tx_attr->iov_limit = RFI_IOV_MAX + 1;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->tx_attr->iov_limit = 0;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), 0);
+	fi_freeinfo(fi);
+	fi_freeinfo(h);
+}
+
+/* Bad arguments are -FI_EINVAL, never a crash; a partial name finds its peer. */
+static void test_av_bad_args_partial(void **st)
+{
+	rfi_name full = name2(), part = { .n = 1 };
+	uint8_t w[RFI_NAME_LEN];
+	fi_addr_t a = 0;
+	size_t len = sizeof(w);
+	objs o;
+
+	(void)st;
+	objs_open(&o);
+	assert_int_equal(fi_av_insert(o.av, NULL, 1, &a, 0, NULL), -FI_EINVAL);
+	assert_int_equal(fi_av_remove(o.av, NULL, 1, 0), -FI_EINVAL);
+	assert_int_equal(fi_av_lookup(o.av, 0, w, NULL), -FI_EINVAL);
+	assert_int_equal(fi_av_lookup(o.av, 0, NULL, &len), -FI_EINVAL);
+	/* the one rail fi_getinfo's node and service name: the peer's full name is it */
+	part.rail[0] = full.rail[1];
+	rfi_name_write(&part, w);
+	assert_int_equal(fi_av_insert(o.av, w, 1, &a, 0, NULL), 1);
+	assert_int_equal(rfi_av_find((rfi_av *)o.av, &full), a);
+	full.rail[1].port++; /* another endpoint on that host: not it */
+	assert_int_equal(rfi_av_find((rfi_av *)o.av, &full), FI_ADDR_NOTAVAIL);
+	objs_close(&o);
+}
+
 int main(void)
 {
 	struct timespec ts;
@@ -676,6 +782,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_connect_next_rail, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unreachable_peer, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
+		cmocka_unit_test(test_getinfo_node_service),
+		cmocka_unit_test(test_av_bad_args_partial),
 	};
 
 	/* the fake clock runs far ahead of the kernel's: arrival stamps never pull it along */
