@@ -22,6 +22,12 @@
 #include "rn_log.h"
 
 #define KIND_FLAGS(k) ((k) == RFI_TAG ? FI_TAGGED : FI_MSG)
+/*
+ * An operation that reports nothing on the CQ: fi_inject / fi_tinject (FI_INJECT
+ * as a flag only frees the buffer at return; the completion still comes) and a
+ * message FI_PEEK | FI_DISCARD drops once it is whole.  A bit no FI_* op flag uses.
+ */
+#define RFI_SILENT (1ULL << 62)
 
 /* ---- frames ---- */
 
@@ -58,7 +64,7 @@ static int hdr_read(const uint8_t *h, int *kind, size_t *len, uint64_t *tag)
 static int wants_completion(const rfi_ep *ep, uint64_t sel, uint64_t flags)
 {
 	(void)ep;
-	return !(flags & FI_INJECT) && (!sel || (flags & FI_COMPLETION));
+	return !(flags & RFI_SILENT) && (!sel || (flags & FI_COMPLETION));
 }
 
 static void complete_send(rfi_ep *ep, rfi_op *op)
@@ -80,7 +86,9 @@ static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_
 		.buf = op->niov ? op->iov[0].iov_base : NULL, .tag = tag,
 	};
 
-	if (err)
+	if (op->flags & RFI_SILENT)
+		; /* dropped by FI_PEEK | FI_DISCARD: reported already */
+	else if (err)
 		rfi_cq_push_err(ep->rxcq, &e, err, 0, prov_err);
 	else if (mlen > op->len)
 		rfi_cq_push_err(ep->rxcq, &e, FI_ETRUNC, mlen - op->len, 0);
@@ -422,7 +430,7 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err)
 						.flags = FI_SEND | KIND_FLAGS(op->kind) };
 
 		p->q = op->next;
-		if (!(op->flags & FI_INJECT) && ep->txcq)
+		if (!(op->flags & RFI_SILENT) && ep->txcq)
 			rfi_cq_push_err(ep->txcq, &e, err, 0, 0);
 		rfi_op_free(ep, op);
 	}
@@ -450,7 +458,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	ssize_t rc = 0;
 
 	if (niov > RFI_IOV_MAX || len > RFI_MAX_MSG ||
-	    ((flags & FI_INJECT) && len > rfi_k.inject_size))
+	    ((flags & (FI_INJECT | RFI_SILENT)) && len > rfi_k.inject_size))
 		return niov > RFI_IOV_MAX ? -FI_EINVAL : -FI_EMSGSIZE;
 	pthread_mutex_lock(&ep->dom->lock);
 	if (!ep->enabled) {
@@ -498,7 +506,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 			goto out;
 		}
 	}
-	if ((flags & FI_INJECT) && len) {
+	if ((flags & (FI_INJECT | RFI_SILENT)) && len) {
 		/* the caller's buffer is free on return: keep what is not in the stream yet */
 		op->copy = malloc(len);
 		if (!op->copy) {
@@ -554,6 +562,16 @@ static int take_unexpected(rfi_ep *ep, rfi_op *op, int claim)
 			if (op->flags & FI_CLAIM)
 				u->claim_ctx = op->context;
 			rfi_cq_push(ep->rxcq, &e, ux_src(ep, u));
+			if (op->flags & FI_DISCARD) {
+				/* and drop it: now, or when the rest of it has come */
+				op->flags |= RFI_SILENT;
+				op->niov = 0;
+				if (u->from)
+					u->claimed = op;
+				else
+					ux_deliver(ep, u, op);
+				return 1;
+			}
 			rfi_op_free(ep, op);
 		} else if (u->from) {
 			u->claimed = op; /* still coming in: completes when whole */
@@ -722,7 +740,7 @@ static ssize_t m_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t
 {
 	struct iovec v = { (void *)buf, len };
 
-	return do_send(e, RFI_MSG, &v, 1, dest, 0, NULL, FI_INJECT);
+	return do_send(e, RFI_MSG, &v, 1, dest, 0, NULL, FI_INJECT | RFI_SILENT);
 }
 
 static ssize_t m_no_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
@@ -793,7 +811,7 @@ static ssize_t t_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t
 {
 	struct iovec v = { (void *)buf, len };
 
-	return do_send(e, RFI_TAG, &v, 1, dest, tag, NULL, FI_INJECT);
+	return do_send(e, RFI_TAG, &v, 1, dest, tag, NULL, FI_INJECT | RFI_SILENT);
 }
 
 static ssize_t t_no_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,

@@ -765,6 +765,82 @@ static void test_av_bad_args_partial(void **st)
 	objs_close(&o);
 }
 
+/* FI_INJECT as a flag completes; only fi_inject itself is silent. */
+static void test_ep_inject_flag_completes(void **st)
+{
+	pair *p = *st;
+	uint8_t s[3][32], r[3][32];
+	struct iovec iov = { s[1], sizeof(s[1]) };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .context = &iov };
+	struct fi_cq_tagged_entry e;
+	rfi_ep *tx;
+	int c[3];
+
+	SKIP_WITHOUT_RAILS(st);
+	tx = (rfi_ep *)p->ep[1];
+	m.addr = p->addr[0];
+	for (int i = 0; i < 3; i++) {
+		fill(s[i], sizeof(s[i]), 40u + (unsigned)i);
+		assert_int_equal(fi_recv(p->ep[0], r[i], sizeof(r[i]), NULL, FI_ADDR_UNSPEC, &c[i]),
+				 0);
+	}
+	assert_int_equal(fi_inject(p->ep[1], s[0], sizeof(s[0]), p->addr[0]), 0);
+	assert_int_equal(fi_sendmsg(p->ep[1], &m, FI_INJECT | FI_COMPLETION), 0);
+	memset(s[1], 0, sizeof(s[1])); /* the buffer is free at return */
+	tx->tx_op_flags = FI_INJECT; /* as fi_getinfo's tx_attr->op_flags gives it */
+	assert_int_equal(fi_send(p->ep[1], s[2], sizeof(s[2]), NULL, p->addr[0], &c[2]), 0);
+	tx->tx_op_flags = 0;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+	}
+	fill(s[1], sizeof(s[1]), 41);
+	for (int i = 0; i < 3; i++)
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	/* two send completions, the sendmsg's and the send's; none for fi_inject */
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	assert_ptr_equal(e.op_context, &iov);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	assert_ptr_equal(e.op_context, &c[2]);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 1000), -FI_EAGAIN);
+}
+
+/* FI_PEEK | FI_DISCARD reports the message and drops it; the next receive gets the next. */
+static void test_ep_peek_discard(void **st)
+{
+	pair *p = *st;
+	uint8_t s[2][24], r[24];
+	struct fi_cq_tagged_entry e;
+	struct fi_context cx;
+	struct fi_msg_tagged m = { .addr = FI_ADDR_UNSPEC, .tag = 9, .context = &cx };
+	int c;
+
+	SKIP_WITHOUT_RAILS(st);
+	fill(s[0], sizeof(s[0]), 50);
+	fill(s[1], sizeof(s[1]), 51);
+	assert_int_equal(fi_tsend(p->ep[1], s[0], 20, NULL, p->addr[0], 9, &c), 0);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100000), 1); /* sent */
+	e.op_context = NULL;
+	for (int t = 0; t < 100000; t++) {
+		assert_int_equal(fi_trecvmsg(p->ep[0], &m, FI_PEEK | FI_DISCARD), 0);
+		if (wait_cq(p, 0, &e, NULL, 1) == 1)
+			break;
+		assert_int_equal(fi_cq_readerr(p->cq[0], &(struct fi_cq_err_entry){ 0 }, 0), 1);
+		assert_int_equal(wait_cq(p, 1, &e, NULL, 1), -FI_EAGAIN); /* ep 0 reads */
+	}
+	assert_ptr_equal(e.op_context, &cx);
+	assert_int_equal(e.len, 20);
+	assert_null(((rfi_ep *)p->ep[0])->ux); /* gone */
+	assert_int_equal(((rfi_ep *)p->ep[0])->ux_bytes, 0);
+	assert_int_equal(fi_tsend(p->ep[1], s[1], sizeof(s[1]), NULL, p->addr[0], 9, NULL), 0);
+	assert_int_equal(fi_trecv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, 9, 0, &c), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_ptr_equal(e.op_context, &c);
+	assert_int_equal(e.len, sizeof(r));
+	assert_memory_equal(r, s[1], sizeof(r));
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100), -FI_EAGAIN); /* nothing for the discard */
+}
+
 int main(void)
 {
 	struct timespec ts;
@@ -784,6 +860,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_stat, pair_open, pair_close),
 		cmocka_unit_test(test_getinfo_node_service),
 		cmocka_unit_test(test_av_bad_args_partial),
+		cmocka_unit_test_setup_teardown(test_ep_inject_flag_completes, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_peek_discard, pair_open, pair_close),
 	};
 
 	/* the fake clock runs far ahead of the kernel's: arrival stamps never pull it along */
