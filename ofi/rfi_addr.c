@@ -5,7 +5,8 @@
  *
  * A source (FI_SOURCE, or no node) is this host: every rail, each bound to
  * the service's port (0: any).  A destination is the one rail the node names
- * with the service's port: the connection starts there, and the AV matches
+ * with the service's port (a node alone must be reachable but names no
+ * endpoint): the connection starts there, and the AV matches
  * the peer's full name, when its hello brings it, to this partial one
  * (rfi_av_find).
  */
@@ -113,12 +114,11 @@ int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, con
 		return 0;
 	}
 	r = rail_for(rails, nrails, ip);
-	if (r < 0 || port == 0) {
-		rn_info("ri2n provider: fi_getinfo: node '%s' %s", node,
-			r < 0 ? "is on none of our rails' subnets" : "needs a service (port)");
+	if (r < 0) {
+		rn_info("ri2n provider: fi_getinfo: node '%s' is on none of our rails' subnets", node);
 		return -FI_ENODATA;
 	}
-	{
+	if (port) { /* without a port the node names no endpoint: no destination */
 		rfi_name dst = { .n = 1 };
 
 		dst.rail[0] = (rn_rail_addr){ .ip = ip, .port = (uint16_t)port,

@@ -670,6 +670,22 @@ static int getinfo_at(const char *node, const char *service, uint64_t flags,
 	return rfi_prov.getinfo(FI_VERSION(1, 17), node, service, flags, h, fi);
 }
 
+/* An address on none of the rails' subnets. */
+static uint32_t off_rails(const rn_rail_info *rails, int n)
+{
+	uint32_t ip = 0xcb00714d; /* 203.0.113.77 */
+
+	for (int i = 0; i < n; i++) {
+		uint32_t mask = rails[i].prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> rails[i].prefix);
+
+		if ((rails[i].ip & mask) == (ip & mask)) {
+			ip += 0x01000000; /* another /8 */
+			i = -1;
+		}
+	}
+	return ip;
+}
+
 /* Node and service fill the source and destination names; bad ones are refused. */
 static void test_getinfo_node_service(void **st)
 {
@@ -712,14 +728,19 @@ static void test_getinfo_node_service(void **st)
 	assert_int_equal(nm.rail[0].port, 4568);
 	assert_int_equal(nm.rail[0].prefix, rails[0].prefix);
 	fi_freeinfo(fi);
+	/* a node alone: reachable, but no endpoint named */
+	assert_int_equal(getinfo_at(peer, NULL, 0, NULL, &fi), 0);
+	assert_null(fi->dest_addr);
+	fi_freeinfo(fi);
 	/* refused, never accepted: an unknown host, a port that is none, a source that is
-	 * no rail of ours, a destination without a port */
+	 * no rail of ours, a destination on none of our subnets */
 	assert_int_equal(getinfo_at("no-such-host.invalid", "4567", 0, NULL, &fi), -FI_ENODATA);
 	assert_null(fi);
 	assert_int_equal(getinfo_at(peer, "http-ish", 0, NULL, &fi), -FI_ENODATA);
 	assert_int_equal(getinfo_at(NULL, "70000", FI_SOURCE, NULL, &fi), -FI_ENODATA);
 	assert_int_equal(getinfo_at(peer, "4567", FI_SOURCE, NULL, &fi), -FI_ENODATA);
-	assert_int_equal(getinfo_at(peer, NULL, 0, NULL, &fi), -FI_ENODATA);
+	rn_ip_str(off_rails(rails, n), peer, sizeof(peer));
+	assert_int_equal(getinfo_at(peer, "4567", 0, NULL, &fi), -FI_ENODATA);
 	/* hints it cannot honour */
 	h = fi_allocinfo();
 	assert_non_null(h);
