@@ -64,7 +64,13 @@
 #define RFI_API FI_VERSION(1, 17)
 
 #define RFI_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | \
-		  FI_LOCAL_COMM | FI_REMOTE_COMM)
+		  FI_REMOTE_CQ_DATA | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/*
+ * Completion levels fi_getinfo refuses as a default: a send completes once in
+ * ri2n's send ring (inject complete).  On a single send (fi_pingpong's last
+ * message) they are taken as that.
+ */
+#define RFI_LATER_COMPLETIONS (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
 #define RFI_TAG_FORMAT UINT64_C(0xaaaaaaaaaaaaaaaa) /* FI_TAG_GENERIC: 64 bits, all for the user */
 
 /* All the provider's limits in one place. */
@@ -76,7 +82,8 @@ enum {
 	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
 	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
 	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
-	RFI_CQ_DATA_SIZE = 0,       /* bytes of remote CQ data a message may carry */
+	RFI_CQ_DATA_SIZE = 8,       /* bytes of remote CQ data a message may carry */
+	RFI_HDR_MAX = 2 * RFI_HDR_LEN + 8, /* a data frame, its 8 bytes and the message's header */
 };
 #define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 
@@ -182,7 +189,7 @@ void rfi_cq_detach(rfi_cq *cq, rfi_ep *ep);
 ssize_t rfi_cq_take(rfi_cq *cq, void *buf, size_t count, fi_addr_t *src);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
-enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1 };
+enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1, RFI_DATA = 4 /* the next one's CQ data */ };
 
 typedef struct rfi_op {
 	struct rfi_op *next;
@@ -194,7 +201,10 @@ typedef struct rfi_op {
 	struct iovec iov[RFI_IOV_MAX];
 	size_t niov, len;           /* total bytes */
 	size_t done;                /* send: bytes of header+payload in the stream; recv: bytes in */
-	uint8_t hdr[RFI_HDR_LEN];
+	uint64_t cq_data;           /* FI_REMOTE_CQ_DATA: sent with it, or came with the message */
+	uint8_t has_data;
+	size_t hlen;                /* send: bytes of hdr */
+	uint8_t hdr[RFI_HDR_MAX];
 	uint8_t *copy;              /* inject: the payload's copy */
 } rfi_op;
 
@@ -207,6 +217,8 @@ typedef struct rfi_unexp {
 	uint64_t src_gen;
 	int kind;
 	uint64_t tag;
+	uint64_t cq_data;           /* FI_REMOTE_CQ_DATA it came with (has_data) */
+	uint8_t has_data;
 	size_t len, have;
 	int err;                    /* its stream died before the whole message came */
 	rfi_op *claimed;            /* a receive matched it before it was whole */
@@ -232,12 +244,15 @@ typedef struct rfi_link {
 	uint64_t src_gen;           /* ...for this AV generation */
 	uint8_t hdr[RFI_HDR_LEN];
 	uint8_t hello[RFI_NAME_LEN];
+	uint8_t data[8];            /* a data frame's CQ data, for the next message */
+	uint8_t has_data;
 	size_t hdr_have;
 	size_t left;                /* payload bytes of the current message still to come */
 	size_t mlen;                /* its whole length */
 	rfi_op *into;               /* ...going into this receive */
 	rfi_unexp *ux;              /* ...or into this buffer */
-	int skip;                   /* ...or into nothing (a hello's payload) */
+	int skip;                   /* ...or into nothing (RFI_HELLO, RFI_DATA: a frame's payload) */
+	int skip_kind;
 } rfi_link;
 
 /* A destination we send to. */

@@ -182,7 +182,8 @@ static int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **out, voi
 static const char *hints_refuse(const struct fi_info *h)
 {
 	if (h->caps & ~RFI_CAPS)
-		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV only)";
+		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV, "
+		       "FI_REMOTE_CQ_DATA only)";
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		return "address format";
 	if (h->ep_attr) {
@@ -195,6 +196,8 @@ static const char *hints_refuse(const struct fi_info *h)
 		if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
 			return "scalable endpoints";
 	}
+	if (h->tx_attr && (h->tx_attr->op_flags & RFI_LATER_COMPLETIONS))
+		return "completion level (a send completes when it is in ri2n's send ring)";
 	if (h->tx_attr && ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
 			   h->tx_attr->inject_size > rfi_k.inject_size ||
 			   h->tx_attr->iov_limit > RFI_IOV_MAX || (h->tx_attr->caps & ~RFI_CAPS)))
@@ -256,14 +259,15 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
 		fi->dest_addrlen = fi->dest_addr ? h->dest_addrlen : 0;
 	}
 	*fi->tx_attr = (struct fi_tx_attr){
-		.caps = caps & (FI_MSG | FI_TAGGED | FI_SEND),
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_REMOTE_CQ_DATA),
 		.op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0,
 		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
 		.inject_size = rfi_k.inject_size, .size = RFI_QUEUE_SIZE,
 		.iov_limit = RFI_IOV_MAX,
 	};
 	*fi->rx_attr = (struct fi_rx_attr){
-		.caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV),
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |
+				FI_REMOTE_CQ_DATA),
 		.op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0,
 		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
 		.total_buffered_recv = rfi_k.unexp_max, .size = RFI_QUEUE_SIZE,

@@ -756,6 +756,11 @@ static void test_getinfo_node_service(void **st)
 	h->tx_attr->iov_limit = RFI_IOV_MAX + 1;
 	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
 	h->tx_attr->iov_limit = 0;
+	h->tx_attr->op_flags = FI_DELIVERY_COMPLETE; /* its sends are inject complete */
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->tx_attr->op_flags = FI_TRANSMIT_COMPLETE;
+	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), -FI_ENODATA);
+	h->tx_attr->op_flags = FI_INJECT_COMPLETE | FI_COMPLETION;
 	assert_int_equal(getinfo_at(NULL, NULL, 0, h, &fi), 0);
 	fi_freeinfo(fi);
 	fi_freeinfo(h);
@@ -862,6 +867,52 @@ static void test_ep_peek_discard(void **st)
 	assert_int_equal(wait_cq(p, 0, &e, NULL, 100), -FI_EAGAIN); /* nothing for the discard */
 }
 
+/* Remote CQ data: with posted and unexpected receives, every send call; never on the next. */
+static void test_ep_cq_data(void **st)
+{
+	pair *p = *st;
+	uint8_t s[32], r[5][32];
+	struct iovec iov = { s, 7 };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .data = 0x5151 };
+	struct fi_cq_tagged_entry e;
+	int c[5];
+
+	SKIP_WITHOUT_RAILS(st);
+	m.addr = p->addr[0];
+	fill(s, sizeof(s), 70);
+	assert_int_equal(fi_trecv(p->ep[0], r[0], 32, NULL, FI_ADDR_UNSPEC, 5, 0, &c[0]), 0);
+	assert_int_equal(fi_tsenddata(p->ep[1], s, 20, NULL, 0xfeedface12345678, p->addr[0], 5,
+				      NULL), 0);
+	assert_int_equal(fi_senddata(p->ep[1], s, 0, NULL, 0x77, p->addr[0], NULL), 0);
+	assert_int_equal(fi_injectdata(p->ep[1], s, 9, 0x88, p->addr[0]), 0);
+	assert_int_equal(fi_sendmsg(p->ep[1], &m, FI_REMOTE_CQ_DATA), 0);
+	assert_int_equal(fi_send(p->ep[1], s, 11, NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_ptr_equal(e.op_context, &c[0]);
+	assert_true(e.flags & FI_REMOTE_CQ_DATA);
+	assert_int_equal(e.data, 0xfeedface12345678);
+	assert_int_equal(e.len, 20);
+	assert_memory_equal(r[0], s, 20);
+	/* the rest came before their receives */
+	for (int t = 0; t < 1000 && ((rfi_ep *)p->ep[0])->unexpected < 4; t++)
+		assert_int_equal(wait_cq(p, 0, &e, NULL, 1), -FI_EAGAIN);
+	for (int i = 1; i < 5; i++)
+		assert_int_equal(fi_recv(p->ep[0], r[i], 32, NULL, FI_ADDR_UNSPEC, &c[i]), 0);
+	{
+		static const uint64_t data[] = { 0, 0x77, 0x88, 0x5151, 0 };
+		static const size_t len[] = { 0, 0, 9, 7, 11 };
+
+		for (int i = 1; i < 5; i++) {
+			assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+			assert_ptr_equal(e.op_context, &c[i]);
+			assert_int_equal(e.len, len[i]);
+			assert_int_equal(e.data, data[i]);
+			assert_int_equal(!!(e.flags & FI_REMOTE_CQ_DATA), i < 4);
+			assert_memory_equal(r[i], s, len[i]);
+		}
+	}
+}
+
 int main(void)
 {
 	struct timespec ts;
@@ -883,6 +934,7 @@ int main(void)
 		cmocka_unit_test(test_av_bad_args_partial),
 		cmocka_unit_test_setup_teardown(test_ep_inject_flag_completes, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_peek_discard, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_cq_data, pair_open, pair_close),
 	};
 
 	/* the fake clock runs far ahead of the kernel's: arrival stamps never pull it along */
