@@ -259,15 +259,14 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
 		fi->dest_addrlen = fi->dest_addr ? h->dest_addrlen : 0;
 	}
 	*fi->tx_attr = (struct fi_tx_attr){
-		.caps = caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_REMOTE_CQ_DATA),
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_SEND),
 		.op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0,
 		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
 		.inject_size = rfi_k.inject_size, .size = RFI_QUEUE_SIZE,
 		.iov_limit = RFI_IOV_MAX,
 	};
 	*fi->rx_attr = (struct fi_rx_attr){
-		.caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV |
-				FI_REMOTE_CQ_DATA),
+		.caps = caps & (FI_MSG | FI_TAGGED | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV),
 		.op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0,
 		.msg_order = FI_ORDER_SAS, .comp_order = FI_ORDER_NONE,
 		.total_buffered_recv = rfi_k.unexp_max, .size = RFI_QUEUE_SIZE,
