@@ -318,7 +318,7 @@ static size_t sink(rfi_link *l, const uint8_t *d, size_t n)
 		memcpy((l->skip_kind == RFI_DATA ? l->data : l->hello) + at, d, k);
 	else if (l->into)
 		iov_put(l->into, at, d, k);
-	else if (l->ux)
+	else if (l->ux && k) /* an empty message has no buffer */
 		memcpy(l->ux->data + at, d, k), l->ux->have += k;
 	l->left -= k;
 	return k;
@@ -534,7 +534,8 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	op->addr = dest;
 	op->len = len;
 	op->niov = niov;
-	memcpy(op->iov, iov, niov * sizeof(*iov));
+	if (niov)
+		memcpy(op->iov, iov, niov * sizeof(*iov));
 	frame_op(op, kind, len, tag, flags, data);
 	if (p->link && p->link->hello_done && !p->q) {
 		/* the fast path: straight into the stream */
@@ -653,7 +654,8 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	op->ignore = ignore;
 	op->addr = (ep->caps & FI_DIRECTED_RECV) ? src : FI_ADDR_UNSPEC;
 	op->niov = niov;
-	memcpy(op->iov, iov, niov * sizeof(*iov));
+	if (niov) /* a peek may name no buffer */
+		memcpy(op->iov, iov, niov * sizeof(*iov));
 	op->len = iov_total(iov, niov);
 	if (take_unexpected(ep, op, claim))
 		goto out;
