@@ -39,6 +39,7 @@ pair_tests=(
 	"fi_multi_ep -e rdm -v"
 	"fi_recv_cancel -e rdm -V"
 	"fi_unexpected_msg -e rdm -I 10"
+	"fi_unexpected_msg -e rdm -C -I 10"
 	"fi_unexpected_msg -e rdm -M 100 -S 1048576 -I 1"
 	"fi_msg_inject -e rdm -A inject -v"
 	"fi_msg_inject -e rdm -N -A inject -v"
