@@ -369,8 +369,9 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *hints);
 /*
  * Fills fi's src_addr / dest_addr from fi_getinfo's node and service
  * (rfi_addr.c): with FI_SOURCE or no node, this host's rails bound to the
- * service's port; otherwise the node's rail as the destination.  0, or
- * -FI_ENODATA for a node that is no rail of ours or none we can reach, an
+ * service's port; otherwise the node's rail and the service's port as the
+ * destination (a node without a service: none).  0, or -FI_ENODATA for a
+ * source node that is no rail of ours, a node on none of our subnets, an
  * unknown host name or a service that is not a port number.
  */
 int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, const char *node,
