@@ -65,7 +65,13 @@
 #define RFI_API FI_VERSION(1, 17)
 
 #define RFI_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV | \
-		  FI_LOCAL_COMM | FI_REMOTE_COMM)
+		  FI_REMOTE_CQ_DATA | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/*
+ * Completion levels fi_getinfo refuses as a default: a send completes once in
+ * ri2n's send ring (inject complete).  On a single send (fi_pingpong's last
+ * message) they are taken as that.
+ */
+#define RFI_LATER_COMPLETIONS (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_COMMIT_COMPLETE)
 #define RFI_TAG_FORMAT UINT64_C(0xaaaaaaaaaaaaaaaa) /* FI_TAG_GENERIC: 64 bits, all for the user */
 
 /* All the provider's limits in one place. */
@@ -77,6 +83,8 @@ enum {
 	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
 	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
 	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
+	RFI_CQ_DATA_SIZE = 8,       /* bytes of remote CQ data a message may carry */
+	RFI_HDR_MAX = 2 * RFI_HDR_LEN + 8, /* a data frame, its 8 bytes and the message's header */
 };
 #define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 
@@ -108,6 +116,8 @@ typedef struct rfi_name {
 void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN]);
 /* Reads one; 0, or -FI_EINVAL if it is not an ri2n name. */
 int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len);
+/* The same for a source address (fi_info's src_addr): port 0 means any. */
+int rfi_name_read_src(rfi_name *nm, const uint8_t *in, size_t len);
 /* "ri2n://198.18.1.1:4000/24,198.18.2.1:4001/24" */
 void rfi_name_str(const rfi_name *nm, char *buf, size_t len);
 /* Same rails, same ports. */
@@ -235,7 +245,7 @@ int rfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq *
 int rfi_eq_trywait(struct fid_eq *eq);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
-enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1 };
+enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1, RFI_DATA = 4 /* the next one's CQ data */ };
 
 typedef struct rfi_op {
 	struct rfi_op *next;
@@ -247,7 +257,10 @@ typedef struct rfi_op {
 	struct iovec iov[RFI_IOV_MAX];
 	size_t niov, len;           /* total bytes */
 	size_t done;                /* send: bytes of header+payload in the stream; recv: bytes in */
-	uint8_t hdr[RFI_HDR_LEN];
+	uint64_t cq_data;           /* FI_REMOTE_CQ_DATA: sent with it, or came with the message */
+	uint8_t has_data;
+	size_t hlen;                /* send: bytes of hdr */
+	uint8_t hdr[RFI_HDR_MAX];
 	uint8_t *copy;              /* inject: the payload's copy */
 } rfi_op;
 
@@ -261,6 +274,8 @@ typedef struct rfi_unexp {
 	uint64_t src_gen;
 	int kind;
 	uint64_t tag;
+	uint64_t cq_data;           /* FI_REMOTE_CQ_DATA it came with (has_data) */
+	uint8_t has_data;
 	size_t len, have;
 	int err;                    /* its stream died before the whole message came */
 	rfi_op *claimed;            /* a receive matched it before it was whole */
@@ -286,12 +301,15 @@ typedef struct rfi_link {
 	uint64_t src_gen;           /* ...for this AV generation */
 	uint8_t hdr[RFI_HDR_LEN];
 	uint8_t hello[RFI_NAME_LEN];
+	uint8_t data[8];            /* a data frame's CQ data, for the next message */
+	uint8_t has_data;
 	size_t hdr_have;
 	size_t left;                /* payload bytes of the current message still to come */
 	size_t mlen;                /* its whole length */
 	rfi_op *into;               /* ...going into this receive */
 	rfi_unexp *ux;              /* ...or into this buffer */
-	int skip;                   /* ...or into nothing (a hello's payload) */
+	int skip;                   /* ...or into nothing (RFI_HELLO, RFI_DATA: a frame's payload) */
+	int skip_kind;
 	uint64_t ux_ns;             /* when the unexpected one last got bytes (its stall) */
 	size_t ux_held;             /* bytes of its messages in the unexpected list */
 } rfi_link;
@@ -419,5 +437,15 @@ int rfi_no_control(struct fid *f, int cmd, void *arg);
 int rfi_no_ops_open(struct fid *f, const char *name, uint64_t flags, void **ops, void *ctx);
 /* fi_info describing what the provider offers (rfi_prov.c) for this set of rails. */
 struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *hints);
+/*
+ * Fills fi's src_addr / dest_addr from fi_getinfo's node and service
+ * (rfi_addr.c): with FI_SOURCE or no node, this host's rails bound to the
+ * service's port; otherwise the node's rail and the service's port as the
+ * destination (a node without a service: none).  0, or -FI_ENODATA for a
+ * source node that is no rail of ours, a node on none of our subnets, an
+ * unknown host name or a service that is not a port number.
+ */
+int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, const char *node,
+		  const char *service, uint64_t flags);
 
 #endif

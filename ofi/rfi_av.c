@@ -16,14 +16,42 @@ const rfi_name *rfi_av_get(const rfi_av *av, fi_addr_t a)
 	return &av->names[a];
 }
 
+/* Every rail of part (fewer than whole's) is one of whole's, port and all. */
+static int name_within(const rfi_name *part, const rfi_name *whole)
+{
+	if (part->n >= whole->n)
+		return 0;
+	for (int i = 0; i < part->n; i++) {
+		int j = 0;
+
+		while (j < whole->n && (whole->rail[j].ip != part->rail[i].ip ||
+					whole->rail[j].port != part->rail[i].port))
+			j++;
+		if (j == whole->n)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * The exact name first; failing that, a partial name inserted for this peer
+ * (one rail, from fi_getinfo's node and service: rfi_addr.c).
+ */
 fi_addr_t rfi_av_find(const rfi_av *av, const rfi_name *nm)
 {
+	fi_addr_t part = FI_ADDR_NOTAVAIL;
+
 	if (!av)
 		return FI_ADDR_NOTAVAIL;
-	for (size_t i = 0; i < av->n; i++)
-		if (av->used[i] && rfi_name_eq(&av->names[i], nm))
+	for (size_t i = 0; i < av->n; i++) {
+		if (!av->used[i])
+			continue;
+		if (rfi_name_eq(&av->names[i], nm))
 			return i;
-	return FI_ADDR_NOTAVAIL;
+		if (part == FI_ADDR_NOTAVAIL && name_within(&av->names[i], nm))
+			part = i;
+	}
+	return part;
 }
 
 static int grow(rfi_av *av, size_t want)
@@ -56,7 +84,7 @@ static int av_insert(struct fid_av *f, const void *addr, size_t count, fi_addr_t
 	int ok = 0;
 
 	(void)ctx;
-	if (flags)
+	if (flags || (count && !addr))
 		return -FI_EINVAL;
 	pthread_mutex_lock(&av->dom->lock);
 	if (grow(av, av->n + count) != 0) {
@@ -104,7 +132,8 @@ static int av_remove(struct fid_av *f, fi_addr_t *addrs, size_t count, uint64_t 
 {
 	rfi_av *av = (rfi_av *)f;
 
-	(void)flags;
+	if (flags || (count && !addrs))
+		return -FI_EINVAL;
 	pthread_mutex_lock(&av->dom->lock);
 	for (size_t i = 0; i < count; i++)
 		if (addrs[i] < av->n)
@@ -119,8 +148,11 @@ static int av_lookup(struct fid_av *f, fi_addr_t a, void *addr, size_t *len)
 	rfi_av *av = (rfi_av *)f;
 	uint8_t buf[RFI_NAME_LEN];
 	const rfi_name *nm;
-	size_t cap = *len;
+	size_t cap;
 
+	if (!len || (*len && !addr))
+		return -FI_EINVAL;
+	cap = *len;
 	pthread_mutex_lock(&av->dom->lock);
 	nm = rfi_av_get(av, a);
 	if (nm)
@@ -139,7 +171,9 @@ static const char *av_straddr(struct fid_av *f, const void *addr, char *buf, siz
 	char s[512];
 
 	(void)f;
-	if (rfi_name_read(&nm, addr, RFI_NAME_LEN) != 0)
+	if (!len || (*len && !buf))
+		return NULL;
+	if (!addr || rfi_name_read(&nm, addr, RFI_NAME_LEN) != 0)
 		snprintf(s, sizeof(s), "(not an ri2n name)");
 	else
 		rfi_name_str(&nm, s, sizeof(s));

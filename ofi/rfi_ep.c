@@ -503,7 +503,7 @@ int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **out,
 	if (info->src_addr) {
 		rfi_name nm;
 
-		if (rfi_name_read(&nm, info->src_addr, info->src_addrlen) == 0)
+		if (rfi_name_read_src(&nm, info->src_addr, info->src_addrlen) == 0)
 			for (int i = 0; i < nm.n; i++)
 				ep->bind[i] = nm.rail[i];
 	}

@@ -2,9 +2,11 @@
  * rfi_msg.c - messages on ri2n streams: fi_send/fi_recv, the tagged calls,
  * receive matching and the framing.
  *
- * Frame: u8 kind (1 hello, 2 message, 3 tagged), u8 0, u16 0, u32 payload
- * length, u64 tag (network byte order), then the payload.  A hello opens
- * every outbound stream and carries the sender's name (rfi_name.c).
+ * Frame: u8 kind (1 hello, 2 message, 3 tagged, 4 data), u8 0, u16 0, u32
+ * payload length, u64 tag (network byte order), then the payload.  A hello
+ * opens every outbound stream and carries the sender's name (rfi_name.c).  A
+ * data frame carries 8 bytes of remote CQ data (FI_REMOTE_CQ_DATA, u64) for
+ * the message right after it.
  *
  * Matching follows the stream: a message's header is matched when it is
  * read, against the posted receives in the order they were posted; with
@@ -26,6 +28,12 @@
 #include "rn_log.h"
 
 #define KIND_FLAGS(k) ((k) == RFI_TAG ? FI_TAGGED : FI_MSG)
+/*
+ * An operation that reports nothing on the CQ: fi_inject / fi_tinject (FI_INJECT
+ * as a flag only frees the buffer at return; the completion still comes) and a
+ * message FI_PEEK | FI_DISCARD drops once it is whole.  A bit no FI_* op flag uses.
+ */
+#define RFI_SILENT (1ULL << 62)
 
 /* ---- frames ---- */
 
@@ -45,14 +53,15 @@ static int hdr_read(const uint8_t *h, int *kind, size_t *len, uint64_t *tag)
 	uint32_t l;
 	uint64_t t;
 
-	if (h[1] || h[2] || h[3] || h[0] < RFI_HELLO || h[0] > RFI_TAG)
+	if (h[1] || h[2] || h[3] || h[0] < RFI_HELLO || h[0] > RFI_DATA)
 		return -1;
 	memcpy(&l, h + 4, 4);
 	memcpy(&t, h + 8, 8);
 	*kind = h[0];
 	*len = ntohl(l);
 	*tag = be64toh(t);
-	if (*len > RFI_MAX_MSG || (*kind == RFI_HELLO && *len != RFI_NAME_LEN))
+	if (*len > RFI_MAX_MSG || (*kind == RFI_HELLO && *len != RFI_NAME_LEN) ||
+	    (*kind == RFI_DATA && *len != RFI_CQ_DATA_SIZE))
 		return -1;
 	return 0;
 }
@@ -62,7 +71,7 @@ static int hdr_read(const uint8_t *h, int *kind, size_t *len, uint64_t *tag)
 static int wants_completion(const rfi_ep *ep, uint64_t sel, uint64_t flags)
 {
 	(void)ep;
-	return !(flags & FI_INJECT) && (!sel || (flags & FI_COMPLETION));
+	return !(flags & RFI_SILENT) && (!sel || (flags & FI_COMPLETION));
 }
 
 static void complete_send(rfi_ep *ep, rfi_op *op)
@@ -84,11 +93,16 @@ static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_
 		.op_context = op->context, .flags = FI_RECV | KIND_FLAGS(op->kind),
 		.len = mlen < op->len ? mlen : op->len,
 		.buf = op->niov ? op->iov[0].iov_base : NULL, .tag = tag,
+		.data = op->has_data ? op->cq_data : 0,
 	};
 
-	if (ep->rxcntr)
+	if (op->has_data)
+		e.flags |= FI_REMOTE_CQ_DATA;
+	if (ep->rxcntr && !(op->flags & RFI_SILENT))
 		rfi_cntr_inc(ep->rxcntr, err || mlen > op->len);
-	if (err)
+	if (op->flags & RFI_SILENT)
+		; /* dropped by FI_PEEK | FI_DISCARD: reported already */
+	else if (err)
 		rfi_cq_push_err(ep->rxcq, &e, err, 0, prov_err);
 	else if (mlen > op->len)
 		rfi_cq_push_err(ep->rxcq, &e, FI_ETRUNC, mlen - op->len, 0);
@@ -175,6 +189,8 @@ static void ux_free(rfi_ep *ep, rfi_unexp *u)
 static void ux_deliver(rfi_ep *ep, rfi_unexp *u, rfi_op *op)
 {
 	ux_unlink(ep, u);
+	op->has_data = u->has_data;
+	op->cq_data = u->cq_data;
 	if (!u->err && !(op->flags & FI_DISCARD))
 		iov_put(op, 0, u->data, u->len);
 	complete_recv(ep, op, (op->flags & FI_DISCARD) ? 0 : u->len, u->tag, ux_src(ep, u),
@@ -189,6 +205,17 @@ static void bad_stream(rfi_link *l, const char *why, uint64_t now)
 	rn_warn("ri2n provider: an inbound stream broke the framing (%s); resetting it", why);
 	rn_conn_abort(l->conn, now);
 	l->dirty = 1;
+}
+
+/* The CQ data a data frame brought goes with the message placed now. */
+static void take_data(rfi_link *l, uint8_t *has, uint64_t *data)
+{
+	uint64_t v;
+
+	*has = l->has_data;
+	memcpy(&v, l->data, sizeof(v));
+	*data = l->has_data ? be64toh(v) : 0;
+	l->has_data = 0;
 }
 
 /* The message whose header is in l->hdr goes somewhere; 0 if it must wait for room. */
@@ -208,8 +235,13 @@ static int place(rfi_link *l, uint64_t now)
 		return 0;
 	}
 	l->mlen = l->left = len;
-	if (kind == RFI_HELLO) {
+	if (kind == RFI_HELLO || kind == RFI_DATA) {
+		if (kind == RFI_DATA && l->has_data) {
+			bad_stream(l, "two data frames in a row", now);
+			return 0;
+		}
 		l->skip = 1;
+		l->skip_kind = kind;
 		return 1;
 	}
 	src = link_src(l);
@@ -225,6 +257,7 @@ static int place(rfi_link *l, uint64_t now)
 		op->next = NULL;
 		op->tag = tag;
 		op->done = 0;
+		take_data(l, &op->has_data, &op->cq_data);
 		l->into = op;
 		return 1;
 	}
@@ -243,6 +276,7 @@ static int place(rfi_link *l, uint64_t now)
 	u->src_gen = UINT64_MAX;
 	u->kind = kind;
 	u->tag = tag;
+	take_data(l, &u->has_data, &u->cq_data);
 	u->len = len;
 	ep->ux_bytes += len;
 	ep->unexpected++;
@@ -260,7 +294,10 @@ static void finish(rfi_link *l)
 {
 	rfi_ep *ep = l->ep;
 
-	if (l->skip) {
+	if (l->skip && l->skip_kind == RFI_DATA) {
+		l->skip = 0;
+		l->has_data = 1; /* for the next message */
+	} else if (l->skip) {
 		l->skip = 0;
 		if (rfi_link_bind(l, l->hello, RFI_NAME_LEN) != 0)
 			bad_stream(l, "a hello not from its name's rails, or malformed", ep->core_now);
@@ -290,10 +327,10 @@ static size_t sink(rfi_link *l, const uint8_t *d, size_t n)
 	size_t k = n < l->left ? n : l->left, at = l->mlen - l->left;
 
 	if (l->skip)
-		memcpy(l->hello + at, d, k); /* the hello's name */
+		memcpy((l->skip_kind == RFI_DATA ? l->data : l->hello) + at, d, k);
 	else if (l->into)
 		iov_put(l->into, at, d, k);
-	else if (l->ux && k) {
+	else if (l->ux && k) { /* an empty message has no buffer */
 		memcpy(l->ux->data + at, d, k);
 		l->ux->have += k;
 		l->ux_ns = l->ep->core_now;
@@ -424,7 +461,7 @@ static int write_op(rfi_link *l, rfi_op *op, uint64_t now)
 
 	for (size_t i = 0; i <= niov; i++) {
 		const uint8_t *p = i == 0 ? op->hdr : iov[i - 1].iov_base;
-		size_t len = i == 0 ? RFI_HDR_LEN : iov[i - 1].iov_len;
+		size_t len = i == 0 ? op->hlen : iov[i - 1].iov_len;
 		ssize_t w;
 
 		if (pos >= len) {
@@ -470,7 +507,7 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err)
 		p->q = op->next;
 		if (ep->txcntr)
 			rfi_cntr_inc(ep->txcntr, 1);
-		if (!(op->flags & FI_INJECT) && ep->txcq)
+		if (!(op->flags & RFI_SILENT) && ep->txcq)
 			rfi_cq_push_err(ep->txcq, &e, err, 0, 0);
 		rfi_op_free(ep, op);
 	}
@@ -487,8 +524,23 @@ static size_t iov_total(const struct iovec *iov, size_t n)
 	return t;
 }
 
+/* op's header: with FI_REMOTE_CQ_DATA, a data frame first. */
+static void frame_op(rfi_op *op, int kind, size_t len, uint64_t tag, uint64_t flags,
+		     uint64_t data)
+{
+	uint64_t v = htobe64(data);
+
+	op->hlen = RFI_HDR_LEN;
+	if (flags & FI_REMOTE_CQ_DATA) {
+		hdr_write(op->hdr, RFI_DATA, RFI_CQ_DATA_SIZE, 0);
+		memcpy(op->hdr + RFI_HDR_LEN, &v, sizeof(v));
+		op->hlen += RFI_HDR_LEN + RFI_CQ_DATA_SIZE;
+	}
+	hdr_write(op->hdr + op->hlen - RFI_HDR_LEN, kind, len, tag);
+}
+
 static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, size_t niov,
-		       fi_addr_t dest, uint64_t tag, void *ctx, uint64_t flags)
+		       fi_addr_t dest, uint64_t tag, void *ctx, uint64_t flags, uint64_t data)
 {
 	rfi_ep *ep = (rfi_ep *)fep;
 	size_t len = iov_total(iov, niov);
@@ -498,7 +550,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	ssize_t rc = 0;
 
 	if (niov > RFI_IOV_MAX || len > RFI_MAX_MSG ||
-	    ((flags & FI_INJECT) && len > rfi_k.inject_size))
+	    ((flags & (FI_INJECT | RFI_SILENT)) && len > rfi_k.inject_size))
 		return niov > RFI_IOV_MAX ? -FI_EINVAL : -FI_EMSGSIZE;
 	pthread_mutex_lock(&ep->dom->lock);
 	if (!ep->enabled) {
@@ -530,8 +582,9 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	op->addr = dest;
 	op->len = len;
 	op->niov = niov;
-	memcpy(op->iov, iov, niov * sizeof(*iov));
-	hdr_write(op->hdr, kind, len, tag);
+	if (niov)
+		memcpy(op->iov, iov, niov * sizeof(*iov));
+	frame_op(op, kind, len, tag, flags, data);
 	if (p->link && p->link->hello_done && !p->q) {
 		/* the fast path: straight into the stream */
 		int w = write_op(p->link, op, now);
@@ -546,7 +599,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 			goto out;
 		}
 	}
-	if ((flags & FI_INJECT) && len) {
+	if ((flags & (FI_INJECT | RFI_SILENT)) && len) {
 		/* the caller's buffer is free on return: keep what is not in the stream yet */
 		op->copy = malloc(len);
 		if (!op->copy) {
@@ -597,11 +650,24 @@ static int take_unexpected(rfi_ep *ep, rfi_op *op, int claim)
 			/* report it, leave it (FI_CLAIM: keep it for the context's later receive) */
 			struct fi_cq_tagged_entry e = { .op_context = op->context,
 							.flags = FI_RECV | KIND_FLAGS(op->kind),
-							.len = u->len, .tag = u->tag };
+							.len = u->len, .tag = u->tag,
+							.data = u->cq_data };
 
+			if (u->has_data)
+				e.flags |= FI_REMOTE_CQ_DATA;
 			if (op->flags & FI_CLAIM)
 				u->claim_ctx = op->context;
 			rfi_cq_push(ep->rxcq, &e, ux_src(ep, u));
+			if (op->flags & FI_DISCARD) {
+				/* and drop it: now, or when the rest of it has come */
+				op->flags |= RFI_SILENT;
+				op->niov = 0;
+				if (u->from)
+					u->claimed = op;
+				else
+					ux_deliver(ep, u, op);
+				return 1;
+			}
 			rfi_op_free(ep, op);
 		} else if (u->from) {
 			u->claimed = op; /* still coming in: completes when whole */
@@ -636,7 +702,8 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	op->ignore = ignore;
 	op->addr = (ep->caps & FI_DIRECTED_RECV) ? src : FI_ADDR_UNSPEC;
 	op->niov = niov;
-	memcpy(op->iov, iov, niov * sizeof(*iov));
+	if (niov) /* a peek may name no buffer */
+		memcpy(op->iov, iov, niov * sizeof(*iov));
 	op->len = iov_total(iov, niov);
 	if (take_unexpected(ep, op, claim))
 		goto out;
@@ -751,46 +818,51 @@ static ssize_t m_send(struct fid_ep *e, const void *buf, size_t len, void *desc,
 	struct iovec v = { (void *)buf, len };
 
 	(void)desc;
-	return do_send(e, RFI_MSG, &v, 1, dest, 0, ctx, ((rfi_ep *)e)->tx_op_flags);
+	return do_send(e, RFI_MSG, &v, 1, dest, 0, ctx, ((rfi_ep *)e)->tx_op_flags, 0);
 }
 
 static ssize_t m_sendv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t n,
 		       fi_addr_t dest, void *ctx)
 {
 	(void)desc;
-	return do_send(e, RFI_MSG, iov, n, dest, 0, ctx, ((rfi_ep *)e)->tx_op_flags);
+	return do_send(e, RFI_MSG, iov, n, dest, 0, ctx, ((rfi_ep *)e)->tx_op_flags, 0);
 }
 
 static ssize_t m_sendmsg(struct fid_ep *e, const struct fi_msg *m, uint64_t flags)
 {
-	return do_send(e, RFI_MSG, m->msg_iov, m->iov_count, m->addr, 0, m->context, flags);
+	return do_send(e, RFI_MSG, m->msg_iov, m->iov_count, m->addr, 0, m->context, flags, m->data);
 }
 
 static ssize_t m_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec v = { (void *)buf, len };
 
-	return do_send(e, RFI_MSG, &v, 1, dest, 0, NULL, FI_INJECT);
+	return do_send(e, RFI_MSG, &v, 1, dest, 0, NULL, FI_INJECT | RFI_SILENT, 0);
 }
 
-static ssize_t m_no_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
-			     uint64_t data, fi_addr_t dest, void *ctx)
+static ssize_t m_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
+			  uint64_t data, fi_addr_t dest, void *ctx)
 {
-	(void)e, (void)buf, (void)len, (void)desc, (void)data, (void)dest, (void)ctx;
-	return -FI_ENOSYS;
+	struct iovec v = { (void *)buf, len };
+
+	(void)desc;
+	return do_send(e, RFI_MSG, &v, 1, dest, 0, ctx,
+		       ((rfi_ep *)e)->tx_op_flags | FI_REMOTE_CQ_DATA, data);
 }
 
-static ssize_t m_no_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
-			       fi_addr_t dest)
+static ssize_t m_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest)
 {
-	(void)e, (void)buf, (void)len, (void)data, (void)dest;
-	return -FI_ENOSYS;
+	struct iovec v = { (void *)buf, len };
+
+	return do_send(e, RFI_MSG, &v, 1, dest, 0, NULL,
+		       FI_INJECT | RFI_SILENT | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_msg rfi_msg_ops = {
 	.size = sizeof(struct fi_ops_msg), .recv = m_recv, .recvv = m_recvv,
 	.recvmsg = m_recvmsg, .send = m_send, .sendv = m_sendv, .sendmsg = m_sendmsg,
-	.inject = m_inject, .senddata = m_no_senddata, .injectdata = m_no_injectdata,
+	.inject = m_inject, .senddata = m_senddata, .injectdata = m_injectdata,
 };
 
 static ssize_t t_recv(struct fid_ep *e, void *buf, size_t len, void *desc, fi_addr_t src,
@@ -821,19 +893,20 @@ static ssize_t t_send(struct fid_ep *e, const void *buf, size_t len, void *desc,
 	struct iovec v = { (void *)buf, len };
 
 	(void)desc;
-	return do_send(e, RFI_TAG, &v, 1, dest, tag, ctx, ((rfi_ep *)e)->tx_op_flags);
+	return do_send(e, RFI_TAG, &v, 1, dest, tag, ctx, ((rfi_ep *)e)->tx_op_flags, 0);
 }
 
 static ssize_t t_sendv(struct fid_ep *e, const struct iovec *iov, void **desc, size_t n,
 		       fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	(void)desc;
-	return do_send(e, RFI_TAG, iov, n, dest, tag, ctx, ((rfi_ep *)e)->tx_op_flags);
+	return do_send(e, RFI_TAG, iov, n, dest, tag, ctx, ((rfi_ep *)e)->tx_op_flags, 0);
 }
 
 static ssize_t t_sendmsg(struct fid_ep *e, const struct fi_msg_tagged *m, uint64_t flags)
 {
-	return do_send(e, RFI_TAG, m->msg_iov, m->iov_count, m->addr, m->tag, m->context, flags);
+	return do_send(e, RFI_TAG, m->msg_iov, m->iov_count, m->addr, m->tag, m->context, flags,
+		       m->data);
 }
 
 static ssize_t t_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t dest,
@@ -841,25 +914,30 @@ static ssize_t t_inject(struct fid_ep *e, const void *buf, size_t len, fi_addr_t
 {
 	struct iovec v = { (void *)buf, len };
 
-	return do_send(e, RFI_TAG, &v, 1, dest, tag, NULL, FI_INJECT);
+	return do_send(e, RFI_TAG, &v, 1, dest, tag, NULL, FI_INJECT | RFI_SILENT, 0);
 }
 
-static ssize_t t_no_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
-			     uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
+static ssize_t t_senddata(struct fid_ep *e, const void *buf, size_t len, void *desc,
+			  uint64_t data, fi_addr_t dest, uint64_t tag, void *ctx)
 {
-	(void)e, (void)buf, (void)len, (void)desc, (void)data, (void)dest, (void)tag, (void)ctx;
-	return -FI_ENOSYS;
+	struct iovec v = { (void *)buf, len };
+
+	(void)desc;
+	return do_send(e, RFI_TAG, &v, 1, dest, tag, ctx,
+		       ((rfi_ep *)e)->tx_op_flags | FI_REMOTE_CQ_DATA, data);
 }
 
-static ssize_t t_no_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
-			       fi_addr_t dest, uint64_t tag)
+static ssize_t t_injectdata(struct fid_ep *e, const void *buf, size_t len, uint64_t data,
+			    fi_addr_t dest, uint64_t tag)
 {
-	(void)e, (void)buf, (void)len, (void)data, (void)dest, (void)tag;
-	return -FI_ENOSYS;
+	struct iovec v = { (void *)buf, len };
+
+	return do_send(e, RFI_TAG, &v, 1, dest, tag, NULL,
+		       FI_INJECT | RFI_SILENT | FI_REMOTE_CQ_DATA, data);
 }
 
 struct fi_ops_tagged rfi_tagged_ops = {
 	.size = sizeof(struct fi_ops_tagged), .recv = t_recv, .recvv = t_recvv,
 	.recvmsg = t_recvmsg, .send = t_send, .sendv = t_sendv, .sendmsg = t_sendmsg,
-	.inject = t_inject, .senddata = t_no_senddata, .injectdata = t_no_injectdata,
+	.inject = t_inject, .senddata = t_senddata, .injectdata = t_injectdata,
 };

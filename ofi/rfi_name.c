@@ -35,7 +35,7 @@ void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN])
 	}
 }
 
-int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len)
+static int name_read(rfi_name *nm, const uint8_t *in, size_t len, int any_port)
 {
 	if (len < RFI_NAME_LEN || in[0] != NAME_MAGIC || in[1] != NAME_VERSION || in[3] != 0 ||
 	    in[2] == 0 || in[2] > RN_MAX_RAILS)
@@ -50,10 +50,21 @@ int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len)
 		memcpy(&ip, r, 4);
 		memcpy(&port, r + 4, 2);
 		nm->rail[i] = (rn_rail_addr){ .ip = ntohl(ip), .port = ntohs(port), .prefix = r[6] };
-		if (nm->rail[i].prefix == 0 || nm->rail[i].prefix > 32 || nm->rail[i].port == 0)
+		if (nm->rail[i].prefix == 0 || nm->rail[i].prefix > 32 ||
+		    (nm->rail[i].port == 0 && !any_port))
 			return -FI_EINVAL;
 	}
 	return 0;
+}
+
+int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len)
+{
+	return name_read(nm, in, len, 0);
+}
+
+int rfi_name_read_src(rfi_name *nm, const uint8_t *in, size_t len)
+{
+	return name_read(nm, in, len, 1);
 }
 
 void rfi_name_str(const rfi_name *nm, char *buf, size_t len)

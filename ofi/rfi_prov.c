@@ -102,7 +102,8 @@ static int fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **out, voi
 static const char *hints_refuse(const struct fi_info *h)
 {
 	if (h->caps & ~RFI_CAPS)
-		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV only)";
+		return "capabilities (FI_MSG, FI_TAGGED, FI_SOURCE, FI_DIRECTED_RECV, "
+		       "FI_REMOTE_CQ_DATA only)";
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		return "address format";
 	if (h->ep_attr) {
@@ -115,13 +116,15 @@ static const char *hints_refuse(const struct fi_info *h)
 		if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
 			return "scalable endpoints";
 	}
+	if (h->tx_attr && (h->tx_attr->op_flags & RFI_LATER_COMPLETIONS))
+		return "completion level (a send completes when it is in ri2n's send ring)";
 	if (h->tx_attr && ((h->tx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
 			   h->tx_attr->inject_size > rfi_k.inject_size ||
-			   (h->tx_attr->caps & ~RFI_CAPS)))
-		return "transmit attributes (msg_order FI_ORDER_SAS only, inject size)";
+			   h->tx_attr->iov_limit > RFI_IOV_MAX || (h->tx_attr->caps & ~RFI_CAPS)))
+		return "transmit attributes (msg_order FI_ORDER_SAS only, inject size, iov limit)";
 	if (h->rx_attr && ((h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS) ||
-			   (h->rx_attr->caps & ~RFI_CAPS)))
-		return "receive attributes (msg_order FI_ORDER_SAS only)";
+			   h->rx_attr->iov_limit > RFI_IOV_MAX || (h->rx_attr->caps & ~RFI_CAPS)))
+		return "receive attributes (msg_order FI_ORDER_SAS only, iov limit)";
 	if (h->domain_attr) {
 		const struct fi_domain_attr *d = h->domain_attr;
 
@@ -129,8 +132,10 @@ static const char *hints_refuse(const struct fi_info *h)
 			return "domain name";
 		if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
 			return "progress (FI_PROGRESS_MANUAL only)";
-		/* cq_data_size is only asked for with FI_REMOTE_CQ_DATA, which caps refuse;
-		 * mtl/ofi sets it regardless and reads our 0 as "no CQ data" */
+		if (d->cq_data_size > RFI_CQ_DATA_SIZE)
+			return "cq_data_size";
+		if (d->caps & ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM))
+			return "domain capabilities (no shared AV)";
 	}
 	if (h->fabric_attr && h->fabric_attr->name &&
 	    strcmp(h->fabric_attr->name, RFI_FABRIC_NAME) != 0)
@@ -138,7 +143,7 @@ static const char *hints_refuse(const struct fi_info *h)
 	if (h->src_addr) {
 		rfi_name nm;
 
-		if (rfi_name_read(&nm, h->src_addr, h->src_addrlen) != 0)
+		if (rfi_name_read_src(&nm, h->src_addr, h->src_addrlen) != 0)
 			return "source address (not an ri2n name)";
 	}
 	return NULL;
@@ -199,7 +204,8 @@ struct fi_info *rfi_info_new(uint32_t version, const struct fi_info *h)
 		.av_type = h && h->domain_attr ? h->domain_attr->av_type : FI_AV_UNSPEC,
 		/* before 1.5 mr_mode was an enum: "scalable" asks nothing of the application */
 		.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0,
-		.mr_key_size = sizeof(uint64_t), .cq_data_size = 0, .cq_cnt = 1024, .cntr_cnt = 1024,
+		.mr_key_size = sizeof(uint64_t), .cq_data_size = RFI_CQ_DATA_SIZE, .cq_cnt = 1024,
+		.cntr_cnt = 1024,
 		.ep_cnt = 1024, .tx_ctx_cnt = 1024, .rx_ctx_cnt = 1024, .max_ep_tx_ctx = 1,
 		.max_ep_rx_ctx = 1, .mr_iov_limit = 1, .mr_cnt = SIZE_MAX,
 		.caps = caps & (FI_LOCAL_COMM | FI_REMOTE_COMM),
@@ -219,10 +225,10 @@ static int getinfo(uint32_t version, const char *node, const char *service, uint
 	rn_rail_info rails[RN_MAX_RAILS];
 	const char *why;
 	char err[256];
+	int n, rc;
 
-	(void)node, (void)service, (void)flags;
 	*info = NULL;
-	if (rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err)) <= 0) {
+	if ((n = rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err))) <= 0) {
 		rn_info("ri2n provider: no rails: %s", err);
 		return -FI_ENODATA;
 	}
@@ -232,7 +238,14 @@ static int getinfo(uint32_t version, const char *node, const char *service, uint
 		return -FI_ENODATA;
 	}
 	*info = rfi_info_new(version, hints);
-	return *info ? 0 : -FI_ENOMEM;
+	if (!*info)
+		return -FI_ENOMEM;
+	rc = rfi_addr_fill(*info, rails, n, node, service, flags);
+	if (rc != 0) {
+		fi_freeinfo(*info);
+		*info = NULL;
+	}
+	return rc;
 }
 
 static void cleanup(void)
