@@ -30,8 +30,8 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TROOT=${RI2N_TRIXIE_ROOT:-/var/cache/ri2n/trixie}
 # what the root holds; a change to the list makes the root again
-PKGS="build-essential cmake pkg-config libsodium-dev libssl-dev libcmocka-dev openmpi-bin
-	libopenmpi-dev iproute2 nftables procps util-linux"
+PKGS="build-essential cmake pkg-config libsodium-dev libssl-dev libcmocka-dev"
+PKGS+=" openmpi-bin libopenmpi-dev iproute2 nftables procps util-linux"
 STAMP=.ri2n-root
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -77,7 +77,7 @@ mirror() {
 	echo "${m:-http://deb.debian.org/debian}"
 }
 
-root_ready() { [ -f "$TROOT/$STAMP" ] && [ "$(cat "$TROOT/$STAMP")" = "$(echo $PKGS)" ]; }
+root_ready() { [ -f "$TROOT/$STAMP" ] && [ "$(cat "$TROOT/$STAMP")" = "$PKGS" ]; }
 
 # Commands in the root, in a mount namespace of their own: its mounts go with it.
 in_root() { # SCRIPT (run by /bin/sh inside the root)
@@ -108,14 +108,14 @@ make_root() {
 	echo "deb-src $m trixie main" >"$new/etc/apt/sources.list.d/ri2n-src.list"
 	# the source package of the same Open MPI gives the headers libopenmpi-dev leaves out
 	in_root "$new" "export DEBIAN_FRONTEND=noninteractive
-		apt-get update -qq && apt-get install -y -qq --no-install-recommends $(echo $PKGS) &&
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends $PKGS &&
 		mkdir -p /opt/ompi-src && cd /opt/ompi-src && apt-get source --download-only -qq openmpi &&
 		tar -xJf openmpi_*.orig.tar.xz --strip-components=1 --wildcards \
 			'*/opal/mca/threads/pthreads/*.h' '*/opal/mca/timer/linux/*.h' &&
 		rm -f openmpi_* && apt-get clean" >>"$log" 2>&1 ||
 		{ echo "installing Open MPI 5 in the root failed: $(grep -m1 '^E:' "$log" || tail -n 1 "$log")"
 		  drop "$new"; return 1; }
-	echo $PKGS >"$new/$STAMP"
+	echo "$PKGS" >"$new/$STAMP"
 	drop "$TROOT" || return 1
 	mv "$new" "$TROOT"
 	echo "made the root in $SECONDS s"
