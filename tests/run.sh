@@ -6,8 +6,8 @@
 #   tests/run.sh               everything
 #   tests/run.sh --quick       skip the sanitizer builds
 #   tests/run.sh --ompi5       also the MPI suite against Open MPI 5 in a Debian 13 root
-#                              (tests/mpi/run_ompi5.sh: about 3 min the first time, when it
-#                              makes the root in /var/cache/ri2n, then about 1 min)
+#                              (tests/mpi/run_ompi5.sh: 1-2 min the first time, when it
+#                              makes the root in /var/cache/ri2n, then under 30 s)
 #   RI2N_SIM_SEEDS=1-200 tests/run.sh   more seeds per sim scenario
 #   RI2N_FUZZ_SECONDS=60 tests/run.sh   longer fuzz runs (default 20 s a target)
 set -euo pipefail

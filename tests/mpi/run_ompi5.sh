@@ -101,7 +101,7 @@ make_root() {
 	m=$(mirror)
 	drop "$new" || return 1
 	mkdir -p "$(dirname "$TROOT")"
-	echo "making the Debian 13 root in $TROOT from $m (once; about 2 minutes)"
+	echo "making the Debian 13 root in $TROOT from $m (once; 1-2 minutes)"
 	debootstrap --variant=minbase trixie "$new" "$m" >"$log" 2>&1 ||
 		{ echo "debootstrap failed: $(grep -m1 '^E:' "$log" || tail -n 1 "$log")"; drop "$new"; return 1; }
 	cp /etc/resolv.conf "$new/etc/resolv.conf"
