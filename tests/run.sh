@@ -19,7 +19,7 @@ for a in "$@"; do
 	case "$a" in
 	--quick) quick=1 ;;
 	--ompi5) ompi5=1 ;;
-	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) echo "tests/run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
