@@ -31,6 +31,7 @@
 #include "opal/mca/btl/btl.h"
 #include "opal/util/proc.h"
 
+#include "btl_ri2n_compat.h"
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
 #include "rn_hmon.h"
@@ -195,7 +196,7 @@ typedef struct mca_btl_ri2n_component_t {
 	opal_free_list_t frags_user;  /* no buffer: segment 1 points at the user's data */
 } mca_btl_ri2n_component_t;
 
-OPAL_MODULE_DECLSPEC extern mca_btl_ri2n_component_t mca_btl_ri2n_component;
+RI2N_COMPONENT_DECLSPEC extern mca_btl_ri2n_component_t mca_btl_ri2n_component;
 extern mca_btl_ri2n_module_t mca_btl_ri2n_module;
 
 /* ---- btl_ri2n_params.c ---- */

@@ -77,7 +77,7 @@ static uint64_t name_key(opal_process_name_t n)
 
 void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep)
 {
-	const char *host = ep->proc && ep->proc->proc_hostname ? ep->proc->proc_hostname : NULL;
+	const char *host = ep->proc ? RI2N_PROC_HOSTNAME(ep->proc) : NULL;
 
 	if (host)
 		snprintf(ep->desc, sizeof(ep->desc), "rank %u on %s (%s)", ep->name.vpid, host,

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "opal/datatype/opal_convertor.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 
 #include "btl_ri2n.h"
@@ -218,7 +217,7 @@ static int modex_publish(mca_btl_ri2n_module_t *m)
 		b.rail[i] = (modex_rail){ .ip = htonl(m->io.s[i].addr.ip),
 					  .port = htons(m->io.s[i].addr.port),
 					  .prefix = m->io.s[i].addr.prefix };
-	OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ri2n_component.super.btl_version, &b,
+	OPAL_MODEX_SEND(rc, RI2N_MODEX_GLOBAL, &mca_btl_ri2n_component.super.btl_version, &b,
 			offsetof(modex_blob, rail) + (size_t)m->io.n * sizeof(modex_rail));
 	return rc;
 }
@@ -249,7 +248,7 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 		opal_process_name_t wild = { .jobid = m->me.jobid, .vpid = OPAL_VPID_WILDCARD };
 		uint32_t *u32 = &m->job_size;
 
-		OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &wild, &u32, OPAL_UINT32);
+		OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, RI2N_MODEX_JOB_SIZE, &wild, &u32, RI2N_MODEX_UINT32);
 		if (rc != OPAL_SUCCESS)
 			m->job_size = 0;
 	}
@@ -507,9 +506,8 @@ void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int st
 /* To this process: the receive callback runs now, on the sender's segments. */
 static int self_send(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, uint8_t tag)
 {
-	mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + tag;
-
-	reg->cbfunc(&m->super, tag, &f->base, reg->cbdata);
+	ri2n_compat_deliver(&m->super, f->endpoint, tag, f->base.des_segments,
+			    f->base.des_segment_count);
 	ri2n_frag_complete(m, f, OPAL_SUCCESS);
 	return 1;
 }

@@ -158,9 +158,7 @@ static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t le
 	frame_ctx *x = arg;
 	ri2n_link *l = x->l;
 	mca_btl_ri2n_module_t *m = l->mod;
-	mca_btl_active_message_callback_t *reg;
 	mca_btl_base_segment_t seg;
-	mca_btl_base_descriptor_t des;
 	int depth;
 
 	if (type == RI2N_FT_HELLO) {
@@ -169,18 +167,15 @@ static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t le
 	}
 	m->frames_in++;
 	m->bytes_in += len;
-	reg = mca_btl_base_active_message_trigger + tag; /* tag < MCA_BTL_TAG_MAX: checked */
-	if (!reg->cbfunc) {
+	/* tag < MCA_BTL_TAG_MAX: checked */
+	if (!mca_btl_base_active_message_trigger[tag].cbfunc) {
 		rn_warn("btl_ri2n: fragment with tag %u and no receiver: dropped", tag);
 		return;
 	}
 	seg.seg_addr.pval = d;
 	seg.seg_len = len;
-	memset(&des, 0, sizeof(des));
-	des.des_segments = &seg;
-	des.des_segment_count = 1;
 	depth = ri2n_release(m);
-	reg->cbfunc(&m->super, tag, &des, reg->cbdata);
+	ri2n_compat_deliver(&m->super, l->ep, tag, &seg, 1);
 	ri2n_reacquire(m, depth);
 }
 

@@ -5,16 +5,21 @@
 #
 #   tests/run.sh               everything
 #   tests/run.sh --quick       skip the sanitizer builds
+#   tests/run.sh --ompi5       also the MPI suite against Open MPI 5 in a Debian 13 root
+#                              (tests/mpi/run_ompi5.sh: 1-2 min the first time, when it
+#                              makes the root in /var/cache/ri2n, then under 30 s)
 #   RI2N_SIM_SEEDS=1-200 tests/run.sh   more seeds per sim scenario
 #   RI2N_FUZZ_SECONDS=60 tests/run.sh   longer fuzz runs (default 20 s a target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
+ompi5=0
 for a in "$@"; do
 	case "$a" in
 	--quick) quick=1 ;;
-	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+	--ompi5) ompi5=1 ;;
+	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) echo "tests/run.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -52,6 +57,15 @@ if [ "$(id -u)" -eq 0 ]; then
 else
 	echo "not root: skipping the namespace tests"
 	record "netns" "skipped (not root)"
+fi
+
+if [ "$ompi5" -eq 1 ]; then
+	step "MPI suite against Open MPI 5 (Debian 13 root)"
+	# debootstrap makes the root (tests/mpi/run_ompi5.sh); the stage skips without it
+	if ! command -v debootstrap >/dev/null && [ "$(id -u)" -eq 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+	fi
+	run_suite "open mpi 5 (debian 13)" build -L debian13 -j1
 fi
 
 step "fuzz (${RI2N_FUZZ_SECONDS:-20} s a target)"

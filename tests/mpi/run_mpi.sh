@@ -63,8 +63,9 @@
 # (the program; built here with mpicc if unset), MPI_KEEP=1 keeps the logs,
 # RI2N_NETNS_TAG_LETTER (tests/netns/tag.sh: one letter that keeps two
 # sessions on one machine from sharing a bed).
-# Needs root (namespaces) and Open MPI 4.1 (mpirun, mpicc, ompi_info); skips
-# with status 77 otherwise.
+# Needs root (namespaces) and Open MPI 4.1 or 5.0 (mpirun, mpicc, ompi_info);
+# skips with status 77 otherwise.  run_ompi5.sh runs it against 5.0 in a
+# Debian 13 root (hostile-hello reads 4.1's OMPI_MCA_ess_base_jobid: 4.1 only).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
