@@ -38,9 +38,11 @@
  * open, after 64 left to the application.  Past it a handshake is refused
  * at once (the client's connect fails with ECONNREFUSED), counted on the
  * listener, logged (at most once a second), and the next ri2n_accept fails
- * with EMFILE; so does a socketpair the kernel refuses.
+ * with EMFILE; so does a socketpair the kernel refuses.  A connection gives
+ * its share back when the engine closes its end (close_user_end): lingering
+ * after a clean close it holds no descriptor and no ring.
  */
-static long g_conns;           /* (atomic) accepted connections alive */
+static long g_conns;           /* (atomic) accepted connections holding their descriptors */
 static long g_conn_cap = -1;
 static uint64_t g_refuse_logged_ns;
 
@@ -313,6 +315,8 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 	size_t rlen;
 	rn_accept_params ap;
 	int rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
+
+	rn_engine_churn();
 
 	if (rc == RN_LISTEN_REPLY)
 		rn_port_send_now(p, idx, from, reply, rlen);

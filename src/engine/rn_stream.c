@@ -367,6 +367,12 @@ static void close_user_end(rn_stream *st, int reset)
 	rn_fd_close(st->fd);
 	st->fd = -1;
 	st->sock->eng_fd = -1;
+	/*
+	 * what the budget counts (the engine's descriptor, the rings) is gone
+	 * or going: a lingering connection must not keep a busy server from
+	 * accepting (a second of linger at 9,000 connections a second)
+	 */
+	rn_stream_budget_give(st);
 }
 
 /*
@@ -542,6 +548,7 @@ static int user_gone(rn_stream *st)
 
 static void user_closed(rn_stream *st, uint64_t now)
 {
+	rn_engine_churn();
 	st->user_eof = 1;
 	rn_ev_del(st->rev);
 	st->rd_on = 0;

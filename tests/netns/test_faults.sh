@@ -30,7 +30,8 @@
 #               is taken because its tag names the server's rail address
 #   budget      a server allowed 2 connections (RI2N_MAX_CONNS=2): a third client is
 #               refused at once (ECONNREFUSED, not the 30 s connect timeout), the
-#               server's accept says EMFILE and its log says why, the two verified
+#               server's accept says EMFILE and its log says why, the two verified;
+#               once they closed, a fourth is admitted at once (lingering holds no budget)
 #   four-rails  4 rails, two failing at different times
 #   mesh        4 hosts, a stream between every pair, one rail's switch failing
 #   dup         duplication on one rail
@@ -269,7 +270,10 @@ budget)
 	[ $ra -eq 0 ] && [ $rb -eq 0 ] || nt_fail "the admitted streams exited $ra/$rb"
 	nt_require_verified a
 	nt_require_verified b
-	nt_ok "budget: the third client refused in $secs s, the server said EMFILE and why, the two admitted verified"
+	# closed cleanly, a and b linger (1 s) holding no descriptor: their budget is back
+	nt_send d 1 2 1M || nt_fail "a client right after two clean closes was not admitted: $(tail -n 3 "$NT_DIR/d.err")"
+	nt_require_verified d
+	nt_ok "budget: the third client refused in $secs s, the server said EMFILE and why, the two admitted verified, a fourth admitted as soon as they closed"
 	;;
 four-rails)
 	nt_init "$tag" 2 4 1gbit
