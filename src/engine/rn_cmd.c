@@ -214,6 +214,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	rn_stream *st;
 	int rc, err = 0;
 
+	rn_engine_churn();
 	if (s->kind == RN_SK_CONNECTING)
 		return -EALREADY;
 	if (s->kind != RN_SK_NEW)

@@ -269,6 +269,11 @@ struct event_base *rn_engine_base(void);
 const rn_env *rn_engine_env(void);
 /* Marks a stream to be serviced once the current batch of datagrams is done. */
 void rn_engine_dirty(struct rn_stream *st);
+/*
+ * A connection's life moved (a connect, a listener's handshake, a close): for
+ * the next RN_CHURN_SPIN_NS the engine polls before it sleeps (engine_main).
+ */
+void rn_engine_churn(void);
 /* Places the calling thread by RI2N_CPU or near the rails' NICs (hwloc). */
 void rn_place_thread(const rn_rail_info *rails, int nrails);
 
