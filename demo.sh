@@ -55,11 +55,33 @@ ip netns exec "$(tb_ns 1)" "$xfer" send "$(tb_addr 2 1)" --seconds "$secs" --qui
 sender=$!
 tb_on_exit "kill $sender 2>/dev/null"
 
-# the receiver's lines as they come, while the faults happen on schedule
-tail -n +1 -f "$out/recv.err" --pid=$server 2>/dev/null | awk '/^xfer t=/ {
-	split($2, t, "="); split($3, m, "="); split($5, r, "=");
-	printf "   %6.1f s  %7.1f Mbit/s  rails %s\n", t[2], m[2], r[2]; fflush() }
-	/^xfer event/ { print "   " $0; fflush() }' &
+# the receiver's lines as they come, while the faults happen on schedule.  Read by the
+# shell, a line at a time: mawk (Debian's awk) reads a pipe in 4 KB blocks and held
+# about 6 s of lines back, printing them after the announcements made meanwhile.
+# Rails are numbered from 1 here as in the test bed (r1, r2); ri2n-xfer's rail=N and
+# ri2n's events count from 0.
+view() {
+	local line t m r rail state cause LC_ALL=C
+	while IFS= read -r line; do
+		case $line in
+		"xfer t="*)
+			read -r _ t m _ r _ <<<"$line"
+			printf '   %6.1f s  %7.1f Mbit/s  rails %s\n' "${t#t=}" "${m#mbps=}" "${r#rails=}"
+			;;
+		"xfer event t="*" rail="*)
+			read -r _ _ t rail state _ <<<"$line"
+			cause=${line#*cause=\"}
+			printf '   %8.3f s  receiver: rail %d %s (%s)\n' "${t#t=}" $((${rail#rail=} + 1)) \
+				"$state" "${cause%\"}"
+			;;
+		"xfer event t="*)
+			read -r _ _ t _ state _ <<<"$line"
+			printf '   %8.3f s  receiver: connection %s\n' "${t#t=}" "$state"
+			;;
+		esac
+	done
+}
+tail -n +1 -f "$out/recv.err" --pid=$server 2>/dev/null | view &
 viewer=$!
 at() { # wait until S seconds after the start
 	local now
@@ -77,16 +99,24 @@ in_place() { # AFTER add|delete: when the black-hole chain was added or deleted,
 	awk -v a="$1" -v w="$2" '$1 >= a - 0.001 && $2 == w && $3 == "chain" && $6 == "bh_h1" { s = 1 }
 		s && /new generation/ { print $1; exit }' "$out/nft.log"
 }
+# announce WHAT: a line at the receiver's time (its first CSV row gives its start), so it
+# reads between the receiver's 100 ms lines before and after it
+announce() {
+	local now t0r
+	now=$("$xfer" clock)
+	t0r=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$out/recv.csv")
+	awk -v n="$now" -v t0="$t0r" -v w="$1" 'BEGIN { printf "   %8.3f s  >>> %s\n", n - t0, w }'
+}
 at "$fail_at"
 tf=$("$xfer" clock)
 tb_fault blackhole 1 1 on
 tf_end=$("$xfer" clock)
-echo "   >>> rail 1 of host 1 silently black-holed (link up, every packet dropped)"
+announce "rail 1 of host 1 silently black-holed (link up, every packet dropped)"
 at "$heal_at"
 th=$("$xfer" clock)
 tb_fault blackhole 1 1 off
 th_end=$("$xfer" clock)
-echo "   >>> rail 1 healed"
+announce "rail 1 healed"
 wait $sender
 src=$?
 wait $server
@@ -104,6 +134,7 @@ summary=$(awk -F, -v t0="$t0r" -v tf="$tf" -v th="$th" '
 	}
 	END { printf "%.0f %.0f %.0f %.0f", nb ? b / nb : 0, nd ? d / nd : 0, na ? a / na : 0, mind }' "$out/recv.csv")
 read -r before during after mindur <<<"$summary"
+# ri2n-xfer's rail=0 is ri2n's rail index 0: the test bed's rail 1 (r1)
 event_after() { # FILE STATE AFTER: first "xfer event rail=0 STATE" at or after a time
 	awk -v s="$2" -v t0="$3" -v after="$4" '$1 == "xfer" && $2 == "event" && $4 == "rail=0" && $5 == s {
 		split($3, a, "="); m = t0 + a[2]; if (m >= after - 0.05) { printf "%.6f", m; exit } }' "$1"

@@ -1,7 +1,7 @@
 /*
  * ri2n-stat - what every ri2n process on this machine is doing.
  *
- *   ri2n-stat [--json] [--watch] [--pid N] [--dir DIR]
+ *   ri2n-stat [--json | --prometheus[=conns]] [--watch] [--pid N] [--dir DIR]
  *
  * Reads the snapshots ri2n processes publish (every 250 ms, see
  * docs/OPERATIONS.md) from /run/ri2n, /run/user/<uid>/ri2n, /tmp/ri2n-<uid>
@@ -9,7 +9,10 @@
  * that nobody else may write),
  * skips those of processes that are gone, and prints each process, its
  * listeners and connections, and per rail: addresses, state, counters, and
- * the last state change with its cause.  --json prints the same as JSON;
+ * the last state change with its cause (rails numbered from 1, as the test
+ * bed's r1, r2; the snapshot's and JSON's "index" count from 0).  --json
+ * prints the same as JSON; --prometheus the counters in Prometheus' text
+ * format (ri2n-stat-prom.c);
  * --watch redraws the table every second.  It only reads files: the
  * processes it looks at are not disturbed.
  */
@@ -24,16 +27,7 @@
 #include <unistd.h>
 
 #include "rn_knobs.h" /* the variable's name and defaults only: no link */
-
-#define MAXF 64  /* fields per record */
-
-/* One "kind key=value ..." line. */
-typedef struct rec {
-	char kind[16];
-	int n;
-	char key[MAXF][32];
-	char val[MAXF][128];
-} rec;
+#include "ri2n-stat.h"
 
 static int parse_line(char *line, rec *r)
 {
@@ -75,7 +69,7 @@ static int parse_line(char *line, rec *r)
 	return 0;
 }
 
-static const char *get(const rec *r, const char *k)
+const char *stat_get(const rec *r, const char *k)
 {
 	for (int i = 0; i < r->n; i++)
 		if (strcmp(r->key[i], k) == 0)
@@ -83,16 +77,14 @@ static const char *get(const rec *r, const char *k)
 	return "";
 }
 
-static long long num(const rec *r, const char *k)
+long long stat_num(const rec *r, const char *k)
 {
-	return strtoll(get(r, k), NULL, 10);
+	return strtoll(stat_get(r, k), NULL, 10);
 }
 
-/* A snapshot file read whole. */
-typedef struct snap {
-	rec *r;
-	int n;
-} snap;
+/* the short names the printers below use */
+#define get stat_get
+#define num stat_num
 
 /* Is the process alive, and the same one that wrote the file? */
 static int alive(int pid, const char *start)
@@ -208,7 +200,7 @@ static void print_table(const snap *s)
 			if (num(r, "changed_ms_ago") >= 0)
 				snprintf(since, sizeof(since), "%.1f s ago: %s",
 					 num(r, "changed_ms_ago") / 1000.0, get(r, "cause"));
-			printf("    %-4s %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", get(r, "index"),
+			printf("    %-4lld %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", num(r, "index") + 1,
 			       get(r, "local"), get(r, "remote"), get(r, "state"), a, b, c, d,
 			       get(r, "retransmits"), get(r, "lost"), since);
 			if (num(r, "mtu_holes") > 0)
@@ -300,7 +292,7 @@ static void print_json(snap *all, int n)
 
 static void print_usage(FILE *f)
 {
-	fprintf(f, "usage: ri2n-stat [--json] [--watch] [--pid N] [--dir DIR]\n"
+	fprintf(f, "usage: ri2n-stat [--json | --prometheus[=conns]] [--watch] [--pid N] [--dir DIR]\n"
 		   "       ri2n-stat --help | --version\n");
 }
 
@@ -372,13 +364,17 @@ static int collect(snap *out, int max, const char *only_dir, int want_pid)
 
 int main(int argc, char **argv)
 {
-	int json = 0, watch = 0, pid = 0;
+	int json = 0, watch = 0, pid = 0, prom = 0;
 	const char *dir = NULL;
 	static snap snaps[256];
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
+		else if (!strcmp(argv[i], "--prometheus"))
+			prom = 1;
+		else if (!strcmp(argv[i], "--prometheus=conns"))
+			prom = 2;
 		else if (!strcmp(argv[i], "--watch"))
 			watch = 1;
 		else if (!strcmp(argv[i], "--pid") && i + 1 < argc)
@@ -397,9 +393,11 @@ int main(int argc, char **argv)
 	for (;;) {
 		int n = collect(snaps, 256, dir, pid);
 
-		if (watch && !json)
+		if (watch && !json && !prom)
 			printf("\033[H\033[2J");
-		if (json) {
+		if (prom) {
+			stat_print_prometheus(snaps, n, prom == 2);
+		} else if (json) {
 			print_json(snaps, n);
 		} else {
 			if (n == 0)

@@ -2,7 +2,9 @@
 # Installs ri2n into a scratch prefix, builds tests/install/contract.c the ways
 # a user would (only <ri2n.h> and `pkg-config --cflags --libs ri2n`; a CMake
 # project with find_package(ri2n CONFIG), against libri2n.so and libri2n.a),
-# and runs it between two namespaces over two rails shaped to 1 Gbit/s: 512 MiB
+# checks the installed programs and ri2n-run's shim run from the prefix (and from a copy of
+# it elsewhere) with no LD_LIBRARY_PATH, and runs the contract program between two
+# namespaces over two rails shaped to 1 Gbit/s: 512 MiB
 # with every word checked, then an 8-byte ping-pong, also statically linked.
 # Prints the figures.
 #   tests/install/test_install.sh BUILD_DIR     (root; 77 = skipped)
@@ -16,6 +18,27 @@ for f in lib/libri2n.so lib/libri2n.a include/ri2n.h lib/pkgconfig/ri2n.pc \
 done
 soname=$(readelf -d "$prefix/lib/libri2n.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = libri2n.so.0 ] || nt_fail "SONAME is '$soname'"
+# An install runs where it is, moved or not, with no LD_LIBRARY_PATH: the programs carry a run
+# path relative to themselves ($ORIGIN/../lib), and ri2n-run finds and loads its shim
+cp -a "$prefix" "$NT_DIR/moved"
+for p in "$prefix" "$NT_DIR/moved"; do
+	for b in ri2n-xfer ri2n-stat ri2n-pingpong ri2n-conns ri2n-churn ri2n-run; do
+		out=$(env -u LD_LIBRARY_PATH "$p/bin/$b" --version 2>&1) ||
+			nt_fail "$p/bin/$b --version fails: $out"
+	done
+	for f in "$p"/bin/* "$p"/lib/*.so "$p"/lib/*/*.so; do
+		[ -L "$f" ] || ! head -c 4 "$f" | grep -q ELF && continue
+		deps=$(env -u LD_LIBRARY_PATH ldd "$f" 2>&1)
+		! grep -q "not found" <<<"$deps" || nt_fail "$f: $(grep "not found" <<<"$deps")"
+	done
+	deps=$(env -u LD_LIBRARY_PATH ldd "$p/bin/ri2n-xfer")
+	grep -q "libri2n.so.0 => $p/bin/../lib/libri2n.so.0" <<<"$deps" || nt_fail "$p/bin/ri2n-xfer does not use its own libri2n: $deps"
+	# the shim mapped in the program ri2n-run starts
+	out=$(env -u LD_LIBRARY_PATH -u RI2N_RUN_LIB "$p/bin/ri2n-run" sh -c 'cat /proc/$$/maps' 2>&1)
+	grep -q "$p/lib/ri2n/libri2n-run.so" <<<"$out" ||
+		nt_fail "ri2n-run in $p did not load its shim: $(grep -i "error\|ri2n" <<<"$out" | head -n 3)"
+done
+nt_note "installed and moved: the programs and ri2n-run's shim run with no LD_LIBRARY_PATH"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
 cc -O2 -Wall -Werror -o "$NT_DIR/contract" "$NT_ROOT/tests/install/contract.c" \
