@@ -66,3 +66,19 @@ out=$(RI2N_CONF=/dev/null "$info" 2>"$dir/err") || fail "RI2N_CONF=/dev/null is 
 echo "$out" | grep -q '^configuration file: none (none)$' || fail "RI2N_CONF=/dev/null: $out"
 [ ! -s "$dir/err" ] || fail "RI2N_CONF=/dev/null printed: $(cat "$dir/err")"
 echo "ok: a missing or untrusted file is reported and ignored; /dev/null is none"
+
+# etc/ri2n.conf (every knob commented out at its default): read cleanly, and with its
+# number lines uncommented every knob keeps its default, now from its line of the file
+example=$(dirname "$0")/../etc/ri2n.conf
+cp "$example" "$dir/example.conf" && chmod 644 "$dir/example.conf"
+out=$(RI2N_CONF=$dir/example.conf "$info" 2>"$dir/err") || fail "etc/ri2n.conf: ri2n-info exited $?"
+[ ! -s "$dir/err" ] || fail "etc/ri2n.conf: $(cat "$dir/err")"
+sed -E 's/^#(RI2N_[A-Z0-9_]+ = -?[0-9]+)$/\1/' "$example" >"$dir/example.conf"
+before=$(RI2N_CONF=/dev/null "$info" | awk 'NR > 2 { print $1, $2 }')
+out=$(RI2N_CONF=$dir/example.conf "$info" 2>"$dir/err") || fail "etc/ri2n.conf uncommented: exited $?"
+[ ! -s "$dir/err" ] || fail "etc/ri2n.conf uncommented: $(cat "$dir/err")"
+[ "$(echo "$out" | awk 'NR > 2 { print $1, $2 }')" = "$before" ] ||
+	fail "etc/ri2n.conf's values are not the defaults: $out"
+n=$(echo "$out" | grep -c " $dir/example.conf:[0-9]*\$")
+[ "$n" -ge 18 ] || fail "etc/ri2n.conf uncommented sets only $n knobs: $out"
+echo "ok: etc/ri2n.conf reads cleanly; its $n numbers are the defaults"

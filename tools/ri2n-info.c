@@ -106,10 +106,11 @@ static int print_one(const char *name, const rn_config *cfg, const rn_knob_from 
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: ri2n-info [--knob NAME]\n"
+	fprintf(f, "usage: ri2n-info [--knob NAME] | --help | --version\n"
 		   "  every ri2n knob: its effective value and where it comes from (default,\n"
 		   "  the configuration file's file:line, or the environment)\n"
 		   "  --knob NAME   only that knob (RI2N_MTU, or MTU)\n"
+		   "  --help        this text\n"
 		   "  --version     the version\n"
 		   "configuration file: $RI2N_CONF, else " RN_CONF_PATH "\n");
 	return rc;
