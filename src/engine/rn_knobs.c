@@ -165,10 +165,11 @@ int rn_proc_int(int which, int64_t *v)
 		static int warned[RN_PROC__COUNT]; /* once per variable, not per call */
 		char where[160];
 
-		knob_where(k->env, s, where, sizeof(where));
-		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED))
+		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED)) {
+			knob_where(k->env, s, where, sizeof(where));
 			rn_warn("%s is not valid (an integer from %lld to %lld); keeping the default",
 				where, (long long)k->lo, (long long)k->hi);
+		}
 		return -1;
 	}
 	*v = n;
