@@ -27,6 +27,7 @@ RI2N_RAILS = r1,r2
 RI2N_STAT_MS = 1000
 RI2N_BOGUS = 1
 RI2N_FAIL_WINDOW = 1
+FI_RI2N_INJECT_SIZE = 1024
 CONF
 chmod 644 "$conf"
 unset RI2N_HEARTBEAT_MS RI2N_DEAD_PEER_MS RI2N_RAILS RI2N_STAT_MS RI2N_FAIL_WINDOW RI2N_KEEPALIVE_MS
@@ -41,8 +42,11 @@ row "$out" RI2N_STAT_MS 1000 "$conf:5"
 row "$out" RI2N_FAIL_WINDOW 100 default # its line is bad
 row "$out" RI2N_MTU 1500 default
 row "$out" RI2N_KEY none default
+row "$out" FI_RI2N_INJECT_SIZE 1024 "$conf:8"
+row "$out" FI_RI2N_LINGER_MS 2000 default
 n=$(echo "$out" | grep -c '^RI2N_')
 [ "$n" -ge 20 ] || fail "only $n knobs listed"
+[ "$(echo "$out" | grep -c '^FI_RI2N_')" -ge 5 ] || fail "the provider's parameters are not listed"
 grep -q "$conf:6: RI2N_BOGUS: unknown knob" "$dir/err" || fail "bad line 6 not reported: $(cat "$dir/err")"
 grep -q "$conf:7: RI2N_FAIL_WINDOW: 1 is not an integer from 2" "$dir/err" ||
 	fail "bad line 7 not reported: $(cat "$dir/err")"
@@ -73,7 +77,7 @@ example=$(dirname "$0")/../etc/ri2n.conf
 cp "$example" "$dir/example.conf" && chmod 644 "$dir/example.conf"
 out=$(RI2N_CONF=$dir/example.conf "$info" 2>"$dir/err") || fail "etc/ri2n.conf: ri2n-info exited $?"
 [ ! -s "$dir/err" ] || fail "etc/ri2n.conf: $(cat "$dir/err")"
-sed -E 's/^#(RI2N_[A-Z0-9_]+ = -?[0-9]+)$/\1/' "$example" >"$dir/example.conf"
+sed -E 's/^#((FI_)?RI2N_[A-Z0-9_]+ = -?[0-9]+)$/\1/' "$example" >"$dir/example.conf"
 before=$(RI2N_CONF=/dev/null "$info" | awk 'NR > 2 { print $1, $2 }')
 out=$(RI2N_CONF=$dir/example.conf "$info" 2>"$dir/err") || fail "etc/ri2n.conf uncommented: exited $?"
 [ ! -s "$dir/err" ] || fail "etc/ri2n.conf uncommented: $(cat "$dir/err")"

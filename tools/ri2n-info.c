@@ -8,9 +8,13 @@
  *
  *   ri2n-info [--knob NAME] [--version] [--help]
  */
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "rfi_knob_list.h"
 #include "rn_conf.h"
 #include "rn_knobs.h"
 
@@ -28,7 +32,7 @@ static void print_row(const char *env, const char *value, int from, int line)
 		snprintf(where, sizeof(where), "%s:%d", rn_conf_path(), line);
 	else
 		snprintf(where, sizeof(where), "default");
-	printf("%-24s %-24s %s\n", env, value, where);
+	printf("%-27s %-24s %s\n", env, value, where);
 }
 
 /* Connection knob i: the value rn_knobs_apply leaves, as the user writes it. */
@@ -69,7 +73,7 @@ static void print_proc(size_t i)
 			print_row(k->env, s, from, line);
 			return;
 		}
-		printf("%-24s %-24s default (", k->env, "-");
+		printf("%-27s %-24s default (", k->env, "-");
 		for (const char *c = k->shown; *c; c++) /* docs/CONFIG.md's Markdown, less its quotes */
 			if (*c != '`')
 				putchar(*c);
@@ -78,12 +82,57 @@ static void print_proc(size_t i)
 	}
 }
 
-/* The row named `name` (RI2N_MTU or MTU, any case); 1 if there is none. */
+/*
+ * The libfabric provider's parameter FI_RI2N_<name>: libfabric reads the
+ * environment, the provider the file when libfabric has nothing
+ * (ofi/rfi_prov.c); TEXT rows have no default but `shown`.
+ */
+static void print_ofi(const char *name, int is_int, const char *shown, char *env, size_t n)
+{
+	const char *s;
+	int line = 0, from;
+
+	snprintf(env, n, "FI_RI2N_");
+	for (size_t i = strlen(env); *name && i + 1 < n; name++, i++) {
+		env[i] = (char)toupper((unsigned char)*name);
+		env[i + 1] = '\0';
+	}
+	from = rn_knob_origin(env, &line);
+	s = from == RN_FROM_ENV ? getenv(env) : rn_conf_get(env, NULL);
+	if (s)
+		print_row(env, s, from, line);
+	else if (is_int) /* the shown default of a number is the number */
+		print_row(env, shown, RN_FROM_DEFAULT, 0);
+	else
+		printf("%-27s %-24s default (%s)\n", env, "-", shown);
+}
+
+/* Every FI_RI2N_* row, or only `one`'s (1 when it is not one of them). */
+static int print_ofi_rows(const char *one)
+{
+	char env[64];
+	int found = 0;
+
+#define OFI_PRINT(name, field, type, def, hi, scale, shown, doc)                  \
+	if (!one || strcasecmp(one, "FI_RI2N_" #name) == 0) {                     \
+		print_ofi(#name, OFI_IS_##type, shown, env, sizeof(env));         \
+		found = 1;                                                        \
+	}
+#define OFI_IS_INT 1
+#define OFI_IS_TEXT 0
+	RFI_KNOB_LIST(OFI_PRINT)
+#undef OFI_PRINT
+	return !found;
+}
+
+/* The row named `name` (RI2N_MTU or MTU, any case; FI_RI2N_*); 1 if there is none. */
 static int print_one(const char *name, const rn_config *cfg, const rn_knob_from *from)
 {
 	char env[64];
 	size_t n = 0;
 
+	if (strncasecmp(name, "FI_RI2N_", 8) == 0 && print_ofi_rows(name) == 0)
+		return 0;
 	if (strncasecmp(name, "RI2N_", 5) == 0)
 		name += 5;
 	n = (size_t)snprintf(env, sizeof(env), "RI2N_");
@@ -109,7 +158,7 @@ static int usage(FILE *f, int rc)
 	fprintf(f, "usage: ri2n-info [--knob NAME] | --help | --version\n"
 		   "  every ri2n knob: its effective value and where it comes from (default,\n"
 		   "  the configuration file's file:line, or the environment)\n"
-		   "  --knob NAME   only that knob (RI2N_MTU, or MTU)\n"
+		   "  --knob NAME   only that knob (RI2N_MTU, or MTU; FI_RI2N_INJECT_SIZE)\n"
 		   "  --help        this text\n"
 		   "  --version     the version\n"
 		   "configuration file: $RI2N_CONF, else " RN_CONF_PATH "\n");
@@ -140,10 +189,11 @@ int main(int argc, char **argv)
 		return print_one(one, &cfg, from);
 	printf("configuration file: %s (%s)\n", *rn_conf_path() ? rn_conf_path() : "none",
 	       rn_conf_state());
-	printf("%-24s %-24s %s\n", "knob", "value", "from");
+	printf("%-27s %-24s %s\n", "knob", "value", "from");
 	for (size_t i = 0; i < RN_KNOB__COUNT; i++)
 		print_conn(i, &cfg, from);
 	for (size_t i = 0; i < RN_PROC__COUNT; i++)
 		print_proc(i);
+	print_ofi_rows(NULL);
 	return 0;
 }

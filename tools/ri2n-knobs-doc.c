@@ -72,6 +72,9 @@ static void print_proc(void)
 	}
 }
 
+#define OFI_IS_INT 1 /* the type of a row of RFI_KNOB_LIST */
+#define OFI_IS_TEXT 0
+
 /* The libfabric provider's parameters, FI_RI2N_<NAME> in the environment. */
 static void print_ofi_row(const char *name, int is_int, const char *shown, int hi, const char *doc)
 {
@@ -92,8 +95,6 @@ static void print_ofi(void)
 	printf("|---|---|---|---|\n");
 #define OFI_ROW(name, field, type, def, hi, scale, shown, doc) \
 	print_ofi_row(#name, OFI_IS_##type, shown, hi, doc);
-#define OFI_IS_INT 1
-#define OFI_IS_TEXT 0
 	RFI_KNOB_LIST(OFI_ROW)
 #undef OFI_ROW
 }
@@ -122,6 +123,24 @@ static void print_comment(const char *text)
 		printf("\n");
 		p = *brk ? brk + 1 : brk;
 	}
+}
+
+/* One FI_RI2N_<NAME> parameter in the configuration file, commented out. */
+static void print_conf_ofi(const char *name, int is_int, int def, const char *shown,
+			   const char *doc)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "%s (default: %s)", doc, shown);
+	printf("\n");
+	print_comment(line);
+	printf("#FI_RI2N_");
+	for (const char *c = name; *c; c++)
+		putchar(toupper((unsigned char)*c));
+	if (is_int)
+		printf(" = %d\n", def);
+	else
+		printf(" =\n");
 }
 
 /* A configuration file (rn_conf.c reads it) listing every knob, each commented out. */
@@ -164,6 +183,13 @@ static void print_conf(void)
 		else
 			printf("#%s =\n", k->env);
 	}
+	printf("\n");
+	print_comment("The libfabric provider's parameters (docs/OFI.md): libfabric's "
+		      "environment wins over these lines.");
+#define OFI_CONF(name, field, type, def, hi, scale, shown, doc) \
+	print_conf_ofi(#name, OFI_IS_##type, def, shown, doc);
+	RFI_KNOB_LIST(OFI_CONF)
+#undef OFI_CONF
 }
 
 /* Every option at level RI2N_SOL the tables know, one name a line. */

@@ -16,16 +16,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rfi_knob_list.h"
 #include "rn_conf.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_sys.h"
 
-/* Every knob the file may name: the connection's, then the process's. */
-#define CONF_N (RN_KNOB__COUNT + RN_PROC__COUNT)
+/*
+ * The libfabric provider's parameters (ofi/rfi_knob_list.h), FI_RI2N_<NAME>:
+ * its name in lower case, whether a number, and its largest.
+ */
+typedef struct ofi_row {
+	const char *name;
+	int is_int, hi;
+} ofi_row;
+#define OFI_IS_INT 1
+#define OFI_IS_TEXT 0
+#define OFI_ROW(name, field, type, def, hi, scale, shown, doc) { #name, OFI_IS_##type, hi },
+static const ofi_row ofi_rows[] = { RFI_KNOB_LIST(OFI_ROW) };
+#undef OFI_ROW
+#define OFI_N ((int)(sizeof(ofi_rows) / sizeof(*ofi_rows)))
+#define OFI_PREFIX "FI_RI2N_"
+
+/* Every knob the file may name: the connection's, the process's, the provider's. */
+#define CONF_N (RN_KNOB__COUNT + RN_PROC__COUNT + OFI_N)
+#define CONF_OFI (RN_KNOB__COUNT + RN_PROC__COUNT) /* the provider's first */
 #define CONF_MSGS 8 /* lines reported; past them, how many more */
 
 static struct {
@@ -40,16 +59,21 @@ static struct {
 } g;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static const char *conf_name(int i)
-{
-	return i < RN_KNOB__COUNT ? rn_knobs[i].env : rn_proc_knobs[i - RN_KNOB__COUNT].env;
-}
-
 static int conf_index(const char *env)
 {
-	for (int i = 0; i < CONF_N; i++)
-		if (strcmp(conf_name(i), env) == 0)
+	size_t np = strlen(OFI_PREFIX);
+
+	for (int i = 0; i < RN_KNOB__COUNT; i++)
+		if (strcmp(rn_knobs[i].env, env) == 0)
 			return i;
+	for (int i = 0; i < RN_PROC__COUNT; i++)
+		if (strcmp(rn_proc_knobs[i].env, env) == 0)
+			return RN_KNOB__COUNT + i;
+	if (strncmp(env, OFI_PREFIX, np) != 0 || strpbrk(env, "abcdefghijklmnopqrstuvwxyz"))
+		return -1; /* upper case only, as libfabric's variables */
+	for (int i = 0; i < OFI_N; i++)
+		if (strcasecmp(ofi_rows[i].name, env + np) == 0)
+			return CONF_OFI + i;
 	return -1;
 }
 
@@ -82,6 +106,9 @@ static const char *check_value(int i, const char *s, char *why)
 
 	if (!*s)
 		return "no value";
+	if (i >= CONF_OFI)
+		return ofi_rows[i - CONF_OFI].is_int ? int_why(s, 0, ofi_rows[i - CONF_OFI].hi, why)
+						      : NULL;
 	if (i < RN_KNOB__COUNT)
 		return int_why(s, rn_knobs[i].lo, rn_knobs[i].hi, why);
 	p = &rn_proc_knobs[i - RN_KNOB__COUNT];

@@ -102,6 +102,13 @@ static void test_conf_lines(void **state)
 		{ "RI2N_STAT_MS = -5", RN_CONF_BAD, "RI2N_STAT_MS", "-5", "from 0 to 3600000" },
 		{ "RI2N_LOG = loud", RN_CONF_BAD, "RI2N_LOG", "loud", "debug, info" },
 		{ "RI2N_KEY = 0011", RN_CONF_BAD, "RI2N_KEY", "0011", "RI2N_KEY_FILE" },
+		/* the libfabric provider's parameters (ofi/rfi_knob_list.h) */
+		{ "FI_RI2N_INJECT_SIZE = 1024", RN_CONF_SET, "FI_RI2N_INJECT_SIZE", "1024", NULL },
+		{ "FI_RI2N_RAILS = r1", RN_CONF_SET, "FI_RI2N_RAILS", "r1", NULL },
+		{ "FI_RI2N_INJECT_SIZE = -1", RN_CONF_BAD, "FI_RI2N_INJECT_SIZE", "-1", "from 0 to" },
+		{ "FI_RI2N_Inject_Size = 1", RN_CONF_BAD, NULL, NULL, "not NAME = value" },
+		{ "FI_RI2N_NOPE = 1", RN_CONF_BAD, "FI_RI2N_NOPE", "1", "unknown knob" },
+		{ "FI_PROVIDER = ri2n", RN_CONF_BAD, "FI_PROVIDER", "ri2n", "unknown knob" },
 	};
 
 	(void)state;
