@@ -50,6 +50,7 @@ static const ofi_row ofi_rows[] = { RFI_KNOB_LIST(OFI_ROW) };
 static struct {
 	int loaded;             /* atomic: the rest is written before it is 1 */
 	int key_refused;
+	int nset;               /* knobs the file sets: none, no lookup */
 	char path[256];
 	char state[160];
 	char *val[CONF_N];
@@ -221,6 +222,7 @@ static void parse_all(char *buf)
 			i = conf_index(name);
 			if (g.val[i])
 				note("%s:%d: %s set again; this line wins", g.path, n, name);
+			g.nset += !g.val[i];
 			free(g.val[i]);
 			g.val[i] = strdup(value);
 			g.line[i] = n;
@@ -320,9 +322,12 @@ static void ensure_loaded(void)
 
 const char *rn_conf_get(const char *env, int *line)
 {
-	int i = conf_index(env);
+	int i;
 
 	ensure_loaded();
+	if (!g.nset) /* no file, the usual case: as cheap as before there was one */
+		return NULL;
+	i = conf_index(env);
 	if (i < 0 || !g.val[i])
 		return NULL;
 	if (line)
