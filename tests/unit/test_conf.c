@@ -360,6 +360,8 @@ static void test_conf_key(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	if (*g_path)
+		unlink(g_path); /* also after a failed assertion */
 	unsetenv("RI2N_CONF");
 	rn_conf_reset();
 	return 0;
