@@ -2,6 +2,7 @@
  * rfi_prov.c - the provider's entry point (fi_prov_ini), its knobs,
  * fi_getinfo and the fabric object (its event queue: rfi_eq.c).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "ri2n.h"
 #include "rfi.h"
+#include "rn_conf.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 
@@ -263,14 +265,33 @@ struct fi_provider rfi_prov = {
 
 /* ---- knobs ---- */
 
+/*
+ * Parameter `name` as the system configuration file sets it, FI_RI2N_<NAME>
+ * (rn_conf.h), for one libfabric's environment leaves unset: the
+ * environment wins over the file.
+ */
+static const char *knob_conf(const char *name)
+{
+	char env[64];
+	size_t n = (size_t)snprintf(env, sizeof(env), "FI_RI2N_");
+
+	for (; *name && n + 1 < sizeof(env); name++)
+		env[n++] = (char)toupper((unsigned char)*name);
+	env[n] = '\0';
+	return rn_conf_get(env, NULL);
+}
+
 /* An INT row of rfi_knob_list.h: negative or unset, its default; at most hi. */
 static void knob_INT(const char *name, const char *doc, const char *shown, int def, int hi,
 		     uint64_t scale, uint64_t *out)
 {
 	int v = def;
+	const char *s;
 
 	fi_param_define(&rfi_prov, name, FI_PARAM_INT, "%s (default %s)", doc, shown);
-	if (fi_param_get_int(&rfi_prov, name, &v) != 0 || v < 0)
+	if (fi_param_get_int(&rfi_prov, name, &v) != 0)
+		v = (s = knob_conf(name)) != NULL ? atoi(s) : def; /* the file checked its range */
+	if (v < 0)
 		v = def;
 	*out = (uint64_t)(v > hi ? hi : v) * scale;
 }
@@ -283,7 +304,7 @@ static void knob_TEXT(const char *name, const char *doc, const char *shown, int 
 
 	(void)def, (void)hi, (void)scale;
 	fi_param_define(&rfi_prov, name, FI_PARAM_STRING, "%s (default: %s)", doc, shown);
-	*out = fi_param_get_str(&rfi_prov, name, &s) == 0 && s && *s ? s : NULL;
+	*out = fi_param_get_str(&rfi_prov, name, &s) == 0 && s && *s ? s : knob_conf(name);
 }
 
 static void knobs_read(void)

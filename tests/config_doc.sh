@@ -9,7 +9,9 @@
 #    src/engine/rn_knobs.h), and so is docs/OFI.md's ofi-knobs table
 #    (ofi/rfi_knob_list.h);
 #  - the options of include/ri2n.h's enum ri2n_option are the tables' socket
-#    options, no more and no fewer.
+#    options, no more and no fewer;
+#  - etc/ri2n.conf, the system configuration file listing every knob at its
+#    default, is the one ri2n-knobs-doc prints (`conf`).
 # Exit 1 naming what disagrees.  --update rewrites the tables in the docs.
 #
 #   tests/config_doc.sh [REPO_ROOT [RI2N_KNOBS_DOC [--update]]]
@@ -51,7 +53,16 @@ if [ -n "$gen" ]; then
 		fi
 	done
 	doc=$root/docs/CONFIG.md
-	[ "${3:-}" != --update ] || { echo "updated docs/CONFIG.md and docs/OFI.md"; exit 0; }
+	if [ "${3:-}" = --update ]; then
+		"$gen" conf >"$root/etc/ri2n.conf"
+		echo "updated docs/CONFIG.md, docs/OFI.md and etc/ri2n.conf"
+		exit 0
+	fi
+	if ! diff -u "$root/etc/ri2n.conf" <("$gen" conf); then
+		echo "FAIL: etc/ri2n.conf is not the code's (tests/config_doc.sh ROOT"
+		echo "      <build>/tools/ri2n-knobs-doc --update rewrites it)"
+		exit 1
+	fi
 	# the socket options: include/ri2n.h's enum ri2n_option holds exactly the tables' ones
 	header=$root/include/ri2n.h
 	enum=$(awk '/^enum ri2n_option[[:space:]]*\{/ { on = 1; next } on && /^\};/ { on = 0 }

@@ -1,6 +1,8 @@
 /*
- * rn_knobs.c - environment variables and socket options, from the table of
- * knobs (src/core/rn_knob_list.h).
+ * rn_knobs.c - environment variables, the configuration file's lines
+ * (rn_conf.c) and socket options, from the table of knobs
+ * (src/core/rn_knob_list.h).  Every knob's text is read here: the
+ * environment's when set and not empty, else the file's.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <sodium/utils.h>
 
 #include "ri2n.h"
+#include "rn_conf.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_sys.h"
@@ -99,12 +102,39 @@ const char *rn_knob_unit(const rn_knob *k)
 	}
 }
 
+/* Knob env's text: the environment's when set and not empty, else the file's. */
+static const char *knob_text(const char *env)
+{
+	const char *s = getenv(env);
+
+	return s && *s ? s : rn_conf_get(env, NULL);
+}
+
+int rn_knob_origin(const char *env, int *line)
+{
+	const char *s = getenv(env);
+
+	if (s && *s)
+		return RN_FROM_ENV;
+	return rn_conf_get(env, line) ? RN_FROM_FILE : RN_FROM_DEFAULT;
+}
+
+/* "RI2N_X=v" or "<file>:<line>: RI2N_X = v", for a warning about a bad value. */
+static void knob_where(const char *env, const char *s, char *buf, size_t n)
+{
+	int line = 0;
+
+	if (rn_knob_origin(env, &line) == RN_FROM_FILE)
+		snprintf(buf, n, "%s:%d: %s = %s", rn_conf_path(), line, env, s);
+	else
+		snprintf(buf, n, "%s=%s", env, s);
+}
+
 const char *rn_knob_env(int opt)
 {
 	const rn_knob *k = rn_knob_find(opt);
-	const char *s = k ? getenv(k->env) : NULL;
 
-	return s && *s ? s : NULL;
+	return k ? knob_text(k->env) : NULL;
 }
 
 #define PROC_OPT_SOL(NAME) RI2N_##NAME /* a row without its enum value does not compile */
@@ -116,9 +146,7 @@ const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT] = { RN_PROC_LIST(PROC_ROW) };
 
 const char *rn_proc_text(int which)
 {
-	const char *s = getenv(rn_proc_knobs[which].env);
-
-	return s && *s ? s : NULL;
+	return knob_text(rn_proc_knobs[which].env);
 }
 
 int rn_proc_int(int which, int64_t *v)
@@ -135,10 +163,13 @@ int rn_proc_int(int which, int64_t *v)
 	n = strtoll(s, &end, 10);
 	if (errno || *end || n < k->lo || n > k->hi) {
 		static int warned[RN_PROC__COUNT]; /* once per variable, not per call */
+		char where[160];
 
-		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED))
-			rn_warn("%s=%s is not valid (an integer from %lld to %lld); keeping the default",
-				k->env, s, (long long)k->lo, (long long)k->hi);
+		if (!__atomic_exchange_n(&warned[which], 1, __ATOMIC_RELAXED)) {
+			knob_where(k->env, s, where, sizeof(where));
+			rn_warn("%s is not valid (an integer from %lld to %lld); keeping the default",
+				where, (long long)k->lo, (long long)k->hi);
+		}
 		return -1;
 	}
 	*v = n;
@@ -153,24 +184,36 @@ int64_t rn_proc_get(int which)
 	return v;
 }
 
-void rn_knobs_from_env(rn_config *cfg)
+void rn_knobs_apply(rn_config *cfg, rn_knob_from *from)
 {
 	/* in the table's order: MTU first, buffer sizes are counted in packets of that size */
 	for (size_t i = 0; i < RN_KNOB__COUNT; i++) {
 		const rn_knob *k = &rn_knobs[i];
-		const char *s = rn_knob_env(k->opt);
-		char *end;
+		const char *s = knob_text(k->env);
+		char *end, where[160];
 		long long v;
+		int line = 0, src = rn_knob_origin(k->env, &line);
 
+		if (from)
+			from[i] = (rn_knob_from){ RN_FROM_DEFAULT, 0 };
 		if (!s)
 			continue;
 		errno = 0;
 		v = strtoll(s, &end, 10);
-		if (errno || *end || rn_knob_set(cfg, k->opt, v) != 0)
-			rn_warn("%s=%s is not valid (an integer from %lld to %lld that fits the other "
-				"settings); keeping the default", k->env, s, (long long)k->lo,
+		if (errno || *end || rn_knob_set(cfg, k->opt, v) != 0) {
+			knob_where(k->env, s, where, sizeof(where));
+			rn_warn("%s is not valid (an integer from %lld to %lld that fits the other "
+				"settings); keeping the default", where, (long long)k->lo,
 				(long long)k->hi);
+		} else if (from) {
+			from[i] = (rn_knob_from){ src, line };
+		}
 	}
+}
+
+void rn_knobs_from_env(rn_config *cfg)
+{
+	rn_knobs_apply(cfg, NULL);
 }
 
 /* Sets cfg's key from 64 hex digits (what: where they came from, for messages). */
@@ -237,11 +280,19 @@ int rn_knobs_key_from_env(rn_config *cfg)
 	const char *key = rn_proc_knobs[RN_PROC_KEY].env;
 	const char *key_file = rn_proc_knobs[RN_PROC_KEY_FILE].env;
 	const char *s = getenv(key), *file = getenv(key_file);
+	int line = 0;
 
 	if (s && file) {
 		rn_error("%s and %s are both set; set one", key, key_file);
 		return -EINVAL;
 	}
+	if (!s && !file && rn_conf_key_refused()) { /* the site asked for a key, in the wrong place */
+		rn_error("%s sets %s, which belongs in a key file of its own (%s); refusing to run "
+			 "without the key", rn_conf_path(), key, key_file);
+		return -EINVAL;
+	}
+	if (!s && !file && (file = rn_conf_get(key_file, &line)) != NULL)
+		rn_info("the cluster key file %s is named by %s:%d", file, rn_conf_path(), line);
 	if (file)
 		return rn_knobs_key_from_file(cfg, file);
 	return s ? key_from_hex(cfg, s, strlen(s), key) : 0;

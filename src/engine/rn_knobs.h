@@ -32,8 +32,25 @@ extern const rn_knob rn_knobs[RN_KNOB__COUNT];
 const rn_knob *rn_knob_find(int opt);
 /* The unit of a knob's number: "ms", "bytes" or "" (a count). */
 const char *rn_knob_unit(const rn_knob *k);
-/* The knob's environment variable when set and not empty, else NULL. */
+/*
+ * The knob's text: its environment variable when set and not empty, else
+ * the configuration file's line (rn_conf.h), else NULL.
+ */
 const char *rn_knob_env(int opt);
+
+/* Where a knob's value comes from (ri2n-info prints it). */
+enum { RN_FROM_DEFAULT, RN_FROM_FILE, RN_FROM_ENV };
+typedef struct rn_knob_from {
+	int from; /* RN_FROM_* */
+	int line; /* the file's line, RN_FROM_FILE */
+} rn_knob_from;
+
+/*
+ * Where the text of knob `env` ("RI2N_MTU", a row of either table) comes
+ * from: RN_FROM_ENV, RN_FROM_FILE (*line its line; may be NULL) or
+ * RN_FROM_DEFAULT (none).  Says nothing of whether the text is valid.
+ */
+int rn_knob_origin(const char *env, int *line);
 /*
  * RN_PROC_LIST(X): the knobs of a process, environment variables the core
  * never sees (some also a socket option the API applies), one row each:
@@ -166,8 +183,9 @@ typedef struct rn_proc_knob {
 extern const rn_proc_knob rn_proc_knobs[RN_PROC__COUNT];
 
 /*
- * Process knob `which` (RN_PROC_*) as set in the environment, NULL when unset
- * or empty.  A SECRET one's text is never printed nor logged.
+ * Process knob `which` (RN_PROC_*) as set in the environment, else in the
+ * configuration file, NULL when neither sets it (an empty variable is
+ * unset).  A SECRET one's text is never printed nor logged.
  */
 const char *rn_proc_text(int which);
 /*
@@ -184,11 +202,20 @@ int64_t rn_proc_get(int which);
 int rn_knob_set(rn_config *cfg, int opt, int64_t v);
 /* Reads option `opt` into *v; 0 or -ENOPROTOOPT. */
 int rn_knob_get(const rn_config *cfg, int opt, int64_t *v);
-/* Applies every RI2N_* variable set in the environment; warns about bad ones. */
+/*
+ * Applies every connection knob the environment or the configuration file
+ * sets; warns about bad ones (naming the variable, or the file and line) and
+ * keeps the default.  from (may be NULL): RN_KNOB__COUNT rows, where each
+ * value applied came from.
+ */
+void rn_knobs_apply(rn_config *cfg, rn_knob_from *from);
+/* The same, without the rows. */
 void rn_knobs_from_env(rn_config *cfg);
 /*
  * Applies the cluster key from RI2N_KEY (64 hex digits) or RI2N_KEY_FILE (a
- * file holding them), if one is set.  A bad key is an error, never ignored:
+ * file holding them), if one is set; with neither in the environment, from
+ * the key file the configuration file names (a configuration file that
+ * sets RI2N_KEY itself is refused, -EINVAL).  A bad key is an error, never ignored:
  * running without the key the user asked for would be silently insecure.
  * Returns 0 or -EINVAL (logged, never with the key).
  */

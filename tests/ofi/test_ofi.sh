@@ -47,6 +47,15 @@ if [ "$case_" = fi_info ]; then
 		fi
 	done
 	fi_info -p ri2n 2>&1 | grep -q '^provider: ri2n' || { echo "FAIL: fi_info -p ri2n"; fail=1; }
+	# a parameter set in the system configuration file (docs/CONFIG.md); the environment wins
+	conf=$(mktemp /tmp/ri2n-ofi-conf.XXXXXX)
+	echo 'FI_RI2N_INJECT_SIZE = 1024' >"$conf"
+	chmod 644 "$conf"
+	RI2N_CONF=$conf fi_info -p ri2n -v 2>&1 | grep -q 'inject_size: 1024' ||
+		{ echo "FAIL: FI_RI2N_INJECT_SIZE = 1024 in RI2N_CONF not applied"; fail=1; }
+	RI2N_CONF=$conf FI_RI2N_INJECT_SIZE=2048 fi_info -p ri2n -v 2>&1 | grep -q 'inject_size: 2048' ||
+		{ echo "FAIL: FI_RI2N_INJECT_SIZE=2048 in the environment does not win over the file"; fail=1; }
+	rm -f "$conf"
 	# what Open MPI's mtl/ofi asks for (ompi_mtl_ofi_component_init, 4.1)
 	fi_info -p ri2n -t FI_EP_RDM -c FI_TAGGED >/dev/null 2>&1 ||
 		{ echo "FAIL: no RDM endpoint with FI_TAGGED"; fail=1; }
