@@ -563,6 +563,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--spawn-write") == 0)
 		return spawn_write_main(argv + 2);
 	parse_args(argc, argv);
+	S.pid = getpid();
 #if defined(__SANITIZE_THREAD__)
 	/*
 	 * TSan runs a handler later, at its own safe point inside an intercepted

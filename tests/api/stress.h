@@ -151,6 +151,7 @@ struct stress {
 	_Atomic uint64_t w_bytes[W_N], w_recs[W_N], r_bytes[R_N], r_calls[R_N];
 	_Atomic uint64_t eintr_usr2, sig_records, forks, cancels;
 	_Atomic uint64_t last_fork_ms;
+	pid_t pid; /* the run's own process: a forked child's copy differs (on_timer_signal) */
 };
 
 extern struct stress S;

@@ -21,6 +21,7 @@
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -397,6 +398,15 @@ void on_timer_signal(int sig)
 	int saved = errno, cs;
 
 	(void)sig;
+	/*
+	 * Only the run's own process writes here.  The kernel never hands a
+	 * forked child its parent's pending signals, but TSan defers handlers
+	 * to its own safe points and a child inherits that queue: the child
+	 * would write the next record of a lent stream from its stale copy of
+	 * it, a record the parent writes too.
+	 */
+	if ((pid_t)syscall(SYS_getpid) != S.pid)
+		return;
 	/* a reader cancelled in its read must not go half way through a record written
 	 * here (glibc's setcancelstate is one atomic operation; deferred mode never acts) */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
