@@ -1112,14 +1112,20 @@ mpi_kill() { # whatever still runs in the hosts' namespaces after a job is a lef
 }
 # mpi_job OUT BTL RAILS SECONDS mpi_check-args...: MPI_NP ranks (default 2) over --mca btl
 # BTL,self on RAILS, rank r on host r % BED_HOSTS + 1, killed after SECONDS
+# (BTL ofi: pml cm and mtl/ofi over the ri2n provider instead of a BTL)
 mpi_job() {
-	local o=$1 btl=$2 rails=$3 tmo=$4 rc
+	local o=$1 btl=$2 rails=$3 tmo=$4 rc path=()
 	shift 4
+	if [ "$btl" = ofi ]; then
+		path=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include ri2n --mca btl self
+			-x FI_PROVIDER=ri2n -x FI_PROVIDER_PATH="$OFI_PROV" -x RI2N_RAILS="$rails")
+	else
+		path=(--mca btl "$btl,self" --mca btl_ri2n_if_include "$rails" --mca btl_tcp_if_include "$rails")
+	fi
 	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=${BED_HOSTS:-2} PMIX_MCA_ptl_base_if_include=$(tb_mgmt_subnet) \
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np "${MPI_NP:-2}" \
-		--mca mca_base_component_path "$MPI_PATH" --mca btl "$btl,self" \
-		--mca btl_ri2n_if_include "$rails" --mca btl_tcp_if_include "$rails" \
+		--mca mca_base_component_path "$MPI_PATH" "${path[@]}" \
 		-x RI2N_MPI_NS_PREFIX -x RI2N_MPI_HOSTS -x PMIX_MCA_ptl_base_if_include \
 		"$ROOT/tests/mpi/netns-launch.sh" "$MPI_CHECK" "$@" >"$o" 2>&1
 	rc=$?
@@ -1142,7 +1148,7 @@ mpi_perf() {
 	put mpi "$sys" "$rep" lat_us "$lat"
 	put mpi "$sys" "$rep" mbps "$bw"
 	echo "$sys,$btl,$rails,$rep,$lat,$bw,pass" >>"$MPI_CSV"
-	log "   $btl over $rails: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
+	log "   $(mpi_path_name "$sys") over $rails: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
 }
 # mpi_blackhole SYS REP: streaming over both rails; rail 2 of host 1 silently black-holed
 # MPI_FO_AT s into the stream and left so; a job that stops moving is killed MPI_HANG s
@@ -1204,6 +1210,12 @@ mpi_figure() { # REP
 	[ -n "$MPI_PATH" ] || { mpi_setup || return; }
 	sub_begin
 	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do sub mpi_perf "$s" "$rep"; done
+	# Open MPI's other way to ri2n: mtl/ofi over the provider (where Open MPI has mtl/ofi)
+	if ompi_info 2>/dev/null | grep -q 'MCA mtl: ofi' && ofi_find_prov; then
+		sub mpi_perf ofi-2r "$rep"
+	else
+		log "   mtl/ofi: left out (Open MPI without mtl/ofi, or libri2n-fi.so not built)"
+	fi
 	for s in ri2n tcp; do sub mpi_blackhole "$s" "$rep"; done
 	# not in --smoke (a ctest): 16 ranks take ~15 s, and tests/mpi's idle-eight covers the code
 	[ "$rep" = 1 ] && [ "$mode" != smoke ] && sub mpi_idle "$rep"
@@ -1532,16 +1544,20 @@ ofi_one() { # PROVIDER REP
 	echo "$prov,$rails,$rep,$lat,$bw,pass" >>"$OFI_CSV"
 	log "   fi_pingpong -p $prov over $rails: 64 B $lat us/xfer, 1 MiB $bw MB/s, data checked"
 }
+# OFI_PROV: the directory of libri2n-fi.so, beside --bin-dir's programs first, else the bench's own build
+ofi_find_prov() {
+	local d
+	[ -n "$OFI_PROV" ] && return 0
+	for d in "${bindir:+$bindir/ofi/prov}" "${bindir:+$bindir/../ofi/prov}" "$ROOT/build-bench/ri2n/ofi/prov" \
+		"$ROOT/build/ofi/prov"; do
+		[ -n "$d" ] && [ -f "$d/libri2n-fi.so" ] && { OFI_PROV=$(cd "$d" && pwd); return 0; }
+	done
+	return 1
+}
 ofi_figure() { # REP
-	local d p
+	local p
 	need fi_pingpong "apt-get install libfabric-bin" || return
-	if [ -z "$OFI_PROV" ]; then
-		for d in "${bindir:+$bindir/ofi/prov}" "${bindir:+$bindir/../ofi/prov}" "$ROOT/build-bench/ri2n/ofi/prov" \
-			"$ROOT/build/ofi/prov"; do
-			[ -n "$d" ] && [ -f "$d/libri2n-fi.so" ] && { OFI_PROV=$(cd "$d" && pwd); break; }
-		done
-		[ -n "$OFI_PROV" ] || { fail "libri2n-fi.so is not built (libfabric-dev missing?)"; return; }
-	fi
+	ofi_find_prov || { fail "libri2n-fi.so is not built (libfabric-dev missing?)"; return; }
 	sub_begin
 	for p in ri2n tcp "udp;ofi_rxd"; do sub ofi_one "$p" "$1"; done
 	sub_end
@@ -2105,20 +2121,21 @@ EOF
 step "plots (failover.png, latency.png)" plots
 
 # The MPI section of summary.md
+mpi_path_name() { [ "${1%-*}" = ofi ] && echo "(pml cm, mtl ofi, ri2n provider)" || echo "${1%-*},self"; }
 mpi_summary() {
 	local s b
-	echo "## MPI: Open MPI 4.1, btl_ri2n next to btl_tcp"
+	echo "## MPI: Open MPI 4.1, btl_ri2n next to btl_tcp, and mtl/ofi over the ri2n provider"
 	echo
 	echo "2 ranks, one per host, on the 2 x GbE bed; \`mpi_check\` (tests/mpi) checks every byte. Latency:" \
 		"8-byte ping-pong, median of $MPI_ITERS round trips halved (MPI polls: this is busy-polling latency," \
 		"not comparable with the blocking figures above). Stream: 1 MiB messages, 16 in flight, for $MPI_SECS s."
 	echo
-	echo "| --mca btl | rails | 8-byte one-way latency (µs) | stream (MB/s) | latency / btl_tcp on r1 | stream / btl_tcp on the same rails |"
+	echo "| path (--mca btl, or pml cm with mtl ofi) | rails | 8-byte one-way latency (µs) | stream (MB/s) | latency / btl_tcp on r1 | stream / btl_tcp on the same rails |"
 	echo "|---|---|---|---|---|---|"
-	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r; do
+	for s in ri2n-2r ri2n-1r tcp-1r tcp-2r ofi-2r; do
 		[ -n "$(agg mpi $s mbps)" ] || continue
 		b=tcp-${s#*-}
-		echo "| ${s%-*},self | $(mpi_rails $s) | $(fmtv mpi $s lat_us 2) | $(fmtv mpi $s mbps 1) |" \
+		echo "| $(mpi_path_name "$s") | $(mpi_rails $s) | $(fmtv mpi $s lat_us 2) | $(fmtv mpi $s mbps 1) |" \
 			"$(ratio "$(med mpi $s lat_us)" "$(med mpi tcp-1r lat_us)") | $(ratio "$(med mpi $s mbps)" "$(med mpi $b mbps)") |"
 	done
 	echo
