@@ -311,7 +311,8 @@ static int collect(snap *out, int max, const char *only_dir, int want_pid)
 	if (only_dir) {
 		dirs[nd++] = (char *)only_dir;
 	} else {
-		const char *env = getenv(rn_proc_name(RN_PROC_RUN_DIR));
+		/* RI2N_RUN_DIR as the library reads it: the environment, else ri2n.conf */
+		const char *env = rn_proc_text(RN_PROC_RUN_DIR);
 
 		/* where the library writes when RI2N_RUN_DIR is unset, for any user */
 		snprintf(tmpdir, sizeof(tmpdir), RN_RUN_DIR_TMP, (unsigned)geteuid());

@@ -103,4 +103,29 @@ if [ -x "$STAT" ]; then
 else
 	echo "note: ri2n-stat not built at $STAT: leftover case not run"
 fi
+# conf: RI2N_RUN_DIR named only in the configuration file (RI2N_CONF): the process
+# publishes there and ri2n-stat, with no --dir and no RI2N_RUN_DIR, finds it
+if [ -x "$STAT" ]; then
+	mkdir -m 0700 "$work/byconf"
+	printf 'RI2N_RUN_DIR = %s\nRI2N_STAT_MS = 20\n' "$work/byconf" >"$work/ri2n.conf"
+	RI2N_CONF=$work/ri2n.conf unshare -n sh -c '
+		ip link add d0 type veth peer name d1 && ip addr add 198.18.99.1/24 dev d0 &&
+		ip link set d1 up && ip link set d0 up &&
+		env -u RI2N_RUN_DIR -u RI2N_STAT_MS RI2N_RAILS=d0 timeout -s KILL 5 "$0" serve --port 7999 --quiet' \
+		"$XFER" 2>"$work/err" &
+	pid=$!
+	for i in $(seq 40); do # its first snapshot (4 s at most)
+		seen=$(ls "$work/byconf" | sed -n 's/^\([0-9]*\)\.stat$/\1/p')
+		[ -n "$seen" ] && break
+		sleep 0.1
+	done
+	out=$(env -u RI2N_RUN_DIR RI2N_CONF="$work/ri2n.conf" "$STAT" 2>&1)
+	kill -9 "$pid" 2>/dev/null
+	pkill -KILL -f "ri2n-xfer serve --port 7999" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ -n "$seen" ] || fail "conf: nothing published in the file's RI2N_RUN_DIR: $(cat "$work/err")"
+	echo "$out" | grep -q "^process $seen (ri2n-xfer)" ||
+		fail "conf: ri2n-stat did not read RI2N_RUN_DIR from the file: $out"
+	echo "ok: RI2N_RUN_DIR from ri2n.conf, for the library and for ri2n-stat"
+fi
 echo "ok: rundir"
