@@ -65,7 +65,7 @@ fi
 	nt_fail "build dependencies missing (apt-get build-dep ./ installs them): $(cat "$NT_DIR/builddeps.log")"
 t0=$(date +%s)
 (cd "$tree" && DEB_BUILD_OPTIONS="parallel=2 nocheck noddebs" dpkg-buildpackage -us -uc -b) \
-	>"$NT_DIR/build.log" 2>&1 || nt_fail "dpkg-buildpackage: $(grep -iE 'error|warning: .*symbol' "$NT_DIR/build.log" | tail -n 15)"
+	>"$NT_DIR/build.log" 2>&1 || nt_fail "dpkg-buildpackage: $(tail -n 25 "$NT_DIR/build.log")"
 nt_note "dpkg-buildpackage -us -uc -b: $(($(date +%s) - t0)) s"
 ver=$(cd "$tree" && dpkg-parsechangelog -S Version)
 debs=()
