@@ -92,6 +92,11 @@ dpkg-query -W -f='${Conffiles}\n' ri2n-tools | grep -q '^ /etc/ri2n/ri2n.conf ' 
 	nt_fail "/etc/ri2n/ri2n.conf is not a conffile of ri2n-tools"
 
 # ---- what a user finds with no path variable ----
+lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libri2n.so.0
+soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libri2n.so.0 ] || nt_fail "$lib: SONAME '$soname'"
+out=$(ri2n-info --version 2>&1)
+grep -qw "${ver%%-*}" <<<"$out" || nt_fail "ri2n-info --version says '$out', the package ${ver%%-*}"
 out=$(ompi_info 2>&1)
 grep -q 'MCA btl: ri2n' <<<"$out" || nt_fail "ompi_info does not list btl ri2n"
 out=$(fi_info -p ri2n 2>&1)
