@@ -75,9 +75,10 @@ for p in "${PKGS[@]}"; do
 done
 [ -n "${RI2N_PKG_KEEP_DEBS:-}" ] && mkdir -p "$RI2N_PKG_KEEP_DEBS" && cp "${debs[@]}" "$RI2N_PKG_KEEP_DEBS"
 if command -v lintian >/dev/null; then
+	t0=$(date +%s)
 	lintian --fail-on error "$NT_DIR"/src/*.changes >"$NT_DIR/lintian.log" 2>&1 ||
 		nt_fail "lintian: $(grep '^E:' "$NT_DIR/lintian.log" | head -n 10)"
-	nt_note "lintian: no error, $(grep -c '^W:' "$NT_DIR/lintian.log") warnings"
+	nt_note "lintian: no error, $(grep -c '^W:' "$NT_DIR/lintian.log") warnings ($(($(date +%s) - t0)) s)"
 fi
 rm -rf "$tree" # the rest of the test needs only the .debs
 
