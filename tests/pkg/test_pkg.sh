@@ -117,6 +117,9 @@ fi
 # shellcheck disable=SC2046
 cc -O2 -Wall -Werror -o "$NT_DIR/contract" "$src/tests/install/contract.c" $(pkg-config --cflags --libs ri2n) ||
 	nt_fail "a program does not build with pkg-config --cflags --libs ri2n"
+# in /usr the system's own -I and -L are left out: nothing but -lri2n
+read -r -a words <<<"$(pkg-config --cflags --libs ri2n)"
+[ "${words[*]}" = -lri2n ] || nt_fail "pkg-config --cflags --libs ri2n: '${words[*]}', not just -lri2n"
 deps=$(ldd "$NT_DIR/contract")
 grep -q 'libri2n.so.0 => /lib/\|libri2n.so.0 => /usr/lib/' <<<"$deps" || nt_fail "contract: $deps"
 { cmake -S "$src/tests/install/cmake" -B "$NT_DIR/cmake" && cmake --build "$NT_DIR/cmake"; } \
