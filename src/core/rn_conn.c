@@ -256,6 +256,7 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 		rc = rn_rail_init(r, mem, 2 * snd0, c->cfg.init_cwnd);
 		if (rc)
 			return rc;
+		r->backup = l->backup;
 		r->last_rx_ns = r->last_full_rx_ns = now_ns;
 		r->last_tx_ns = r->last_full_tx_ns = now_ns;
 		/* from the size both ends take up to what this rail's interface carries */
@@ -836,6 +837,7 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		rs->local = r->local;
 		rs->remote = r->remote;
 		rs->local_rail = r->local_rail;
+		rs->backup = r->backup;
 		/* as it would act: a verdict its peer holds and it takes at its next call included */
 		rs->rx_up = (uint8_t)rn_peer_rx_view(c, k);
 		rs->tx_up = (uint8_t)rn_conn_rail_usable(c, k);

@@ -289,6 +289,8 @@ int rn_peer_kept(const rn_conn *c);
 /* rn_conn_recv.c */
 void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns);
 void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns);
+/* The rails (a bit per path) that carry no DATA now: backups while another rail works. */
+uint32_t rn_conn_idle_backups(const rn_conn *c);
 
 /*
  * rn_timer.c: the hooks that arm timers, each named after its event.

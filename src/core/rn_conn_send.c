@@ -308,6 +308,30 @@ static void data_sent(rn_conn *c, int k, uint32_t seq, int retx, int multi, uint
 }
 
 /*
+ * The backup rails that carry no DATA now: all of them while another rail
+ * works (sends, is proven, and is not stalled: rn_timer.c), however full
+ * its window; none once no other rail does.  A primary that swallows
+ * everything stalls within RN_STALL_NS, long before the peer's verdict
+ * (which needs the traffic the backup then brings): its losses go out on
+ * the backup then.  Backups still get keepalives (count_tx), so the peer
+ * keeps judging them.
+ */
+uint32_t rn_conn_idle_backups(const rn_conn *c)
+{
+	uint32_t backups = 0, working = 0;
+
+	for (int i = 0; i < c->npaths; i++) {
+		const rn_rail *r = &c->rail[i];
+
+		if (r->backup)
+			backups |= 1u << i;
+		else if (rn_rail_tx_up(r) && r->validated && !r->rto_backoff && !r->stalled)
+			working |= 1u << i;
+	}
+	return working ? backups : 0;
+}
+
+/*
  * A DATA datagram on a usable rail: a lost packet first, else the next new
  * one, with the new ones after it when the rail's size holds several.
  */
@@ -331,6 +355,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
 		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
 			usable |= 1u << i;
+	usable &= ~rn_conn_idle_backups(c);
 	if (!usable)
 		return 0;
 	if (rn_sndq_lost_pop(q, &seq)) {

@@ -125,6 +125,12 @@ typedef struct rn_rail_addr {
 	 * search (rn_pmtu.h).  0: the connection's datagram size, no search.
 	 */
 	uint32_t max_dgram;
+	/*
+	 * Local rails only, never on the wire: a backup rail carries DATA only
+	 * while no other rail of the connection works; until then it gets
+	 * keepalives, so it stays judged and takes the data at once.
+	 */
+	uint8_t backup;
 } rn_rail_addr;
 
 /*
@@ -261,6 +267,7 @@ typedef struct rn_rail_stats {
 	rn_addr local, remote;
 	int local_rail;          /* driver's rail index */
 	uint8_t rx_up, tx_up;    /* this side receives / sends on it (its peer's newer verdicts included) */
+	uint8_t backup;          /* a backup rail: DATA only while no other rail works (rn_rail_addr) */
 	rn_cause last_cause;
 	uint64_t last_change_ns; /* time of the last state change, 0 = never */
 	uint32_t down_events, up_events;

@@ -312,6 +312,7 @@ void rn_rail_on_acked(rn_rail *r, uint32_t idx, const rn_config *cfg, uint32_t m
 		      uint64_t now_ns)
 {
 	r->last_ack_ns = now_ns;
+	r->stalled = 0;
 	if (r->inflight)
 		r->inflight--;
 	if (rn_seq_ge(idx, r->acked_idx))

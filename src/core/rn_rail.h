@@ -96,6 +96,8 @@ typedef struct rn_rail {
 	 * peer): a listener cannot be made to stream at a third host.
 	 */
 	uint8_t validated;
+	uint8_t backup;    /* DATA only while no other rail works (rn_rail_addr.backup) */
+	uint8_t stalled;   /* nothing acknowledged here for RN_STALL_NS with packets out (rn_timer.c) */
 	uint8_t peer_up;    /* the peer receives on it (LINK_STATE) */
 	uint8_t local_err;  /* the driver saw a hard send error */
 	uint64_t last_tx_ns;

@@ -184,6 +184,43 @@ static uint64_t peer_ack_wait(const rn_conn *c)
 }
 
 /* When the oldest live transmission on rail k times out (UINT64_MAX if none); rto: the rail's. */
+/*
+ * Backup rails (rn_rail_addr.backup) take the data once no other rail
+ * works.  A primary that silently swallows everything is not known as such
+ * until the peer's verdict, and that needs traffic the peer does not get
+ * (a lone primary carried it all): so a primary on which nothing was
+ * acknowledged for RN_STALL_NS (plus the peer's ACK delay) while packets
+ * were out counts as stalled, and the backups carry the data until an ACK
+ * arrives on it again.  4 ms: ACKs of a stream come every few packets, far
+ * more often; a stall wrongly seen (a peer held off the CPU) only lends the
+ * backup some packets.  Connections without a backup rail never look.
+ */
+#define RN_STALL_NS UINT64_C(4000000)
+
+static int has_backup(const rn_conn *c)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].backup)
+			return 1;
+	return 0;
+}
+
+/* When primary rail k stalls (UINT64_MAX: not watched, nothing out, or stalled already). */
+static uint64_t stall_expiry(const rn_conn *c, int k)
+{
+	const rn_rail *r = &c->rail[k];
+	const rn_sndq *q = &c->sq;
+	uint64_t sent, wait;
+
+	if (r->backup || r->stalled || !rn_rail_tx_up(r) || r->fhead == r->ftail ||
+	    r->inflight == 0 || !has_backup(c))
+		return UINT64_MAX;
+	sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
+	/* ack_every packets out: the peer answers at once, whatever it waits for otherwise */
+	wait = r->inflight >= c->cfg.ack_every ? c->cfg.ack_delay_ns : peer_ack_wait(c);
+	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + RN_STALL_NS + wait;
+}
+
 static uint64_t loss_expiry(const rn_conn *c, int k, uint64_t rto)
 {
 	const rn_rail *r = &c->rail[k];
@@ -271,6 +308,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 			arm(d, RN_TIMER_RAIL, t);
 		rto = rn_rail_rto(r, &c->cfg);
 		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
+		arm(d, RN_TIMER_LOSS, stall_expiry(c, k));
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
 		t = rn_pmtu_expiry(&r->pm, rto);
 		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1) &&
@@ -530,6 +568,13 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		return;
 	}
 	rn_conn_detect_losses(c, now_ns);
+	for (int k = 0; k < c->npaths; k++) {
+		if (now_ns >= stall_expiry(c, k)) {
+			/* its backups take the data (rn_conn_idle_backups), what it holds first */
+			c->rail[k].stalled = 1;
+			rn_conn_lose_rail(c, k, now_ns);
+		}
+	}
 	if (now_ns - c->ack.data_rx_ns >= RN_RING_IDLE_NS)
 		rn_conn_pool_leave(c); /* no longer receiving: its share goes to the others */
 	rn_conn_shrink_to_share(c);

@@ -273,6 +273,79 @@ static int sc_blackhole_late(uint64_t seed)
 	return run_blackhole(seed, 0, 1, 1200 * MS, 16 * g_mib);
 }
 
+/* The client's DATA per rail at the fault and at the heal (a probe). */
+static uint64_t g_bk_heal_ns, g_bk_at_fault[2], g_bk_at_heal[2], g_bk_first_ns;
+
+static void probe_backup(sim *s, void *arg)
+{
+	(void)arg;
+	if (!g_bk_at_fault[0] && s->now_ns >= g_fault_ns)
+		for (int r = 0; r < 2; r++)
+			g_bk_at_fault[r] = s->host[0].data_tx[r] + (r == 0);
+	if (!g_bk_first_ns && s->host[0].data_tx[1])
+		g_bk_first_ns = s->now_ns;
+	if (!g_bk_at_heal[0] && s->now_ns >= g_bk_heal_ns)
+		for (int r = 0; r < 2; r++)
+			g_bk_at_heal[r] = s->host[0].data_tx[r] + (r == 0);
+}
+
+/*
+ * Rail 1 a backup rail at both ends: while rail 0 works it carries no DATA
+ * (keepalives only); rail 0 silently black-holed at t_fail, the stream goes
+ * on over rail 1 at once (the receiver's verdict, as sc_blackhole's, then
+ * the sender's); after the heal rail 0 takes the data back and rail 1
+ * carries none again.  Every byte arrives.
+ */
+static int sc_backup(uint64_t seed)
+{
+	const uint64_t t_fail = at(40 * MS), t_heal = at(120 * MS);
+	const rn_event *down, *up;
+	const sim_host *c;
+	sim s;
+	int rc;
+
+	sim_init(&s, 2, seed);
+	set_links(&s, gbe());
+	s.host[0].rails[1].backup = 1;
+	s.host[1].rails[1].backup = 1;
+	sim_net_window(&s.net, 0, t_fail, t_heal, 0, -1);
+	memset(g_bk_at_fault, 0, sizeof(g_bk_at_fault));
+	memset(g_bk_at_heal, 0, sizeof(g_bk_at_heal));
+	g_bk_first_ns = 0;
+	g_fault_ns = t_fail;
+	g_bk_heal_ns = t_heal;
+	s.probe = probe_backup;
+	/* about 200 ms on one GbE rail: past the heal */
+	sim_start(&s, 24 * g_mib * MIB, 0);
+	sim_run(&s);
+	rc = check_clean(&s);
+	g_goodput = goodput_bps(&s);
+	c = &s.host[0];
+	if (rc)
+		goto out;
+	CHECK(g_bk_at_fault[0] > 1000, "only %" PRIu64 " DATA packets on rail 0 before the fault",
+	      g_bk_at_fault[0] - 1);
+	CHECK(g_bk_at_fault[1] == 0, "%" PRIu64 " DATA packets on the backup rail while rail 0 worked",
+	      g_bk_at_fault[1]);
+	CHECK(c->data_tx[1] > 0, "the backup rail never carried DATA");
+	CHECK(g_bk_at_heal[1] > 0, "no DATA on the backup rail during the fault");
+	CHECK(g_bk_first_ns >= t_fail && g_bk_first_ns - t_fail <= 10 * MS,
+	      "the backup rail took DATA %.1f ms after the fault", (double)(g_bk_first_ns - t_fail) / MS);
+	down = sim_find_event(c, RN_EV_RAIL_DOWN, 0, t_fail);
+	up = down ? sim_find_event(c, RN_EV_RAIL_UP, 0, t_heal) : NULL;
+	CHECK(!down || up, "rail 0 never came back after the heal");
+	CHECK(c->data_tx[0] > g_bk_at_heal[0] - 1, "rail 0 carried no DATA after the heal");
+	CHECK(c->data_tx[1] - g_bk_at_heal[1] < (c->data_tx[0] - (g_bk_at_heal[0] - 1)) / 10,
+	      "the backup rail kept carrying DATA after the heal (%" PRIu64 " packets, rail 0 %" PRIu64 ")",
+	      c->data_tx[1] - g_bk_at_heal[1], c->data_tx[0] - (g_bk_at_heal[0] - 1));
+	printf("    backup takes DATA %.2f ms after the fault (%" PRIu64 " packets in all); rail 0 %s  ",
+	       (double)(g_bk_first_ns - t_fail) / MS, c->data_tx[1],
+	       down ? "down at the sender, back after the heal" : "stalled, back after the heal");
+out:
+	sim_free(&s);
+	return rc;
+}
+
 /* ---- MTU black holes: rail 1 loses datagrams over a size, small ones pass ---- */
 
 /*
@@ -940,6 +1013,7 @@ static const scenario scenarios[] = {
 	{ "blackhole", sc_blackhole, "rail 1 silently black-holed, then healed" },
 	{ "blackhole-late", sc_blackhole_late, "the same 1.2 s into the stream, after two drains" },
 	{ "cable", sc_cable, "rail 0 (handshake rail) cable pulled, then back" },
+	{ "backup", sc_backup, "rail 1 a backup: no DATA while rail 0 works; rail 0 black-holed, healed" },
 	{ "mtu-hole", sc_mtu_hole, "rail 1 drops datagrams over 1000 bytes for 150 ms, then heals" },
 	{ "mtu-hole-both", sc_mtu_hole_both, "the same with full streams both ways" },
 	{ "mtu-hole-back", sc_mtu_hole_back, "the hole only on the server's way, streams both ways" },

@@ -17,8 +17,8 @@ static rn_hello client_hello(void)
 	rn_hello h = { .id = CLIENT_ID, .isn = CLIENT_ISN, .slots = 1024, .max_dgram = 9000,
 		       .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 24, 0 };
+	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0, 0 };
+	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 24, 0, 0 };
 	return h;
 }
 
@@ -165,8 +165,8 @@ static int lis_setup(void **state)
 	f->env = (rn_env){ .mem = ut_mem_of(&f->um), .rng = ut_rng_next, .user = &f->rng };
 	f->rng.state = 99;
 	rn_config_default(&f->cfg);
-	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0 };
-	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0 };
+	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0, 0 };
+	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0, 0 };
 	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
 	*state = f;
 	return 0;
@@ -358,7 +358,7 @@ static void test_cookie_listener_reply_size(void **state)
 
 	for (int n = 1; n <= RN_MAX_RAILS; n++) {
 		for (int i = 0; i < n; i++)
-			f->rails[i] = (rn_rail_addr){ UT_IP(10, 0, i + 1, 2), 7000, 24, 0 };
+			f->rails[i] = (rn_rail_addr){ UT_IP(10, 0, i + 1, 2), 7000, 24, 0, 0 };
 		assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, n), 0);
 		do_init(f, UT_T0, CLIENT_ADDR, &ch); /* checks rlen <= RN_INIT_LEN */
 	}

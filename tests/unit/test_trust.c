@@ -31,8 +31,8 @@ static int tr_setup(void **state)
 	f->rng.state = 7;
 	f->forged = 0x9e3779b97f4a7c15u;
 	rn_config_default(&f->cfg);
-	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0 };
-	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0 };
+	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0, 0 };
+	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0, 0 };
 	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
 	*state = f;
 	return 0;
@@ -49,7 +49,7 @@ static rn_hello hello_of(uint64_t id)
 	rn_hello h = { .id = id, .isn = (uint32_t)id * 7, .slots = 1024, .max_dgram = 1472,
 		       .nrails = 1 };
 
-	h.rails[0] = (rn_rail_addr){ CLIENT_IP, 40000, 24, 0 };
+	h.rails[0] = (rn_rail_addr){ CLIENT_IP, 40000, 24, 0, 0 };
 	return h;
 }
 

@@ -377,8 +377,8 @@ static rn_hello hello2(void)
 	rn_hello h = { .id = UINT64_C(0xfedcba9876543210), .isn = 0x80000001, .slots = 1024,
 		       .max_dgram = 9000, .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32, 0 };
+	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0, 0 };
+	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32, 0, 0 };
 	return h;
 }
 
@@ -432,7 +432,7 @@ static void test_wire_hello_eight_rails(void **state)
 	h.nrails = RN_MAX_RAILS;
 	for (int r = 0; r < RN_MAX_RAILS; r++)
 		h.rails[r] = (rn_rail_addr){ UT_IP(192, 168, r, 7), (uint16_t)(1 + r),
-					     (uint8_t)(1 + r * 4), 0 };
+					     (uint8_t)(1 + r * 4), 0, 0 };
 	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
 	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL_WIRE_LEN);
 	/* it still fits an INIT: the INIT length bounds every reply */

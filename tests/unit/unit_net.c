@@ -39,7 +39,7 @@ un_net *un_new(int nrails)
 		rn_config_default(&sd->cfg);
 		for (int r = 0; r < nrails; r++)
 			sd->rails[r] = (rn_rail_addr){ UT_IP(10, 0, r + 1, s + 1),
-						       (uint16_t)(s ? UN_PORT : 40000 + r), 24, 0 };
+						       (uint16_t)(s ? UN_PORT : 40000 + r), 24, 0, 0 };
 		sd->env = (rn_env){ .mem = ut_mem_of(&sd->um), .rng = side_rng,
 				    .on_event = on_event, .user = sd };
 	}
