@@ -153,6 +153,7 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 			      .to_listener = ri2n_stream_unbound, .arg = m };
 	for (int i = 0; i < m->nrails; i++) {
 		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);
+		m->io.s[i].addr.backup = m->rails[i].backup; /* "if:backup" in the list */
 		m->io.n = i + 1;
 		if (rc) {
 			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",

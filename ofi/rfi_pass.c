@@ -422,6 +422,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	for (int i = 0; i < ep->nrails; i++) {
 		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
 				   ep->rails[i].prefix, &o);
+		ep->io.s[i].addr.backup = ep->rails[i].backup; /* "if:backup" in the rail list */
 		ep->io.n = i + 1;
 		if (rc) {
 			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
@@ -438,7 +439,9 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	}
 	ep->have_lis = 1;
 	ep->name.n = ep->io.n;
-	for (int i = 0; i < ep->io.n; i++)
+	for (int i = 0; i < ep->io.n; i++) {
 		ep->name.rail[i] = addrs[i];
+		ep->name.rail[i].backup = 0; /* ours to know, not in the name */
+	}
 	return 0;
 }

@@ -200,9 +200,10 @@ static void print_table(const snap *s)
 			if (num(r, "changed_ms_ago") >= 0)
 				snprintf(since, sizeof(since), "%.1f s ago: %s",
 					 num(r, "changed_ms_ago") / 1000.0, get(r, "cause"));
-			printf("    %-4lld %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", num(r, "index") + 1,
+			printf("    %-4lld %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s%s\n", num(r, "index") + 1,
 			       get(r, "local"), get(r, "remote"), get(r, "state"), a, b, c, d,
-			       get(r, "retransmits"), get(r, "lost"), since);
+			       get(r, "retransmits"), get(r, "lost"), since,
+			       strcmp(get(r, "role"), "backup") ? "" : " (backup: data only while no other rail works)");
 			if (num(r, "mtu_holes") > 0)
 				printf("         MTU black holes: %lld (datagrams of %s bytes lost, up to %s "
 				       "got through)\n", num(r, "mtu_holes"), get(r, "dgram"),

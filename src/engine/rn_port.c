@@ -87,6 +87,7 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	byfd_set(u->fd, u);
 	p->addrs[idx] = p->hs.s[idx].addr;
 	p->addrs[idx].max_dgram = rail_ceiling(ri);
+	p->addrs[idx].backup = ri->backup;
 	u->rev = event_new(rn_engine_base(), u->fd, EV_READ | EV_PERSIST, on_readable, u);
 	u->wev = event_new(rn_engine_base(), u->fd, EV_WRITE, on_writable, u);
 	if (!u->rev || !u->wev)

@@ -108,9 +108,19 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 	}
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		char *mark = strchr(tok, ':');
 		struct in_addr a;
-		int found = -1;
+		int found = -1, backup = 0;
 
+		if (mark) {
+			if (strcmp(mark, ":backup") != 0) {
+				snprintf(err, errlen, "RI2N_RAILS: '%s': the only mark a rail takes is "
+						      "':backup'", tok);
+				return -1;
+			}
+			*mark = 0;
+			backup = 1;
+		}
 		if (n == max) {
 			snprintf(err, errlen, "RI2N_RAILS lists more than %d rails", max);
 			return -1;
@@ -136,9 +146,15 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 				return -1;
 			}
 		}
-		out[n++] = cand[found];
+		out[n] = cand[found];
+		out[n++].backup = (uint8_t)backup;
 	}
 	if (n == 0)
 		snprintf(err, errlen, "RI2N_RAILS is empty");
+	for (int i = 0; n > 0 && i < n && out[i].backup; i++)
+		if (i == n - 1) {
+			snprintf(err, errlen, "RI2N_RAILS: every rail is a backup; at least one must not be");
+			return -1;
+		}
 	return n ? n : -1;
 }

@@ -20,11 +20,13 @@ typedef struct rn_rail_info {
 	uint8_t prefix;
 	int mtu;
 	int ifindex;
+	uint8_t backup;  /* "name:backup" in the list: data only while no other rail works */
 } rn_rail_info;
 
 /*
- * Finds the rails from `spec` (RI2N_RAILS, may be NULL).  Returns how many,
- * or -1 with a sentence in err naming what is wrong.
+ * Finds the rails from `spec` (RI2N_RAILS, may be NULL): interface names or
+ * addresses, each optionally followed by ":backup".  Returns how many, or
+ * -1 with a sentence in err naming what is wrong.
  */
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen);
 

@@ -143,7 +143,7 @@ static void write_rails(FILE *f, int n, const rn_conn_stats *c, uint64_t now_ns)
 			   "tx_packets=%llu rx_packets=%llu tx_bytes=%llu rx_bytes=%llu "
 			   "tx_data=%llu rx_data=%llu retransmits=%llu lost=%llu heartbeats=%llu "
 			   "keepalives=%llu downs=%u ups=%u cwnd=%u srtt_us=%llu changed_ms_ago=%lld "
-			   "dgram=%u mtu_holes=%u small_ok=%u cause=\"%s\"\n",
+			   "dgram=%u mtu_holes=%u small_ok=%u role=%s cause=\"%s\"\n",
 			n, k, rn_ip_str(r->local.ip, l, sizeof(l)), rn_ip_str(r->remote.ip, p, sizeof(p)),
 			r->rx_up && r->tx_up ? "up" : "down", r->rx_up ? "up" : "down",
 			r->tx_up ? "up" : "down", (unsigned long long)r->tx_packets,
@@ -154,7 +154,7 @@ static void write_rails(FILE *f, int n, const rn_conn_stats *c, uint64_t now_ns)
 			(unsigned long long)r->keepalives, r->down_events, r->up_events, r->cwnd,
 			(unsigned long long)(r->srtt_ns / 1000),
 			r->last_change_ns ? (long long)((now_ns - r->last_change_ns) / 1000000) : -1LL,
-			r->dgram, r->mtu_holes, r->small_ok,
+			r->dgram, r->mtu_holes, r->small_ok, r->backup ? "backup" : "primary",
 			r->last_change_ns ? rn_cause_name(r->last_cause) : "");
 	}
 }

@@ -37,6 +37,8 @@
 #   dup         duplication on one rail
 #   iface-gone  a rail's interface deleted mid-transfer: that rail fails, nothing crashes
 #   stream      256 MiB both ways at once over 2 rails (the engine's basic test)
+#   backup      RI2N_RAILS=r1,r2:backup at both ends: no DATA on r2 while r1 works; r1
+#               black-holed: the stream goes on over r2 at once; healed: back on r1
 source "$(dirname "$0")/lib.sh"
 
 scenario=${1:?usage: test_faults.sh SCENARIO}
@@ -98,6 +100,34 @@ blackhole | cable)
 	nt_require_verified x
 	check_outage x $rail "$tf" "$th" "$th0"
 	nt_ok "$scenario: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes), rail left out and taken back"
+	;;
+backup)
+	nt_init "$tag" 2 2 1gbit
+	NT_RAILS=r1,r2:backup
+	timed_transfer x 7
+	t0=$(nt_clock)
+	sleep 2.5
+	tb_fault blackhole 1 1 on
+	tf=$(nt_clock)
+	sleep 2
+	th0=$(nt_clock)
+	tb_fault blackhole 1 1 off
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	# ri2n rail 0 is r1, rail 1 the backup r2 (the CSV's intervals wholly inside each span)
+	before=$(nt_data_between x 1 "$t0" "$tf")
+	during=$(nt_data_between x 1 "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0")
+	low=$(nt_min_mbps_between x "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0")
+	after0=$(nt_data_between x 0 "$(awk -v t="$th" 'BEGIN{printf "%.6f", t + 0.5}')" 1e12)
+	after1=$(nt_data_between x 1 "$(awk -v t="$th" 'BEGIN{printf "%.6f", t + 0.5}')" 1e12)
+	[ "$before" -eq 0 ] || nt_fail "$before DATA packets on the backup rail while r1 worked"
+	[ "$during" -gt 0 ] || nt_fail "no DATA on the backup rail while r1 was black-holed"
+	awk -v l="$low" 'BEGIN { exit !(l > 0) }' || nt_fail "the stream stopped during the fault (lowest interval $low Mbit/s)"
+	[ "$after0" -gt 0 ] || nt_fail "r1 carried no DATA after the heal"
+	[ "$after1" -le $((after0 / 20)) ] || nt_fail "the backup kept carrying DATA after the heal ($after1 packets; r1 $after0)"
+	nt_note "backup DATA: $before before the fault, $during during it (lowest interval $low Mbit/s), $after1 after the heal (r1: $after0)"
+	nt_ok "backup: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); the backup rail carried the stream only while r1 was black-holed"
 	;;
 loss)
 	nt_init "$tag" 2 2 1gbit
