@@ -244,6 +244,8 @@ static int place(rfi_link *l, uint64_t now)
 		l->skip_kind = kind;
 		return 1;
 	}
+	if (l->after)
+		return 0; /* an older stream of its name first (rfi_hello.c) */
 	src = link_src(l);
 	for (rfi_op *op = ep->posted[kind], *prev = NULL; op; prev = op, op = op->next) {
 		if (!matches(op, kind, tag, src))
