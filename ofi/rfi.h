@@ -13,6 +13,7 @@
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
+ * rfi_ux.c (the unexpected list),
  * rfi_hello.c (whose an inbound stream is, streams giving way to newer ones),
  * rfi_name.c (endpoint names), rfi_stat.c (the snapshot ri2n-stat reads).
  *
@@ -246,6 +247,13 @@ int rfi_eq_trywait(struct fid_eq *eq);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
 enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1, RFI_DATA = 4 /* the next one's CQ data */ };
+#define RFI_KIND_FLAGS(k) ((k) == RFI_TAG ? FI_TAGGED : FI_MSG)
+/*
+ * An operation that reports nothing on the CQ: fi_inject / fi_tinject (FI_INJECT
+ * as a flag only frees the buffer at return; the completion still comes) and a
+ * message FI_PEEK | FI_DISCARD drops once it is whole.  A bit no FI_* op flag uses.
+ */
+#define RFI_SILENT (1ULL << 62)
 
 typedef struct rfi_op {
 	struct rfi_op *next;
@@ -418,8 +426,31 @@ void rfi_link_deliver(rfi_link *l, uint64_t now);
 void rfi_link_lost(rfi_link *l, int err);
 /* Drops l's unexpected message if its bytes stopped coming (resets l); every pass. */
 void rfi_link_stall_check(rfi_link *l, uint64_t now);
+/* A receive's end: its bytes are in; err (positive) or truncation make it an error. */
+void rfi_recv_complete(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_addr_t src,
+		       int err, int prov_err);
+/* Copies bytes at offset `at` of a message into the receive's buffers (what fits). */
+void rfi_op_put(rfi_op *op, size_t at, const uint8_t *d, size_t n);
+/* Whether receive op takes a message of this kind, tag and source. */
+int rfi_op_matches(const rfi_op *op, int kind, uint64_t tag, fi_addr_t src);
+
+/* rfi_ux.c: the unexpected list */
+/* A new entry, at the list's end, for l's message now starting; NULL: out of memory. */
+rfi_unexp *rfi_ux_new(rfi_link *l, int kind, uint64_t tag, size_t len, uint64_t now);
+/* A whole (or dead) entry goes to the receive that took it; both are freed. */
+void rfi_ux_deliver(rfi_ep *ep, rfi_unexp *u, rfi_op *op);
+/* l's entry will never be whole: its receive fails with err, or it is dropped. */
+void rfi_ux_cut(rfi_link *l, int err);
 /* l is being freed: its messages in the unexpected list stop counting against it. */
 void rfi_link_forget(rfi_link *l);
+/*
+ * A new receive meets the list: the first entry it matches in arrival order
+ * (claim: the one a peek claimed for its context) is taken, or only reported
+ * (FI_PEEK).  1 if op is used up (freed or bound to an entry), 0 if none matched.
+ */
+int rfi_ux_take(rfi_ep *ep, rfi_op *op, int claim);
+/* Frees every entry and the receives that claimed them (the endpoint closes). */
+void rfi_ux_free_all(rfi_ep *ep);
 /*
  * rfi_hello.c: names inbound link l by the hello it opened with, if the
  * connection comes from that name's rails; a live link with that name
