@@ -13,7 +13,8 @@
  * rfi_ep.c (endpoint object, keeper thread), rfi_pass.c (rail sockets,
  * connections, the progress pass),
  * rfi_msg.c (send/recv, tagged, matching, framing on the stream),
- * rfi_hello.c (whose an inbound stream is),
+ * rfi_ux.c (the unexpected list),
+ * rfi_hello.c (whose an inbound stream is, streams giving way to newer ones),
  * rfi_name.c (endpoint names), rfi_stat.c (the snapshot ri2n-stat reads).
  *
  * FI_EP_RDM over ri2n streams: an endpoint has one UDP socket per rail and
@@ -246,6 +247,13 @@ int rfi_eq_trywait(struct fid_eq *eq);
 
 /* ---- operations and the endpoint (rfi_ep.c, rfi_msg.c) ---- */
 enum rfi_kind { RFI_MSG = 2, RFI_TAG = 3, RFI_HELLO = 1, RFI_DATA = 4 /* the next one's CQ data */ };
+#define RFI_KIND_FLAGS(k) ((k) == RFI_TAG ? FI_TAGGED : FI_MSG)
+/*
+ * An operation that reports nothing on the CQ: fi_inject / fi_tinject (FI_INJECT
+ * as a flag only frees the buffer at return; the completion still comes) and a
+ * message FI_PEEK | FI_DISCARD drops once it is whole.  A bit no FI_* op flag uses.
+ */
+#define RFI_SILENT (1ULL << 62)
 
 typedef struct rfi_op {
 	struct rfi_op *next;
@@ -294,6 +302,8 @@ typedef struct rfi_link {
 	rfi_peer *peer;             /* outbound: whose; inbound: NULL */
 	uint64_t created_ns, expiry_ns;
 	uint8_t dead, dirty, hello_done, eof;
+	uint8_t retired;            /* gave way to a newer stream (rfi_hello.c): RFI_RETIRED_* */
+	struct rfi_link *after;     /* inbound: a retired link of its name, read before it */
 	/* inbound: the stream's receive side */
 	int have_name;
 	rfi_name src;
@@ -313,6 +323,13 @@ typedef struct rfi_link {
 	uint64_t ux_ns;             /* when the unexpected one last got bytes (its stall) */
 	size_t ux_held;             /* bytes of its messages in the unexpected list */
 } rfi_link;
+
+/* rfi_link.retired */
+enum {
+	RFI_RETIRED_IN = 1,         /* inbound, superseded: drains to its peer's end */
+	RFI_RETIRED_DONE = 2,       /* inbound, superseded and ended */
+	RFI_RETIRED_OUT = 3,        /* outbound, ended by its peer: no longer its peer's link */
+};
 
 /* A destination we send to. */
 struct rfi_peer {
@@ -337,6 +354,7 @@ struct rfi_ep {
 	uint64_t caps;
 	int enabled;
 	int in_pass;
+	int closing;                   /* linger: our streams end, none gives way */
 	uint64_t last_pass_ns;         /* the keeper steps in when this gets old */
 	pthread_t keeper;
 	int keeper_on, keeper_stop;
@@ -370,7 +388,8 @@ struct rfi_ep {
 	uint64_t stat_period_ns, stat_next_ns; /* next_ns 0: due at the next pass */
 	/* counters (FI_LOG / RI2N_LOG=info at close) */
 	uint64_t msgs_out, msgs_in, bytes_out, bytes_in, unexpected, conn_failures, rail_events;
-	uint64_t hellos_refused;        /* hellos not from their name's rails, or a name in use */
+	uint64_t hellos_refused;        /* hellos not from their name's rails */
+	uint64_t superseded;            /* inbound links a newer one in their name retired */
 };
 
 int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
@@ -407,14 +426,42 @@ void rfi_link_deliver(rfi_link *l, uint64_t now);
 void rfi_link_lost(rfi_link *l, int err);
 /* Drops l's unexpected message if its bytes stopped coming (resets l); every pass. */
 void rfi_link_stall_check(rfi_link *l, uint64_t now);
+/* A receive's end: its bytes are in; err (positive) or truncation make it an error. */
+void rfi_recv_complete(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_addr_t src,
+		       int err, int prov_err);
+/* Copies bytes at offset `at` of a message into the receive's buffers (what fits). */
+void rfi_op_put(rfi_op *op, size_t at, const uint8_t *d, size_t n);
+/* Whether receive op takes a message of this kind, tag and source. */
+int rfi_op_matches(const rfi_op *op, int kind, uint64_t tag, fi_addr_t src);
+
+/* rfi_ux.c: the unexpected list */
+/* A new entry, at the list's end, for l's message now starting; NULL: out of memory. */
+rfi_unexp *rfi_ux_new(rfi_link *l, int kind, uint64_t tag, size_t len, uint64_t now);
+/* A whole (or dead) entry goes to the receive that took it; both are freed. */
+void rfi_ux_deliver(rfi_ep *ep, rfi_unexp *u, rfi_op *op);
+/* l's entry will never be whole: its receive fails with err, or it is dropped. */
+void rfi_ux_cut(rfi_link *l, int err);
 /* l is being freed: its messages in the unexpected list stop counting against it. */
 void rfi_link_forget(rfi_link *l);
 /*
+ * A new receive meets the list: the first entry it matches in arrival order
+ * (claim: the one a peek claimed for its context) is taken, or only reported
+ * (FI_PEEK).  1 if op is used up (freed or bound to an entry), 0 if none matched.
+ */
+int rfi_ux_take(rfi_ep *ep, rfi_op *op, int claim);
+/* Frees every entry and the receives that claimed them (the endpoint closes). */
+void rfi_ux_free_all(rfi_ep *ep);
+/*
  * rfi_hello.c: names inbound link l by the hello it opened with, if the
- * connection comes from that name's rails and no other live link has it.
- * 0, -FI_EINVAL (not a name) or -FI_EACCES (refused, counted).
+ * connection comes from that name's rails; a live link with that name
+ * already is retired (l is read after it).  0, -FI_EINVAL (not a name) or
+ * -FI_EACCES (refused, counted).
  */
 int rfi_link_bind(rfi_link *l, const uint8_t *hello, size_t len);
+/* Outbound l gives way: no longer its peer's link, ends after its bytes. */
+void rfi_link_retire_out(rfi_link *l, uint64_t now);
+/* Retired inbound l ended (its peer's end, or dead): the links after it go on. */
+void rfi_link_retired_end(rfi_link *l, uint64_t now);
 /* Writes the hello on a new outbound connection once it is up. */
 void rfi_link_hello(rfi_link *l, uint64_t now);
 /* Fails every posted receive (the endpoint closes). */

@@ -226,6 +226,7 @@ static void linger(rfi_ep *ep)
 	uint64_t end = rfi_clock() + rfi_k.linger_ns;
 
 	/* FIN on every stream: ours end after their data, the peers' see us go */
+	ep->closing = 1;
 	for (rfi_link *l = ep->links; l; l = l->next)
 		if (!l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED) {
 			rn_conn_shutdown(l->conn, rfi_ep_now(ep));
@@ -236,7 +237,8 @@ static void linger(rfi_ep *ep)
 
 		rfi_ep_pass(ep);
 		for (rfi_link *l = ep->links; l; l = l->next)
-			owed |= l->peer && !l->dead && !rn_conn_write_done(l->conn) &&
+			owed |= (l->peer || l->retired == RFI_RETIRED_OUT) && !l->dead &&
+				!rn_conn_write_done(l->conn) &&
 				rn_conn_state(l->conn) == RN_ST_ESTABLISHED;
 		if (!owed)
 			break;
@@ -254,11 +256,12 @@ static int ep_close(struct fid *f)
 		linger(ep);
 	rn_info("ri2n provider: endpoint closed: %llu messages out (%llu bytes), %llu in (%llu "
 		"bytes, %llu unexpected), %llu rail events, %llu connection failures, %llu "
-		"hellos refused",
+		"hellos refused, %llu links superseded",
 		(unsigned long long)ep->msgs_out, (unsigned long long)ep->bytes_out,
 		(unsigned long long)ep->msgs_in, (unsigned long long)ep->bytes_in,
 		(unsigned long long)ep->unexpected, (unsigned long long)ep->rail_events,
-		(unsigned long long)ep->conn_failures, (unsigned long long)ep->hellos_refused);
+		(unsigned long long)ep->conn_failures, (unsigned long long)ep->hellos_refused,
+		(unsigned long long)ep->superseded);
 	rn_info("ri2n provider: rail monitors: %llu connections joined %llu; %llu port "
 		"unreachable(s) taken", (unsigned long long)ep->mon.joined,
 		(unsigned long long)ep->mon.made, (unsigned long long)ep->mon.unreach);

@@ -17,7 +17,7 @@
  * receive posted later looks at the unexpected list first, in arrival
  * order.  An unexpected message whose bytes stop coming for
  * FI_RI2N_UNEXPECTED_STALL_MS, or whose stream dies, is dropped: a header
- * alone holds its room no longer than that.
+ * alone holds its room no longer than that.  The list itself: rfi_ux.c.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -26,14 +26,6 @@
 
 #include "rfi.h"
 #include "rn_log.h"
-
-#define KIND_FLAGS(k) ((k) == RFI_TAG ? FI_TAGGED : FI_MSG)
-/*
- * An operation that reports nothing on the CQ: fi_inject / fi_tinject (FI_INJECT
- * as a flag only frees the buffer at return; the completion still comes) and a
- * message FI_PEEK | FI_DISCARD drops once it is whole.  A bit no FI_* op flag uses.
- */
-#define RFI_SILENT (1ULL << 62)
 
 /* ---- frames ---- */
 
@@ -77,7 +69,7 @@ static int wants_completion(const rfi_ep *ep, uint64_t sel, uint64_t flags)
 static void complete_send(rfi_ep *ep, rfi_op *op)
 {
 	struct fi_cq_tagged_entry e = { .op_context = op->context,
-					.flags = FI_SEND | KIND_FLAGS(op->kind) };
+					.flags = FI_SEND | RFI_KIND_FLAGS(op->kind) };
 
 	if (ep->txcntr)
 		rfi_cntr_inc(ep->txcntr, 0);
@@ -85,12 +77,11 @@ static void complete_send(rfi_ep *ep, rfi_op *op)
 		rfi_cq_push(ep->txcq, &e, FI_ADDR_NOTAVAIL);
 }
 
-/* A receive's end: its bytes are in; err (positive) or truncation make it an error. */
-static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_addr_t src,
-			  int err, int prov_err)
+void rfi_recv_complete(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_addr_t src,
+		       int err, int prov_err)
 {
 	struct fi_cq_tagged_entry e = {
-		.op_context = op->context, .flags = FI_RECV | KIND_FLAGS(op->kind),
+		.op_context = op->context, .flags = FI_RECV | RFI_KIND_FLAGS(op->kind),
 		.len = mlen < op->len ? mlen : op->len,
 		.buf = op->niov ? op->iov[0].iov_base : NULL, .tag = tag,
 		.data = op->has_data ? op->cq_data : 0,
@@ -111,8 +102,7 @@ static void complete_recv(rfi_ep *ep, rfi_op *op, size_t mlen, uint64_t tag, fi_
 	rfi_op_free(ep, op);
 }
 
-/* Copies bytes at offset `at` of a message into the receive's buffers (what fits). */
-static void iov_put(rfi_op *op, size_t at, const uint8_t *d, size_t n)
+void rfi_op_put(rfi_op *op, size_t at, const uint8_t *d, size_t n)
 {
 	for (size_t i = 0; i < op->niov && n; i++) {
 		size_t len = op->iov[i].iov_len, k;
@@ -144,58 +134,10 @@ static fi_addr_t link_src(rfi_link *l)
 	return l->src_addr;
 }
 
-static fi_addr_t ux_src(rfi_ep *ep, rfi_unexp *u)
-{
-	if (!ep->av || u->src.n == 0)
-		return FI_ADDR_NOTAVAIL;
-	if (u->src_gen != ep->av->gen) {
-		u->src_addr = rfi_av_find(ep->av, &u->src);
-		u->src_gen = ep->av->gen;
-	}
-	return u->src_addr;
-}
-
-static int matches(const rfi_op *op, int kind, uint64_t tag, fi_addr_t src)
+int rfi_op_matches(const rfi_op *op, int kind, uint64_t tag, fi_addr_t src)
 {
 	return op->kind == kind && (op->addr == FI_ADDR_UNSPEC || op->addr == src) &&
 	       (kind == RFI_MSG || ((tag ^ op->tag) & ~op->ignore) == 0);
-}
-
-/* ---- unexpected messages ---- */
-
-static void ux_unlink(rfi_ep *ep, rfi_unexp *u)
-{
-	rfi_unexp **pp = &ep->ux, *prev = NULL;
-
-	while (*pp && *pp != u)
-		prev = *pp, pp = &(*pp)->next;
-	if (!*pp)
-		return;
-	*pp = u->next;
-	if (ep->ux_tail == u)
-		ep->ux_tail = prev;
-}
-
-static void ux_free(rfi_ep *ep, rfi_unexp *u)
-{
-	ep->ux_bytes -= u->len;
-	if (u->owner)
-		u->owner->ux_held -= u->len;
-	free(u->data);
-	free(u);
-}
-
-/* A whole (or dead) unexpected message goes to the receive that took it. */
-static void ux_deliver(rfi_ep *ep, rfi_unexp *u, rfi_op *op)
-{
-	ux_unlink(ep, u);
-	op->has_data = u->has_data;
-	op->cq_data = u->cq_data;
-	if (!u->err && !(op->flags & FI_DISCARD))
-		iov_put(op, 0, u->data, u->len);
-	complete_recv(ep, op, (op->flags & FI_DISCARD) ? 0 : u->len, u->tag, ux_src(ep, u),
-		      u->err, 0);
-	ux_free(ep, u);
 }
 
 /* ---- receiving on an inbound link ---- */
@@ -244,9 +186,11 @@ static int place(rfi_link *l, uint64_t now)
 		l->skip_kind = kind;
 		return 1;
 	}
+	if (l->after)
+		return 0; /* an older stream of its name first (rfi_hello.c) */
 	src = link_src(l);
 	for (rfi_op *op = ep->posted[kind], *prev = NULL; op; prev = op, op = op->next) {
-		if (!matches(op, kind, tag, src))
+		if (!rfi_op_matches(op, kind, tag, src))
 			continue;
 		if (prev)
 			prev->next = op->next;
@@ -263,28 +207,12 @@ static int place(rfi_link *l, uint64_t now)
 	}
 	if (ep->ux_bytes + len > rfi_k.unexp_max || l->ux_held + len > rfi_k.unexp_link_max)
 		return 0; /* full: this stream waits for the application to post */
-	u = calloc(1, sizeof(*u));
-	if (!u || (len && !(u->data = malloc(len)))) {
-		free(u);
+	u = rfi_ux_new(l, kind, tag, len, now);
+	if (!u) {
 		bad_stream(l, "out of memory for an unexpected message", now);
 		return 0;
 	}
-	u->from = u->owner = l;
-	l->ux_held += len;
-	l->ux_ns = now;
-	u->src = l->src;
-	u->src_gen = UINT64_MAX;
-	u->kind = kind;
-	u->tag = tag;
 	take_data(l, &u->has_data, &u->cq_data);
-	u->len = len;
-	ep->ux_bytes += len;
-	ep->unexpected++;
-	if (ep->ux_tail)
-		ep->ux_tail->next = u;
-	else
-		ep->ux = u;
-	ep->ux_tail = u;
 	l->ux = u;
 	return 1;
 }
@@ -307,7 +235,7 @@ static void finish(rfi_link *l)
 		l->into = NULL;
 		ep->msgs_in++;
 		ep->bytes_in += l->mlen;
-		complete_recv(ep, op, l->mlen, op->tag, link_src(l), 0, 0);
+		rfi_recv_complete(ep, op, l->mlen, op->tag, link_src(l), 0, 0);
 	} else if (l->ux) {
 		rfi_unexp *u = l->ux;
 
@@ -316,7 +244,7 @@ static void finish(rfi_link *l)
 		ep->msgs_in++;
 		ep->bytes_in += l->mlen;
 		if (u->claimed)
-			ux_deliver(ep, u, u->claimed);
+			rfi_ux_deliver(ep, u, u->claimed);
 	}
 	l->hdr_have = 0;
 }
@@ -329,7 +257,7 @@ static size_t sink(rfi_link *l, const uint8_t *d, size_t n)
 	if (l->skip)
 		memcpy((l->skip_kind == RFI_DATA ? l->data : l->hello) + at, d, k);
 	else if (l->into)
-		iov_put(l->into, at, d, k);
+		rfi_op_put(l->into, at, d, k);
 	else if (l->ux && k) { /* an empty message has no buffer */
 		memcpy(l->ux->data + at, d, k);
 		l->ux->have += k;
@@ -390,50 +318,20 @@ void rfi_link_lost(rfi_link *l, int err)
 	rfi_ep *ep = l->ep;
 
 	if (l->into) {
-		complete_recv(ep, l->into, l->mlen, l->into->tag, link_src(l), err,
-			      rn_conn_error(l->conn));
+		rfi_recv_complete(ep, l->into, l->mlen, l->into->tag, link_src(l), err,
+				  rn_conn_error(l->conn));
 		l->into = NULL;
 	}
-	if (l->ux) {
-		rfi_unexp *u = l->ux;
-
-		l->ux = NULL;
-		u->from = NULL;
-		u->err = err;
-		if (u->claimed) {
-			ux_deliver(ep, u, u->claimed);
-		} else {
-			/* never whole, never matched: no receive will want it */
-			ux_unlink(ep, u);
-			ux_free(ep, u);
-		}
-	}
+	if (l->ux)
+		rfi_ux_cut(l, err);
 }
 
 void rfi_link_stall_check(rfi_link *l, uint64_t now)
 {
-	rfi_unexp *u = l->ux;
-
-	if (!u || now - l->ux_ns < rfi_k.unexp_stall_ns)
+	if (!l->ux || now - l->ux_ns < rfi_k.unexp_stall_ns)
 		return;
-	l->ux = NULL;
-	u->from = NULL;
-	if (u->claimed) {
-		u->err = FI_ETIMEDOUT;
-		ux_deliver(l->ep, u, u->claimed);
-	} else {
-		ux_unlink(l->ep, u);
-		ux_free(l->ep, u);
-	}
+	rfi_ux_cut(l, FI_ETIMEDOUT);
 	bad_stream(l, "an unexpected message stopped coming", now);
-}
-
-void rfi_link_forget(rfi_link *l)
-{
-	for (rfi_unexp *u = l->ep->ux; u; u = u->next)
-		if (u->owner == l)
-			u->owner = NULL;
-	l->ux_held = 0;
 }
 
 /* ---- sending ---- */
@@ -502,7 +400,7 @@ void rfi_peer_fail(rfi_ep *ep, rfi_peer *p, int err)
 	while (p->q) {
 		rfi_op *op = p->q;
 		struct fi_cq_tagged_entry e = { .op_context = op->context,
-						.flags = FI_SEND | KIND_FLAGS(op->kind) };
+						.flags = FI_SEND | RFI_KIND_FLAGS(op->kind) };
 
 		p->q = op->next;
 		if (ep->txcntr)
@@ -632,53 +530,6 @@ out:
 
 /* ---- posting receives ---- */
 
-/*
- * A new receive meets the unexpected list: the first message it matches in
- * arrival order (FI_CLAIM: the one a peek claimed for its context) is taken,
- * or only reported (FI_PEEK).  Returns 1 if op is used up (freed or bound to
- * a message), 0 if nothing matched.
- */
-static int take_unexpected(rfi_ep *ep, rfi_op *op, int claim)
-{
-	for (rfi_unexp *u = ep->ux; u; u = u->next) {
-		if (u->claimed || (!claim && !matches(op, u->kind, u->tag, ux_src(ep, u))))
-			continue;
-		/* a message claimed by a peek is only for the receive with its context */
-		if (claim ? u->claim_ctx != op->context : u->claim_ctx != NULL)
-			continue;
-		if (op->flags & FI_PEEK) {
-			/* report it, leave it (FI_CLAIM: keep it for the context's later receive) */
-			struct fi_cq_tagged_entry e = { .op_context = op->context,
-							.flags = FI_RECV | KIND_FLAGS(op->kind),
-							.len = u->len, .tag = u->tag,
-							.data = u->cq_data };
-
-			if (u->has_data)
-				e.flags |= FI_REMOTE_CQ_DATA;
-			if (op->flags & FI_CLAIM)
-				u->claim_ctx = op->context;
-			rfi_cq_push(ep->rxcq, &e, ux_src(ep, u));
-			if (op->flags & FI_DISCARD) {
-				/* and drop it: now, or when the rest of it has come */
-				op->flags |= RFI_SILENT;
-				op->niov = 0;
-				if (u->from)
-					u->claimed = op;
-				else
-					ux_deliver(ep, u, op);
-				return 1;
-			}
-			rfi_op_free(ep, op);
-		} else if (u->from) {
-			u->claimed = op; /* still coming in: completes when whole */
-		} else {
-			ux_deliver(ep, u, op);
-		}
-		return 1;
-	}
-	return 0;
-}
-
 static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, size_t niov,
 		       fi_addr_t src, uint64_t tag, uint64_t ignore, void *ctx, uint64_t flags)
 {
@@ -705,10 +556,11 @@ static ssize_t do_recv(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	if (niov) /* a peek may name no buffer */
 		memcpy(op->iov, iov, niov * sizeof(*iov));
 	op->len = iov_total(iov, niov);
-	if (take_unexpected(ep, op, claim))
+	if (rfi_ux_take(ep, op, claim))
 		goto out;
 	if (claim || (flags & FI_PEEK)) {
-		struct fi_cq_tagged_entry e = { .op_context = ctx, .flags = FI_RECV | KIND_FLAGS(kind),
+		struct fi_cq_tagged_entry e = { .op_context = ctx,
+						.flags = FI_RECV | RFI_KIND_FLAGS(kind),
 						.tag = tag };
 
 		/* FI_CLAIM: no message was claimed with this context; FI_PEEK: none there */
@@ -740,7 +592,7 @@ ssize_t rfi_ep_cancel(fid_t fid, void *context)
 
 		for (rfi_op *op = ep->posted[k]; op; prev = op, op = op->next) {
 			struct fi_cq_tagged_entry e = { .op_context = op->context,
-							.flags = FI_RECV | KIND_FLAGS(k),
+							.flags = FI_RECV | RFI_KIND_FLAGS(k),
 							.tag = op->tag };
 
 			if (op->context != context)
@@ -772,15 +624,7 @@ void rfi_ep_cancel_all(rfi_ep *ep)
 		}
 		ep->posted_tail[k] = NULL;
 	}
-	while (ep->ux) {
-		rfi_unexp *u = ep->ux;
-
-		ep->ux = u->next;
-		if (u->claimed)
-			rfi_op_free(ep, u->claimed);
-		ux_free(ep, u);
-	}
-	ep->ux_tail = NULL;
+	rfi_ux_free_all(ep);
 	for (rfi_link *l = ep->links; l; l = l->next) {
 		if (l->into)
 			rfi_op_free(ep, l->into);

@@ -76,6 +76,9 @@ void rfi_links_reap(rfi_ep *ep)
 			continue;
 		}
 		*pp = l->next;
+		for (rfi_link *o = ep->links; o; o = o->next)
+			if (o->after == l)
+				o->after = NULL;
 		rn_htab_del(&ep->idtab, l->id, l);
 		rn_hset_forget(&ep->io, l->id);
 		rfi_link_forget(l);
@@ -282,7 +285,7 @@ static int unbound(const rfi_ep *ep)
 	int n = 0;
 
 	for (const rfi_link *l = ep->links; l; l = l->next)
-		n += !l->peer && !l->have_name && !l->dead;
+		n += !l->peer && !l->have_name && !l->dead && !l->retired;
 	return n;
 }
 
@@ -335,10 +338,23 @@ static int receive(rfi_ep *ep)
 
 /* ---- the pass ---- */
 
+/* The peer ended our outbound stream (it never writes on it otherwise). */
+static int peer_ended(rfi_link *l)
+{
+	const uint8_t *d;
+
+	return !l->ep->closing && rn_conn_state(l->conn) == RN_ST_ESTABLISHED &&
+	       rn_conn_peek(l->conn, &d) == 0;
+}
+
 static void service(rfi_link *l, uint64_t now)
 {
 	l->dirty = 0;
-	if (l->peer) {
+	if (l->peer && peer_ended(l))
+		rfi_link_retire_out(l, now);
+	if (l->retired == RFI_RETIRED_OUT) {
+		; /* nothing to send or read: it ends after what it holds */
+	} else if (l->peer) {
 		rfi_link_hello(l, now);
 		if (l->hello_done && l->peer && l->peer->q)
 			rfi_peer_push(l->ep, l->peer, now);
@@ -347,6 +363,8 @@ static void service(rfi_link *l, uint64_t now)
 	}
 	rfi_link_flush(l, now);
 	link_check(l, now);
+	if (l->retired == RFI_RETIRED_IN && (l->dead || l->eof))
+		rfi_link_retired_end(l, now);
 	rn_hmon_join(&l->ep->mon, l->conn, now);
 	keeper_due(rn_hmon_leave(&l->ep->mon, l->conn, 0));
 	l->expiry_ns = rn_conn_expiry(l->conn);
@@ -373,8 +391,8 @@ void rfi_ep_pass(rfi_ep *ep)
 	for (rfi_link *l = ep->links; l; l = l->next) {
 		if (l->dead)
 			continue;
-		if (!l->peer && !l->have_name && now - l->created_ns > RFI_UNBOUND_NS &&
-		    rn_conn_state(l->conn) != RN_ST_CLOSED) {
+		if (!l->peer && !l->have_name && !l->retired &&
+		    now - l->created_ns > RFI_UNBOUND_NS && rn_conn_state(l->conn) != RN_ST_CLOSED) {
 			rn_conn_abort(l->conn, now); /* no hello: not one of ours */
 			l->dirty = 1;
 		}

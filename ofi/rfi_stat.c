@@ -85,7 +85,7 @@ static void write_snapshot(rfi_ep *ep, uint64_t now)
 		if (k->dead)
 			continue;
 		rn_conn_get_stats(k->conn, &cs);
-		rn_statfile_write_conn(f, ++n, -1, !k->peer,
+		rn_statfile_write_conn(f, ++n, -1, !k->peer && k->retired != RFI_RETIRED_OUT,
 				       cs.npaths ? ipport(cs.rail[0].local, l, sizeof(l)) : "?",
 				       cs.npaths ? ipport(cs.rail[0].remote, p, sizeof(p)) : "?",
 				       now - k->created_ns, &cs, now);

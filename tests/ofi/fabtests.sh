@@ -47,6 +47,7 @@ pair_tests=(
 	"fi_msg_inject -e rdm -N -A inj_complete -v"
 	"fi_bw -e rdm -v -T 1"
 	"fi_rdm_multi_client -C 10 -I 5"
+	"fi_rdm_multi_client -C 10 -I 5 -R"
 	"fi_cq_data -e rdm"
 	"fi_rdm_cntr_pingpong -I 5"
 )

@@ -738,40 +738,149 @@ static void test_ep_hostile_hello(void **st)
 	third_close(x, xcq);
 }
 
+/* Inbound links of ep bound to a name and not retired. */
+static int named_links(rfi_ep *ep)
+{
+	int n = 0;
+
+	for (rfi_link *l = ep->links; l; l = l->next)
+		n += !l->peer && l->have_name && !l->dead && !l->retired;
+	return n;
+}
+
 /*
- * A second stream in a live stream's name is refused: ep1 forgets its
- * connection to ep0 (ep0's side stays up) and opens another; what it sends
- * there never arrives.
+ * A second stream in a live stream's name supersedes it (fi_av_xfer): ep1
+ * removes ep0 from the AV and inserts it again, so its next send opens a
+ * new connection while a message it sent on the old one is still on its
+ * way.  ep0 takes both, in order, from ep1; the old stream ends cleanly on
+ * both sides.
  */
 static void test_ep_second_link(void **st)
 {
 	pair *p = *st;
-	uint8_t r[16], s[16];
+	struct fid_ep *eps[2];
+	uint8_t r[2][16], s[2][16], nm[RFI_NAME_LEN];
 	struct fi_cq_tagged_entry e;
-	rfi_peer *peer;
-	rfi_ep *e1;
+	size_t len = sizeof(nm);
+	fi_addr_t src, a0;
+	rfi_ep *e0, *e1;
+	int c[2];
+
+	SKIP_WITHOUT_RAILS(st);
+	e0 = (rfi_ep *)p->ep[0], e1 = (rfi_ep *)p->ep[1];
+	eps[0] = p->ep[0], eps[1] = p->ep[1];
+	fill(s[0], sizeof(s[0]), 43);
+	fill(s[1], sizeof(s[1]), 44);
+	assert_int_equal(fi_recv(p->ep[0], r[0], sizeof(r[0]), NULL, FI_ADDR_UNSPEC, &c[0]), 0);
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
+	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+	/* the first message on the old stream, not read yet; then the AV round trip */
+	assert_int_equal(fi_send(p->ep[1], s[0], sizeof(s[0]), NULL, p->addr[0], NULL), 0);
+	assert_int_equal(fi_av_remove(p->o.av, &p->addr[0], 1, 0), 0);
+	assert_int_equal(fi_getname(&p->ep[0]->fid, nm, &len), 0);
+	assert_int_equal(fi_av_insert(p->o.av, nm, 1, &a0, 0, NULL), 1);
+	assert_int_not_equal(a0, p->addr[0]);
+	assert_int_equal(fi_send(p->ep[1], s[1], sizeof(s[1]), NULL, a0, NULL), 0);
+	assert_int_equal(fi_recv(p->ep[0], r[0], sizeof(r[0]), NULL, FI_ADDR_UNSPEC, &c[0]), 0);
+	assert_int_equal(fi_recv(p->ep[0], r[1], sizeof(r[1]), NULL, FI_ADDR_UNSPEC, &c[1]), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(wait_all(p->cq[0], eps, 2, &e, &src, 100000), 1);
+		assert_ptr_equal(e.op_context, &c[i]);
+		assert_int_equal(src, p->addr[1]);
+		assert_memory_equal(r[i], s[i], sizeof(s[i]));
+	}
+	assert_int_equal(e0->hellos_refused, 0);
+	assert_int_equal(e0->superseded, 1);
+	/* the old stream ends on both sides: ep1's old peer lost its link to ep0's FIN */
+	run_all(eps, 2, 500, 20000);
+	assert_null(e1->peers[p->addr[0]]->link);
+	assert_non_null(e1->peers[a0]->link);
+	assert_int_equal(named_links(e0), 1);
+	for (rfi_link *l = e0->links; l; l = l->next)
+		if (l->retired)
+			assert_int_equal(l->retired, RFI_RETIRED_DONE);
+	for (rfi_link *l = e1->links; l; l = l->next)
+		if (l->retired)
+			assert_int_not_equal(rn_conn_state(l->conn), RN_ST_ESTABLISHED);
+}
+
+/* Closes ep1 (gracefully: its FINs delivered first) and opens it again on the same ports. */
+static void restart_ep1(pair *p, int graceful)
+{
+	struct fid_ep *eps[2] = { p->ep[0], p->ep[1] };
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
+	uint8_t nm[RFI_NAME_LEN], again[RFI_NAME_LEN];
+	size_t len = sizeof(nm);
+	rfi_ep *e1 = (rfi_ep *)p->ep[1];
+	struct fi_info *fi;
+
+	assert_int_equal(fi_getname(&p->ep[1]->fid, nm, &len), 0);
+	if (graceful) {
+		pthread_mutex_lock(&e1->dom->lock);
+		for (rfi_link *l = e1->links; l; l = l->next)
+			rn_conn_shutdown(l->conn, rfi_ep_now(e1));
+		pthread_mutex_unlock(&e1->dom->lock);
+		run_all(eps, 2, 50, 20000);
+	}
+	third_close(p->ep[1], p->cq[1]);
+	fi = fi_dupinfo(p->fi);
+	assert_non_null(fi);
+	fi->src_addr = malloc(len);
+	assert_non_null(fi->src_addr);
+	memcpy(fi->src_addr, nm, len);
+	fi->src_addrlen = len;
+	assert_int_equal(fi_endpoint(p->o.dom, fi, &p->ep[1], NULL), 0);
+	fi_freeinfo(fi);
+	assert_int_equal(fi_cq_open(p->o.dom, &ca, &p->cq[1], NULL), 0);
+	assert_int_equal(fi_ep_bind(p->ep[1], &p->cq[1]->fid, FI_TRANSMIT | FI_RECV), 0);
+	assert_int_equal(fi_ep_bind(p->ep[1], &p->o.av->fid, 0), 0);
+	assert_int_equal(fi_enable(p->ep[1]), 0);
+	len = sizeof(again);
+	assert_int_equal(fi_getname(&p->ep[1]->fid, again, &len), 0);
+	assert_memory_equal(again, nm, sizeof(nm)); /* the same name: the same fi_addr_t */
+}
+
+/*
+ * A peer restarted on the same ports (fi_rdm_multi_client): ep0's stream to
+ * its old process must not take what ep0 sends the new one.  Closed
+ * gracefully, the old process ended ep0's stream (its FIN); killed, its new
+ * process resets the old streams.  Either way ep0's reply reaches the new
+ * process, each message once, every byte checked.
+ */
+static void test_ep_restart_same_ports(void **st)
+{
+	pair *p = *st;
+	uint8_t r[24], s[24];
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
 	int c;
 
 	SKIP_WITHOUT_RAILS(st);
-	e1 = (rfi_ep *)p->ep[1];
-	fill(s, sizeof(s), 43);
-	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
-	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
-	assert_int_equal(wait_cq(p, 0, &e, NULL, 100000), 1);
-	assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
-	peer = e1->peers[p->addr[0]];
-	assert_non_null(peer->link);
-	pthread_mutex_lock(&e1->dom->lock);
-	peer->link->peer = NULL; /* dropped without a word to ep0 */
-	peer->link->dead = 1;
-	peer->link = NULL;
-	rfi_links_reap(e1);
-	pthread_mutex_unlock(&e1->dom->lock);
-	assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c), 0);
-	assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
-	assert_int_equal(wait_cq(p, 0, &e, NULL, 20000), -FI_EAGAIN);
-	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 1);
-	assert_int_equal(fi_cancel(&p->ep[0]->fid, &c), 0);
+	for (int graceful = 1; graceful >= 0; graceful--) {
+		for (int round = 0; round < 2; round++) {
+			/* ep1 speaks, ep0 answers on its own stream to ep1 */
+			fill(s, sizeof(s), 50 + 2 * round + graceful);
+			assert_int_equal(fi_recv(p->ep[0], r, sizeof(r), NULL, FI_ADDR_UNSPEC, &c),
+					 0);
+			assert_int_equal(fi_send(p->ep[1], s, sizeof(s), NULL, p->addr[0], NULL), 0);
+			assert_int_equal(wait_cq(p, 0, &e, &src, 100000), 1);
+			assert_int_equal(src, p->addr[1]);
+			assert_memory_equal(r, s, sizeof(s));
+			assert_int_equal(wait_cq(p, 1, &e, NULL, 100), 1);
+			fill(s, sizeof(s), 60 + 2 * round + graceful);
+			memset(r, 0, sizeof(r));
+			assert_int_equal(fi_recv(p->ep[1], r, sizeof(r), NULL, p->addr[0], &c), 0);
+			assert_int_equal(fi_send(p->ep[0], s, sizeof(s), NULL, p->addr[1], NULL), 0);
+			assert_int_equal(wait_cq(p, 1, &e, &src, 100000), 1);
+			assert_ptr_equal(e.op_context, &c);
+			assert_memory_equal(r, s, sizeof(s));
+			assert_int_equal(wait_cq(p, 0, &e, NULL, 100), 1);
+			if (round == 0)
+				restart_ep1(p, graceful);
+		}
+	}
+	assert_int_equal(((rfi_ep *)p->ep[0])->hellos_refused, 0);
 }
 
 /* Writes a frame header straight into x's stream to ep0 (x has sent to it already). */
@@ -1457,6 +1566,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_cap, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_hostile_hello, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_second_link, pair_open, pair_close),
+		cmocka_unit_test_setup_teardown(test_ep_restart_same_ports, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_bounds, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_unexpected_100mb, pair_open, pair_close),
 		cmocka_unit_test_setup_teardown(test_ep_sread, pair_open_fd, pair_close),
