@@ -1147,7 +1147,7 @@ mpi_perf() {
 	bw=$(sed -n 's/.*stream rank=1 from=0 .*MBps=\([0-9.]*\).*/\1/p' "$name.out")
 	put mpi "$sys" "$rep" lat_us "$lat"
 	put mpi "$sys" "$rep" mbps "$bw"
-	echo "$sys,$btl,$rails,$rep,$lat,$bw,pass" >>"$MPI_CSV"
+	echo "$sys,$btl,${rails//,/+},$rep,$lat,$bw,pass" >>"$MPI_CSV" # r1+r2: one CSV field
 	log "   $(mpi_path_name "$sys") over $rails: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
 }
 # mpi_blackhole SYS REP: streaming over both rails; rail 2 of host 1 silently black-holed
@@ -1541,7 +1541,7 @@ ofi_one() { # PROVIDER REP
 	bw=$(awk '$1 == "1m" { print $6 }' "$name.out")
 	put ofi "$prov" "$rep" lat_us "$lat"
 	put ofi "$prov" "$rep" mbps "$bw"
-	echo "$prov,$rails,$rep,$lat,$bw,pass" >>"$OFI_CSV"
+	echo "$prov,${rails//,/+},$rep,$lat,$bw,pass" >>"$OFI_CSV"
 	log "   fi_pingpong -p $prov over $rails: 64 B $lat us/xfer, 1 MiB $bw MB/s, data checked"
 }
 # OFI_PROV: the directory of libri2n-fi.so, beside --bin-dir's programs first, else the bench's own build
@@ -2124,6 +2124,18 @@ EOF
 	return $ok
 }
 step "plots (failover.png, latency.png)" plots
+
+# Every CSV row has its header's fields (a value holding a comma would shift the columns)
+csv_check() {
+	local f bad=""
+	for f in "$out"/*.csv; do
+		[ -f "$f" ] || continue
+		awk -F, 'NR == 1 { n = NF } NR > 1 && NF != n { bad = 1 } END { exit bad }' "$f" ||
+			bad="$bad $(basename "$f")"
+	done
+	[ -z "$bad" ] || fail "rows with more or fewer fields than their header in:$bad"
+}
+step "result files: every CSV row has its header's fields" csv_check
 
 # The MPI section of summary.md
 mpi_path_name() { [ "${1%-*}" = ofi ] && echo "(pml cm, mtl ofi, ri2n provider)" || echo "${1%-*},self"; }
