@@ -1232,7 +1232,8 @@ mpi_rail_dgrams() {
 # idle): datagrams a second on the rails between the two hosts over 5 s of it, from 2.5 s in
 # (past the idle pace's start, 1 s without DATA). The same as tests/mpi/run_mpi.sh idle 16.
 mpi_idle() {
-	local rep=$1 o=$RAW/mpi-idle-$rep.out pid a b i
+	local rep=$1 pid a b i
+	local o=$RAW/mpi-idle-$rep.out
 	OMPI_MCA_btl_ri2n_verbose=1 MPI_NP=16 mpi_job "$o" ri2n r1,r2 180 --phases idle --idle-seconds 8 &
 	pid=$!
 	for ((i = 0; i < 1500; i++)); do
@@ -1690,7 +1691,7 @@ memory_figure() {
 	rc=$?
 	wait_exit "$srv" 20
 	awk '$1 == "conns" && $2 == "done"' "$RAW/conns.out" | tr ' ' '\n' | awk -F= 'NF == 2' |
-		while IFS== read -r k v; do put mem ri2n 1 "$k" "$v"; done
+		while IFS="=" read -r k v; do put mem ri2n 1 "$k" "$v"; done
 	awk '$1 == "conns" && $2 == "mem"' "$RAW/conns.out" | while read -r line; do
 		local role phase
 		role=$(sed -n 's/.* role=\([a-z]*\).*/\1/p' <<<"$line") phase=$(sed -n 's/.* phase=\([a-z]*\).*/\1/p' <<<"$line")

@@ -53,8 +53,8 @@ step "build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRI2N_SIM_SEEDS="$seeds" >/dev/null
 cmake --build build -j"$jobs"
 
-step "unit and sim tests"
-run_suite "unit + sim" build -L 'unit|sim'
+step "unit, sim and lint tests"
+run_suite "unit + sim + lint" build -L 'unit|sim|lint'
 
 step "namespace and MPI tests"
 if [ "$(id -u)" -eq 0 ]; then

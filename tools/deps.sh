@@ -15,7 +15,7 @@ build_pkgs=(build-essential cmake pkg-config libsodium-dev libssl-dev libevent-d
 # libfabric-dev: ofi/ builds the libfabric provider libri2n-fi.so against it
 run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-openbsd curl nginx
 	procps util-linux python3 psmisc mptcpize groff-base libfabric-bin wrk mpich libmpich-dev
-	prometheus debhelper lintian)
+	prometheus debhelper lintian shellcheck)
 # libfabric-bin: fi_info and fi_pingpong for tests/ofi and the bench's libfabric rows
 # mpich, libmpich-dev: tests/mpi/run_ri2n_run.sh runs MPICH 4 under ri2n-run (mpiexec.mpich,
 # mpicc.mpich); Open MPI stays the default mpirun/mpicc (restored below if installing moved them)
@@ -23,6 +23,7 @@ run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-open
 # Debian's package also enables a prometheus service on port 9090 (the tests need none)
 # debhelper, lintian: tests/pkg builds the Debian packages (debian/) and checks them
 # (dpkg-dev, which builds them, comes with build-essential)
+# for the lint_shellcheck test (tests/check_shell.sh): shellcheck
 # groff-base: tests/man checks that the man pages render without warnings
 # wrk: tests/shim (netns_shim_close) and the bench's connection-per-request figure
 # nginx: tests/shim (netns_shim_nginx, netns_shim_close); like redis-server, Debian enables its service where

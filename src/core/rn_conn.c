@@ -310,7 +310,7 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 		c->id = c->env.rng(c->env.user);
 	while (c->id == 0);
 	c->hs.isn = (uint32_t)c->env.rng(c->env.user);
-	c->state = RN_ST_INIT_SENT;
+	rn_conn_move(c, RN_ST_INIT_SENT);
 	c->hs.tries = 0;
 	c->hs.due = 1;
 	rn_timer_on_handshake_restart(c, now_ns);
@@ -524,7 +524,7 @@ void rn_conn_fail(rn_conn *c, uint64_t now_ns, int err)
 	/* tell the peer, unless it told us or never had state */
 	if (err != RN_ERR_RESET && err != RN_ERR_REFUSED && c->bufs_ready)
 		c->close.rst_pending = rn_conn_paths_mask(c) * ((1u << RN_RST_AGAIN) + 1);
-	c->state = RN_ST_CLOSED;
+	rn_conn_move(c, RN_ST_CLOSED);
 	c->err = err;
 	c->st.err = err;
 	rn_conn_pool_leave(c);
@@ -656,7 +656,7 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 	if (c->close.fin_acked && c->close.peer_fin_seen) {
-		c->state = RN_ST_LINGER;
+		rn_conn_move(c, RN_ST_LINGER);
 		rn_timer_on_closed(c, now_ns);
 		/*
 		 * Everything sent was acknowledged and nothing more comes: a

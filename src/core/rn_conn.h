@@ -7,6 +7,7 @@
 #ifndef RN_CONN_H
 #define RN_CONN_H
 
+#include "rn_assert.h"
 #include "rn_core.h"
 #include "rn_crypt.h"
 #include "rn_rail.h"
@@ -317,6 +318,19 @@ void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
 /* Rail k's RTO plus the longest the peer may hold its ACK. */
 uint64_t rn_conn_rail_rto(const rn_conn *c, int k);
+
+/*
+ * Moves c to state `to`.  States only move forward (INIT_SENT, COOKIE_SENT,
+ * ESTABLISHED, LINGER, CLOSED), but for a client going back from COOKIE_SENT
+ * to INIT_SENT for a fresh cookie (rn_conn_restart_handshake); a closed
+ * connection never moves again.  Checked where RN_ASSERT is (rn_assert.h).
+ */
+static inline void rn_conn_move(rn_conn *c, rn_state to)
+{
+	RN_ASSERT(c->state != RN_ST_CLOSED);
+	RN_ASSERT((int)to > c->state || (c->state == RN_ST_COOKIE_SENT && to == RN_ST_INIT_SENT));
+	c->state = to;
+}
 
 /* DATA to send: a lost packet to resend (maybe stale), or a new one the peer's window takes. */
 static inline int rn_conn_data_owed(const rn_conn *c)

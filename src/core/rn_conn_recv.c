@@ -592,7 +592,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 		c->rtt_ns = now_ns - c->hs.start_ns; /* resends make it long: bounded */
 		if (c->rtt_ns > RN_RTO_MAX_NS)
 			c->rtt_ns = RN_RTO_MAX_NS;
-		c->state = RN_ST_COOKIE_SENT;
+		rn_conn_move(c, RN_ST_COOKIE_SENT);
 		c->hs.due = 1;
 		c->hs.tries = 0;
 		rn_timer_on_cookie(c, now_ns);
@@ -610,7 +610,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 
 static void establish(rn_conn *c, uint64_t now_ns)
 {
-	c->state = RN_ST_ESTABLISHED;
+	rn_conn_move(c, RN_ST_ESTABLISHED);
 	c->st.established_ns = now_ns;
 	c->hs.due = 0;
 	/* a long wait in the listener's queue is not silence on the rails */

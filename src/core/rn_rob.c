@@ -3,9 +3,22 @@
  */
 #include <string.h>
 
+#include "rn_assert.h"
 #include "rn_bits.h"
 #include "rn_rob.h"
 #include "rn_seq.h"
+
+/*
+ * The ring's marks in sequence order, base <= nxt <= max, everything stored in
+ * [base, max) within the `cap` slots, the read offset inside slot base's packet.
+ */
+static void check_marks(const rn_rob *r)
+{
+	RN_ASSERT(r->nxt - r->base <= r->max - r->base);
+	RN_ASSERT(r->max - r->base <= r->cap && r->cap <= r->wnd);
+	RN_ASSERT(r->base == r->nxt ? r->off == 0 : r->off <= r->lens[r->base & r->mask]);
+	(void)r;
+}
 
 /* Bits in the "received" ring for a ring of cap slots: at least 64 (rn_bits.h). */
 static uint32_t bits_for(uint32_t cap)
@@ -107,6 +120,7 @@ int rn_rob_resize(rn_rob *r, uint32_t cap)
 	r->cap = cap;
 	r->mask = cap - 1;
 	r->bmask = bmask;
+	check_marks(r);
 	return 0;
 }
 
@@ -160,6 +174,8 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 			return RN_ROB_NOMEM;
 		}
 	}
+	/* the packet's slot is its own: the ring holds [base, base + cap) */
+	RN_ASSERT(seq - r->base < r->cap && len <= r->mss);
 	i = seq & r->mask;
 	if (len)
 		memcpy(r->buf + (size_t)i * r->mss, data, len);
@@ -174,6 +190,7 @@ int rn_rob_insert(rn_rob *r, uint32_t seq, const uint8_t *data, uint16_t len, in
 		r->max = seq + 1;
 	while (r->nxt != r->max && rn_bits_test(r->have, r->bmask, r->nxt))
 		r->nxt++;
+	check_marks(r);
 	return RN_ROB_NEW;
 }
 
@@ -229,6 +246,7 @@ void rn_rob_consume(rn_rob *r, size_t n)
 		rn_bits_clear(r->have, r->bmask, r->base);
 		r->base++;
 	}
+	check_marks(r);
 }
 
 unsigned rn_rob_sack(const rn_rob *r, uint64_t *words, unsigned maxw)

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "rn_assert.h"
 #include "rn_seq.h"
 #include "rn_sndq.h"
 
@@ -64,6 +65,18 @@ void rn_sndq_free(rn_sndq *q, const rn_mem *mem)
 	q->lostq = NULL;
 }
 
+/*
+ * The ring's marks in sequence order, una <= nxt <= end, with at most `slots`
+ * packets between una and end: every packet from una on has its own slot.
+ */
+static void check_marks(const rn_sndq *q)
+{
+	RN_ASSERT(q->end - q->una <= q->slots);
+	RN_ASSERT(q->nxt - q->una <= q->end - q->una);
+	RN_ASSERT(q->lost_tail - q->lost_head <= 2 * q->slots);
+	(void)q;
+}
+
 /* Room left in the last packet if it is unsent and can still grow. */
 static uint32_t tail_room(const rn_sndq *q)
 {
@@ -74,6 +87,7 @@ static uint32_t tail_room(const rn_sndq *q)
 	s = &q->slot[(q->end - 1) & q->mask];
 	if (s->flags & RN_SS_FIN)
 		return 0;
+	RN_ASSERT(s->len <= q->mss);
 	return q->mss - s->len;
 }
 
@@ -99,6 +113,7 @@ size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len)
 
 	if (q->fin_queued || !len || rn_sndq_ensure(q, q->mem) < 0)
 		return 0;
+	check_marks(q);
 	while (done < len) {
 		uint32_t room = tail_room(q);
 		size_t n;
@@ -114,6 +129,7 @@ size_t rn_sndq_write(rn_sndq *q, const uint8_t *data, size_t len)
 		}
 		s = &q->slot[(q->end - 1) & q->mask];
 		n = len - done < room ? len - done : room;
+		RN_ASSERT(s->len + n <= q->mss && q->end - q->una <= q->slots);
 		memcpy(rn_sndq_data(q, q->end - 1) + s->len, data + done, n);
 		s->len = (uint16_t)(s->len + n);
 		done += n;
@@ -128,6 +144,7 @@ int rn_sndq_fin(rn_sndq *q)
 
 	if (q->fin_queued)
 		return 0;
+	check_marks(q);
 	if (q->end - q->una >= q->slots)
 		return RN_ERR_AGAIN;
 	s = &q->slot[q->end & q->mask];
@@ -199,6 +216,7 @@ int rn_sndq_resize(rn_sndq *q, const rn_mem *mem, uint32_t slots)
 	q->lost_tail = n;
 	q->slots = slots;
 	q->mask = slots - 1;
+	check_marks(q);
 	return 0;
 }
 
@@ -210,6 +228,9 @@ void rn_sndq_lost_push(rn_sndq *q, uint32_t seq)
 		return;
 	if (q->lost_tail - q->lost_head >= 2 * q->slots)
 		lost_compact(q);
+	/* compacting leaves only packets marked lost in [una, nxt): at most slots */
+	RN_ASSERT(q->lost_tail - q->lost_head < 2 * q->slots);
+	RN_ASSERT(rn_seq_ge(seq, q->una) && rn_seq_lt(seq, q->nxt));
 	s->flags |= RN_SS_LOST;
 	q->lostq[q->lost_tail & (2 * q->slots - 1)] = seq;
 	q->lost_tail++;

@@ -429,7 +429,7 @@ int rn_conn_last_ack(const rn_conn *c)
 
 void rn_conn_end_closed(rn_conn *c, uint64_t now_ns)
 {
-	c->state = RN_ST_CLOSED;
+	rn_conn_move(c, RN_ST_CLOSED);
 	rn_conn_pool_leave(c);
 	rn_conn_emit(c, RN_EV_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 }
@@ -551,7 +551,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 		return;
 	rn_peer_sync(c, now_ns);
 	if (c->state == RN_ST_LINGER && now_ns >= c->timer[RN_TIMER_LINGER]) {
-		c->state = RN_ST_CLOSED; /* RN_EV_CLOSED was reported on entering LINGER */
+		rn_conn_move(c, RN_ST_CLOSED); /* RN_EV_CLOSED was reported on entering LINGER */
 		return;
 	}
 	if (c->ack.pending && now_ns >= c->timer[RN_TIMER_ACK])

@@ -16,7 +16,7 @@
  * the check reports a hang.  Helpers that may run in other threads return 0
  * or -1 with a sentence; only the test's main thread asserts.
  *
- * (Longer than STYLE.md's ~800 lines: one file per feature, as the other
+ * (Longer than docs/STYLE.md's ~800 lines: one file per feature, as the other
  * api_*.c; split by section, 1-5 and 6-10, if it grows further.)
  */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # mpi_bed.sh - what the MPI test scripts share (sourced by run_mpi.sh and
 # run_ri2n_run.sh after they set HERE, ROOT, WORK, TAG="" and NHOSTS=0):
 # messages, the test bed of NHOSTS hosts with two 1 Gbit/s rails, and the

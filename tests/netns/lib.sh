@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/netns/lib.sh - shared by the namespace tests: a test bed of its own,
 # ri2n-xfer servers and senders in host namespaces, and checks on what they
 # printed.  Sourced; needs bash.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/netns/tag.sh - the test-bed tag of a test, for every script that makes
 # a bed (lib.sh's nt_init, the MPI and mtl scripts).  Sourced; needs bash.
 #
