@@ -23,7 +23,7 @@ run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-open
 # Debian's package also enables a prometheus service on port 9090 (the tests need none)
 # debhelper, lintian: tests/pkg builds the Debian packages (debian/) and checks them
 # (dpkg-dev, which builds them, comes with build-essential)
-# shellcheck: the lint_shellcheck test (tests/check_shell.sh)
+# the lint_shellcheck test (tests/check_shell.sh) runs shellcheck
 # groff-base: tests/man checks that the man pages render without warnings
 # wrk: tests/shim (netns_shim_close) and the bench's connection-per-request figure
 # nginx: tests/shim (netns_shim_nginx, netns_shim_close); like redis-server, Debian enables its service where
