@@ -52,10 +52,10 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 		    int *handled);
 
 /*
- * The rail sockets of connected ri2n socket fd (rn_inline.h), for a poll or
+ * The rail sockets of connected ri2n socket fd (rn_railref.h), for a poll or
  * epoll set the caller waits on; 0 if it has none (not ri2n, not connected).
  */
-#include "rn_inline.h"
+#include "rn_railref.h"
 int rn_api_rails(int fd, rn_railref *out, int max);
 /*
  * epoll_ctl on ri2n socket fd in the epoll set with id ep_id

@@ -15,15 +15,7 @@
 #include <sys/types.h>
 
 #include "rn_core.h"
-
-/*
- * Per-thread variables of the hot path.  Initial-exec: read at a fixed
- * offset from the thread pointer, not through __tls_get_addr (about 50
- * instructions per round trip of a small ping-pong).  A library loaded
- * with dlopen() after start still gets them from the few hundred bytes
- * glibc keeps for that; these take well under a hundred.
- */
-#define RN_TLS __thread __attribute__((tls_model("initial-exec")))
+#include "rn_tls.h"
 
 struct rn_port;
 struct rn_stream;

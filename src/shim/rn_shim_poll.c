@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "rn_api.h"
+#include "rn_core.h"
 #include "rn_shim.h"
 #include "rn_sys.h"
 
