@@ -3,8 +3,9 @@
 # sans-I/O protocol), host (the kit every driver shares), engine (the engine
 # thread and the inline driver), api (ri2n.h's calls), shim (ri2n-run's
 # interposers).  Checked twice, so neither a header nor a call slips by:
-#  - includes: a quoted include in src/core or src/host that names a header
-#    of a layer above it, or one in src/shim that names an engine header;
+#  - includes: a quoted include in src/core or src/host, or in a header
+#    they include, that names a header of a layer above it; the same for an
+#    engine header in src/shim;
 #  - symbols: an undefined symbol of a core, host or shim object that an
 #    object compiled from a layer above it (for the shim: from src/engine)
 #    defines.  The shim reaches the engine through the API layer (rn_api.h).
@@ -13,23 +14,44 @@ src=${1:?usage: check_layers.sh src-dir build-dir}
 bin=${2:?usage: check_layers.sh src-dir build-dir}
 bad=0
 
-# headers of the given layers, one name a line
-headers() {
-	for d in "$@"; do
-		find "$src/$d" -maxdepth 1 -name '*.h' -printf '%f\n'
-	done | sort -u
+# Every header of src/ and include/ by name (names are unique), and the
+# quoted includes of a file.
+declare -A path_of
+for h in "$src"/*/*.h "$src"/../include/*.h; do
+	path_of[${h##*/}]=$h
+done
+includes() {
+	sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
 }
 
-# check_includes LAYER ABOVE...: LAYER's files include no header of ABOVE
+# check_includes LAYER ABOVE...: LAYER's files include no header of ABOVE,
+# directly or through the headers they include
 check_includes() {
-	local layer=$1 hit
+	local layer=$1 f n p d hit=
+	local -A seen=()
+	local -a queue
 	shift
-	hit=$(grep -Ho '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"' \
-		"$src/$layer"/*.[ch] | sed 's/:.*"\(.*\)"$/ \1/' |
-		awk 'NR==FNR {above[$1]; next} ($2 in above)' <(headers "$@") - || true)
+	queue=("$src/$layer"/*.[ch])
+	while [ ${#queue[@]} -gt 0 ]; do
+		f=${queue[0]}
+		queue=("${queue[@]:1}")
+		for n in $(includes "$f"); do
+			p=${path_of[$n]:-}
+			if [ -z "$p" ] || [ -n "${seen[$p]:-}" ]; then
+				continue
+			fi
+			seen[$p]=1
+			d=${p%/*}
+			d=${d##*/}
+			case " $* " in
+			*" $d "*) hit+="  ${f#"$src"/} includes $d/$n"$'\n' ;;
+			*) queue+=("$p") ;;
+			esac
+		done
+	done
 	if [ -n "$hit" ]; then
 		echo "src/$layer includes headers of a layer above it ($*):"
-		printf '%s\n' "$hit" | sed 's/^/  /'
+		printf '%s' "$hit"
 		bad=1
 	fi
 }
