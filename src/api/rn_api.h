@@ -52,10 +52,10 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 		    int *handled);
 
 /*
- * The rail sockets of connected ri2n socket fd (rn_inline.h), for a poll or
+ * The rail sockets of connected ri2n socket fd (rn_railref.h), for a poll or
  * epoll set the caller waits on; 0 if it has none (not ri2n, not connected).
  */
-#include "rn_inline.h"
+#include "rn_railref.h"
 int rn_api_rails(int fd, rn_railref *out, int max);
 /*
  * epoll_ctl on ri2n socket fd in the epoll set with id ep_id
@@ -120,5 +120,32 @@ int rn_api_rail_match(in_addr_t ip, int exact);
  * 0, or -1 with errno.
  */
 int rn_api_set_sndbuf(int fd, int name, const void *val, socklen_t len);
+
+
+/*
+ * ---- what ri2n-run needs of the engine, passed through (the shim calls
+ * the engine only here) ----
+ */
+/* Whether the calling thread is the engine (rn_engine_self): its waits are its own. */
+int rn_api_engine_self(void);
+/* Whether this thread is making the engine's event base (rn_engine_making). */
+int rn_api_engine_making(void);
+/* RI2N_BUSY_POLL_US, or RN_BUSY_AUTO (rn_inline_busy_default). */
+int rn_api_busy_default(void);
+/* The calling thread's poll before a wait (ns), and what the wait was (rn_spin.h). */
+int64_t rn_api_spin_budget(int busy_us);
+void rn_api_spin_learn(int busy_us, int64_t waited_ns, int caught);
+/* A wait on rail sockets begins and ends (rn_inline_watch_begin and _end). */
+void rn_api_watch_begin(const rn_railref *r, int n, void **h);
+void rn_api_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
+		      int max, int *nout);
+/* The sockets of epoll set ep_id whose bytes still wait in the core (rn_inline_held). */
+int rn_api_held(uint64_t ep_id, rn_ready *out, int max);
+/* fd's socket cookie, 0 with errno if fd is no socket (rn_fd_cookie). */
+uint64_t rn_api_fd_cookie(int fd);
+/* Whether the process is (about to be) under a seccomp filter (rn_sandbox_on). */
+int rn_api_sandbox_on(void);
+/* fd's addresses if it is a ri2n connection's user end: 0, or -1 (rn_pairname_get). */
+int rn_api_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer);
 
 #endif

@@ -19,7 +19,7 @@
 
 #include <signal.h>
 
-#include "rn_engine.h"
+#include "rn_tls.h"
 
 extern RN_TLS int rn_sig_t_handler;         /* handlers running on this thread */
 extern RN_TLS int rn_sig_t_calls;           /* data calls in progress on this thread */

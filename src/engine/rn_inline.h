@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 
 #include "rn_engine.h"
+#include "rn_railref.h"
 #include "rn_spin.h"
 
 struct rn_stream;
@@ -81,17 +82,8 @@ void rn_inline_to_descriptor(rn_sock *s);
  * caller adds the rail sockets of the ri2n connections it waits on to its
  * own poll set, so an arriving datagram wakes it rather than the engine.
  */
-typedef struct rn_railref {
-	int fd;
-	uint64_t ino;  /* tells the socket from a reused number */
-} rn_railref;
 /* The rail sockets of connected socket s (at most max); 0 if it has none. */
 int rn_inline_rails(rn_sock *s, rn_railref *out, int max);
-/* One readiness an epoll wait reports for a ri2n socket whose bytes wait in the core. */
-typedef struct rn_ready {
-	uint32_t events;
-	uint64_t data;
-} rn_ready;
 /*
  * Before the wait: the engine keeps off these sockets (h[i]: a handle per
  * socket, NULL for one that is gone).  After it, rn_inline_watch_end with

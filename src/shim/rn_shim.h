@@ -109,7 +109,7 @@ typedef struct rn_shim_ent {
 	int listening;         /* a ri2n listener */
 	dev_t dev;
 	ino_t ino;             /* the open file at this number (tells a reused number) */
-	uint64_t cookie;       /* the same, checked on every lookup (rn_fd_cookie) */
+	uint64_t cookie;       /* the same, checked on every lookup (rn_api_fd_cookie) */
 	int have_local, have_peer;
 	struct sockaddr_in local, peer; /* last known: they also answer in a forked child */
 	int nopt;

@@ -26,7 +26,6 @@
 
 #include "ri2n.h"
 #include "rn_api.h"
-#include "rn_pairname.h"
 #include "rn_shim.h"
 #include "rn_sys.h"
 
@@ -314,7 +313,7 @@ static int adopt_handed(int fd, rn_shim_ent *e)
 {
 	struct sockaddr_in local, peer;
 
-	if (!rn_shim_tab_mine() || rn_shim_tab_has(fd) || rn_pairname_get(fd, &local, &peer) < 0)
+	if (!rn_shim_tab_mine() || rn_shim_tab_has(fd) || rn_api_pairname_get(fd, &local, &peer) < 0)
 		return 0;
 	memset(e, 0, sizeof(*e));
 	e->kind = RN_SHIM_RI2N;

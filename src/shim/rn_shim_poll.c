@@ -10,7 +10,7 @@
  * the socketpair: two wake-ups where TCP has one.  Here the rail sockets of
  * the ri2n connections it waits on join its wait, so an arriving datagram
  * wakes the program's thread itself; the engine keeps off those sockets
- * meanwhile (rn_inline_watch_begin).  When one of them fires, the thread
+ * meanwhile (rn_api_watch_begin).  When one of them fires, the thread
  * reads it, hands each connection's bytes to its descriptor, and collects
  * what is ready now: the program sees exactly the events the kernel would
  * show for its own descriptors, never the rail sockets.
@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "rn_api.h"
+#include "rn_core.h"
 #include "rn_shim.h"
 #include "rn_sys.h"
 
@@ -177,7 +178,7 @@ uint64_t rn_shim_ep_id(int epfd)
  */
 static int ep_created(int epfd)
 {
-	if (epfd >= 0 && rn_engine_making())
+	if (epfd >= 0 && rn_api_engine_making())
 		return rn_sys_fd_high(epfd);
 	rn_shim_ep_forget(epfd);
 	return epfd;
@@ -232,7 +233,7 @@ RN_SHIM_API int pipe2(int fd[2], int flags)
 {
 	int rc = RN_REAL->pipe2(fd, flags);
 
-	if (rc == 0 && rn_engine_making()) {
+	if (rc == 0 && rn_api_engine_making()) {
 		fd[0] = rn_sys_fd_high(fd[0]);
 		fd[1] = rn_sys_fd_high(fd[1]);
 	}
@@ -248,14 +249,14 @@ RN_SHIM_API int timerfd_create(int clock, int flags)
 {
 	int fd = RN_REAL->timerfd_create(clock, flags);
 
-	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
+	return rn_api_engine_making() ? rn_sys_fd_high(fd) : fd;
 }
 
 RN_SHIM_API int eventfd(unsigned int count, int flags)
 {
 	int fd = RN_REAL->eventfd(count, flags);
 
-	return rn_engine_making() ? rn_sys_fd_high(fd) : fd;
+	return rn_api_engine_making() ? rn_sys_fd_high(fd) : fd;
 }
 
 RN_SHIM_API int epoll_create(int size)
@@ -383,7 +384,7 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		ep_set *e;
 
 		/*
-		 * Its bytes may be reported from ri2n's buffer (rn_inline_held); its
+		 * Its bytes may be reported from ri2n's buffer (rn_api_held); its
 		 * rail sockets.  The table is trusted as for data calls: a MOD was
 		 * checked at its ADD, and an ADD names a number whose closes the
 		 * shim sees (an event loop re-adds its sockets every request).
@@ -440,14 +441,14 @@ static int64_t since_ns(const struct timespec *t0)
 /*
  * The kernel's wait for a set that holds rail sockets, after polling it
  * without sleeping as RI2N_BUSY_POLL_US says (by default adaptive, see
- * rn_spin_budget): a reply that comes within microseconds is taken without
+ * rn_api_spin_budget): a reply that comes within microseconds is taken without
  * waking a sleeping CPU.  epoll_pwait when pf is NULL, else ppoll.
  */
 static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *pf, nfds_t npf,
 		     int ms, const sigset_t *ss)
 {
-	int busy = rn_inline_busy_default(), rc;
-	int64_t spin = ms == 0 ? 0 : rn_spin_budget(busy);
+	int busy = rn_api_busy_default(), rc;
+	int64_t spin = ms == 0 ? 0 : rn_api_spin_budget(busy);
 	struct timespec t0, ts = { ms / 1000, (long)(ms % 1000) * 1000000 }, zero = { 0, 0 };
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -456,7 +457,7 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 			rc = pf ? RN_REAL->ppoll(pf, npf, &zero, ss) : RN_REAL->epoll_pwait(epfd, ev, max, 0, ss);
 			if (rc != 0) {
 				if (rc > 0)
-					rn_spin_learn(busy, since_ns(&t0), 1);
+					rn_api_spin_learn(busy, since_ns(&t0), 1);
 				return rc;
 			}
 			sched_yield(); /* a thread runnable on this CPU goes first */
@@ -464,11 +465,11 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 	}
 	rc = pf ? RN_REAL->ppoll(pf, npf, ms < 0 ? NULL : &ts, ss) : RN_REAL->epoll_pwait(epfd, ev, max, ms, ss);
 	if (rc >= 0 && ms != 0)
-		rn_spin_learn(busy, since_ns(&t0), 0);
+		rn_api_spin_learn(busy, since_ns(&t0), 0);
 	return rc;
 }
 
-/* The rail sockets one wait watches (rn_inline_watch_begin's handles). */
+/* The rail sockets one wait watches (rn_api_watch_begin's handles). */
 typedef struct watch {
 	void **h;
 	int n;
@@ -486,12 +487,12 @@ static void watch_cancelled(void *arg)
 	const watch *w = arg;
 
 	RN_SYS_CANCEL_UNPOISON();
-	rn_inline_watch_end(w->h, w->n, none, 0, NULL, 0, NULL);
+	rn_api_watch_end(w->h, w->n, none, 0, NULL, 0, NULL);
 }
 
 /*
  * spin_wait on the rail sockets of r[0..n), watched meanwhile (handles in
- * h): the caller ends the watch with rn_inline_watch_end; a thread
+ * h): the caller ends the watch with rn_api_watch_end; a thread
  * cancelled in the wait ends it in watch_cancelled.  No ri2n lock is held
  * across the wait.
  */
@@ -501,7 +502,7 @@ static int watched_wait(const rn_railref *r, int n, void **h, int epfd, struct e
 	watch w = { h, n };
 	int rc;
 
-	rn_inline_watch_begin(r, n, h);
+	rn_api_watch_begin(r, n, h);
 	pthread_cleanup_push(watch_cancelled, &w);
 	rc = spin_wait(epfd, ev, max, pf, npf, ms, ss);
 	pthread_cleanup_pop(0);
@@ -556,7 +557,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	int n = 0, ns, cap, priv = -1;
 	ep_set *e;
 
-	if (max <= 0 || rn_engine_self())
+	if (max <= 0 || rn_api_engine_self())
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	syn = syn_room(max, &cap);
 	if (!syn) {
@@ -582,7 +583,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	 */
 	rn_shim_tab_drain();
 	/* bytes reported before and not read yet: ready now (level-triggered) */
-	ns = rn_inline_held(id, syn, max < cap ? max : cap);
+	ns = rn_api_held(id, syn, max < cap ? max : cap);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
@@ -611,7 +612,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 
 			if (room > cap - ns)
 				room = cap - ns;
-			rn_inline_watch_end(h, n, ready, id, syn + ns, room > 0 ? room : 0, &more);
+			rn_api_watch_end(h, n, ready, id, syn + ns, room > 0 ? room : 0, &more);
 			ns += more;
 		}
 		/* ri2n's reports join the kernel's: one event per descriptor */
@@ -691,7 +692,7 @@ int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset
 	struct timespec t0;
 	int n = 0;
 
-	if (nfds == 0 || nfds > MAX_POLL || rn_engine_self())
+	if (nfds == 0 || nfds > MAX_POLL || rn_api_engine_self())
 		goto plain;
 	for (nfds_t i = 0; i < nfds; i++) {
 		if (!(fds[i].events & POLLIN) || fds[i].fd < 0 || !ours(fds[i].fd))
@@ -713,7 +714,7 @@ int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
-		rn_inline_watch_end(h, n, ready, 0, NULL, 0, NULL);
+		rn_api_watch_end(h, n, ready, 0, NULL, 0, NULL);
 		if (rc < 0) {
 			errno = err;
 			return -1;

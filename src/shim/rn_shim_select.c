@@ -29,7 +29,7 @@ static int select_wait(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout
 	int n = 0, any = 0, rc, count = 0;
 
 	*handled = 0;
-	if (nfds <= 0 || nfds > FD_SETSIZE || rn_engine_self())
+	if (nfds <= 0 || nfds > FD_SETSIZE || rn_api_engine_self())
 		return 0;
 	for (int fd = 0; fd < nfds; fd++) {
 		short ev = (short)((rd && FD_ISSET(fd, rd) ? POLLIN : 0) |

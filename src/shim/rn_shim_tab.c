@@ -27,8 +27,6 @@
 
 #include "rn_api.h"
 #include "rn_datacalls.h"
-#include "rn_engine.h"
-#include "rn_sandbox.h"
 #include "rn_shim.h"
 #include "rn_sig.h"
 
@@ -78,7 +76,7 @@ __attribute__((constructor)) static void tab_init(void)
 int rn_shim_tab_mine(void)
 {
 	/* under seccomp the shim knows nothing (and asks no getpid) */
-	return !rn_sandbox_on() && getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
+	return !rn_api_sandbox_on() && getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
 }
 
 /* The slot of fd, NULL if its page does not exist (and `make` is 0). Under g.mu to make. */
@@ -102,7 +100,7 @@ int rn_shim_tab_has(int fd)
 {
 	rn_shim_ent **s = slot(fd, 0);
 
-	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL && !rn_sandbox_on();
+	return s && __atomic_load_n(s, __ATOMIC_ACQUIRE) != NULL && !rn_api_sandbox_on();
 }
 
 /*
@@ -126,7 +124,7 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 	if (!rn_shim_tab_has(fd) || !rn_shim_tab_mine())
 		return 0;
 	rn_shim_tab_drain();
-	cookie = rn_fd_cookie(fd);
+	cookie = rn_api_fd_cookie(fd);
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
 	cur = entry_locked(fd);
@@ -179,7 +177,7 @@ void rn_shim_tab_set(int fd, const rn_shim_ent *e)
 	*n = *e;
 	n->dev = sb.st_dev;
 	n->ino = sb.st_ino;
-	n->cookie = rn_fd_cookie(fd);
+	n->cookie = rn_api_fd_cookie(fd);
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 1);
 	if (s) {
