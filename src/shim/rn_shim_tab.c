@@ -210,14 +210,14 @@ int rn_shim_tab_drop(int fd)
 
 void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	rn_shim_ent **s;
+	rn_shim_ent *e;
 
 	if (!val || len > sizeof(((rn_shim_opt *)0)->val) || !rn_shim_tab_mine())
 		return;
 	pthread_mutex_lock(&g.mu);
-	s = slot(fd, 0);
-	if (s && *s) {
-		rn_shim_ent *e = *s;
+	/* read once: a close in a signal handler may empty the slot between two reads */
+	e = entry_locked(fd);
+	if (e) {
 		int i;
 
 		for (i = 0; i < e->nopt; i++)
