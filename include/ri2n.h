@@ -37,6 +37,7 @@
 #ifndef RI2N_H
 #define RI2N_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <netinet/in.h>
@@ -182,8 +183,24 @@ struct iovec;
 RI2N_API ssize_t ri2n_writev(int fd, const struct iovec *iov, int iovcnt);
 RI2N_API ssize_t ri2n_readv(int fd, const struct iovec *iov, int iovcnt);
 
-/* Fills *st for a connected descriptor.  ENOTCONN before the handshake. */
+/*
+ * Fills *st for a connected descriptor.  ENOTCONN before the handshake.
+ *
+ * The struct grows at its end from one version to the next, so the call
+ * takes the caller's sizeof(struct ri2n_stats): ri2n_stats(fd, st) is a
+ * macro for ri2n_stats_sz(fd, st, sizeof(struct ri2n_stats)).  A program
+ * built against an older ri2n.h gets the fields it knows and nothing is
+ * written past its struct; one built against a newer ri2n.h than the library
+ * gets its extra fields zeroed.  EINVAL if size is below the first
+ * version's struct (0.1.0: RI2N_STATS_SIZE_V1 bytes) or st is NULL.
+ */
+RI2N_API int ri2n_stats_sz(int fd, struct ri2n_stats *st, size_t size);
+/* The 0.1.0 entry point, for programs built before ri2n_stats_sz: the 0.1.0 struct. */
 RI2N_API int ri2n_stats(int fd, struct ri2n_stats *st);
+#define ri2n_stats(fd, st) ri2n_stats_sz((fd), (st), sizeof(struct ri2n_stats))
+/* The size of 0.1.0's struct ri2n_stats: the end of rail[]. */
+#define RI2N_STATS_SIZE_V1 (offsetof(struct ri2n_stats, rail) + \
+			    RI2N_MAX_RAILS * sizeof(struct ri2n_rail_stats))
 
 /* ---- events ---- */
 
@@ -214,8 +231,20 @@ struct ri2n_event {
  * anyone reads them.  -1 with errno on failure.  Do not read or close it.
  */
 RI2N_API int ri2n_event_fd(void);
-/* Takes the oldest waiting event: 1 with *ev filled, 0 if there is none. */
+/*
+ * Takes the oldest waiting event: 1 with *ev filled, 0 if there is none.
+ * As with ri2n_stats, the struct grows at its end: ri2n_read_event(ev) is a
+ * macro for ri2n_read_event_sz(ev, sizeof(struct ri2n_event)); an older
+ * caller gets the fields it knows, a newer one its extra fields zeroed.
+ * -1 with EINVAL if size is below 0.1.0's struct (RI2N_EVENT_SIZE_V1) or ev
+ * is NULL; no event is taken then.
+ */
+RI2N_API int ri2n_read_event_sz(struct ri2n_event *ev, size_t size);
+/* The 0.1.0 entry point, for programs built before ri2n_read_event_sz. */
 RI2N_API int ri2n_read_event(struct ri2n_event *ev);
+#define ri2n_read_event(ev) ri2n_read_event_sz((ev), sizeof(struct ri2n_event))
+/* The size of 0.1.0's struct ri2n_event: the end of missed. */
+#define RI2N_EVENT_SIZE_V1 (offsetof(struct ri2n_event, missed) + sizeof(uint64_t))
 
 /* ---- logging ---- */
 

@@ -64,7 +64,7 @@
 # shellcheck disable=SC2015,SC2030,SC2031  # `a && b || die` is meant; (..) bodies are meant
 
 # the project's version (CMakeLists.txt); tests/man/test_man.sh fails if they differ
-TB_VERSION=0.1.0
+TB_VERSION=0.1.1
 TB_TAG="${TB_TAG:-tb}"
 TB_STATE_DIR="${TB_STATE_DIR:-/run/ri2n-testbed}"
 TB_SELF="${BASH_SOURCE[0]}"

@@ -55,6 +55,15 @@ int rn_api_fail(int err)
 	return -1;
 }
 
+void rn_api_copy_out(void *dst, size_t size, const void *src, size_t ours)
+{
+	size_t n = size < ours ? size : ours;
+
+	memcpy(dst, src, n);
+	if (size > n)
+		memset((char *)dst + n, 0, size - n);
+}
+
 /*
  * Sets A's send buffer to the smallest the kernel allows, so that little
  * junk fills it; returns the size it had (what SO_SNDBUF reads), 0 if

@@ -314,11 +314,25 @@ int ri2n_event_fd(void)
 	return rn_events_fd();
 }
 
+/* ri2n.h's ri2n_read_event() is a macro that passes sizeof (see ri2n_stats). */
+#undef ri2n_read_event
+_Static_assert(sizeof(struct ri2n_event) >= RI2N_EVENT_SIZE_V1,
+	       "ri2n_event grows at its end only");
+
+int ri2n_read_event_sz(struct ri2n_event *ev, size_t size)
+{
+	struct ri2n_event full;
+	int got;
+
+	if (!ev || size < RI2N_EVENT_SIZE_V1)
+		return rn_api_fail(EINVAL);
+	got = rn_events_read(&full);
+	if (got == 1)
+		rn_api_copy_out(ev, size, &full, sizeof(full));
+	return got;
+}
+
 int ri2n_read_event(struct ri2n_event *ev)
 {
-	if (!ev) {
-		errno = EINVAL;
-		return -1;
-	}
-	return rn_events_read(ev);
+	return ri2n_read_event_sz(ev, RI2N_EVENT_SIZE_V1);
 }

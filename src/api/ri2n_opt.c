@@ -298,15 +298,52 @@ static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
 	o->small_ok = r->small_ok;
 }
 
-int ri2n_stats(int fd, struct ri2n_stats *out)
+/*
+ * ri2n.h's ri2n_stats() is a macro that passes sizeof: the definitions below
+ * are the symbols behind it and behind 0.1.0's two-argument call.
+ */
+#undef ri2n_stats
+_Static_assert(sizeof(struct ri2n_stats) >= RI2N_STATS_SIZE_V1,
+	       "ri2n_stats grows at its end only");
+
+/* The connection's counters in our (newest) struct. */
+static void fill_stats(struct ri2n_stats *out, const rn_conn_stats *cs)
+{
+	memset(out, 0, sizeof(*out));
+	out->state = rn_state_name(cs->state);
+	out->error = rn_errno(cs->err);
+	out->established_ns = cs->established_ns;
+	out->app_tx_bytes = cs->app_tx_bytes;
+	out->app_rx_bytes = cs->app_rx_bytes;
+	out->tx_packets = cs->tx_packets;
+	out->rx_packets = cs->rx_packets;
+	out->retransmits = cs->retransmits;
+	out->rto_events = cs->rto_events;
+	out->dup_data = cs->dup_data;
+	out->drops_malformed = cs->drops[RN_DROP_MALFORMED];
+	out->drops_source = cs->drops[RN_DROP_SOURCE];
+	out->drops_window = cs->drops[RN_DROP_WINDOW];
+	out->drops_duplicate = cs->drops[RN_DROP_DUPLICATE];
+	for (int d = 0; d < RN_DROP__COUNT; d++)
+		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
+		    d != RN_DROP_DUPLICATE)
+			out->drops_other += cs->drops[d];
+	out->mss = cs->mss;
+	out->nrails = cs->npaths;
+	for (int k = 0; k < cs->npaths && k < RI2N_MAX_RAILS; k++)
+		rail_stats(&out->rail[k], &cs->rail[k]);
+}
+
+int ri2n_stats_sz(int fd, struct ri2n_stats *out, size_t size)
 {
 	int err, rc;
 	rn_sock *s = rn_api_lookup(fd, &err);
 	rn_conn_stats cs;
+	struct ri2n_stats full;
 
 	if (!s)
 		return rn_api_fail(err);
-	if (!out) {
+	if (!out || size < RI2N_STATS_SIZE_V1) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINVAL);
 	}
@@ -314,29 +351,12 @@ int ri2n_stats(int fd, struct ri2n_stats *out)
 	rn_sock_unref(s);
 	if (rc)
 		return rn_api_fail(-rc);
-	memset(out, 0, sizeof(*out));
-	out->state = rn_state_name(cs.state);
-	out->error = rn_errno(cs.err);
-	out->established_ns = cs.established_ns;
-	out->app_tx_bytes = cs.app_tx_bytes;
-	out->app_rx_bytes = cs.app_rx_bytes;
-	out->tx_packets = cs.tx_packets;
-	out->rx_packets = cs.rx_packets;
-	out->retransmits = cs.retransmits;
-	out->rto_events = cs.rto_events;
-	out->dup_data = cs.dup_data;
-	out->drops_malformed = cs.drops[RN_DROP_MALFORMED];
-	out->drops_source = cs.drops[RN_DROP_SOURCE];
-	out->drops_window = cs.drops[RN_DROP_WINDOW];
-	out->drops_duplicate = cs.drops[RN_DROP_DUPLICATE];
-	for (int d = 0; d < RN_DROP__COUNT; d++)
-		if (d != RN_DROP_MALFORMED && d != RN_DROP_SOURCE && d != RN_DROP_WINDOW &&
-		    d != RN_DROP_DUPLICATE)
-			out->drops_other += cs.drops[d];
-	out->mss = cs.mss;
-	out->nrails = cs.npaths;
-	for (int k = 0; k < cs.npaths && k < RI2N_MAX_RAILS; k++)
-		rail_stats(&out->rail[k], &cs.rail[k]);
+	fill_stats(&full, &cs);
+	rn_api_copy_out(out, size, &full, sizeof(full));
 	return 0;
 }
 
+int ri2n_stats(int fd, struct ri2n_stats *out)
+{
+	return ri2n_stats_sz(fd, out, RI2N_STATS_SIZE_V1);
+}

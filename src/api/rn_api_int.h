@@ -47,5 +47,11 @@ size_t rn_api_fill_junk(int fd);
 /* At exit: every connected socket still open is shut down for writing. */
 void rn_api_tab_shut_all(void);
 void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len);
+/*
+ * Copies our `ours`-byte struct src into the caller's `size`-byte one: the
+ * first min(size, ours) bytes, the rest of a larger one zeroed (fields this
+ * library does not know of).  For the calls whose struct grows at its end.
+ */
+void rn_api_copy_out(void *dst, size_t size, const void *src, size_t ours);
 
 #endif

@@ -1,6 +1,8 @@
 /*
  * rn_inline.c - application threads driving their connections themselves
- * (see rn_inline.h).
+ * (see rn_inline.h): the inline timer, one connection served inline, epoll
+ * readiness from the core, the descriptor.  Waits are in rn_inline_wait.c,
+ * sending and receiving in rn_inline_io.c.
  *
  * Every call below runs under the host lock, taken with
  * rn_host_enter_inline(): while it is held the engine thread runs none of
@@ -46,8 +48,6 @@ static struct {
 	struct rn_stream *held;  /* streams whose bytes an epoll wait reported from the core */
 	uint8_t buf[TAKE_CHUNK];
 } g = { .tfd = -1, .tfd_at = UINT64_MAX };
-
-static RN_TLS rn_waiter t_waiter = { .efd = -1 };
 
 /* ---- the inline timer ---- */
 
@@ -188,11 +188,7 @@ int rn_inline_init(void)
 
 void rn_inline_forget(void)
 {
-	/* the forking thread's wake-up descriptor is the parent's too: not ours to share */
-	if (t_waiter.efd >= 0) {
-		rn_sys_close(t_waiter.efd);
-		t_waiter.efd = -1;
-	}
+	rn_inline_wait_forget();
 	g.tfd = -1; /* closed with the engine's other descriptors */
 	g.tev = NULL;
 	g.tfd_at = UINT64_MAX;
@@ -366,263 +362,6 @@ void rn_inline_serve_others(struct rn_stream *self)
 	if (o.self_marked)
 		rn_engine_dirty(self); /* as it was: rn_inline_finish serves it */
 }
-
-static pthread_key_t g_waiter_key;
-static pthread_once_t g_waiter_once = PTHREAD_ONCE_INIT;
-
-/* A thread that waited inline ends: its wake-up descriptor goes with it. */
-static void waiter_exit(void *arg)
-{
-	rn_waiter *w = arg;
-
-	if (w && w->efd >= 0) {
-		rn_sys_close(w->efd);
-		w->efd = -1;
-	}
-}
-
-static void waiter_key(void)
-{
-	if (pthread_key_create(&g_waiter_key, waiter_exit) != 0)
-		g_waiter_key = (pthread_key_t)-1;
-}
-
-/* The thread's own wake-up descriptor, made on first use, closed when the thread ends. */
-static rn_waiter *waiter(void)
-{
-	if (t_waiter.efd < 0) {
-		pthread_once(&g_waiter_once, waiter_key);
-		t_waiter.efd = rn_sys_fd_high(rn_sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-		if (t_waiter.efd >= 0 && g_waiter_key != (pthread_key_t)-1)
-			pthread_setspecific(g_waiter_key, &t_waiter);
-	}
-	return t_waiter.efd >= 0 ? &t_waiter : NULL;
-}
-
-static void waiter_unlink(rn_port *p, rn_waiter *w)
-{
-	for (rn_waiter **pp = &p->waiters; *pp; pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	}
-	w->next = NULL;
-	p->nwait--;
-}
-
-/* What a thread cancelled in its sleep (sleep_cancellable) leaves behind. */
-struct wait_undo {
-	rn_sock *s;  /* the caller's reference */
-	rn_port *p;  /* rn_inline_wait_port's reference, and w linked into p->waiters */
-	rn_waiter *w;
-};
-
-/*
- * The thread is being cancelled in its sleep: it leaves the port's waiters
- * (w is this thread's, and dies with it), gives back its references and
- * has the engine serve the port's sockets again, as a wait that ends would.
- */
-static void wait_cancelled(void *arg)
-{
-	struct wait_undo *u = arg;
-	uint64_t v;
-
-	RN_SYS_CANCEL_UNPOISON();
-	rn_host_enter_inline();
-	waiter_unlink(u->p, u->w);
-	if (rn_sys_read(u->w->efd, &v, sizeof(v)) < 0) {
-		/* no wake-up pending */
-	}
-	u->p->inline_ns = rn_now_ns();
-	rn_port_unref(u->p);
-	rn_host_kick();
-	rn_host_leave_inline();
-	rn_sock_unref(u->s);
-}
-
-/*
- * The sleep of an inline wait, ri2n's one cancellation point: a blocked
- * read() is one for TCP, so pthread_cancel ends the thread here, holding
- * no lock, and wait_cancelled undoes the rest.  left: ns, -1 for no limit.
- */
-static int sleep_cancellable(struct wait_undo *u, struct pollfd *pf, int n, int64_t left)
-{
-	struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
-	int rc, ct;
-
-	pthread_cleanup_push(wait_cancelled, u);
-	ct = rn_sys_cancel_begin();
-	rc = rn_sys_ppoll(pf, (nfds_t)n, left < 0 ? NULL : &ts);
-	rn_sys_cancel_end(ct);
-	pthread_cleanup_pop(0);
-	return rc;
-}
-
-static int64_t elapsed_ns(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)(t.tv_sec - t0->tv_sec) * 1000000000 + (t.tv_nsec - t0->tv_nsec);
-}
-
-/*
- * Blocks until a datagram reaches one of the port's sockets, another thread
- * read some for us, or fd has `events` (its end of the pair closing always
- * counts).  Polls first as busy_us says (rn_spin_budget).  *timeout_ns and
- * t0: see rn_inline_int.h.  Called and returns with the host lock held; 0
- * with *ready the port's sockets that have datagrams, -EINTR, -EAGAIN (the
- * timeout passed), -ENOMEM.
- */
-int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t *timeout_ns,
-			const struct timespec *t0, int busy_us, uint32_t *ready)
-{
-	rn_port *p = st->port;
-	rn_waiter *w = waiter();
-	struct pollfd pf[RN_MAX_RAILS + 2];
-	int idx[RN_MAX_RAILS];
-	int n = 0, rc = 0, err = 0, nrail, caught = 0;
-	struct timespec tw;
-	int64_t spin, left;
-
-	*ready = 0;
-	if (!w)
-		return -ENOMEM;
-	for (int i = 0; i < p->nsock; i++)
-		if (p->s[i].fd >= 0) {
-			idx[n] = i;
-			pf[n++] = (struct pollfd){ .fd = p->s[i].fd, .events = POLLIN };
-		}
-	nrail = n;
-	pf[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
-	pf[n++] = (struct pollfd){ .fd = fd, .events = events };
-	w->next = p->waiters;
-	p->waiters = w;
-	rn_port_wait_begin(p, rn_now_ns());
-	rn_port_ref(p); /* the stream may end while we sleep */
-	rn_host_leave_inline();
-
-	clock_gettime(CLOCK_MONOTONIC, &tw);
-	spin = rn_spin_budget(busy_us);
-	left = *timeout_ns == RN_WAIT_RCVTIMEO ? -1 : rn_inline_left_of(*timeout_ns, t0);
-	if (left >= 0 && spin > left)
-		spin = left;
-	if (spin > 0) {
-		do {
-			rc = rn_sys_ppoll(pf, n, &(struct timespec){ 0, 0 });
-			if (rc == 0)
-				sched_yield(); /* a thread runnable on this CPU (the peer?) goes first */
-		} while (rc == 0 && elapsed_ns(&tw) < spin);
-		caught = rc != 0;
-	}
-	if (rc == 0) {
-		if (*timeout_ns == RN_WAIT_RCVTIMEO) /* about to sleep: now the limit matters */
-			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
-		rc = sleep_cancellable(&(struct wait_undo){ s, p, w }, pf, n,
-				       rn_inline_left_of(*timeout_ns, t0));
-	}
-	err = errno;
-	if (rc >= 0)
-		rn_spin_learn(busy_us, elapsed_ns(&tw), caught);
-
-	rn_host_enter_inline();
-	waiter_unlink(p, w);
-	for (int i = 0; i < nrail && rc > 0; i++)
-		if (pf[i].revents)
-			*ready |= 1u << idx[i];
-	if (rc > 0 && pf[n - 1].revents) {
-		/*
-		 * The descriptor itself: bytes or an end the engine put there (or
-		 * the user shut it down) are read through it next; a number no
-		 * longer open ends the call.
-		 */
-		if (pf[n - 1].revents & POLLNVAL) {
-			rc = -1;
-			err = EBADF;
-		} else if (s->stream) { /* st itself may have ended while we slept */
-			s->stream->pair_rx = 1;
-		}
-	}
-	if (rc > 0 && (pf[n - 2].revents & POLLIN)) {
-		uint64_t v;
-
-		if (rn_sys_read(w->efd, &v, sizeof(v)) < 0) {
-			/* another wake-up took it */
-		}
-	}
-	rn_port_wait_left(p, rn_now_ns());
-	rn_port_unref(p);
-	if (rc < 0)
-		return -err;
-	return rc == 0 ? -EAGAIN : 0;
-}
-
-/* The descriptor's SO_RCVTIMEO / SO_SNDTIMEO in ns, -1 for none. */
-int64_t rn_inline_fd_timeout(int fd, int opt)
-{
-	struct timeval tv;
-	socklen_t len = sizeof(tv);
-
-	if (rn_sys_getsockopt(fd, SOL_SOCKET, opt, &tv, &len) < 0 ||
-	    (tv.tv_sec == 0 && tv.tv_usec == 0))
-		return -1;
-	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
-}
-
-int rn_inline_fd_nonblock(int fd)
-{
-	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
-
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* What is left of a wait of `total` ns begun at t0; -1 stays -1. */
-int64_t rn_inline_left_of(int64_t total, const struct timespec *t0)
-{
-	int64_t left;
-
-	if (total < 0)
-		return -1;
-	left = total - elapsed_ns(t0);
-	return left > 0 ? left : 0;
-}
-
-/* ---- waiting with the kernel's poll/epoll (ri2n-run) ---- */
-
-int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
-{
-	int n = 0;
-
-	rn_host_lock();
-	if (rn_inline_ok_to_recv(s->stream)) {
-		rn_port *p = s->stream->port;
-
-		for (int i = 0; i < p->nsock && n < max; i++)
-			if (p->s[i].fd >= 0)
-				out[n++] = (rn_railref){ p->s[i].fd, p->s[i].ino };
-	}
-	rn_host_unlock();
-	return n;
-}
-
-void rn_inline_watch_begin(const rn_railref *r, int n, void **h)
-{
-	uint64_t now = rn_now_ns();
-
-	rn_host_lock();
-	for (int i = 0; i < n; i++) {
-		rn_usock *u = rn_port_usock(r[i].fd, r[i].ino);
-
-		h[i] = u;
-		if (u) { /* the engine keeps off while we wait on it */
-			rn_port_ref(u->port);
-			rn_port_wait_begin(u->port, now);
-		}
-	}
-	rn_host_unlock();
-}
-
 
 /* ---- epoll readiness from the core (ri2n-run) ---- */
 

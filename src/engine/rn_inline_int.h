@@ -1,6 +1,7 @@
 /*
- * rn_inline_int.h - what rn_inline.c (timers, waits, epoll readiness) and
- * rn_inline_io.c (send, receive) share.  Everything runs under the host lock.
+ * rn_inline_int.h - what rn_inline.c (timers, epoll readiness),
+ * rn_inline_wait.c (waits) and rn_inline_io.c (send, receive) share.
+ * Everything runs under the host lock.
  */
 #ifndef RN_INLINE_INT_H
 #define RN_INLINE_INT_H
@@ -48,5 +49,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 int64_t rn_inline_fd_timeout(int fd, int opt);
 int rn_inline_fd_nonblock(int fd);
 int64_t rn_inline_left_of(int64_t total, const struct timespec *t0);
+/* After fork: the calling thread's wake-up descriptor is the parent's; it is let go. */
+void rn_inline_wait_forget(void);
 
 #endif

@@ -266,3 +266,90 @@ void test_events(void **state)
 	assert_int_equal(ri2n_close(c), 0);
 	assert_int_equal(ri2n_close(s), 0);
 }
+
+/* Whether bytes [from, to) of p are all zero. */
+static int zero_from(const void *p, size_t from, size_t to)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = from; i < to; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The structs that grow at their end (ri2n.h): a size below 0.1.0's struct
+ * is EINVAL and takes no event; 0.1.0's two-argument symbols still answer
+ * with the 0.1.0 struct; a caller built against a newer ri2n.h (a larger
+ * struct) gets the fields this library knows and its extra bytes zeroed.
+ */
+void test_sized_structs(void **state)
+{
+	union {
+		struct ri2n_stats st;
+		unsigned char b[sizeof(struct ri2n_stats) + 64];
+	} big;
+	union {
+		struct ri2n_event ev;
+		unsigned char b[sizeof(struct ri2n_event) + 64];
+	} bige;
+	struct ri2n_stats st;
+	struct ri2n_event e;
+	uint64_t end;
+	int efd, c, s, got_c = 0, got_s = 0;
+
+	(void)state;
+	efd = ri2n_event_fd();
+	assert_true(efd >= 0);
+	while (ri2n_read_event(&e) == 1)
+		;
+	connect_pair(&c, &s);
+
+	expect_fail(ri2n_stats_sz(c, &st, RI2N_STATS_SIZE_V1 - 1), EINVAL);
+	expect_fail(ri2n_stats_sz(c, &st, 0), EINVAL);
+	memset(&big, 0xa5, sizeof(big));
+	assert_int_equal(ri2n_stats_sz(c, &big.st, sizeof(big)), 0);
+	assert_true(zero_from(&big, sizeof(struct ri2n_stats), sizeof(big)));
+	assert_string_equal(big.st.state, "established");
+	assert_int_equal(big.st.nrails, 2);
+	memset(&st, 0xa5, sizeof(st));
+	assert_int_equal((ri2n_stats)(c, &st), 0); /* the 0.1.0 symbol, not the macro */
+	assert_string_equal(st.state, "established");
+	assert_int_equal(st.nrails, 2);
+	assert_int_equal(st.mss, big.st.mss);
+	assert_memory_equal(&st.rail[1].remote, &big.st.rail[1].remote, sizeof(st.rail[1].remote));
+	assert_true(zero_from(&st.rail[2], 0, (RI2N_MAX_RAILS - 2) * sizeof(st.rail[0])));
+
+	/* the two CONNECTED events: a short size takes neither */
+	assert_true(wait_fd(efd, POLLIN, 10000) & POLLIN);
+	expect_fail(ri2n_read_event_sz(&e, RI2N_EVENT_SIZE_V1 - 1), EINVAL);
+	expect_fail(ri2n_read_event_sz(&e, 0), EINVAL);
+	assert_true(wait_fd(efd, POLLIN, 0) & POLLIN);
+	end = now_ms() + 10000;
+	while (!(got_c && got_s) && now_ms() < end) {
+		int rc;
+
+		memset(&bige, 0xa5, sizeof(bige));
+		if (!got_c && !got_s) /* the first as a newer caller, the rest as 0.1.0's */
+			rc = ri2n_read_event_sz(&bige.ev, sizeof(bige));
+		else
+			rc = (ri2n_read_event)(&bige.ev);
+		if (rc != 1) {
+			assert_int_equal(rc, 0);
+			wait_fd(efd, POLLIN, 100);
+			continue;
+		}
+		if (!got_c && !got_s)
+			assert_true(zero_from(&bige, sizeof(struct ri2n_event), sizeof(bige)));
+		else /* nothing written past 0.1.0's struct */
+			assert_int_equal(bige.b[RI2N_EVENT_SIZE_V1], 0xa5);
+		assert_true(bige.ev.time_ns > 0);
+		got_c |= bige.ev.type == RI2N_EVENT_CONNECTED && bige.ev.fd == c;
+		got_s |= bige.ev.type == RI2N_EVENT_CONNECTED && bige.ev.fd == s;
+	}
+	if (!got_c || !got_s)
+		fail_msg("CONNECTED events: client %d, accepted end %d", got_c, got_s);
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+}

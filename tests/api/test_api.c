@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 		T(test_threads),
 		T(test_fork),
 		T(test_events),
+		T(test_sized_structs),
 		/* api_fast.c */
 		T(test_fast_round_trip),
 		T(test_fast_bulk),
