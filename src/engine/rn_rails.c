@@ -86,7 +86,7 @@ static int same_subnet(const rn_rail_info *a, const rn_rail_info *b)
 
 /*
  * Whether this process may pin a socket to interface `name`: the rail
- * sockets do it once each (rn_hsock_pin), so a fresh socket tells.  0 or
+ * sockets do it once each (rn_hsock_open), so a fresh socket tells.  0 or
  * -errno.
  */
 static int pin_allowed(const char *name)

@@ -40,6 +40,15 @@ static void set_buf(int fd, int force, int opt)
 		rn_sys_setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 }
 
+/* Pins fd to interface dev (SO_BINDTODEVICE).  0 or -errno. */
+static int pin(int fd, const char *dev)
+{
+	/* the name without its NUL: the kernel takes up to IFNAMSIZ bytes */
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, (socklen_t)strlen(dev)) < 0)
+		return -errno;
+	return 0;
+}
+
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		  const rn_hsock_opts *o)
 {
@@ -76,7 +85,7 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 	if (o->gro)
 		rn_sys_setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (o->dev) {
-		int rc = rn_hsock_pin(s->fd, o->dev);
+		int rc = pin(s->fd, o->dev);
 
 		if (rc)
 			return rc;
@@ -101,14 +110,6 @@ void rn_hsock_close(rn_hsock *s)
 	free(s->mem);
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
-}
-
-int rn_hsock_pin(int fd, const char *dev)
-{
-	/* the name without its NUL: the kernel takes up to IFNAMSIZ bytes */
-	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, (socklen_t)strlen(dev)) < 0)
-		return -errno;
-	return 0;
 }
 
 int rn_hsock_probe_gso(int fd)

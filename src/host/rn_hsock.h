@@ -104,8 +104,8 @@ typedef struct rn_hsock_opts {
 /*
  * Opens a UDP socket bound to ip:port (host order; port 0: any), pinned to
  * o->dev if set, and allocates its send buffers.  Returns 0 or -errno
- * (s->fd -1 if no socket; -EPERM: the kernel would not pin it, see
- * rn_hsock_pin).
+ * (s->fd -1 if no socket; -EPERM: the kernel would not pin it: CAP_NET_RAW
+ * is needed before Linux 5.7, from 5.7 on anyone may pin a socket once).
  */
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		  const rn_hsock_opts *o);
@@ -114,12 +114,6 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
  * of buffers; in a set, only as part of closing the whole set.
  */
 void rn_hsock_close(rn_hsock *s);
-/*
- * Pins fd to interface dev (SO_BINDTODEVICE).  Returns 0 or -errno: -EPERM
- * when the process lacks CAP_NET_RAW on a kernel before 5.7 (from 5.7 on,
- * anyone may pin a socket once), -ENODEV when there is no such interface.
- */
-int rn_hsock_pin(int fd, const char *dev);
 /* The kernel has UDP GSO on this socket (the option exists). */
 int rn_hsock_probe_gso(int fd);
 
