@@ -184,8 +184,8 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 		}
 		for (int j = 0; j < n; j++) {
 			if (out[j].ip == cand[found].ip) {
-				snprintf(err, errlen, "RI2N_RAILS: '%s' is the address of '%s' again; "
-						      "a rail is listed once", tok, out[j].name);
+				snprintf(err, errlen, "RI2N_RAILS: '%s' names rail '%s' again; each "
+						      "rail is listed once", tok, out[j].name);
 				return -1;
 			}
 		}
