@@ -152,6 +152,7 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = ri2n_stream_unbound, .arg = m };
 	for (int i = 0; i < m->nrails; i++) {
+		o.dev = m->rails[i].pin ? m->rails[i].name : NULL; /* rails sharing a subnet */
 		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);
 		m->io.s[i].addr.backup = m->rails[i].backup; /* "if:backup" in the list */
 		m->io.n = i + 1;

@@ -438,6 +438,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .arg = ep };
 	for (int i = 0; i < ep->nrails; i++) {
+		o.dev = ep->rails[i].pin ? ep->rails[i].name : NULL; /* rails sharing a subnet */
 		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
 				   ep->rails[i].prefix, &o);
 		ep->io.s[i].addr.backup = ep->rails[i].backup; /* "if:backup" in the rail list */

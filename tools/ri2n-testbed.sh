@@ -3,7 +3,7 @@
 #
 # Both a library (`source tools/ri2n-testbed.sh`, then call tb_* functions) and a CLI:
 #   tools/ri2n-testbed.sh [--tag T] create [--hosts H] [--rails N] [--rate R[,R..]] [--mtu M[,M..]]
-#                                          [--mgmt-octet O]
+#                                          [--mgmt-octet O] [--one-subnet]
 #   tools/ri2n-testbed.sh [--tag T] fault KIND ARGS...      (see "Faults" below)
 #   tools/ri2n-testbed.sh [--tag T] status | destroy [--force] | ns HOST | addr HOST RAIL
 #   tools/ri2n-testbed.sh [--tag T] exec HOST CMD...
@@ -36,6 +36,12 @@
 # free 198.18.<249..200>.0/24 is taken (tb_mgmt_subnet prints it). IPv6 is off in the bed.
 # Shaping (--rate) puts `tbf rate R burst 128kb latency 20ms` on both ends of every rail link:
 # on r<i> in the host (host egress) and on h<k> in the switch (egress towards the host).
+# --one-subnet: every rail of every host in one bridge (ri2n-T-sw1, host k's rail i plugged in
+# as h<k>r<i>) and one subnet, 198.18.1.0/24, host k's r<i> being 198.18.1.<10i+k> (hosts
+# 1..9): two NICs of a host in one subnet. Each host then answers ARP for an address only on
+# its interface (arp_ignore=1), asks with the asking interface's own address
+# (arp_announce=2) and checks sources loosely (rp_filter=2), as such a host needs
+# (docs/OPERATIONS.md).
 # ARP on the rails retries every TB_ARP_RETRANS_MS (default 100 ms; the kernel's default is
 # 1 s): after an outage long enough to lose the neighbour entry, any transport waits for ARP.
 #
@@ -94,11 +100,13 @@ tb__lock() { mkdir -p "$TB_STATE_DIR"; exec {TB__LOCK_FD}>"$TB_STATE_DIR/.lock";
 # Value of "conf KEY [SUB] VALUE" in the state file.
 tb__conf() { awk -v k="$1" -v s="${2-}" '$1=="conf" && $2==k && (s=="" || $3==s) {print $NF}' "$(tb__state_file)"; }
 
-# Load the bed's shape into TB__H (hosts), TB__N (rails), TB__MGMT (mgmt third octet).
+# Load the bed's shape into TB__H (hosts), TB__N (rails), TB__MGMT (mgmt third octet),
+# TB__ONE (1: --one-subnet).
 tb__load() {
 	tb__check_tag "$TB_TAG"
 	[[ -f $(tb__state_file) ]] || tb__die "no test bed '$TB_TAG' ($(tb__state_file) missing); create it first"
 	TB__H=$(tb__conf hosts); TB__N=$(tb__conf rails); TB__MGMT=$(tb__conf mgmt)
+	TB__ONE=$(tb__conf onesubnet); TB__ONE=${TB__ONE:-0}
 }
 
 # Parse HOST ("2" or "h2") into TB__K and RAIL ("1" or "r1") into TB__I; die with the valid range.
@@ -113,7 +121,12 @@ tb__rail_arg() {
 	TB__I=$((10#$a))
 }
 tb__host_ns() { echo "ri2n-$TB_TAG-h$1"; }
-tb__sw_ns() { echo "ri2n-$TB_TAG-sw$1"; }
+# Rail I's switch; with --one-subnet every rail's is sw1.
+tb__sw_ns() { echo "ri2n-$TB_TAG-sw$((${TB__ONE:-0} ? 1 : $1))"; }
+# Host K's port in rail I's switch, host K's address on rail I, rail I's subnet.
+tb__port() { if ((${TB__ONE:-0})); then echo "h$1r$2"; else echo "h$1"; fi; }
+tb__ip() { if ((${TB__ONE:-0})); then echo "198.18.1.$(($2 * 10 + $1))"; else echo "198.18.$2.$1"; fi; }
+tb__net() { echo "198.18.$((${TB__ONE:-0} ? 1 : $1)).0/24"; }
 tb__nft_table() { echo "ri2n_$TB_TAG"; }
 
 # Wait (up to 5 s) until every named link in NS is operationally UP: the kernel applies a carrier
@@ -245,24 +258,30 @@ tb__create_host() {
 }
 
 tb__plug() {
-	local k=$1 i=$2 mtu=$3 rate=$4 hns sns
-	hns=$(tb__host_ns "$k"); sns=$(tb__sw_ns "$i")
-	tb__do ip -n "$hns" link add name "r$i" mtu "$mtu" type veth peer name "h$k" mtu "$mtu" netns "$sns"
-	tb__do ip -n "$sns" link set dev "h$k" master br up
-	tb__do ip -n "$hns" addr add "198.18.$i.$k/24" dev "r$i"
+	local k=$1 i=$2 mtu=$3 rate=$4 hns sns port
+	hns=$(tb__host_ns "$k"); sns=$(tb__sw_ns "$i"); port=$(tb__port "$k" "$i")
+	tb__do ip -n "$hns" link add name "r$i" mtu "$mtu" type veth peer name "$port" mtu "$mtu" netns "$sns"
+	tb__do ip -n "$sns" link set dev "$port" master br up
+	tb__do ip -n "$hns" addr add "$(tb__ip "$k" "$i")/24" dev "r$i"
 	# ARP retried every ${TB_ARP_RETRANS_MS} ms (kernel default 1 s, as clusters with fast
 	# failover tune it): a neighbour lost in a long outage is found again that fast
 	tb__do ip netns exec "$hns" sysctl -qw "net.ipv4.neigh.r$i.retrans_time_ms=$TB_ARP_RETRANS_MS"
 	tb__do ip -n "$hns" link set dev "r$i" up
 	tb__shape "$hns" "r$i" "$rate"
-	tb__shape "$sns" "h$k" "$rate"
+	tb__shape "$sns" "$port" "$rate"
+}
+
+# --one-subnet: ARP and source checks of a host with several interfaces in one subnet.
+tb__one_subnet_host() {
+	tb__do ip netns exec "$(tb__host_ns "$1")" sysctl -qw net.ipv4.conf.all.arp_ignore=1 \
+		net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.all.rp_filter=2
 }
 
 # tb_create [--tag T] [--hosts H] [--rails N] [--rate R[,R..]] [--mtu M[,M..]] [--mgmt-octet O]
 tb_create() (
-	local hosts=2 rate=off mtu=1500 octet="" k i left state
+	local hosts=2 rate=off mtu=1500 octet="" k i left state nsw
 	local -a rates mtus
-	TB__N=2
+	TB__N=2 TB__ONE=0
 	while (($#)); do
 		case $1 in
 		--tag) TB_TAG=${2-}; shift 2 ;;
@@ -271,6 +290,7 @@ tb_create() (
 		--rate) rate=${2-}; shift 2 ;;
 		--mtu) mtu=${2-}; shift 2 ;;
 		--mgmt-octet) octet=${2-}; shift 2 ;;
+		--one-subnet) TB__ONE=1; shift ;;
 		*) tb__die "create: unknown option '$1' (see --help)" ;;
 		esac
 	done
@@ -278,6 +298,8 @@ tb_create() (
 	tb__is_uint "$hosts" && ((hosts >= 2 && hosts <= 64)) || tb__die "--hosts must be 2..64, not '$hosts'"
 	tb__is_uint "$TB__N" && ((TB__N >= 1 && TB__N <= 8)) || tb__die "--rails must be 1..8, not '$TB__N'"
 	TB__H=$hosts
+	((TB__ONE == 0 || hosts <= 9)) || tb__die "--one-subnet takes 2..9 hosts, not '$hosts'"
+	[[ $TB__ONE == 0 || $mtu != *,* ]] || tb__die "--one-subnet takes one MTU (one bridge), not '$mtu'"
 	tb__per_rail --rate "$rate" rates
 	tb__per_rail --mtu "$mtu" mtus
 	for ((i = 0; i < TB__N; i++)); do
@@ -301,6 +323,7 @@ tb_create() (
 	{
 		echo "# ri2n-testbed bed '$TB_TAG', created $(date -Is) by pid $$"
 		echo "conf hosts $TB__H"; echo "conf rails $TB__N"; echo "conf mgmt $TB__MGMT"
+		echo "conf onesubnet $TB__ONE"
 		for ((i = 1; i <= TB__N; i++)); do echo "conf rate $i ${rates[i - 1]}"; echo "conf mtu $i ${mtus[i - 1]}"; done
 	} >"$state"
 	trap 'rc=$?; ((rc == 0)) || { tb__warn "create failed; removing the partial bed"; tb__teardown; }' EXIT
@@ -311,18 +334,24 @@ tb_create() (
 	echo 1 >"/proc/sys/net/ipv6/conf/ri2n-$TB_TAG-m/disable_ipv6"
 	tb__do ip addr add "198.18.$TB__MGMT.254/24" dev "ri2n-$TB_TAG-m"
 	tb__do ip link set dev "ri2n-$TB_TAG-m" up
-	for ((i = 1; i <= TB__N; i++)); do tb__create_switch "$i" "${mtus[i - 1]}"; done
+	nsw=$((TB__ONE ? 1 : TB__N))
+	for ((i = 1; i <= nsw; i++)); do tb__create_switch "$i" "${mtus[i - 1]}"; done
 	for ((k = 1; k <= TB__H; k++)); do
 		tb__create_host "$k"
+		((TB__ONE)) && tb__one_subnet_host "$k"
 		for ((i = 1; i <= TB__N; i++)); do tb__plug "$k" "$i" "${mtus[i - 1]}" "${rates[i - 1]}"; done
 	done
 	local devs=() ports=() mports=("ri2n-$TB_TAG-m")
 	for ((i = 1; i <= TB__N; i++)); do devs+=("r$i"); done
 	for ((k = 1; k <= TB__H; k++)); do
-		ports+=("h$k"); mports+=("ri2n-$TB_TAG-p$k")
+		mports+=("ri2n-$TB_TAG-p$k")
 		tb__wait_up "$(tb__host_ns "$k")" mgmt "${devs[@]}"
 	done
-	for ((i = 1; i <= TB__N; i++)); do tb__wait_up "$(tb__sw_ns "$i")" br "${ports[@]}"; done
+	for ((i = 1; i <= TB__N; i++)); do
+		ports=()
+		for ((k = 1; k <= TB__H; k++)); do ports+=("$(tb__port "$k" "$i")"); done
+		tb__wait_up "$(tb__sw_ns "$i")" br "${ports[@]}"
+	done
 	tb__wait_up "" "${mports[@]}"
 )
 
@@ -379,18 +408,18 @@ tb_destroy() (
 # ---- faults --------------------------------------------------------------------------------
 tb__fault_cable() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
-	local ns dev addr i=$TB__I
-	ns=$(tb__host_ns "$TB__K"); dev=r$i; addr=198.18.$i.$TB__K
+	local ns dev addr net i=$TB__I
+	ns=$(tb__host_ns "$TB__K"); dev=r$i; addr=$(tb__ip "$TB__K" "$i"); net=$(tb__net "$i")
 	case ${3-} in
 	down) tb__do ip -n "$ns" link set dev "$dev" down ;;
 	up)
 		tb__do ip -n "$ns" link set dev "$dev" up
 		tb__wait_up "$ns" "$dev"
-		tb__wait_up "$(tb__sw_ns "$i")" "h$TB__K"
+		tb__wait_up "$(tb__sw_ns "$i")" "$(tb__port "$TB__K" "$i")"
 		[[ $(ip -n "$ns" -4 -o addr show dev "$dev") == *" $addr/24 "* ]] ||
 			tb__do ip -n "$ns" addr add "$addr/24" dev "$dev"
-		[[ -n $(ip -n "$ns" -4 route show "198.18.$i.0/24" dev "$dev") ]] ||
-			tb__do ip -n "$ns" route add "198.18.$i.0/24" dev "$dev" proto kernel scope link src "$addr"
+		[[ -n $(ip -n "$ns" -4 route show "$net" dev "$dev") ]] ||
+			tb__do ip -n "$ns" route add "$net" dev "$dev" proto kernel scope link src "$addr"
 		;;
 	*) tb__die "cable HOST RAIL down|up" ;;
 	esac
@@ -412,8 +441,8 @@ tb__fault_switch() {
 # Black hole and loss sit on the host's port in the rail's switch (see the header for why).
 tb__fault_blackhole() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
-	local ns port=h$TB__K
-	ns=$(tb__sw_ns "$TB__I")
+	local ns port
+	ns=$(tb__sw_ns "$TB__I"); port=$(tb__port "$TB__K" "$TB__I")
 	case ${3-} in
 	on) tb__nft_add_chain "$ns" bridge "bh_$port" forward \
 		"iifname \"$port\" counter drop" "oifname \"$port\" counter drop" ;;
@@ -429,8 +458,8 @@ tb__fault_blackhole() {
 # otherwise vanish with it).
 tb__fault_mtuhole() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
-	local ns port=h$TB__K n=${3-} k segs=1
-	ns=$(tb__sw_ns "$TB__I")
+	local ns port n=${3-} k segs=1
+	ns=$(tb__sw_ns "$TB__I"); port=$(tb__port "$TB__K" "$TB__I")
 	[[ $n == off ]] && segs=65535
 	for ((k = 1; k <= TB__H; k++)); do
 		tb__do ip -n "$(tb__host_ns "$k")" link set dev "r$TB__I" gso_max_segs "$segs"
@@ -447,8 +476,8 @@ tb__fault_mtuhole() {
 
 tb__fault_loss() {
 	tb__host_arg "${1-}"; tb__rail_arg "${2-}"
-	local ns port=h$TB__K p=${3-}
-	ns=$(tb__sw_ns "$TB__I")
+	local ns port p=${3-}
+	ns=$(tb__sw_ns "$TB__I"); port=$(tb__port "$TB__K" "$TB__I")
 	tb__is_uint "$p" && ((p <= 100)) || tb__die "loss HOST RAIL P: P is a percentage 0..100, not '$p'"
 	p=$((10#$p))
 	if ((p == 0)); then
@@ -466,7 +495,7 @@ tb__fault_rate() {
 	[[ $rate == off ]] && rate=$(tb__conf rate "$TB__I")
 	[[ $rate == off ]] || tb__valid_rate "$rate" || tb__die "rate HOST RAIL RATE|off: bad rate '${3-}' (e.g. 250mbit)"
 	tb__shape "$(tb__host_ns "$TB__K")" "r$TB__I" "$rate"
-	tb__shape "$(tb__sw_ns "$TB__I")" "h$TB__K" "$rate"
+	tb__shape "$(tb__sw_ns "$TB__I")" "$(tb__port "$TB__K" "$TB__I")" "$rate"
 }
 
 # The duplicate re-enters the egress hook; the mark bit lets it through instead of looping.
@@ -543,7 +572,7 @@ tb_fault() (
 # ---- queries -------------------------------------------------------------------------------
 tb_ns() ( tb__load; tb__host_arg "${1-}"; tb__host_ns "$TB__K"; )          # HOST -> namespace
 tb_sw_ns() ( tb__load; tb__rail_arg "${1-}"; tb__sw_ns "$TB__I"; )         # RAIL -> switch ns
-tb_addr() ( tb__load; tb__host_arg "${1-}"; tb__rail_arg "${2-}"; echo "198.18.$TB__I.$TB__K"; )
+tb_addr() ( tb__load; tb__host_arg "${1-}"; tb__rail_arg "${2-}"; tb__ip "$TB__K" "$TB__I"; )
 tb_mgmt_addr() ( tb__load; tb__host_arg "${1-}"; echo "198.18.$TB__MGMT.$TB__K"; )
 tb_mgmt_subnet() ( tb__load; echo "198.18.$TB__MGMT.0/24"; )
 tb_hosts() ( tb__load; echo "$TB__H"; )
@@ -586,7 +615,7 @@ tb_status() (
 			sub(/@.*/, "", $1); printf "    %-5s %-8s %s\n", $1, $2, $3 }'
 		for ((i = 1; i <= TB__N; i++)); do
 			echo "    r$i qdisc: $(tc -n "$ns" qdisc show dev "r$i" root)"
-			echo "    h$k qdisc (switch $i): $(tc -n "$(tb__sw_ns "$i")" qdisc show dev "h$k" root)"
+			echo "    $(tb__port "$k" "$i") qdisc (switch $i): $(tc -n "$(tb__sw_ns "$i")" qdisc show dev "$(tb__port "$k" "$i")" root)"
 		done
 	done
 	echo "active nftables faults (chain: rules):"

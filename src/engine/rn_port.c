@@ -72,7 +72,8 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	rn_usock *u = &p->s[idx];
 	rn_hsock_opts o = { .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
 			    /* runs of datagrams may arrive coalesced; optional */
-			    .gro = rn_proc_get(RN_PROC_GRO) != 0 };
+			    .gro = rn_proc_get(RN_PROC_GRO) != 0,
+			    .dev = ri->pin ? ri->name : NULL };
 	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
 	struct stat sb;
 

@@ -2,6 +2,7 @@
  * rn_rails.c - this host's rails.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -83,6 +84,48 @@ static int same_subnet(const rn_rail_info *a, const rn_rail_info *b)
 	return (a->ip & mask) == (b->ip & mask);
 }
 
+/*
+ * Whether this process may pin a socket to interface `name`: the rail
+ * sockets do it once each (rn_hsock_open), so a fresh socket tells.  0 or
+ * -errno.
+ */
+static int pin_allowed(const char *name)
+{
+	int fd = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, (socklen_t)strlen(name)) < 0)
+		rc = -errno;
+	rn_sys_close(fd);
+	return rc;
+}
+
+int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		int other = -1, rc;
+		char net[32];
+
+		for (int j = 0; j < n && other < 0; j++)
+			if (j != i && same_subnet(&r[i], &r[j]))
+				other = j;
+		r[i].pin = other >= 0;
+		if (other < 0 || (rc = pin_allowed(r[i].name)) == 0)
+			continue;
+		rn_ip_str(r[i].ip & (r[i].prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> r[i].prefix)),
+			  net, sizeof(net));
+		/* the kernel's rule: CAP_NET_RAW, or from Linux 5.7 on a socket not yet pinned */
+		snprintf(err, errlen, "'%s' and '%s' share %s/%u: rails in one subnet need "
+				      "SO_BINDTODEVICE on their interfaces, and the kernel refused it "
+				      "for '%s' (%s%s)", r[i].name, r[other].name, net, r[i].prefix,
+			 r[i].name, strerror(-rc),
+			 rc == -EPERM ? ": CAP_NET_RAW is needed before Linux 5.7" : "");
+		return -1;
+	}
+	return 0;
+}
+
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen)
 {
 	rn_rail_info cand[64];
@@ -140,9 +183,9 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 			return -1;
 		}
 		for (int j = 0; j < n; j++) {
-			if (same_subnet(&out[j], &cand[found])) {
-				snprintf(err, errlen, "RI2N_RAILS: '%s' is in the same subnet as '%s'; "
-						      "each rail needs its own subnet", tok, out[j].name);
+			if (out[j].ip == cand[found].ip) {
+				snprintf(err, errlen, "RI2N_RAILS: '%s' names rail '%s' again; each "
+						      "rail is listed once", tok, out[j].name);
 				return -1;
 			}
 		}
@@ -156,5 +199,7 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 			snprintf(err, errlen, "RI2N_RAILS: every rail is a backup; at least one must not be");
 			return -1;
 		}
+	if (n > 0 && rn_rails_pin(out, n, err, errlen) < 0)
+		return -1;
 	return n ? n : -1;
 }

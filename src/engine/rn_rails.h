@@ -4,6 +4,7 @@
  * RI2N_RAILS lists them (interface names or IPv4 addresses, comma
  * separated, in rail order); unset, every up, non-loopback interface with an
  * IPv4 address is a rail, one per subnet, in the order the system lists them.
+ * Rails the list puts in one subnet are pinned to their interfaces (`pin`).
  */
 #ifndef RN_RAILS_H
 #define RN_RAILS_H
@@ -21,14 +22,24 @@ typedef struct rn_rail_info {
 	int mtu;
 	int ifindex;
 	uint8_t backup;  /* "name:backup" in the list: data only while no other rail works */
+	uint8_t pin;     /* shares its subnet with another rail: sockets pinned to `name` */
 } rn_rail_info;
 
 /*
  * Finds the rails from `spec` (RI2N_RAILS, may be NULL): interface names or
- * addresses, each optionally followed by ":backup".  Returns how many, or
- * -1 with a sentence in err naming what is wrong.
+ * addresses, each optionally followed by ":backup".  Rails of one subnet are
+ * marked `pin` (rn_rails_pin).  Returns how many, or -1 with a sentence in
+ * err naming what is wrong.
  */
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen);
+
+/*
+ * Marks every rail that shares its subnet with another `pin`, and checks
+ * that the kernel lets this process pin a socket to each such interface
+ * (SO_BINDTODEVICE).  Returns 0, or -1 with a sentence in err naming the
+ * rails and what is missing.
+ */
+int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen);
 
 /* "198.18.1.1" for an address in host order. */
 const char *rn_ip_str(uint32_t ip, char *buf, size_t len);

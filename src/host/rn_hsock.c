@@ -40,6 +40,15 @@ static void set_buf(int fd, int force, int opt)
 		rn_sys_setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
 }
 
+/* Pins fd to interface dev (SO_BINDTODEVICE).  0 or -errno. */
+static int pin(int fd, const char *dev)
+{
+	/* the name without its NUL: the kernel takes up to IFNAMSIZ bytes */
+	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, (socklen_t)strlen(dev)) < 0)
+		return -errno;
+	return 0;
+}
+
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		  const rn_hsock_opts *o)
 {
@@ -75,6 +84,12 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 	/* runs of datagrams may arrive coalesced (split again in rn_hrx_next) */
 	if (o->gro)
 		rn_sys_setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (o->dev) {
+		int rc = pin(s->fd, o->dev);
+
+		if (rc)
+			return rc;
+	}
 	if (rn_sys_bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    rn_sys_getsockname(s->fd, (struct sockaddr *)&a, &alen) < 0)
 		return -errno;

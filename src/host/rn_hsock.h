@@ -93,11 +93,19 @@ typedef struct rn_hsock_opts {
 	int gro;           /* ask for UDP GRO */
 	int rx_ts;         /* ask for kernel arrival stamps */
 	int recverr;       /* ICMP errors into the error queue */
+	/*
+	 * Interface to pin the socket to (SO_BINDTODEVICE), NULL: none.  A rail
+	 * sharing its subnet with another needs it: the kernel would send both
+	 * rails' datagrams out of the first interface of the subnet.
+	 */
+	const char *dev;
 } rn_hsock_opts;
 
 /*
- * Opens a UDP socket bound to ip:port (host order; port 0: any) and
- * allocates its send buffers.  Returns 0 or -errno (s->fd -1 if no socket).
+ * Opens a UDP socket bound to ip:port (host order; port 0: any), pinned to
+ * o->dev if set, and allocates its send buffers.  Returns 0 or -errno
+ * (s->fd -1 if no socket; -EPERM: the kernel would not pin it: CAP_NET_RAW
+ * is needed before Linux 5.7, from 5.7 on anyone may pin a socket once).
  */
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		  const rn_hsock_opts *o);

@@ -3,8 +3,9 @@
 # ri2n-xfer servers and senders in host namespaces, and checks on what they
 # printed.  Sourced; needs bash.
 #
-#   nt_init NAME HOSTS RAILS [RATE]  a bed of NAME's own (tag.sh: nt_tag NAME, in NT_TAG),
-#                                    removed on exit (also on failure)
+#   nt_init NAME HOSTS RAILS [RATE [OPTS]]  a bed of NAME's own (tag.sh: nt_tag NAME, in
+#                                    NT_TAG), removed on exit (also on failure); OPTS go to
+#                                    tb_create (--one-subnet); RATE may be ""
 #   nt_serve HOST [xfer args]        ri2n-xfer serve in HOST's namespace (background)
 #   nt_send NAME HOST DST [args]     ri2n-xfer send from HOST to DST's rail-1 address;
 #                                    output in $NT_DIR/NAME.{out,err,csv}; returns its status
@@ -51,8 +52,9 @@ nt_cleanup() {
 	[ "${NT_KEEP:-0}" = 1 ] || rm -rf "$NT_DIR"
 }
 
-nt_init() { # NAME HOSTS RAILS [RATE]
+nt_init() { # NAME HOSTS RAILS [RATE [OPTS]]
 	local tag hosts=$2 rails=$3 rate=${4:-}
+	local -a opts=("${@:5}")
 	tag=$(nt_tag "$1") || nt_fail "no test-bed tag for '$1'"
 	NT_TAG=$tag
 	[ "$(id -u)" -eq 0 ] || nt_skip "namespace tests need root"
@@ -69,11 +71,8 @@ nt_init() { # NAME HOSTS RAILS [RATE]
 	if tb_exists; then
 		tb_destroy >/dev/null 2>&1
 	fi
-	if [ -n "$rate" ]; then
-		tb_create --hosts "$hosts" --rails "$rails" --rate "$rate" >/dev/null || nt_fail "test bed"
-	else
-		tb_create --hosts "$hosts" --rails "$rails" >/dev/null || nt_fail "test bed"
-	fi
+	[ -z "$rate" ] || opts+=(--rate "$rate")
+	tb_create --hosts "$hosts" --rails "$rails" "${opts[@]}" >/dev/null || nt_fail "test bed"
 	NT_RAILS=$(seq -s, -f 'r%g' 1 "$rails")
 }
 

@@ -39,6 +39,9 @@
 #   stream      256 MiB both ways at once over 2 rails (the engine's basic test)
 #   backup      RI2N_RAILS=r1,r2:backup at both ends: no DATA on r2 while r1 works; r1
 #               black-holed: the stream goes on over r2 at once; healed: back on r1
+#   one-subnet  two rails in one subnet on one bridge (testbed --one-subnet): each
+#               interface carries its share of the frames (the kernel told to send each
+#               rail's on its own interface), r2 black-holed and healed as in blackhole
 source "$(dirname "$0")/lib.sh"
 
 scenario=${1:?usage: test_faults.sh SCENARIO}
@@ -59,6 +62,12 @@ check_outage() { # NAME RAIL T_FAIL T_HEAL [T_HEAL0]
 	up=$(nt_event_mono "$name" "$rail" up "$th0")
 	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
 	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began (the command took $(awk -v a="$th" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms)"
+}
+
+# Frames HOST's r1 and r2 sent (tx) or received (rx) so far, "r1 r2" (/proc/net/dev).
+frames() { # HOST tx|rx
+	tb_exec "$1" cat /proc/net/dev | awk -v f="$([ "$2" = tx ] && echo 11 || echo 3)" '
+		{ sub(/:/, " ") } $1 == "r1" { a = $f } $1 == "r2" { b = $f } END { print a + 0, b + 0 }'
 }
 
 # Runs a timed transfer from h1 to h2 while `fault_script` runs.
@@ -100,6 +109,34 @@ blackhole | cable)
 	nt_require_verified x
 	check_outage x $rail "$tf" "$th" "$th0"
 	nt_ok "$scenario: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes), rail left out and taken back"
+	;;
+one-subnet)
+	nt_init "$tag" 2 2 1gbit --one-subnet
+	timed_transfer x 6
+	sleep 1
+	a1=$(frames 1 tx); b2=$(frames 2 rx)
+	sleep 1
+	z1=$(frames 1 tx); y2=$(frames 2 rx)
+	tb_fault blackhole 1 2 on
+	tf=$(nt_clock)
+	sleep 1.5
+	th0=$(nt_clock)
+	tb_fault blackhole 1 2 off
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	# in the second before the fault: frames h1 sent on r1 and r2, and h2 received on them
+	read -r s1 s2 <<<"$(awk -v a="$a1" -v z="$z1" 'BEGIN { split(a, p); split(z, q); print q[1] - p[1], q[2] - p[2] }')"
+	read -r r1 r2 <<<"$(awk -v a="$b2" -v z="$y2" 'BEGIN { split(a, p); split(z, q); print q[1] - p[1], q[2] - p[2] }')"
+	nt_note "frames in the second before the fault: h1 sent $s1 on r1, $s2 on r2; h2 received $r1 on r1, $r2 on r2"
+	# the stripes are even: each interface has well over a quarter unless the kernel sent
+	# both rails' datagrams out of the subnet's first interface
+	for n in "$s1:$s2" "$s2:$s1" "$r1:$r2" "$r2:$r1"; do
+		[ "${n%:*}" -gt $(( (${n%:*} + ${n#*:}) / 4 )) ] ||
+			nt_fail "an interface carried under a quarter of the frames (h1 tx $s1/$s2, h2 rx $r1/$r2)"
+	done
+	check_outage x 1 "$tf" "$th" "$th0"
+	nt_ok "one-subnet: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two rails in 198.18.1.0/24, r2 left out and taken back"
 	;;
 backup)
 	nt_init "$tag" 2 2 1gbit
