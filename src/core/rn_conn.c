@@ -806,6 +806,29 @@ void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail)
 			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, RN_CAUSE_LOCAL, now_ns);
 }
 
+void rn_conn_rail_gone(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
+			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, cause, now_ns);
+}
+
+void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause)
+{
+	int any = 0;
+
+	for (int k = 0; k < c->npaths; k++) {
+		if (c->rail[k].local_rail != local_rail)
+			continue;
+		any = 1;
+		if (c->rail[k].local_err)
+			rn_conn_set_tx(c, k, c->rail[k].peer_up, 0, cause, now_ns);
+	}
+	/* the peer judged the rail dead meanwhile: show it the rail lives, now */
+	if (any)
+		rn_timer_on_rail_back(c, now_ns);
+}
+
 void rn_conn_refused(rn_conn *c, uint64_t now_ns)
 {
 	/* ICMP can be forged, so it only counts before the peer has answered */

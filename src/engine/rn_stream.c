@@ -26,6 +26,7 @@
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
+#include "rn_netlink.h"
 #include "rn_pairname.h"
 #include "rn_quote.h"
 #include "rn_stream.h"
@@ -787,6 +788,7 @@ void rn_stream_send_error(rn_stream *st, int idx, int err)
 	if (!st)
 		return;
 	rn_debug("connection %s: send on rail socket %d failed: %s", st->name, idx, strerror(err));
+	rn_netlink_check(); /* the kernel told why first: an address removed, a link down */
 	rn_conn_rail_error(st->conn, rn_now_ns(), idx);
 	rn_engine_dirty(st);
 }
