@@ -608,6 +608,9 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 	rn_timer_on_link_state_changed(c, now_ns);
 	rail_changed(c, k, was_up, cause, now_ns);
 	rn_peer_on_verdict(c, k);
+	/* it carries the peer's packets again but not ours: a heartbeat shows the peer now */
+	if (up && !rn_rail_tx_up(r))
+		rn_timer_on_rail_back(c, now_ns);
 }
 
 void rn_conn_take_rx(rn_conn *c, int k, int up, uint64_t now_ns)
