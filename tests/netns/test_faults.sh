@@ -8,7 +8,8 @@
 # and per-rail counters (ri2n-xfer prints them), never from wall-clock speed.
 #
 #   blackhole   one of 2 rails silently black-holed, then healed
-#   cable       the cable of the rail the connection was opened on pulled, then back
+#   cable       the cable of the rail the connection was opened on pulled, then back: the
+#               rail is down with the cause "link down" (the kernel's event)
 #   loss        1%, 5% and 20% random loss on every rail
 #   degraded    a 1 Gbit/s and a 100 Mbit/s rail
 #   flap        a rail going down and up every 200 ms for 5 s
@@ -93,9 +94,11 @@ blackhole | cable)
 	[ "$scenario" = cable ] && rail=0 # the rail the handshake ran on
 	timed_transfer x 8
 	sleep 2
-	# times are taken once the fault / heal is in place (applying one takes ~10 ms)
-	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
+	# times are taken once the fault / heal is in place (applying one takes ~10 ms), but for
+	# a pulled cable, which the kernel's link event reports before the command returns
 	tf=$(nt_clock)
+	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
+	[ "$scenario" = cable ] || tf=$(nt_clock)
 	sleep 2.5
 	th0=$(nt_clock)
 	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) up; else tb_fault blackhole 1 $((rail + 1)) off; fi
@@ -103,6 +106,9 @@ blackhole | cable)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
 	check_outage x $rail "$tf" "$th" "$th0"
+	# the kernel's link event, not a failed send or the receive count, takes the rail out
+	[ "$scenario" = blackhole ] || grep -q "^xfer event .* rail=$rail down .*cause=\"link down\"" "$NT_DIR/x.err" ||
+		nt_fail "no rail $rail down event with the cause \"link down\""
 	nt_ok "$scenario: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes), rail left out and taken back"
 	;;
 backup)
