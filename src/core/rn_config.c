@@ -156,6 +156,10 @@ const char *rn_cause_name(rn_cause c)
 	case RN_CAUSE_LOCAL: return "local send error";
 	case RN_CAUSE_RX_SIZE: return "MTU black hole: full-size datagrams lost";
 	case RN_CAUSE_SHARED: return "another connection to the peer";
+	case RN_CAUSE_ADDR_GONE: return "address removed";
+	case RN_CAUSE_LINK_DOWN: return "link down";
+	case RN_CAUSE_ADDR_BACK: return "address back";
+	case RN_CAUSE_LINK_UP: return "link up";
 	default: return "?";
 	}
 }

@@ -608,6 +608,9 @@ void rn_conn_set_rx(rn_conn *c, int k, int up, rn_cause cause, uint64_t now_ns)
 	rn_timer_on_link_state_changed(c, now_ns);
 	rail_changed(c, k, was_up, cause, now_ns);
 	rn_peer_on_verdict(c, k);
+	/* it carries the peer's packets again but not ours: a heartbeat shows the peer now */
+	if (up && !rn_rail_tx_up(r))
+		rn_timer_on_rail_back(c, now_ns);
 }
 
 void rn_conn_take_rx(rn_conn *c, int k, int up, uint64_t now_ns)
@@ -804,6 +807,29 @@ void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail)
 	for (int k = 0; k < c->npaths; k++)
 		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
 			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, RN_CAUSE_LOCAL, now_ns);
+}
+
+void rn_conn_rail_gone(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
+			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, cause, now_ns);
+}
+
+void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause)
+{
+	int any = 0;
+
+	for (int k = 0; k < c->npaths; k++) {
+		if (c->rail[k].local_rail != local_rail)
+			continue;
+		any = 1;
+		if (c->rail[k].local_err)
+			rn_conn_set_tx(c, k, c->rail[k].peer_up, 0, cause, now_ns);
+	}
+	/* the peer judged the rail dead meanwhile: show it the rail lives, now */
+	if (any)
+		rn_timer_on_rail_back(c, now_ns);
 }
 
 void rn_conn_refused(rn_conn *c, uint64_t now_ns)

@@ -310,6 +310,12 @@ void rn_timer_on_ack_owed(rn_conn *c, uint64_t now_ns, uint64_t delay_ns);
 void rn_timer_on_link_state_changed(rn_conn *c, uint64_t now_ns);
 /* A rail stopped carrying our packets: the first heartbeat right away. */
 void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns);
+/*
+ * A rail works again one way (its interface back, the peer's packets arriving
+ * on it while ours do not): a heartbeat on every rail right away, so that the
+ * peer sees it in a round trip rather than at its next heartbeat (100 ms).
+ */
+void rn_timer_on_rail_back(rn_conn *c, uint64_t now_ns);
 /* A port unreachable was taken: a keepalive is owed at once on `rails` (rn_conn_dead.c). */
 void rn_timer_on_unreachable(rn_conn *c, uint32_t rails, uint64_t now_ns);
 /* DATA after an idle pause: a rail that is down is tried at the full pace now. */

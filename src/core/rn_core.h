@@ -201,6 +201,10 @@ typedef enum rn_cause {
 	RN_CAUSE_LOCAL,      /* the driver reported a hard send error */
 	RN_CAUSE_RX_SIZE,    /* small datagrams arrive, full-size ones do not (MTU black hole) */
 	RN_CAUSE_SHARED,     /* another connection to the same peer judged it (rn_peer) */
+	RN_CAUSE_ADDR_GONE,  /* the driver saw the rail's address removed (netlink) */
+	RN_CAUSE_LINK_DOWN,  /* the driver saw the rail's link go down or away (netlink) */
+	RN_CAUSE_ADDR_BACK,  /* the driver saw the rail's address come back */
+	RN_CAUSE_LINK_UP,    /* the driver saw the rail's link come back up */
 } rn_cause;
 
 const char *rn_cause_name(rn_cause c);
@@ -383,6 +387,21 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 
 /* Reports a hard send error on a driver rail (unreachable, interface gone). */
 void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail);
+
+/*
+ * Reports that driver rail local_rail cannot carry anything (its address
+ * removed, its link down: `cause` says which, for the event): every path on
+ * it stops sending at once, and what it held is resent on the others, as
+ * for a send error.  rn_conn_rail_back undoes it.
+ */
+void rn_conn_rail_gone(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause);
+
+/*
+ * Reports that driver rail local_rail works again (cause: why).  Its paths
+ * send again as soon as the peer's verdict allows, and a heartbeat goes on
+ * every rail at once so that both ends see it in one round trip.
+ */
+void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause);
 
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);

@@ -409,6 +409,12 @@ void rn_timer_on_rail_tx_down(rn_conn *c, uint64_t now_ns)
 		c->timer[RN_TIMER_HEARTBEAT] = now_ns;
 }
 
+void rn_timer_on_rail_back(rn_conn *c, uint64_t now_ns)
+{
+	if (c->timer[RN_TIMER_HEARTBEAT] > now_ns)
+		c->timer[RN_TIMER_HEARTBEAT] = now_ns;
+}
+
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns)
 {
 	if (c->timer[RN_TIMER_HEARTBEAT] > now_ns)

@@ -21,6 +21,7 @@
 #include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
+#include "rn_netlink.h"
 #include "rn_port.h"
 #include "rn_publish.h"
 #include "rn_stream.h"
@@ -420,6 +421,7 @@ static void atfork_child(void)
 	rn_stream_forget_all();
 	rn_events_forget();
 	rn_publish_forget();
+	rn_netlink_forget();
 	rn_inline_forget();
 	g_kicked = 0;
 	pthread_mutex_unlock(&g.mu);
@@ -476,6 +478,7 @@ int rn_engine_start(void)
 	g.wake_fd = rn_fd_own_high(g.wake_fd);
 	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
 	event_add(g.wake_ev, NULL);
+	rn_netlink_start();
 	rc = rn_inline_init();
 	if (rc)
 		goto out;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rn_log.h"
+#include "rn_netlink.h"
 #include "rn_quote.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
@@ -130,6 +131,7 @@ void rn_stream_send_error(rn_stream *st, int idx, int err)
 	if (!st)
 		return;
 	rn_debug("connection %s: send on rail socket %d failed: %s", st->name, idx, strerror(err));
+	rn_netlink_check(); /* the kernel told why first: an address removed, a link down */
 	rn_conn_rail_error(st->conn, rn_now_ns(), idx);
 	rn_engine_dirty(st);
 }

@@ -8,7 +8,8 @@
 # and per-rail counters (ri2n-xfer prints them), never from wall-clock speed.
 #
 #   blackhole   one of 2 rails silently black-holed, then healed
-#   cable       the cable of the rail the connection was opened on pulled, then back
+#   cable       the cable of the rail the connection was opened on pulled, then back: the
+#               rail is down with the cause "link down" (the kernel's event)
 #   loss        1%, 5% and 20% random loss on every rail
 #   degraded    a 1 Gbit/s and a 100 Mbit/s rail
 #   flap        a rail going down and up every 200 ms for 5 s
@@ -36,6 +37,10 @@
 #   mesh        4 hosts, a stream between every pair, one rail's switch failing
 #   dup         duplication on one rail
 #   iface-gone  a rail's interface deleted mid-transfer: that rail fails, nothing crashes
+#   addr-gone   rail 1's address deleted at the sender mid-transfer, then added back: the
+#               rail is down at once with the cause "address removed" (the kernel's
+#               event, not a failed send or the receive count), no DATA on it meanwhile,
+#               and it carries DATA again after the address returns
 #   stream      256 MiB both ways at once over 2 rails (the engine's basic test)
 #   backup      RI2N_RAILS=r1,r2:backup at both ends: no DATA on r2 while r1 works; r1
 #               black-holed: the stream goes on over r2 at once; healed: back on r1
@@ -98,9 +103,11 @@ blackhole | cable)
 	[ "$scenario" = cable ] && rail=0 # the rail the handshake ran on
 	timed_transfer x 8
 	sleep 2
-	# times are taken once the fault / heal is in place (applying one takes ~10 ms)
-	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
+	# times are taken once the fault / heal is in place (applying one takes ~10 ms), but for
+	# a pulled cable, which the kernel's link event reports before the command returns
 	tf=$(nt_clock)
+	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
+	[ "$scenario" = cable ] || tf=$(nt_clock)
 	sleep 2.5
 	th0=$(nt_clock)
 	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) up; else tb_fault blackhole 1 $((rail + 1)) off; fi
@@ -108,6 +115,9 @@ blackhole | cable)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
 	check_outage x $rail "$tf" "$th" "$th0"
+	# the kernel's link event, not a failed send or the receive count, takes the rail out
+	[ "$scenario" = blackhole ] || grep -q "^xfer event .* rail=$rail down .*cause=\"link down\"" "$NT_DIR/x.err" ||
+		nt_fail "no rail $rail down event with the cause \"link down\""
 	nt_ok "$scenario: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes), rail left out and taken back"
 	;;
 one-subnet)
@@ -408,6 +418,32 @@ iface-gone)
 	nt_require_verified x
 	[ "$(nt_rail_field "$NT_DIR/x.out" 1 up)" = 0 ] || nt_fail "rail 1 still up without its interface"
 	nt_ok "iface-gone: rail 1's interface deleted mid-transfer; every byte verified over rail 0"
+	;;
+addr-gone)
+	nt_init "$tag" 2 2 1gbit
+	timed_transfer x 5
+	sleep 1.5
+	ns1=$(tb_ns 1)
+	a=$(tb_addr 1 2) # ri2n rail 1 is r2
+	tf0=$(nt_clock)
+	ip -n "$ns1" addr del "$a/24" dev r2 || nt_fail "could not delete $a from r2"
+	tf=$(nt_clock)
+	sleep 1.5
+	th0=$(nt_clock)
+	ip -n "$ns1" addr add "$a/24" dev r2 || nt_fail "could not add $a back to r2"
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	grep -q '^xfer event .* rail=1 down .*cause="address removed"' "$NT_DIR/x.err" ||
+		nt_fail "no rail 1 down event with the cause \"address removed\""
+	grep -q 'rail 1 (r2 .*): address removed: down' "$NT_DIR/x.err" ||
+		nt_fail "the log does not say rail 1 went down for its address"
+	check_outage x 1 "$tf0" "$th" "$th0"
+	after=$(nt_data_between x 1 "$th" 1e12)
+	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
+	down=$(nt_event_mono x 1 down "$tf0")
+	nt_note "rail 1 down $(awk -v a="$down" -v b="$tf0" 'BEGIN{printf "%.2f", (a-b)*1000}') ms after \`ip addr del\` began ($(awk -v a="$tf" -v b="$tf0" 'BEGIN{printf "%.2f", (a-b)*1000}') ms until it and the clock after it returned); $after DATA packets on it after the address came back"
+	nt_ok "addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its address, used again once it was back"
 	;;
 *)
 	echo "unknown scenario $scenario" >&2
