@@ -151,6 +151,17 @@ struct rn_conn_peer {
 	uint8_t taking;        /* taking the peer's verdict: not pushed back */
 };
 
+/*
+ * The copy a small write's DATA packet owes (RI2N_REDUNDANT_BYTES):
+ * rn_conn_send.c's alone.  Set when the packet goes out, written by the
+ * next call on the best other working rail (rn_rail_choose_copy).
+ */
+struct rn_conn_dup {
+	uint8_t due;
+	uint8_t rail;          /* the path the packet itself went on */
+	uint32_t seq;
+};
+
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
@@ -204,6 +215,7 @@ struct rn_conn {
 	struct rn_conn_fresh fresh;
 	struct rn_conn_live live;
 	struct rn_conn_close close;
+	struct rn_conn_dup dup;
 	struct rn_conn_pool pool;
 	uint64_t unreach_ns[RN_MAX_RAILS]; /* last port unreachable taken per rail (rn_conn_dead.c) */
 	struct rn_conn_peer peer_m;

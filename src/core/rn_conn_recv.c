@@ -303,6 +303,18 @@ static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 			r->bundle_lost = 0; /* the rail's size works */
 		s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	}
+	if (s->flags & RN_SS_COPY) {
+		/*
+		 * Which of the two arrived is unknown: the copy only leaves its
+		 * rail's flight, and proves nothing there (no RTT, no later
+		 * packets of that rail taken for lost, no round ended).
+		 */
+		rn_rail *cr = &c->rail[s->copy_rail];
+
+		if (cr->inflight)
+			cr->inflight--;
+		s->flags &= (uint8_t)~RN_SS_COPY;
+	}
 	s->flags |= RN_SS_ACKED;
 }
 
@@ -367,6 +379,12 @@ static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	rn_conn_detect_losses(c, now_ns);
 }
 
+/* Is transmission t on rail k the copy of its packet, in flight? */
+static int is_copy(const rn_sslot *s, int k, const rn_txrec *t)
+{
+	return (s->flags & RN_SS_COPY) && s->copy_rail == k && s->copy_idx == t->idx;
+}
+
 /* Is the transmission at the head of rail k's FIFO still unacked and in flight there? */
 static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
 {
@@ -375,7 +393,8 @@ static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
 	if (rn_seq_lt(t->seq, c->sq.una) || rn_seq_ge(t->seq, c->sq.nxt))
 		return 0;
 	s = rn_sndq_slot(&c->sq, t->seq);
-	return (s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx;
+	return ((s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx) ||
+	       is_copy(s, k, t);
 }
 
 /*
@@ -393,6 +412,14 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
 	rn_rail *r = &c->rail[k];
 
+	if (is_copy(s, k, t)) {
+		/* a copy is never bundled; the packet is lost once both are */
+		s->flags &= (uint8_t)~RN_SS_COPY;
+		rn_rail_on_lost(r, t->idx, &c->cfg);
+		if (!(s->flags & RN_SS_FLIGHT))
+			rn_sndq_lost_push(&c->sq, t->seq);
+		return;
+	}
 	if (judge && (s->flags & RN_SS_MULTI) && ++r->bundle_lost >= RN_BUNDLE_HOLE) {
 		r->bundle_lost = 0;
 		if (rn_pmtu_on_hole(&r->pm, now_ns))
@@ -400,7 +427,8 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	}
 	s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
-	rn_sndq_lost_push(&c->sq, t->seq);
+	if (!(s->flags & RN_SS_COPY))
+		rn_sndq_lost_push(&c->sq, t->seq);
 }
 
 /*
