@@ -59,6 +59,7 @@ struct rn_conn_ack {
 	uint64_t first_ns;     /* the first packet the owed ACK covers */
 	uint64_t data_tx_ns;   /* last new DATA sent */
 	uint64_t data_rx_ns;   /* last new DATA stored */
+	uint32_t last_new_seq; /* ...its sequence number */
 	/*
 	 * Per rail, the newest packet received: its ts and our arrival time.
 	 * ACK blocks echo one rail's in turn, so every rail gets one-way delay

@@ -496,6 +496,9 @@ void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns)
  * the answer usually goes first and carries it, instead of an ACK of its
  * own on each side (TCP's delayed ACK in its ping-pong mode does the same).
  */
+/* 10 ms: the most a copy lags its twin on another rail (queues of rails under load) */
+#define RN_COPY_LAG_NS UINT64_C(10000000)
+
 static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
 	if (!c->ack.pending) {
@@ -558,12 +561,20 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 			rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
 		c->ack.data_rx_ns = now_ns;
+		c->ack.last_new_seq = p->seq;
 		rn_conn_check_close(c, now_ns);
 		return 0;
 	case RN_ROB_DUP:
-		/* the sender resent something we have: tell it at once */
 		c->st.dup_data++;
-		owe_ack(c, now_ns, 1);
+		/*
+		 * The sender resent something we have: tell it at once.  Not for
+		 * the copy of the newest packet right behind it (a small write
+		 * sent on two rails, RI2N_REDUNDANT_BYTES): the twin's ACK says
+		 * it all, and one more would double the datagrams of a
+		 * request/response.  A resend comes an RTO (20 ms at least) later.
+		 */
+		if (p->seq != c->ack.last_new_seq || now_ns - c->ack.data_rx_ns >= RN_COPY_LAG_NS)
+			owe_ack(c, now_ns, 1);
 		return drop(c, RN_DROP_DUPLICATE);
 	case RN_ROB_OUT:
 		return drop(c, RN_DROP_WINDOW);
