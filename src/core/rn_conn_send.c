@@ -425,7 +425,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	uint64_t words[RN_MAX_SACK_WORDS];
 	rn_sndq *q = &c->sq;
 	uint32_t usable = 0, seq;
-	int k, retx = 0, with_ack = 0;
+	int k, retx = 0, with_ack = 0, small;
 	unsigned nb = 1;
 	size_t limit, plen;
 	rn_sslot *s;
@@ -498,10 +498,11 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		fill_multi(q, seq, nb, buf, (size_t)n, plen);
 	if (with_ack)
 		ack_sent(c, &ab);
-	/* after the copy: a new packet sent may grow the ring */
+	small = (s->flags & RN_SS_SMALL) != 0;
+	/* after the copy: a new packet sent may grow the ring (s is stale then) */
 	for (unsigned i = 0; i < nb; i++)
 		data_sent(c, k, seq + i, retx, nb > 1, now_ns);
-	if (s->flags & RN_SS_SMALL) {
+	if (small) {
 		c->dup.due = 1;
 		c->dup.seq = seq;
 		c->dup.rail = (uint8_t)k;

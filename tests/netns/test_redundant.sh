@@ -3,9 +3,10 @@
 # processes: 8-byte request/response (ri2n-pingpong --verify: every echo compared) over 2 rails,
 # host 1's port on rail 1 losing 1% of frames each way.
 #   copies   RI2N_REDUNDANT_BYTES=64 at both ends: every echo right, and host 1 sent at least
-#            one datagram per request on each rail (each request went on both)
+#            9 datagrams per 10 requests on each rail (each request went on both; the first
+#            few go once, before the server's address on r2 is proven)
 #   normal   without it: every echo right, and the requests were shared between the rails
-#            (neither rail carried one per request): what makes the first check mean something
+#            (each carried under 3 per 4): what makes the first check mean something
 # Speed is the bench's (bench/run.sh --only redundant), not this test's.
 #
 #   tests/netns/test_redundant.sh        (root; RI2N_PINGPONG names the program)
@@ -42,9 +43,9 @@ run() {
 
 tb_fault loss 1 1 1 || nt_fail "tb_fault loss"
 run copies RI2N_REDUNDANT_BYTES=64
-[ "$D1" -ge "$N" ] && [ "$D2" -ge "$N" ] ||
+[ "$D1" -ge $((N * 9 / 10)) ] && [ "$D2" -ge $((N * 9 / 10)) ] ||
 	nt_fail "copies: every request should go on both rails ($D1 on r1, $D2 on r2 for $N)"
 run normal
-[ "$D1" -lt "$N" ] && [ "$D2" -lt "$N" ] ||
+[ "$D1" -lt $((N * 3 / 4)) ] && [ "$D2" -lt $((N * 3 / 4)) ] ||
 	nt_fail "normal: a rail carried every request ($D1 on r1, $D2 on r2 for $N): the copies check proves nothing"
 nt_ok "redundant: $N echoes verified with and without copies; with them each request went on both rails"
