@@ -12,6 +12,8 @@
  * print their round-trip distribution; every byte is checked, and the
  * copies must leave the rails' verdicts alone (no rail-down event).
  *
+ * lossy-keyed: the same with a cluster key at both ends.
+ *
  * one-rail: the same with copies on while rail 1's cable is out for 200 ms:
  * no copy goes out while rail 0 is the only rail that works, none on the
  * dead rail, and every message arrives.
@@ -106,6 +108,9 @@ static void print_result(const char *name, const rr_result *r)
 	       (double)r->max / 1e3, r->slow, r->copies, r->retransmits, r->rto_events);
 }
 
+/* lossy-keyed: the same with a cluster key (each copy sealed under its own packet number) */
+static int g_keyed;
+
 /* An 8-byte request/response run; redundant: copies of messages up to 64 bytes at both ends. */
 static int run_rr(uint64_t seed, int redundant, double loss, uint64_t down_from, rr_result *res)
 {
@@ -119,8 +124,12 @@ static int run_rr(uint64_t seed, int redundant, double loss, uint64_t down_from,
 	if (down_from)
 		sim_net_window(&s.net, 1, down_from, down_from + 200 * MS, 1, -1);
 	s.limit_ns = 60 * SEC;
-	for (int h = 0; h < 2; h++)
+	for (int h = 0; h < 2; h++) {
 		s.cfg[h].redundant_bytes = redundant ? 64 : 0;
+		s.cfg[h].keyed = (uint8_t)g_keyed;
+		for (int i = 0; i < RN_KEY_LEN; i++)
+			s.cfg[h].key[i] = (uint8_t)(seed * 29 + (uint64_t)i * 3);
+	}
 	rc = sim_start_rr(&s, NMSG, MSG);
 	if (rc) {
 		sim_free(&s);
@@ -154,6 +163,16 @@ static int sc_lossy(uint64_t seed)
 	      "a rail was judged down (%" PRIu64 " normal, %" PRIu64 " redundant)", off.rail_downs,
 	      on.rail_downs);
 	return 0;
+}
+
+static int sc_lossy_keyed(uint64_t seed)
+{
+	int rc;
+
+	g_keyed = 1;
+	rc = sc_lossy(seed);
+	g_keyed = 0;
+	return rc;
 }
 
 /* The client's copies when rail 1 went down, and any made while it stayed down. */
@@ -220,6 +239,7 @@ typedef struct scenario {
 
 static const scenario scenarios[] = {
 	{ "lossy", sc_lossy, "8 B request/response, 1% loss on rail 1: copies vs none" },
+	{ "lossy-keyed", sc_lossy_keyed, "lossy with a cluster key at both ends" },
 	{ "one-rail", sc_one_rail, "copies on, rail 1's cable out 200 ms: none while it is" },
 };
 
@@ -254,7 +274,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (ran == 0) {
-		fprintf(stderr, "usage: %s [--seeds A-B] [lossy|one-rail ...]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--seeds A-B] [lossy|lossy-keyed|one-rail ...]\n", argv[0]);
 		return 2;
 	}
 	printf("%d of %d runs passed\n", ran - failed, ran);
