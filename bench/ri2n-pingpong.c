@@ -9,7 +9,7 @@
  *   ri2n-pingpong client HOST [--tcp|--udp] [--port P] [--sizes LIST]
  *                 [--min-size B] [--max-size B] [--iterations N] [--warmup N]
  *                 [--budget BYTES] [--busy-poll] [--csv FILE] [--label NAME]
- *                 [--udp-max B] [--timeout S] [--fast]
+ *                 [--udp-max B] [--timeout S] [--fast] [--verify]
  *
  * ri2n (the default) goes through ri2n_socket/ri2n_connect/ri2n_accept; set
  * RI2N_RAILS to choose the rails.  --tcp is plain TCP with TCP_NODELAY on
@@ -18,6 +18,8 @@
  * Waiting: blocking read() by default; --busy-poll makes the descriptor
  * O_NONBLOCK and retries read() in a loop (the server follows the client's
  * choice over ri2n and TCP; a UDP server is told by its own --busy-poll).
+ * --verify (ri2n, TCP): each message a different piece of the test kit's
+ * pattern, every echo compared with it (exit 1 at the first difference).
  * --fast (ri2n only): ri2n_send/ri2n_recv, the fast API, instead of plain
  * write/read on the descriptor; the server follows the client here too.
  *
@@ -35,9 +37,10 @@
  *
  * Output, one line per size (stdout), for scripts:
  *   pingpong transport=ri2n wait=block size=8 iterations=1000 median_us=31.20
- *            p99_us=48.91 min_us=27.80 mean_us=32.05 max_us=120.40 lost=0
+ *            p99_us=48.91 min_us=27.80 mean_us=32.05 max_us=120.40 lost=0 p999_us=60.10
  *   pingpong transport=udp wait=block size=4096 n/a reason=larger-than-one-datagram
- * --csv FILE: transport,wait,size,iterations,median_us,p99_us,min_us,mean_us,max_us,lost
+ * --csv FILE: transport,wait,size,iterations,median_us,p99_us,min_us,mean_us,max_us,lost,
+ *             p999_us
  * Exit status: 0 done, 1 a connection or transfer failed (or --timeout per
  * size passed), 2 usage.
  */
@@ -63,7 +66,7 @@
 #define UDP_WAIT_MS 200
 
 static struct {
-	int transport, port, once, busy, fast, iterations, warmup, timeout_s, udp_max;
+	int transport, port, once, busy, fast, verify, iterations, warmup, timeout_s, udp_max;
 	int64_t min_size, max_size, budget;
 	const char *bind, *csv_path, *label, *sizes;
 } opt = { .transport = BT_RI2N, .port = 7100, .iterations = 1000, .warmup = 100,
@@ -77,7 +80,7 @@ static void print_usage(FILE *f)
 		"       ri2n-pingpong client HOST [--tcp|--udp] [--port P] [--sizes LIST]\n"
 		"                     [--min-size B] [--max-size B] [--iterations N] [--warmup N]\n"
 		"                     [--budget BYTES] [--busy-poll] [--csv FILE] [--label NAME]\n"
-		"                     [--udp-max B] [--timeout S] [--fast]\n"
+		"                     [--udp-max B] [--timeout S] [--fast] [--verify]\n"
 		"       ri2n-pingpong --help | --version\n"
 		"--ri2n (the default) names the transport explicitly.\n"
 		"Sizes take k, M suffixes (powers of 1024).  See the top of ri2n-pingpong.c.\n");
@@ -265,7 +268,7 @@ static int udp_round(int fd, uint8_t *out, uint8_t *in, size_t size, uint32_t se
 
 static void report(FILE *csv, const char *name, size_t size, double *rtt, int n, uint64_t lost)
 {
-	double sum = 0, med, p99, lo, hi;
+	double sum = 0, med, p99, p999, lo, hi;
 	int k;
 
 	qsort(rtt, (size_t)n, sizeof(double), cmp_double);
@@ -274,18 +277,20 @@ static void report(FILE *csv, const char *name, size_t size, double *rtt, int n,
 	med = n % 2 ? rtt[n / 2] : (rtt[n / 2 - 1] + rtt[n / 2]) / 2;
 	k = (int)ceil(0.99 * n) - 1;
 	p99 = rtt[k < 0 ? 0 : k];
+	k = (int)ceil(0.999 * n) - 1;
+	p999 = rtt[k < 0 ? 0 : k];
 	lo = rtt[0];
 	hi = rtt[n - 1];
 	/* half round trips, in microseconds */
 	printf("pingpong transport=%s wait=%s size=%zu iterations=%d median_us=%.2f p99_us=%.2f "
-	       "min_us=%.2f mean_us=%.2f max_us=%.2f lost=%" PRIu64 "\n",
+	       "min_us=%.2f mean_us=%.2f max_us=%.2f lost=%" PRIu64 " p999_us=%.2f\n",
 	       name, wait_name(), size, n, med / 2e3, p99 / 2e3, lo / 2e3,
-	       sum / n / 2e3, hi / 2e3, lost);
+	       sum / n / 2e3, hi / 2e3, lost, p999 / 2e3);
 	fflush(stdout);
 	if (csv)
-		fprintf(csv, "%s,%s,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%" PRIu64 "\n", name,
+		fprintf(csv, "%s,%s,%zu,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%" PRIu64 ",%.2f\n", name,
 			wait_name(), size, n, med / 2e3, p99 / 2e3, lo / 2e3,
-			sum / n / 2e3, hi / 2e3, lost);
+			sum / n / 2e3, hi / 2e3, lost, p999 / 2e3);
 }
 
 static int parse_sizes(int64_t *sizes)
@@ -361,7 +366,7 @@ static int run_size(struct pp_client *c, int s, size_t size)
 		printf("pingpong transport=%s wait=%s size=%zu n/a reason=larger-than-one-datagram\n",
 		       c->name, wait, size);
 		if (c->csv)
-			fprintf(c->csv, "%s,%s,%zu,0,n/a,n/a,n/a,n/a,n/a,0\n", c->name, wait, size);
+			fprintf(c->csv, "%s,%s,%zu,0,n/a,n/a,n/a,n/a,n/a,0,n/a\n", c->name, wait, size);
 		return 0;
 	}
 	alarm((unsigned)opt.timeout_s); /* a hang ends the program (SIGALRM), never the run */
@@ -373,9 +378,16 @@ static int run_size(struct pp_client *c, int s, size_t size)
 		if (opt.transport == BT_UDP) {
 			if (udp_round(c->fd, c->out, c->in, size, (uint32_t)(s << 24 | i), &lost) < 0)
 				return -1;
-		} else if (bench_write_all(c->fd, c->out, size, opt.busy) < 0 ||
-			   bench_read_full(c->fd, c->in, size, opt.busy) < 0) {
-			return -1;
+		} else {
+			if (opt.verify) /* every message different: a stale or mixed echo shows */
+				kit_pattern_fill(c->out, (uint64_t)s + 1, (uint64_t)i * size, size);
+			if (bench_write_all(c->fd, c->out, size, opt.busy) < 0 ||
+			    bench_read_full(c->fd, c->in, size, opt.busy) < 0)
+				return -1;
+			if (opt.verify && memcmp(c->in, c->out, size) != 0) {
+				fprintf(stderr, "ri2n-pingpong: echo %d of %zu bytes differs\n", i, size);
+				exit(1);
+			}
 		}
 		if (i >= warm)
 			c->rtt[i - warm] = (double)(kit_now_ns() - t0);
@@ -407,7 +419,7 @@ static int client(const char *host)
 			return 2;
 		}
 		setvbuf(c.csv, NULL, _IOLBF, 0);
-		fprintf(c.csv, "transport,wait,size,iterations,median_us,p99_us,min_us,mean_us,max_us,lost\n");
+		fprintf(c.csv, "transport,wait,size,iterations,median_us,p99_us,min_us,mean_us,max_us,lost,p999_us\n");
 	}
 	alarm((unsigned)opt.timeout_s);
 	c.fd = opt.transport == BT_UDP ? bench_udp_connect(host, opt.port) :
@@ -468,6 +480,8 @@ int main(int argc, char **argv)
 			opt.once = 1;
 		else if (!strcmp(a, "--busy-poll"))
 			opt.busy = 1;
+		else if (!strcmp(a, "--verify"))
+			opt.verify = 1;
 		else if (!strcmp(a, "--fast"))
 			opt.fast = 1;
 		else if (!strcmp(a, "--sizes"))

@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,mpi,mpin,incast,kv,close,mem,ofi,mpich (hole: mem's black-hole row alone;
+#              latency,redundant,mpi,mpin,incast,kv,close,mem,ofi,mpich (hole: mem's black-hole row alone;
 #              mpiidle: mpi's 16 idle ranks alone)
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
@@ -22,7 +22,7 @@
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
 # touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
-# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, mpi.csv, mpi_hosts.csv, kv.csv, close.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, redundant.csv, mpi.csv, mpi_hosts.csv, kv.csv, close.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -58,6 +58,7 @@ case $mode in
 full)
 	: "${reps:=3}"
 	TP_SECS=10 SINGLE_SECS=10 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
+	RED_ITERS=20000
 	PP_ITERS=2000 PP_BUDGET=64M PP_SIZES=$(awk 'BEGIN { for (i = 0; i <= 20; i++) printf "%s%d", (i ? "," : ""), 2 ^ i }') SP_SECS=2
 	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
 	BUSY_SIZES="8,1k,64k"
@@ -69,6 +70,7 @@ full)
 quick)
 	: "${reps:=1}"
 	TP_SECS=5 SINGLE_SECS=4 FO_SECS=12 FO_FAULT=3 FO_HEAL=8
+	RED_ITERS=10000
 	PP_ITERS=1000 PP_BUDGET=16M PP_SIZES="1,8,64,512,4k,32k,256k,1M" SP_SECS=1
 	SP_SIZES_UDP="14 1024" SP_SIZES_TCP="14 1024"
 	BUSY_SIZES=""
@@ -80,6 +82,7 @@ quick)
 smoke)
 	: "${reps:=1}"
 	TP_SECS=1 SINGLE_SECS=1 FO_SECS=4 FO_FAULT=1 FO_HEAL=2.5
+	RED_ITERS=500
 	PP_ITERS=50 PP_BUDGET=4M PP_SIZES="1,8,1k,64k,1M" SP_SECS=1
 	SP_SIZES_UDP="14" SP_SIZES_TCP="14"
 	BUSY_SIZES=""
@@ -97,9 +100,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,ofi.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,redundant.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,mpi,mpin,incast,kv,close,mem,ofi,mpich}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,mem,ofi,mpich}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -596,6 +599,69 @@ loss_figure() { # REP PERCENT
 	rc=$?
 	for ((i = 1; i <= BED_RAILS; i++)); do tb_fault loss 1 "$i" 0; done
 	return $rc
+}
+
+# ---- redundant small messages ----------------------------------------------------------------
+# redundant_figure REP: 8-byte request/response, RED_ITERS round trips per system, host 1's port
+# on rail 1 losing 1% each way (nftables numgen in the switch): ri2n with RI2N_REDUNDANT_BYTES=64
+# at both ends (each message also on the other rail), ri2n without (normal), TCP (on rail 1, the
+# lossy one); first ri2n without loss, the reference. Pinned as the latency figure; the order of
+# the lossy three alternates with REP. Round trips, twice ri2n-pingpong's half round trips.
+RED_CSV=$out/redundant.csv
+echo "system,rep,loss_pct,iterations,p50_us,p99_us,p999_us,max_us" >"$RED_CSV"
+red_run() { # SYS REP LOSS
+	local sys=$1 rep=$2 loss=$3 name targ=() penv=(RI2N_RAILS="$(rails_list)") rc iters=$RED_ITERS
+	# TCP: a fifth of the round trips, each of its losses waits for its 200 ms RTO floor
+	case $sys in tcp) targ=(--tcp) iters=$((RED_ITERS / 5)) ;; ri2n-redundant) penv+=(RI2N_REDUNDANT_BYTES=64) ;; esac
+	name=$RAW/redundant-$sys-$loss-$rep
+	next_port
+	bg "$name.srv.out" "$name.srv.err" ip netns exec "$(hns 2)" env "${penv[@]}" taskset -c 1 \
+		"$PINGPONG" serve --once --port "$PORT" "${targ[@]}"
+	local srv=$BG
+	wait_port 2 "$PORT" || { stop_bg $srv; fail "server did not start: $(head -c 300 "$name.srv.err")"; return; }
+	timeout -s KILL 120 ip netns exec "$(hns 1)" env "${penv[@]}" taskset -c 0 "$PINGPONG" client \
+		"$(haddr 2 1)" --port "$PORT" "${targ[@]}" --sizes 8 --iterations "$iters" --warmup 200 \
+		--budget 1G --verify --csv "$name.csv" >"$name.out" 2>"$name.err"
+	rc=$?
+	wait_exit $srv 5
+	[ $rc -eq 0 ] || { fail "ri2n-pingpong $sys exited $rc: $(head -c 300 "$name.err")"; return; }
+	awk -F, -v s="$sys" -v r="$rep" -v l="$loss" 'NR == 2 {
+		printf "%s,%s,%s,%s,%.1f,%.1f,%.1f,%.1f\n", s, r, l, $4, 2 * $5, 2 * $6, 2 * $11, 2 * $9 }' "$name.csv" >>"$RED_CSV"
+	awk -F, -v s="$sys$([ "$loss" = 0 ] && echo -clean)" -v r="$rep" 'NR == 2 {
+		printf "redundant\t%s\t%s\tp50\t%.1f\nredundant\t%s\t%s\tp99\t%.1f\n", s, r, 2 * $5, s, r, 2 * $6
+		printf "redundant\t%s\t%s\tp999\t%.1f\nredundant\t%s\t%s\tmax\t%.1f\n", s, r, 2 * $11, s, r, 2 * $9 }' \
+		"$name.csv" >>"$METRICS"
+	log "   $sys, loss $loss%: round trip p50/p99/p99.9 $(awk -F, 'NR == 2 { printf "%.1f/%.1f/%.1f us", 2 * $5, 2 * $6, 2 * $11 }' "$name.csv")"
+}
+redundant_figure() { # REP
+	local rep=$1 s order="ri2n-redundant ri2n tcp"
+	[ $((rep % 2)) -eq 0 ] && order="tcp ri2n ri2n-redundant"
+	sub_begin
+	sub red_run ri2n "$rep" 0
+	tb_fault loss 1 1 1 || { fail "tb_fault loss failed"; return; }
+	for s in $order; do sub red_run "$s" "$rep" 1; done
+	tb_fault loss 1 1 0
+	sub_end
+}
+# The redundant-mode paragraph of summary.md
+redundant_summary() {
+	local s
+	echo "## Redundant small messages: 8-byte request/response, 1% loss on one rail"
+	echo
+	echo "2 x GbE bed, host 1's port on rail 1 dropping 1% of frames each way; $RED_ITERS round trips per row" \
+		"($((RED_ITERS / 5)) for TCP, whose every loss waits for its 200 ms RTO floor)," \
+		"pinned, every echo checked. ri2n redundant: \`RI2N_REDUNDANT_BYTES=64\` at both ends (each packet of" \
+		"a message up to 64 bytes also goes on the other rail); TCP runs on rail 1. Round trips in µs."
+	echo
+	echo "| system | loss on rail 1 | p50 | p99 | p99.9 | max | p99 / loss-free ri2n p99 |"
+	echo "|---|---|---|---|---|---|---|"
+	for s in ri2n-clean ri2n-redundant ri2n tcp; do
+		[ -n "$(agg redundant $s p50)" ] || continue
+		echo "| ${s%-clean} | $([ "$s" = ri2n-clean ] && echo 0% || echo 1%) | $(fmtv redundant $s p50 1) |" \
+			"$(fmtv redundant $s p99 1) | $(fmtv redundant $s p999 1) | $(fmtv redundant $s max 1) |" \
+			"$(ratio "$(med redundant $s p99)" "$(med redundant ri2n-clean p99)") |"
+	done
+	echo
 }
 
 # ---- failover ------------------------------------------------------------------------------
@@ -1934,7 +2000,7 @@ mem_summary() {
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want mpi || want mpiidle || want kv || want close || want ofi || want mpich; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want redundant || want mpi || want mpiidle || want kv || want close || want ofi || want mpich; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -1964,6 +2030,7 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 					fi
 				fi
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
+				want redundant && step "8 B request/response, 1% loss on rail 1: redundant, normal, TCP (rep $rep)" redundant_figure "$rep"
 				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
 				want close && step "a connection per request: nginx and wrk (Connection: close) under ri2n-run vs TCP (rep $rep)" close_figure "$rep"
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole, 16 idle ranks (rep $rep)" mpi_figure "$rep"
@@ -2341,6 +2408,10 @@ summary() {
 			local z
 			echo "Busy polling (\`--busy-poll\`, unpinned), median µs: $(for z in $(awk -F'\t' '$1 == "lat-busy" && $4 ~ /^med_/ { print substr($4, 5) }' "$METRICS" | sort -n | uniq); do
 				printf '%s B: ri2n %s, fast API %s, TCP %s, UDP %s; ' "$z" "$(fmtv lat-busy ri2n med_$z 1)" "$(fmtv lat-busy ri2n-fast med_$z 1)" "$(fmtv lat-busy tcp med_$z 1)" "$(fmtv lat-busy udp med_$z 1)"; done | sed 's/; $/./')"
+		fi
+		if [ -n "$(awk -F'\t' '$1 == "redundant"' "$METRICS")" ]; then
+			echo
+			redundant_summary
 		fi
 		if [ -n "$(awk -F'\t' '$1 ~ /^kv-/' "$METRICS")" ]; then
 			echo

@@ -59,6 +59,7 @@ struct rn_conn_ack {
 	uint64_t first_ns;     /* the first packet the owed ACK covers */
 	uint64_t data_tx_ns;   /* last new DATA sent */
 	uint64_t data_rx_ns;   /* last new DATA stored */
+	uint32_t last_new_seq; /* ...its sequence number */
 	/*
 	 * Per rail, the newest packet received: its ts and our arrival time.
 	 * ACK blocks echo one rail's in turn, so every rail gets one-way delay
@@ -151,6 +152,17 @@ struct rn_conn_peer {
 	uint8_t taking;        /* taking the peer's verdict: not pushed back */
 };
 
+/*
+ * The copy a small write's DATA packet owes (RI2N_REDUNDANT_BYTES):
+ * rn_conn_send.c's alone.  Set when the packet goes out, written by the
+ * next call on the best other working rail (rn_rail_choose_copy).
+ */
+struct rn_conn_dup {
+	uint8_t due;
+	uint8_t rail;          /* the path the packet itself went on */
+	uint32_t seq;
+};
+
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
@@ -204,6 +216,7 @@ struct rn_conn {
 	struct rn_conn_fresh fresh;
 	struct rn_conn_live live;
 	struct rn_conn_close close;
+	struct rn_conn_dup dup;
 	struct rn_conn_pool pool;
 	uint64_t unreach_ns[RN_MAX_RAILS]; /* last port unreachable taken per rail (rn_conn_dead.c) */
 	struct rn_conn_peer peer_m;

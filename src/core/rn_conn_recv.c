@@ -303,6 +303,18 @@ static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 			r->bundle_lost = 0; /* the rail's size works */
 		s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	}
+	if (s->flags & RN_SS_COPY) {
+		/*
+		 * Which of the two arrived is unknown: the copy only leaves its
+		 * rail's flight, and proves nothing there (no RTT, no later
+		 * packets of that rail taken for lost, no round ended).
+		 */
+		rn_rail *cr = &c->rail[s->copy_rail];
+
+		if (cr->inflight)
+			cr->inflight--;
+		s->flags &= (uint8_t)~RN_SS_COPY;
+	}
 	s->flags |= RN_SS_ACKED;
 }
 
@@ -367,6 +379,12 @@ static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	rn_conn_detect_losses(c, now_ns);
 }
 
+/* Is transmission t on rail k the copy of its packet, in flight? */
+static int is_copy(const rn_sslot *s, int k, const rn_txrec *t)
+{
+	return (s->flags & RN_SS_COPY) && s->copy_rail == k && s->copy_idx == t->idx;
+}
+
 /* Is the transmission at the head of rail k's FIFO still unacked and in flight there? */
 static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
 {
@@ -375,7 +393,8 @@ static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
 	if (rn_seq_lt(t->seq, c->sq.una) || rn_seq_ge(t->seq, c->sq.nxt))
 		return 0;
 	s = rn_sndq_slot(&c->sq, t->seq);
-	return (s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx;
+	return ((s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx) ||
+	       is_copy(s, k, t);
 }
 
 /*
@@ -393,6 +412,14 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
 	rn_rail *r = &c->rail[k];
 
+	if (is_copy(s, k, t)) {
+		/* a copy is never bundled; the packet is lost once both are */
+		s->flags &= (uint8_t)~RN_SS_COPY;
+		rn_rail_on_lost(r, t->idx, &c->cfg);
+		if (!(s->flags & RN_SS_FLIGHT))
+			rn_sndq_lost_push(&c->sq, t->seq);
+		return;
+	}
 	if (judge && (s->flags & RN_SS_MULTI) && ++r->bundle_lost >= RN_BUNDLE_HOLE) {
 		r->bundle_lost = 0;
 		if (rn_pmtu_on_hole(&r->pm, now_ns))
@@ -400,7 +427,8 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	}
 	s->flags &= (uint8_t)~RN_SS_FLIGHT;
 	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
-	rn_sndq_lost_push(&c->sq, t->seq);
+	if (!(s->flags & RN_SS_COPY))
+		rn_sndq_lost_push(&c->sq, t->seq);
 }
 
 /*
@@ -468,6 +496,9 @@ void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns)
  * the answer usually goes first and carries it, instead of an ACK of its
  * own on each side (TCP's delayed ACK in its ping-pong mode does the same).
  */
+/* 10 ms: the most a copy lags its twin on another rail (queues of rails under load) */
+#define RN_COPY_LAG_NS UINT64_C(10000000)
+
 static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
 	if (!c->ack.pending) {
@@ -530,12 +561,20 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 			rn_conn_note_payload(c, now_ns);
 		owe_ack(c, now_ns, 0);
 		c->ack.data_rx_ns = now_ns;
+		c->ack.last_new_seq = p->seq;
 		rn_conn_check_close(c, now_ns);
 		return 0;
 	case RN_ROB_DUP:
-		/* the sender resent something we have: tell it at once */
 		c->st.dup_data++;
-		owe_ack(c, now_ns, 1);
+		/*
+		 * The sender resent something we have: tell it at once.  Not for
+		 * the copy of the newest packet right behind it (a small write
+		 * sent on two rails, RI2N_REDUNDANT_BYTES): the twin's ACK says
+		 * it all, and one more would double the datagrams of a
+		 * request/response.  A resend comes an RTO (20 ms at least) later.
+		 */
+		if (p->seq != c->ack.last_new_seq || now_ns - c->ack.data_rx_ns >= RN_COPY_LAG_NS)
+			owe_ack(c, now_ns, 1);
 		return drop(c, RN_DROP_DUPLICATE);
 	case RN_ROB_OUT:
 		return drop(c, RN_DROP_WINDOW);

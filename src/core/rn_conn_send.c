@@ -332,6 +332,90 @@ uint32_t rn_conn_idle_backups(const rn_conn *c)
 }
 
 /*
+ * Whether the new packet seq belongs to a small write (RI2N_REDUNDANT_BYTES):
+ * it and everything written after it add up to at most redundant_bytes, and
+ * it carries bytes (a FIN goes once).  Stops counting past the limit, so a
+ * stream's full ring costs one packet's look.
+ */
+static int small_write(const rn_conn *c, uint32_t seq)
+{
+	const rn_sndq *q = &c->sq;
+	uint32_t limit = c->cfg.redundant_bytes;
+	size_t n = 0;
+
+	if (!limit || !q->slot[seq & q->mask].len)
+		return 0;
+	for (; seq != q->end; seq++) {
+		const rn_sslot *s = &q->slot[seq & q->mask];
+
+		if (s->flags & RN_SS_FIN)
+			continue;
+		n += s->len;
+		if (n > limit)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * The copy of the small write's packet just sent (c->dup), on the best
+ * other working rail (rn_rail_choose_copy).  None, and nothing owed, when
+ * the packet was acknowledged or lost meanwhile or no other rail may take
+ * it now (only one works, the others' windows are full).  It counts in its
+ * rail's flight and FIFO like any DATA, so a copy lost is a loss of that
+ * rail, and the peer's receive count sees it like any packet.
+ */
+static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_t *buf,
+			  size_t cap, rn_tx *tx)
+{
+	uint64_t words[RN_MAX_SACK_WORDS];
+	uint32_t seq = c->dup.seq, usable = 0;
+	rn_sndq *q = &c->sq;
+	rn_sslot *s = rn_sndq_slot(q, seq);
+	int k, with_ack;
+	size_t limit;
+	rn_ackblk ab;
+	rn_rail *r;
+	ssize_t n;
+
+	c->dup.due = 0;
+	if (rn_seq_lt(seq, q->una) || !rn_seq_lt(seq, q->nxt) || (s->flags & RN_SS_COPY) ||
+	    !(s->flags & RN_SS_FLIGHT) || s->rail != c->dup.rail)
+		return 0;
+	for (int i = 0; i < c->npaths; i++)
+		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
+		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
+			usable |= 1u << i;
+	usable &= ~rn_conn_idle_backups(c);
+	k = rn_rail_choose_copy(c->rail, c->npaths, usable, s->rail);
+	if (k < 0 || cap < rn_wire_size(0, 0, s->len))
+		return 0;
+	r = &c->rail[k];
+	if (r->ftail - r->fhead > r->fmask)
+		rn_conn_lose_rail(c, k, now_ns);
+	limit = rail_limit(c, k, cap);
+	/* the ACK block too: the packet's own may be the one lost */
+	with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - s->len);
+	rn_hdr h = { .type = RN_PT_DATA, .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
+		     .ts = rn_now_us(now_ns) };
+	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, rn_sndq_data(q, seq), s->len);
+	if (n < 0)
+		return n;
+	if (with_ack)
+		ack_sent(c, &ab);
+	s->copy_idx = rn_rail_on_send(r, seq, now_ns);
+	s->copy_rail = (uint8_t)k;
+	s->flags |= RN_SS_COPY;
+	c->st.copies++;
+	r->st.tx_data++;
+	tx->path = k;
+	tx->local_rail = r->local_rail;
+	tx->to = r->remote;
+	count_tx(c, k, now_ns, (size_t)n);
+	return n;
+}
+
+/*
  * A DATA datagram on a usable rail: a lost packet first, else the next new
  * one, with the new ones after it when the rail's size holds several.
  */
@@ -341,7 +425,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	uint64_t words[RN_MAX_SACK_WORDS];
 	rn_sndq *q = &c->sq;
 	uint32_t usable = 0, seq;
-	int k, retx = 0, with_ack = 0;
+	int k, retx = 0, with_ack = 0, small;
 	unsigned nb = 1;
 	size_t limit, plen;
 	rn_sslot *s;
@@ -386,12 +470,18 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	}
 	limit = rail_limit(c, k, cap);
 	plen = s->len;
+	if (!retx && small_write(c, seq))
+		s->flags |= RN_SS_SMALL;
+	else if (!retx)
+		s->flags &= (uint8_t)~RN_SS_SMALL;
 	/*
 	 * A full packet alone every RN_FULL_EVIDENCE_NS / 2 on a rail that
 	 * bundles: full-size evidence at the connection's size, which the peer
 	 * judges the rail by (instead of a padded keepalive: it carries data).
+	 * A small write's packets go alone: each is copied by itself.
 	 */
-	if (!retx && !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
+	if (!retx && !(s->flags & RN_SS_SMALL) &&
+	    !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
 		nb = bundle(c, r, seq, limit, &plen);
 	if (c->ack.pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
 		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
@@ -408,9 +498,15 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		fill_multi(q, seq, nb, buf, (size_t)n, plen);
 	if (with_ack)
 		ack_sent(c, &ab);
-	/* after the copy: a new packet sent may grow the ring */
+	small = (s->flags & RN_SS_SMALL) != 0;
+	/* after the copy: a new packet sent may grow the ring (s is stale then) */
 	for (unsigned i = 0; i < nb; i++)
 		data_sent(c, k, seq + i, retx, nb > 1, now_ns);
+	if (small) {
+		c->dup.due = 1;
+		c->dup.seq = seq;
+		c->dup.rail = (uint8_t)k;
+	}
 	c->live.last_data_ns = now_ns;
 	/* a bare FIN is no traffic to judge rails by: a close storm stays at the idle pace */
 	if (plen)
@@ -500,7 +596,7 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (!c->hs.cookie_ack_due && !c->link.pending && !c->link.ack_due &&
 	    !(c->probe.hb_pending | c->probe.hb_small_pending | c->probe.ka_pending |
 	      c->probe.ka_full_pending | c->probe.pm_pending | c->probe.pm_ack_pending) &&
-	    !(c->ack.pending && c->ack.now) && !rn_conn_data_owed(c))
+	    !(c->ack.pending && c->ack.now) && !rn_conn_data_owed(c) && !c->dup.due)
 		return 0;
 	/* room for any control packet with its ACK block, or nothing is taken off a queue */
 	if (cap < RN_HDR_LEN + RN_ACKBLK_LEN + sizeof(pl))
@@ -555,6 +651,12 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 			return write_ctl_pad(c, now_ns, k, RN_PT_KEEPALIVE, NULL, 0, full, buf, cap,
 					     tx);
 		}
+	}
+	if (c->dup.due) {
+		/* right behind its packet: a copy that waits is no help for the tail */
+		n = write_copy(c, now_ns, writable, buf, cap, tx);
+		if (n != 0)
+			return n;
 	}
 	if (c->state == RN_ST_ESTABLISHED) {
 		n = write_probes(c, now_ns, writable, buf, cap, tx);

@@ -299,6 +299,7 @@ typedef struct rn_rail_stats {
 	uint64_t app_tx_bytes, app_rx_bytes; /* stream bytes written / delivered */           \
 	uint64_t tx_packets, rx_packets;                                                     \
 	uint64_t retransmits, rto_events, dup_data;                                          \
+	uint64_t copies;          /* DATA packets sent a second time on another rail at once */ \
 	uint64_t sresets;         /* 1 if a stateless reset from the peer ended it */        \
 	uint64_t unreach_ours;    /* ICMP port unreachable quoting a datagram we sent lately */ \
 	uint64_t unreach_foreign; /* ...naming a peer rail of ours but quoting something else */ \

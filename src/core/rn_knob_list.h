@@ -67,7 +67,11 @@
 	  "payload in clear, 0 encrypts it (AES-GCM); both ends must agree")                \
 	X(KEY_AES256, aes256, COUNT, 0, 0, 1, "key_aes256",                                  \
 	  "with a cluster key, 1 seals with AES-256 instead of AES-128 (14 rounds instead "  \
-	  "of 10: about 20% more CPU per keyed byte); both ends must agree")
+	  "of 10: about 20% more CPU per keyed byte); both ends must agree")                \
+	X(REDUNDANT_BYTES, redundant_bytes, COUNT, 0, 0, 65536, "redundant_bytes",           \
+	  "each DATA packet of a write whose unsent bytes are at most N goes on two working " \
+	  "rails at once (the second is the best other one; none when only one works), for " \
+	  "tail latency on lossy rails; 0: off")
 
 #define RN_CONFIG_LIST(X)                                                                    \
 	X(ack_every, COUNT, 8, 1, 1024, "ACK at once after this many unacknowledged packets") \

@@ -70,6 +70,29 @@ int rn_rail_choose(uint32_t usable, int nrails, unsigned start)
 	return -1;
 }
 
+/* Whether rail a makes a better copy rail than rail b (see rn_rail.h). */
+static int better_copy(const rn_rail *a, const rn_rail *b)
+{
+	if (a->rx_up != b->rx_up)
+		return a->rx_up; /* working both ways: its loss is likelier to be the other's */
+	if ((a->srtt_ns == 0) != (b->srtt_ns == 0))
+		return a->srtt_ns != 0; /* measured beats unknown */
+	return a->srtt_ns < b->srtt_ns;
+}
+
+int rn_rail_choose_copy(const rn_rail *rails, int nrails, uint32_t usable, int primary)
+{
+	int best = -1;
+
+	for (int i = 0; i < nrails; i++) {
+		if (i == primary || !((usable >> i) & 1))
+			continue;
+		if (best < 0 || better_copy(&rails[i], &rails[best]))
+			best = i;
+	}
+	return best;
+}
+
 int rn_rail_init(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots, uint32_t init_cwnd)
 {
 	r->fifo = mem->alloc(mem->user, (size_t)fifo_slots * sizeof(*r->fifo));

@@ -163,6 +163,15 @@ int rn_rail_same_subnet(uint32_t a, uint32_t b, uint8_t prefix);
  */
 int rn_rail_choose(uint32_t usable, int nrails, unsigned start);
 
+/*
+ * The rail for the copy of a packet sent on `primary` (RI2N_REDUNDANT_BYTES):
+ * of the other rails in `usable` (built as for rn_rail_choose), one we also
+ * receive on, then one with an RTT measured, then the lowest smoothed RTT;
+ * the lowest index on a tie.  Returns its index, or -1 when no other rail
+ * is usable (then there is no copy).
+ */
+int rn_rail_choose_copy(const rn_rail *rails, int nrails, uint32_t usable, int primary);
+
 int rn_rail_init(rn_rail *r, const rn_mem *mem, uint32_t fifo_slots, uint32_t init_cwnd);
 void rn_rail_free(rn_rail *r, const rn_mem *mem);
 /*

@@ -40,15 +40,19 @@ enum rn_sflag {
 	RN_SS_LOST = 0x04,   /* declared lost, waiting in the lost FIFO */
 	RN_SS_FLIGHT = 0x08, /* its last transmission is in flight */
 	RN_SS_MULTI = 0x10,  /* its last transmission shared a datagram with others (RN_F_MULTI) */
+	RN_SS_COPY = 0x20,   /* a copy of it is in flight on copy_rail (RI2N_REDUNDANT_BYTES) */
+	RN_SS_SMALL = 0x40,  /* part of a small write: each transmission goes with a copy */
 };
 
 typedef struct rn_sslot {
 	uint64_t sent_ns;  /* time of the last transmission */
 	uint32_t tx_idx;   /* per-rail index of the last transmission */
+	uint32_t copy_idx; /* per-rail index of its copy (RN_SS_COPY) */
 	uint16_t len;
 	uint8_t flags;
 	uint8_t rail;      /* path of the last transmission */
-	uint8_t tx_count;  /* transmissions so far */
+	uint8_t tx_count;  /* transmissions so far (a copy is not one) */
+	uint8_t copy_rail; /* path of its copy (RN_SS_COPY) */
 } rn_sslot;
 
 typedef struct rn_sndq {

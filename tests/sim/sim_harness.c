@@ -79,8 +79,10 @@ void sim_init(sim *s, int nrails, uint64_t seed)
 
 void sim_free(sim *s)
 {
-	for (int h = 0; h < 2; h++)
+	for (int h = 0; h < 2; h++) {
 		rn_conn_del(s->host[h].conn);
+		free(s->host[h].lat_ns);
+	}
 	sim_net_free(&s->net);
 }
 
@@ -102,6 +104,38 @@ int sim_start(sim *s, uint64_t up, uint64_t down)
 	srv->to_send = c->to_recv = down;
 	s->t_start_ns = s->now_ns;
 	return 0;
+}
+
+int sim_start_rr(sim *s, uint64_t n, uint32_t msg)
+{
+	sim_host *c = &s->host[0];
+
+	c->lat_ns = calloc(n ? n : 1, sizeof(*c->lat_ns));
+	if (!c->lat_ns)
+		return RN_ERR_NOMEM;
+	c->msg = s->host[1].msg = msg;
+	return sim_start(s, n * msg, n * msg);
+}
+
+/* What the application may have written by now: all, or a request/response's share. */
+static uint64_t send_limit(const sim_host *h)
+{
+	uint64_t lim;
+
+	if (!h->msg)
+		return h->to_send;
+	/* the client: the next message once the last one's answer is in; the server: echo */
+	lim = h->id == 0 ? (h->recvd / h->msg + 1) * h->msg : h->recvd;
+	return lim < h->to_send ? lim : h->to_send;
+}
+
+/* The client's round trips of the messages whose answers are complete now. */
+static void note_answers(sim *s, sim_host *h)
+{
+	if (!h->msg || h->id != 0)
+		return;
+	while (h->nlat < h->recvd / h->msg)
+		h->lat_ns[h->nlat++] = s->now_ns - h->t_msg_ns;
 }
 
 static void send_dgram(sim *s, sim_host *h, int rail, const uint8_t *buf, size_t n)
@@ -149,8 +183,10 @@ static void app_io(sim *s, sim_host *h)
 
 	if (!c || rn_conn_state(c) < RN_ST_ESTABLISHED)
 		return;
-	while (h->sent < h->to_send) {
-		size_t n = h->to_send - h->sent < CHUNK ? (size_t)(h->to_send - h->sent) : CHUNK;
+	uint64_t limit = send_limit(h);
+
+	while (h->sent < limit) {
+		size_t n = limit - h->sent < CHUNK ? (size_t)(limit - h->sent) : CHUNK;
 		size_t space = rn_conn_write_space(c);
 		ssize_t w;
 
@@ -167,6 +203,8 @@ static void app_io(sim *s, sim_host *h)
 			}
 			break;
 		}
+		if (h->msg && h->sent % h->msg == 0)
+			h->t_msg_ns = s->now_ns; /* a new message starts */
 		h->sent += (uint64_t)w;
 	}
 	if (h->sent == h->to_send && !h->shut && rn_conn_shutdown(c, s->now_ns) == 0)
@@ -194,6 +232,7 @@ static void app_io(sim *s, sim_host *h)
 		h->mismatches += kit_pattern_check(d, h->recv_seed, h->recvd, (size_t)n);
 		h->recvd += (uint64_t)n;
 		rn_conn_consume(c, s->now_ns, (size_t)n);
+		note_answers(s, h);
 	}
 }
 
@@ -321,8 +360,12 @@ void sim_run(sim *s)
 		}
 		for (int i = 0; i < 2; i++)
 			flush(s, &s->host[i]);
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2; i++) {
 			app_io(s, &s->host[i]);
+			/* an answer or the next request just written goes now, as a driver's would */
+			if (s->host[i].msg)
+				flush(s, &s->host[i]);
+		}
 		if (s->probe)
 			s->probe(s, s->probe_arg);
 		trace(s);

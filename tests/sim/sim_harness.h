@@ -34,6 +34,17 @@ typedef struct sim_host {
 	uint64_t mismatches;
 	uint64_t t_eof_ns, t_err_ns;
 
+	/*
+	 * Request/response when msg > 0: the client writes msg bytes at a
+	 * time and waits for msg bytes back before the next; the server
+	 * answers with as many bytes as it got.  lat_ns[i]: the client's
+	 * round trip of message i (the write to the answer's last byte).
+	 */
+	uint32_t msg;
+	uint64_t t_msg_ns;
+	uint64_t *lat_ns;
+	uint64_t nlat;
+
 	/* what happened */
 	sim_event events[SIM_MAX_EVENTS];
 	int nevents;
@@ -67,6 +78,11 @@ void sim_init(sim *s, int nrails, uint64_t seed);
 void sim_free(sim *s);
 /* Starts the client's connect and the transfers: up = client->server bytes, down = back. */
 int sim_start(sim *s, uint64_t up, uint64_t down);
+/*
+ * The same as request/response: the client writes n messages of msg bytes,
+ * one at a time, the server answers each (sim_host.msg, lat_ns).
+ */
+int sim_start_rr(sim *s, uint64_t n, uint32_t msg);
 /* Runs until both ends are closed or failed, or until limit_ns. */
 void sim_run(sim *s);
 

@@ -807,13 +807,39 @@ static void test_conn_duplicate_data(void **state)
 				   5), 0);
 	/* one packet: the ACK waits for ack_delay */
 	assert_int_equal(un_flush(n, UN_SERVER, t1), 0);
-	assert_int_equal(un_inject(n, UN_SERVER, t1 + 10, 0, un_addr(n, UN_CLIENT, 0), &h, NULL,
-				   "HELLO", 5), RN_ERR_DROP);
+	/* resent an RTO (20 ms at least) later */
+	assert_int_equal(un_inject(n, UN_SERVER, t1 + 20 * UT_MS, 0, un_addr(n, UN_CLIENT, 0), &h,
+				   NULL, "HELLO", 5), RN_ERR_DROP);
 	assert_int_equal(stats(sv(n)).drops[RN_DROP_DUPLICATE], 1);
 	assert_int_equal(stats(sv(n)).dup_data, 1);
-	assert_int_equal(un_flush(n, UN_SERVER, t1 + 10), 1);
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + 20 * UT_MS), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
 	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->hs.isn + 1);
+	un_del(n);
+}
+
+/*
+ * The copy of the newest packet right behind it on the other rail
+ * (RI2N_REDUNDANT_BYTES) is dropped and counted, and asks for no ACK of
+ * its own: the one owed for its twin covers it.
+ */
+static void test_conn_copy_no_ack(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+	const uint64_t t1 = t_est + 1 * UT_MS;
+	rn_hdr h = { .type = RN_PT_DATA, .path = 0, .dst = rn_conn_id(sv(n)),
+		     .seq = cl(n)->hs.isn };
+
+	(void)state;
+	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
+				   5), 0);
+	h.path = 1;
+	assert_int_equal(un_inject(n, UN_SERVER, t1 + 30 * UT_US, 1, un_addr(n, UN_CLIENT, 1), &h,
+				   NULL, "hello", 5), RN_ERR_DROP);
+	assert_int_equal(stats(sv(n)).dup_data, 1);
+	assert_int_equal(stats(sv(n)).rail[1].rx_data, 1); /* evidence for rail 1 all the same */
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + 30 * UT_US), 0);
 	un_del(n);
 }
 
@@ -2285,6 +2311,7 @@ int main(void)
 		cmocka_unit_test(test_conn_foreign_packets),
 		cmocka_unit_test(test_conn_ack_window),
 		cmocka_unit_test(test_conn_duplicate_data),
+		cmocka_unit_test(test_conn_copy_no_ack),
 		cmocka_unit_test(test_conn_loss_three_later_acked),
 		cmocka_unit_test(test_conn_loss_resent_other_rail),
 		cmocka_unit_test(test_conn_flow_control),

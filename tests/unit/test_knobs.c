@@ -109,6 +109,8 @@ static void test_knobs_set(void **state)
 		{ RI2N_KEY_AUTH_ONLY, 2, -EINVAL, 0 },
 		{ RI2N_KEY_AES256, 1, 0, 1 },
 		{ RI2N_KEY_AES256, 2, -EINVAL, 0 },
+		{ RI2N_REDUNDANT_BYTES, 64, 0, 64 },
+		{ RI2N_REDUNDANT_BYTES, 65537, -EINVAL, 0 },
 		{ 999, 1, -ENOPROTOOPT, -1 },
 	};
 

@@ -179,6 +179,50 @@ static void test_rail_choose_round_robin(void **state)
 	}
 }
 
+/* The copy's rail (RI2N_REDUNDANT_BYTES): rails as {rx_up, srtt in us}, one case a row. */
+typedef struct copy_case {
+	int nrails;
+	uint8_t rx_up[4];
+	uint32_t srtt_us[4];
+	uint32_t usable;
+	int primary;
+	int want;
+} copy_case;
+
+static void test_rail_choose_copy(void **state)
+{
+	static const copy_case cases[] = {
+		{ 2, { 1, 1 }, { 50, 50 }, 0x3, 0, 1 },            /* the other one */
+		{ 2, { 1, 1 }, { 50, 50 }, 0x3, 1, 0 },
+		{ 2, { 1, 1 }, { 50, 50 }, 0x1, 0, -1 },           /* only the primary works: none */
+		{ 1, { 1 }, { 50 }, 0x1, 0, -1 },                  /* one rail: none */
+		{ 2, { 1, 1 }, { 50, 50 }, 0x0, 0, -1 },
+		{ 3, { 1, 1, 1 }, { 90, 40, 70 }, 0x7, 0, 1 },     /* the lowest RTT */
+		{ 3, { 1, 1, 1 }, { 90, 40, 70 }, 0x7, 1, 2 },
+		{ 3, { 1, 1, 1 }, { 90, 40, 70 }, 0x5, 1, 2 },     /* only usable ones */
+		{ 3, { 1, 0, 1 }, { 90, 10, 70 }, 0x7, 0, 2 },     /* received on beats faster */
+		{ 3, { 1, 1, 1 }, { 90, 0, 70 }, 0x7, 0, 2 },      /* measured beats unknown */
+		{ 3, { 1, 1, 1 }, { 0, 0, 0 }, 0x7, 0, 1 },        /* a tie: the lowest index */
+		{ 4, { 1, 1, 1, 1 }, { 30, 30, 30, 30 }, 0xe, 0, 1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const copy_case *tc = &cases[i];
+		rn_rail rails[4];
+		int got;
+
+		memset(rails, 0, sizeof(rails));
+		for (int k = 0; k < tc->nrails; k++) {
+			rails[k].rx_up = tc->rx_up[k];
+			rails[k].srtt_ns = (uint64_t)tc->srtt_us[k] * 1000;
+		}
+		got = rn_rail_choose_copy(rails, tc->nrails, tc->usable, tc->primary);
+		if (got != tc->want)
+			fail_msg("case %zu: got %d, want %d", i, got, tc->want);
+	}
+}
+
 /* ---- one rail's congestion state ---- */
 
 typedef struct rail_fix {
@@ -656,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_rail_match_eight),
 		cmocka_unit_test(test_rail_choose),
 		cmocka_unit_test(test_rail_choose_round_robin),
+		cmocka_unit_test(test_rail_choose_copy),
 		cmocka_unit_test(test_rail_init_and_send),
 		cmocka_unit_test(test_rail_cwnd_grows),
 		cmocka_unit_test(test_rail_cwnd_grows_slowly_after_startup),
