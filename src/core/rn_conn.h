@@ -254,6 +254,11 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
+/* The first size of a ring of packets of mss bytes that may grow to max_slots (rn_conn_mem.c). */
+uint32_t rn_conn_ring_init_slots(uint32_t mss, uint32_t max_slots);
+/* rn_conn_ack.c: whether an ACK lies within what we sent; what it acknowledges and what it shows lost. */
+int rn_conn_ack_valid(const rn_conn *c, const rn_pkt *p);
+void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
 void rn_conn_grow_send(rn_conn *c);
 /*
  * The receive window shared through env.rcvpool (rn_core.h): the window
