@@ -1,7 +1,7 @@
 /*
  * rn_conn_recv.c - datagrams in: validation, receive counting per rail,
- * ACK processing and loss detection, DATA into the reorder ring, and the
- * client side of the handshake.
+ * DATA into the reorder ring, and the client side of the handshake.  What
+ * ACKs acknowledge and show lost is rn_conn_ack.c's.
  */
 #include <string.h>
 
@@ -286,207 +286,6 @@ static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
 	return 1;
 }
 
-/* ---- ACKs and loss detection ---- */
-
-static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
-{
-	rn_sslot *s = rn_sndq_slot(&c->sq, seq);
-
-	if (s->flags & RN_SS_FLIGHT) {
-		rn_rail *r = &c->rail[s->rail];
-
-		if (s->tx_count == 1) /* unambiguous: Karn */
-			rn_rail_on_rtt(r, now_ns - s->sent_ns, now_ns);
-		/* the configured ring bounds the window; the ring grows to follow it */
-		rn_rail_on_acked(r, s->tx_idx, &c->cfg, c->sq.max_slots, now_ns);
-		if (s->flags & RN_SS_MULTI)
-			r->bundle_lost = 0; /* the rail's size works */
-		s->flags &= (uint8_t)~RN_SS_FLIGHT;
-	}
-	if (s->flags & RN_SS_COPY) {
-		/*
-		 * Which of the two arrived is unknown: the copy only leaves its
-		 * rail's flight, and proves nothing there (no RTT, no later
-		 * packets of that rail taken for lost, no round ended).
-		 */
-		rn_rail *cr = &c->rail[s->copy_rail];
-
-		if (cr->inflight)
-			cr->inflight--;
-		s->flags &= (uint8_t)~RN_SS_COPY;
-	}
-	s->flags |= RN_SS_ACKED;
-}
-
-static int ack_valid(const rn_conn *c, const rn_pkt *p)
-{
-	/* never beyond what was sent; never older than the largest ring */
-	if (rn_seq_gt(p->ack, c->sq.nxt) || rn_seq_lt(p->ack, c->sq.una - c->sq.max_slots))
-		return 0;
-	if (rn_seq_lt(p->wnd, p->ack) || p->wnd - p->ack > RN_MAX_SLOTS)
-		return 0;
-	return 1;
-}
-
-static void recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
-{
-	rn_sndq *q = &c->sq;
-	uint32_t base = p->ack + 1;
-
-	if (rn_seq_gt(p->wnd, c->peer_wnd))
-		c->peer_wnd = p->wnd;
-	if (p->ts_echo) {
-		uint64_t rtt = (uint64_t)(uint32_t)(rn_now_us(now_ns) - p->ts_echo) * 1000;
-
-		if (rtt <= RN_RTO_MAX_NS)
-			c->rtt_ns = c->rtt_ns ? (7 * c->rtt_ns + rtt) / 8 : rtt;
-		if (p->echo_path < c->npaths) {
-			rn_rail *r = &c->rail[p->echo_path];
-
-			/* the receiver's clock paces the drains of every flow into it */
-			r->peer_clock_us = p->ts_rx;
-			r->peer_clock_valid = 1;
-			rn_rail_on_owd(r, p->ts_rx - p->ts_echo, &c->cfg, now_ns);
-		}
-	}
-	while (rn_seq_lt(q->una, p->ack)) {
-		rn_sslot *s = rn_sndq_slot(q, q->una);
-
-		if (!(s->flags & RN_SS_ACKED))
-			on_acked(c, q->una, now_ns);
-		/* the stream is done only when the cumulative ACK passes the FIN */
-		if (s->flags & RN_SS_FIN)
-			c->close.fin_acked = 1;
-		s->flags &= (uint8_t)~(RN_SS_ACKED | RN_SS_LOST);
-		q->una++;
-	}
-	for (unsigned w = 0; w < p->nwords; w++) {
-		uint64_t bits = rn_wire_sack_word(p, w);
-		uint32_t from = base + 64 * w;
-
-		while (bits) {
-			uint32_t seq = from + (uint32_t)__builtin_ctzll(bits);
-
-			bits &= bits - 1;
-			if (rn_seq_ge(seq, q->nxt))
-				break; /* never sent: ignore the rest */
-			if (rn_seq_lt(seq, q->una))
-				continue;
-			if (!(rn_sndq_slot(q, seq)->flags & RN_SS_ACKED))
-				on_acked(c, seq, now_ns);
-		}
-	}
-	rn_conn_detect_losses(c, now_ns);
-}
-
-/* Is transmission t on rail k the copy of its packet, in flight? */
-static int is_copy(const rn_sslot *s, int k, const rn_txrec *t)
-{
-	return (s->flags & RN_SS_COPY) && s->copy_rail == k && s->copy_idx == t->idx;
-}
-
-/* Is the transmission at the head of rail k's FIFO still unacked and in flight there? */
-static int txrec_live(rn_conn *c, int k, const rn_txrec *t)
-{
-	rn_sslot *s;
-
-	if (rn_seq_lt(t->seq, c->sq.una) || rn_seq_ge(t->seq, c->sq.nxt))
-		return 0;
-	s = rn_sndq_slot(&c->sq, t->seq);
-	return ((s->flags & RN_SS_FLIGHT) && s->rail == k && s->tx_idx == t->idx) ||
-	       is_copy(s, k, t);
-}
-
-/*
- * 24 packets: lost in a row from datagrams of several packets, none of
- * theirs acknowledged, the rail's size has stopped working (an MTU that
- * shrank under us: a few datagrams of 6 jumbo packets).  A random loss
- * takes a datagram or two; a rail that died whole is the failure
- * detector's, and at worst costs its size until the next try (250 ms).
- */
-#define RN_BUNDLE_HOLE 24u
-
-/* judge: a loss on a rail still in use, which may tell of its size */
-static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64_t now_ns)
-{
-	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
-	rn_rail *r = &c->rail[k];
-
-	if (is_copy(s, k, t)) {
-		/* a copy is never bundled; the packet is lost once both are */
-		s->flags &= (uint8_t)~RN_SS_COPY;
-		rn_rail_on_lost(r, t->idx, &c->cfg);
-		if (!(s->flags & RN_SS_FLIGHT))
-			rn_sndq_lost_push(&c->sq, t->seq);
-		return;
-	}
-	if (judge && (s->flags & RN_SS_MULTI) && ++r->bundle_lost >= RN_BUNDLE_HOLE) {
-		r->bundle_lost = 0;
-		if (rn_pmtu_on_hole(&r->pm, now_ns))
-			c->probe.pm_pending |= 1u << k; /* search down at once */
-	}
-	s->flags &= (uint8_t)~RN_SS_FLIGHT;
-	rn_rail_on_lost(&c->rail[k], t->idx, &c->cfg);
-	if (!(s->flags & RN_SS_COPY))
-		rn_sndq_lost_push(&c->sq, t->seq);
-}
-
-/*
- * Walks each rail's FIFO from the oldest transmission: drops entries that
- * were acked or superseded, declares lost those with RN_REORDER_THRESH later
- * packets on the same rail acked, or older than the rail's RTO.
- */
-void rn_conn_detect_losses(rn_conn *c, uint64_t now_ns)
-{
-	for (int k = 0; k < c->npaths; k++) {
-		rn_rail *r = &c->rail[k];
-		uint64_t rto = rn_conn_rail_rto(c, k);
-		int timed_out = 0;
-
-		while (r->fhead != r->ftail) {
-			rn_txrec *t = &r->fifo[r->fhead & r->fmask];
-			rn_sslot *s;
-
-			if (!txrec_live(c, k, t)) {
-				r->fhead++;
-				continue;
-			}
-			s = rn_sndq_slot(&c->sq, t->seq);
-			/* acked_idx is one past the highest index acked: idx + THRESH acked */
-			if (rn_seq_lt(t->idx + RN_REORDER_THRESH, r->acked_idx)) {
-				/* later packets on this rail arrived: lost */
-			} else if (now_ns - (s->sent_ns > r->last_ack_ns ? s->sent_ns : r->last_ack_ns) >=
-				   rto) {
-				/* nothing acked on this rail for an RTO since it was sent */
-				timed_out = 1;
-			} else {
-				break;
-			}
-			declare_lost(c, k, t, 1, now_ns);
-			r->fhead++;
-		}
-		if (timed_out) {
-			r->rto_backoff++;
-			c->st.rto_events++;
-		}
-	}
-}
-
-/* Rail k stopped carrying traffic: everything in flight on it is lost. */
-void rn_conn_lose_rail(rn_conn *c, int k, uint64_t now_ns)
-{
-	rn_rail *r = &c->rail[k];
-
-	for (; r->fhead != r->ftail; r->fhead++) {
-		rn_txrec *t = &r->fifo[r->fhead & r->fmask];
-
-		if (txrec_live(c, k, t))
-			declare_lost(c, k, t, 0, now_ns);
-	}
-	r->inflight = 0;
-	r->bundle_lost = 0;
-}
-
 /* ---- packet types ---- */
 
 /*
@@ -760,7 +559,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	r = &c->rail[p.path];
 	if (r->local_rail != local_rail || !addr_eq(from, r->remote))
 		return drop(c, RN_DROP_SOURCE);
-	if ((p.flags & RN_F_ACK) && !ack_valid(c, &p))
+	if ((p.flags & RN_F_ACK) && !rn_conn_ack_valid(c, &p))
 		return drop(c, RN_DROP_WINDOW);
 	/* before anything is counted or acted on: a recording proves nothing */
 	if (!fresh(c, p.ts, now_ns))
@@ -779,7 +578,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	c->ack.echo[p.path].rx_us = rn_now_us(now_ns);
 	c->ack.echo[p.path].valid = 1;
 	if (p.flags & RN_F_ACK)
-		recv_ack(c, &p, now_ns);
+		rn_conn_recv_ack(c, &p, now_ns);
 
 	switch (p.type) {
 	case RN_PT_DATA:
