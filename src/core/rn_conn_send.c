@@ -357,6 +357,18 @@ static int small_write(const rn_conn *c, uint32_t seq)
 	return 1;
 }
 
+/* Rails that may take a DATA datagram now: up, proven, writable, with room; no idle backup. */
+static uint32_t data_rails(const rn_conn *c, uint32_t writable)
+{
+	uint32_t usable = 0;
+
+	for (int i = 0; i < c->npaths; i++)
+		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
+		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
+			usable |= 1u << i;
+	return usable & ~rn_conn_idle_backups(c);
+}
+
 /*
  * The copy of the small write's packet just sent (c->dup), on the best
  * other working rail (rn_rail_choose_copy).  None, and nothing owed, when
@@ -369,7 +381,7 @@ static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_
 			  size_t cap, rn_tx *tx)
 {
 	uint64_t words[RN_MAX_SACK_WORDS];
-	uint32_t seq = c->dup.seq, usable = 0;
+	uint32_t seq = c->dup.seq, usable;
 	rn_sndq *q = &c->sq;
 	rn_sslot *s = rn_sndq_slot(q, seq);
 	int k, with_ack;
@@ -382,11 +394,7 @@ static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_
 	if (rn_seq_lt(seq, q->una) || !rn_seq_lt(seq, q->nxt) || (s->flags & RN_SS_COPY) ||
 	    !(s->flags & RN_SS_FLIGHT) || s->rail != c->dup.rail)
 		return 0;
-	for (int i = 0; i < c->npaths; i++)
-		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
-		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
-			usable |= 1u << i;
-	usable &= ~rn_conn_idle_backups(c);
+	usable = data_rails(c, writable);
 	k = rn_rail_choose_copy(c->rail, c->npaths, usable, s->rail);
 	if (k < 0 || cap < rn_wire_size(0, 0, s->len))
 		return 0;
@@ -424,7 +432,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 {
 	uint64_t words[RN_MAX_SACK_WORDS];
 	rn_sndq *q = &c->sq;
-	uint32_t usable = 0, seq;
+	uint32_t usable, seq;
 	int k, retx = 0, with_ack = 0, small;
 	unsigned nb = 1;
 	size_t limit, plen;
@@ -435,11 +443,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 
 	if (!rn_conn_data_owed(c))
 		return 0;
-	for (int i = 0; i < c->npaths; i++)
-		if (rn_rail_tx_up(&c->rail[i]) && c->rail[i].validated &&
-		    writable_rail(c, i, writable) && rn_rail_has_room(&c->rail[i]))
-			usable |= 1u << i;
-	usable &= ~rn_conn_idle_backups(c);
+	usable = data_rails(c, writable);
 	if (!usable)
 		return 0;
 	if (rn_sndq_lost_pop(q, &seq)) {
