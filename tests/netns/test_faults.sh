@@ -76,6 +76,20 @@ frames() { # HOST tx|rx
 }
 
 # Runs a timed transfer from h1 to h2 while `fault_script` runs.
+# hole_during NAME RAIL SECS: black-holes host 1's RAIL for SECS during transfer NAME
+# (timed_transfer), then waits for it and checks every byte; sets tf (the fault in place),
+# th0 (just before the heal) and th (the heal in place)
+hole_during() {
+	tb_fault blackhole 1 "$2" on
+	tf=$(nt_clock)
+	sleep "$3"
+	th0=$(nt_clock)
+	tb_fault blackhole 1 "$2" off
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/$1.out")"
+	nt_require_verified "$1"
+}
+
 timed_transfer() { # NAME SECONDS [xfer args]
 	local name=$1 secs=$2
 	shift 2
@@ -127,14 +141,7 @@ one-subnet)
 	a1=$(frames 1 tx); b2=$(frames 2 rx)
 	sleep 1
 	z1=$(frames 1 tx); y2=$(frames 2 rx)
-	tb_fault blackhole 1 2 on
-	tf=$(nt_clock)
-	sleep 1.5
-	th0=$(nt_clock)
-	tb_fault blackhole 1 2 off
-	th=$(nt_clock)
-	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
-	nt_require_verified x
+	hole_during x 2 1.5
 	# in the second before the fault: frames h1 sent on r1 and r2, and h2 received on them
 	read -r s1 s2 <<<"$(awk -v a="$a1" -v z="$z1" 'BEGIN { split(a, p); split(z, q); print q[1] - p[1], q[2] - p[2] }')"
 	read -r r1 r2 <<<"$(awk -v a="$b2" -v z="$y2" 'BEGIN { split(a, p); split(z, q); print q[1] - p[1], q[2] - p[2] }')"
@@ -154,14 +161,7 @@ backup)
 	timed_transfer x 7
 	t0=$(nt_clock)
 	sleep 2.5
-	tb_fault blackhole 1 1 on
-	tf=$(nt_clock)
-	sleep 2
-	th0=$(nt_clock)
-	tb_fault blackhole 1 1 off
-	th=$(nt_clock)
-	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
-	nt_require_verified x
+	hole_during x 1 2
 	# ri2n rail 0 is r1, rail 1 the backup r2 (the CSV's intervals wholly inside each span)
 	before=$(nt_data_between x 1 "$t0" "$tf")
 	before0=$(nt_data_between x 0 "$t0" "$tf")
