@@ -6,8 +6,8 @@
 #  - its tables of knobs, between the "<!-- knobs: begin" and "<!-- knobs:
 #    end -->" marks and the same for process-knobs, are the ones
 #    ri2n-knobs-doc prints from the code's (src/core/rn_knob_list.h,
-#    src/engine/rn_knobs.h), and so is docs/OFI.md's ofi-knobs table
-#    (ofi/rfi_knob_list.h);
+#    src/host/rn_knobs.h), and so is docs/OFI.md's ofi-knobs table
+#    (src/host/rfi_knob_list.h);
 #  - the options of include/ri2n.h's enum ri2n_option are the tables' socket
 #    options, no more and no fewer;
 #  - etc/ri2n.conf, the system configuration file listing every knob at its
@@ -47,7 +47,7 @@ if [ -n "$gen" ]; then
 			{ echo "FAIL: $doc has no <!-- $name: begin ... end --> section"; exit 1; }
 		if ! diff -u <(section "$name" "$doc") <(echo "$table"); then
 			echo "FAIL: $doc's $name table is not the code's (src/core/rn_knob_list.h,"
-			echo "      src/engine/rn_knobs.h, ofi/rfi_knob_list.h); tests/config_doc.sh ROOT"
+			echo "      src/host/rn_knobs.h, src/host/rfi_knob_list.h); tests/config_doc.sh ROOT"
 			echo "      <build>/tools/ri2n-knobs-doc --update rewrites it"
 			exit 1
 		fi
@@ -81,7 +81,7 @@ fi
 vars=$({
 	grep -rhoE '"RI2N_[A-Z0-9_]+"' "$root/src" "$root/btl_ri2n" "$root"/tools/*.c | tr -d '"'
 	grep -hoE '^[[:space:]]*X\([A-Z][A-Z0-9_]*,' "$root/src/core/rn_knob_list.h" \
-		"$root/src/engine/rn_knobs.h" |
+		"$root/src/host/rn_knobs.h" |
 		sed -E 's/^[[:space:]]*X\(/RI2N_/; s/,$//'
 	grep -ohE '\$\{?RI2N_[A-Z0-9_]+' "$root/tools/ri2n-run" | tr -d '${'
 } | sort -u)

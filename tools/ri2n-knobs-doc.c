@@ -2,8 +2,8 @@
  * ri2n-knobs-doc - prints the tables of docs/CONFIG.md that list every knob,
  * from the tables the code uses: `knobs`, those of a connection
  * (RN_KNOB_LIST, src/core/rn_knob_list.h); `process-knobs`, those of a
- * process (RN_PROC_LIST, src/engine/rn_knobs.h); `ofi-knobs`, the
- * libfabric provider's (RFI_KNOB_LIST, ofi/rfi_knob_list.h, for
+ * process (RN_PROC_LIST, src/host/rn_knobs.h); `ofi-knobs`, the
+ * libfabric provider's (RFI_KNOB_LIST, src/host/rfi_knob_list.h, for
  * docs/OFI.md); `options`, the name of
  * every RI2N_SOL socket option in them; `conf`, etc/ri2n.conf, a system
  * configuration file with every knob commented out at its default.  The config_doc test compares the

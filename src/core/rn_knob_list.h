@@ -3,7 +3,7 @@
  *
  * The core takes from this list its configuration's fields, their defaults
  * and their bounds (rn_core.h, rn_config.c); the engine its environment
- * variables and socket options (src/engine/rn_knobs.c); the Open MPI BTL its
+ * variables and socket options (src/host/rn_knobs.c); the Open MPI BTL its
  * MCA parameters (btl_ri2n/btl_ri2n_params.c); docs/CONFIG.md its table of
  * knobs (tools/ri2n-knobs-doc.c writes it, the config_doc test compares).
  * Nothing here does I/O: the core includes it for numbers only.

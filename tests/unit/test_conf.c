@@ -1,5 +1,5 @@
 /*
- * test_conf.c - the system configuration file (src/engine/rn_conf.c) as the
+ * test_conf.c - the system configuration file (src/host/rn_conf.c) as the
  * knobs read it (rn_knobs.c): its lines, its place under the environment,
  * its bad lines and files reported with file:line, RI2N_CONF, the key.
  */
@@ -102,7 +102,7 @@ static void test_conf_lines(void **state)
 		{ "RI2N_STAT_MS = -5", RN_CONF_BAD, "RI2N_STAT_MS", "-5", "from 0 to 3600000" },
 		{ "RI2N_LOG = loud", RN_CONF_BAD, "RI2N_LOG", "loud", "debug, info" },
 		{ "RI2N_KEY = 0011", RN_CONF_BAD, "RI2N_KEY", "0011", "RI2N_KEY_FILE" },
-		/* the libfabric provider's parameters (ofi/rfi_knob_list.h) */
+		/* the libfabric provider's parameters (src/host/rfi_knob_list.h) */
 		{ "FI_RI2N_INJECT_SIZE = 1024", RN_CONF_SET, "FI_RI2N_INJECT_SIZE", "1024", NULL },
 		{ "FI_RI2N_RAILS = r1", RN_CONF_SET, "FI_RI2N_RAILS", "r1", NULL },
 		{ "FI_RI2N_INJECT_SIZE = -1", RN_CONF_BAD, "FI_RI2N_INJECT_SIZE", "-1", "from 0 to" },

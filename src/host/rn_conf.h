@@ -2,7 +2,7 @@
  * rn_conf.h - the system configuration file, /etc/ri2n/ri2n.conf (RI2N_CONF
  * names another; set empty or /dev/null, none).  One `RI2N_NAME = value` a
  * line, the names of the environment variables of rn_knobs.h and of the
- * libfabric provider's parameters (FI_RI2N_*, ofi/rfi_knob_list.h), `#`
+ * libfabric provider's parameters (FI_RI2N_*, src/host/rfi_knob_list.h), `#`
  * comments and blank lines.  The file sits under the environment: a variable set and
  * not empty wins over the file's line (rn_knobs.c asks the environment
  * first, then here).  Read once per process, at the first knob read.

@@ -1,12 +1,13 @@
 /*
  * rn_tsan.h - mutexes ThreadSanitizer can see from inside an interposed call.
  *
- * Forced into every engine, API and shim file of a TSan build (-include, see
- * src/CMakeLists.txt); nothing in other builds.  Under ri2n-run a program's
- * poll, read, epoll_wait... reach the shim from inside TSan's own
- * interceptor for that call, and TSan then does not record the mutexes the
- * shim and ri2n take there (nested interceptors are not processed), so it
- * reports every access those mutexes guard as a race with the engine thread.
+ * Forced into every host kit, engine, API and shim file of a TSan build
+ * (-include, see src/CMakeLists.txt); nothing in other builds.  Under
+ * ri2n-run a program's poll, read, epoll_wait... reach the shim from inside
+ * TSan's own interceptor for that call, and TSan then does not record the
+ * mutexes the shim and ri2n take there (nested interceptors are not
+ * processed), so it reports every access those mutexes guard as a race with
+ * the engine thread.
  * TSan's annotation calls are not interceptors: made next to each lock,
  * unlock and condition wait they give it the happens-before edges the mutex
  * really provides, nested or not.

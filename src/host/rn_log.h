@@ -1,7 +1,8 @@
 /*
- * rn_log.h - the engine's log: one line per event a person should see,
- * never one per packet.  RI2N_LOG=debug|info|warn|error|off (default warn)
- * chooses what goes to stderr; a program can take the lines instead.
+ * rn_log.h - ri2n's log, shared by every driver (the engine, the BTL, the
+ * provider): one line per event a person should see, never one per packet.
+ * RI2N_LOG=debug|info|warn|error|off (default warn) chooses what goes to
+ * stderr; a program can take the lines instead.
  */
 #ifndef RN_LOG_H
 #define RN_LOG_H

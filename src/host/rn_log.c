@@ -1,5 +1,6 @@
 /*
- * rn_log.c - the engine's log.
+ * rn_log.c - ri2n's log (rn_log.h).  ri2n_set_log, the public call that
+ * redirects it, lives here too: the BTL calls it as well as libri2n's users.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,7 +4,10 @@
  * environment sets it as FI_RI2N_<NAME>).  rfi_prov.c defines and reads
  * them and rfi.h's struct rfi_knobs holds them; docs/OFI.md's table is
  * printed from this list (tools/ri2n-knobs-doc ofi-knobs; the config_doc
- * test compares).  No includes: the doc tool takes it without libfabric.
+ * test compares).  It sits in the host kit, not in ofi/, because the
+ * configuration file (rn_conf.c) names these parameters too and the kit
+ * includes nothing of a driver.  No includes: the doc tool takes it
+ * without libfabric.
  *
  * RFI_KNOB_LIST(X), one row each:
  *

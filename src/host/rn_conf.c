@@ -27,7 +27,7 @@
 #include "rn_sys.h"
 
 /*
- * The libfabric provider's parameters (ofi/rfi_knob_list.h), FI_RI2N_<NAME>:
+ * The libfabric provider's parameters (src/host/rfi_knob_list.h), FI_RI2N_<NAME>:
  * its name in lower case, whether a number, and its largest.
  */
 typedef struct ofi_row {
