@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# bench/rows/mpich.sh - the mpich row: MPICH under ri2n-run beside plain UCX tcp. Sourced by
+# bench/run.sh; its rows go to mpi.csv (mpich-*).
+
+# ---- MPI: MPICH 4 under ri2n-run next to plain UCX tcp on one rail -------------------------
+# Two ranks, one per host (hydra's mpiexec.mpich; tests/mpi/netns-launch.sh reads PMI_RANK);
+# Debian's MPICH is ch4:ucx: UCX's tcp transport on rail r1 (UCX_NET_DEVICES), its ports pinned
+# to MPICH_PORTS; each rank runs under ri2n-run (that one connection striped over both rails)
+# or plain (the baseline: one rail). mpi_check checks every byte. Rows in mpi.csv (mpich-*).
+MPICH_CHECK="" MPICH_RR="" MPICH_PORTS=21000-21999
+mpich_job() { # OUT ri2n|plain SECONDS mpi_check-args...
+	local o=$1 how=$2 tmo=$3 run=() rc
+	shift 3
+	[ "$how" = ri2n ] && run=("$MPICH_RR" --ports "$MPICH_PORTS" --)
+	RI2N_MPI_NS_PREFIX="ri2n-$BED-h" RI2N_MPI_HOSTS=2 RI2N_RAILS="$(rails_list)" \
+	UCX_TLS=tcp,self UCX_NET_DEVICES=r1 UCX_TCP_PORT_RANGE=$MPICH_PORTS MPIR_CVAR_NOLOCAL=1 \
+		timeout -s KILL "$tmo" mpiexec.mpich -launcher fork -n 2 \
+		"$ROOT/tests/mpi/netns-launch.sh" "${run[@]}" "$MPICH_CHECK" "$@" >"$o" 2>&1 &
+	local pid=$! i=0 hung=0
+	# PASS comes after a barrier that follows every check; UCX's tcp transport sometimes
+	# hangs in MPI_Finalize after it (with or without ri2n-run; tests/mpi/run_ri2n_run.sh).
+	# (Noted in a variable: a line appended to OUT is overwritten by mpiexec's own
+	# report of the killed ranks, written at its own offset.)
+	while kill -0 $pid 2>/dev/null; do
+		if [ $hung -eq 0 ] && grep -q 'result=PASS' "$o" 2>/dev/null && ((i++ >= 50)); then
+			mpi_kill
+			hung=1
+		fi
+		sleep 0.1
+	done
+	wait $pid
+	rc=$?
+	[ $hung -eq 1 ] && { echo "finalize hung, killed" >>"$o"; rc=0; }
+	mpi_kill
+	return $rc
+}
+mpich_perf() { # SYS(mpich-ri2n-run|mpich-ucx-tcp) REP
+	local sys=$1 rep=$2 how=plain name lat bw rc
+	[ "$sys" = mpich-ri2n-run ] && how=ri2n
+	name=$RAW/$sys-$rep
+	mpich_job "$name.out" "$how" $((MPI_SECS * 2 + 90)) \
+		--phases latency,stream --bw-seconds "$MPI_SECS" --lat-iters "$MPI_ITERS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "$sys: mpiexec exited $rc: $(grep -v 'mpi_check stream' "$name.out" | tail -n 3 | tr '\n' ' ' | head -c 300)"; return; }
+	lat=$(sed -n 's/.*latency size=8 .* median_one_way_us=\([0-9.]*\).*/\1/p' "$name.out")
+	bw=$(sed -n 's/.*stream rank=1 from=0 .*MBps=\([0-9.]*\).*/\1/p' "$name.out")
+	put mpich "$sys" "$rep" lat_us "$lat"
+	put mpich "$sys" "$rep" mbps "$bw"
+	echo "$sys,ucx-tcp,$([ "$how" = ri2n ] && echo r1+r2 || echo r1),$rep,$lat,$bw,pass" >>"$MPI_CSV"
+	log "   $sys: 8 B one-way $lat us (median), stream $bw MB/s, every byte checked"
+}
+mpich_figure() { # REP: plain and ri2n-run alternate, so both see the same machine
+	need mpiexec.mpich "apt-get install mpich" || return
+	need mpicc.mpich "apt-get install libmpich-dev" || return
+	MPICH_RR=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
+	if [ -z "$MPICH_CHECK" ]; then
+		MPICH_CHECK=$RAW/mpi_check_mpich
+		mpicc.mpich -O2 -Wno-stringop-overflow -I"$ROOT/tools/kit" -o "$MPICH_CHECK" \
+			"$ROOT/tests/mpi/mpi_check.c" 2>"$RAW/mpicc-mpich.log" ||
+			{ MPICH_CHECK=""; fail "mpicc.mpich failed: $(head -c 300 "$RAW/mpicc-mpich.log")"; return; }
+	fi
+	sub_begin
+	sub mpich_perf mpich-ucx-tcp "$1"
+	sub mpich_perf mpich-ri2n-run "$1"
+	sub_end
+}
+mpich_summary() {
+	echo "## MPI: MPICH 4 under ri2n-run next to plain UCX tcp"
+	echo
+	echo "2 ranks, one per host, on the 2 x GbE bed; MPICH $(mpichversion 2>/dev/null | sed -n 's/^MPICH Version:[[:space:]]*//p')" \
+		"(ch4:ucx) over UCX's tcp transport on rail r1; \`mpi_check\` checks every byte. Under ri2n-run" \
+		"UCX's connection is striped over both rails. Latency: 8-byte ping-pong, median of $MPI_ITERS" \
+		"round trips halved (busy-polling). Stream: 1 MiB messages, 16 in flight, for $MPI_SECS s."
+	echo
+	echo "| path | rails | 8-byte one-way latency (µs) | stream (MB/s) | latency / plain | stream / plain |"
+	echo "|---|---|---|---|---|---|"
+	local s
+	for s in mpich-ri2n-run mpich-ucx-tcp; do
+		[ -n "$(agg mpich $s mbps)" ] || continue
+		echo "| $([ $s = mpich-ri2n-run ] && echo 'UCX tcp under ri2n-run' || echo 'UCX tcp, plain') |" \
+			"$([ $s = mpich-ri2n-run ] && echo r1,r2 || echo r1) | $(fmtv mpich $s lat_us 2) | $(fmtv mpich $s mbps 1) |" \
+			"$(ratio "$(med mpich $s lat_us)" "$(med mpich mpich-ucx-tcp lat_us)") |" \
+			"$(ratio "$(med mpich $s mbps)" "$(med mpich mpich-ucx-tcp mbps)") |"
+	done
+	echo
+}
