@@ -367,12 +367,14 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		c->st.dup_data++;
 		/*
 		 * The sender resent something we have: tell it at once.  Not for
-		 * the copy of the newest packet right behind it (a small write
-		 * sent on two rails, RI2N_REDUNDANT_BYTES): the twin's ACK says
-		 * it all, and one more would double the datagrams of a
-		 * request/response.  A resend comes an RTO (20 ms at least) later.
+		 * the redundant twin of the newest packet right behind it (a small
+		 * write sent on two rails, RI2N_REDUNDANT_BYTES, marked COPY): the
+		 * first one's ACK says it all, and one more would double the
+		 * datagrams of a request/response.  A resend is never marked: a
+		 * sender that resends is waiting for this ACK.
 		 */
-		if (p->seq != c->ack.last_new_seq || now_ns - c->ack.data_rx_ns >= RN_COPY_LAG_NS)
+		if (!(p->flags & RN_F_COPY) || p->seq != c->ack.last_new_seq ||
+		    now_ns - c->ack.data_rx_ns >= RN_COPY_LAG_NS)
 			owe_ack(c, now_ns, 1);
 		return drop(c, RN_DROP_DUPLICATE);
 	case RN_ROB_OUT:

@@ -404,8 +404,8 @@ static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_
 	limit = rail_limit(c, k, cap);
 	/* the ACK block too: the packet's own may be the one lost */
 	with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - s->len);
-	rn_hdr h = { .type = RN_PT_DATA, .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
-		     .ts = rn_now_us(now_ns) };
+	rn_hdr h = { .type = RN_PT_DATA, .flags = RN_F_COPY, .path = (uint8_t)k, .dst = c->peer_id,
+		     .seq = seq, .ts = rn_now_us(now_ns) };
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, rn_sndq_data(q, seq), s->len);
 	if (n < 0)
 		return n;

@@ -42,6 +42,8 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 	/* a FIN is never bundled: it goes alone */
 	if ((p->flags & RN_F_MULTI) && (p->type != RN_PT_DATA || p->len < RN_MULTI_HDR))
 		return BAD(RN_DROP_MALFORMED);
+	if ((p->flags & RN_F_COPY) && (p->type != RN_PT_DATA || (p->flags & RN_F_MULTI)))
+		return BAD(RN_DROP_MALFORMED);
 	switch (p->type) {
 	case RN_PT_DATA:
 		if (p->len == 0 && !(p->flags & RN_F_FIN))

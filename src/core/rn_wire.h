@@ -44,7 +44,12 @@ enum rn_pflag {
 	 * bytes), one per sequence number from seq on (never the FIN).
 	 */
 	RN_F_MULTI = 0x04,
-	RN_F__ALL = 0x07,
+	/*
+	 * DATA: the redundant twin of a small write's packet, sent on a second
+	 * rail right after the first (RI2N_REDUNDANT_BYTES); never with MULTI
+	 */
+	RN_F_COPY = 0x08,
+	RN_F__ALL = 0x0f,
 };
 
 /* A decoded datagram; pointers refer into the caller's buffer. */

@@ -820,8 +820,10 @@ static void test_conn_duplicate_data(void **state)
 
 /*
  * The copy of the newest packet right behind it on the other rail
- * (RI2N_REDUNDANT_BYTES) is dropped and counted, and asks for no ACK of
- * its own: the one owed for its twin covers it.
+ * (RI2N_REDUNDANT_BYTES, flagged COPY) is dropped and counted, and asks for
+ * no ACK of its own: the one owed for its twin covers it.  The same
+ * duplicate unflagged (a sender resending a stalled rail's packet on the
+ * other rail, which waits for this ACK) is acknowledged at once.
  */
 static void test_conn_copy_no_ack(void **state)
 {
@@ -835,11 +837,20 @@ static void test_conn_copy_no_ack(void **state)
 	assert_int_equal(un_inject(n, UN_SERVER, t1, 0, un_addr(n, UN_CLIENT, 0), &h, NULL, "hello",
 				   5), 0);
 	h.path = 1;
+	h.flags = RN_F_COPY;
 	assert_int_equal(un_inject(n, UN_SERVER, t1 + 30 * UT_US, 1, un_addr(n, UN_CLIENT, 1), &h,
 				   NULL, "hello", 5), RN_ERR_DROP);
 	assert_int_equal(stats(sv(n)).dup_data, 1);
 	assert_int_equal(stats(sv(n)).rail[1].rx_data, 1); /* evidence for rail 1 all the same */
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 30 * UT_US), 0);
+	/* unflagged: a resend, whose sender waits for the ACK */
+	h.flags = 0;
+	assert_int_equal(un_inject(n, UN_SERVER, t1 + 60 * UT_US, 1, un_addr(n, UN_CLIENT, 1), &h,
+				   NULL, "hello", 5), RN_ERR_DROP);
+	assert_int_equal(stats(sv(n)).dup_data, 2);
+	assert_int_equal(un_flush(n, UN_SERVER, t1 + 60 * UT_US), 1);
+	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
+	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->hs.isn + 1);
 	un_del(n);
 }
 

@@ -205,7 +205,8 @@ static const bad_case bad_cases[] = {
 	{ "type 15", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 15 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
-	{ "flag 0x08", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x08 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "flag 0x10", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x10 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "COPY on an ACK", RN_PT_ACK, 0, DST, 0, 0, 0, {{ 2, 1, 0x09 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "flag 0x80", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x80 }}, NOCUT, 0, RN_DROP_MALFORMED },
 	{ "header byte 22", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 22, 1, 1 }}, NOCUT, 0,
 	  RN_DROP_MALFORMED },
