@@ -2,7 +2,7 @@
  * rfi_stat.c - the endpoint's connections and rails for ri2n-stat.
  *
  * Like the engine (src/engine/rn_publish.c) and in the same format
- * (src/engine/rn_statfile.c), every RI2N_STAT_MS (250 ms; 0: never) an
+ * (src/host/rn_statfile.c), every RI2N_STAT_MS (250 ms; 0: never) an
  * enabled endpoint writes a snapshot to <dir>/<pid>.fi<n>.stat (n counts
  * the process's endpoints: an MPI process may open several, next to a
  * libri2n engine publishing <pid>.stat).  The provider has no thread that
