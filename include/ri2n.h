@@ -158,6 +158,8 @@ struct ri2n_stats {
 	uint32_t mss;             /* stream bytes per packet */
 	int nrails;
 	struct ri2n_rail_stats rail[RI2N_MAX_RAILS];
+	/* 0.1.0's struct ends here (RI2N_STATS_SIZE_V1); later fields follow */
+	uint64_t copies;          /* DATA packets also sent on a second rail (RI2N_REDUNDANT_BYTES) */
 };
 
 /* ---- the fast path ---- */

@@ -5,7 +5,9 @@
 # pid (its own series: an endpoint label), and a process with no connection.
 # promtool check metrics must pass on both levels; the values must be the
 # snapshot's (sums over rails and connections, rails numbered from 1, RTT in
-# seconds), per-connection series only with =conns.  77 without promtool.
+# seconds), per-connection series only with =conns; the table shows a
+# connection's copies (redundant small messages) only where it has some.
+# 77 without promtool.
 #   tests/stat_prom.sh RI2N_STAT
 set -euo pipefail
 stat=${1:?usage: stat_prom.sh RI2N_STAT}
@@ -17,8 +19,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 rail() { # CONN INDEX LOCAL STATE TXB RXB SRTT_US
 	echo "rail conn=$1 index=$2 local=$3 remote=${3%.1}.2 state=$4 rx=$4 tx=$4 tx_packets=10 rx_packets=20 tx_bytes=$5 rx_bytes=$6 tx_data=9 rx_data=19 retransmits=1 lost=2 heartbeats=3 keepalives=0 downs=4 ups=3 cwnd=10 srtt_us=$7 changed_ms_ago=-1 dgram=1472 mtu_holes=0 small_ok=0 cause=\"\""
 }
-conn() { # N LOCAL PEER APP_TX
-	echo "conn n=$1 fd=$((4 + $1)) role=client local=$2 peer=$3 state=established age_ms=1500 error=\"\" mss=1400 app_tx_bytes=$4 app_rx_bytes=7 tx_packets=30 rx_packets=40 retransmits=2 rto=1 drops_malformed=5 drops_source=0 drops_window=0 drops_duplicate=1 drops_auth=0 drops_other=0 keyed=0"
+conn() { # N LOCAL PEER APP_TX [COPIES]
+	echo "conn n=$1 fd=$((4 + $1)) role=client local=$2 peer=$3 state=established age_ms=1500 error=\"\" mss=1400 app_tx_bytes=$4 app_rx_bytes=7 tx_packets=30 rx_packets=40 retransmits=2 rto=1 drops_malformed=5 drops_source=0 drops_window=0 drops_duplicate=1 drops_auth=0 drops_other=0 keyed=0 copies=${5:-0}"
 }
 {
 	echo "ri2n-stat 1"
@@ -27,7 +29,7 @@ conn() { # N LOCAL PEER APP_TX
 	conn 1 198.18.1.1:4000 198.18.1.2:7000 1000
 	rail 1 0 198.18.1.1 up 100 200 300
 	rail 1 1 198.18.2.1 down 110 210 0
-	conn 2 198.18.1.1:4001 198.18.1.2:7000 2000
+	conn 2 198.18.1.1:4001 198.18.1.2:7000 2000 9
 	rail 2 0 198.18.1.1 up 100 200 500
 	rail 2 1 198.18.2.1 up 110 210 700
 } >"$dir/$$.stat"
@@ -69,5 +71,12 @@ check ri2n_connections "pid=\"$$\",program=\"idle\",state=\"established\"" 0
 c="$p,local=\"198.18.1.1:4001\",peer=\"198.18.1.2:7000\""
 check ri2n_conn_sent_bytes_total "$c" 2000 conns
 check ri2n_conn_age_seconds "$c" 1.500 conns
+check ri2n_copies_total "$p" 9
+check ri2n_conn_copies_total "$c" 9 conns
+check ri2n_conn_copies_total "$p,local=\"198.18.1.1:4000\",peer=\"198.18.1.2:7000\"" 0 conns
 check ri2n_conn_rail_up "$p,local=\"198.18.1.1:4000\",peer=\"198.18.1.2:7000\",rail=\"2\",rail_local=\"198.18.2.1\"" 0 conns
+# the table: copies on the line of the connection that sent some, and only there
+"$stat" --dir "$dir" >"$dir/table.txt" || fail "ri2n-stat failed"
+grep -q ':4001 -> .*drops 6  copies 9$' "$dir/table.txt" || fail "no 'copies 9' on connection 2: $(cat "$dir/table.txt")"
+[ "$(grep -c copies "$dir/table.txt")" = 1 ] || fail "copies shown where there are none: $(cat "$dir/table.txt")"
 echo "ok: ri2n-stat --prometheus: promtool passes; sums, rails from 1, RTT in seconds, endpoints apart"

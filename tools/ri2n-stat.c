@@ -182,11 +182,15 @@ static void print_table(const snap *s)
 			human((double)num(r, "app_tx_bytes"), a, sizeof(a));
 			human((double)num(r, "app_rx_bytes"), b, sizeof(b));
 			printf("  %s %s -> %s  %s%s%s  age %.1f s  sent %sB  received %sB  "
-			       "retransmits %s  drops %lld\n", get(r, "role"), get(r, "local"),
+			       "retransmits %s  drops %lld", get(r, "role"), get(r, "local"),
 			       get(r, "peer"), get(r, "state"), *get(r, "error") ? ": " : "",
 			       get(r, "error"), num(r, "age_ms") / 1000.0, a, b, get(r, "retransmits"),
 			       num(r, "drops_malformed") + num(r, "drops_source") + num(r, "drops_window") +
 				       num(r, "drops_duplicate") + num(r, "drops_auth") + num(r, "drops_other"));
+			/* only where RI2N_REDUNDANT_BYTES sent some: other lines stay as they were */
+			if (num(r, "copies") > 0)
+				printf("  copies %lld", num(r, "copies"));
+			printf("\n");
 			printf("    %-4s %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s\n", "rail", "local",
 			       "remote", "state", "tx pkts", "rx pkts", "tx B", "rx B", "retx", "lost",
 			       "last change");

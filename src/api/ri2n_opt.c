@@ -332,6 +332,7 @@ static void fill_stats(struct ri2n_stats *out, const rn_conn_stats *cs)
 	out->nrails = cs->npaths;
 	for (int k = 0; k < cs->npaths && k < RI2N_MAX_RAILS; k++)
 		rail_stats(&out->rail[k], &cs->rail[k]);
+	out->copies = cs->copies;
 }
 
 int ri2n_stats_sz(int fd, struct ri2n_stats *out, size_t size)

@@ -172,7 +172,8 @@ void rn_statfile_write_conn(FILE *f, int n, int fd, int server, const char *loca
 	fprintf(f, "conn n=%d fd=%d role=%s local=%s peer=%s state=%s age_ms=%llu error=\"%s\" "
 		   "mss=%u app_tx_bytes=%llu app_rx_bytes=%llu tx_packets=%llu rx_packets=%llu "
 		   "retransmits=%llu rto=%llu drops_malformed=%llu drops_source=%llu "
-		   "drops_window=%llu drops_duplicate=%llu drops_auth=%llu drops_other=%llu keyed=%d\n",
+		   "drops_window=%llu drops_duplicate=%llu drops_auth=%llu drops_other=%llu keyed=%d "
+		   "copies=%llu\n",
 		n, fd, server ? "server" : "client", local, peer, rn_state_name(c->state),
 		(unsigned long long)(age_ns / 1000000), c->err ? rn_strerror(c->err) : "", c->mss,
 		(unsigned long long)c->app_tx_bytes, (unsigned long long)c->app_rx_bytes,
@@ -182,6 +183,7 @@ void rn_statfile_write_conn(FILE *f, int n, int fd, int server, const char *loca
 		(unsigned long long)c->drops[RN_DROP_SOURCE],
 		(unsigned long long)c->drops[RN_DROP_WINDOW],
 		(unsigned long long)c->drops[RN_DROP_DUPLICATE],
-		(unsigned long long)c->drops[RN_DROP_AUTH], (unsigned long long)other, c->keyed);
+		(unsigned long long)c->drops[RN_DROP_AUTH], (unsigned long long)other, c->keyed,
+		(unsigned long long)c->copies);
 	write_rails(f, n, c, now_ns);
 }

@@ -97,6 +97,7 @@ static void stats(void)
 	F(ri2n_stats, mss);
 	F(ri2n_stats, nrails);
 	F(ri2n_stats, rail);
+	F(ri2n_stats, copies);
 	printf("RI2N_STATS_SIZE_V1 %zu\n", (size_t)RI2N_STATS_SIZE_V1);
 }
 

@@ -180,6 +180,7 @@ void test_threads(void **state);
 void test_fork(void **state);
 void test_events(void **state);
 void test_sized_structs(void **state);
+void test_stats_copies(void **state);
 /* api_fast.c */
 void test_fast_round_trip(void **state);
 void test_fast_bulk(void **state);

@@ -313,6 +313,7 @@ void test_sized_structs(void **state)
 	assert_true(zero_from(&big, sizeof(struct ri2n_stats), sizeof(big)));
 	assert_string_equal(big.st.state, "established");
 	assert_int_equal(big.st.nrails, 2);
+	assert_true(big.st.copies == 0); /* RI2N_REDUNDANT_BYTES is off */
 	memset(&st, 0xa5, sizeof(st));
 	assert_int_equal((ri2n_stats)(c, &st), 0); /* the 0.1.0 symbol, not the macro */
 	assert_string_equal(st.state, "established");
@@ -320,6 +321,8 @@ void test_sized_structs(void **state)
 	assert_int_equal(st.mss, big.st.mss);
 	assert_memory_equal(&st.rail[1].remote, &big.st.rail[1].remote, sizeof(st.rail[1].remote));
 	assert_true(zero_from(&st.rail[2], 0, (RI2N_MAX_RAILS - 2) * sizeof(st.rail[0])));
+	/* nothing written past 0.1.0's struct: the fields added since keep their bytes */
+	assert_true(st.copies == 0xa5a5a5a5a5a5a5a5ULL);
 
 	/* the two CONNECTED events: a short size takes neither */
 	assert_true(wait_fd(efd, POLLIN, 10000) & POLLIN);
@@ -350,6 +353,103 @@ void test_sized_structs(void **state)
 	}
 	if (!got_c || !got_s)
 		fail_msg("CONNECTED events: client %d, accepted end %d", got_c, got_s);
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+}
+
+/* Round trips of 8 bytes from c to s and back, each read whole. */
+static void small_round_trips(int c, int s, int n)
+{
+	char b[8];
+
+	for (int i = 0; i < n; i++) {
+		memset(b, 'a' + i % 26, sizeof(b));
+		assert_int_equal(ri2n_send(c, b, sizeof(b), 0), (ssize_t)sizeof(b));
+		assert_int_equal(ri2n_recv(s, b, sizeof(b), MSG_WAITALL), (ssize_t)sizeof(b));
+		assert_int_equal(ri2n_send(s, b, sizeof(b), 0), (ssize_t)sizeof(b));
+		assert_int_equal(ri2n_recv(c, b, sizeof(b), MSG_WAITALL), (ssize_t)sizeof(b));
+		assert_int_equal(b[7], 'a' + i % 26);
+	}
+}
+
+/* Whether this process's published state (ri2n-stat's snapshot) has a role's connection with copies=want. */
+static int published_copies(const char *role, unsigned long long want)
+{
+	const char *env = getenv("RI2N_RUN_DIR");
+	char dirs[4][128], path[sizeof(dirs) + 32], line[1024], r[32], w[40];
+	int found = 0;
+
+	snprintf(dirs[0], sizeof(dirs[0]), "%s", env ? env : "");
+	snprintf(dirs[1], sizeof(dirs[1]), "/run/ri2n");
+	snprintf(dirs[2], sizeof(dirs[2]), "/run/user/%u/ri2n", (unsigned)geteuid());
+	snprintf(dirs[3], sizeof(dirs[3]), "/tmp/ri2n-%u", (unsigned)geteuid());
+	snprintf(r, sizeof(r), " role=%s ", role);
+	snprintf(w, sizeof(w), " copies=%llu", want);
+	for (int i = 0; i < 4 && !found; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%d.stat", dirs[i], (int)getpid());
+		f = *dirs[i] ? fopen(path, "r") : NULL;
+		while (f && !found && fgets(line, sizeof(line), f)) {
+			size_t n = strcspn(line, "\n"), k = strlen(w);
+
+			line[n] = 0; /* copies= is the line's last field */
+			found = !strncmp(line, "conn ", 5) && strstr(line, r) && n >= k &&
+				!strcmp(line + n - k, w);
+		}
+		if (f)
+			fclose(f);
+	}
+	return found;
+}
+
+/*
+ * ri2n_stats' copies (a field added after 0.1.0): the end with
+ * RI2N_REDUNDANT_BYTES counts the small messages it also sent on rail 2,
+ * the peer without it none, in ri2n_stats and in the published state; a
+ * caller with 0.1.0's struct gets the rest.
+ */
+void test_stats_copies(void **state)
+{
+	struct sockaddr_in peer, a;
+	struct ri2n_stats st;
+	unsigned long long want;
+	uint64_t end;
+	uint16_t port;
+	int l = make_listener(NULL, 4, &port), c = ri2n_socket(), s;
+
+	(void)state;
+	assert_true(c >= 0);
+	set_opt(c, RI2N_REDUNDANT_BYTES, 64);
+	a = sin_of(RAIL1, port);
+	assert_int_equal(ri2n_connect(c, SA(&a), sizeof(a)), 0);
+	s = accept_within(l, 10000, &peer);
+	assert_int_equal(ri2n_close(l), 0);
+	/* the first few go once, until the peer's rail-2 address is proven */
+	small_round_trips(c, s, 200);
+
+	assert_int_equal(ri2n_stats(c, &st), 0);
+	if (st.copies == 0 || st.copies > st.rail[0].tx_data + st.rail[1].tx_data)
+		fail_msg("client copies %llu for %llu + %llu DATA packets",
+			 (unsigned long long)st.copies, (unsigned long long)st.rail[0].tx_data,
+			 (unsigned long long)st.rail[1].tx_data);
+	want = st.copies;
+	assert_int_equal(ri2n_stats(s, &st), 0);
+	if (st.copies != 0)
+		fail_msg("%llu copies from the end without the option", (unsigned long long)st.copies);
+	/* and ri2n-stat's snapshot has them (one every RI2N_STAT_MS, 250 ms by default) */
+	end = now_ms() + 5000;
+	while (!(published_copies("client", want) && published_copies("server", 0)) &&
+	       now_ms() < end)
+		usleep(50 * 1000);
+	if (now_ms() >= end)
+		fail_msg("no snapshot with copies=%llu (client) and 0 (server)", want);
+
+	memset(&st, 0xa5, sizeof(st));
+	assert_int_equal(ri2n_stats_sz(c, &st, RI2N_STATS_SIZE_V1), 0);
+	assert_string_equal(st.state, "established");
+	assert_true(st.app_tx_bytes == 200 * 8);
+	assert_true(st.copies == 0xa5a5a5a5a5a5a5a5ULL);
 	assert_int_equal(ri2n_close(c), 0);
 	assert_int_equal(ri2n_close(s), 0);
 }

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 		T(test_fork),
 		T(test_events),
 		T(test_sized_structs),
+		T(test_stats_copies),
 		/* api_fast.c */
 		T(test_fast_round_trip),
 		T(test_fast_bulk),
