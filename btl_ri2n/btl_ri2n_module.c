@@ -124,6 +124,13 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
 }
 
+/* A stateless reset for l's peer: the core took it (rn_hdisp). */
+static void on_reset(void *arg, void *v)
+{
+	(void)arg;
+	((ri2n_link *)v)->dirty = 1;
+}
+
 /*
  * One UDP socket per rail, bound to the rail's address and a free port, and
  * the table that routes what they read.  0, or -errno with a sentence.
@@ -150,7 +157,8 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error, .on_error = on_kernel_error };
 	m->io.arg = m;
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
-			      .to_listener = ri2n_stream_unbound, .arg = m };
+			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
+			      .on_reset = on_reset, .arg = m };
 	for (int i = 0; i < m->nrails; i++) {
 		o.dev = m->rails[i].pin ? m->rails[i].name : NULL; /* rails sharing a subnet */
 		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);

@@ -222,20 +222,6 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 
 /* ---- the pass ---- */
 
-/* A stateless reset names the peer's id, not ours: it goes to the link whose peer that was. */
-static int sreset_input(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
-			size_t len, uint64_t now)
-{
-	if (!rn_wire_peek_sreset(d, len))
-		return 0;
-	for (ri2n_link *l = m->links; l; l = l->next)
-		if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
-			l->dirty = 1;
-			break;
-		}
-	return 1;
-}
-
 /* Accepted links that have not said who they are. */
 static int unbound_links(const mca_btl_ri2n_module_t *m)
 {
@@ -256,8 +242,6 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 	size_t rlen = 0;
 	int rc;
 
-	if (rn_wire_peek_dst(d, len) == 0 && sreset_input(m, rail, from, d, len, now))
-		return 0;
 	if (ri2n_wire_is_nudge(d, len)) {
 		ri2n_ep_on_nudge(m, rail, from, d, len, now);
 		return 0;

@@ -280,6 +280,13 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->dirty = 1;
 }
 
+/* A stateless reset for l's peer: the core took it (rn_hdisp). */
+static void on_reset(void *arg, void *v)
+{
+	(void)arg;
+	((rfi_link *)v)->dirty = 1;
+}
+
 static int unbound(const rfi_ep *ep)
 {
 	int n = 0;
@@ -289,7 +296,7 @@ static int unbound(const rfi_ep *ep)
 	return n;
 }
 
-/* A datagram no link has: a stateless reset for one of ours, or the listener's. */
+/* A datagram no link has (rn_hdisp took the stateless resets): the listener's. */
 static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 		       uint64_t now)
 {
@@ -299,14 +306,6 @@ static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size
 	size_t rlen = 0;
 	int rc;
 
-	if (rn_wire_peek_dst(d, len) == 0 && rn_wire_peek_sreset(d, len)) {
-		for (rfi_link *l = ep->links; l; l = l->next)
-			if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
-				l->dirty = 1;
-				break;
-			}
-		return 0;
-	}
 	if (!ep->have_lis)
 		return -1;
 	rc = rn_listener_recv(&ep->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
@@ -436,7 +435,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_kernel_error };
 	ep->io.arg = ep;
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
-			       .arg = ep };
+			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
 	for (int i = 0; i < ep->nrails; i++) {
 		o.dev = ep->rails[i].pin ? ep->rails[i].name : NULL; /* rails sharing a subnet */
 		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
