@@ -35,6 +35,7 @@
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
 #include "rn_hmon.h"
+#include "rn_hpoll.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
 #include "rn_rails.h"

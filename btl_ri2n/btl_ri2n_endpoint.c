@@ -379,12 +379,7 @@ ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
 
 void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
 {
-	uint64_t id = rn_conn_id(l->conn);
-
-	if (id == l->id)
-		return;
-	if (rn_htab_rekey(&m->idtab, l->id, id, l) == 0)
-		l->id = id;
+	rn_hpoll_rekey(&m->idtab, &l->id, l->conn, l);
 }
 
 void ri2n_link_keeper_due(rn_conn *keeper)

@@ -140,45 +140,22 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	const ri2n_params *pr = &mca_btl_ri2n_component.p;
 	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
 	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
-	rn_hsock_opts o = { .dgram = m->cfg.max_dgram, .gro = pr->gro, .rx_ts = pr->rx_ts,
-			    .recverr = 1 };
-	int rc = rn_hset_init(&m->io, m->cfg.max_dgram, 0);
+	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso,
+			     .opts = { .dgram = m->cfg.max_dgram, .gro = pr->gro,
+				       .rx_ts = pr->rx_ts, .recverr = 1 } };
+	int rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 
-	if (rc == 0)
-		rc = rn_htab_init(&m->idtab, 16);
-	/* a GRO run needs 64 KiB; else one datagram */
-	if (rc == 0)
-		rc = rn_hrxbuf_init(&m->rx, pr->gro ? RN_HGRO_BUF :
-				    (m->cfg.max_dgram < 2048 ? 2048 : m->cfg.max_dgram), 4);
-	if (rc) {
-		snprintf(err, errlen, "out of memory for socket buffers");
-		return rc;
-	}
 	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error, .on_error = on_kernel_error };
 	m->io.arg = m;
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
 			      .on_reset = on_reset, .arg = m };
-	for (int i = 0; i < m->nrails; i++) {
-		o.dev = m->rails[i].pin ? m->rails[i].name : NULL; /* rails sharing a subnet */
-		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);
-		m->io.s[i].addr.backup = m->rails[i].backup; /* "if:backup" in the list */
-		m->io.n = i + 1;
-		if (rc) {
-			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
-				 m->rails[i].name, strerror(-rc));
-			return rc;
-		}
-	}
-	m->io.gso = pr->gso && m->io.n > 0 && rn_hsock_probe_gso(m->io.s[0].fd);
-	return 0;
+	return rc;
 }
 
 static void io_close(mca_btl_ri2n_module_t *m)
 {
-	rn_hset_free(&m->io);
-	rn_hrxbuf_free(&m->rx);
-	rn_htab_free(&m->idtab);
+	rn_hpoll_close(&m->io, &m->rx, &m->idtab);
 	rn_hmon_free(&m->mon);
 }
 

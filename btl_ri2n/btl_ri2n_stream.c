@@ -25,8 +25,6 @@
 #include "btl_ri2n_frag.h"
 #include "rn_log.h"
 
-#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
-#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
 
 /* ---- sending ---- */
 
@@ -120,7 +118,7 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now)
 
 void ri2n_stream_flush(ri2n_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, FLUSH_BUDGET);
+	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
 	 * happens outside the pass, which only looks at this cached value */
 	l->expiry_ns = rn_conn_expiry(l->conn);
@@ -296,8 +294,8 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
  */
 static int receive(mca_btl_ri2n_module_t *m)
 {
-	return rn_hset_pass(&m->io, &m->rx, RX_ROUNDS, &m->core_now, rn_hdisp_input, &m->disp,
-			    &m->rx_more);
+	return rn_hset_pass(&m->io, &m->rx, RN_HPOLL_RX_ROUNDS, &m->core_now, rn_hdisp_input,
+			    &m->disp, &m->rx_more);
 }
 
 static int service(ri2n_link *l, uint64_t now, int main)

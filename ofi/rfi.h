@@ -57,6 +57,7 @@
 #include "rn_core.h"
 #include "rn_hsock.h"
 #include "rn_hmon.h"
+#include "rn_hpoll.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
 

@@ -212,9 +212,7 @@ static void ep_free(rfi_ep *ep)
 	}
 	if (ep->have_lis)
 		rn_listener_wipe(&ep->lis);
-	rn_hset_free(&ep->io);
-	rn_hrxbuf_free(&ep->rx);
-	rn_htab_free(&ep->idtab);
+	rn_hpoll_close(&ep->io, &ep->rx, &ep->idtab);
 	rn_hmon_free(&ep->mon);
 	sodium_memzero(ep->cfg.key, sizeof(ep->cfg.key));
 	free(ep);

@@ -18,9 +18,6 @@
 #include "rn_knobs.h"
 #include "rn_log.h"
 
-#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
-#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
-
 /* ---- links ---- */
 
 static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
@@ -45,14 +42,6 @@ static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
 	ep->links = l;
 	l->expiry_ns = rn_conn_expiry(c);
 	return l;
-}
-
-static void link_rekey(rfi_ep *ep, rfi_link *l)
-{
-	uint64_t id = rn_conn_id(l->conn);
-
-	if (id != l->id && rn_htab_rekey(&ep->idtab, l->id, id, l) == 0)
-		l->id = id;
 }
 
 /* A member that became its peer's keeper (rn_hmon_leave) runs its timers at the next pass. */
@@ -92,7 +81,7 @@ void rfi_links_reap(rfi_ep *ep)
 
 void rfi_link_flush(rfi_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, FLUSH_BUDGET);
+	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 
@@ -331,8 +320,8 @@ static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size
 
 static int receive(rfi_ep *ep)
 {
-	return rn_hset_pass(&ep->io, &ep->rx, RX_ROUNDS, &ep->core_now, rn_hdisp_input, &ep->disp,
-			    &ep->rx_more);
+	return rn_hset_pass(&ep->io, &ep->rx, RN_HPOLL_RX_ROUNDS, &ep->core_now, rn_hdisp_input,
+			    &ep->disp, &ep->rx_more);
 }
 
 /* ---- the pass ---- */
@@ -399,7 +388,7 @@ void rfi_ep_pass(rfi_ep *ep)
 			rfi_link_stall_check(l, now);
 		if (l->expiry_ns <= now) {
 			rn_conn_on_timer(l->conn, now);
-			link_rekey(ep, l);
+			rn_hpoll_rekey(&ep->idtab, &l->id, l->conn, l);
 			l->dirty = 1;
 		}
 		if (l->dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
@@ -417,40 +406,22 @@ void rfi_ep_pass(rfi_ep *ep)
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
-	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = rn_proc_get(RN_PROC_GRO) != 0,
-			    .rx_ts = 1, .recverr = 1 };
+	rn_hpoll_rails r = { .rails = ep->rails, .n = ep->nrails, .bind = ep->bind,
+			     .gso = rn_proc_get(RN_PROC_GSO) != 0,
+			     .opts = { .dgram = ep->cfg.max_dgram,
+				       .gro = rn_proc_get(RN_PROC_GRO) != 0, .rx_ts = 1,
+				       .recverr = 1 } };
 	rn_rail_addr addrs[RN_MAX_RAILS];
-	int rc = rn_hset_init(&ep->io, ep->cfg.max_dgram, 0);
+	int rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 
-	if (rc == 0)
-		rc = rn_htab_init(&ep->idtab, 16);
-	/* a GRO run needs 64 KiB; else one datagram */
-	if (rc == 0)
-		rc = rn_hrxbuf_init(&ep->rx, o.gro ? RN_HGRO_BUF :
-				    (ep->cfg.max_dgram < 2048 ? 2048 : ep->cfg.max_dgram), 4);
-	if (rc) {
-		snprintf(err, errlen, "out of memory for socket buffers");
-		return rc;
-	}
 	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_kernel_error };
 	ep->io.arg = ep;
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
-	for (int i = 0; i < ep->nrails; i++) {
-		o.dev = ep->rails[i].pin ? ep->rails[i].name : NULL; /* rails sharing a subnet */
-		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
-				   ep->rails[i].prefix, &o);
-		ep->io.s[i].addr.backup = ep->rails[i].backup; /* "if:backup" in the rail list */
-		ep->io.n = i + 1;
-		if (rc) {
-			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
-				 ep->rails[i].name, strerror(-rc));
-			return rc;
-		}
+	if (rc)
+		return rc;
+	for (int i = 0; i < ep->io.n; i++)
 		addrs[i] = ep->io.s[i].addr;
-	}
-	ep->io.gso = rn_proc_get(RN_PROC_GSO) != 0 && ep->io.n > 0 &&
-		     rn_hsock_probe_gso(ep->io.s[0].fd);
 	if (rn_listener_init(&ep->lis, &ep->cfg, &ep->env, addrs, ep->io.n) != 0) {
 		snprintf(err, errlen, "cannot set up the listener");
 		return -1;
