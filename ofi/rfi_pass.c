@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium/utils.h>
-
 #include "rfi.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
@@ -276,13 +274,29 @@ static void on_reset(void *arg, void *v)
 	((rfi_link *)v)->dirty = 1;
 }
 
-static int unbound(const rfi_ep *ep)
+/* An accepted link that has not said who it is (rn_hpoll_accept). */
+static int unbound_link(const void *v)
 {
-	int n = 0;
+	const rfi_link *l = v;
 
-	for (const rfi_link *l = ep->links; l; l = l->next)
-		n += !l->peer && !l->have_name && !l->dead && !l->retired;
-	return n;
+	return !l->peer && !l->have_name && !l->dead && !l->retired;
+}
+
+/* A connection the listener accepted becomes a link (rn_hpoll_accept). */
+static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
+{
+	rfi_ep *ep = arg;
+	rfi_link *l = NULL;
+	rn_conn *c;
+
+	if (rn_conn_accept(&c, ap, &ep->env, now) == 0) {
+		l = link_new(ep, c, NULL, now);
+		if (l)
+			l->dirty = 1; /* COOKIE_ACK to send */
+		else
+			rn_conn_del(c);
+	}
+	return l;
 }
 
 /* A datagram no link has (rn_hdisp took the stateless resets): the listener's. */
@@ -290,31 +304,12 @@ static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size
 		       uint64_t now)
 {
 	rfi_ep *ep = arg;
-	uint8_t reply[RN_INIT_LEN * 2];
-	rn_accept_params ap;
-	size_t rlen = 0;
-	int rc;
+	const rn_hpoll_accept acc = { .max_unbound = RFI_MAX_UNBOUND, .unbound = unbound_link,
+				      .on_accept = accept_link, .arg = ep };
 
 	if (!ep->have_lis)
 		return -1;
-	rc = rn_listener_recv(&ep->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
-	if (rc == RN_LISTEN_REPLY) {
-		rn_hset_send_now(&ep->io, rail, from, reply, rlen);
-	} else if (rc == RN_LISTEN_ACCEPT) {
-		rfi_link *l = NULL;
-		rn_conn *c;
-
-		if (unbound(ep) < RFI_MAX_UNBOUND && rn_conn_accept(&c, &ap, &ep->env, now) == 0) {
-			l = link_new(ep, c, NULL, now);
-			if (l)
-				l->dirty = 1; /* COOKIE_ACK to send */
-			else
-				rn_conn_del(c);
-		}
-		if (!l)
-			rn_listener_forget(&ep->lis, &ap); /* its COOKIE_ECHO may come again */
-		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key));
-	}
+	rn_hpoll_listen(&ep->lis, &ep->io, &ep->idtab, &acc, rail, from, d, len, now);
 	return 0;
 }
 

@@ -1,9 +1,12 @@
 /*
- * rn_hpoll.c - the polling drivers' sockets and link table (rn_hpoll.h).
+ * rn_hpoll.c - the polling drivers' sockets, link table and listener
+ * (rn_hpoll.h).
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include <stdio.h>
 #include <string.h>
+
+#include <sodium/utils.h>
 
 #include "rn_hpoll.h"
 
@@ -54,3 +57,35 @@ void rn_hpoll_rekey(rn_htab *tab, uint64_t *id, rn_conn *c, void *v)
 		*id = now_id;
 }
 
+/* Links of tab that a->unbound counts. */
+static int unbound(const rn_htab *tab, const rn_hpoll_accept *a)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < tab->cap; i++)
+		n += tab->e[i].id && a->unbound(tab->e[i].v);
+	return n;
+}
+
+int rn_hpoll_listen(rn_listener *lis, rn_hset *io, const rn_htab *tab, const rn_hpoll_accept *a,
+		    int rail, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
+{
+	uint8_t reply[RN_INIT_LEN * 2];
+	rn_accept_params ap;
+	size_t rlen = 0;
+	void *v = NULL;
+	int rc = rn_listener_recv(lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	int refused = 0;
+
+	if (rc == RN_LISTEN_REPLY)
+		rn_hset_send_now(io, rail, from, reply, rlen);
+	if (rc != RN_LISTEN_ACCEPT)
+		return 0;
+	refused = unbound(tab, a) >= a->max_unbound;
+	if (!refused)
+		v = a->on_accept(a->arg, &ap, now);
+	if (!v)
+		rn_listener_forget(lis, &ap); /* its COOKIE_ECHO may come again */
+	sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
+	return refused;
+}

@@ -6,6 +6,8 @@
  *
  *  - rn_hpoll_open/close: the sockets, the table and the buffer;
  *  - rn_hpoll_rekey: a link's table entry follows its connection's id;
+ *  - rn_hpoll_listen: the listener's answer to a datagram for no link, and
+ *    the cap on accepted links that have not said who they are;
  *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass.
  *
  * No locks: the driver serialises every call.
@@ -44,6 +46,27 @@ typedef struct rn_hpoll_rails {
  */
 int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
 		  size_t errlen);
+/* How a driver takes the connections its listener accepts (rn_hpoll_listen). */
+typedef struct rn_hpoll_accept {
+	int max_unbound;                /* accepted links without a hello at most */
+	int (*unbound)(const void *v);  /* 1: link v counts against max_unbound */
+	/* a link for the connection of ap (rn_conn_accept), or NULL (nothing kept) */
+	void *(*on_accept)(void *arg, const rn_accept_params *ap, uint64_t now);
+	void *arg;
+} rn_hpoll_accept;
+
+/*
+ * A datagram for no link, given to lis (rn_listener_recv): its reply goes
+ * back to `from` at once on that rail; a handshake it completes becomes a
+ * link through a->on_accept, unless tab holds a->max_unbound links
+ * a->unbound counts (a real peer's hello comes within a round trip; a
+ * client refused resends its COOKIE_ECHO).  A connection no link took is
+ * forgotten by the listener (its COOKIE_ECHO may come again).  The copy of
+ * the key in the accept parameters is wiped.  Returns 1 when refused for
+ * the cap, else 0.
+ */
+int rn_hpoll_listen(rn_listener *lis, rn_hset *io, const rn_htab *tab, const rn_hpoll_accept *a,
+		    int rail, rn_addr from, const uint8_t *d, size_t len, uint64_t now);
 /* Closes the sockets and frees the buffer and the table of rn_hpoll_open. */
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab);
 /*

@@ -2,12 +2,16 @@
  * test_hpoll.c - the polling drivers' kit (src/host/rn_hpoll.h): the rail
  * sockets opened over loopback (ports asked for or any, the backup flag, a
  * rail whose address is not this host's named in the error), and a link's
- * table entry following its connection's id.
+ * table entry following its connection's id, and the listener's answers:
+ * the reply sent, the cap on links without a hello, an accept refused for
+ * it taken the next time, a cookie accepted once only.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
 
+#include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 
 #include "rn_hpoll.h"
@@ -98,12 +102,105 @@ static void test_rekey(void **state)
 	un_del(n);
 }
 
+/* The accepting side of test_listen: its links, and how many the cap counts. */
+typedef struct accepts {
+	const rn_env *env;
+	int calls, counted;
+	rn_conn *c;
+} accepts;
+
+static int counted(const void *v)
+{
+	return *(const int *)v;
+}
+
+static void *take(void *arg, const rn_accept_params *ap, uint64_t now)
+{
+	accepts *a = arg;
+
+	a->calls++;
+	assert_int_equal(rn_conn_accept(&a->c, ap, a->env, now), 0);
+	return a->c;
+}
+
+/* The client's next datagram (un_net's queue), of the type asked for. */
+static size_t next_dgram(un_net *n, uint8_t *b, uint8_t type, uint64_t now)
+{
+	size_t len;
+
+	n->nq = 0;
+	assert_true(un_flush(n, UN_CLIENT, now) > 0);
+	assert_int_equal(n->q[0].rec.type, type);
+	len = n->q[0].rec.len;
+	memcpy(b, n->q[0].data, len);
+	return len;
+}
+
+/*
+ * A handshake through rn_hpoll_listen, over loopback: socket 1 stands for
+ * the client's address.  Its INIT_ACK goes back at once; its COOKIE_ECHO is
+ * refused while the cap is full and taken once it is not; the same cookie
+ * again is not accepted twice.
+ */
+static void test_listen(void **state)
+{
+	rn_rail_info rails[2] = { rail("lo", LO, 0), rail("lo2", LO, 0) };
+	rn_hpoll_rails r = { .rails = rails, .n = 2, .opts = { .dgram = 1472 } };
+	un_net *n = un_new(1);
+	accepts acc = { .env = &n->side[UN_SERVER].env };
+	rn_hpoll_accept a = { .max_unbound = 1, .unbound = counted, .on_accept = take,
+			      .arg = &acc };
+	rn_listener *lis = &n->side[UN_SERVER].lis;
+	struct pollfd pfd;
+	uint8_t b[UN_DGRAM];
+	rn_hset io;
+	rn_hrxbuf rx;
+	rn_htab tab;
+	char err[128];
+	rn_addr from;
+	uint64_t now = UT_T0;
+	size_t len;
+	ssize_t got;
+	int one = 1;
+
+	(void)state;
+	assert_int_equal(rn_hpoll_open(&io, &rx, &tab, &r, err, sizeof(err)), 0);
+	from = (rn_addr){ io.s[1].addr.ip, io.s[1].addr.port };
+	un_listen(n);
+	assert_int_equal(un_connect(n, now), 0);
+	len = next_dgram(n, b, RN_PT_INIT, now);
+	assert_int_equal(rn_hpoll_listen(lis, &io, &tab, &a, 0, from, b, len, now), 0);
+	pfd = (struct pollfd){ .fd = io.s[1].fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 2000), 1);
+	got = recv(io.s[1].fd, b, sizeof(b), 0);
+	assert_true(got > 0);
+	assert_int_equal(rn_conn_recv(n->side[UN_CLIENT].c, now, 0, un_addr(n, UN_SERVER, 0), b,
+				      (size_t)got), 0);
+	len = next_dgram(n, b, RN_PT_COOKIE_ECHO, now);
+	/* one link without a hello already: refused, nothing made */
+	assert_int_equal(rn_htab_add(&tab, 0x99, &one), 0);
+	assert_int_equal(rn_hpoll_listen(lis, &io, &tab, &a, 0, from, b, len, now), 1);
+	assert_int_equal(acc.calls, 0);
+	/* it said who it is: the resent COOKIE_ECHO is taken */
+	one = 0;
+	assert_int_equal(rn_hpoll_listen(lis, &io, &tab, &a, 0, from, b, len, now + UT_MS), 0);
+	assert_int_equal(acc.calls, 1);
+	assert_non_null(acc.c);
+	/* the same cookie once more: a replay, no second connection */
+	assert_int_equal(rn_hpoll_listen(lis, &io, &tab, &a, 0, from, b, len, now + 2 * UT_MS), 0);
+	assert_int_equal(acc.calls, 1);
+	rn_conn_del(acc.c);
+	rn_hpoll_close(&io, &rx, &tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_rails),
 		cmocka_unit_test(test_open_rail_error),
 		cmocka_unit_test(test_rekey),
+		cmocka_unit_test(test_listen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
