@@ -139,6 +139,7 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_hrxbuf rx;               /* their receive batches */
 	uint32_t rx_more;           /* sockets left with data by the last receive: no poll */
 	rn_hdisp disp;              /* datagrams to links by id, or to the listener */
+	rn_hpoll_links lk;          /* the sockets' errors to links (io's arg) */
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
 	opal_process_name_t me;

@@ -83,31 +83,11 @@ void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
 
 /* ---- setup ---- */
 
-static void on_io_error(void *arg, int rail, uint64_t owner, int err)
-{
-	mca_btl_ri2n_module_t *m = arg;
-	ri2n_link *l = ri2n_link_lookup(m, owner);
-
-	(void)err;
-	/* unreachable, interface gone: the core stops sending there until it hears back */
-	if (l) {
-		rn_conn_rail_error(l->conn, ri2n_core_now(m), rail);
-		l->dirty = 1;
-	}
-}
-
 static rn_conn *conn_of(void *v) { return ((ri2n_link *)v)->conn; }
 
-/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
-static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
-{
-	mca_btl_ri2n_module_t *m = arg;
-	ri2n_link *l = rn_hmon_unreachable(&m->mon, &m->idtab, conn_of, rail, e,
-					   ri2n_core_now(m));
+static void mark(void *v) { ((ri2n_link *)v)->dirty = 1; }
 
-	if (l)
-		l->dirty = 1;
-}
+static uint64_t core_now(void *arg) { return ri2n_core_now(arg); }
 
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
@@ -145,8 +125,11 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 				       .rx_ts = pr->rx_ts, .recverr = 1 } };
 	int rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 
-	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error, .on_error = on_kernel_error };
-	m->io.arg = m;
+	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon, .conn_of = conn_of,
+				  .mark = mark, .now = core_now, .arg = m };
+	m->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
+				    .on_error = rn_hpoll_on_error };
+	m->io.arg = &m->lk;
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
 			      .on_reset = on_reset, .arg = m };

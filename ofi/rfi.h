@@ -371,6 +371,7 @@ struct rfi_ep {
 	rn_hrxbuf rx;
 	uint32_t rx_more;
 	rn_hdisp disp;
+	rn_hpoll_links lk;             /* the sockets' errors to links (io's arg) */
 	rn_htab idtab;
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t core_now;

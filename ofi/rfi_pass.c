@@ -233,29 +233,11 @@ static void link_check(rfi_link *l, uint64_t now)
 
 /* ---- datagrams ---- */
 
-static void on_send_error(void *arg, int rail, uint64_t owner, int err)
-{
-	rfi_ep *ep = arg;
-	rfi_link *l = rn_htab_get(&ep->idtab, owner);
-
-	(void)err;
-	if (l) {
-		rn_conn_rail_error(l->conn, ep->core_now, rail);
-		l->dirty = 1;
-	}
-}
-
 static rn_conn *conn_of(void *v) { return ((rfi_link *)v)->conn; }
 
-/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
-static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
-{
-	rfi_ep *ep = arg;
-	rfi_link *l = rn_hmon_unreachable(&ep->mon, &ep->idtab, conn_of, rail, e, ep->core_now);
+static void mark(void *v) { ((rfi_link *)v)->dirty = 1; }
 
-	if (l)
-		l->dirty = 1;
-}
+static uint64_t core_now(void *arg) { return ((rfi_ep *)arg)->core_now; }
 
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
@@ -409,8 +391,11 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	rn_rail_addr addrs[RN_MAX_RAILS];
 	int rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 
-	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_kernel_error };
-	ep->io.arg = ep;
+	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon, .conn_of = conn_of,
+				   .mark = mark, .now = core_now, .arg = ep };
+	ep->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
+				     .on_error = rn_hpoll_on_error };
+	ep->io.arg = &ep->lk;
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
 	if (rc)

@@ -57,6 +57,27 @@ void rn_hpoll_rekey(rn_htab *tab, uint64_t *id, rn_conn *c, void *v)
 		*id = now_id;
 }
 
+void rn_hpoll_on_send_error(void *links, int rail, uint64_t owner, int err)
+{
+	const rn_hpoll_links *k = links;
+	void *v = rn_htab_get(k->tab, owner);
+
+	(void)err;
+	if (v) {
+		rn_conn_rail_error(k->conn_of(v), k->now(k->arg), rail);
+		k->mark(v);
+	}
+}
+
+void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e)
+{
+	const rn_hpoll_links *k = links;
+	void *v = rn_hmon_unreachable(k->mon, k->tab, k->conn_of, rail, e, k->now(k->arg));
+
+	if (v)
+		k->mark(v);
+}
+
 /* Links of tab that a->unbound counts. */
 static int unbound(const rn_htab *tab, const rn_hpoll_accept *a)
 {

@@ -6,6 +6,8 @@
  *
  *  - rn_hpoll_open/close: the sockets, the table and the buffer;
  *  - rn_hpoll_rekey: a link's table entry follows its connection's id;
+ *  - rn_hpoll_on_send_error, rn_hpoll_on_error: the sockets' errors to the
+ *    links they are about;
  *  - rn_hpoll_listen: the listener's answer to a datagram for no link, and
  *    the cap on accepted links that have not said who they are;
  *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass.
@@ -19,6 +21,7 @@
 #include <stdint.h>
 
 #include "rn_core.h"
+#include "rn_hmon.h"
 #include "rn_hrail.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
@@ -67,6 +70,28 @@ typedef struct rn_hpoll_accept {
  */
 int rn_hpoll_listen(rn_listener *lis, rn_hset *io, const rn_htab *tab, const rn_hpoll_accept *a,
 		    int rail, rn_addr from, const uint8_t *d, size_t len, uint64_t now);
+/* A driver's links as its sockets' errors reach them (rn_hsock_ops' arg). */
+typedef struct rn_hpoll_links {
+	rn_htab *tab;
+	rn_hmon *mon;
+	rn_conn *(*conn_of)(void *v);  /* link v's connection */
+	void (*mark)(void *v);         /* link v has work for the next pass */
+	uint64_t (*now)(void *arg);    /* the time to give the core */
+	void *arg;
+} rn_hpoll_links;
+
+/*
+ * rn_hsock_ops.on_send_error with arg an rn_hpoll_links: a send to the
+ * link whose id is owner failed on that rail (unreachable, interface
+ * gone); its connection stops sending there until it hears back.
+ */
+void rn_hpoll_on_send_error(void *links, int rail, uint64_t owner, int err);
+/*
+ * rn_hsock_ops.on_error with arg an rn_hpoll_links: a port unreachable
+ * read from the rail's error queue goes to the link whose datagram it
+ * quotes (rn_hmon_unreachable): its peer process may be gone.
+ */
+void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e);
 /* Closes the sockets and frees the buffer and the table of rn_hpoll_open. */
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab);
 /*

@@ -4,7 +4,8 @@
  * rail whose address is not this host's named in the error), and a link's
  * table entry following its connection's id, and the listener's answers:
  * the reply sent, the cap on links without a hello, an accept refused for
- * it taken the next time, a cookie accepted once only.
+ * it taken the next time, a cookie accepted once only; and the sockets'
+ * errors reaching the link they are about.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -194,6 +195,61 @@ static void test_listen(void **state)
 	un_del(n);
 }
 
+/* The hooks of test_errors: links marked and clock reads. */
+typedef struct marks {
+	int marked, clock_reads;
+	void *last;
+} marks;
+
+static marks g_marks;
+
+static rn_conn *link_conn(void *v) { return *(rn_conn **)v; }
+
+static void mark_link(void *v)
+{
+	g_marks.marked++;
+	g_marks.last = v;
+}
+
+static uint64_t clock_now(void *arg)
+{
+	(void)arg;
+	g_marks.clock_reads++;
+	return UT_T0 + UT_S;
+}
+
+/*
+ * A send error reaches the link its owner id names, and only that one; an
+ * error that quotes no datagram of ours reaches no link.
+ */
+static void test_errors(void **state)
+{
+	un_net *n = un_new(2);
+	rn_htab tab;
+	rn_hmon mon = { 0 };
+	rn_conn *link;
+	rn_hpoll_links k = { .tab = &tab, .mon = &mon, .conn_of = link_conn, .mark = mark_link,
+			     .now = clock_now };
+	rn_hsock_err e = { .err = 111, .icmp = 1, .type = 3, .code = 3 };
+
+	(void)state;
+	un_handshake(n, UT_T0);
+	link = n->side[UN_CLIENT].c;
+	assert_int_equal(rn_htab_init(&tab, 4), 0);
+	assert_int_equal(rn_htab_add(&tab, rn_conn_id(link), &link), 0);
+	rn_hpoll_on_send_error(&k, 1, rn_conn_id(link) ^ 1, 101); /* nobody's */
+	assert_int_equal(g_marks.marked, 0);
+	rn_hpoll_on_send_error(&k, 1, rn_conn_id(link), 101);
+	assert_int_equal(g_marks.marked, 1);
+	assert_ptr_equal(g_marks.last, &link);
+	assert_int_equal(g_marks.clock_reads, 1);
+	rn_hpoll_on_error(&k, 0, &e);
+	assert_int_equal(g_marks.marked, 1);
+	rn_hmon_free(&mon);
+	rn_htab_free(&tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_open_rail_error),
 		cmocka_unit_test(test_rekey),
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
