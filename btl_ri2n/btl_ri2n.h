@@ -271,8 +271,6 @@ void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l);
 /* Frees links marked dead. */
 void ri2n_links_reap(mca_btl_ri2n_module_t *m);
 void ri2n_link_free(ri2n_link *l);
-/* The link of a member that became its peer's keeper (rn_hmon_leave; NULL: none) runs its timers now. */
-void ri2n_link_keeper_due(rn_conn *keeper);
 /* Queues a fatal error for the PML (reported outside the lock). */
 void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
 /* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */

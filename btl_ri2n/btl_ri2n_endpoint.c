@@ -382,17 +382,9 @@ void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
 	rn_hpoll_rekey(&m->idtab, &l->id, l->conn, l);
 }
 
-void ri2n_link_keeper_due(rn_conn *keeper)
-{
-	ri2n_link *k = keeper ? rn_conn_user(keeper) : NULL;
-
-	if (k)
-		k->expiry_ns = 0;
-}
-
 void ri2n_link_free(ri2n_link *l)
 {
-	ri2n_link_keeper_due(rn_hmon_leave(&l->mod->mon, l->conn, 1));
+	rn_hpoll_leave(&l->mod->lk, l->conn);
 	rn_conn_del(l->conn);
 	ri2n_rx_free(&l->rx);
 	free(l);

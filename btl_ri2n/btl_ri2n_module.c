@@ -89,6 +89,8 @@ static void mark(void *v) { ((ri2n_link *)v)->dirty = 1; }
 
 static uint64_t core_now(void *arg) { return ri2n_core_now(arg); }
 
+static void due(void *v) { ((ri2n_link *)v)->expiry_ns = 0; }
+
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
@@ -126,7 +128,7 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	int rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 
 	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon, .conn_of = conn_of,
-				  .mark = mark, .now = core_now, .arg = m };
+				  .mark = mark, .now = core_now, .due = due, .arg = m };
 	m->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
 				    .on_error = rn_hpoll_on_error };
 	m->io.arg = &m->lk;

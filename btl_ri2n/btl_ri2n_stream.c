@@ -306,8 +306,7 @@ static int service(ri2n_link *l, uint64_t now, int main)
 		n += ri2n_stream_push(l->ep, now);
 	ri2n_stream_flush(l, now);
 	ri2n_link_check(l, now);
-	rn_hmon_join(&l->mod->mon, l->conn, now);
-	ri2n_link_keeper_due(rn_hmon_leave(&l->mod->mon, l->conn, 0));
+	rn_hpoll_monitor(&l->mod->lk, l->conn, now);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 	return n;
 }

@@ -42,15 +42,6 @@ static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
 	return l;
 }
 
-/* A member that became its peer's keeper (rn_hmon_leave) runs its timers at the next pass. */
-static void keeper_due(rn_conn *keeper)
-{
-	rfi_link *k = keeper ? rn_conn_user(keeper) : NULL;
-
-	if (k)
-		k->expiry_ns = 0;
-}
-
 void rfi_links_reap(rfi_ep *ep)
 {
 	rfi_link **pp = &ep->links;
@@ -69,7 +60,7 @@ void rfi_links_reap(rfi_ep *ep)
 		rn_htab_del(&ep->idtab, l->id, l);
 		rn_hset_forget(&ep->io, l->id);
 		rfi_link_forget(l);
-		keeper_due(rn_hmon_leave(&ep->mon, l->conn, 1));
+		rn_hpoll_leave(&ep->lk, l->conn);
 		if (l->peer && l->peer->link == l)
 			l->peer->link = NULL;
 		rn_conn_del(l->conn);
@@ -239,6 +230,8 @@ static void mark(void *v) { ((rfi_link *)v)->dirty = 1; }
 
 static uint64_t core_now(void *arg) { return ((rfi_ep *)arg)->core_now; }
 
+static void due(void *v) { ((rfi_link *)v)->expiry_ns = 0; }
+
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
 {
@@ -330,8 +323,7 @@ static void service(rfi_link *l, uint64_t now)
 	link_check(l, now);
 	if (l->retired == RFI_RETIRED_IN && (l->dead || l->eof))
 		rfi_link_retired_end(l, now);
-	rn_hmon_join(&l->ep->mon, l->conn, now);
-	keeper_due(rn_hmon_leave(&l->ep->mon, l->conn, 0));
+	rn_hpoll_monitor(&l->ep->lk, l->conn, now);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 
@@ -392,7 +384,7 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	int rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 
 	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon, .conn_of = conn_of,
-				   .mark = mark, .now = core_now, .arg = ep };
+				   .mark = mark, .now = core_now, .due = due, .arg = ep };
 	ep->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
 				     .on_error = rn_hpoll_on_error };
 	ep->io.arg = &ep->lk;

@@ -78,6 +78,26 @@ void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e)
 		k->mark(v);
 }
 
+/* A member that became its peer's keeper (NULL: none) runs its timers at once. */
+static void keeper_due(const rn_hpoll_links *k, rn_conn *keeper)
+{
+	void *v = keeper ? rn_conn_user(keeper) : NULL;
+
+	if (v)
+		k->due(v);
+}
+
+void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now)
+{
+	rn_hmon_join(k->mon, c, now);
+	keeper_due(k, rn_hmon_leave(k->mon, c, 0));
+}
+
+void rn_hpoll_leave(const rn_hpoll_links *k, rn_conn *c)
+{
+	keeper_due(k, rn_hmon_leave(k->mon, c, 1));
+}
+
 /* Links of tab that a->unbound counts. */
 static int unbound(const rn_htab *tab, const rn_hpoll_accept *a)
 {

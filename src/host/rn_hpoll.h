@@ -8,6 +8,8 @@
  *  - rn_hpoll_rekey: a link's table entry follows its connection's id;
  *  - rn_hpoll_on_send_error, rn_hpoll_on_error: the sockets' errors to the
  *    links they are about;
+ *  - rn_hpoll_monitor, rn_hpoll_leave: links in their peer's monitor, and
+ *    the link of a new keeper due at once;
  *  - rn_hpoll_listen: the listener's answer to a datagram for no link, and
  *    the cap on accepted links that have not said who they are;
  *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass.
@@ -77,6 +79,7 @@ typedef struct rn_hpoll_links {
 	rn_conn *(*conn_of)(void *v);  /* link v's connection */
 	void (*mark)(void *v);         /* link v has work for the next pass */
 	uint64_t (*now)(void *arg);    /* the time to give the core */
+	void (*due)(void *v);          /* link v runs its timers at the next pass */
 	void *arg;
 } rn_hpoll_links;
 
@@ -92,6 +95,14 @@ void rn_hpoll_on_send_error(void *links, int rail, uint64_t owner, int err);
  * quotes (rn_hmon_unreachable): its peer process may be gone.
  */
 void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e);
+/*
+ * After the core ran c (a link's connection, its user pointer the link):
+ * c joins its peer once established and leaves once closed (rn_hmon.h);
+ * when another member becomes the peer's keeper, its link is due.
+ */
+void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now);
+/* c's link goes: c leaves its peer, and a member that becomes keeper has its link due. */
+void rn_hpoll_leave(const rn_hpoll_links *k, rn_conn *c);
 /* Closes the sockets and frees the buffer and the table of rn_hpoll_open. */
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab);
 /*

@@ -5,7 +5,7 @@
  * table entry following its connection's id, and the listener's answers:
  * the reply sent, the cap on links without a hello, an accept refused for
  * it taken the next time, a cookie accepted once only; and the sockets'
- * errors reaching the link they are about.
+ * errors reaching the link they are about; the link of a new keeper due.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -250,6 +250,49 @@ static void test_errors(void **state)
 	un_del(n);
 }
 
+static int g_due;
+static void *g_due_link;
+
+static void due_link(void *v)
+{
+	g_due++;
+	g_due_link = v;
+}
+
+/*
+ * Two links to one peer process (same rails): both join its monitor once
+ * established; when the keeper's link goes, the other becomes keeper and
+ * its link is due at once.
+ */
+static void test_keeper_due(void **state)
+{
+	un_net *a = un_new(2), *b = un_new(2);
+	rn_hmon mon = { 0 };
+	rn_hpoll_links k = { .mon = &mon, .due = due_link };
+	int la, lb;
+	rn_conn *ca, *cb;
+
+	(void)state;
+	un_handshake(a, UT_T0);
+	un_handshake(b, UT_T0);
+	ca = a->side[UN_CLIENT].c;
+	cb = b->side[UN_CLIENT].c;
+	rn_conn_set_user(ca, &la);
+	rn_conn_set_user(cb, &lb);
+	rn_hpoll_monitor(&k, ca, a->now);
+	rn_hpoll_monitor(&k, cb, b->now);
+	assert_ptr_equal(rn_conn_peer_of(ca), rn_conn_peer_of(cb));
+	assert_int_equal(g_due, 0);
+	rn_hpoll_leave(&k, ca);
+	assert_int_equal(g_due, 1);
+	assert_ptr_equal(g_due_link, &lb);
+	rn_hpoll_leave(&k, cb); /* the last: nobody left to keep it */
+	assert_int_equal(g_due, 1);
+	rn_hmon_free(&mon);
+	un_del(b);
+	un_del(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_rekey),
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_keeper_due),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
