@@ -122,16 +122,14 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	const ri2n_params *pr = &mca_btl_ri2n_component.p;
 	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
 	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
-	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso,
+	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso, .links = &m->lk,
 			     .opts = { .dgram = m->cfg.max_dgram, .gro = pr->gro,
 				       .rx_ts = pr->rx_ts, .recverr = 1 } };
-	int rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
+	int rc;
 
 	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon, .conn_of = conn_of,
 				  .mark = mark, .now = core_now, .due = due, .arg = m };
-	m->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
-				    .on_error = rn_hpoll_on_error };
-	m->io.arg = &m->lk;
+	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
 			      .on_reset = on_reset, .arg = m };

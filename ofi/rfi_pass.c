@@ -376,18 +376,16 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
 	rn_hpoll_rails r = { .rails = ep->rails, .n = ep->nrails, .bind = ep->bind,
-			     .gso = rn_proc_get(RN_PROC_GSO) != 0,
+			     .gso = rn_proc_get(RN_PROC_GSO) != 0, .links = &ep->lk,
 			     .opts = { .dgram = ep->cfg.max_dgram,
 				       .gro = rn_proc_get(RN_PROC_GRO) != 0, .rx_ts = 1,
 				       .recverr = 1 } };
 	rn_rail_addr addrs[RN_MAX_RAILS];
-	int rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
+	int rc;
 
 	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon, .conn_of = conn_of,
 				   .mark = mark, .now = core_now, .due = due, .arg = ep };
-	ep->io.ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
-				     .on_error = rn_hpoll_on_error };
-	ep->io.arg = &ep->lk;
+	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
 	if (rc)

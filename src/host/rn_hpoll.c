@@ -10,8 +10,8 @@
 
 #include "rn_hpoll.h"
 
-int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
-		  size_t errlen)
+static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
+		    size_t errlen)
 {
 	rn_hsock_opts o = r->opts;
 	int rc = rn_hset_init(io, o.dgram, 0);
@@ -40,6 +40,19 @@ int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails
 	}
 	io->gso = r->gso && io->n > 0 && rn_hsock_probe_gso(io->s[0].fd);
 	return 0;
+}
+
+int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
+		  size_t errlen)
+{
+	int rc = open_all(io, rx, tab, r, err, errlen);
+
+	if (r->links) {
+		io->ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
+					  .on_error = rn_hpoll_on_error };
+		io->arg = r->links;
+	}
+	return rc;
 }
 
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab)

@@ -33,6 +33,17 @@ enum {
 	RN_HPOLL_FLUSH_BUDGET = 1024, /* datagrams one link may send per flush */
 };
 
+/* A driver's links as the kit reaches them: socket errors (rn_hsock_ops' arg), the monitor. */
+typedef struct rn_hpoll_links {
+	rn_htab *tab;
+	rn_hmon *mon;
+	rn_conn *(*conn_of)(void *v);  /* link v's connection */
+	void (*mark)(void *v);         /* link v has work for the next pass */
+	uint64_t (*now)(void *arg);    /* the time to give the core */
+	void (*due)(void *v);          /* link v runs its timers at the next pass */
+	void *arg;
+} rn_hpoll_links;
+
 /* The rail sockets a driver opens (rn_hpoll_open). */
 typedef struct rn_hpoll_rails {
 	const rn_rail_info *rails;
@@ -40,13 +51,14 @@ typedef struct rn_hpoll_rails {
 	const rn_rail_addr *bind; /* the port to bind on each rail (0: any); NULL: any on all */
 	rn_hsock_opts opts;       /* for every socket (dgram: the largest datagram); dev is set here */
 	int gso;                  /* send with GSO if the first socket takes it */
+	rn_hpoll_links *links;    /* the arg of io's error hooks (rn_hpoll_on_*); NULL: none */
 } rn_hpoll_rails;
 
 /*
  * Sets up io for r->opts.dgram-byte datagrams, tab (16 links to start)
  * and rx (a GRO run's 64 KiB when r->opts.gro, else one datagram, at
  * least 2 KiB), then opens a socket on each rail in order; io->n counts
- * those tried.  The caller sets io's ops.  Returns 0, or -errno with a
+ * those tried; io's errors go to r->links.  Returns 0, or -errno with a
  * sentence in err; rn_hpoll_close frees what was made either way.
  */
 int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
@@ -72,17 +84,6 @@ typedef struct rn_hpoll_accept {
  */
 int rn_hpoll_listen(rn_listener *lis, rn_hset *io, const rn_htab *tab, const rn_hpoll_accept *a,
 		    int rail, rn_addr from, const uint8_t *d, size_t len, uint64_t now);
-/* A driver's links as its sockets' errors reach them (rn_hsock_ops' arg). */
-typedef struct rn_hpoll_links {
-	rn_htab *tab;
-	rn_hmon *mon;
-	rn_conn *(*conn_of)(void *v);  /* link v's connection */
-	void (*mark)(void *v);         /* link v has work for the next pass */
-	uint64_t (*now)(void *arg);    /* the time to give the core */
-	void (*due)(void *v);          /* link v runs its timers at the next pass */
-	void *arg;
-} rn_hpoll_links;
-
 /*
  * rn_hsock_ops.on_send_error with arg an rn_hpoll_links: a send to the
  * link whose id is owner failed on that rail (unreachable, interface

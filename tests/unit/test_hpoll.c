@@ -32,7 +32,8 @@ static void test_open_rails(void **state)
 {
 	rn_rail_info rails[2] = { rail("lo", LO, 0), rail("lo2", LO, 1) };
 	rn_rail_addr bind[2] = { { 0 } };
-	rn_hpoll_rails r = { .rails = rails, .n = 2, .bind = bind,
+	rn_hpoll_links k = { 0 };
+	rn_hpoll_rails r = { .rails = rails, .n = 2, .bind = bind, .links = &k,
 			     .opts = { .dgram = 1472, .rx_ts = 1, .recverr = 1 } };
 	rn_hset io;
 	rn_hrxbuf rx;
@@ -52,6 +53,9 @@ static void test_open_rails(void **state)
 	assert_int_equal(io.s[0].addr.backup, 0);
 	assert_int_equal(io.s[1].addr.backup, 1);
 	assert_int_equal(io.gso, 0); /* not asked for */
+	assert_ptr_equal(io.arg, &k); /* its errors go to the links */
+	assert_true(io.ops.on_send_error == rn_hpoll_on_send_error);
+	assert_true(io.ops.on_error == rn_hpoll_on_error);
 	assert_true(rx.bufsz >= 2048);
 	assert_int_equal(tab.n, 0);
 	assert_true(tab.cap >= 16);
