@@ -34,6 +34,7 @@
 #include "btl_ri2n_compat.h"
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
+#include "rn_hkeep.h"
 #include "rn_hmon.h"
 #include "rn_hpoll.h"
 #include "rn_hsock.h"
@@ -153,8 +154,7 @@ typedef struct mca_btl_ri2n_module_t {
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
 	ri2n_fatal fatal[RI2N_MAX_FATAL];
 	int nfatal;
-	pthread_t keeper;
-	int keeper_on, keeper_stop;
+	rn_hkeep keep;                 /* the keeper thread (component) */
 	uint8_t scratch[4096];         /* packing small non-contiguous sendi payloads */
 	/* counters for the verbose summary at finalize */
 	uint64_t frames_in, frames_zero_copy, frames_copied, frames_out, bytes_out, bytes_in;
