@@ -119,19 +119,6 @@ rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
 	return p;
 }
 
-/* Our rail sharing a subnet with the peer's rail k, or -1. */
-static int local_for(const rfi_ep *ep, const rn_rail_addr *r)
-{
-	for (int i = 0; i < ep->io.n; i++) {
-		uint8_t pl = ep->io.s[i].addr.prefix < r->prefix ? ep->io.s[i].addr.prefix : r->prefix;
-		uint32_t mask = pl >= 32 ? UINT32_MAX : ~(UINT32_MAX >> pl);
-
-		if ((ep->io.s[i].addr.ip & mask) == (r->ip & mask))
-			return i;
-	}
-	return -1;
-}
-
 int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 {
 	rn_rail_addr addrs[RN_MAX_RAILS];
@@ -147,7 +134,7 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 	for (int k = 0; k < p->name.n; k++) {
 		const rn_rail_addr *r = &p->name.rail[(p->attempt + k) % p->name.n];
 
-		if (local_for(ep, r) < 0)
+		if (rn_hpoll_rail_for(&ep->io, r->ip, r->prefix) < 0)
 			continue;
 		p->attempt += k + 1;
 		rc = rn_conn_connect(&c, &ep->cfg, &ep->env, addrs, ep->io.n,

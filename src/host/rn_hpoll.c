@@ -9,6 +9,7 @@
 #include <sodium/utils.h>
 
 #include "rn_hpoll.h"
+#include "rn_rail.h"
 
 static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
 		    size_t errlen)
@@ -60,6 +61,17 @@ void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab)
 	rn_hset_free(io);
 	rn_hrxbuf_free(rx);
 	rn_htab_free(tab);
+}
+
+int rn_hpoll_rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix)
+{
+	for (int i = 0; i < io->n; i++) {
+		const rn_rail_addr *a = &io->s[i].addr;
+
+		if (rn_rail_same_subnet(a->ip, ip, a->prefix < prefix ? a->prefix : prefix))
+			return i;
+	}
+	return -1;
 }
 
 void rn_hpoll_rekey(rn_htab *tab, uint64_t *id, rn_conn *c, void *v)

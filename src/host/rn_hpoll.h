@@ -12,6 +12,7 @@
  *    the link of a new keeper due at once;
  *  - rn_hpoll_listen: the listener's answer to a datagram for no link, and
  *    the cap on accepted links that have not said who they are;
+ *  - rn_hpoll_rail_for: our socket in a peer rail's subnet;
  *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass.
  *
  * No locks: the driver serialises every call.
@@ -104,6 +105,12 @@ void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e);
 void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now);
 /* c's link goes: c leaves its peer, and a member that becomes keeper has its link due. */
 void rn_hpoll_leave(const rn_hpoll_links *k, rn_conn *c);
+/*
+ * The socket of io (its index) whose rail shares a subnet with a peer's
+ * address ip, or -1.  prefix is the peer rail's prefix length (32 when
+ * the driver does not know it): the shorter of it and the socket's counts.
+ */
+int rn_hpoll_rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix);
 /* Closes the sockets and frees the buffer and the table of rn_hpoll_open. */
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab);
 /*

@@ -5,7 +5,8 @@
  * table entry following its connection's id, and the listener's answers:
  * the reply sent, the cap on links without a hello, an accept refused for
  * it taken the next time, a cookie accepted once only; and the sockets'
- * errors reaching the link they are about; the link of a new keeper due.
+ * errors reaching the link they are about; the link of a new keeper due;
+ * our socket in a peer rail's subnet.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -78,6 +79,24 @@ static void test_open_rail_error(void **state)
 	assert_true(io.s[0].fd >= 0);
 	assert_non_null(strstr(err, "rail gone0"));
 	rn_hpoll_close(&io, &rx, &tab);
+}
+
+/* Our socket in a peer rail's subnet: the shorter prefix counts; none for a subnet of no rail. */
+static void test_rail_for(void **state)
+{
+	static rn_hset io; /* large: sockets with their queues */
+
+	(void)state;
+	io.n = 2;
+	io.s[0].addr = (rn_rail_addr){ .ip = 0xc6120101u, .prefix = 24 }; /* 198.18.1.1/24 */
+	io.s[1].addr = (rn_rail_addr){ .ip = 0xc6120201u, .prefix = 24 }; /* 198.18.2.1/24 */
+	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120202u, 32), 1);
+	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120102u, 24), 0);
+	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120302u, 32), -1);
+	/* the peer's rail is a /16: 198.18.3.2 shares it with our first */
+	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120302u, 16), 0);
+	io.n = 0;
+	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120102u, 24), -1);
 }
 
 /* After a handshake restart the connection's id changed: the entry moves with it. */
@@ -302,6 +321,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_rails),
 		cmocka_unit_test(test_open_rail_error),
+		cmocka_unit_test(test_rail_for),
 		cmocka_unit_test(test_rekey),
 		cmocka_unit_test(test_listen),
 		cmocka_unit_test(test_errors),
