@@ -34,7 +34,9 @@
 #include "btl_ri2n_compat.h"
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
+#include "rn_hkeep.h"
 #include "rn_hmon.h"
+#include "rn_hpoll.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
@@ -138,6 +140,7 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_hrxbuf rx;               /* their receive batches */
 	uint32_t rx_more;           /* sockets left with data by the last receive: no poll */
 	rn_hdisp disp;              /* datagrams to links by id, or to the listener */
+	rn_hpoll_links lk;          /* the sockets' errors to links (io's arg) */
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
 	opal_process_name_t me;
@@ -151,8 +154,7 @@ typedef struct mca_btl_ri2n_module_t {
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
 	ri2n_fatal fatal[RI2N_MAX_FATAL];
 	int nfatal;
-	pthread_t keeper;
-	int keeper_on, keeper_stop;
+	rn_hkeep keep;                 /* the keeper thread (component) */
 	uint8_t scratch[4096];         /* packing small non-contiguous sendi payloads */
 	/* counters for the verbose summary at finalize */
 	uint64_t frames_in, frames_zero_copy, frames_copied, frames_out, bytes_out, bytes_in;
@@ -269,8 +271,6 @@ void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l);
 /* Frees links marked dead. */
 void ri2n_links_reap(mca_btl_ri2n_module_t *m);
 void ri2n_link_free(ri2n_link *l);
-/* The link of a member that became its peer's keeper (rn_hmon_leave; NULL: none) runs its timers now. */
-void ri2n_link_keeper_due(rn_conn *keeper);
 /* Queues a fatal error for the PML (reported outside the lock). */
 void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
 /* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */

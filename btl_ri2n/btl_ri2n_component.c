@@ -19,10 +19,8 @@
  */
 #include "opal_config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
@@ -67,56 +65,43 @@ static int ri2n_component_close(void)
 	return OPAL_SUCCESS;
 }
 
-/* ---- the keeper ---- */
+/* ---- the keeper (rn_hkeep.h) ---- */
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+static int keeper_trylock(void *arg) { return ri2n_trylock(arg); }
 
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
+static void keeper_unlock(void *arg) { ri2n_unlock(arg); }
 
-static void *keeper_main(void *arg)
+/* A pass that never calls the PML; none while progress runs or before the module is up. */
+static int keeper_pass(void *arg, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
-	uint64_t idle_ns = (uint64_t)mca_btl_ri2n_component.p.keeper_ms * 2000000;
 
-	while (!__atomic_load_n(&m->keeper_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t now;
-
-		sleep_ms(mca_btl_ri2n_component.p.keeper_ms);
-		now = ri2n_now_ns();
-		if (now - __atomic_load_n(&m->last_progress_ns, __ATOMIC_RELAXED) < idle_ns)
-			continue; /* MPI polls: the protocol is driven there */
-		if (ri2n_trylock(m) != 0)
-			continue;
-		if (!m->in_progress && m->ready) {
-			m->in_progress = 1;
-			ri2n_stream_pass(m, now, 0);
-			m->in_progress = 0;
-		}
-		ri2n_unlock(m);
+	if (!m->in_progress && m->ready) {
+		m->in_progress = 1;
+		ri2n_stream_pass(m, now, 0);
+		m->in_progress = 0;
 	}
-	return NULL;
+	return 1; /* the BTL's keeper keeps its pace */
 }
 
 static void keeper_start(mca_btl_ri2n_module_t *m)
 {
-	if (mca_btl_ri2n_component.p.keeper_ms <= 0)
+	int ms = mca_btl_ri2n_component.p.keeper_ms;
+	uint64_t period = ms > 0 ? (uint64_t)ms * 1000000 : 0; /* 0: no keeper */
+
+	if (m->keep.on)
 		return;
-	m->keeper_stop = 0;
-	if (pthread_create(&m->keeper, NULL, keeper_main, m) == 0)
-		m->keeper_on = 1;
+	/* MPI has not polled for two periods: the keeper steps in */
+	m->keep = (rn_hkeep){ .period_ns = period, .quiet_ns = 2 * period, .idle_x = 1,
+			      .clock = ri2n_now_ns, .last = &m->last_progress_ns,
+			      .trylock = keeper_trylock, .unlock = keeper_unlock,
+			      .pass = keeper_pass, .arg = m };
+	rn_hkeep_start(&m->keep);
 }
 
 void ri2n_keeper_stop(mca_btl_ri2n_module_t *m)
 {
-	if (!m->keeper_on)
-		return;
-	__atomic_store_n(&m->keeper_stop, 1, __ATOMIC_RELEASE);
-	pthread_join(m->keeper, NULL);
-	m->keeper_on = 0;
+	rn_hkeep_stop(&m->keep);
 }
 
 /* ---- init and progress ---- */

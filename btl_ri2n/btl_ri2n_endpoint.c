@@ -129,19 +129,6 @@ void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep)
 	free(ep);
 }
 
-/* The local socket in the same subnet as `a`, or -1. */
-static int local_rail_for(const mca_btl_ri2n_module_t *m, rn_addr a)
-{
-	for (int i = 0; i < m->io.n; i++) {
-		uint8_t p = m->io.s[i].addr.prefix;
-		uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
-
-		if ((a.ip & mask) == (m->io.s[i].addr.ip & mask))
-			return i;
-	}
-	return -1;
-}
-
 /* ---- connecting ---- */
 
 static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg);
@@ -201,7 +188,7 @@ static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 
 	/* every rail: the first ones may be the dead ones */
 	for (int i = 0; i < ep->npeer && n; i++) {
-		int r = local_rail_for(m, ep->peer[i]);
+		int r = rn_hpoll_rail_for(&m->io, ep->peer[i].ip, 32);
 
 		if (r >= 0)
 			rn_hset_send_now(&m->io, r, ep->peer[i], b, n);
@@ -379,25 +366,12 @@ ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
 
 void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
 {
-	uint64_t id = rn_conn_id(l->conn);
-
-	if (id == l->id)
-		return;
-	if (rn_htab_rekey(&m->idtab, l->id, id, l) == 0)
-		l->id = id;
-}
-
-void ri2n_link_keeper_due(rn_conn *keeper)
-{
-	ri2n_link *k = keeper ? rn_conn_user(keeper) : NULL;
-
-	if (k)
-		k->expiry_ns = 0;
+	rn_hpoll_rekey(&m->idtab, &l->id, l->conn, l);
 }
 
 void ri2n_link_free(ri2n_link *l)
 {
-	ri2n_link_keeper_due(rn_hmon_leave(&l->mod->mon, l->conn, 1));
+	rn_hpoll_leave(&l->mod->lk, l->conn);
 	rn_conn_del(l->conn);
 	ri2n_rx_free(&l->rx);
 	free(l);

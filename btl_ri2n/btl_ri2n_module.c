@@ -83,31 +83,13 @@ void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
 
 /* ---- setup ---- */
 
-static void on_io_error(void *arg, int rail, uint64_t owner, int err)
-{
-	mca_btl_ri2n_module_t *m = arg;
-	ri2n_link *l = ri2n_link_lookup(m, owner);
-
-	(void)err;
-	/* unreachable, interface gone: the core stops sending there until it hears back */
-	if (l) {
-		rn_conn_rail_error(l->conn, ri2n_core_now(m), rail);
-		l->dirty = 1;
-	}
-}
-
 static rn_conn *conn_of(void *v) { return ((ri2n_link *)v)->conn; }
 
-/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
-static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
-{
-	mca_btl_ri2n_module_t *m = arg;
-	ri2n_link *l = rn_hmon_unreachable(&m->mon, &m->idtab, conn_of, rail, e,
-					   ri2n_core_now(m));
+static void mark(void *v) { ((ri2n_link *)v)->dirty = 1; }
 
-	if (l)
-		l->dirty = 1;
-}
+static uint64_t core_now(void *arg) { return ri2n_core_now(arg); }
+
+static void due(void *v) { ((ri2n_link *)v)->expiry_ns = 0; }
 
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
@@ -124,6 +106,13 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
 }
 
+/* A stateless reset for l's peer: the core took it (rn_hdisp). */
+static void on_reset(void *arg, void *v)
+{
+	(void)arg;
+	((ri2n_link *)v)->dirty = 1;
+}
+
 /*
  * One UDP socket per rail, bound to the rail's address and a free port, and
  * the table that routes what they read.  0, or -errno with a sentence.
@@ -133,44 +122,23 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	const ri2n_params *pr = &mca_btl_ri2n_component.p;
 	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
 	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
-	rn_hsock_opts o = { .dgram = m->cfg.max_dgram, .gro = pr->gro, .rx_ts = pr->rx_ts,
-			    .recverr = 1 };
-	int rc = rn_hset_init(&m->io, m->cfg.max_dgram, 0);
+	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso, .links = &m->lk,
+			     .opts = { .dgram = m->cfg.max_dgram, .gro = pr->gro,
+				       .rx_ts = pr->rx_ts, .recverr = 1 } };
+	int rc;
 
-	if (rc == 0)
-		rc = rn_htab_init(&m->idtab, 16);
-	/* a GRO run needs 64 KiB; else one datagram */
-	if (rc == 0)
-		rc = rn_hrxbuf_init(&m->rx, pr->gro ? RN_HGRO_BUF :
-				    (m->cfg.max_dgram < 2048 ? 2048 : m->cfg.max_dgram), 4);
-	if (rc) {
-		snprintf(err, errlen, "out of memory for socket buffers");
-		return rc;
-	}
-	m->io.ops = (rn_hsock_ops){ .on_send_error = on_io_error, .on_error = on_kernel_error };
-	m->io.arg = m;
+	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon, .conn_of = conn_of,
+				  .mark = mark, .now = core_now, .due = due, .arg = m };
+	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
-			      .to_listener = ri2n_stream_unbound, .arg = m };
-	for (int i = 0; i < m->nrails; i++) {
-		o.dev = m->rails[i].pin ? m->rails[i].name : NULL; /* rails sharing a subnet */
-		rc = rn_hsock_open(&m->io.s[i], m->rails[i].ip, 0, m->rails[i].prefix, &o);
-		m->io.s[i].addr.backup = m->rails[i].backup; /* "if:backup" in the list */
-		m->io.n = i + 1;
-		if (rc) {
-			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
-				 m->rails[i].name, strerror(-rc));
-			return rc;
-		}
-	}
-	m->io.gso = pr->gso && m->io.n > 0 && rn_hsock_probe_gso(m->io.s[0].fd);
-	return 0;
+			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
+			      .on_reset = on_reset, .arg = m };
+	return rc;
 }
 
 static void io_close(mca_btl_ri2n_module_t *m)
 {
-	rn_hset_free(&m->io);
-	rn_hrxbuf_free(&m->rx);
-	rn_htab_free(&m->idtab);
+	rn_hpoll_close(&m->io, &m->rx, &m->idtab);
 	rn_hmon_free(&m->mon);
 }
 

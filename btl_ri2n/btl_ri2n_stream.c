@@ -19,14 +19,9 @@
 
 #include "opal/util/output.h"
 
-#include <sodium/utils.h>
-
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
 #include "rn_log.h"
-
-#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
-#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
 
 /* ---- sending ---- */
 
@@ -120,7 +115,7 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now)
 
 void ri2n_stream_flush(ri2n_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, FLUSH_BUDGET);
+	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
 	 * happens outside the pass, which only looks at this cached value */
 	l->expiry_ns = rn_conn_expiry(l->conn);
@@ -222,84 +217,64 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 
 /* ---- the pass ---- */
 
-/* A stateless reset names the peer's id, not ours: it goes to the link whose peer that was. */
-static int sreset_input(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
-			size_t len, uint64_t now)
+/* An accepted link that has not said who it is (rn_hpoll_accept). */
+static int unbound_link(const void *v)
 {
-	if (!rn_wire_peek_sreset(d, len))
-		return 0;
-	for (ri2n_link *l = m->links; l; l = l->next)
-		if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
-			l->dirty = 1;
-			break;
-		}
-	return 1;
+	const ri2n_link *l = v;
+
+	return !l->initiator && !l->ep && !l->dead;
 }
 
-/* Accepted links that have not said who they are. */
-static int unbound_links(const mca_btl_ri2n_module_t *m)
+/* A connection the listener accepted becomes a link (rn_hpoll_accept). */
+static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
 {
-	int n = 0;
+	mca_btl_ri2n_module_t *m = arg;
+	ri2n_link *l = NULL;
+	rn_conn *c;
+	int ok;
 
-	for (const ri2n_link *l = m->links; l; l = l->next)
-		n += !l->initiator && !l->ep && !l->dead;
-	return n;
+	m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
+	ok = rn_conn_accept(&c, ap, &m->env, now) == 0;
+	m->mem_setup--;
+	if (ok && (l = ri2n_link_new(m, c, now)) != NULL)
+		l->dirty = 1; /* COOKIE_ACK to send */
+	else if (ok)
+		rn_conn_del(c);
+	return l;
+}
+
+/* Connection attempts the listener refused for another cluster key: a warning naming the last. */
+static void warn_bad_key(mca_btl_ri2n_module_t *m, uint64_t now)
+{
+	rn_addr bad;
+	uint64_t n = rn_listener_take_bad_key(&m->lis, now, &bad);
+	struct in_addr ia = { .s_addr = htonl(bad.ip) };
+	char a[INET_ADDRSTRLEN];
+
+	if (n && inet_ntop(AF_INET, &ia, a, sizeof(a)))
+		rn_warn("btl_ri2n: refused %llu connection attempt(s), the last from %s:%u: the "
+			"rank's cluster key differs from this one's, or it has none "
+			"(btl_ri2n_key_file, RI2N_KEY_FILE, RI2N_KEY)", (unsigned long long)n, a,
+			bad.port);
 }
 
 int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 			uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
-	uint8_t reply[RN_INIT_LEN * 2];
-	rn_accept_params ap;
-	ri2n_link *l = NULL;
-	size_t rlen = 0;
-	int rc;
+	const rn_hpoll_accept acc = { .max_unbound = RI2N_MAX_UNBOUND, .unbound = unbound_link,
+				      .on_accept = accept_link, .arg = m };
 
-	if (rn_wire_peek_dst(d, len) == 0 && sreset_input(m, rail, from, d, len, now))
-		return 0;
 	if (ri2n_wire_is_nudge(d, len)) {
 		ri2n_ep_on_nudge(m, rail, from, d, len, now);
 		return 0;
 	}
 	if (m->finalizing)
 		return 0;
-	rc = rn_listener_recv(&m->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
-	if (m->lis.bad_key_inits) {
-		rn_addr bad;
-		uint64_t n = rn_listener_take_bad_key(&m->lis, now, &bad);
-		struct in_addr ia = { .s_addr = htonl(bad.ip) };
-		char a[INET_ADDRSTRLEN];
-
-		if (n && inet_ntop(AF_INET, &ia, a, sizeof(a)))
-			rn_warn("btl_ri2n: refused %llu connection attempt(s), the last from %s:%u: the "
-				"rank's cluster key differs from this one's, or it has none "
-				"(btl_ri2n_key_file, RI2N_KEY_FILE, RI2N_KEY)", (unsigned long long)n,
-				a, bad.port);
-	}
-	if (rc == RN_LISTEN_REPLY) {
-		rn_hset_send_now(&m->io, rail, from, reply, rlen);
-	} else if (rc == RN_LISTEN_ACCEPT) {
-		rn_conn *c;
-
-		if (unbound_links(m) >= RI2N_MAX_UNBOUND) {
-			/* its client resends the COOKIE_ECHO; a real peer's hello comes within a round trip */
-			m->unbound_refused++;
-		} else {
-			int ok;
-
-			m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
-			ok = rn_conn_accept(&c, &ap, &m->env, now) == 0;
-			m->mem_setup--;
-			if (ok && (l = ri2n_link_new(m, c, now)) != NULL)
-				l->dirty = 1; /* COOKIE_ACK to send */
-			else if (ok)
-				rn_conn_del(c);
-		}
-		if (!l)
-			rn_listener_forget(&m->lis, &ap); /* its COOKIE_ECHO may come again */
-		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
-	}
+	m->unbound_refused += (uint64_t)rn_hpoll_listen(&m->lis, &m->io, &m->idtab, &acc, rail,
+							from, d, len, now);
+	if (m->lis.bad_key_inits)
+		warn_bad_key(m, now);
 	return 0;
 }
 
@@ -312,8 +287,8 @@ int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
  */
 static int receive(mca_btl_ri2n_module_t *m)
 {
-	return rn_hset_pass(&m->io, &m->rx, RX_ROUNDS, &m->core_now, rn_hdisp_input, &m->disp,
-			    &m->rx_more);
+	return rn_hset_pass(&m->io, &m->rx, RN_HPOLL_RX_ROUNDS, &m->core_now, rn_hdisp_input,
+			    &m->disp, &m->rx_more);
 }
 
 static int service(ri2n_link *l, uint64_t now, int main)
@@ -331,8 +306,7 @@ static int service(ri2n_link *l, uint64_t now, int main)
 		n += ri2n_stream_push(l->ep, now);
 	ri2n_stream_flush(l, now);
 	ri2n_link_check(l, now);
-	rn_hmon_join(&l->mod->mon, l->conn, now);
-	ri2n_link_keeper_due(rn_hmon_leave(&l->mod->mon, l->conn, 0));
+	rn_hpoll_monitor(&l->mod->lk, l->conn, now);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 	return n;
 }

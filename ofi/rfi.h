@@ -56,7 +56,9 @@
 #include "rfi_knob_list.h"
 #include "rn_core.h"
 #include "rn_hsock.h"
+#include "rn_hkeep.h"
 #include "rn_hmon.h"
+#include "rn_hpoll.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
 
@@ -356,8 +358,7 @@ struct rfi_ep {
 	int in_pass;
 	int closing;                   /* linger: our streams end, none gives way */
 	uint64_t last_pass_ns;         /* the keeper steps in when this gets old */
-	pthread_t keeper;
-	int keeper_on, keeper_stop;
+	rn_hkeep keep;                 /* the keeper thread (rfi_ep.c) */
 	rfi_name name;
 	rn_rail_addr bind[RN_MAX_RAILS]; /* ports asked for (src_addr), 0: any */
 	rn_rail_info rails[RN_MAX_RAILS];
@@ -370,6 +371,7 @@ struct rfi_ep {
 	rn_hrxbuf rx;
 	uint32_t rx_more;
 	rn_hdisp disp;
+	rn_hpoll_links lk;             /* the sockets' errors to links (io's arg) */
 	rn_htab idtab;
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t core_now;

@@ -101,7 +101,7 @@ void rfi_op_free(rfi_ep *ep, rfi_op *op)
 	ep->free_ops = op;
 }
 
-/* ---- the keeper ---- */
+/* ---- the keeper (rn_hkeep.h) ---- */
 
 static int owes(const rfi_ep *ep)
 {
@@ -111,53 +111,47 @@ static int owes(const rfi_ep *ep)
 	return 0;
 }
 
-/*
- * Never in the application's way: it looks at the time of the last pass
- * without the lock, and only takes the lock when nobody holds it (an
- * application inside a call is progressing already).
- */
-static void *keeper_main(void *arg)
+/* The domain lock, only when nobody holds it: an application inside a call progresses already. */
+static int keeper_trylock(void *arg)
+{
+	return pthread_mutex_trylock(&((rfi_ep *)arg)->dom->lock);
+}
+
+static void keeper_unlock(void *arg) { pthread_mutex_unlock(&((rfi_ep *)arg)->dom->lock); }
+
+/* rfi_clock as it is at each look (a test may swap it) */
+static uint64_t keeper_clock(void) { return rfi_clock(); }
+
+static int keeper_pass(void *arg, uint64_t now)
 {
 	rfi_ep *ep = arg;
-	int idle = 0;
 
-	while (!__atomic_load_n(&ep->keeper_stop, __ATOMIC_ACQUIRE)) {
-		uint64_t ns = idle ? 50 * rfi_k.keeper_ns : rfi_k.keeper_ns;
-		struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-		nanosleep(&ts, NULL);
-		if (rfi_clock() - __atomic_load_n(&ep->last_pass_ns, __ATOMIC_RELAXED) < rfi_k.keeper_ns)
-			continue; /* the application progressed lately */
-		if (pthread_mutex_trylock(&ep->dom->lock) != 0)
-			continue;
-		if (!ep->keeper_stop) {
-			rfi_ep_pass(ep);
-			idle = !owes(ep);
-		}
-		pthread_mutex_unlock(&ep->dom->lock);
-	}
-	return NULL;
+	(void)now; /* the pass reads the clock itself */
+	rfi_ep_pass(ep);
+	return owes(ep);
 }
 
 static void keeper_start(rfi_ep *ep)
 {
-	if (!rfi_k.keeper_ns || ep->keeper_on)
+	if (ep->keep.on)
 		return;
-	ep->keeper_on = pthread_create(&ep->keeper, NULL, keeper_main, ep) == 0;
-	if (!ep->keeper_on)
+	/* nothing owed after its pass: the keeper looks 50 times rarer */
+	ep->keep = (rn_hkeep){ .period_ns = rfi_k.keeper_ns, .quiet_ns = rfi_k.keeper_ns,
+			       .idle_x = 50, .clock = keeper_clock, .last = &ep->last_pass_ns,
+			       .trylock = keeper_trylock, .unlock = keeper_unlock,
+			       .pass = keeper_pass, .arg = ep };
+	if (rn_hkeep_start(&ep->keep) != 0)
 		rn_warn("ri2n provider: no keeper thread: progress only in the application's calls");
 }
 
 /* Domain lock held; releases it while the keeper finishes. */
 static void keeper_stop(rfi_ep *ep)
 {
-	if (!ep->keeper_on)
+	if (!ep->keep.on)
 		return;
-	__atomic_store_n(&ep->keeper_stop, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ep->dom->lock);
-	pthread_join(ep->keeper, NULL);
+	rn_hkeep_stop(&ep->keep);
 	pthread_mutex_lock(&ep->dom->lock);
-	ep->keeper_on = 0;
 }
 
 /* ---- setup ---- */
@@ -212,9 +206,7 @@ static void ep_free(rfi_ep *ep)
 	}
 	if (ep->have_lis)
 		rn_listener_wipe(&ep->lis);
-	rn_hset_free(&ep->io);
-	rn_hrxbuf_free(&ep->rx);
-	rn_htab_free(&ep->idtab);
+	rn_hpoll_close(&ep->io, &ep->rx, &ep->idtab);
 	rn_hmon_free(&ep->mon);
 	sodium_memzero(ep->cfg.key, sizeof(ep->cfg.key));
 	free(ep);

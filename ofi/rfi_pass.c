@@ -12,14 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium/utils.h>
-
 #include "rfi.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
-
-#define RX_ROUNDS 16        /* receive turns per pass: bounds one progress call */
-#define FLUSH_BUDGET 1024   /* datagrams one link may send per flush */
 
 /* ---- links ---- */
 
@@ -47,23 +42,6 @@ static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
 	return l;
 }
 
-static void link_rekey(rfi_ep *ep, rfi_link *l)
-{
-	uint64_t id = rn_conn_id(l->conn);
-
-	if (id != l->id && rn_htab_rekey(&ep->idtab, l->id, id, l) == 0)
-		l->id = id;
-}
-
-/* A member that became its peer's keeper (rn_hmon_leave) runs its timers at the next pass. */
-static void keeper_due(rn_conn *keeper)
-{
-	rfi_link *k = keeper ? rn_conn_user(keeper) : NULL;
-
-	if (k)
-		k->expiry_ns = 0;
-}
-
 void rfi_links_reap(rfi_ep *ep)
 {
 	rfi_link **pp = &ep->links;
@@ -82,7 +60,7 @@ void rfi_links_reap(rfi_ep *ep)
 		rn_htab_del(&ep->idtab, l->id, l);
 		rn_hset_forget(&ep->io, l->id);
 		rfi_link_forget(l);
-		keeper_due(rn_hmon_leave(&ep->mon, l->conn, 1));
+		rn_hpoll_leave(&ep->lk, l->conn);
 		if (l->peer && l->peer->link == l)
 			l->peer->link = NULL;
 		rn_conn_del(l->conn);
@@ -92,7 +70,7 @@ void rfi_links_reap(rfi_ep *ep)
 
 void rfi_link_flush(rfi_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, FLUSH_BUDGET);
+	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 
@@ -141,19 +119,6 @@ rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
 	return p;
 }
 
-/* Our rail sharing a subnet with the peer's rail k, or -1. */
-static int local_for(const rfi_ep *ep, const rn_rail_addr *r)
-{
-	for (int i = 0; i < ep->io.n; i++) {
-		uint8_t pl = ep->io.s[i].addr.prefix < r->prefix ? ep->io.s[i].addr.prefix : r->prefix;
-		uint32_t mask = pl >= 32 ? UINT32_MAX : ~(UINT32_MAX >> pl);
-
-		if ((ep->io.s[i].addr.ip & mask) == (r->ip & mask))
-			return i;
-	}
-	return -1;
-}
-
 int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 {
 	rn_rail_addr addrs[RN_MAX_RAILS];
@@ -169,7 +134,7 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 	for (int k = 0; k < p->name.n; k++) {
 		const rn_rail_addr *r = &p->name.rail[(p->attempt + k) % p->name.n];
 
-		if (local_for(ep, r) < 0)
+		if (rn_hpoll_rail_for(&ep->io, r->ip, r->prefix) < 0)
 			continue;
 		p->attempt += k + 1;
 		rc = rn_conn_connect(&c, &ep->cfg, &ep->env, addrs, ep->io.n,
@@ -246,29 +211,13 @@ static void link_check(rfi_link *l, uint64_t now)
 
 /* ---- datagrams ---- */
 
-static void on_send_error(void *arg, int rail, uint64_t owner, int err)
-{
-	rfi_ep *ep = arg;
-	rfi_link *l = rn_htab_get(&ep->idtab, owner);
-
-	(void)err;
-	if (l) {
-		rn_conn_rail_error(l->conn, ep->core_now, rail);
-		l->dirty = 1;
-	}
-}
-
 static rn_conn *conn_of(void *v) { return ((rfi_link *)v)->conn; }
 
-/* A port unreachable: the link whose datagram it quotes may have lost its peer process. */
-static void on_kernel_error(void *arg, int rail, const rn_hsock_err *e)
-{
-	rfi_ep *ep = arg;
-	rfi_link *l = rn_hmon_unreachable(&ep->mon, &ep->idtab, conn_of, rail, e, ep->core_now);
+static void mark(void *v) { ((rfi_link *)v)->dirty = 1; }
 
-	if (l)
-		l->dirty = 1;
-}
+static uint64_t core_now(void *arg) { return ((rfi_ep *)arg)->core_now; }
+
+static void due(void *v) { ((rfi_link *)v)->expiry_ns = 0; }
 
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
@@ -280,60 +229,56 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->dirty = 1;
 }
 
-static int unbound(const rfi_ep *ep)
+/* A stateless reset for l's peer: the core took it (rn_hdisp). */
+static void on_reset(void *arg, void *v)
 {
-	int n = 0;
-
-	for (const rfi_link *l = ep->links; l; l = l->next)
-		n += !l->peer && !l->have_name && !l->dead && !l->retired;
-	return n;
+	(void)arg;
+	((rfi_link *)v)->dirty = 1;
 }
 
-/* A datagram no link has: a stateless reset for one of ours, or the listener's. */
+/* An accepted link that has not said who it is (rn_hpoll_accept). */
+static int unbound_link(const void *v)
+{
+	const rfi_link *l = v;
+
+	return !l->peer && !l->have_name && !l->dead && !l->retired;
+}
+
+/* A connection the listener accepted becomes a link (rn_hpoll_accept). */
+static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
+{
+	rfi_ep *ep = arg;
+	rfi_link *l = NULL;
+	rn_conn *c;
+
+	if (rn_conn_accept(&c, ap, &ep->env, now) == 0) {
+		l = link_new(ep, c, NULL, now);
+		if (l)
+			l->dirty = 1; /* COOKIE_ACK to send */
+		else
+			rn_conn_del(c);
+	}
+	return l;
+}
+
+/* A datagram no link has (rn_hdisp took the stateless resets): the listener's. */
 static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 		       uint64_t now)
 {
 	rfi_ep *ep = arg;
-	uint8_t reply[RN_INIT_LEN * 2];
-	rn_accept_params ap;
-	size_t rlen = 0;
-	int rc;
+	const rn_hpoll_accept acc = { .max_unbound = RFI_MAX_UNBOUND, .unbound = unbound_link,
+				      .on_accept = accept_link, .arg = ep };
 
-	if (rn_wire_peek_dst(d, len) == 0 && rn_wire_peek_sreset(d, len)) {
-		for (rfi_link *l = ep->links; l; l = l->next)
-			if (rn_conn_recv(l->conn, now, rail, from, d, len) == 0) {
-				l->dirty = 1;
-				break;
-			}
-		return 0;
-	}
 	if (!ep->have_lis)
 		return -1;
-	rc = rn_listener_recv(&ep->lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
-	if (rc == RN_LISTEN_REPLY) {
-		rn_hset_send_now(&ep->io, rail, from, reply, rlen);
-	} else if (rc == RN_LISTEN_ACCEPT) {
-		rfi_link *l = NULL;
-		rn_conn *c;
-
-		if (unbound(ep) < RFI_MAX_UNBOUND && rn_conn_accept(&c, &ap, &ep->env, now) == 0) {
-			l = link_new(ep, c, NULL, now);
-			if (l)
-				l->dirty = 1; /* COOKIE_ACK to send */
-			else
-				rn_conn_del(c);
-		}
-		if (!l)
-			rn_listener_forget(&ep->lis, &ap); /* its COOKIE_ECHO may come again */
-		sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key));
-	}
+	rn_hpoll_listen(&ep->lis, &ep->io, &ep->idtab, &acc, rail, from, d, len, now);
 	return 0;
 }
 
 static int receive(rfi_ep *ep)
 {
-	return rn_hset_pass(&ep->io, &ep->rx, RX_ROUNDS, &ep->core_now, rn_hdisp_input, &ep->disp,
-			    &ep->rx_more);
+	return rn_hset_pass(&ep->io, &ep->rx, RN_HPOLL_RX_ROUNDS, &ep->core_now, rn_hdisp_input,
+			    &ep->disp, &ep->rx_more);
 }
 
 /* ---- the pass ---- */
@@ -365,8 +310,7 @@ static void service(rfi_link *l, uint64_t now)
 	link_check(l, now);
 	if (l->retired == RFI_RETIRED_IN && (l->dead || l->eof))
 		rfi_link_retired_end(l, now);
-	rn_hmon_join(&l->ep->mon, l->conn, now);
-	keeper_due(rn_hmon_leave(&l->ep->mon, l->conn, 0));
+	rn_hpoll_monitor(&l->ep->lk, l->conn, now);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 }
 
@@ -400,7 +344,7 @@ void rfi_ep_pass(rfi_ep *ep)
 			rfi_link_stall_check(l, now);
 		if (l->expiry_ns <= now) {
 			rn_conn_on_timer(l->conn, now);
-			link_rekey(ep, l);
+			rn_hpoll_rekey(&ep->idtab, &l->id, l->conn, l);
 			l->dirty = 1;
 		}
 		if (l->dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
@@ -418,40 +362,23 @@ void rfi_ep_pass(rfi_ep *ep)
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
-	rn_hsock_opts o = { .dgram = ep->cfg.max_dgram, .gro = rn_proc_get(RN_PROC_GRO) != 0,
-			    .rx_ts = 1, .recverr = 1 };
+	rn_hpoll_rails r = { .rails = ep->rails, .n = ep->nrails, .bind = ep->bind,
+			     .gso = rn_proc_get(RN_PROC_GSO) != 0, .links = &ep->lk,
+			     .opts = { .dgram = ep->cfg.max_dgram,
+				       .gro = rn_proc_get(RN_PROC_GRO) != 0, .rx_ts = 1,
+				       .recverr = 1 } };
 	rn_rail_addr addrs[RN_MAX_RAILS];
-	int rc = rn_hset_init(&ep->io, ep->cfg.max_dgram, 0);
+	int rc;
 
-	if (rc == 0)
-		rc = rn_htab_init(&ep->idtab, 16);
-	/* a GRO run needs 64 KiB; else one datagram */
-	if (rc == 0)
-		rc = rn_hrxbuf_init(&ep->rx, o.gro ? RN_HGRO_BUF :
-				    (ep->cfg.max_dgram < 2048 ? 2048 : ep->cfg.max_dgram), 4);
-	if (rc) {
-		snprintf(err, errlen, "out of memory for socket buffers");
-		return rc;
-	}
-	ep->io.ops = (rn_hsock_ops){ .on_send_error = on_send_error, .on_error = on_kernel_error };
-	ep->io.arg = ep;
+	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon, .conn_of = conn_of,
+				   .mark = mark, .now = core_now, .due = due, .arg = ep };
+	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
-			       .arg = ep };
-	for (int i = 0; i < ep->nrails; i++) {
-		o.dev = ep->rails[i].pin ? ep->rails[i].name : NULL; /* rails sharing a subnet */
-		rc = rn_hsock_open(&ep->io.s[i], ep->rails[i].ip, ep->bind[i].port,
-				   ep->rails[i].prefix, &o);
-		ep->io.s[i].addr.backup = ep->rails[i].backup; /* "if:backup" in the rail list */
-		ep->io.n = i + 1;
-		if (rc) {
-			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
-				 ep->rails[i].name, strerror(-rc));
-			return rc;
-		}
+			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
+	if (rc)
+		return rc;
+	for (int i = 0; i < ep->io.n; i++)
 		addrs[i] = ep->io.s[i].addr;
-	}
-	ep->io.gso = rn_proc_get(RN_PROC_GSO) != 0 && ep->io.n > 0 &&
-		     rn_hsock_probe_gso(ep->io.s[0].fd);
 	if (rn_listener_init(&ep->lis, &ep->cfg, &ep->env, addrs, ep->io.n) != 0) {
 		snprintf(err, errlen, "cannot set up the listener");
 		return -1;

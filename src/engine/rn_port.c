@@ -51,6 +51,8 @@ static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d,
 		    uint64_t at);
 static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
 		       uint64_t at);
+static rn_conn *conn_of(void *v);
+static void on_reset(void *arg, void *v);
 
 /*
  * The largest datagram rail ri's interface carries, when above the
@@ -219,7 +221,8 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 					    .on_error = on_kernel_error };
 		p->hs.arg = p;
 		p->disp = (rn_hdisp){ .tab = &p->tab, .to_conn = to_conn,
-				      .to_listener = to_listener, .arg = p };
+				      .to_listener = to_listener, .conn_of = conn_of,
+				      .on_reset = on_reset, .arg = p };
 		if (rc == 0)
 			rc = rn_htab_init(&p->tab, 1);
 		/* one buffer for the largest GRO run (or datagram) per read */
@@ -370,42 +373,6 @@ static void defer(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t le
 	rn_host_kick();
 }
 
-/* A stateless reset being offered to a port's connections (sreset_input). */
-struct sreset_ctx {
-	int idx;
-	rn_addr from;
-	const uint8_t *d;
-	size_t len;
-	uint64_t now;
-	int taken;
-};
-
-static void sreset_one(void *v, void *arg)
-{
-	struct sreset_ctx *x = arg;
-
-	if (!x->taken && rn_stream_sreset_input(v, x->idx, x->from, x->d, x->len, x->now))
-		x->taken = 1;
-}
-
-/*
- * A stateless reset names the peer's id, not ours (rn_core.h): it goes to
- * the connection of the port whose peer that was, if any.  Returns 0 when
- * the datagram is not a stateless reset.
- */
-static int sreset_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
-			uint64_t now)
-{
-	struct sreset_ctx x = { idx, from, d, len, now, 0 };
-
-	if (!rn_wire_peek_sreset(d, len))
-		return 0;
-	rn_htab_each(&p->tab, sreset_one, &x);
-	if (!x.taken)
-		p->disp.unknown++;
-	return 1;
-}
-
 static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t at)
 {
@@ -413,13 +380,20 @@ static void to_conn(void *arg, void *v, int idx, rn_addr from, const uint8_t *d,
 	rn_stream_input(v, idx, from, d, len, at);
 }
 
+static rn_conn *conn_of(void *v) { return ((rn_stream *)v)->conn; }
+
+/* A stateless reset for st's peer: the core took it (rn_hdisp). */
+static void on_reset(void *arg, void *v)
+{
+	(void)arg;
+	rn_engine_dirty(v);
+}
+
 static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
 		       uint64_t at)
 {
 	rn_port *p = arg;
 
-	if (rn_wire_peek_dst(d, len) == 0 && sreset_input(p, idx, from, d, len, at))
-		return 0;
 	if (!p->lis)
 		return -1;
 	if (rn_host_inline())

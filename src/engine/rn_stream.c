@@ -612,15 +612,6 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 	rn_engine_dirty(st);
 }
 
-int rn_stream_sreset_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, size_t len,
-			   uint64_t now)
-{
-	if (rn_conn_recv(st->conn, now, idx, from, d, len))
-		return 0;
-	rn_engine_dirty(st);
-	return 1;
-}
-
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
 	st->armed_ns = UINT64_MAX;

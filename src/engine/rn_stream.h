@@ -62,9 +62,6 @@ typedef struct rn_stream {
 /* A datagram for this stream's connection arrived on port socket idx. */
 void rn_stream_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,
 		     size_t len, uint64_t now);
-/* A stateless reset offered to a connection of the port: 1 if it was this one's (now failed). */
-int rn_stream_sreset_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,
-			   size_t len, uint64_t now);
 /* A datagram for no known connection on a listening port. */
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,
 			    uint64_t now);

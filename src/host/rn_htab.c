@@ -127,6 +127,23 @@ void rn_htab_each(const rn_htab *t, void (*fn)(void *v, void *arg), void *arg)
 			fn(t->e[i].v, arg);
 }
 
+/* Offers a stateless reset to the table's connections; 1 if one took it. */
+static int offer_reset(const rn_hdisp *x, int idx, rn_addr from, const uint8_t *d, size_t len,
+		       uint64_t at)
+{
+	const rn_htab *t = x->tab;
+
+	for (uint32_t i = 0; i < t->cap; i++) {
+		void *v = t->e[i].v;
+
+		if (t->e[i].id && rn_conn_recv(x->conn_of(v), at, idx, from, d, len) == 0) {
+			x->on_reset(x->arg, v);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 void rn_hdisp_input(void *disp, int idx, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t at)
 {
@@ -136,6 +153,11 @@ void rn_hdisp_input(void *disp, int idx, rn_addr from, const uint8_t *d, size_t 
 
 	if (v) {
 		x->to_conn(x->arg, v, idx, from, d, len, at);
+		return;
+	}
+	if (!id && x->conn_of && rn_wire_peek_sreset(d, len)) {
+		if (!offer_reset(x, idx, from, d, len, at))
+			x->unknown++;
 		return;
 	}
 	if (x->to_listener && x->to_listener(x->arg, idx, from, d, len, at) == 0)

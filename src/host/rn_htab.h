@@ -54,6 +54,16 @@ typedef struct rn_hdisp {
 	 */
 	int (*to_listener)(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len,
 			   uint64_t at);
+	/*
+	 * A stateless reset names the peer's id, not ours (rn_core.h): it is
+	 * offered to each connection's rn_conn_recv (conn_of gives it) until
+	 * one takes it, then on_reset(arg, v) (the driver services v).  One
+	 * nobody takes is dropped and counted in unknown, never given to the
+	 * listener.  conn_of NULL: resets go to the listener hook like any
+	 * datagram with id 0.
+	 */
+	rn_conn *(*conn_of)(void *v);
+	void (*on_reset)(void *arg, void *v);
 	void *arg;
 	uint64_t unknown;  /* datagrams for no connection and no listener: dropped */
 } rn_hdisp;

@@ -14,16 +14,7 @@
 #include <stdint.h>
 
 #include "rn_core.h"
-
-typedef struct rn_rail_info {
-	char name[IF_NAMESIZE];
-	uint32_t ip;     /* host order */
-	uint8_t prefix;
-	int mtu;
-	int ifindex;
-	uint8_t backup;  /* "name:backup" in the list: data only while no other rail works */
-	uint8_t pin;     /* shares its subnet with another rail: sockets pinned to `name` */
-} rn_rail_info;
+#include "rn_hrail.h" /* rn_rail_info */
 
 /*
  * Finds the rails from `spec` (RI2N_RAILS, may be NULL): interface names or

@@ -2,9 +2,11 @@
  * test_htab.c - the host kit's connection table and dispatch: add, find,
  * remove (the backward shift keeps every other entry findable), re-key,
  * growth, a random run checked against a plain array, and where datagrams
- * go (a connection, the listener, nowhere).
+ * go (a connection, the listener, nowhere; a stateless reset to the
+ * connection whose peer it names).
  */
-#include "unit_common.h"
+#define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
+#include "unit_net.h"
 
 #include <errno.h>
 
@@ -194,6 +196,90 @@ static void test_dispatch(void **state)
 	rn_htab_free(&t);
 }
 
+/* A driver's link as the dispatch sees it: its connection, and the resets it took. */
+typedef struct fake_link {
+	rn_conn *c;
+	int resets;
+} fake_link;
+
+static rn_conn *conn_of(void *v) { return ((fake_link *)v)->c; }
+
+static void on_reset(void *arg, void *v)
+{
+	route_log *r = arg;
+
+	r->conn = v;
+	((fake_link *)v)->resets++;
+}
+
+/* A stateless reset naming id `named`, as a listener sends it (unkeyed). */
+static size_t sreset_for(uint8_t *b, size_t cap, uint64_t named)
+{
+	rn_hdr h = { .type = RN_PT_SRESET, .path = 0xff };
+	uint8_t body[RN_SRESET_LEN];
+	ssize_t n;
+
+	rn_put64(body, named);
+	n = rn_wire_encode(b, cap, &h, NULL, body, sizeof(body));
+	assert_true(n > 0);
+	return (size_t)n;
+}
+
+/*
+ * A stateless reset (id 0) goes to the connection whose peer it names,
+ * whichever the table holds first; one nobody takes is counted, never the
+ * listener's; without conn_of it is the listener's, as before.
+ */
+static void test_dispatch_sreset(void **state)
+{
+	un_net *n = un_new(1);
+	fake_link cl, sv;
+	rn_htab t;
+	route_log r = { .has_listener = 1 };
+	rn_hdisp x = { .tab = &t, .to_conn = to_conn, .to_listener = to_listener,
+		       .conn_of = conn_of, .on_reset = on_reset, .arg = &r };
+	uint8_t b[128];
+	rn_addr from;
+	uint64_t now;
+	size_t len;
+
+	(void)state;
+	now = un_handshake(n, UT_T0);
+	cl = (fake_link){ n->side[UN_CLIENT].c, 0 };
+	sv = (fake_link){ n->side[UN_SERVER].c, 0 };
+	from = un_addr(n, UN_SERVER, 0);
+	assert_int_equal(rn_htab_init(&t, 4), 0);
+	assert_int_equal(rn_htab_add(&t, rn_conn_id(sv.c), &sv), 0);
+	assert_int_equal(rn_htab_add(&t, rn_conn_id(cl.c), &cl), 0);
+	/* names an id neither has as its peer: nobody takes it, counted */
+	len = sreset_for(b, sizeof(b), rn_conn_id(sv.c) ^ 0x5a5a);
+	rn_hdisp_input(&x, 0, from, b, len, now);
+	assert_int_equal(cl.resets + sv.resets, 0);
+	assert_int_equal(r.listened, 0);
+	assert_int_equal(x.unknown, 1);
+	assert_int_equal(rn_conn_state(cl.c), RN_ST_ESTABLISHED);
+	/* too short to be a reset: the listener's, as any datagram with id 0 */
+	len = sreset_for(b, sizeof(b), rn_conn_id(sv.c));
+	rn_hdisp_input(&x, 0, from, b, len - 1, now);
+	assert_int_equal(r.listened, 1);
+	/* without conn_of, resets are the listener's too */
+	x.conn_of = NULL;
+	rn_hdisp_input(&x, 0, from, b, len, now);
+	assert_int_equal(r.listened, 2);
+	assert_int_equal(cl.resets, 0);
+	/* names the server's id, from its address: the client's, which fails */
+	x.conn_of = conn_of;
+	rn_hdisp_input(&x, 0, from, b, len, now);
+	assert_int_equal(cl.resets, 1);
+	assert_int_equal(sv.resets, 0);
+	assert_ptr_equal(r.conn, &cl);
+	assert_int_equal(r.listened, 2);
+	assert_int_equal(x.unknown, 1);
+	assert_int_equal(rn_conn_error(cl.c), RN_ERR_RESET);
+	rn_htab_free(&t);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_rekey),
 		cmocka_unit_test(test_random_against_array),
 		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_dispatch_sreset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,157 @@
+/*
+ * rn_hpoll.c - the polling drivers' sockets, link table and listener
+ * (rn_hpoll.h).
+ */
+#define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
+#include <stdio.h>
+#include <string.h>
+
+#include <sodium/utils.h>
+
+#include "rn_hpoll.h"
+#include "rn_rail.h"
+
+static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
+		    size_t errlen)
+{
+	rn_hsock_opts o = r->opts;
+	int rc = rn_hset_init(io, o.dgram, 0);
+
+	if (rc == 0)
+		rc = rn_htab_init(tab, 16);
+	/* a GRO run needs 64 KiB; else one datagram */
+	if (rc == 0)
+		rc = rn_hrxbuf_init(rx, o.gro ? RN_HGRO_BUF : (o.dgram < 2048 ? 2048 : o.dgram), 4);
+	if (rc) {
+		snprintf(err, errlen, "out of memory for socket buffers");
+		return rc;
+	}
+	for (int i = 0; i < r->n; i++) {
+		const rn_rail_info *ri = &r->rails[i];
+
+		o.dev = ri->pin ? ri->name : NULL; /* rails sharing a subnet */
+		rc = rn_hsock_open(&io->s[i], ri->ip, r->bind ? r->bind[i].port : 0, ri->prefix, &o);
+		io->s[i].addr.backup = ri->backup; /* "if:backup" in the rail list */
+		io->n = i + 1;
+		if (rc) {
+			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s", ri->name,
+				 strerror(-rc));
+			return rc;
+		}
+	}
+	io->gso = r->gso && io->n > 0 && rn_hsock_probe_gso(io->s[0].fd);
+	return 0;
+}
+
+int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
+		  size_t errlen)
+{
+	int rc = open_all(io, rx, tab, r, err, errlen);
+
+	if (r->links) {
+		io->ops = (rn_hsock_ops){ .on_send_error = rn_hpoll_on_send_error,
+					  .on_error = rn_hpoll_on_error };
+		io->arg = r->links;
+	}
+	return rc;
+}
+
+void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab)
+{
+	rn_hset_free(io);
+	rn_hrxbuf_free(rx);
+	rn_htab_free(tab);
+}
+
+int rn_hpoll_rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix)
+{
+	for (int i = 0; i < io->n; i++) {
+		const rn_rail_addr *a = &io->s[i].addr;
+
+		if (rn_rail_same_subnet(a->ip, ip, a->prefix < prefix ? a->prefix : prefix))
+			return i;
+	}
+	return -1;
+}
+
+void rn_hpoll_rekey(rn_htab *tab, uint64_t *id, rn_conn *c, void *v)
+{
+	uint64_t now_id = rn_conn_id(c);
+
+	if (now_id != *id && rn_htab_rekey(tab, *id, now_id, v) == 0)
+		*id = now_id;
+}
+
+void rn_hpoll_on_send_error(void *links, int rail, uint64_t owner, int err)
+{
+	const rn_hpoll_links *k = links;
+	void *v = rn_htab_get(k->tab, owner);
+
+	(void)err;
+	if (v) {
+		rn_conn_rail_error(k->conn_of(v), k->now(k->arg), rail);
+		k->mark(v);
+	}
+}
+
+void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e)
+{
+	const rn_hpoll_links *k = links;
+	void *v = rn_hmon_unreachable(k->mon, k->tab, k->conn_of, rail, e, k->now(k->arg));
+
+	if (v)
+		k->mark(v);
+}
+
+/* A member that became its peer's keeper (NULL: none) runs its timers at once. */
+static void keeper_due(const rn_hpoll_links *k, rn_conn *keeper)
+{
+	void *v = keeper ? rn_conn_user(keeper) : NULL;
+
+	if (v)
+		k->due(v);
+}
+
+void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now)
+{
+	rn_hmon_join(k->mon, c, now);
+	keeper_due(k, rn_hmon_leave(k->mon, c, 0));
+}
+
+void rn_hpoll_leave(const rn_hpoll_links *k, rn_conn *c)
+{
+	keeper_due(k, rn_hmon_leave(k->mon, c, 1));
+}
+
+/* Links of tab that a->unbound counts. */
+static int unbound(const rn_htab *tab, const rn_hpoll_accept *a)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < tab->cap; i++)
+		n += tab->e[i].id && a->unbound(tab->e[i].v);
+	return n;
+}
+
+int rn_hpoll_listen(rn_listener *lis, rn_hset *io, const rn_htab *tab, const rn_hpoll_accept *a,
+		    int rail, rn_addr from, const uint8_t *d, size_t len, uint64_t now)
+{
+	uint8_t reply[RN_INIT_LEN * 2];
+	rn_accept_params ap;
+	size_t rlen = 0;
+	void *v = NULL;
+	int rc = rn_listener_recv(lis, now, rail, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	int refused = 0;
+
+	if (rc == RN_LISTEN_REPLY)
+		rn_hset_send_now(io, rail, from, reply, rlen);
+	if (rc != RN_LISTEN_ACCEPT)
+		return 0;
+	refused = unbound(tab, a) >= a->max_unbound;
+	if (!refused)
+		v = a->on_accept(a->arg, &ap, now);
+	if (!v)
+		rn_listener_forget(lis, &ap); /* its COOKIE_ECHO may come again */
+	sodium_memzero(ap.cfg.key, sizeof(ap.cfg.key)); /* a copy of the key */
+	return refused;
+}
