@@ -63,7 +63,7 @@ enum {
 #define RI2N_RX_IDLE_NS UINT64_C(2000000000) /* 2 s */
 
 /* Endpoint states. */
-enum ri2n_ep_state {
+enum rbtl_ep_state {
 	RI2N_EP_IDLE,       /* no connection and nothing to send */
 	RI2N_EP_CONNECTING, /* we connect: handshake under way (maybe a retry) */
 	RI2N_EP_WAITING,    /* the peer connects: nudged it, waiting for its hello */
@@ -73,15 +73,15 @@ enum ri2n_ep_state {
 };
 
 typedef struct mca_btl_ri2n_frag_t mca_btl_ri2n_frag_t;
-typedef struct ri2n_link ri2n_link;
+typedef struct rbtl_link rbtl_link;
 
 /* One ri2n connection and the receive side of its stream. */
-struct ri2n_link {
+struct rbtl_link {
 	rn_conn *conn;
 	uint64_t id;                          /* rn_conn_id: datagrams carry it */
 	struct mca_btl_base_endpoint_t *ep;   /* NULL: accepted, hello not read yet */
 	struct mca_btl_ri2n_module_t *mod;
-	ri2n_link *next, *prev;               /* the module's list of links */
+	rbtl_link *next, *prev;               /* the module's list of links */
 	uint64_t expiry_ns;                   /* cached rn_conn_expiry */
 	uint64_t created_ns;
 	uint64_t last_in_ns;                  /* last frame delivered: an idle link frees rx.buf */
@@ -91,7 +91,7 @@ struct ri2n_link {
 	uint8_t dead;       /* to be reaped by the next progress */
 	uint8_t dirty;      /* got input: deliver and flush */
 	int rail;           /* initiator: index into ep->peer of the INIT's address */
-	ri2n_rx rx;         /* receive framing (btl_ri2n_wire.h) */
+	rbtl_rx rx;         /* receive framing (btl_ri2n_wire.h) */
 };
 
 /* One peer process. */
@@ -101,10 +101,10 @@ struct mca_btl_base_endpoint_t {
 	struct mca_btl_ri2n_module_t *mod;
 	struct mca_btl_base_endpoint_t *next; /* the module's list */
 	int is_self;                /* this process: delivered in memory */
-	int state;                  /* enum ri2n_ep_state */
+	int state;                  /* enum rbtl_ep_state */
 	int initiator;              /* our name is lower: we connect */
 	int was_open;               /* a stream to it was up once: its death is fatal */
-	ri2n_link *link;
+	rbtl_link *link;
 	rn_addr peer[RN_MAX_RAILS]; /* the peer's rail addresses (modex or nudges) */
 	int npeer;
 	int next_rail;              /* where the next connect attempt goes */
@@ -117,10 +117,10 @@ struct mca_btl_base_endpoint_t {
 typedef struct mca_btl_base_endpoint_t mca_btl_ri2n_endpoint_t;
 
 /* A fatal error to report to the PML once the lock is released. */
-typedef struct ri2n_fatal {
+typedef struct rbtl_fatal {
 	opal_proc_t *proc;
 	char msg[1024];
-} ri2n_fatal;
+} rbtl_fatal;
 
 #define RI2N_MAX_FATAL 8
 
@@ -147,12 +147,12 @@ typedef struct mca_btl_ri2n_module_t {
 	uint32_t job_size;             /* ranks in our job (0: unknown): names past it are strangers */
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
 	mca_btl_ri2n_endpoint_t *self_ep;
-	ri2n_link *links;              /* every connection */
+	rbtl_link *links;              /* every connection */
 	rn_htab idtab;                 /* links by connection id */
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
-	ri2n_fatal fatal[RI2N_MAX_FATAL];
+	rbtl_fatal fatal[RI2N_MAX_FATAL];
 	int nfatal;
 	rn_hkeep keep;                 /* the keeper thread (component) */
 	uint8_t scratch[4096];         /* packing small non-contiguous sendi payloads */
@@ -175,7 +175,7 @@ typedef struct mca_btl_ri2n_module_t {
 } mca_btl_ri2n_module_t;
 
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
-typedef struct ri2n_params {
+typedef struct rbtl_params {
 	char *if_include;     /* rails: interfaces or addresses (else RI2N_RAILS, else all) */
 	int knob[RN_KNOB__COUNT]; /* the library's knobs, in RN_KNOB_LIST's order and units */
 	int attempt_ms;       /* one connect attempt on one rail before trying the next */
@@ -188,11 +188,11 @@ typedef struct ri2n_params {
 	int ring_mem_mb;      /* ceiling on the core's memory in this process, MiB (0: none) */
 	int ring_share;       /* each peer's rings limited to its share of the ceiling (0/1) */
 	int free_list_num, free_list_max, free_list_inc;
-} ri2n_params;
+} rbtl_params;
 
 typedef struct mca_btl_ri2n_component_t {
 	mca_btl_base_component_3_0_0_t super;
-	ri2n_params p;
+	rbtl_params p;
 	opal_free_list_t frags_eager; /* alloc/prepare_src up to the eager limit */
 	opal_free_list_t frags_max;   /* up to the max send size */
 	opal_free_list_t frags_user;  /* no buffer: segment 1 points at the user's data */
@@ -204,110 +204,110 @@ extern mca_btl_ri2n_module_t mca_btl_ri2n_module;
 /* ---- btl_ri2n_params.c ---- */
 
 /* Registers every btl_ri2n_* variable and the module's BTL defaults. */
-int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m);
+int rbtl_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m);
 /* The ri2n configuration: library defaults, RI2N_* variables, then MCA values. */
-int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *err, size_t len);
+int rbtl_params_config(const rbtl_params *p, int min_mtu, rn_config *cfg, char *err, size_t len);
 
 /* ---- btl_ri2n_module.c ---- */
 
 /* Sets up the module's sockets, listener and modex; 0 or an OPAL error. */
-int ri2n_module_init(mca_btl_ri2n_module_t *m);
+int rbtl_module_init(mca_btl_ri2n_module_t *m);
 /*
  * The rail addresses a process of our job published in the modex: their
  * count (0: a stranger, or no ri2n there).  Never asks about a name outside
  * the job (which PMIx could wait on).
  */
-int ri2n_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+int rbtl_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 		     rn_addr out[RN_MAX_RAILS]);
 /* Local completion of a sent fragment: the PML's callback if asked, then the free. */
-void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status);
+void rbtl_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status);
 /* The module's lock (recursive: PML callbacks send from inside progress).
  * The outermost unlock reports fatal errors found meanwhile to the PML. */
-void ri2n_lock(mca_btl_ri2n_module_t *m);
-int ri2n_trylock(mca_btl_ri2n_module_t *m);
-void ri2n_unlock(mca_btl_ri2n_module_t *m);
+void rbtl_lock(mca_btl_ri2n_module_t *m);
+int rbtl_trylock(mca_btl_ri2n_module_t *m);
+void rbtl_unlock(mca_btl_ri2n_module_t *m);
 /*
  * Lets go of the lock around a call into the PML (a PML lock held by another
  * thread that calls btl_send would otherwise deadlock with us); returns the
- * nesting to give ri2n_reacquire.  in_progress stays set meanwhile, so other
+ * nesting to give rbtl_reacquire.  in_progress stays set meanwhile, so other
  * threads' progress and the keeper keep out of the stream being delivered.
  */
-int ri2n_release(mca_btl_ri2n_module_t *m);
-void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth);
+int rbtl_release(mca_btl_ri2n_module_t *m);
+void rbtl_reacquire(mca_btl_ri2n_module_t *m, int depth);
 
 /* ---- btl_ri2n_component.c ---- */
 
 /* Stops and joins the keeper thread (finalize). */
-void ri2n_keeper_stop(mca_btl_ri2n_module_t *m);
+void rbtl_keeper_stop(mca_btl_ri2n_module_t *m);
 
 /* ---- btl_ri2n_endpoint.c ---- */
 
-uint64_t ri2n_now_ns(void);
+uint64_t rbtl_now_ns(void);
 /* The current time for a call into the core (lock held): never below one given before. */
-uint64_t ri2n_core_now(mca_btl_ri2n_module_t *m);
+uint64_t rbtl_core_now(mca_btl_ri2n_module_t *m);
 /* The endpoint of a peer name, created (with no proc yet) if `create`. */
-mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+mca_btl_ri2n_endpoint_t *rbtl_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 				      int create);
-void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep);
+void rbtl_ep_free(mca_btl_ri2n_endpoint_t *ep);
 /* Sets ep->desc ("rank 1 on host (name)") from what is known of the peer. */
-void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep);
+void rbtl_ep_describe(mca_btl_ri2n_endpoint_t *ep);
 /* Makes the endpoint start connecting (or nudge the peer) if it is idle. */
-void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
+void rbtl_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
 /* Connection attempts, nudges and failures due at `now`; `main`: the MPI thread. */
-void ri2n_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main);
+void rbtl_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main);
 /* A datagram that is not ri2n's: a nudge from a peer that wants us to connect. */
-void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+void rbtl_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
 		      size_t len, uint64_t now);
 /* A hello named the peer on an accepted link: bind it to the endpoint. */
-int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,
+int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t name,
 		 uint64_t now);
 /* Looks at a link's state after the core ran: failures, closes, reconnects. */
-void ri2n_link_check(ri2n_link *l, uint64_t now);
+void rbtl_link_check(rbtl_link *l, uint64_t now);
 /* A new link for conn; inserted in the module's tables. */
-ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now);
-ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id);
+rbtl_link *rbtl_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now);
+rbtl_link *rbtl_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id);
 /* Files the link under its connection's id again (a restarted handshake draws a new one). */
-void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l);
+void rbtl_link_rekey(mca_btl_ri2n_module_t *m, rbtl_link *l);
 /* Frees links marked dead. */
-void ri2n_links_reap(mca_btl_ri2n_module_t *m);
-void ri2n_link_free(ri2n_link *l);
+void rbtl_links_reap(mca_btl_ri2n_module_t *m);
+void rbtl_link_free(rbtl_link *l);
 /* Queues a fatal error for the PML (reported outside the lock). */
-void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
+void rbtl_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
 /* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */
-void ri2n_link_rails_str(const ri2n_link *l, char *buf, size_t len);
+void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len);
 /* Core events: rail down/up, failures, for the log. */
-void ri2n_on_core_event(void *user, const rn_event *ev);
+void rbtl_on_core_event(void *user, const rn_event *ev);
 
 /* ---- btl_ri2n_stream.c ---- */
 
 /* Delivers every complete frame the link has in order (MPI thread only). */
-int ri2n_stream_deliver(ri2n_link *l, uint64_t now);
+int rbtl_stream_deliver(rbtl_link *l, uint64_t now);
 /* Moves queued fragments into the stream; completes them (MPI thread only). */
-int ri2n_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
+int rbtl_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
 /* Writes the initiator's hello once the connection is up. */
-void ri2n_stream_hello(ri2n_link *l, uint64_t now);
+void rbtl_stream_hello(rbtl_link *l, uint64_t now);
 /* Sends what the core has to send on this link. */
-void ri2n_stream_flush(ri2n_link *l, uint64_t now);
+void rbtl_stream_flush(rbtl_link *l, uint64_t now);
 /* Writes as much of a fragment as fits; 1 when whole, 0 when the ring is full, <0 error. */
-int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now);
+int rbtl_stream_write_frag(rbtl_link *l, mca_btl_ri2n_frag_t *f, uint64_t now);
 /* A datagram no link has: a nudge, or the listener's (handshakes).  Returns 0. */
-int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 			uint64_t now);
 /* One pass of the protocol: receive, timers, deliver, send, flush. */
-int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
+int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
 /* Warns (at most every 10 s) when the memory ceiling refused ring growth since the last warning. */
-void ri2n_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now);
+void rbtl_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now);
 /* The core's allocator (btl_ri2n_mem.c): u is the module. */
-void *ri2n_core_alloc(void *u, size_t n);
-void ri2n_core_free(void *u, void *ptr);
+void *rbtl_core_alloc(void *u, size_t n);
+void rbtl_core_free(void *u, void *ptr);
 /* Each peer's rings are held to an equal share of the ceiling (m->cfg). */
-void ri2n_share_ceiling(mca_btl_ri2n_module_t *m);
+void rbtl_share_ceiling(mca_btl_ri2n_module_t *m);
 /* The pool the receive windows share: a third of the ceiling (NULL without one). */
-rn_rcvpool *ri2n_rcvpool(mca_btl_ri2n_module_t *m);
+rn_rcvpool *rbtl_rcvpool(mca_btl_ri2n_module_t *m);
 /* Calls the PML's error callback for queued fatal errors (lock not held). */
-void ri2n_report_fatal(mca_btl_ri2n_module_t *m);
+void rbtl_report_fatal(mca_btl_ri2n_module_t *m);
 /* Per-peer, per-rail counters on Open MPI's output (btl_ri2n_verbose). */
-void ri2n_print_summary(mca_btl_ri2n_module_t *m);
+void rbtl_print_summary(mca_btl_ri2n_module_t *m);
 
 END_C_DECLS
 

@@ -53,7 +53,7 @@
  * (the PML) and returns 1; returns 0 when nobody did.  The segments need only
  * live until the call returns (the receiver copies what it keeps).
  */
-static inline int ri2n_compat_deliver(struct mca_btl_base_module_t *btl,
+static inline int rbtl_compat_deliver(struct mca_btl_base_module_t *btl,
 				      struct mca_btl_base_endpoint_t *ep, mca_btl_base_tag_t tag,
 				      mca_btl_base_segment_t *segs, size_t count)
 {

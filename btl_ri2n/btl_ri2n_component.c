@@ -25,51 +25,51 @@
 #include "btl_ri2n.h"
 #include "btl_ri2n_frag.h"
 
-static int ri2n_component_register(void);
-static int ri2n_component_open(void);
-static int ri2n_component_close(void);
-static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_threads,
+static int rbtl_component_register(void);
+static int rbtl_component_open(void);
+static int rbtl_component_close(void);
+static mca_btl_base_module_t **rbtl_component_init(int *num_btls, bool progress_threads,
 						   bool mpi_threads);
-static int ri2n_component_progress(void);
+static int rbtl_component_progress(void);
 
 mca_btl_ri2n_component_t mca_btl_ri2n_component = {
 	.super = {
 		.btl_version = {
 			MCA_BTL_DEFAULT_VERSION("ri2n"),
-			.mca_open_component = ri2n_component_open,
-			.mca_close_component = ri2n_component_close,
-			.mca_register_component_params = ri2n_component_register,
+			.mca_open_component = rbtl_component_open,
+			.mca_close_component = rbtl_component_close,
+			.mca_register_component_params = rbtl_component_register,
 		},
 		.btl_data = {
 			.param_field = MCA_BASE_METADATA_PARAM_NONE,
 		},
-		.btl_init = ri2n_component_init,
-		.btl_progress = ri2n_component_progress,
+		.btl_init = rbtl_component_init,
+		.btl_progress = rbtl_component_progress,
 	},
 };
 
-static int ri2n_component_register(void)
+static int rbtl_component_register(void)
 {
-	return ri2n_params_register(&mca_btl_ri2n_component, &mca_btl_ri2n_module);
+	return rbtl_params_register(&mca_btl_ri2n_component, &mca_btl_ri2n_module);
 }
 
-static int ri2n_component_open(void)
+static int rbtl_component_open(void)
 {
-	ri2n_frag_lists_construct(&mca_btl_ri2n_component);
+	rbtl_frag_lists_construct(&mca_btl_ri2n_component);
 	return OPAL_SUCCESS;
 }
 
-static int ri2n_component_close(void)
+static int rbtl_component_close(void)
 {
-	ri2n_frag_lists_destruct(&mca_btl_ri2n_component);
+	rbtl_frag_lists_destruct(&mca_btl_ri2n_component);
 	return OPAL_SUCCESS;
 }
 
 /* ---- the keeper (rn_hkeep.h) ---- */
 
-static int keeper_trylock(void *arg) { return ri2n_trylock(arg); }
+static int keeper_trylock(void *arg) { return rbtl_trylock(arg); }
 
-static void keeper_unlock(void *arg) { ri2n_unlock(arg); }
+static void keeper_unlock(void *arg) { rbtl_unlock(arg); }
 
 /* A pass that never calls the PML; none while progress runs or before the module is up. */
 static int keeper_pass(void *arg, uint64_t now)
@@ -78,7 +78,7 @@ static int keeper_pass(void *arg, uint64_t now)
 
 	if (!m->in_progress && m->ready) {
 		m->in_progress = 1;
-		ri2n_stream_pass(m, now, 0);
+		rbtl_stream_pass(m, now, 0);
 		m->in_progress = 0;
 	}
 	return 1; /* the BTL's keeper keeps its pace */
@@ -93,20 +93,20 @@ static void keeper_start(mca_btl_ri2n_module_t *m)
 		return;
 	/* MPI has not polled for two periods: the keeper steps in */
 	m->keep = (rn_hkeep){ .period_ns = period, .quiet_ns = 2 * period, .idle_x = 1,
-			      .clock = ri2n_now_ns, .last = &m->last_progress_ns,
+			      .clock = rbtl_now_ns, .last = &m->last_progress_ns,
 			      .trylock = keeper_trylock, .unlock = keeper_unlock,
 			      .pass = keeper_pass, .arg = m };
 	rn_hkeep_start(&m->keep);
 }
 
-void ri2n_keeper_stop(mca_btl_ri2n_module_t *m)
+void rbtl_keeper_stop(mca_btl_ri2n_module_t *m)
 {
 	rn_hkeep_stop(&m->keep);
 }
 
 /* ---- init and progress ---- */
 
-static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_threads,
+static mca_btl_base_module_t **rbtl_component_init(int *num_btls, bool progress_threads,
 						   bool mpi_threads)
 {
 	mca_btl_ri2n_module_t *m = &mca_btl_ri2n_module;
@@ -115,7 +115,7 @@ static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_
 	(void)progress_threads;
 	(void)mpi_threads;
 	*num_btls = 0;
-	if (ri2n_module_init(m) != OPAL_SUCCESS)
+	if (rbtl_module_init(m) != OPAL_SUCCESS)
 		return NULL;
 	btls = malloc(sizeof(*btls));
 	if (!btls)
@@ -126,24 +126,24 @@ static mca_btl_base_module_t **ri2n_component_init(int *num_btls, bool progress_
 	return btls;
 }
 
-static int ri2n_component_progress(void)
+static int rbtl_component_progress(void)
 {
 	mca_btl_ri2n_module_t *m = &mca_btl_ri2n_module;
 	uint64_t now;
 	int n;
 
-	if (!m->ready || ri2n_trylock(m) != 0)
+	if (!m->ready || rbtl_trylock(m) != 0)
 		return 0;
 	/* a PML callback that polls again: the outer pass is still running */
 	if (m->in_progress) {
-		ri2n_unlock(m);
+		rbtl_unlock(m);
 		return 0;
 	}
 	m->in_progress = 1;
-	now = ri2n_now_ns();
+	now = rbtl_now_ns();
 	__atomic_store_n(&m->last_progress_ns, now, __ATOMIC_RELAXED);
-	n = ri2n_stream_pass(m, now, 1);
+	n = rbtl_stream_pass(m, now, 1);
 	m->in_progress = 0;
-	ri2n_unlock(m);
+	rbtl_unlock(m);
 	return n;
 }

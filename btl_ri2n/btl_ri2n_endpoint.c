@@ -50,7 +50,7 @@
 #define NUDGE_FIRST_NS (20 * MS)  /* a lost nudge costs little */
 #define NUDGE_MAX_NS (500 * MS)   /* the peer may be computing: its keeper answers */
 
-uint64_t ri2n_now_ns(void)
+uint64_t rbtl_now_ns(void)
 {
 	struct timespec ts;
 
@@ -58,9 +58,9 @@ uint64_t ri2n_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t ri2n_core_now(mca_btl_ri2n_module_t *m)
+uint64_t rbtl_core_now(mca_btl_ri2n_module_t *m)
 {
-	uint64_t t = ri2n_now_ns();
+	uint64_t t = rbtl_now_ns();
 
 	if (t < m->core_now)
 		t = m->core_now;
@@ -75,7 +75,7 @@ static uint64_t name_key(opal_process_name_t n)
 
 /* ---- endpoints ---- */
 
-void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep)
+void rbtl_ep_describe(mca_btl_ri2n_endpoint_t *ep)
 {
 	const char *host = ep->proc ? RI2N_PROC_HOSTNAME(ep->proc) : NULL;
 
@@ -87,7 +87,7 @@ void ri2n_ep_describe(mca_btl_ri2n_endpoint_t *ep)
 			 OPAL_NAME_PRINT(ep->name));
 }
 
-mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+mca_btl_ri2n_endpoint_t *rbtl_ep_find(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 				      int create)
 {
 	mca_btl_ri2n_endpoint_t *ep;
@@ -106,13 +106,13 @@ mca_btl_ri2n_endpoint_t *ri2n_ep_find(mca_btl_ri2n_module_t *m, opal_process_nam
 	ep->state = RI2N_EP_IDLE;
 	ep->initiator = name_key(m->me) < key;
 	OBJ_CONSTRUCT(&ep->sendq, opal_list_t);
-	ri2n_ep_describe(ep);
+	rbtl_ep_describe(ep);
 	ep->next = m->eps;
 	m->eps = ep;
 	return ep;
 }
 
-void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep)
+void rbtl_ep_free(mca_btl_ri2n_endpoint_t *ep)
 {
 	opal_list_item_t *it;
 
@@ -121,7 +121,7 @@ void ri2n_ep_free(mca_btl_ri2n_endpoint_t *ep)
 		mca_btl_ri2n_frag_t *f = (mca_btl_ri2n_frag_t *)it;
 
 		if (f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
-			ri2n_frag_return(f);
+			rbtl_frag_return(f);
 	}
 	OBJ_DESTRUCT(&ep->sendq);
 	if (ep->proc)
@@ -153,11 +153,11 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 
 		int rc;
 
-		m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
+		m->mem_setup++; /* granted whatever the ceiling (rbtl_core_alloc) */
 		rc = rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now);
 		m->mem_setup--;
 		if (rc == 0) {
-			ri2n_link *l = ri2n_link_new(m, c, now);
+			rbtl_link *l = rbtl_link_new(m, c, now);
 
 			if (!l) {
 				rn_conn_del(c);
@@ -183,7 +183,7 @@ static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
 	uint8_t b[RI2N_NUDGE_LEN + RI2N_NUDGE_TAG_LEN];
-	size_t n = ri2n_wire_nudge_write(b, sizeof(b), m->me.jobid, m->me.vpid,
+	size_t n = rbtl_wire_nudge_write(b, sizeof(b), m->me.jobid, m->me.vpid,
 					 m->cfg.keyed ? m->cfg.key : NULL);
 
 	/* every rail: the first ones may be the dead ones */
@@ -197,7 +197,7 @@ static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 	ep->nudge_gap_ns = ep->nudge_gap_ns * 2 < NUDGE_MAX_NS ? ep->nudge_gap_ns * 2 : NUDGE_MAX_NS;
 }
 
-void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+void rbtl_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	if (ep->state != RI2N_EP_IDLE || ep->is_self)
 		return;
@@ -211,7 +211,7 @@ void ri2n_ep_kick(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 	send_nudges(ep, now);
 }
 
-void ri2n_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
+void rbtl_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 {
 	(void)main;
 	for (mca_btl_ri2n_endpoint_t *ep = m->eps; ep; ep = ep->next) {
@@ -246,16 +246,16 @@ static int addr_in(const rn_addr *set, int n, rn_addr a)
 static mca_btl_ri2n_endpoint_t *ep_admit(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 					 rn_addr from)
 {
-	mca_btl_ri2n_endpoint_t *ep = ri2n_ep_find(m, name, 0);
+	mca_btl_ri2n_endpoint_t *ep = rbtl_ep_find(m, name, 0);
 	rn_addr addrs[RN_MAX_RAILS];
 	int n;
 
 	if (ep && ep->npeer)
 		return addr_in(ep->peer, ep->npeer, from) ? ep : NULL;
-	n = ri2n_modex_addrs(m, name, addrs);
+	n = rbtl_modex_addrs(m, name, addrs);
 	if (n == 0 || !addr_in(addrs, n, from))
 		return NULL;
-	ep = ri2n_ep_find(m, name, 1);
+	ep = rbtl_ep_find(m, name, 1);
 	if (ep && ep->npeer == 0) {
 		memcpy(ep->peer, addrs, sizeof(addrs));
 		ep->npeer = n;
@@ -263,7 +263,7 @@ static mca_btl_ri2n_endpoint_t *ep_admit(mca_btl_ri2n_module_t *m, opal_process_
 	return ep;
 }
 
-void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
+void rbtl_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const uint8_t *d,
 		      size_t len, uint64_t now)
 {
 	opal_process_name_t name;
@@ -272,7 +272,7 @@ void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 	(void)rail;
 	if (m->finalizing)
 		return;
-	if (ri2n_wire_nudge_read(d, len, m->cfg.keyed ? m->cfg.key : NULL, &name.jobid,
+	if (rbtl_wire_nudge_read(d, len, m->cfg.keyed ? m->cfg.key : NULL, &name.jobid,
 				 &name.vpid)) {
 		m->nudges_refused++;
 		return;
@@ -290,16 +290,16 @@ void ri2n_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 	for (int i = 0; i < ep->npeer; i++)
 		if (ep->peer[i].ip == from.ip && ep->peer[i].port == from.port)
 			ep->next_rail = i;
-	ri2n_ep_kick(ep, now);
+	rbtl_ep_kick(ep, now);
 }
 
 /* True if every rail of the link is an address the process published. */
-static int link_matches_modex(ri2n_link *l, const mca_btl_ri2n_endpoint_t *ep)
+static int link_matches_modex(rbtl_link *l, const mca_btl_ri2n_endpoint_t *ep)
 {
 	return rn_hmon_rails_in(l->conn, ep->peer, ep->npeer);
 }
 
-int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t name,
+int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t name,
 		 uint64_t now)
 {
 	mca_btl_ri2n_endpoint_t *ep = ep_admit(m, name, rn_conn_peer(l->conn));
@@ -317,7 +317,7 @@ int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t nam
 	}
 	if (ep->link && ep->link != l) {
 		/* the peer gave up on an older attempt and made this one: drop the old */
-		ri2n_link *old = ep->link;
+		rbtl_link *old = ep->link;
 
 		old->ep = NULL;
 		rn_conn_abort(old->conn, now);
@@ -336,9 +336,9 @@ int ri2n_ep_bind(mca_btl_ri2n_module_t *m, ri2n_link *l, opal_process_name_t nam
 
 /* ---- links ---- */
 
-ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
+rbtl_link *rbtl_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 {
-	ri2n_link *l = calloc(1, sizeof(*l));
+	rbtl_link *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
@@ -359,27 +359,27 @@ ri2n_link *ri2n_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 	return l;
 }
 
-ri2n_link *ri2n_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
+rbtl_link *rbtl_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
 {
 	return rn_htab_get(&m->idtab, id);
 }
 
-void ri2n_link_rekey(mca_btl_ri2n_module_t *m, ri2n_link *l)
+void rbtl_link_rekey(mca_btl_ri2n_module_t *m, rbtl_link *l)
 {
 	rn_hpoll_rekey(&m->idtab, &l->id, l->conn, l);
 }
 
-void ri2n_link_free(ri2n_link *l)
+void rbtl_link_free(rbtl_link *l)
 {
 	rn_hpoll_leave(&l->mod->lk, l->conn);
 	rn_conn_del(l->conn);
-	ri2n_rx_free(&l->rx);
+	rbtl_rx_free(&l->rx);
 	free(l);
 }
 
-void ri2n_links_reap(mca_btl_ri2n_module_t *m)
+void rbtl_links_reap(mca_btl_ri2n_module_t *m)
 {
-	ri2n_link *l = m->links, *next;
+	rbtl_link *l = m->links, *next;
 
 	for (; l; l = next) {
 		next = l->next;
@@ -394,11 +394,11 @@ void ri2n_links_reap(mca_btl_ri2n_module_t *m)
 			l->next->prev = l->prev;
 		if (l->ep && l->ep->link == l)
 			l->ep->link = NULL;
-		ri2n_link_free(l);
+		rbtl_link_free(l);
 	}
 }
 
-void ri2n_link_rails_str(const ri2n_link *l, char *buf, size_t len)
+void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len)
 {
 	rn_conn_stats st;
 	size_t n = 0;
@@ -421,9 +421,9 @@ void ri2n_link_rails_str(const ri2n_link *l, char *buf, size_t len)
 
 /* ---- failures ---- */
 
-void ri2n_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg)
+void rbtl_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg)
 {
-	ri2n_fatal *f;
+	rbtl_fatal *f;
 
 	if (m->nfatal >= RI2N_MAX_FATAL)
 		return;
@@ -451,17 +451,17 @@ static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg)
 	/* the PML's handler prints it as it aborts; without one, say it here */
 	if (!ep->mod->error_cb)
 		rn_error("btl_ri2n: %s", msg);
-	ri2n_fatal_add(ep->mod, ep, msg);
+	rbtl_fatal_add(ep->mod, ep, msg);
 }
 
 /* The sentence for a connection that died. */
-static void death_msg(ri2n_link *l, int err, int was_up, char *msg, size_t len)
+static void death_msg(rbtl_link *l, int err, int was_up, char *msg, size_t len)
 {
 	mca_btl_ri2n_endpoint_t *ep = l->ep;
 	const rn_config *cfg = &l->mod->cfg;
 	char rails[320];
 
-	ri2n_link_rails_str(l, rails, sizeof(rails));
+	rbtl_link_rails_str(l, rails, sizeof(rails));
 	if (err == RN_ERR_TIMEDOUT && was_up)
 		snprintf(msg, len, "lost every rail to %s: nothing received on any rail [%s] for "
 			 "%llu ms (btl_ri2n_dead_peer_ms); the peer is dead or cut off, aborting "
@@ -480,7 +480,7 @@ static void death_msg(ri2n_link *l, int err, int was_up, char *msg, size_t len)
 			 rails);
 }
 
-void ri2n_link_check(ri2n_link *l, uint64_t now)
+void rbtl_link_check(rbtl_link *l, uint64_t now)
 {
 	mca_btl_ri2n_endpoint_t *ep = l->ep;
 	int err = rn_conn_error(l->conn), st = rn_conn_state(l->conn);
@@ -508,9 +508,9 @@ void ri2n_link_check(ri2n_link *l, uint64_t now)
 	fail_ep(ep, msg);
 }
 
-void ri2n_report_fatal(mca_btl_ri2n_module_t *m)
+void rbtl_report_fatal(mca_btl_ri2n_module_t *m)
 {
-	ri2n_fatal f[RI2N_MAX_FATAL];
+	rbtl_fatal f[RI2N_MAX_FATAL];
 	int n;
 
 	pthread_mutex_lock(&m->lock);
@@ -528,9 +528,9 @@ void ri2n_report_fatal(mca_btl_ri2n_module_t *m)
 
 /* ---- core events ---- */
 
-void ri2n_on_core_event(void *user, const rn_event *ev)
+void rbtl_on_core_event(void *user, const rn_event *ev)
 {
-	ri2n_link *l = user;
+	rbtl_link *l = user;
 	rn_conn_stats st;
 	char a[16], b[16];
 

@@ -19,14 +19,14 @@ static void frag_construct(mca_btl_ri2n_frag_t *f)
 
 OBJ_CLASS_INSTANCE(mca_btl_ri2n_frag_t, mca_btl_base_descriptor_t, frag_construct, NULL);
 
-void ri2n_frag_lists_construct(mca_btl_ri2n_component_t *c)
+void rbtl_frag_lists_construct(mca_btl_ri2n_component_t *c)
 {
 	OBJ_CONSTRUCT(&c->frags_eager, opal_free_list_t);
 	OBJ_CONSTRUCT(&c->frags_max, opal_free_list_t);
 	OBJ_CONSTRUCT(&c->frags_user, opal_free_list_t);
 }
 
-void ri2n_frag_lists_destruct(mca_btl_ri2n_component_t *c)
+void rbtl_frag_lists_destruct(mca_btl_ri2n_component_t *c)
 {
 	OBJ_DESTRUCT(&c->frags_eager);
 	OBJ_DESTRUCT(&c->frags_max);
@@ -44,7 +44,7 @@ static int list_init(mca_btl_ri2n_component_t *c, opal_free_list_t *l, size_t pa
 
 static size_t g_eager, g_max;
 
-int ri2n_frag_lists_init(mca_btl_ri2n_component_t *c, size_t eager, size_t max)
+int rbtl_frag_lists_init(mca_btl_ri2n_component_t *c, size_t eager, size_t max)
 {
 	int rc;
 
@@ -72,13 +72,13 @@ static mca_btl_ri2n_frag_t *take(opal_free_list_t *l, size_t size)
 	f->base.des_segment_count = 1;
 	f->base.des_flags = 0;
 	f->base.order = MCA_BTL_NO_ORDER;
-	f->segments[0].seg_addr.pval = size ? ri2n_frag_data(f) : NULL;
+	f->segments[0].seg_addr.pval = size ? rbtl_frag_data(f) : NULL;
 	f->segments[0].seg_len = 0;
 	f->segments[1].seg_len = 0;
 	return f;
 }
 
-mca_btl_ri2n_frag_t *ri2n_frag_alloc(size_t size)
+mca_btl_ri2n_frag_t *rbtl_frag_alloc(size_t size)
 {
 	if (size <= g_eager)
 		return take(&mca_btl_ri2n_component.frags_eager, g_eager);
@@ -87,17 +87,17 @@ mca_btl_ri2n_frag_t *ri2n_frag_alloc(size_t size)
 	return NULL;
 }
 
-mca_btl_ri2n_frag_t *ri2n_frag_alloc_user(void)
+mca_btl_ri2n_frag_t *rbtl_frag_alloc_user(void)
 {
 	return take(&mca_btl_ri2n_component.frags_user, 0);
 }
 
-void ri2n_frag_return(mca_btl_ri2n_frag_t *f)
+void rbtl_frag_return(mca_btl_ri2n_frag_t *f)
 {
 	opal_free_list_return(f->list, &f->base.super);
 }
 
-size_t ri2n_frag_wire_len(const mca_btl_ri2n_frag_t *f)
+size_t rbtl_frag_wire_len(const mca_btl_ri2n_frag_t *f)
 {
 	size_t n = RI2N_HDR_LEN;
 
@@ -106,9 +106,9 @@ size_t ri2n_frag_wire_len(const mca_btl_ri2n_frag_t *f)
 	return n;
 }
 
-void ri2n_frag_set_hdr(mca_btl_ri2n_frag_t *f, uint8_t tag)
+void rbtl_frag_set_hdr(mca_btl_ri2n_frag_t *f, uint8_t tag)
 {
-	uint32_t len = htonl((uint32_t)(ri2n_frag_wire_len(f) - RI2N_HDR_LEN));
+	uint32_t len = htonl((uint32_t)(rbtl_frag_wire_len(f) - RI2N_HDR_LEN));
 
 	memcpy(f->hdr, &len, 4);
 	f->hdr[4] = tag;

@@ -26,23 +26,23 @@ struct mca_btl_ri2n_frag_t {
 OBJ_CLASS_DECLARATION(mca_btl_ri2n_frag_t);
 
 /* The buffer that follows a fragment from the eager or max list. */
-static inline void *ri2n_frag_data(mca_btl_ri2n_frag_t *f)
+static inline void *rbtl_frag_data(mca_btl_ri2n_frag_t *f)
 {
 	return (void *)(f + 1);
 }
 
 /* A fragment with room for `size` bytes (NULL if more than the max send size). */
-mca_btl_ri2n_frag_t *ri2n_frag_alloc(size_t size);
+mca_btl_ri2n_frag_t *rbtl_frag_alloc(size_t size);
 /* A fragment without a buffer. */
-mca_btl_ri2n_frag_t *ri2n_frag_alloc_user(void);
-void ri2n_frag_return(mca_btl_ri2n_frag_t *f);
+mca_btl_ri2n_frag_t *rbtl_frag_alloc_user(void);
+void rbtl_frag_return(mca_btl_ri2n_frag_t *f);
 /* Sets up the three free lists; OPAL_SUCCESS or an error. */
-int ri2n_frag_lists_init(mca_btl_ri2n_component_t *c, size_t eager, size_t max);
-void ri2n_frag_lists_construct(mca_btl_ri2n_component_t *c);
-void ri2n_frag_lists_destruct(mca_btl_ri2n_component_t *c);
+int rbtl_frag_lists_init(mca_btl_ri2n_component_t *c, size_t eager, size_t max);
+void rbtl_frag_lists_construct(mca_btl_ri2n_component_t *c);
+void rbtl_frag_lists_destruct(mca_btl_ri2n_component_t *c);
 /* Fills the frame header from the segments and the tag. */
-void ri2n_frag_set_hdr(mca_btl_ri2n_frag_t *f, uint8_t tag);
+void rbtl_frag_set_hdr(mca_btl_ri2n_frag_t *f, uint8_t tag);
 /* Bytes of header + payload the fragment puts on the stream. */
-size_t ri2n_frag_wire_len(const mca_btl_ri2n_frag_t *f);
+size_t rbtl_frag_wire_len(const mca_btl_ri2n_frag_t *f);
 
 #endif

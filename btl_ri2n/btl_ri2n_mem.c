@@ -33,7 +33,7 @@
 #define MEM_HDR 16                /* the size, keeping the block 16-byte aligned */
 #define MEM_MAP_MIN (64 * 1024)   /* from this size a block has its own mapping */
 
-void *ri2n_core_alloc(void *u, size_t n)
+void *rbtl_core_alloc(void *u, size_t n)
 {
 	mca_btl_ri2n_module_t *m = u;
 	size_t total = n + MEM_HDR;
@@ -57,7 +57,7 @@ void *ri2n_core_alloc(void *u, size_t n)
 	return p + MEM_HDR;
 }
 
-void ri2n_core_free(void *u, void *ptr)
+void rbtl_core_free(void *u, void *ptr)
 {
 	mca_btl_ri2n_module_t *m = u;
 	uint8_t *p = ptr;
@@ -74,7 +74,7 @@ void ri2n_core_free(void *u, void *ptr)
 		free(p);
 }
 
-void ri2n_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now)
+void rbtl_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now)
 {
 	if (m->mem_refused == m->mem_refused_said || now < m->mem_warn_next_ns)
 		return;
@@ -96,9 +96,9 @@ void ri2n_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now)
  * btl_ri2n_sndbuf / rcvbuf only in jobs with many ranks (256 MiB keeps the
  * default 6 MB send rings up to 21 peers), never below the smallest rings (64
  * packets); past that, or with peers from outside the job, the ceiling
- * itself refuses growth (ri2n_core_alloc).  Every rank computes the same share.
+ * itself refuses growth (rbtl_core_alloc).  Every rank computes the same share.
  */
-void ri2n_share_ceiling(mca_btl_ri2n_module_t *m)
+void rbtl_share_ceiling(mca_btl_ri2n_module_t *m)
 {
 	uint32_t peers = m->job_size > 1 ? m->job_size - 1 : 0;
 	/* a packet's payload and what its slot costs besides (marks, FIFOs, lengths) */
@@ -130,7 +130,7 @@ void ri2n_share_ceiling(mca_btl_ri2n_module_t *m)
  * every connection, so one pool serves them all.  NULL without a ceiling, and
  * with btl_ri2n_ring_share 0 (rings grow until the ceiling refuses).
  */
-rn_rcvpool *ri2n_rcvpool(mca_btl_ri2n_module_t *m)
+rn_rcvpool *rbtl_rcvpool(mca_btl_ri2n_module_t *m)
 {
 	if (!m->mem_max || !mca_btl_ri2n_component.p.ring_share)
 		return NULL;

@@ -41,13 +41,13 @@ typedef struct modex_blob {
 
 /* ---- lock ---- */
 
-void ri2n_lock(mca_btl_ri2n_module_t *m)
+void rbtl_lock(mca_btl_ri2n_module_t *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->depth++;
 }
 
-int ri2n_trylock(mca_btl_ri2n_module_t *m)
+int rbtl_trylock(mca_btl_ri2n_module_t *m)
 {
 	if (pthread_mutex_trylock(&m->lock) != 0)
 		return -1;
@@ -55,16 +55,16 @@ int ri2n_trylock(mca_btl_ri2n_module_t *m)
 	return 0;
 }
 
-void ri2n_unlock(mca_btl_ri2n_module_t *m)
+void rbtl_unlock(mca_btl_ri2n_module_t *m)
 {
 	int outer = --m->depth == 0;
 
 	pthread_mutex_unlock(&m->lock);
 	if (outer && m->nfatal)
-		ri2n_report_fatal(m);
+		rbtl_report_fatal(m);
 }
 
-int ri2n_release(mca_btl_ri2n_module_t *m)
+int rbtl_release(mca_btl_ri2n_module_t *m)
 {
 	int depth = m->depth;
 
@@ -74,7 +74,7 @@ int ri2n_release(mca_btl_ri2n_module_t *m)
 	return depth;
 }
 
-void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
+void rbtl_reacquire(mca_btl_ri2n_module_t *m, int depth)
 {
 	for (int i = 0; i < depth; i++)
 		pthread_mutex_lock(&m->lock);
@@ -83,20 +83,20 @@ void ri2n_reacquire(mca_btl_ri2n_module_t *m, int depth)
 
 /* ---- setup ---- */
 
-static rn_conn *conn_of(void *v) { return ((ri2n_link *)v)->conn; }
+static rn_conn *conn_of(void *v) { return ((rbtl_link *)v)->conn; }
 
-static void mark(void *v) { ((ri2n_link *)v)->dirty = 1; }
+static void mark(void *v) { ((rbtl_link *)v)->dirty = 1; }
 
-static uint64_t core_now(void *arg) { return ri2n_core_now(arg); }
+static uint64_t core_now(void *arg) { return rbtl_core_now(arg); }
 
-static void due(void *v) { ((ri2n_link *)v)->expiry_ns = 0; }
+static void due(void *v) { ((rbtl_link *)v)->expiry_ns = 0; }
 
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
 {
-	ri2n_link *l = v;
-	/* a handshake's rings are granted whatever the ceiling (ri2n_core_alloc) */
+	rbtl_link *l = v;
+	/* a handshake's rings are granted whatever the ceiling (rbtl_core_alloc) */
 	int setup = rn_conn_state(l->conn) < RN_ST_ESTABLISHED;
 
 	(void)arg;
@@ -110,7 +110,7 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 static void on_reset(void *arg, void *v)
 {
 	(void)arg;
-	((ri2n_link *)v)->dirty = 1;
+	((rbtl_link *)v)->dirty = 1;
 }
 
 /*
@@ -119,7 +119,7 @@ static void on_reset(void *arg, void *v)
  */
 static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 {
-	const ri2n_params *pr = &mca_btl_ri2n_component.p;
+	const rbtl_params *pr = &mca_btl_ri2n_component.p;
 	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
 	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
 	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso, .links = &m->lk,
@@ -131,7 +131,7 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 				  .mark = mark, .now = core_now, .due = due, .arg = m };
 	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
-			      .to_listener = ri2n_stream_unbound, .conn_of = conn_of,
+			      .to_listener = rbtl_stream_unbound, .conn_of = conn_of,
 			      .on_reset = on_reset, .arg = m };
 	return rc;
 }
@@ -192,7 +192,7 @@ static int modex_publish(mca_btl_ri2n_module_t *m)
 	return rc;
 }
 
-int ri2n_module_init(mca_btl_ri2n_module_t *m)
+int rbtl_module_init(mca_btl_ri2n_module_t *m)
 {
 	pthread_mutexattr_t a;
 	rn_rail_addr addrs[RN_MAX_RAILS];
@@ -202,7 +202,7 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	set_log_level(mca_btl_ri2n_component.p.log);
 	if (find_rails(m, &min_mtu) != OPAL_SUCCESS)
 		return OPAL_ERR_NOT_AVAILABLE;
-	if (ri2n_params_config(&mca_btl_ri2n_component.p, min_mtu, &m->cfg, err, sizeof(err))) {
+	if (rbtl_params_config(&mca_btl_ri2n_component.p, min_mtu, &m->cfg, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);
 		return OPAL_ERR_BAD_PARAM;
 	}
@@ -222,10 +222,10 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 		if (rc != OPAL_SUCCESS)
 			m->job_size = 0;
 	}
-	ri2n_share_ceiling(m);
-	m->env = (rn_env){ .mem = { ri2n_core_alloc, ri2n_core_free, m }, .rng = rn_henv_rng,
-			   .on_event = ri2n_on_core_event, .user = NULL,
-			   .rcvpool = ri2n_rcvpool(m) };
+	rbtl_share_ceiling(m);
+	m->env = (rn_env){ .mem = { rbtl_core_alloc, rbtl_core_free, m }, .rng = rn_henv_rng,
+			   .on_event = rbtl_on_core_event, .user = NULL,
+			   .rcvpool = rbtl_rcvpool(m) };
 	if (io_open(m, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);
 		io_close(m);
@@ -239,7 +239,7 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	if (rc == 0)
 		rc = modex_publish(m);
 	if (rc == 0)
-		rc = ri2n_frag_lists_init(&mca_btl_ri2n_component, m->super.btl_eager_limit,
+		rc = rbtl_frag_lists_init(&mca_btl_ri2n_component, m->super.btl_eager_limit,
 					  m->super.btl_max_send_size);
 	if (rc != 0) {
 		io_close(m);
@@ -251,14 +251,14 @@ int ri2n_module_init(mca_btl_ri2n_module_t *m)
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&m->lock, &a);
 	pthread_mutexattr_destroy(&a);
-	m->last_progress_ns = ri2n_now_ns();
+	m->last_progress_ns = rbtl_now_ns();
 	m->ready = 1;
 	return OPAL_SUCCESS;
 }
 
 /* ---- procs ---- */
 
-int ri2n_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
+int rbtl_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 		     rn_addr out[RN_MAX_RAILS])
 {
 	uint8_t *raw = NULL;
@@ -285,7 +285,7 @@ int ri2n_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 /* The peer's rail addresses from its modex blob; 0 if it has none we can reach. */
 static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_endpoint_t *ep)
 {
-	ep->npeer = ri2n_modex_addrs(m, proc->proc_name, ep->peer);
+	ep->npeer = rbtl_modex_addrs(m, proc->proc_name, ep->peer);
 	return ep->npeer;
 }
 
@@ -326,7 +326,7 @@ static mca_btl_ri2n_endpoint_t *add_one(mca_btl_ri2n_module_t *m, opal_proc_t *p
 		return self_endpoint(m);
 	if (modex_read(m, proc, &tmp) == 0 || !reachable_rails(m, &tmp))
 		return NULL; /* no ri2n there, or no rail in common: another BTL may reach it */
-	ep = ri2n_ep_find(m, proc->proc_name, 1);
+	ep = rbtl_ep_find(m, proc->proc_name, 1);
 	if (!ep)
 		return NULL;
 	memcpy(ep->peer, tmp.peer, sizeof(ep->peer));
@@ -334,18 +334,18 @@ static mca_btl_ri2n_endpoint_t *add_one(mca_btl_ri2n_module_t *m, opal_proc_t *p
 	if (!ep->proc) {
 		OBJ_RETAIN(proc);
 		ep->proc = proc;
-		ri2n_ep_describe(ep);
+		rbtl_ep_describe(ep);
 	}
 	return ep;
 }
 
-static int ri2n_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+static int rbtl_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 			  struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers,
 			  opal_bitmap_t *reachable)
 {
 	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
 
-	ri2n_lock(m);
+	rbtl_lock(m);
 	for (size_t i = 0; i < nprocs; i++) {
 		mca_btl_ri2n_endpoint_t *ep = add_one(m, procs[i]);
 
@@ -355,18 +355,18 @@ static int ri2n_add_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 		if (reachable)
 			opal_bitmap_set_bit(reachable, (int)i);
 	}
-	ri2n_unlock(m);
+	rbtl_unlock(m);
 	return OPAL_SUCCESS;
 }
 
-static int ri2n_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
+static int rbtl_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 			  struct opal_proc_t **procs, struct mca_btl_base_endpoint_t **peers)
 {
 	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
 
 	(void)procs;
 	/* the connection stays until finalize closes it cleanly; only the proc goes */
-	ri2n_lock(m);
+	rbtl_lock(m);
 	for (size_t i = 0; i < nprocs; i++) {
 		mca_btl_ri2n_endpoint_t *ep = peers[i];
 
@@ -375,11 +375,11 @@ static int ri2n_del_procs(struct mca_btl_base_module_t *btl, size_t nprocs,
 			ep->proc = NULL;
 		}
 	}
-	ri2n_unlock(m);
+	rbtl_unlock(m);
 	return OPAL_SUCCESS;
 }
 
-static int ri2n_register_error(struct mca_btl_base_module_t *btl,
+static int rbtl_register_error(struct mca_btl_base_module_t *btl,
 			       mca_btl_base_module_error_cb_fn_t cbfunc)
 {
 	((mca_btl_ri2n_module_t *)btl)->error_cb = cbfunc;
@@ -388,11 +388,11 @@ static int ri2n_register_error(struct mca_btl_base_module_t *btl,
 
 /* ---- descriptors ---- */
 
-static mca_btl_base_descriptor_t *ri2n_alloc(struct mca_btl_base_module_t *btl,
+static mca_btl_base_descriptor_t *rbtl_alloc(struct mca_btl_base_module_t *btl,
 					     struct mca_btl_base_endpoint_t *ep, uint8_t order,
 					     size_t size, uint32_t flags)
 {
-	mca_btl_ri2n_frag_t *f = ri2n_frag_alloc(size);
+	mca_btl_ri2n_frag_t *f = rbtl_frag_alloc(size);
 
 	(void)btl;
 	(void)order;
@@ -404,10 +404,10 @@ static mca_btl_base_descriptor_t *ri2n_alloc(struct mca_btl_base_module_t *btl,
 	return &f->base;
 }
 
-static int ri2n_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+static int rbtl_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
 {
 	(void)btl;
-	ri2n_frag_return((mca_btl_ri2n_frag_t *)des);
+	rbtl_frag_return((mca_btl_ri2n_frag_t *)des);
 	return OPAL_SUCCESS;
 }
 
@@ -416,7 +416,7 @@ static int ri2n_free(struct mca_btl_base_module_t *btl, mca_btl_base_descriptor_
  * and the bytes are copied once, into the send ring, by btl_send.  Other
  * data is packed into the fragment's own buffer.
  */
-static mca_btl_base_descriptor_t *ri2n_prepare_src(struct mca_btl_base_module_t *btl,
+static mca_btl_base_descriptor_t *rbtl_prepare_src(struct mca_btl_base_module_t *btl,
 						   struct mca_btl_base_endpoint_t *ep,
 						   struct opal_convertor_t *conv, uint8_t order,
 						   size_t reserve, size_t *size, uint32_t flags)
@@ -429,24 +429,24 @@ static mca_btl_base_descriptor_t *ri2n_prepare_src(struct mca_btl_base_module_t 
 	(void)btl;
 	(void)order;
 	if (opal_convertor_need_buffers(conv)) {
-		f = ri2n_frag_alloc(reserve + max_data);
-		if (!f && (f = ri2n_frag_alloc(btl->btl_max_send_size)) != NULL)
+		f = rbtl_frag_alloc(reserve + max_data);
+		if (!f && (f = rbtl_frag_alloc(btl->btl_max_send_size)) != NULL)
 			max_data = f->size > reserve ? f->size - reserve : 0;
 		if (!f)
 			return NULL;
-		iov = (struct iovec){ (uint8_t *)ri2n_frag_data(f) + reserve, max_data };
+		iov = (struct iovec){ (uint8_t *)rbtl_frag_data(f) + reserve, max_data };
 		if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
-			ri2n_frag_return(f);
+			rbtl_frag_return(f);
 			return NULL;
 		}
 		f->segments[0].seg_len = reserve + max_data;
 	} else {
-		f = ri2n_frag_alloc(reserve);
+		f = rbtl_frag_alloc(reserve);
 		if (!f)
 			return NULL;
 		iov = (struct iovec){ NULL, max_data };
 		if (opal_convertor_pack(conv, &iov, &count, &max_data) < 0) {
-			ri2n_frag_return(f);
+			rbtl_frag_return(f);
 			return NULL;
 		}
 		f->segments[0].seg_len = reserve;
@@ -463,22 +463,22 @@ static mca_btl_base_descriptor_t *ri2n_prepare_src(struct mca_btl_base_module_t 
 /* ---- sending ---- */
 
 /* Local completion of a fragment: the callback if asked for, then the free. */
-void ri2n_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status)
+void rbtl_frag_complete(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, int status)
 {
 	int owned = f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
 
 	if (f->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
 		f->base.des_cbfunc(&m->super, f->endpoint, &f->base, status);
 	if (owned)
-		ri2n_frag_return(f);
+		rbtl_frag_return(f);
 }
 
 /* To this process: the receive callback runs now, on the sender's segments. */
 static int self_send(mca_btl_ri2n_module_t *m, mca_btl_ri2n_frag_t *f, uint8_t tag)
 {
-	ri2n_compat_deliver(&m->super, f->endpoint, tag, f->base.des_segments,
+	rbtl_compat_deliver(&m->super, f->endpoint, tag, f->base.des_segments,
 			    f->base.des_segment_count);
-	ri2n_frag_complete(m, f, OPAL_SUCCESS);
+	rbtl_frag_complete(m, f, OPAL_SUCCESS);
 	return 1;
 }
 
@@ -492,30 +492,30 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 	f->endpoint = ep;
 	if (ep->is_self)
 		return self_send(m, f, tag);
-	ri2n_frag_set_hdr(f, tag);
-	ri2n_lock(m);
+	rbtl_frag_set_hdr(f, tag);
+	rbtl_lock(m);
 	if (ep->state == RI2N_EP_FAILED || ep->state == RI2N_EP_CLOSED) {
-		ri2n_unlock(m);
+		rbtl_unlock(m);
 		return OPAL_ERR_UNREACH;
 	}
-	now = ri2n_core_now(m);
+	now = rbtl_core_now(m);
 	if (ep->state == RI2N_EP_OPEN && ep->link && opal_list_is_empty(&ep->sendq)) {
-		int rc = ri2n_stream_write_frag(ep->link, f, now);
+		int rc = rbtl_stream_write_frag(ep->link, f, now);
 
-		ri2n_stream_flush(ep->link, now);
+		rbtl_stream_flush(ep->link, now);
 		rn_hset_flush(&m->io);
 		if (rc == 1) {
-			ri2n_unlock(m);
-			ri2n_frag_complete(m, f, OPAL_SUCCESS);
+			rbtl_unlock(m);
+			rbtl_frag_complete(m, f, OPAL_SUCCESS);
 			return 1;
 		}
 	}
-	/* later: when connected, or when the ring has room (ri2n_stream_push) */
+	/* later: when connected, or when the ring has room (rbtl_stream_push) */
 	f->base.des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 	opal_list_append(&ep->sendq, &f->base.super.super);
 	ep->queued_frags++;
-	ri2n_ep_kick(ep, now);
-	ri2n_unlock(m);
+	rbtl_ep_kick(ep, now);
+	rbtl_unlock(m);
 	return OPAL_SUCCESS;
 }
 
@@ -525,7 +525,7 @@ static int self_sendi(mca_btl_ri2n_module_t *m, struct opal_convertor_t *conv, v
 	mca_btl_base_descriptor_t *des;
 	size_t size = payload_size;
 
-	des = ri2n_prepare_src(&m->super, m->self_ep, conv, MCA_BTL_NO_ORDER, header_size, &size,
+	des = rbtl_prepare_src(&m->super, m->self_ep, conv, MCA_BTL_NO_ORDER, header_size, &size,
 			       flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
 	if (!des)
 		return OPAL_ERR_OUT_OF_RESOURCE;
@@ -570,12 +570,12 @@ static int sendi_direct(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep,
 		rn_conn_write(c, now, data, payload_size);
 	m->frames_out++;
 	m->bytes_out += header_size + payload_size;
-	ri2n_stream_flush(ep->link, now);
+	rbtl_stream_flush(ep->link, now);
 	rn_hset_flush(&m->io);
 	return 1;
 }
 
-static int ri2n_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+static int rbtl_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
 		      struct opal_convertor_t *conv, void *header, size_t header_size,
 		      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
 		      mca_btl_base_descriptor_t **descriptor)
@@ -585,16 +585,16 @@ static int ri2n_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 
 	if (ep->is_self)
 		return self_sendi(m, conv, header, header_size, payload_size, flags, tag);
-	ri2n_lock(m);
+	rbtl_lock(m);
 	if (ep->state == RI2N_EP_OPEN && ep->link && opal_list_is_empty(&ep->sendq))
 		done = sendi_direct(m, ep, conv, header, header_size, payload_size, tag,
-				    ri2n_core_now(m));
-	ri2n_unlock(m);
+				    rbtl_core_now(m));
+	rbtl_unlock(m);
 	if (done)
 		return OPAL_SUCCESS;
 	/* the PML copies into this and goes the btl_send way */
 	if (descriptor)
-		*descriptor = ri2n_alloc(btl, ep, order, header_size + payload_size, flags);
+		*descriptor = rbtl_alloc(btl, ep, order, header_size + payload_size, flags);
 	return OPAL_ERR_RESOURCE_BUSY;
 }
 
@@ -603,54 +603,54 @@ static int ri2n_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 /* Ends every stream cleanly, waiting up to ~1 s for the peers' FINs. */
 static void close_all(mca_btl_ri2n_module_t *m)
 {
-	uint64_t until = ri2n_now_ns() + UINT64_C(1000000000);
+	uint64_t until = rbtl_now_ns() + UINT64_C(1000000000);
 
-	ri2n_lock(m);
+	rbtl_lock(m);
 	m->finalizing = 1;
-	for (ri2n_link *l = m->links; l; l = l->next) {
+	for (rbtl_link *l = m->links; l; l = l->next) {
 		if (!l->dead) {
-			rn_conn_shutdown(l->conn, ri2n_core_now(m));
+			rn_conn_shutdown(l->conn, rbtl_core_now(m));
 			l->dirty = 1; /* the FIN goes out in the next pass */
 		}
 	}
 	for (;;) {
 		int open = 0;
-		uint64_t now = ri2n_core_now(m);
+		uint64_t now = rbtl_core_now(m);
 
 		m->in_progress = 1;
-		ri2n_stream_pass(m, now, 0);
+		rbtl_stream_pass(m, now, 0);
 		m->in_progress = 0;
-		for (ri2n_link *l = m->links; l; l = l->next)
+		for (rbtl_link *l = m->links; l; l = l->next)
 			open += !l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED;
 		if (!open || now > until)
 			break;
 	}
-	ri2n_unlock(m);
+	rbtl_unlock(m);
 }
 
-static int ri2n_finalize(struct mca_btl_base_module_t *btl)
+static int rbtl_finalize(struct mca_btl_base_module_t *btl)
 {
 	mca_btl_ri2n_module_t *m = (mca_btl_ri2n_module_t *)btl;
 
 	if (!m->ready)
 		return OPAL_SUCCESS;
-	ri2n_keeper_stop(m);
+	rbtl_keeper_stop(m);
 	close_all(m);
 	if (mca_btl_ri2n_component.p.verbose)
-		ri2n_print_summary(m);
-	ri2n_lock(m);
+		rbtl_print_summary(m);
+	rbtl_lock(m);
 	m->ready = 0;
 	while (m->links) {
-		ri2n_link *l = m->links;
+		rbtl_link *l = m->links;
 
 		m->links = l->next;
-		ri2n_link_free(l);
+		rbtl_link_free(l);
 	}
 	while (m->eps) {
 		mca_btl_ri2n_endpoint_t *ep = m->eps;
 
 		m->eps = ep->next;
-		ri2n_ep_free(ep);
+		rbtl_ep_free(ep);
 	}
 	if (m->self_ep) {
 		OBJ_DESTRUCT(&m->self_ep->sendq);
@@ -662,22 +662,22 @@ static int ri2n_finalize(struct mca_btl_base_module_t *btl)
 	rn_listener_wipe(&m->lis);
 	sodium_memzero(m->cfg.key, sizeof(m->cfg.key));
 	m->nfatal = 0;
-	ri2n_unlock(m);
+	rbtl_unlock(m);
 	return OPAL_SUCCESS;
 }
 
 mca_btl_ri2n_module_t mca_btl_ri2n_module = {
 	.super = {
 		.btl_component = &mca_btl_ri2n_component.super,
-		.btl_add_procs = ri2n_add_procs,
-		.btl_del_procs = ri2n_del_procs,
-		.btl_finalize = ri2n_finalize,
-		.btl_alloc = ri2n_alloc,
-		.btl_free = ri2n_free,
-		.btl_prepare_src = ri2n_prepare_src,
+		.btl_add_procs = rbtl_add_procs,
+		.btl_del_procs = rbtl_del_procs,
+		.btl_finalize = rbtl_finalize,
+		.btl_alloc = rbtl_alloc,
+		.btl_free = rbtl_free,
+		.btl_prepare_src = rbtl_prepare_src,
 		.btl_send = btl_send,
-		.btl_sendi = ri2n_sendi,
+		.btl_sendi = rbtl_sendi,
 		.btl_dump = mca_btl_base_dump,
-		.btl_register_error = ri2n_register_error,
+		.btl_register_error = rbtl_register_error,
 	},
 };

@@ -41,7 +41,7 @@ static void reg_string(mca_btl_ri2n_component_t *c, const char *name, const char
 }
 
 /* Library defaults after RI2N_* variables, as the MCA variables' defaults. */
-static void knob_defaults(ri2n_params *p)
+static void knob_defaults(rbtl_params *p)
 {
 	rn_config cfg;
 	int64_t v;
@@ -87,9 +87,9 @@ static void register_btl_defaults(mca_btl_ri2n_component_t *c, mca_btl_ri2n_modu
 	mca_btl_base_param_register(&c->super.btl_version, b);
 }
 
-int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
+int rbtl_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 {
-	ri2n_params *p = &c->p;
+	rbtl_params *p = &c->p;
 	int64_t v;
 
 	mca_base_var_group_component_register(&c->super.btl_version,
@@ -167,7 +167,7 @@ int ri2n_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 }
 
 /* Applies every knob; some only fit once others are set, so retry a few passes. */
-int ri2n_params_config(const ri2n_params *p, int min_mtu, rn_config *cfg, char *err, size_t len)
+int rbtl_params_config(const rbtl_params *p, int min_mtu, rn_config *cfg, char *err, size_t len)
 {
 	int bad = -1;
 

@@ -26,12 +26,12 @@
 /* ---- sending ---- */
 
 /* Appends bytes; returns how many the ring took, or a fatal code. */
-static ssize_t put(ri2n_link *l, const void *p, size_t n, uint64_t now)
+static ssize_t put(rbtl_link *l, const void *p, size_t n, uint64_t now)
 {
 	return n ? rn_conn_write(l->conn, now, p, n) : 0;
 }
 
-int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now)
+int rbtl_stream_write_frag(rbtl_link *l, mca_btl_ri2n_frag_t *f, uint64_t now)
 {
 	const void *piece[3] = { f->hdr, f->segments[0].seg_addr.pval,
 				 f->segments[1].seg_addr.pval };
@@ -59,7 +59,7 @@ int ri2n_stream_write_frag(ri2n_link *l, mca_btl_ri2n_frag_t *f, uint64_t now)
 	return 1;
 }
 
-int ri2n_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
+int rbtl_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
 	int n = 0;
@@ -67,26 +67,26 @@ int ri2n_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 	while (ep->state == RI2N_EP_OPEN && ep->link && !opal_list_is_empty(&ep->sendq)) {
 		mca_btl_ri2n_frag_t *f = (mca_btl_ri2n_frag_t *)opal_list_get_first(&ep->sendq);
 
-		if (ri2n_stream_write_frag(ep->link, f, now) != 1)
+		if (rbtl_stream_write_frag(ep->link, f, now) != 1)
 			break;
 		opal_list_remove_first(&ep->sendq);
 		ep->queued_frags--;
 		/* the callback may send again on this endpoint: f is off the queue, so a
 		 * new fragment goes behind the ones still queued, or straight in */
 		if (f->base.des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) {
-			int depth = ri2n_release(m);
+			int depth = rbtl_release(m);
 
-			ri2n_frag_complete(m, f, OPAL_SUCCESS);
-			ri2n_reacquire(m, depth);
+			rbtl_frag_complete(m, f, OPAL_SUCCESS);
+			rbtl_reacquire(m, depth);
 		} else {
-			ri2n_frag_complete(m, f, OPAL_SUCCESS);
+			rbtl_frag_complete(m, f, OPAL_SUCCESS);
 		}
 		n++;
 	}
 	return n;
 }
 
-void ri2n_stream_hello(ri2n_link *l, uint64_t now)
+void rbtl_stream_hello(rbtl_link *l, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = l->mod;
 	uint8_t b[RI2N_HDR_LEN + RI2N_HELLO_LEN] = { 0 };
@@ -113,7 +113,7 @@ void ri2n_stream_hello(ri2n_link *l, uint64_t now)
 	}
 }
 
-void ri2n_stream_flush(ri2n_link *l, uint64_t now)
+void rbtl_stream_flush(rbtl_link *l, uint64_t now)
 {
 	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
@@ -123,27 +123,27 @@ void ri2n_stream_flush(ri2n_link *l, uint64_t now)
 
 /* ---- receiving ---- */
 
-static void bad_stream(ri2n_link *l, const char *why, uint64_t now)
+static void bad_stream(rbtl_link *l, const char *why, uint64_t now)
 {
 	rn_error("btl_ri2n: %s: %s; resetting the connection", l->ep ? l->ep->desc : "peer", why);
 	rn_conn_abort(l->conn, now);
 }
 
-static void on_hello(ri2n_link *l, const uint8_t *d, size_t len, uint64_t now)
+static void on_hello(rbtl_link *l, const uint8_t *d, size_t len, uint64_t now)
 {
 	opal_process_name_t name;
 
 	/* the header was checked (btl_ri2n_wire.c): an acceptor's first frame, 12 bytes */
-	if (ri2n_wire_hello_read(d, len, &name.jobid, &name.vpid)) {
+	if (rbtl_wire_hello_read(d, len, &name.jobid, &name.vpid)) {
 		bad_stream(l, "malformed hello", now);
 		return;
 	}
-	if (ri2n_ep_bind(l->mod, l, name, now) != 0)
+	if (rbtl_ep_bind(l->mod, l, name, now) != 0)
 		bad_stream(l, "a hello from a process that should not connect to us", now);
 }
 
 typedef struct frame_ctx {
-	ri2n_link *l;
+	rbtl_link *l;
 	uint64_t now;
 } frame_ctx;
 
@@ -151,7 +151,7 @@ typedef struct frame_ctx {
 static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t len)
 {
 	frame_ctx *x = arg;
-	ri2n_link *l = x->l;
+	rbtl_link *l = x->l;
 	mca_btl_ri2n_module_t *m = l->mod;
 	mca_btl_base_segment_t seg;
 	int depth;
@@ -169,12 +169,12 @@ static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t le
 	}
 	seg.seg_addr.pval = d;
 	seg.seg_len = len;
-	depth = ri2n_release(m);
-	ri2n_compat_deliver(&m->super, l->ep, tag, &seg, 1);
-	ri2n_reacquire(m, depth);
+	depth = rbtl_release(m);
+	rbtl_compat_deliver(&m->super, l->ep, tag, &seg, 1);
+	rbtl_reacquire(m, depth);
 }
 
-int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
+int rbtl_stream_deliver(rbtl_link *l, uint64_t now)
 {
 	int frames = 0;
 	uint64_t before = l->mod->frames_in;
@@ -190,13 +190,13 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 			break;
 		}
 		if (n < 0)
-			break; /* nothing yet, or dead (ri2n_link_check says what to do) */
+			break; /* nothing yet, or dead (rbtl_link_check says what to do) */
 		{
 			frame_ctx x = { l, now };
 			uint32_t had = l->rx.hdr_have;
 			const char *why;
 
-			used = ri2n_rx_step(&l->rx, (uint8_t *)d, (size_t)n, on_frame, &x, &why);
+			used = rbtl_rx_step(&l->rx, (uint8_t *)d, (size_t)n, on_frame, &x, &why);
 			if (used < 0) {
 				bad_stream(l, why, now);
 				break;
@@ -220,7 +220,7 @@ int ri2n_stream_deliver(ri2n_link *l, uint64_t now)
 /* An accepted link that has not said who it is (rn_hpoll_accept). */
 static int unbound_link(const void *v)
 {
-	const ri2n_link *l = v;
+	const rbtl_link *l = v;
 
 	return !l->initiator && !l->ep && !l->dead;
 }
@@ -229,14 +229,14 @@ static int unbound_link(const void *v)
 static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
-	ri2n_link *l = NULL;
+	rbtl_link *l = NULL;
 	rn_conn *c;
 	int ok;
 
-	m->mem_setup++; /* granted whatever the ceiling (ri2n_core_alloc) */
+	m->mem_setup++; /* granted whatever the ceiling (rbtl_core_alloc) */
 	ok = rn_conn_accept(&c, ap, &m->env, now) == 0;
 	m->mem_setup--;
-	if (ok && (l = ri2n_link_new(m, c, now)) != NULL)
+	if (ok && (l = rbtl_link_new(m, c, now)) != NULL)
 		l->dirty = 1; /* COOKIE_ACK to send */
 	else if (ok)
 		rn_conn_del(c);
@@ -258,15 +258,15 @@ static void warn_bad_key(mca_btl_ri2n_module_t *m, uint64_t now)
 			bad.port);
 }
 
-int ri2n_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
+int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 			uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
 	const rn_hpoll_accept acc = { .max_unbound = RI2N_MAX_UNBOUND, .unbound = unbound_link,
 				      .on_accept = accept_link, .arg = m };
 
-	if (ri2n_wire_is_nudge(d, len)) {
-		ri2n_ep_on_nudge(m, rail, from, d, len, now);
+	if (rbtl_wire_is_nudge(d, len)) {
+		rbtl_ep_on_nudge(m, rail, from, d, len, now);
 		return 0;
 	}
 	if (m->finalizing)
@@ -291,7 +291,7 @@ static int receive(mca_btl_ri2n_module_t *m)
 			    &m->disp, &m->rx_more);
 }
 
-static int service(ri2n_link *l, uint64_t now, int main)
+static int service(rbtl_link *l, uint64_t now, int main)
 {
 	int n = 0;
 
@@ -299,19 +299,19 @@ static int service(ri2n_link *l, uint64_t now, int main)
 	 * MPI's next poll must still hand the frames over */
 	if (main) {
 		l->dirty = 0;
-		n = ri2n_stream_deliver(l, now);
+		n = rbtl_stream_deliver(l, now);
 	}
-	ri2n_stream_hello(l, now);
+	rbtl_stream_hello(l, now);
 	if (main && l->ep && l->ep->link == l)
-		n += ri2n_stream_push(l->ep, now);
-	ri2n_stream_flush(l, now);
-	ri2n_link_check(l, now);
+		n += rbtl_stream_push(l->ep, now);
+	rbtl_stream_flush(l, now);
+	rbtl_link_check(l, now);
 	rn_hpoll_monitor(&l->mod->lk, l->conn, now);
 	l->expiry_ns = rn_conn_expiry(l->conn);
 	return n;
 }
 
-int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
+int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 {
 	int n;
 
@@ -321,18 +321,18 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	m->core_now = now;
 	n = receive(m);
 	if (n)
-		now = ri2n_core_now(m);
-	ri2n_ep_timers(m, now, main);
+		now = rbtl_core_now(m);
+	rbtl_ep_timers(m, now, main);
 	/* a rail verdict due: what its socket still holds comes first (rn_conn_verdict_pending) */
-	for (ri2n_link *l = m->links; l && m->rx_more; l = l->next)
+	for (rbtl_link *l = m->links; l && m->rx_more; l = l->next)
 		if (!l->dead && l->expiry_ns <= now && rn_conn_verdict_pending(l->conn)) {
 			if (receive(m)) {
 				n++;
-				now = ri2n_core_now(m); /* never before the arrivals just read */
+				now = rbtl_core_now(m); /* never before the arrivals just read */
 			}
 			break;
 		}
-	for (ri2n_link *l = m->links; l; l = l->next) {
+	for (rbtl_link *l = m->links; l; l = l->next) {
 		if (l->dead)
 			continue;
 		if (!l->initiator && !l->ep && now - l->created_ns > RI2N_UNBOUND_NS &&
@@ -346,23 +346,23 @@ int ri2n_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 			/* idle: the gather buffer goes, as the core's rings shrink (no frame half read) */
 			if (l->rx.buf && l->rx.hdr_have != RI2N_HDR_LEN &&
 			    now - l->last_in_ns >= RI2N_RX_IDLE_NS)
-				ri2n_rx_free(&l->rx);
+				rbtl_rx_free(&l->rx);
 			rn_conn_on_timer(l->conn, now);
-			ri2n_link_rekey(m, l);
+			rbtl_link_rekey(m, l);
 			l->dirty = 1;
 		}
 		if (l->dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
 			n += service(l, now, main);
 	}
 	rn_hset_flush(&m->io);
-	ri2n_links_reap(m);
-	ri2n_mem_warn(m, now);
+	rbtl_links_reap(m);
+	rbtl_mem_warn(m, now);
 	return n;
 }
 
 /* ---- summary ---- */
 
-void ri2n_print_summary(mca_btl_ri2n_module_t *m)
+void rbtl_print_summary(mca_btl_ri2n_module_t *m)
 {
 	opal_output(0, "btl_ri2n %s: frames out %llu (%llu bytes), in %llu (%llu bytes; %llu in place, "
 		    "%llu gathered), rail events %llu", OPAL_NAME_PRINT(m->me),
@@ -392,7 +392,7 @@ void ri2n_print_summary(mca_btl_ri2n_module_t *m)
 			    (unsigned long long)m->hellos_refused,
 			    (unsigned long long)m->unbound_refused, RI2N_MAX_UNBOUND,
 			    (unsigned long long)m->unbound_expired);
-	for (ri2n_link *l = m->links; l; l = l->next) {
+	for (rbtl_link *l = m->links; l; l = l->next) {
 		rn_conn_stats st;
 
 		rn_conn_get_stats(l->conn, &st);

@@ -24,7 +24,7 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-const char *ri2n_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound)
+const char *rbtl_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound)
 {
 	uint32_t len = get32(h);
 
@@ -47,7 +47,7 @@ const char *ri2n_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound)
 }
 
 /* Starts gathering the frame whose checked header is h; -1 without memory. */
-static int begin_copy(ri2n_rx *rx, const uint8_t *h)
+static int begin_copy(rbtl_rx *rx, const uint8_t *h)
 {
 	size_t len = get32(h);
 
@@ -62,7 +62,7 @@ static int begin_copy(ri2n_rx *rx, const uint8_t *h)
 
 		if (b == MAP_FAILED)
 			return -1;
-		ri2n_rx_free(rx);
+		rbtl_rx_free(rx);
 		rx->buf = b;
 		rx->cap = cap;
 	}
@@ -74,7 +74,7 @@ static int begin_copy(ri2n_rx *rx, const uint8_t *h)
 	return 0;
 }
 
-ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *arg,
+ssize_t rbtl_rx_step(rbtl_rx *rx, uint8_t *d, size_t n, rbtl_frame_fn fn, void *arg,
 		     const char **why)
 {
 	size_t k;
@@ -85,7 +85,7 @@ ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *
 	if (rx->hdr_have == 0 && n >= RI2N_HDR_LEN) {
 		size_t len = get32(d);
 
-		if ((*why = ri2n_wire_check_hdr(d, rx->bound)) != NULL)
+		if ((*why = rbtl_wire_check_hdr(d, rx->bound)) != NULL)
 			return -1;
 		if (n - RI2N_HDR_LEN >= len) { /* whole here: no copy */
 			fn(arg, d[4], d[5], d + RI2N_HDR_LEN, len);
@@ -103,7 +103,7 @@ ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *
 		rx->hdr_have += (uint32_t)k;
 		if (rx->hdr_have < RI2N_HDR_LEN)
 			return (ssize_t)k;
-		if ((*why = ri2n_wire_check_hdr(rx->hdr, rx->bound)) != NULL)
+		if ((*why = rbtl_wire_check_hdr(rx->hdr, rx->bound)) != NULL)
 			return -1;
 		if (begin_copy(rx, rx->hdr)) {
 			*why = "no memory for a frame";
@@ -121,7 +121,7 @@ ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *
 	return (ssize_t)k;
 }
 
-void ri2n_rx_free(ri2n_rx *rx)
+void rbtl_rx_free(rbtl_rx *rx)
 {
 	if (rx->buf)
 		munmap(rx->buf, rx->cap);
@@ -129,7 +129,7 @@ void ri2n_rx_free(ri2n_rx *rx)
 	rx->cap = 0;
 }
 
-int ri2n_wire_hello_read(const uint8_t *d, size_t len, uint32_t *jobid, uint32_t *vpid)
+int rbtl_wire_hello_read(const uint8_t *d, size_t len, uint32_t *jobid, uint32_t *vpid)
 {
 	if (len != RI2N_HELLO_LEN || get32(d) != RI2N_MAGIC)
 		return -1;
@@ -138,14 +138,14 @@ int ri2n_wire_hello_read(const uint8_t *d, size_t len, uint32_t *jobid, uint32_t
 	return 0;
 }
 
-int ri2n_wire_is_nudge(const uint8_t *d, size_t len)
+int rbtl_wire_is_nudge(const uint8_t *d, size_t len)
 {
 	/* ri2n's own datagrams start with version 1, never with the magic */
 	return (len == RI2N_NUDGE_LEN || len == RI2N_NUDGE_LEN + RI2N_NUDGE_TAG_LEN) &&
 	       get32(d) == RI2N_MAGIC;
 }
 
-size_t ri2n_wire_nudge_write(uint8_t *b, size_t cap, uint32_t jobid, uint32_t vpid,
+size_t rbtl_wire_nudge_write(uint8_t *b, size_t cap, uint32_t jobid, uint32_t vpid,
 			     const uint8_t *key)
 {
 	size_t need = RI2N_NUDGE_LEN + (key ? RI2N_NUDGE_TAG_LEN : 0);
@@ -163,10 +163,10 @@ size_t ri2n_wire_nudge_write(uint8_t *b, size_t cap, uint32_t jobid, uint32_t vp
 	return need;
 }
 
-int ri2n_wire_nudge_read(const uint8_t *d, size_t len, const uint8_t *key, uint32_t *jobid,
+int rbtl_wire_nudge_read(const uint8_t *d, size_t len, const uint8_t *key, uint32_t *jobid,
 			 uint32_t *vpid)
 {
-	if (!ri2n_wire_is_nudge(d, len))
+	if (!rbtl_wire_is_nudge(d, len))
 		return -1;
 	if (key) {
 		uint8_t tag[RI2N_NUDGE_TAG_LEN];

@@ -37,24 +37,24 @@ enum {
 #define RI2N_MAGIC 0x52324e42u /* "R2NB": modex blobs, hellos and nudges */
 
 /* A frame handed over: its payload stays valid until the callback returns. */
-typedef void (*ri2n_frame_fn)(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t len);
+typedef void (*rbtl_frame_fn)(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t len);
 
 /* The receive side of one stream's framing. */
-typedef struct ri2n_rx {
+typedef struct rbtl_rx {
 	uint8_t hdr[RI2N_HDR_LEN]; /* a header split over packets */
 	uint32_t hdr_have;         /* RI2N_HDR_LEN: in a body */
 	uint8_t *buf;              /* a frame gathered whole */
 	size_t cap, len, need;
 	uint8_t tag, type;
 	uint8_t bound;             /* fragments allowed: we connected, or the hello was read */
-} ri2n_rx;
+} rbtl_rx;
 
 /*
  * Checks a frame header against the stream's state.  Returns NULL, or a
  * sentence saying what is wrong (unknown type, reserved bits, a tag past the
  * table, a length no frame of that type has, data before the hello).
  */
-const char *ri2n_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound);
+const char *rbtl_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound);
 
 /*
  * Uses some of the n in-order bytes at d: a whole frame in place (no copy),
@@ -62,27 +62,27 @@ const char *ri2n_wire_check_hdr(const uint8_t h[RI2N_HDR_LEN], int bound);
  * Returns the bytes consumed (> 0 when n > 0), or -1 with *why set when the
  * stream is malformed or no memory is left for a frame.
  */
-ssize_t ri2n_rx_step(ri2n_rx *rx, uint8_t *d, size_t n, ri2n_frame_fn fn, void *arg,
+ssize_t rbtl_rx_step(rbtl_rx *rx, uint8_t *d, size_t n, rbtl_frame_fn fn, void *arg,
 		     const char **why);
 
 /* Frees the gather buffer. */
-void ri2n_rx_free(ri2n_rx *rx);
+void rbtl_rx_free(rbtl_rx *rx);
 
 /* Reads a hello's payload; 0, or -1 if it is not one. */
-int ri2n_wire_hello_read(const uint8_t *d, size_t len, uint32_t *jobid, uint32_t *vpid);
+int rbtl_wire_hello_read(const uint8_t *d, size_t len, uint32_t *jobid, uint32_t *vpid);
 
 /* True if the datagram is shaped like a nudge (magic, 16 or 32 bytes), not a ri2n datagram. */
-int ri2n_wire_is_nudge(const uint8_t *d, size_t len);
+int rbtl_wire_is_nudge(const uint8_t *d, size_t len);
 
 /* Writes a nudge (tagged under key when key is not NULL); returns its length, 0 if cap is short. */
-size_t ri2n_wire_nudge_write(uint8_t *b, size_t cap, uint32_t jobid, uint32_t vpid,
+size_t rbtl_wire_nudge_write(uint8_t *b, size_t cap, uint32_t jobid, uint32_t vpid,
 			     const uint8_t *key);
 
 /*
  * Reads a nudge: 0 and the name, or -1 if it is malformed, or untagged or
  * wrongly tagged when key is not NULL (an untagged nudge is refused then).
  */
-int ri2n_wire_nudge_read(const uint8_t *d, size_t len, const uint8_t *key, uint32_t *jobid,
+int rbtl_wire_nudge_read(const uint8_t *d, size_t len, const uint8_t *key, uint32_t *jobid,
 			 uint32_t *vpid);
 
 #endif

@@ -9,7 +9,7 @@
  *     same bytes; with a key an untagged or wrongly tagged one is refused.
  *   - stream: byte 1 bit 0 says whether we connected (fragments allowed at
  *     once) or accepted (a hello first); then pieces, each a length byte and
- *     that many bytes, handed to ri2n_rx_step as rn_conn_peek would.
+ *     that many bytes, handed to rbtl_rx_step as rn_conn_peek would.
  * Invariants of the stream mode, against a plain parser of the whole
  * stream at once: the same frames in the same order with the same bytes;
  * a hello only first on an accepted stream, fragments only after it, tags
@@ -32,7 +32,7 @@ typedef struct seen {
 } seen;
 
 typedef struct bctx {
-	ri2n_rx rx;
+	rbtl_rx rx;
 	seen got[MAX_FRAMES];
 	int ngot;
 	int bad_hello;
@@ -57,7 +57,7 @@ static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t le
 		FZ_CHECK(!x->rx.bound && len == RI2N_HELLO_LEN, "hello of %zu bytes on a %s stream",
 			 len, x->rx.bound ? "bound" : "new");
 		/* as the BTL does: a good hello binds the stream, a bad one ends it */
-		if (ri2n_wire_hello_read(d, len, &j, &v) == 0)
+		if (rbtl_wire_hello_read(d, len, &j, &v) == 0)
 			x->rx.bound = 1;
 		else
 			x->bad_hello = 1;
@@ -114,17 +114,17 @@ static void run_nudge(const uint8_t *d, size_t n, int keyed)
 	uint8_t again[64];
 	uint32_t j, v;
 
-	if (ri2n_wire_nudge_read(d, n, keyed ? key : NULL, &j, &v) != 0)
+	if (rbtl_wire_nudge_read(d, n, keyed ? key : NULL, &j, &v) != 0)
 		return;
-	FZ_CHECK(ri2n_wire_is_nudge(d, n), "a nudge read that is not shaped like one");
-	FZ_CHECK(ri2n_wire_nudge_write(again, sizeof(again), j, v, keyed ? key : NULL) == n &&
+	FZ_CHECK(rbtl_wire_is_nudge(d, n), "a nudge read that is not shaped like one");
+	FZ_CHECK(rbtl_wire_nudge_write(again, sizeof(again), j, v, keyed ? key : NULL) == n &&
 			 memcmp(again, d, n) == 0,
 		 "a nudge read is not what writing its fields gives (%zu bytes)", n);
 	/* a tagged nudge with one bit of its name changed is refused */
 	if (keyed) {
 		memcpy(again, d, n);
 		again[15] ^= 1;
-		FZ_CHECK(ri2n_wire_nudge_read(again, n, key, &j, &v) != 0, "a forged nudge accepted");
+		FZ_CHECK(rbtl_wire_nudge_read(again, n, key, &j, &v) != 0, "a forged nudge accepted");
 	}
 }
 
@@ -157,7 +157,7 @@ static void run_stream(const uint8_t *data, size_t size)
 		total += len;
 		while (pos < len && !x.bad_hello) {
 			const char *why;
-			ssize_t used = ri2n_rx_step(&x.rx, piece + pos, len - pos, on_frame, &x, &why);
+			ssize_t used = rbtl_rx_step(&x.rx, piece + pos, len - pos, on_frame, &x, &why);
 
 			if (used < 0) {
 				FZ_CHECK(why != NULL, "an error without a reason");
@@ -182,7 +182,7 @@ static void run_stream(const uint8_t *data, size_t size)
 		FZ_CHECK(x.got[i].tag == ref[i].tag && x.got[i].type == ref[i].type &&
 				 x.got[i].len == ref[i].len && x.got[i].sum == ref[i].sum,
 			 "frame %d differs from the plain parser's", i);
-	ri2n_rx_free(&x.rx);
+	rbtl_rx_free(&x.rx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -54,7 +54,7 @@ static void test_btl_wire_headers(void **state)
 
 		frame(h, tc->len, tc->tag, tc->type);
 		h[7] = tc->reserved;
-		why = ri2n_wire_check_hdr(h, tc->bound);
+		why = rbtl_wire_check_hdr(h, tc->bound);
 		if ((why == NULL) != tc->ok)
 			fail_msg("case \"%s\": %s", tc->name, why ? why : "accepted");
 	}
@@ -65,7 +65,7 @@ typedef struct got {
 	uint8_t tag, type;
 	size_t len;
 	int bind;
-	ri2n_rx *rx;
+	rbtl_rx *rx;
 } got;
 
 static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t len)
@@ -89,7 +89,7 @@ static void on_frame(void *arg, uint8_t tag, uint8_t type, uint8_t *d, size_t le
 static void test_btl_wire_no_alloc_before_hello(void **state)
 {
 	for (int piece = 0; piece < 2; piece++) {
-		ri2n_rx rx = { 0 };
+		rbtl_rx rx = { 0 };
 		got g = { .rx = &rx };
 		uint8_t b[RI2N_HDR_LEN];
 		const char *why = NULL;
@@ -99,9 +99,9 @@ static void test_btl_wire_no_alloc_before_hello(void **state)
 		frame(b, 64u << 20, 65, RI2N_FT_FRAG);
 		if (piece) {
 			for (int i = 0; i < RI2N_HDR_LEN && used >= 0; i++)
-				used = ri2n_rx_step(&rx, b + i, 1, on_frame, &g, &why);
+				used = rbtl_rx_step(&rx, b + i, 1, on_frame, &g, &why);
 		} else {
-			used = ri2n_rx_step(&rx, b, sizeof(b), on_frame, &g, &why);
+			used = rbtl_rx_step(&rx, b, sizeof(b), on_frame, &g, &why);
 		}
 		assert_int_equal(used, -1);
 		assert_non_null(why);
@@ -116,7 +116,7 @@ static void test_btl_wire_stream(void **state)
 {
 	uint8_t s[256];
 	size_t n = 0;
-	ri2n_rx rx = { 0 };
+	rbtl_rx rx = { 0 };
 	got g = { .rx = &rx, .bind = 1 };
 	const char *why;
 
@@ -135,7 +135,7 @@ static void test_btl_wire_stream(void **state)
 		g = (got){ .rx = &rx, .bind = 1 };
 		while (off < n) {
 			size_t give = off < cut ? cut - off : n - off;
-			ssize_t used = ri2n_rx_step(&rx, s + off, give, on_frame, &g, &why);
+			ssize_t used = rbtl_rx_step(&rx, s + off, give, on_frame, &g, &why);
 
 			if (used <= 0)
 				fail_msg("cut at %zu: %s", cut, why ? why : "nothing used");
@@ -145,7 +145,7 @@ static void test_btl_wire_stream(void **state)
 		assert_int_equal(g.type, RI2N_FT_FRAG);
 		assert_int_equal(g.tag, 65);
 		assert_int_equal(g.len, 100);
-		ri2n_rx_free(&rx);
+		rbtl_rx_free(&rx);
 	}
 }
 
@@ -158,25 +158,25 @@ static void test_btl_wire_nudge(void **state)
 	size_t n;
 
 	(void)state;
-	n = ri2n_wire_nudge_write(b, sizeof(b), 7, 9, NULL);
+	n = rbtl_wire_nudge_write(b, sizeof(b), 7, 9, NULL);
 	assert_int_equal(n, RI2N_NUDGE_LEN);
-	assert_true(ri2n_wire_is_nudge(b, n));
-	assert_int_equal(ri2n_wire_nudge_read(b, n, NULL, &j, &v), 0);
+	assert_true(rbtl_wire_is_nudge(b, n));
+	assert_int_equal(rbtl_wire_nudge_read(b, n, NULL, &j, &v), 0);
 	assert_int_equal(j, 7);
 	assert_int_equal(v, 9);
 	/* a keyed receiver: the untagged nudge is refused */
-	assert_int_equal(ri2n_wire_nudge_read(b, n, key, &j, &v), -1);
-	n = ri2n_wire_nudge_write(b, sizeof(b), 7, 9, key);
+	assert_int_equal(rbtl_wire_nudge_read(b, n, key, &j, &v), -1);
+	n = rbtl_wire_nudge_write(b, sizeof(b), 7, 9, key);
 	assert_int_equal(n, RI2N_NUDGE_LEN + RI2N_NUDGE_TAG_LEN);
-	assert_true(ri2n_wire_is_nudge(b, n));
-	assert_int_equal(ri2n_wire_nudge_read(b, n, key, &j, &v), 0);
-	assert_int_equal(ri2n_wire_nudge_read(b, n, other, &j, &v), -1);
+	assert_true(rbtl_wire_is_nudge(b, n));
+	assert_int_equal(rbtl_wire_nudge_read(b, n, key, &j, &v), 0);
+	assert_int_equal(rbtl_wire_nudge_read(b, n, other, &j, &v), -1);
 	b[15] ^= 1; /* another vpid under the same tag */
-	assert_int_equal(ri2n_wire_nudge_read(b, n, key, &j, &v), -1);
-	assert_int_equal(ri2n_wire_nudge_write(b, RI2N_NUDGE_LEN, 7, 9, key), 0);
+	assert_int_equal(rbtl_wire_nudge_read(b, n, key, &j, &v), -1);
+	assert_int_equal(rbtl_wire_nudge_write(b, RI2N_NUDGE_LEN, 7, 9, key), 0);
 	/* not a nudge: ri2n's datagrams start with version 1 */
 	b[0] = 1;
-	assert_false(ri2n_wire_is_nudge(b, RI2N_NUDGE_LEN));
+	assert_false(rbtl_wire_is_nudge(b, RI2N_NUDGE_LEN));
 }
 
 int main(void)
