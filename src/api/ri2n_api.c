@@ -401,7 +401,7 @@ static int wait_connected(rn_sock *s, int fd)
 int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct sockaddr_in a;
-	int err = check_sin(addr, len), rc, nonblock;
+	int err = check_sin(addr, len), rc;
 	rn_sock *s;
 
 	if (err)
@@ -410,20 +410,12 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!s)
 		return rn_api_fail(err);
 	memcpy(&a, addr, sizeof(a));
-	nonblock = (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) != 0;
-	/*
-	 * Non-blocking: the engine starts the handshake when it gets to it, and
-	 * this thread goes on at once (a web client's connect per request would
-	 * otherwise sleep on the engine every time).
-	 */
-	rc = nonblock ? rn_engine_post_connect(s, &a) : 1;
-	if (rc == 1)
-		rc = rn_engine_call(RN_CMD_CONNECT, s, &a);
+	rc = rn_engine_call(RN_CMD_CONNECT, s, &a);
 	if (rc) {
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
-	if (nonblock) {
+	if (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINPROGRESS);
 	}

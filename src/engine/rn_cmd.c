@@ -24,7 +24,6 @@
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
-#include "rn_rail.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
@@ -206,89 +205,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 	return watch(s, EV_READ);
 }
 
-/* Whether s may start connecting to a: 0 or -errno.  Under s->mu. */
-static int connect_allowed(const rn_sock *s, const struct sockaddr_in *a)
-{
-	if (s->kind == RN_SK_CONNECTING)
-		return -EALREADY;
-	if (s->kind != RN_SK_NEW)
-		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
-	if (a->sin_addr.s_addr == 0 || a->sin_port == 0)
-		return -EINVAL;
-	return 0;
-}
-
-/*
- * Whether a connect to a can start without the engine's answer: the socket
- * has no port of its own yet (bind made none) and a rail shares the peer's
- * subnet, so nothing the caller must hear at once (ENETUNREACH) can come of
- * it.  The rails are fixed once the engine runs.
- */
-static int postable(const rn_sock *s, const struct sockaddr_in *a)
-{
-	const rn_rail_info *rails;
-	int n = rn_engine_rails(&rails);
-	uint32_t ip = ntohl(a->sin_addr.s_addr);
-
-	if (s->port)
-		return 0;
-	for (int i = 0; i < n; i++)
-		if (rn_rail_same_subnet(rails[i].ip, ip, rails[i].prefix))
-			return 1;
-	return 0;
-}
-
-int rn_stream_claim_connect(rn_sock *s, const struct sockaddr_in *a)
-{
-	int rc;
-
-	pthread_mutex_lock(&s->mu);
-	rc = connect_allowed(s, a); /* a socket the engine may be connecting: its port is not read */
-	if (rc == 0 && !postable(s, a))
-		rc = 1;
-	if (rc == 0) {
-		__atomic_store_n(&s->kind, RN_SK_CONNECTING, __ATOMIC_RELEASE);
-		s->peer = *a;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return rc;
-}
-
-/*
- * A posted connect the engine could not start: the socket ends as a failed
- * handshake ends it, SO_ERROR first (the user woken by the close must find
- * it), as the watch does when the user closes a socket not connected yet.
- */
-static void posted_connect_failed(rn_sock *s, int rc)
-{
-	pthread_mutex_lock(&s->mu);
-	s->so_error = s->dead_error = -rc;
-	pthread_mutex_unlock(&s->mu);
-	rn_log(RN_LOG_INFO, "connect: %s", strerror(-rc));
-	watched_closed(s);
-}
-
-static int start_connect(rn_sock *s, const struct sockaddr_in *a, int posted);
-
-int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a, int posted)
-{
-	int rc;
-
-	rn_engine_churn();
-	if (!posted)
-		return start_connect(s, a, 0);
-	pthread_mutex_lock(&s->mu);
-	rc = s->kind == RN_SK_CONNECTING && !s->stream && s->eng_fd >= 0;
-	pthread_mutex_unlock(&s->mu);
-	if (!rc)
-		return 0; /* ended meanwhile (closed, or its creation failed) */
-	rc = start_connect(s, a, 1);
-	if (rc)
-		posted_connect_failed(s, rc);
-	return rc;
-}
-
-static int start_connect(rn_sock *s, const struct sockaddr_in *a, int posted)
+int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 {
 	rn_addr peer = { ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
 	rn_env env = *rn_engine_env();
@@ -297,8 +214,13 @@ static int start_connect(rn_sock *s, const struct sockaddr_in *a, int posted)
 	rn_stream *st;
 	int rc, err = 0;
 
-	if (!posted && (rc = connect_allowed(s, a)) != 0)
-		return rc;
+	rn_engine_churn();
+	if (s->kind == RN_SK_CONNECTING)
+		return -EALREADY;
+	if (s->kind != RN_SK_NEW)
+		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
+	if (peer.ip == 0 || peer.port == 0)
+		return -EINVAL;
 	if (!s->port) {
 		const rn_rail_info *rails;
 		int n = rn_engine_rails(&rails);

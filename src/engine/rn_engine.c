@@ -35,7 +35,6 @@ typedef struct rn_cmd {
 	int done;
 	int orphan;  /* (g.mu) its waiter gave up: the engine frees it (rn_engine_pending) */
 	int mode;    /* rn_engine_pending's argument, kept in the command itself */
-	struct sockaddr_in sin; /* rn_engine_post_connect's address, likewise */
 	pthread_cond_t cv;
 	struct rn_cmd *next;
 } rn_cmd;
@@ -104,9 +103,7 @@ static int run_cmd(rn_cmd *c)
 	case RN_CMD_LISTEN:
 		return rn_stream_cmd_listen(c->s);
 	case RN_CMD_CONNECT:
-		return rn_stream_cmd_connect(c->s, c->arg, 0);
-	case RN_CMD_CONNECT_POSTED:
-		return rn_stream_cmd_connect(c->s, c->arg, 1);
+		return rn_stream_cmd_connect(c->s, c->arg);
 	case RN_CMD_STATS:
 		return rn_stream_cmd_stats(c->s, c->arg);
 	case RN_CMD_PENDING:
@@ -211,35 +208,6 @@ int rn_engine_post(int type, rn_sock *s)
 		return -ENOMEM;
 	c->type = type;
 	c->s = s;
-	c->orphan = 1; /* nobody waits: the engine frees it */
-	pthread_cond_init(&c->cv, NULL);
-	ct = rn_sys_nocancel_begin(); /* no cancellation with g.mu held */
-	cmd_post(c);
-	rn_sys_nocancel_end(ct);
-	return 0;
-}
-
-int rn_engine_post_connect(rn_sock *s, const struct sockaddr_in *a)
-{
-	rn_cmd *c;
-	int rc = rn_engine_start(), ct;
-
-	if (rc)
-		return rc;
-	if (pthread_equal(pthread_self(), g.thread))
-		return rn_engine_call(RN_CMD_CONNECT, s, (void *)a);
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	rc = rn_stream_claim_connect(s, a);
-	if (rc) {
-		free(c);
-		return rc;
-	}
-	c->type = RN_CMD_CONNECT_POSTED;
-	c->s = s;
-	c->sin = *a;
-	c->arg = &c->sin;
 	c->orphan = 1; /* nobody waits: the engine frees it */
 	pthread_cond_init(&c->cv, NULL);
 	ct = rn_sys_nocancel_begin(); /* no cancellation with g.mu held */

@@ -47,7 +47,6 @@ enum rn_cmd_type {
 	RN_CMD_BIND,
 	RN_CMD_LISTEN,
 	RN_CMD_CONNECT,
-	RN_CMD_CONNECT_POSTED, /* rn_engine_post_connect's: nobody waits */
 	RN_CMD_STATS,
 	RN_CMD_PENDING, /* at exit: connections owing, open, reset (arg: int *, RN_EXIT_*) */
 };
@@ -65,18 +64,6 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
  * finds it done.  Returns 0, or -errno if it could not be queued.
  */
 int rn_engine_post(int type, rn_sock *s);
-
-/*
- * A non-blocking connect without waiting for the engine: s (a new socket)
- * is marked connecting to a here, at once (a second connect reads
- * EALREADY), and the engine opens the rail sockets and starts the
- * handshake when it gets to the command; a failure there ends the socket
- * as a failed handshake does (SO_ERROR says why, the descriptor reports
- * POLLHUP).  Returns 0, -errno (EALREADY, EISCONN, EINVAL, ENOMEM), or 1
- * when the caller must wait for RN_CMD_CONNECT instead (a bound socket, or
- * no rail in the peer's subnet: errors a connect returns at once).
- */
-int rn_engine_post_connect(rn_sock *s, const struct sockaddr_in *a);
 
 /*
  * RN_CMD_PENDING(mode) in the engine thread, waited for at most ms: the

@@ -97,13 +97,7 @@ void rn_stream_fire_timer(struct rn_stream *st, uint64_t now);
 int rn_stream_cmd_create(rn_sock *s);
 int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_listen(rn_sock *s);
-/* posted: rn_stream_claim_connect marked s already, and a failure ends it (nobody waits) */
-int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a, int posted);
-/*
- * From the connecting thread: s, if new, is connecting to a from now on; 0,
- * -errno, or 1 if only the engine can tell (rn_stream_cmd_connect, waited for).
- */
-int rn_stream_claim_connect(rn_sock *s, const struct sockaddr_in *a);
+int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
 enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET };
 int rn_stream_cmd_pending(int mode);

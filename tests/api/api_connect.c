@@ -13,8 +13,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api_harness.h"
@@ -306,89 +304,6 @@ void test_connect_refused(void **state)
 	/* the descriptor of a failed connect is no connection */
 	expect_fail(ri2n_stats(c, &(struct ri2n_stats){ 0 }), ENOTCONN);
 	assert_int_equal(ri2n_close(c), 0);
-}
-
-/* The child's half of test_connect_nonblock_late_error: 0, or the step that failed. */
-static int late_error_child(uint16_t port)
-{
-	struct sockaddr_in a = sin_of(RAIL1, port);
-	struct rlimit old, low;
-	uint8_t buf[4096];
-	int c = ri2n_socket(), fill[64], nfill = 0, err;
-	socklen_t el = sizeof(err);
-	short ev;
-
-	alarm(30); /* never outlives a parent that failed */
-	if (c < 0 || getrlimit(RLIMIT_NOFILE, &old) < 0)
-		return 20;
-	set_nonblock(c, 1);
-	/* every number below the limit taken: the engine's socket() fails */
-	low = old;
-	low.rlim_cur = (rlim_t)dup(0);
-	close((int)low.rlim_cur);
-	low.rlim_cur += 8;
-	if (setrlimit(RLIMIT_NOFILE, &low) < 0)
-		return 21;
-	while (nfill < 64 && (fill[nfill] = dup(0)) >= 0)
-		nfill++;
-	if (nfill == 64 || errno != EMFILE)
-		return 22;
-	if (ri2n_connect(c, SA(&a), sizeof(a)) == 0 || errno != EINPROGRESS)
-		return 23;
-	ev = wait_fd(c, POLLOUT, 10000);
-	while (nfill > 0)
-		close(fill[--nfill]);
-	setrlimit(RLIMIT_NOFILE, &old);
-	if (!(ev & POLLHUP))
-		return 24;
-	if (ri2n_getsockopt(c, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err != EMFILE) {
-		fprintf(stderr, "SO_ERROR %d (%s), revents %#x\n", err, strerror(err), ev);
-		return 25;
-	}
-	if (ri2n_connect(c, SA(&a), sizeof(a)) == 0 || errno != EINVAL) /* done with */
-		return 26;
-	ri2n_close(c);
-	/* with descriptors back, the next connect works */
-	c = connect_to(port);
-	pat_fill(buf, sizeof(buf), 61, 0);
-	if (c < 0 || write(c, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-		return 27;
-	/* the parent closes once it has every byte (_exit would not wait for them) */
-	if (read(c, buf, 1) != 0)
-		return 28;
-	ri2n_close(c);
-	return 0;
-}
-
-/*
- * A non-blocking connect returns before the engine opens the rail sockets;
- * when it cannot (no descriptor left; in a fresh child process, whose
- * engine has no rail sockets yet), the socket ends as a failed handshake
- * ends it: POLLHUP, SO_ERROR EMFILE, and the next connect works.
- */
-void test_connect_nonblock_late_error(void **state)
-{
-	uint16_t port;
-	int l = make_listener(NULL, 16, &port), s, st;
-	pid_t pid;
-
-	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(late_error_child(port));
-	if (!(wait_fd(l, POLLIN, 20000) & POLLIN)) {
-		kill(pid, SIGKILL);
-		assert_int_equal(waitpid(pid, &st, 0), pid);
-		fail_msg("no connection from the child (status %#x: step %d)", st, WEXITSTATUS(st));
-	}
-	s = accept_within(l, 1000, NULL);
-	read_pattern(s, 4096, 61);
-	assert_int_equal(ri2n_close(s), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		fail_msg("the child failed at step %d (status %#x)", WEXITSTATUS(st), st);
-	assert_int_equal(ri2n_close(l), 0);
 }
 
 /* No rail in the peer's subnet: ENETUNREACH at once; a silent peer: ETIMEDOUT. */

@@ -144,7 +144,6 @@ void test_connect_rail2_address(void **state);
 void test_bind_one_rail(void **state);
 void test_nonblocking_connect(void **state);
 void test_connect_refused(void **state);
-void test_connect_nonblock_late_error(void **state);
 void test_connect_unreachable_and_timeout(void **state);
 void test_connect_eintr(void **state);
 void test_bind(void **state);

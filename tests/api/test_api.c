@@ -56,7 +56,6 @@ int main(int argc, char **argv)
 		T(test_bind_one_rail),
 		T(test_nonblocking_connect),
 		T(test_connect_refused),
-		T(test_connect_nonblock_late_error),
 		T(test_connect_unreachable_and_timeout),
 		T(test_connect_eintr),
 		T(test_bind),
