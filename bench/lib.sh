@@ -225,20 +225,14 @@ for k in sys.argv[2].split("."):
 print("" if v is None else v)' "$1" "$2" 2>/dev/null
 }
 
-# ri2n-run from the bench's build (or next to the programs given with --bin-dir)
-ri2n_run_bin() {
+# One of ri2n's tools from the bench's build (or next to the programs given with --bin-dir)
+tool_bin() {
 	local d
 	for d in "${bindir:+$bindir/../tools}" "$ROOT/build-bench/ri2n/tools" "$ROOT/build/tools"; do
-		[ -n "$d" ] && [ -x "$d/ri2n-run" ] && { echo "$d/ri2n-run"; return 0; }
+		[ -n "$d" ] && [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
 	done
 	return 1
 }
 
-# ri2n-xfer from the bench's build (or next to the programs given with --bin-dir)
-xfer_bin() {
-	local d
-	for d in "${bindir:+$bindir/../tools}" "$ROOT/build-bench/ri2n/tools" "$ROOT/build/tools"; do
-		[ -n "$d" ] && [ -x "$d/ri2n-xfer" ] && { echo "$d/ri2n-xfer"; return 0; }
-	done
-	return 1
-}
+ri2n_run_bin() { tool_bin ri2n-run; }
+xfer_bin() { tool_bin ri2n-xfer; }
