@@ -522,14 +522,12 @@ static void usock_flush(rn_usock *u, int writable)
 	}
 }
 
-int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
-		  const uint8_t *data, size_t len)
+int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to, size_t len)
 {
 	int rc;
 
 	if (len > p->dgram)
 		return -1;
-	memcpy(rn_hset_spare(&p->hs), data, len);
 	rc = rn_hset_queue(&p->hs, idx, to, len, (uint64_t)(uintptr_t)st);
 	if (rc > 0) /* full: out now, so the rail stays writable */
 		usock_flush(&p->s[idx], 0);

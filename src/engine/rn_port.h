@@ -114,11 +114,11 @@ void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id);
 /* Rails (core local indexes) whose socket can take a datagram now. */
 uint32_t rn_port_writable(const rn_port *p);
 /*
- * Queues a copy of a datagram on socket idx, and sends the queue when that
+ * Queues the len-byte datagram built in the port's spare buffer
+ * (rn_hset_spare(&p->hs)) on socket idx, and sends the queue when that
  * filled it; returns 0, or -1 if the queue was full (rn_port_writable said so).
  */
-int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to,
-		  const uint8_t *data, size_t len);
+int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to, size_t len);
 /* Sends what is queued on every socket of the port. */
 void rn_port_flush(rn_port *p);
 

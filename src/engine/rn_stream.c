@@ -508,10 +508,11 @@ int rn_stream_flush(rn_stream *st, uint64_t now)
 
 		if (!w)
 			break;
-		n = rn_conn_write_pkt(st->conn, now, w, rn_stream_scratch, p->dgram, &tx);
+		/* built in the queue's spare buffer: queueing swaps it in, no copy */
+		n = rn_conn_write_pkt(st->conn, now, w, rn_hset_spare(&p->hs), p->dgram, &tx);
 		if (n <= 0)
 			break;
-		rn_port_queue(p, tx.local_rail, st, tx.to, rn_stream_scratch, (size_t)n); /* sends a full queue */
+		rn_port_queue(p, tx.local_rail, st, tx.to, (size_t)n); /* sends a full queue */
 		sent++;
 	}
 	rn_port_flush(p);
