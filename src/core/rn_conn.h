@@ -344,6 +344,12 @@ void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
 uint64_t rn_conn_rail_rto(const rn_conn *c, int k);
 
 /*
+ * The owner check (rn_env.owns): an entry point that reads or changes c
+ * asserts that its driver let the calling thread use c now.
+ */
+#define RN_OWNED(c) RN_ASSERT(!(c)->env.owns || (c)->env.owns((c)->env.user))
+
+/*
  * Moves c to state `to`.  States only move forward (INIT_SENT, COOKIE_SENT,
  * ESTABLISHED, LINGER, CLOSED), but for a client going back from COOKIE_SENT
  * to INIT_SENT for a fresh cookie (rn_conn_restart_handshake); a closed

@@ -19,6 +19,7 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 {
 	size_t n;
 
+	RN_OWNED(c);
 	(void)now_ns;
 	if (c->err)
 		return c->err;
@@ -34,6 +35,7 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 
 size_t rn_conn_write_space(rn_conn *c)
 {
+	RN_OWNED(c);
 	if (c->state != RN_ST_ESTABLISHED || c->err)
 		return 0;
 	/* the room promised is the ring's own: make its storage now if it was released */
@@ -68,6 +70,7 @@ ssize_t rn_conn_peek(rn_conn *c, const uint8_t **data)
 {
 	ssize_t n;
 
+	RN_OWNED(c);
 	if (!c->bufs_ready)
 		return c->err ? c->err : RN_ERR_AGAIN;
 	n = rn_rob_peek(&c->rq, data);
@@ -89,6 +92,7 @@ int rn_conn_ended_clean(const rn_conn *c)
 
 void rn_conn_consume(rn_conn *c, uint64_t now_ns, size_t n)
 {
+	RN_OWNED(c);
 	if (!c->bufs_ready)
 		return;
 	rn_rob_consume(&c->rq, n);
@@ -108,6 +112,7 @@ ssize_t rn_conn_read(rn_conn *c, uint64_t now_ns, void *buf, size_t len)
 {
 	size_t done = 0;
 
+	RN_OWNED(c);
 	while (done < len) {
 		const uint8_t *p;
 		ssize_t n = rn_conn_peek(c, &p);
@@ -125,6 +130,7 @@ ssize_t rn_conn_read(rn_conn *c, uint64_t now_ns, void *buf, size_t len)
 
 int rn_conn_shutdown(rn_conn *c, uint64_t now_ns)
 {
+	RN_OWNED(c);
 	(void)now_ns;
 	if (c->err)
 		return c->err;
@@ -135,6 +141,7 @@ int rn_conn_shutdown(rn_conn *c, uint64_t now_ns)
 
 void rn_conn_abort(rn_conn *c, uint64_t now_ns)
 {
+	RN_OWNED(c);
 	rn_conn_fail(c, now_ns, RN_ERR_ABORTED);
 }
 

@@ -49,6 +49,7 @@ int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr des
 	uint32_t missing;
 	int k = rail_to(c, local_rail, dest);
 
+	RN_OWNED(c);
 	/* before: rn_conn_refused; after a clean close the peer may be gone */
 	if (k < 0 || c->state != RN_ST_ESTABLISHED)
 		return 0;

@@ -127,6 +127,7 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 
 void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail)
 {
+	RN_OWNED(c);
 	for (int k = 0; k < c->npaths; k++)
 		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
 			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, RN_CAUSE_LOCAL, now_ns);
@@ -134,6 +135,7 @@ void rn_conn_rail_error(rn_conn *c, uint64_t now_ns, int local_rail)
 
 void rn_conn_rail_gone(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause)
 {
+	RN_OWNED(c);
 	for (int k = 0; k < c->npaths; k++)
 		if (c->rail[k].local_rail == local_rail && !c->rail[k].local_err)
 			rn_conn_set_tx(c, k, c->rail[k].peer_up, 1, cause, now_ns);
@@ -143,6 +145,7 @@ void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cau
 {
 	int any = 0;
 
+	RN_OWNED(c);
 	for (int k = 0; k < c->npaths; k++) {
 		if (c->rail[k].local_rail != local_rail)
 			continue;
@@ -157,6 +160,7 @@ void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cau
 
 void rn_conn_refused(rn_conn *c, uint64_t now_ns)
 {
+	RN_OWNED(c);
 	/* ICMP can be forged, so it only counts before the peer has answered */
 	if (c->state == RN_ST_INIT_SENT)
 		rn_conn_fail(c, now_ns, RN_ERR_REFUSED);

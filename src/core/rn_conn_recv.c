@@ -525,6 +525,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	uint64_t named = rn_wire_peek_sreset(pkt, len);
 	int rc;
 
+	RN_OWNED(c);
 	/*
 	 * Drivers offer a stateless reset to every connection of a port: the
 	 * others leave it here after one comparison, uncounted (the driver

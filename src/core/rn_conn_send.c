@@ -713,6 +713,7 @@ ssize_t rn_conn_write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable,
 {
 	ssize_t n;
 
+	RN_OWNED(c);
 	rn_peer_sync(c, now_ns); /* never into a rail another member found dead */
 	if (!c->cfg.keyed)
 		return write_pkt(c, now_ns, writable, buf, cap, tx);

@@ -263,6 +263,13 @@ typedef struct rn_env {
 	void (*on_event)(void *user, const rn_event *ev); /* may be NULL */
 	void *user;
 	rn_rcvpool *rcvpool;         /* may be NULL: every window is rcv_slots */
+	/*
+	 * May be NULL.  Whether the calling thread may use the connection now
+	 * (holds the driver's lock): the core asserts it at every entry that
+	 * reads or changes the connection, in builds with RN_ASSERTS
+	 * (rn_assert.h); elsewhere it is never called.
+	 */
+	int (*owns)(void *user);
 } rn_env;
 
 /* ---- counters ---- */

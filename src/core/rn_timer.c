@@ -549,6 +549,7 @@ int rn_conn_verdict_pending(const rn_conn *c)
 
 void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 {
+	RN_OWNED(c);
 	if (c->state == RN_ST_INIT_SENT || c->state == RN_ST_COOKIE_SENT) {
 		on_handshake_timer(c, now_ns);
 		return;

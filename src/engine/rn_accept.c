@@ -241,6 +241,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	}
 	ns->cfg = ap->cfg;
 	env.on_event = rn_stream_on_core_event;
+	env.owns = rn_host_owns;
 	env.user = NULL;
 	if (rn_conn_accept(&c, ap, &env, now)) {
 		rn_fd_close(ns->user_fd);

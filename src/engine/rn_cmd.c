@@ -230,6 +230,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 			return err;
 	}
 	env.on_event = rn_stream_on_core_event;
+	env.owns = rn_host_owns;
 	env.user = NULL;
 	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
 	if (rc)

@@ -187,6 +187,12 @@ void rn_host_leave_inline(void)
 
 int rn_host_owned(void) { return t_owns; }
 
+int rn_host_owns(void *user)
+{
+	(void)user;
+	return t_owns;
+}
+
 /*
  * Whether a thread that was taking mutex m (asleep on it, or just past
  * the take) holds it.  glibc records the owner's thread id a few

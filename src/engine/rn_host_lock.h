@@ -126,6 +126,8 @@ int rn_host_inline(void);
  * through rn_ev.h, which asserts that the thread is not driving inline.
  */
 int rn_host_owned(void);
+/* rn_host_owned as the core's owner check (rn_env.owns) of the engine's connections. */
+int rn_host_owns(void *user);
 /*
  * Async-signal-safe, for a signal handler asking of the frame it
  * interrupted: whether the calling thread holds the host lock (or may: in

@@ -9,6 +9,9 @@
  * t0+2D, server established t0+3D, client established t0+4D.
  */
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "unit_net.h"
 
@@ -815,6 +818,52 @@ static void test_conn_duplicate_data(void **state)
 	assert_int_equal(un_flush(n, UN_SERVER, t1 + 20 * UT_MS), 1);
 	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
 	assert_int_equal(n->log[n->nlog - 1].ack, cl(n)->hs.isn + 1);
+	un_del(n);
+}
+
+/*
+ * The owner check (rn_env.owns): in builds with RN_ASSERTS an entry point
+ * called by a thread its driver did not let in aborts; elsewhere the check
+ * is compiled out and never called.
+ */
+static int owner_calls, owner_lets;
+
+static int owner_check(void *user)
+{
+	(void)user;
+	owner_calls++;
+	return owner_lets;
+}
+
+static void test_conn_owner_check(void **state)
+{
+	uint64_t t_est;
+	un_net *n = pair(2, &t_est);
+
+	(void)state;
+	sv(n)->env.owns = owner_check;
+	owner_lets = 1;
+	owner_calls = 0;
+	rn_conn_on_timer(sv(n), t_est + UT_MS);
+#ifdef RN_ASSERTS
+	assert_true(owner_calls > 0);
+	{
+		int st = 0;
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			owner_lets = 0;
+			rn_conn_on_timer(sv(n), t_est + 2 * UT_MS); /* aborts */
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	}
+#else
+	assert_int_equal(owner_calls, 0);
+#endif
+	sv(n)->env.owns = NULL;
 	un_del(n);
 }
 
@@ -2322,6 +2371,7 @@ int main(void)
 		cmocka_unit_test(test_conn_foreign_packets),
 		cmocka_unit_test(test_conn_ack_window),
 		cmocka_unit_test(test_conn_duplicate_data),
+		cmocka_unit_test(test_conn_owner_check),
 		cmocka_unit_test(test_conn_copy_no_ack),
 		cmocka_unit_test(test_conn_loss_three_later_acked),
 		cmocka_unit_test(test_conn_loss_resent_other_rail),
