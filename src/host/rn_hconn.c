@@ -60,6 +60,21 @@ void rn_hconns_reap(rn_hconns *s)
 	}
 }
 
+int rn_hconns_verdict_due(const rn_hconns *s, uint32_t rx_more, uint64_t now)
+{
+	for (const rn_hconn *h = s->head; h && rx_more; h = h->next)
+		if (!h->dead && h->expiry_ns <= now && rn_conn_verdict_pending(h->conn))
+			return 1;
+	return 0;
+}
+
+void rn_hconn_timer(rn_hconns *s, rn_hconn *h, uint64_t now)
+{
+	rn_conn_on_timer(h->conn, now);
+	rn_hconn_rekey(s, h);
+	h->dirty = 1;
+}
+
 int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now)
 {
 	rn_rail_addr local[RN_MAX_RAILS];

@@ -8,6 +8,8 @@
  *  - rn_hconns_add, rn_hconn_rekey, rn_hconns_reap: a link's life (filed,
  *    filed again under a new id, freed once dead, with a hook for what the
  *    driver holds beside it);
+ *  - rn_hconns_verdict_due, rn_hconn_timer: the pass's steps on the
+ *    links' timers (a rail verdict reads what the sockets hold first);
  *  - rn_hconn_dial: one connect attempt over the peer's rails in turn.
  *
  * No locks: the driver serialises every call.
@@ -64,6 +66,19 @@ void rn_hconn_rekey(rn_hconns *s, rn_hconn *h);
  * has that one due (rn_hpoll_leave).
  */
 void rn_hconns_reap(rn_hconns *s);
+
+/*
+ * Before a pass runs the links' timers: 1 when the sockets were left with
+ * data (rx_more, rn_hset_pass) and a live link's timer is due with a rail
+ * verdict pending (rn_conn_verdict_pending): the driver receives once more
+ * first, so the verdict judges the rail on what has already arrived.
+ */
+int rn_hconns_verdict_due(const rn_hconns *s, uint32_t rx_more, uint64_t now);
+/*
+ * Runs h's due timers (the caller checked h->expiry_ns <= now): a restarted
+ * handshake refiles h (rn_hconn_rekey), and h is dirty (it may owe datagrams).
+ */
+void rn_hconn_timer(rn_hconns *s, rn_hconn *h, uint64_t now);
 
 /* A connect attempt: our sockets, the connection's settings, the peer's rails. */
 typedef struct rn_hdial {

@@ -5,13 +5,16 @@
  * and the living ones left alone; and connecting over the peer's rails in
  * turn: a rail in none of our subnets skipped, the first rail silent until
  * the attempt times out, the next one answering and the handshake
- * completing there, no rail at all refused.
+ * completing there, no rail at all refused; and the pass's steps: a
+ * rail verdict due asks for one more receive only while the sockets hold
+ * data, a link's timers refile it and mark it.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
 
 #include <string.h>
 
+#include "rn_conn.h" /* a rail made suspect by hand */
 #include "rn_hconn.h"
 
 /* A driver's link: the kit's part first, then the driver's own. */
@@ -222,11 +225,54 @@ static void test_dial_in_turn(void **state)
 	un_del(n);
 }
 
+/* A due timer with a rail verdict pending reads the sockets first; the timer refiles the link. */
+static void test_pass_steps(void **state)
+{
+	un_net *n = un_new(1);
+	driver d;
+	tlink *l = calloc(1, sizeof(*l));
+	uint64_t t = un_handshake(n, UT_T0) + UT_MS, real;
+	rn_conn *c = n->side[UN_CLIENT].c;
+
+	(void)state;
+	assert_non_null(l);
+	driver_init(&d);
+	assert_int_equal(rn_hconns_add(&d.links, &l->h, c, t), 0);
+	rn_conn_set_user(c, &n->side[UN_CLIENT]); /* un_net's events go to its side */
+	l->h.expiry_ns = t;
+	assert_int_equal(rn_hconns_verdict_due(&d.links, 1, t), 0); /* no verdict pending */
+	assert_true(c->rail[0].rx_up);
+	c->rail[0].suspect = 1;
+	assert_int_equal(rn_hconns_verdict_due(&d.links, 1, t), 1);
+	assert_int_equal(rn_hconns_verdict_due(&d.links, 0, t), 0); /* the sockets are empty */
+	assert_int_equal(rn_hconns_verdict_due(&d.links, 1, t - 1), 0); /* not due yet */
+	l->h.dead = 1;
+	assert_int_equal(rn_hconns_verdict_due(&d.links, 1, t), 0); /* dead: no verdict */
+	l->h.dead = 0;
+	c->rail[0].suspect = 0;
+
+	/* the timer: filed under the connection's id again, and dirty */
+	real = l->h.id;
+	assert_int_equal(rn_htab_rekey(&d.tab, real, real ^ 0x77, l), 0);
+	l->h.id = real ^ 0x77;
+	rn_hconn_timer(&d.links, &l->h, t);
+	assert_true(l->h.id == real);
+	assert_ptr_equal(rn_htab_get(&d.tab, real), l);
+	assert_int_equal(l->h.dirty, 1);
+	n->side[UN_CLIENT].c = NULL; /* the link's now */
+	l->h.dead = 1;
+	rn_hconns_reap(&d.links);
+	assert_int_equal(d.nreaped, 1);
+	rn_htab_free(&d.tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_life),
 		cmocka_unit_test(test_dial_in_turn),
+		cmocka_unit_test(test_pass_steps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
