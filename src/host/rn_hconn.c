@@ -96,3 +96,18 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now)
 	}
 	return RN_ERR_NOROUTE;
 }
+
+rn_conn *rn_hconn_conn_of(void *v)
+{
+	return ((rn_hconn *)v)->conn;
+}
+
+void rn_hconn_mark(void *v)
+{
+	((rn_hconn *)v)->dirty = 1;
+}
+
+void rn_hconn_due(void *v)
+{
+	((rn_hconn *)v)->expiry_ns = 0;
+}

@@ -10,7 +10,9 @@
  *    driver holds beside it);
  *  - rn_hconns_verdict_due, rn_hconn_timer: the pass's steps on the
  *    links' timers (a rail verdict reads what the sockets hold first);
- *  - rn_hconn_dial: one connect attempt over the peer's rails in turn.
+ *  - rn_hconn_dial: one connect attempt over the peer's rails in turn;
+ *  - rn_hconn_conn_of, _mark, _due: the hooks rn_hpoll_links and rn_hdisp
+ *    take, for links whose first member is their rn_hconn.
  *
  * No locks: the driver serialises every call.
  */
@@ -99,5 +101,12 @@ typedef struct rn_hdial {
  * subnets (*next unchanged); or rn_conn_connect's error (*next moved).
  */
 int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now);
+
+/* Link v's connection (rn_hpoll_links.conn_of, rn_hdisp.conn_of). */
+rn_conn *rn_hconn_conn_of(void *v);
+/* Link v has work for the next pass (rn_hpoll_links.mark). */
+void rn_hconn_mark(void *v);
+/* Link v runs its timers at the next pass (rn_hpoll_links.due). */
+void rn_hconn_due(void *v);
 
 #endif

@@ -1,13 +1,14 @@
 /*
  * test_hconn.c - the polling drivers' links (src/host/rn_hconn.h): a link
  * filed in the table and the list as it is added, filed again under its
- * connection's new id, freed once dead with the driver's hook called last
- * and the living ones left alone; and connecting over the peer's rails in
- * turn: a rail in none of our subnets skipped, the first rail silent until
- * the attempt times out, the next one answering and the handshake
- * completing there, no rail at all refused; and the pass's steps: a
- * rail verdict due asks for one more receive only while the sockets hold
- * data, a link's timers refile it and mark it.
+ * connection's new id, its hooks for the dispatcher, freed once dead with
+ * the driver's hook called last and the living ones left alone; and
+ * connecting over the peer's rails in turn: a rail in none of our subnets
+ * skipped, the first rail silent until the attempt times out, the next
+ * one answering and the handshake completing there, no rail at all
+ * refused; and the pass's steps: a rail verdict due asks for one more
+ * receive only while the sockets hold data, a link's timers refile it and
+ * mark it.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -103,6 +104,13 @@ static void test_life(void **state)
 	assert_true(b->h.expiry_ns == rn_conn_expiry(b->h.conn));
 	assert_int_equal(list_tags(&d, tags), 3);
 	assert_true(tags[0] == 3 && tags[1] == 2 && tags[2] == 1);
+
+	/* the hooks the dispatcher and the sockets' errors take */
+	assert_ptr_equal(rn_hconn_conn_of(b), b->h.conn);
+	rn_hconn_mark(b);
+	rn_hconn_due(b);
+	assert_true(b->h.dirty == 1 && b->h.expiry_ns == 0);
+	assert_true(a->h.dirty == 0 && a->h.expiry_ns != 0);
 
 	/* the connection's id is not the one b is filed under: the entry follows it */
 	real = b->h.id;
