@@ -24,10 +24,7 @@ int rn_hconns_add(rn_hconns *s, rn_hconn *h, rn_conn *c, uint64_t now)
 	return 0;
 }
 
-void rn_hconn_rekey(rn_hconns *s, rn_hconn *h)
-{
-	rn_hpoll_rekey(s->tab, &h->id, h->conn, h);
-}
+void rn_hconn_rekey(rn_hconns *s, rn_hconn *h) { rn_hpoll_rekey(s->tab, &h->id, h->conn, h); }
 
 /* h leaves the list and the table; what the kit made for it goes. */
 static void unlink_conn(rn_hconns *s, rn_hconn *h)
@@ -90,24 +87,15 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now)
 		if (rn_hpoll_rail_for(d->io, p->ip, p->prefix) < 0)
 			continue;
 		*next += k + 1;
-		rc = rn_conn_connect(c, d->cfg, d->env, local, d->io->n, (rn_addr){ p->ip, p->port },
-				     now);
+		rc = rn_conn_connect(c, d->cfg, d->env, local, d->io->n,
+				     (rn_addr){ p->ip, p->port }, now);
 		return rc ? rc : r;
 	}
 	return RN_ERR_NOROUTE;
 }
 
-rn_conn *rn_hconn_conn_of(void *v)
-{
-	return ((rn_hconn *)v)->conn;
-}
+rn_conn *rn_hconn_conn_of(void *v) { return ((rn_hconn *)v)->conn; }
 
-void rn_hconn_mark(void *v)
-{
-	((rn_hconn *)v)->dirty = 1;
-}
+void rn_hconn_mark(void *v) { ((rn_hconn *)v)->dirty = 1; }
 
-void rn_hconn_due(void *v)
-{
-	((rn_hconn *)v)->expiry_ns = 0;
-}
+void rn_hconn_due(void *v) { ((rn_hconn *)v)->expiry_ns = 0; }
