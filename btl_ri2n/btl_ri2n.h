@@ -34,6 +34,7 @@
 #include "btl_ri2n_compat.h"
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
+#include "rn_hconn.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
 #include "rn_hpoll.h"
@@ -77,19 +78,13 @@ typedef struct rbtl_link rbtl_link;
 
 /* One ri2n connection and the receive side of its stream. */
 struct rbtl_link {
-	rn_conn *conn;
-	uint64_t id;                          /* rn_conn_id: datagrams carry it */
+	rn_hconn h;                           /* the kit's part (first): conn, id, list, dead, dirty */
 	struct mca_btl_base_endpoint_t *ep;   /* NULL: accepted, hello not read yet */
 	struct mca_btl_ri2n_module_t *mod;
-	rbtl_link *next, *prev;               /* the module's list of links */
-	uint64_t expiry_ns;                   /* cached rn_conn_expiry */
-	uint64_t created_ns;
 	uint64_t last_in_ns;                  /* last frame delivered: an idle link frees rx.buf */
 	uint8_t initiator;  /* we connected */
 	uint8_t hello_done; /* initiator: hello written; acceptor: hello read */
 	uint8_t eof;        /* the peer finished its stream */
-	uint8_t dead;       /* to be reaped by the next progress */
-	uint8_t dirty;      /* got input: deliver and flush */
 	int rail;           /* initiator: index into ep->peer of the INIT's address */
 	rbtl_rx rx;         /* receive framing (btl_ri2n_wire.h) */
 };
@@ -147,7 +142,7 @@ typedef struct mca_btl_ri2n_module_t {
 	uint32_t job_size;             /* ranks in our job (0: unknown): names past it are strangers */
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
 	mca_btl_ri2n_endpoint_t *self_ep;
-	rbtl_link *links;              /* every connection */
+	rn_hconns links;               /* every connection (host kit) */
 	rn_htab idtab;                 /* links by connection id */
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
@@ -173,6 +168,17 @@ typedef struct mca_btl_ri2n_module_t {
 	uint64_t mem_refused, mem_refused_said, mem_warn_next_ns;
 	int mem_setup;
 } mca_btl_ri2n_module_t;
+
+/* The module's links, newest first (a link's first member is its rn_hconn). */
+static inline rbtl_link *rbtl_links(const mca_btl_ri2n_module_t *m)
+{
+	return (rbtl_link *)m->links.head;
+}
+
+static inline rbtl_link *rbtl_link_next(const rbtl_link *l)
+{
+	return (rbtl_link *)l->h.next;
+}
 
 /* MCA parameters (btl_ri2n_*), registered in btl_ri2n_params.c. */
 typedef struct rbtl_params {
@@ -263,14 +269,10 @@ int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t nam
 		 uint64_t now);
 /* Looks at a link's state after the core ran: failures, closes, reconnects. */
 void rbtl_link_check(rbtl_link *l, uint64_t now);
+/* The module's list of links, empty (rn_hconns: the kit reaps the dead ones). */
+void rbtl_links_init(mca_btl_ri2n_module_t *m);
 /* A new link for conn; inserted in the module's tables. */
 rbtl_link *rbtl_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now);
-rbtl_link *rbtl_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id);
-/* Files the link under its connection's id again (a restarted handshake draws a new one). */
-void rbtl_link_rekey(mca_btl_ri2n_module_t *m, rbtl_link *l);
-/* Frees links marked dead. */
-void rbtl_links_reap(mca_btl_ri2n_module_t *m);
-void rbtl_link_free(rbtl_link *l);
 /* Queues a fatal error for the PML (reported outside the lock). */
 void rbtl_fatal_add(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep, const char *msg);
 /* The rails of a link as "r1 198.18.1.1 -> 198.18.1.2, ..." */

@@ -137,46 +137,42 @@ static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg);
 static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
-	rn_rail_addr local[RN_MAX_RAILS];
+	rn_rail_addr peer[RN_MAX_RAILS];
 	rn_config cfg = m->cfg;
 	uint64_t attempt = (uint64_t)mca_btl_ri2n_component.p.attempt_ms * MS;
-	rn_conn *c = NULL;
+	const rn_hdial d = { .io = &m->io, .cfg = &cfg, .env = &m->env, .peer = peer,
+			     .npeer = ep->npeer };
+	rn_conn *c;
+	rbtl_link *l;
+	int r;
 
-	for (int i = 0; i < m->io.n; i++)
-		local[i] = m->io.s[i].addr;
+	/* the modex gives no prefix: our socket's decides (rn_hpoll_rail_for) */
+	for (int i = 0; i < ep->npeer; i++)
+		peer[i] = (rn_rail_addr){ .ip = ep->peer[i].ip, .port = ep->peer[i].port,
+					  .prefix = 32 };
 	/* short attempts, so a dead rail is left for the next one */
 	cfg.connect_timeout_ns = ep->deadline_ns > now ? ep->deadline_ns - now : MS;
 	if (attempt && attempt < cfg.connect_timeout_ns)
 		cfg.connect_timeout_ns = attempt;
-	for (int tries = 0; tries < ep->npeer && !c; tries++) {
-		int r = ep->next_rail++ % ep->npeer;
-
-		int rc;
-
-		m->mem_setup++; /* granted whatever the ceiling (rbtl_core_alloc) */
-		rc = rn_conn_connect(&c, &cfg, &m->env, local, m->io.n, ep->peer[r], now);
-		m->mem_setup--;
-		if (rc == 0) {
-			rbtl_link *l = rbtl_link_new(m, c, now);
-
-			if (!l) {
-				rn_conn_del(c);
-				break;
-			}
-			l->initiator = 1;
-			l->rx.bound = 1; /* we connected: the peer sends fragments, never a hello */
-			l->rail = r;
-			l->ep = ep;
-			l->dirty = 1;
-			ep->link = l;
-			ep->state = RI2N_EP_CONNECTING;
-			rn_debug("btl_ri2n: connecting to %s via %s", ep->desc,
-				 inet_ntoa((struct in_addr){ htonl(ep->peer[r].ip) }));
-			return;
-		}
-		c = NULL;
+	m->mem_setup++; /* granted whatever the ceiling (rbtl_core_alloc) */
+	r = rn_hconn_dial(&c, &d, &ep->next_rail, now);
+	m->mem_setup--;
+	l = r >= 0 ? rbtl_link_new(m, c, now) : NULL;
+	if (!l) {
+		if (r >= 0)
+			rn_conn_del(c);
+		fail_ep(ep, "no rail shares a subnet with the peer's rails, or out of memory");
+		return;
 	}
-	fail_ep(ep, "no rail shares a subnet with the peer's rails, or out of memory");
+	l->initiator = 1;
+	l->rx.bound = 1; /* we connected: the peer sends fragments, never a hello */
+	l->rail = r;
+	l->ep = ep;
+	l->h.dirty = 1;
+	ep->link = l;
+	ep->state = RI2N_EP_CONNECTING;
+	rn_debug("btl_ri2n: connecting to %s via %s", ep->desc,
+		 inet_ntoa((struct in_addr){ htonl(ep->peer[r].ip) }));
 }
 
 static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
@@ -296,21 +292,21 @@ void rbtl_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 /* True if every rail of the link is an address the process published. */
 static int link_matches_modex(rbtl_link *l, const mca_btl_ri2n_endpoint_t *ep)
 {
-	return rn_hmon_rails_in(l->conn, ep->peer, ep->npeer);
+	return rn_hmon_rails_in(l->h.conn, ep->peer, ep->npeer);
 }
 
 int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t name,
 		 uint64_t now)
 {
-	mca_btl_ri2n_endpoint_t *ep = ep_admit(m, name, rn_conn_peer(l->conn));
+	mca_btl_ri2n_endpoint_t *ep = ep_admit(m, name, rn_conn_peer(l->h.conn));
 
 	if (!ep || ep->initiator || l->initiator || !link_matches_modex(l, ep)) {
 		/* a stranger, names that disagree, or rails the named process never published */
 		m->hellos_refused++;
 		return -1;
 	}
-	if (ep->link && ep->link != l && !ep->link->dead &&
-	    rn_conn_state(ep->link->conn) == RN_ST_ESTABLISHED && ep->link->hello_done) {
+	if (ep->link && ep->link != l && !ep->link->h.dead &&
+	    rn_conn_state(ep->link->h.conn) == RN_ST_ESTABLISHED && ep->link->hello_done) {
 		/* the process's stream is up: a second hello in its name is not its own */
 		m->hellos_refused++;
 		return -1;
@@ -320,8 +316,8 @@ int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t nam
 		rbtl_link *old = ep->link;
 
 		old->ep = NULL;
-		rn_conn_abort(old->conn, now);
-		old->dead = 1;
+		rn_conn_abort(old->h.conn, now);
+		old->h.dead = 1;
 	}
 	ep->link = l;
 	l->ep = ep;
@@ -336,66 +332,36 @@ int rbtl_ep_bind(mca_btl_ri2n_module_t *m, rbtl_link *l, opal_process_name_t nam
 
 /* ---- links ---- */
 
+/* A link the kit reaped (rn_hconns.on_reap): its endpoint lets go of it. */
+static void link_gone(void *arg, rn_hconn *h)
+{
+	rbtl_link *l = (rbtl_link *)h;
+
+	(void)arg;
+	if (l->ep && l->ep->link == l)
+		l->ep->link = NULL;
+	rbtl_rx_free(&l->rx);
+	free(l);
+}
+
+void rbtl_links_init(mca_btl_ri2n_module_t *m)
+{
+	m->links = (rn_hconns){ .tab = &m->idtab, .io = &m->io, .lk = &m->lk,
+				.on_reap = link_gone, .arg = m };
+}
+
 rbtl_link *rbtl_link_new(mca_btl_ri2n_module_t *m, rn_conn *c, uint64_t now)
 {
 	rbtl_link *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
-	l->conn = c;
 	l->mod = m;
-	l->id = rn_conn_id(c);
-	l->created_ns = now;
-	l->expiry_ns = rn_conn_expiry(c);
-	if (rn_htab_add(&m->idtab, l->id, l)) {
+	if (rn_hconns_add(&m->links, &l->h, c, now)) {
 		free(l);
 		return NULL;
 	}
-	rn_conn_set_user(c, l);
-	l->next = m->links;
-	if (m->links)
-		m->links->prev = l;
-	m->links = l;
 	return l;
-}
-
-rbtl_link *rbtl_link_lookup(mca_btl_ri2n_module_t *m, uint64_t id)
-{
-	return rn_htab_get(&m->idtab, id);
-}
-
-void rbtl_link_rekey(mca_btl_ri2n_module_t *m, rbtl_link *l)
-{
-	rn_hpoll_rekey(&m->idtab, &l->id, l->conn, l);
-}
-
-void rbtl_link_free(rbtl_link *l)
-{
-	rn_hpoll_leave(&l->mod->lk, l->conn);
-	rn_conn_del(l->conn);
-	rbtl_rx_free(&l->rx);
-	free(l);
-}
-
-void rbtl_links_reap(mca_btl_ri2n_module_t *m)
-{
-	rbtl_link *l = m->links, *next;
-
-	for (; l; l = next) {
-		next = l->next;
-		if (!l->dead)
-			continue;
-		rn_htab_del(&m->idtab, l->id, l);
-		if (l->prev)
-			l->prev->next = l->next;
-		else
-			m->links = l->next;
-		if (l->next)
-			l->next->prev = l->prev;
-		if (l->ep && l->ep->link == l)
-			l->ep->link = NULL;
-		rbtl_link_free(l);
-	}
 }
 
 void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len)
@@ -404,7 +370,7 @@ void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len)
 	size_t n = 0;
 
 	buf[0] = 0;
-	rn_conn_get_stats(l->conn, &st);
+	rn_conn_get_stats(l->h.conn, &st);
 	for (int k = 0; k < st.npaths && n < len; k++) {
 		char a[16], b[16];
 		struct in_addr la = { htonl(st.rail[k].local.ip) }, ra = { htonl(st.rail[k].remote.ip) };
@@ -483,13 +449,13 @@ static void death_msg(rbtl_link *l, int err, int was_up, char *msg, size_t len)
 void rbtl_link_check(rbtl_link *l, uint64_t now)
 {
 	mca_btl_ri2n_endpoint_t *ep = l->ep;
-	int err = rn_conn_error(l->conn), st = rn_conn_state(l->conn);
+	int err = rn_conn_error(l->h.conn), st = rn_conn_state(l->h.conn);
 	rn_conn_stats cs;
 	char msg[1024];
 
 	if (!err && st != RN_ST_CLOSED)
 		return;
-	l->dead = 1;
+	l->h.dead = 1;
 	if (!ep || ep->link != l)
 		return; /* an accepted link nobody claimed, or replaced: goes quietly */
 	ep->link = NULL;
@@ -499,7 +465,7 @@ void rbtl_link_check(rbtl_link *l, uint64_t now)
 		ep->state = RI2N_EP_CLOSED;
 		return;
 	}
-	rn_conn_get_stats(l->conn, &cs);
+	rn_conn_get_stats(l->h.conn, &cs);
 	if (l->initiator && !cs.established_ns && now < ep->deadline_ns) {
 		connect_attempt(ep, now); /* that rail did not answer: the next one */
 		return;
@@ -537,7 +503,7 @@ void rbtl_on_core_event(void *user, const rn_event *ev)
 	if (!l || (ev->type != RN_EV_RAIL_DOWN && ev->type != RN_EV_RAIL_UP))
 		return; /* accept reports ESTABLISHED before the link exists; deaths: link_check */
 	l->mod->rail_events++;
-	rn_conn_get_stats(l->conn, &st);
+	rn_conn_get_stats(l->h.conn, &st);
 	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].local.ip) }, a, sizeof(a));
 	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].remote.ip) }, b, sizeof(b));
 	rn_warn("btl_ri2n: %s: rail %s (%s -> %s) %s (%s); sending on %d, receiving on %d of %d "

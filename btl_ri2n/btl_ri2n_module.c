@@ -83,13 +83,7 @@ void rbtl_reacquire(mca_btl_ri2n_module_t *m, int depth)
 
 /* ---- setup ---- */
 
-static rn_conn *conn_of(void *v) { return ((rbtl_link *)v)->conn; }
-
-static void mark(void *v) { ((rbtl_link *)v)->dirty = 1; }
-
 static uint64_t core_now(void *arg) { return rbtl_core_now(arg); }
-
-static void due(void *v) { ((rbtl_link *)v)->expiry_ns = 0; }
 
 /* Datagrams into the link table, or the listener's (and the nudges'). */
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
@@ -97,20 +91,20 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 {
 	rbtl_link *l = v;
 	/* a handshake's rings are granted whatever the ceiling (rbtl_core_alloc) */
-	int setup = rn_conn_state(l->conn) < RN_ST_ESTABLISHED;
+	int setup = rn_conn_state(l->h.conn) < RN_ST_ESTABLISHED;
 
 	(void)arg;
 	l->mod->mem_setup += setup;
-	rn_conn_recv(l->conn, now, rail, from, d, len);
+	rn_conn_recv(l->h.conn, now, rail, from, d, len);
 	l->mod->mem_setup -= setup;
-	l->dirty = 1; /* a drop (duplicate) may still owe an ACK */
+	l->h.dirty = 1; /* a drop (duplicate) may still owe an ACK */
 }
 
 /* A stateless reset for l's peer: the core took it (rn_hdisp). */
 static void on_reset(void *arg, void *v)
 {
 	(void)arg;
-	((rbtl_link *)v)->dirty = 1;
+	((rbtl_link *)v)->h.dirty = 1;
 }
 
 /*
@@ -127,11 +121,13 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 				       .rx_ts = pr->rx_ts, .recverr = 1 } };
 	int rc;
 
-	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon, .conn_of = conn_of,
-				  .mark = mark, .now = core_now, .due = due, .arg = m };
+	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon,
+				  .conn_of = rn_hconn_conn_of, .mark = rn_hconn_mark,
+				  .now = core_now, .due = rn_hconn_due, .arg = m };
+	rbtl_links_init(m);
 	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
-			      .to_listener = rbtl_stream_unbound, .conn_of = conn_of,
+			      .to_listener = rbtl_stream_unbound, .conn_of = rn_hconn_conn_of,
 			      .on_reset = on_reset, .arg = m };
 	return rc;
 }
@@ -538,7 +534,7 @@ static int sendi_direct(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep,
 			struct opal_convertor_t *conv, void *header, size_t header_size,
 			size_t payload_size, uint8_t tag, uint64_t now)
 {
-	rn_conn *c = ep->link->conn;
+	rn_conn *c = ep->link->h.conn;
 	uint8_t hdr[RI2N_HDR_LEN];
 	uint32_t len = htonl((uint32_t)(header_size + payload_size));
 	void *data = NULL;
@@ -607,10 +603,10 @@ static void close_all(mca_btl_ri2n_module_t *m)
 
 	rbtl_lock(m);
 	m->finalizing = 1;
-	for (rbtl_link *l = m->links; l; l = l->next) {
-		if (!l->dead) {
-			rn_conn_shutdown(l->conn, rbtl_core_now(m));
-			l->dirty = 1; /* the FIN goes out in the next pass */
+	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l)) {
+		if (!l->h.dead) {
+			rn_conn_shutdown(l->h.conn, rbtl_core_now(m));
+			l->h.dirty = 1; /* the FIN goes out in the next pass */
 		}
 	}
 	for (;;) {
@@ -620,8 +616,8 @@ static void close_all(mca_btl_ri2n_module_t *m)
 		m->in_progress = 1;
 		rbtl_stream_pass(m, now, 0);
 		m->in_progress = 0;
-		for (rbtl_link *l = m->links; l; l = l->next)
-			open += !l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED;
+		for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l))
+			open += !l->h.dead && rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED;
 		if (!open || now > until)
 			break;
 	}
@@ -640,12 +636,9 @@ static int rbtl_finalize(struct mca_btl_base_module_t *btl)
 		rbtl_print_summary(m);
 	rbtl_lock(m);
 	m->ready = 0;
-	while (m->links) {
-		rbtl_link *l = m->links;
-
-		m->links = l->next;
-		rbtl_link_free(l);
-	}
+	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l))
+		l->h.dead = 1;
+	rn_hconns_reap(&m->links);
 	while (m->eps) {
 		mca_btl_ri2n_endpoint_t *ep = m->eps;
 

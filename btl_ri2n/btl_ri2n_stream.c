@@ -28,7 +28,7 @@
 /* Appends bytes; returns how many the ring took, or a fatal code. */
 static ssize_t put(rbtl_link *l, const void *p, size_t n, uint64_t now)
 {
-	return n ? rn_conn_write(l->conn, now, p, n) : 0;
+	return n ? rn_conn_write(l->h.conn, now, p, n) : 0;
 }
 
 int rbtl_stream_write_frag(rbtl_link *l, mca_btl_ri2n_frag_t *f, uint64_t now)
@@ -92,8 +92,8 @@ void rbtl_stream_hello(rbtl_link *l, uint64_t now)
 	uint8_t b[RI2N_HDR_LEN + RI2N_HELLO_LEN] = { 0 };
 	uint32_t v;
 
-	if (l->hello_done || !l->initiator || rn_conn_state(l->conn) != RN_ST_ESTABLISHED ||
-	    rn_conn_write_space(l->conn) < sizeof(b))
+	if (l->hello_done || !l->initiator || rn_conn_state(l->h.conn) != RN_ST_ESTABLISHED ||
+	    rn_conn_write_space(l->h.conn) < sizeof(b))
 		return;
 	v = htonl(RI2N_HELLO_LEN);
 	memcpy(b, &v, 4);
@@ -115,10 +115,10 @@ void rbtl_stream_hello(rbtl_link *l, uint64_t now)
 
 void rbtl_stream_flush(rbtl_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->mod->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
+	rn_hset_send_conn(&l->mod->io, l->h.conn, l->h.id, now, RN_HPOLL_FLUSH_BUDGET);
 	/* what was just sent armed timers (loss, keepalive): a send from btl_send
 	 * happens outside the pass, which only looks at this cached value */
-	l->expiry_ns = rn_conn_expiry(l->conn);
+	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 }
 
 /* ---- receiving ---- */
@@ -126,7 +126,7 @@ void rbtl_stream_flush(rbtl_link *l, uint64_t now)
 static void bad_stream(rbtl_link *l, const char *why, uint64_t now)
 {
 	rn_error("btl_ri2n: %s: %s; resetting the connection", l->ep ? l->ep->desc : "peer", why);
-	rn_conn_abort(l->conn, now);
+	rn_conn_abort(l->h.conn, now);
 }
 
 static void on_hello(rbtl_link *l, const uint8_t *d, size_t len, uint64_t now)
@@ -179,9 +179,9 @@ int rbtl_stream_deliver(rbtl_link *l, uint64_t now)
 	int frames = 0;
 	uint64_t before = l->mod->frames_in;
 
-	while (!l->dead) {
+	while (!l->h.dead) {
 		const uint8_t *d;
-		ssize_t n = rn_conn_peek(l->conn, &d), used;
+		ssize_t n = rn_conn_peek(l->h.conn, &d), used;
 
 		if (n == 0) {
 			l->eof = 1; /* the peer is finalizing: its stream ended cleanly */
@@ -207,7 +207,7 @@ int rbtl_stream_deliver(rbtl_link *l, uint64_t now)
 				l->mod->frames_copied++;
 		}
 		/* after the callback: the bytes stayed in the ring while the PML read them */
-		rn_conn_consume(l->conn, now, (size_t)used);
+		rn_conn_consume(l->h.conn, now, (size_t)used);
 	}
 	frames = (int)(l->mod->frames_in - before);
 	if (frames)
@@ -222,7 +222,7 @@ static int unbound_link(const void *v)
 {
 	const rbtl_link *l = v;
 
-	return !l->initiator && !l->ep && !l->dead;
+	return !l->initiator && !l->ep && !l->h.dead;
 }
 
 /* A connection the listener accepted becomes a link (rn_hpoll_accept). */
@@ -237,7 +237,7 @@ static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
 	ok = rn_conn_accept(&c, ap, &m->env, now) == 0;
 	m->mem_setup--;
 	if (ok && (l = rbtl_link_new(m, c, now)) != NULL)
-		l->dirty = 1; /* COOKIE_ACK to send */
+		l->h.dirty = 1; /* COOKIE_ACK to send */
 	else if (ok)
 		rn_conn_del(c);
 	return l;
@@ -298,7 +298,7 @@ static int service(rbtl_link *l, uint64_t now, int main)
 	/* only a pass that delivers is done with the input: after the keeper's,
 	 * MPI's next poll must still hand the frames over */
 	if (main) {
-		l->dirty = 0;
+		l->h.dirty = 0;
 		n = rbtl_stream_deliver(l, now);
 	}
 	rbtl_stream_hello(l, now);
@@ -306,8 +306,8 @@ static int service(rbtl_link *l, uint64_t now, int main)
 		n += rbtl_stream_push(l->ep, now);
 	rbtl_stream_flush(l, now);
 	rbtl_link_check(l, now);
-	rn_hpoll_monitor(&l->mod->lk, l->conn, now);
-	l->expiry_ns = rn_conn_expiry(l->conn);
+	rn_hpoll_monitor(&l->mod->lk, l->h.conn, now);
+	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 	return n;
 }
 
@@ -323,39 +323,33 @@ int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	if (n)
 		now = rbtl_core_now(m);
 	rbtl_ep_timers(m, now, main);
-	/* a rail verdict due: what its socket still holds comes first (rn_conn_verdict_pending) */
-	for (rbtl_link *l = m->links; l && m->rx_more; l = l->next)
-		if (!l->dead && l->expiry_ns <= now && rn_conn_verdict_pending(l->conn)) {
-			if (receive(m)) {
-				n++;
-				now = rbtl_core_now(m); /* never before the arrivals just read */
-			}
-			break;
-		}
-	for (rbtl_link *l = m->links; l; l = l->next) {
-		if (l->dead)
+	/* a rail verdict due: what its socket still holds comes first */
+	if (rn_hconns_verdict_due(&m->links, m->rx_more, now) && receive(m)) {
+		n++;
+		now = rbtl_core_now(m); /* never before the arrivals just read */
+	}
+	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l)) {
+		if (l->h.dead)
 			continue;
-		if (!l->initiator && !l->ep && now - l->created_ns > RI2N_UNBOUND_NS &&
-		    rn_conn_state(l->conn) != RN_ST_CLOSED) {
+		if (!l->initiator && !l->ep && now - l->h.created_ns > RI2N_UNBOUND_NS &&
+		    rn_conn_state(l->h.conn) != RN_ST_CLOSED) {
 			/* no hello in 10 s: not a peer of ours */
 			m->unbound_expired++;
 			bad_stream(l, "no hello within 10 s of the handshake", now);
-			l->dirty = 1;
+			l->h.dirty = 1;
 		}
-		if (l->expiry_ns <= now) {
+		if (l->h.expiry_ns <= now) {
 			/* idle: the gather buffer goes, as the core's rings shrink (no frame half read) */
 			if (l->rx.buf && l->rx.hdr_have != RI2N_HDR_LEN &&
 			    now - l->last_in_ns >= RI2N_RX_IDLE_NS)
 				rbtl_rx_free(&l->rx);
-			rn_conn_on_timer(l->conn, now);
-			rbtl_link_rekey(m, l);
-			l->dirty = 1;
+			rn_hconn_timer(&m->links, &l->h, now);
 		}
-		if (l->dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
+		if (l->h.dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
 			n += service(l, now, main);
 	}
 	rn_hset_flush(&m->io);
-	rbtl_links_reap(m);
+	rn_hconns_reap(&m->links);
 	rbtl_mem_warn(m, now);
 	return n;
 }
@@ -392,10 +386,10 @@ void rbtl_print_summary(mca_btl_ri2n_module_t *m)
 			    (unsigned long long)m->hellos_refused,
 			    (unsigned long long)m->unbound_refused, RI2N_MAX_UNBOUND,
 			    (unsigned long long)m->unbound_expired);
-	for (rbtl_link *l = m->links; l; l = l->next) {
+	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l)) {
 		rn_conn_stats st;
 
-		rn_conn_get_stats(l->conn, &st);
+		rn_conn_get_stats(l->h.conn, &st);
 		opal_output(0, "btl_ri2n %s -> %s: %s, %s (mss %u, %llu failed authentication), "
 			    "retransmits %llu, timeouts %llu, dup %llu; rings %u + %u packets, grew %u, "
 			    "shrank %u, %llu dropped for no memory",

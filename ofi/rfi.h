@@ -56,6 +56,7 @@
 #include "rfi_knob_list.h"
 #include "rn_core.h"
 #include "rn_hsock.h"
+#include "rn_hconn.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
 #include "rn_hpoll.h"
@@ -297,13 +298,10 @@ typedef struct rfi_peer rfi_peer;
 
 /* One ri2n connection: to a peer (we connected: outbound) or from one (accepted). */
 typedef struct rfi_link {
-	struct rfi_link *next;
+	rn_hconn h;                 /* the kit's part (first): conn, id, list, dead, dirty */
 	rfi_ep *ep;
-	rn_conn *conn;
-	uint64_t id;
 	rfi_peer *peer;             /* outbound: whose; inbound: NULL */
-	uint64_t created_ns, expiry_ns;
-	uint8_t dead, dirty, hello_done, eof;
+	uint8_t hello_done, eof;
 	uint8_t retired;            /* gave way to a newer stream (rfi_hello.c): RFI_RETIRED_* */
 	struct rfi_link *after;     /* inbound: a retired link of its name, read before it */
 	/* inbound: the stream's receive side */
@@ -375,7 +373,7 @@ struct rfi_ep {
 	rn_htab idtab;
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t core_now;
-	rfi_link *links;
+	rn_hconns links;               /* every connection (host kit) */
 	rfi_peer **peers;              /* by fi_addr_t */
 	size_t npeers;
 	rfi_op *posted[4], *posted_tail[4]; /* receives by kind (RFI_MSG, RFI_TAG) */
@@ -393,6 +391,17 @@ struct rfi_ep {
 	uint64_t hellos_refused;        /* hellos not from their name's rails */
 	uint64_t superseded;            /* inbound links a newer one in their name retired */
 };
+
+/* The endpoint's links, newest first (a link's first member is its rn_hconn). */
+static inline rfi_link *rfi_links(const rfi_ep *ep)
+{
+	return (rfi_link *)ep->links.head;
+}
+
+static inline rfi_link *rfi_link_next(const rfi_link *l)
+{
+	return (rfi_link *)l->h.next;
+}
 
 int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **ep, void *ctx);
 

@@ -105,8 +105,8 @@ void rfi_op_free(rfi_ep *ep, rfi_op *op)
 
 static int owes(const rfi_ep *ep)
 {
-	for (const rfi_link *l = ep->links; l; l = l->next)
-		if (!l->dead && (rn_conn_owes(l->conn) || (l->peer && l->peer->q)))
+	for (const rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l))
+		if (!l->h.dead && (rn_conn_owes(l->h.conn) || (l->peer && l->peer->q)))
 			return 1;
 	return 0;
 }
@@ -186,8 +186,8 @@ static int config(rfi_ep *ep, char *err, size_t errlen)
 static void ep_free(rfi_ep *ep)
 {
 	rfi_ep_cancel_all(ep);
-	for (rfi_link *l = ep->links; l; l = l->next)
-		l->dead = 1;
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l))
+		l->h.dead = 1;
 	rfi_links_reap(ep);
 	for (size_t i = 0; i < ep->npeers; i++) {
 		rfi_peer *p = ep->peers[i];
@@ -219,19 +219,19 @@ static void linger(rfi_ep *ep)
 
 	/* FIN on every stream: ours end after their data, the peers' see us go */
 	ep->closing = 1;
-	for (rfi_link *l = ep->links; l; l = l->next)
-		if (!l->dead && rn_conn_state(l->conn) == RN_ST_ESTABLISHED) {
-			rn_conn_shutdown(l->conn, rfi_ep_now(ep));
-			l->dirty = 1;
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l))
+		if (!l->h.dead && rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED) {
+			rn_conn_shutdown(l->h.conn, rfi_ep_now(ep));
+			l->h.dirty = 1;
 		}
 	while (rfi_clock() < end) {
 		int owed = 0;
 
 		rfi_ep_pass(ep);
-		for (rfi_link *l = ep->links; l; l = l->next)
-			owed |= (l->peer || l->retired == RFI_RETIRED_OUT) && !l->dead &&
-				!rn_conn_write_done(l->conn) &&
-				rn_conn_state(l->conn) == RN_ST_ESTABLISHED;
+		for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l))
+			owed |= (l->peer || l->retired == RFI_RETIRED_OUT) && !l->h.dead &&
+				!rn_conn_write_done(l->h.conn) &&
+				rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED;
 		if (!owed)
 			break;
 	}
@@ -257,10 +257,10 @@ static int ep_close(struct fid *f)
 	rn_info("ri2n provider: rail monitors: %llu connections joined %llu; %llu port "
 		"unreachable(s) taken", (unsigned long long)ep->mon.joined,
 		(unsigned long long)ep->mon.made, (unsigned long long)ep->mon.unreach);
-	for (rfi_link *l = ep->links; l && rn_log_enabled(RN_LOG_INFO); l = l->next) {
+	for (rfi_link *l = rfi_links(ep); l && rn_log_enabled(RN_LOG_INFO); l = rfi_link_next(l)) {
 		rn_conn_stats st;
 
-		rn_conn_get_stats(l->conn, &st);
+		rn_conn_get_stats(l->h.conn, &st);
 		rn_info("ri2n provider: %s connection: %s, %llu packets out, %llu in, %llu "
 			"retransmits, %llu timeouts, mss %u", l->peer ? "outbound" : "inbound",
 			rn_state_name(st.state), (unsigned long long)st.tx_packets,

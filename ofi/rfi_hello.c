@@ -29,8 +29,8 @@
 /* The live inbound link bound to name nm, other than l (at most one). */
 static rfi_link *holder(const rfi_link *l, const rfi_name *nm)
 {
-	for (rfi_link *o = l->ep->links; o; o = o->next)
-		if (o != l && !o->peer && o->have_name && !o->dead && !o->retired &&
+	for (rfi_link *o = rfi_links(l->ep); o; o = rfi_link_next(o))
+		if (o != l && !o->peer && o->have_name && !o->h.dead && !o->retired &&
 		    rfi_name_eq(&o->src, nm))
 			return o;
 	return NULL;
@@ -42,10 +42,10 @@ static void supersede(rfi_link *o, rfi_link *l)
 	uint64_t now = l->ep->core_now;
 
 	o->retired = RFI_RETIRED_IN;
-	if (!o->hello_done && rn_conn_state(o->conn) == RN_ST_ESTABLISHED)
-		rn_conn_shutdown(o->conn, now);
+	if (!o->hello_done && rn_conn_state(o->h.conn) == RN_ST_ESTABLISHED)
+		rn_conn_shutdown(o->h.conn, now);
 	o->hello_done = 1; /* our FIN is out: link_check sends no other */
-	o->dirty = 1;
+	o->h.dirty = 1;
 	l->after = o;
 	l->ep->superseded++;
 }
@@ -60,7 +60,7 @@ int rfi_link_bind(rfi_link *l, const uint8_t *hello, size_t len)
 		return -FI_EINVAL;
 	for (int i = 0; i < nm.n; i++)
 		set[i] = (rn_addr){ nm.rail[i].ip, nm.rail[i].port };
-	if (!rn_hmon_rails_in(l->conn, set, nm.n)) {
+	if (!rn_hmon_rails_in(l->h.conn, set, nm.n)) {
 		l->ep->hellos_refused++;
 		return -FI_EACCES;
 	}
@@ -82,9 +82,9 @@ void rfi_link_retire_out(rfi_link *l, uint64_t now)
 		p->link = NULL;
 	l->peer = NULL;
 	l->retired = RFI_RETIRED_OUT;
-	if (rn_conn_state(l->conn) == RN_ST_ESTABLISHED)
-		rn_conn_shutdown(l->conn, now); /* after what the ring holds */
-	l->dirty = 1;
+	if (rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED)
+		rn_conn_shutdown(l->h.conn, now); /* after what the ring holds */
+	l->h.dirty = 1;
 	p->attempt = 0;
 	if (p->q && rfi_peer_connect(l->ep, p, now) != 0) {
 		l->ep->conn_failures++;
@@ -95,17 +95,17 @@ void rfi_link_retire_out(rfi_link *l, uint64_t now)
 void rfi_link_retired_end(rfi_link *l, uint64_t now)
 {
 	rfi_ep *ep = l->ep;
-	int restarted = rn_conn_error(l->conn) && !rn_conn_ended_clean(l->conn);
+	int restarted = rn_conn_error(l->h.conn) && !rn_conn_ended_clean(l->h.conn);
 
 	if (l->retired != RFI_RETIRED_IN)
 		return;
 	l->retired = RFI_RETIRED_DONE;
-	for (rfi_link *o = ep->links; o; o = o->next) {
+	for (rfi_link *o = rfi_links(ep); o; o = rfi_link_next(o)) {
 		if (o->after == l) {
 			o->after = NULL;
-			o->dirty = 1; /* its messages may be read now */
+			o->h.dirty = 1; /* its messages may be read now */
 		}
-		if (restarted && o->peer && !o->dead && rfi_name_eq(&o->peer->name, &l->src))
+		if (restarted && o->peer && !o->h.dead && rfi_name_eq(&o->peer->name, &l->src))
 			rfi_link_retire_out(o, now);
 	}
 }

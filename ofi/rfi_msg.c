@@ -145,8 +145,8 @@ int rfi_op_matches(const rfi_op *op, int kind, uint64_t tag, fi_addr_t src)
 static void bad_stream(rfi_link *l, const char *why, uint64_t now)
 {
 	rn_warn("ri2n provider: an inbound stream broke the framing (%s); resetting it", why);
-	rn_conn_abort(l->conn, now);
-	l->dirty = 1;
+	rn_conn_abort(l->h.conn, now);
+	l->h.dirty = 1;
 }
 
 /* The CQ data a data frame brought goes with the message placed now. */
@@ -170,7 +170,7 @@ static int place(rfi_link *l, uint64_t now)
 	fi_addr_t src;
 	rfi_unexp *u;
 
-	if (rn_conn_state(l->conn) == RN_ST_CLOSED)
+	if (rn_conn_state(l->h.conn) == RN_ST_CLOSED)
 		return 0; /* reset already (a refused hello): nothing more is read */
 	if (hdr_read(l->hdr, &kind, &len, &tag) != 0 || (kind == RFI_HELLO) == l->have_name) {
 		bad_stream(l, l->have_name ? "a second hello" : "no hello first", now);
@@ -271,9 +271,9 @@ void rfi_link_deliver(rfi_link *l, uint64_t now)
 {
 	int placed = l->into || l->ux || l->skip;
 
-	while (!l->dead) {
+	while (!l->h.dead) {
 		const uint8_t *d;
-		ssize_t n = rn_conn_peek(l->conn, &d);
+		ssize_t n = rn_conn_peek(l->h.conn, &d);
 		size_t used = 0;
 
 		if (n == 0) {
@@ -307,8 +307,8 @@ void rfi_link_deliver(rfi_link *l, uint64_t now)
 				placed = 0;
 			}
 		}
-		rn_conn_consume(l->conn, now, used);
-		if (used < (size_t)n || rn_conn_state(l->conn) == RN_ST_CLOSED)
+		rn_conn_consume(l->h.conn, now, used);
+		if (used < (size_t)n || rn_conn_state(l->h.conn) == RN_ST_CLOSED)
 			return; /* waiting for room, or reset */
 	}
 }
@@ -319,7 +319,7 @@ void rfi_link_lost(rfi_link *l, int err)
 
 	if (l->into) {
 		rfi_recv_complete(ep, l->into, l->mlen, l->into->tag, link_src(l), err,
-				  rn_conn_error(l->conn));
+				  rn_conn_error(l->h.conn));
 		l->into = NULL;
 	}
 	if (l->ux)
@@ -340,12 +340,12 @@ void rfi_link_hello(rfi_link *l, uint64_t now)
 {
 	uint8_t b[RFI_HDR_LEN + RFI_NAME_LEN];
 
-	if (l->hello_done || rn_conn_state(l->conn) != RN_ST_ESTABLISHED ||
-	    rn_conn_write_space(l->conn) < sizeof(b))
+	if (l->hello_done || rn_conn_state(l->h.conn) != RN_ST_ESTABLISHED ||
+	    rn_conn_write_space(l->h.conn) < sizeof(b))
 		return;
 	hdr_write(b, RFI_HELLO, RFI_NAME_LEN, 0);
 	rfi_name_write(&l->ep->name, b + RFI_HDR_LEN);
-	if (rn_conn_write(l->conn, now, b, sizeof(b)) == (ssize_t)sizeof(b))
+	if (rn_conn_write(l->h.conn, now, b, sizeof(b)) == (ssize_t)sizeof(b))
 		l->hello_done = 1;
 }
 
@@ -366,7 +366,7 @@ static int write_op(rfi_link *l, rfi_op *op, uint64_t now)
 			pos -= len;
 			continue;
 		}
-		w = rn_conn_write(l->conn, now, p + pos, len - pos);
+		w = rn_conn_write(l->h.conn, now, p + pos, len - pos);
 		if (w < 0)
 			return (int)w;
 		op->done += (size_t)w;
@@ -625,7 +625,7 @@ void rfi_ep_cancel_all(rfi_ep *ep)
 		ep->posted_tail[k] = NULL;
 	}
 	rfi_ux_free_all(ep);
-	for (rfi_link *l = ep->links; l; l = l->next) {
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
 		if (l->into)
 			rfi_op_free(ep, l->into);
 		l->into = NULL;

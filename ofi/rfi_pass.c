@@ -25,53 +25,40 @@ static rfi_link *link_new(rfi_ep *ep, rn_conn *c, rfi_peer *p, uint64_t now)
 	if (!l)
 		return NULL;
 	l->ep = ep;
-	l->conn = c;
 	l->peer = p;
-	l->id = rn_conn_id(c);
-	l->created_ns = now;
 	l->src_addr = FI_ADDR_NOTAVAIL;
 	l->src_gen = UINT64_MAX;
-	if (rn_htab_add(&ep->idtab, l->id, l) != 0) {
+	if (rn_hconns_add(&ep->links, &l->h, c, now) != 0) {
 		free(l);
 		return NULL;
 	}
-	rn_conn_set_user(c, l);
-	l->next = ep->links;
-	ep->links = l;
-	l->expiry_ns = rn_conn_expiry(c);
 	return l;
+}
+
+/* A link the kit reaped (rn_hconns.on_reap): what points at it lets go. */
+static void link_gone(void *arg, rn_hconn *h)
+{
+	rfi_ep *ep = arg;
+	rfi_link *l = (rfi_link *)h;
+
+	for (rfi_link *o = rfi_links(ep); o; o = rfi_link_next(o))
+		if (o->after == l)
+			o->after = NULL;
+	rfi_link_forget(l);
+	if (l->peer && l->peer->link == l)
+		l->peer->link = NULL;
+	free(l);
 }
 
 void rfi_links_reap(rfi_ep *ep)
 {
-	rfi_link **pp = &ep->links;
-
-	while (*pp) {
-		rfi_link *l = *pp;
-
-		if (!l->dead) {
-			pp = &l->next;
-			continue;
-		}
-		*pp = l->next;
-		for (rfi_link *o = ep->links; o; o = o->next)
-			if (o->after == l)
-				o->after = NULL;
-		rn_htab_del(&ep->idtab, l->id, l);
-		rn_hset_forget(&ep->io, l->id);
-		rfi_link_forget(l);
-		rn_hpoll_leave(&ep->lk, l->conn);
-		if (l->peer && l->peer->link == l)
-			l->peer->link = NULL;
-		rn_conn_del(l->conn);
-		free(l);
-	}
+	rn_hconns_reap(&ep->links);
 }
 
 void rfi_link_flush(rfi_link *l, uint64_t now)
 {
-	rn_hset_send_conn(&l->ep->io, l->conn, l->id, now, RN_HPOLL_FLUSH_BUDGET);
-	l->expiry_ns = rn_conn_expiry(l->conn);
+	rn_hset_send_conn(&l->ep->io, l->h.conn, l->h.id, now, RN_HPOLL_FLUSH_BUDGET);
+	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 }
 
 /* ---- peers ---- */
@@ -100,9 +87,9 @@ rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
 	if (p && !rfi_name_eq(&p->name, nm)) {
 		/* the AV slot names someone else now (removed, inserted again) */
 		if (p->link) {
-			rn_conn_abort(p->link->conn, rfi_ep_now(ep));
+			rn_conn_abort(p->link->h.conn, rfi_ep_now(ep));
 			p->link->peer = NULL;
-			p->link->dead = 1;
+			p->link->h.dead = 1;
 		}
 		rfi_peer_fail(ep, p, FI_ECANCELED);
 		free(p);
@@ -121,27 +108,17 @@ rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
 
 int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 {
-	rn_rail_addr addrs[RN_MAX_RAILS];
-	rn_conn *c = NULL;
+	const rn_hdial d = { .io = &ep->io, .cfg = &ep->cfg, .env = &ep->env,
+			     .peer = p->name.rail, .npeer = p->name.n };
+	rn_conn *c;
 	rfi_link *l;
-	int rc = RN_ERR_NOROUTE;
+	int rc;
 
-	for (int i = 0; i < ep->io.n; i++)
-		addrs[i] = ep->io.s[i].addr;
 	if (!p->attempt)
 		p->give_up_ns = now + ep->cfg.connect_timeout_ns;
 	/* the peer's rails in turn, from the one after the last attempt's */
-	for (int k = 0; k < p->name.n; k++) {
-		const rn_rail_addr *r = &p->name.rail[(p->attempt + k) % p->name.n];
-
-		if (rn_hpoll_rail_for(&ep->io, r->ip, r->prefix) < 0)
-			continue;
-		p->attempt += k + 1;
-		rc = rn_conn_connect(&c, &ep->cfg, &ep->env, addrs, ep->io.n,
-				     (rn_addr){ r->ip, r->port }, now);
-		break;
-	}
-	if (rc != 0)
+	rc = rn_hconn_dial(&c, &d, &p->attempt, now);
+	if (rc < 0)
 		return rc == RN_ERR_NOROUTE ? -FI_EHOSTUNREACH : -FI_ENOMEM;
 	l = link_new(ep, c, p, now);
 	if (!l) {
@@ -150,21 +127,21 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 	}
 	p->link = l;
 	p->attempt_end_ns = now + rfi_k.attempt_ns;
-	l->dirty = 1;
+	l->h.dirty = 1;
 	return 0;
 }
 
 /* A connect attempt that has not been answered in time gives way to the next rail. */
 static void peer_timers(rfi_ep *ep, uint64_t now)
 {
-	for (rfi_link *l = ep->links; l; l = l->next) {
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
 		rfi_peer *p = l->peer;
 
-		if (!p || l->dead || now < p->attempt_end_ns ||
-		    rn_conn_state(l->conn) == RN_ST_ESTABLISHED || l->hello_done)
+		if (!p || l->h.dead || now < p->attempt_end_ns ||
+		    rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED || l->hello_done)
 			continue;
 		l->peer = NULL;
-		l->dead = 1;
+		l->h.dead = 1;
 		p->link = NULL;
 		if (now >= p->give_up_ns || rfi_peer_connect(ep, p, now) != 0) {
 			rn_warn("ri2n provider: no answer from any rail of a peer within the "
@@ -180,17 +157,17 @@ static void peer_timers(rfi_ep *ep, uint64_t now)
 static void link_check(rfi_link *l, uint64_t now)
 {
 	rfi_ep *ep = l->ep;
-	int err = rn_conn_error(l->conn), st = rn_conn_state(l->conn);
+	int err = rn_conn_error(l->h.conn), st = rn_conn_state(l->h.conn);
 	rfi_peer *p = l->peer;
 
 	if (!l->peer && l->eof && st == RN_ST_ESTABLISHED && !l->hello_done) {
-		rn_conn_shutdown(l->conn, now); /* the peer finished: finish ours (nothing sent) */
+		rn_conn_shutdown(l->h.conn, now); /* the peer finished: finish ours (nothing sent) */
 		l->hello_done = 1;
-		l->dirty = 1;
+		l->h.dirty = 1;
 	}
 	if (!err && st != RN_ST_CLOSED)
 		return;
-	l->dead = 1;
+	l->h.dead = 1;
 	if (!p) {
 		if (err)
 			rfi_link_lost(l, rfi_err_from_rn(err));
@@ -200,7 +177,7 @@ static void link_check(rfi_link *l, uint64_t now)
 	l->peer = NULL;
 	if (!err)
 		return;
-	if (rn_conn_state(l->conn) != RN_ST_ESTABLISHED && now < p->give_up_ns &&
+	if (rn_conn_state(l->h.conn) != RN_ST_ESTABLISHED && now < p->give_up_ns &&
 	    p->attempt < 2 * RN_MAX_RAILS && !l->hello_done && rfi_peer_connect(ep, p, now) == 0)
 		return; /* refused or unanswered before it was up: the next rail */
 	ep->conn_failures++;
@@ -211,13 +188,7 @@ static void link_check(rfi_link *l, uint64_t now)
 
 /* ---- datagrams ---- */
 
-static rn_conn *conn_of(void *v) { return ((rfi_link *)v)->conn; }
-
-static void mark(void *v) { ((rfi_link *)v)->dirty = 1; }
-
 static uint64_t core_now(void *arg) { return ((rfi_ep *)arg)->core_now; }
-
-static void due(void *v) { ((rfi_link *)v)->expiry_ns = 0; }
 
 static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d, size_t len,
 		    uint64_t now)
@@ -225,15 +196,15 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	rfi_link *l = v;
 
 	(void)arg;
-	rn_conn_recv(l->conn, now, rail, from, d, len);
-	l->dirty = 1;
+	rn_conn_recv(l->h.conn, now, rail, from, d, len);
+	l->h.dirty = 1;
 }
 
 /* A stateless reset for l's peer: the core took it (rn_hdisp). */
 static void on_reset(void *arg, void *v)
 {
 	(void)arg;
-	((rfi_link *)v)->dirty = 1;
+	((rfi_link *)v)->h.dirty = 1;
 }
 
 /* An accepted link that has not said who it is (rn_hpoll_accept). */
@@ -241,7 +212,7 @@ static int unbound_link(const void *v)
 {
 	const rfi_link *l = v;
 
-	return !l->peer && !l->have_name && !l->dead && !l->retired;
+	return !l->peer && !l->have_name && !l->h.dead && !l->retired;
 }
 
 /* A connection the listener accepted becomes a link (rn_hpoll_accept). */
@@ -254,7 +225,7 @@ static void *accept_link(void *arg, const rn_accept_params *ap, uint64_t now)
 	if (rn_conn_accept(&c, ap, &ep->env, now) == 0) {
 		l = link_new(ep, c, NULL, now);
 		if (l)
-			l->dirty = 1; /* COOKIE_ACK to send */
+			l->h.dirty = 1; /* COOKIE_ACK to send */
 		else
 			rn_conn_del(c);
 	}
@@ -288,13 +259,13 @@ static int peer_ended(rfi_link *l)
 {
 	const uint8_t *d;
 
-	return !l->ep->closing && rn_conn_state(l->conn) == RN_ST_ESTABLISHED &&
-	       rn_conn_peek(l->conn, &d) == 0;
+	return !l->ep->closing && rn_conn_state(l->h.conn) == RN_ST_ESTABLISHED &&
+	       rn_conn_peek(l->h.conn, &d) == 0;
 }
 
 static void service(rfi_link *l, uint64_t now)
 {
-	l->dirty = 0;
+	l->h.dirty = 0;
 	if (l->peer && peer_ended(l))
 		rfi_link_retire_out(l, now);
 	if (l->retired == RFI_RETIRED_OUT) {
@@ -308,10 +279,10 @@ static void service(rfi_link *l, uint64_t now)
 	}
 	rfi_link_flush(l, now);
 	link_check(l, now);
-	if (l->retired == RFI_RETIRED_IN && (l->dead || l->eof))
+	if (l->retired == RFI_RETIRED_IN && (l->h.dead || l->eof))
 		rfi_link_retired_end(l, now);
-	rn_hpoll_monitor(&l->ep->lk, l->conn, now);
-	l->expiry_ns = rn_conn_expiry(l->conn);
+	rn_hpoll_monitor(&l->ep->lk, l->h.conn, now);
+	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 }
 
 void rfi_ep_pass(rfi_ep *ep)
@@ -325,29 +296,22 @@ void rfi_ep_pass(rfi_ep *ep)
 	if (receive(ep))
 		now = rfi_ep_now(ep);
 	/* a rail verdict due: what its socket still holds comes first */
-	for (rfi_link *l = ep->links; l && ep->rx_more; l = l->next)
-		if (!l->dead && l->expiry_ns <= now && rn_conn_verdict_pending(l->conn)) {
-			if (receive(ep))
-				now = rfi_ep_now(ep);
-			break;
-		}
+	if (rn_hconns_verdict_due(&ep->links, ep->rx_more, now) && receive(ep))
+		now = rfi_ep_now(ep);
 	peer_timers(ep, now);
-	for (rfi_link *l = ep->links; l; l = l->next) {
-		if (l->dead)
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
+		if (l->h.dead)
 			continue;
 		if (!l->peer && !l->have_name && !l->retired &&
-		    now - l->created_ns > RFI_UNBOUND_NS && rn_conn_state(l->conn) != RN_ST_CLOSED) {
-			rn_conn_abort(l->conn, now); /* no hello: not one of ours */
-			l->dirty = 1;
+		    now - l->h.created_ns > RFI_UNBOUND_NS && rn_conn_state(l->h.conn) != RN_ST_CLOSED) {
+			rn_conn_abort(l->h.conn, now); /* no hello: not one of ours */
+			l->h.dirty = 1;
 		}
 		if (!l->peer && l->ux)
 			rfi_link_stall_check(l, now);
-		if (l->expiry_ns <= now) {
-			rn_conn_on_timer(l->conn, now);
-			rn_hpoll_rekey(&ep->idtab, &l->id, l->conn, l);
-			l->dirty = 1;
-		}
-		if (l->dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
+		if (l->h.expiry_ns <= now)
+			rn_hconn_timer(&ep->links, &l->h, now);
+		if (l->h.dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
 			service(l, now);
 	}
 	rn_hset_flush(&ep->io);
@@ -370,11 +334,14 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	rn_rail_addr addrs[RN_MAX_RAILS];
 	int rc;
 
-	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon, .conn_of = conn_of,
-				   .mark = mark, .now = core_now, .due = due, .arg = ep };
+	ep->lk = (rn_hpoll_links){ .tab = &ep->idtab, .mon = &ep->mon,
+				   .conn_of = rn_hconn_conn_of, .mark = rn_hconn_mark,
+				   .now = core_now, .due = rn_hconn_due, .arg = ep };
+	ep->links = (rn_hconns){ .tab = &ep->idtab, .io = &ep->io, .lk = &ep->lk,
+				 .on_reap = link_gone, .arg = ep };
 	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
-			       .conn_of = conn_of, .on_reset = on_reset, .arg = ep };
+			       .conn_of = rn_hconn_conn_of, .on_reset = on_reset, .arg = ep };
 	if (rc)
 		return rc;
 	for (int i = 0; i < ep->io.n; i++)

@@ -79,16 +79,16 @@ static void write_snapshot(rfi_ep *ep, uint64_t now)
 	rfi_name_str(&ep->name, name, sizeof(name));
 	snprintf(extra, sizeof(extra), "driver=\"libfabric\" endpoint=\"%s\"", name);
 	rn_statfile_write_process(f, ep->stat_start, now, extra);
-	for (rfi_link *k = ep->links; k; k = k->next) {
+	for (rfi_link *k = rfi_links(ep); k; k = rfi_link_next(k)) {
 		rn_conn_stats cs;
 
-		if (k->dead)
+		if (k->h.dead)
 			continue;
-		rn_conn_get_stats(k->conn, &cs);
+		rn_conn_get_stats(k->h.conn, &cs);
 		rn_statfile_write_conn(f, ++n, -1, !k->peer && k->retired != RFI_RETIRED_OUT,
 				       cs.npaths ? ipport(cs.rail[0].local, l, sizeof(l)) : "?",
 				       cs.npaths ? ipport(cs.rail[0].remote, p, sizeof(p)) : "?",
-				       now - k->created_ns, &cs, now);
+				       now - k->h.created_ns, &cs, now);
 	}
 	if (rn_sys_fclose(f) == 0)
 		renameat(ep->stat_fd, tmp, ep->stat_fd, ep->stat_name);

@@ -109,9 +109,9 @@ static nfds_t poll_set(const rfi_wait *w, rfi_ep **eps, int neps, struct pollfd 
 	for (int i = 0; i < neps && i < SLEEP_EPS; i++) {
 		for (int k = 0; k < eps[i]->io.n; k++)
 			pf[n++] = (struct pollfd){ .fd = eps[i]->io.s[k].fd, .events = POLLIN };
-		for (rfi_link *l = eps[i]->links; l; l = l->next)
-			if (!l->dead && l->expiry_ns < first)
-				first = l->expiry_ns;
+		for (rfi_link *l = rfi_links(eps[i]); l; l = rfi_link_next(l))
+			if (!l->h.dead && l->h.expiry_ns < first)
+				first = l->h.expiry_ns;
 	}
 	*wait_ns = first <= now ? 0 : first - now;
 	return n;

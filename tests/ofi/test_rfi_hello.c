@@ -50,8 +50,8 @@ static int named_links(rfi_ep *ep)
 {
 	int n = 0;
 
-	for (rfi_link *l = ep->links; l; l = l->next)
-		n += !l->peer && l->have_name && !l->dead && !l->retired;
+	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l))
+		n += !l->peer && l->have_name && !l->h.dead && !l->retired;
 	return n;
 }
 
@@ -104,12 +104,12 @@ void test_ep_second_link(void **st)
 	assert_null(e1->peers[p->addr[0]]->link);
 	assert_non_null(e1->peers[a0]->link);
 	assert_int_equal(named_links(e0), 1);
-	for (rfi_link *l = e0->links; l; l = l->next)
+	for (rfi_link *l = rfi_links(e0); l; l = rfi_link_next(l))
 		if (l->retired)
 			assert_int_equal(l->retired, RFI_RETIRED_DONE);
-	for (rfi_link *l = e1->links; l; l = l->next)
+	for (rfi_link *l = rfi_links(e1); l; l = rfi_link_next(l))
 		if (l->retired)
-			assert_int_not_equal(rn_conn_state(l->conn), RN_ST_ESTABLISHED);
+			assert_int_not_equal(rn_conn_state(l->h.conn), RN_ST_ESTABLISHED);
 }
 
 /* Closes ep1 (gracefully: its FINs delivered first) and opens it again on the same ports. */
@@ -125,8 +125,8 @@ static void restart_ep1(pair *p, int graceful)
 	assert_int_equal(fi_getname(&p->ep[1]->fid, nm, &len), 0);
 	if (graceful) {
 		pthread_mutex_lock(&e1->dom->lock);
-		for (rfi_link *l = e1->links; l; l = l->next)
-			rn_conn_shutdown(l->conn, rfi_ep_now(e1));
+		for (rfi_link *l = rfi_links(e1); l; l = rfi_link_next(l))
+			rn_conn_shutdown(l->h.conn, rfi_ep_now(e1));
 		pthread_mutex_unlock(&e1->dom->lock);
 		run_all(eps, 2, 50, 20000);
 	}
@@ -204,10 +204,10 @@ static void raw_header(pair *p, struct fid_ep *x, uint8_t kind, uint32_t len, ui
 	memcpy(h + 4, &l, 4);
 	memcpy(h + 8, &t, 8);
 	pthread_mutex_lock(&ex->dom->lock);
-	assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), h, sizeof(h)),
+	assert_int_equal(rn_conn_write(peer->link->h.conn, rfi_ep_now(ex), h, sizeof(h)),
 			 (ssize_t)sizeof(h));
 	if (blen)
-		assert_int_equal(rn_conn_write(peer->link->conn, rfi_ep_now(ex), body, blen),
+		assert_int_equal(rn_conn_write(peer->link->h.conn, rfi_ep_now(ex), body, blen),
 				 (ssize_t)blen);
 	rfi_link_flush(peer->link, rfi_ep_now(ex));
 	rn_hset_flush(&ex->io);
