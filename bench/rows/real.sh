@@ -136,7 +136,7 @@ fork_bench() { # SYS ROUND PORT
 	name=$RAW/fork-$sys-$r
 	mapfile -t wrap < <(real_wrap "$sys")
 	timeout -s KILL $((REAL_SECS + 60)) ip netns exec "$(hns 1)" "${wrap[@]}" python3 "$FORK_PY" run \
-		"$(haddr 2 1)" "$3" --clients $REAL_CLIENTS_FORK --secs "$REAL_SECS" >"$name.out" 2>"$name.err"
+		"$(haddr 2 1)" "$3" --clients $REAL_CLIENTS_FORK --procs 2 --secs "$REAL_SECS" >"$name.out" 2>"$name.err"
 	rc=$?
 	rps=$(field rps "$name.out") bad=$(field bad "$name.out")
 	[ -n "$rps" ] || { fail "forkserve.py run ($sys) exited $rc: $(tail -c 300 "$name.err" | tr '\n' ' ')"; return; }
@@ -187,7 +187,7 @@ real_summary() {
 		case $row in
 		web) what="nginx (master + 2 workers, 450-byte file), wrk -t1 -c$REAL_CLIENTS_WEB keep-alive, requests/s" target=0.9 ;;
 		cache) what="memcached -t 2, memaslap -T 2 -c $REAL_CLIENTS_CACHE (get 90%, set 10%, 5% of gets verified), ops/s" target=0.8 ;;
-		fork) what="ForkingTCPServer (a process per client), $REAL_CLIENTS_FORK clients, 64 B request / 1 KiB answer, requests/s" target=0.9 ;;
+		fork) what="ForkingTCPServer (a process per client), $REAL_CLIENTS_FORK clients from 2 processes, 64 B request / 1 KiB answer, requests/s" target=0.9 ;;
 		iperf-veth) what="iperf3, 2 unshaped veth rails, Mbit/s (peer: mptcpize)" target=1.0 peer=mptcp unit=mbps ;;
 		esac
 		[ -n "$(agg "$row" "$peer" $unit)$(agg "$row" ri2n $unit)" ] || continue
