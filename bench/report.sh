@@ -124,6 +124,10 @@ summary() {
 			echo
 			close_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 == "web" || $1 == "cache" || $1 == "fork" || $1 == "iperf-veth"' "$METRICS")" ]; then
+			echo
+			real_summary
+		fi
 		if [ -n "$(awk -F'\t' '$1 == "mpi" || $1 == "mpi-bh"' "$METRICS")" ]; then
 			echo
 			mpi_summary
@@ -168,7 +172,7 @@ summary() {
 			echo "| ${STEP_NAMES[$i]} | ${STEP_STATUS[$i]} | ${STEP_LOADS[$i]:-} | ${STEP_STEALS[$i]:-} | $(printf '%s' "${STEP_REASONS[$i]}" | tr '\n|' '  ' | cut -c1-300) |"
 		done
 		echo
-		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, close.csv, ofi.csv; per-run logs in raw/."
+		echo "Files: throughput.csv, latency.csv, failover.csv (per-100 ms bins), failover_events.csv, failover.png, latency.png, mpi.csv, kv.csv, close.csv, real.csv, ofi.csv; per-run logs in raw/."
 	} >"$S"
 }
 # both A B: 1 if both are 1, 0 if either is 0, x if either was not measured
@@ -236,6 +240,7 @@ targets() {
 		v=$(both "$(numcmp "$a" ">=" 0.5)" "$(numcmp "$e" "<=" 1)")
 		echo "| a connection per request (nginx, wrk, \`Connection: close\`), $c client(s): >= 0.5x TCP's request rate, wrk exits within 1 s of its run | $(fmtv close-c$c ri2n rps) vs TCP $(fmtv close-c$c tcp rps): ${a}x; slowest exit ${e:-n/a} s (TCP $(agg close-c$c tcp exit_s | awk '{ print $3 }') s) | $(verdict "$v") |"
 	done
+	real_targets
 	r=$(med mpi ri2n-2r mbps) s=$(med mpi ri2n-2r lat_us) m=$(med mpi tcp-1r lat_us)
 	v=x; [ -n "$r" ] && [ -n "$s" ] && [ -n "$m" ] && v=$(( $(numcmp "$r" ">=" 235) && $(numcmp "$(ratio "$s" "$m")" "<=" 1.3) ))
 	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | stream ${r:-n/a} MB/s; latency ${s:-n/a} µs vs btl_tcp ${m:-n/a} µs: $(ratio "$s" "$m")x | $(verdict $v) |"

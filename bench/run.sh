@@ -9,8 +9,8 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,redundant,mpi,mpin,incast,kv,close,mem,ofi,mpich (hole: mem's black-hole row alone;
-#              mpiidle: mpi's 16 idle ranks alone)
+#              latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich (hole: mem's
+#              black-hole row alone; mpiidle: mpi's 16 idle ranks alone)
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
 #              (cmake -S bench -B build-bench)
@@ -22,7 +22,7 @@
 # Needs root (network namespaces). Builds, makes test beds with tools/ri2n-testbed.sh (rails
 # 198.18.<i>.0/24 in namespaces ri2n-bN*-*, or ri2n-XN*-* with RI2N_BENCH_BED=X; nothing else is
 # touched) and writes OUT/summary.md, throughput.csv, latency.csv, failover.csv,
-# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, redundant.csv, mpi.csv, mpi_hosts.csv, kv.csv, close.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
+# failover_events.csv, mtuhole.csv, mtuhole_events.csv, failover.png, latency.png, redundant.csv, mpi.csv, mpi_hosts.csv, kv.csv, close.csv, real.csv. bench/README.md says what each figure means. A step that fails is reported in summary.md
 # with its reason and the run goes on; the beds are removed on exit, failure or Ctrl-C.
 set -uo pipefail
 
@@ -63,7 +63,7 @@ full)
 	SP_SIZES_UDP="14 64 256 1024 1472" SP_SIZES_TCP="14 64 256 1024 1472 4096 16384"
 	BUSY_SIZES="8,1k,64k"
 	LAT_ROUNDS=1 LAT_ROUND_SIZES="1,8,64"
-	KV_ROUNDS=1 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
+	KV_ROUNDS=5 KV_N_PIPE=3000000 KV_N=200000 KV_N_1000=200000
 	MPI_SECS=5 MPI_ITERS=30000 MPI_FO_SECS=8 MPI_FO_AT=2 MPI_HANG=20 MPIN_ROUNDS=20 MPIN_A2A_ROUNDS=200
 	OFI_ITERS=1000
 	;;
@@ -90,7 +90,7 @@ smoke)
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
 	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2 MPIN_A2A_ROUNDS=2
 	OFI_ITERS=20
-	: "${only:=tp2,failover,latency,mpi}"
+	: "${only:=tp2,failover,latency,mpi,web,cache,fork,iperf}"
 	;;
 esac
 if [ -z "$out" ]; then
@@ -100,9 +100,9 @@ mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
 RAW=$out/raw
 rm -rf "$RAW"
-rm -f "$out"/{summary.md,throughput.csv,latency.csv,redundant.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,ofi.csv}
+rm -f "$out"/{summary.md,throughput.csv,latency.csv,redundant.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,real.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,mem,ofi,mpich}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -170,6 +170,8 @@ source "$HERE/rows/failover.sh"
 source "$HERE/rows/latency.sh"
 # shellcheck source=rows/apps.sh
 source "$HERE/rows/apps.sh"
+# shellcheck source=rows/real.sh
+source "$HERE/rows/real.sh"
 # shellcheck source=rows/mpi.sh
 source "$HERE/rows/mpi.sh"
 # shellcheck source=rows/incast.sh
@@ -185,7 +187,7 @@ source "$HERE/report.sh"
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want redundant || want mpi || want mpiidle || want kv || want close || want ofi || want mpich; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want redundant || want mpi || want mpiidle || want kv || want close || want web || want cache || want fork || want ofi || want mpich; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -216,8 +218,15 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				fi
 				want latency && step "latency vs message size, pinned and unpinned (rep $rep)" latency_figure "$rep"
 				want redundant && step "8 B request/response, 1% loss on rail 1: redundant, normal, TCP (rep $rep)" redundant_figure "$rep"
-				want kv && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP (rep $rep)" kv_figure "$rep"
+				# redis: KV_ROUNDS alternating rounds in the first repetition (its spread is the figure)
+				want kv && [ "$rep" = 1 ] && step "request rate: redis-server and redis-benchmark under ri2n-run vs TCP, $KV_ROUNDS rounds" kv_figure "$rep"
 				want close && step "a connection per request: nginx and wrk (Connection: close) under ri2n-run vs TCP (rep $rep)" close_figure "$rep"
+				# the real-program rows take their rounds in one repetition
+				if [ "$rep" = 1 ]; then
+					want web && step "keep-alive web server: nginx and wrk under ri2n-run vs TCP, $REAL_ROUNDS rounds" web_figure
+					want cache && step "cache server: memcached and memaslap under ri2n-run vs TCP, $REAL_ROUNDS rounds" cache_figure
+					want fork && step "forking server, a process per client: under ri2n-run vs TCP, $REAL_ROUNDS rounds" fork_figure
+				fi
 				want mpi && step "MPI: btl_ri2n and btl_tcp, latency, stream, a black hole, 16 idle ranks (rep $rep)" mpi_figure "$rep"
 				# mpi includes it; --only mpiidle runs it alone
 				want mpiidle && ! want mpi && [ "$rep" = 1 ] && step "MPI: 16 idle ranks (rep $rep)" mpi_idle_alone
@@ -250,9 +259,12 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		fi
 		drop_bed
 	fi
-	if want veth; then
+	if want veth || want iperf; then
 		step "test bed: 2 unshaped veth rails" bed_step bn2u 2 off
-		if [ "$BED" = "$(bed_tag bn2u)" ]; then
+		if [ "$BED" = "$(bed_tag bn2u)" ] && want iperf; then
+			step "iperf3 under ri2n-run vs under mptcpize, 2 unshaped veth rails, $REAL_ROUNDS rounds" iperf_figure
+		fi
+		if [ "$BED" = "$(bed_tag bn2u)" ] && want veth; then
 			for rep in $(seq "$reps"); do
 				step "goodput, 2 unshaped veth rails (rep $rep)" tp_figure veth "$rep" --no-verify
 				step "goodput, 2 unshaped veth rails, no ri2n-stat publishing (rep $rep)" \

@@ -3,7 +3,7 @@
 #   tools/deps.sh          build + test + demo dependencies
 #   tools/deps.sh --build  only what building the library needs
 #   tools/deps.sh --bench  those of the default, plus the programs bench/run.sh measures
-#                          ri2n-run with (redis-server and redis-benchmark)
+#                          ri2n-run with (redis-server and redis-benchmark, memcached and memaslap)
 set -euo pipefail
 
 # libssl-dev: OpenSSL 3's libcrypto seals keyed datagrams (AES-256-GCM, HKDF)
@@ -30,7 +30,8 @@ run_pkgs=(iproute2 nftables iputils-ping iperf3 sockperf gnuplot-nox netcat-open
 # systemd runs (the tests start their own in their namespaces).
 # Only for the bench (Debian's redis-server package also enables a redis service on
 # 127.0.0.1:6379 where systemd runs; the bench starts its own servers in its namespaces)
-bench_pkgs=(redis-server redis-tools)
+# memcached, libmemcached-tools (memaslap, as memcaslap): the bench's cache row
+bench_pkgs=(redis-server redis-tools memcached libmemcached-tools)
 
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--build" ] || want+=("${run_pkgs[@]}")

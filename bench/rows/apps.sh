@@ -92,7 +92,7 @@ kv_summary() {
 	echo "$(redis-server --version 2>/dev/null | awk '{ print $1, $2, $3 }') in host 2 without persistence" \
 		"(\`--save '' --appendonly no\`, bound to rail 1's address, protected mode off) and redis-benchmark in host 1" \
 		"(\`-t set,get\`, default 3-byte values), both under ri2n-run (ri2n over both rails) or both over plain TCP on" \
-		"rail 1, 2 x GbE bed, unpinned. $KV_ROUNDS round(s) per repetition, ri2n and TCP alternating which goes first;" \
+		"rail 1, 2 x GbE bed, unpinned. $KV_ROUNDS round(s) in the first repetition, ri2n and TCP alternating which goes first;" \
 		"median [min–max] over rounds. Requests per run: $KV_N_PIPE pipelined, $KV_N with 50 clients, $KV_N_1000 with 1000."
 	echo
 	echo "| clients | test | TCP | ri2n-run | ri2n-run / TCP | target |"
