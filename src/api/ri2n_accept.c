@@ -312,11 +312,8 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_api_put_addr(&rec.peer, addr, len);
 		return afd;
 	}
-	rn_sys_close(afd); /* ours is the copy the engine kept */
-	nfd = ns->user_fd;
-	rn_fd_disown(nfd);
-	if (!(flags & SOCK_CLOEXEC))
-		rn_sys_fcntl(nfd, F_SETFD, 0);
+	rn_sys_close(afd); /* ours is the copy the engine kept; this number may be the lowest free */
+	nfd = rn_stream_accept_fd(ns, flags & SOCK_CLOEXEC);
 	if (flags & SOCK_NONBLOCK)
 		rn_sys_fcntl(nfd, F_SETFL, O_NONBLOCK);
 	if (rn_api_tab_install(nfd, ns)) { /* the accept queue's reference moves to the table */

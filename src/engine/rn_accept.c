@@ -127,7 +127,13 @@ static int make_pair(rn_sock *s)
 		rn_sys_close(sv[1]);
 		return -errno;
 	}
-	rn_fd_own(sv[0]); /* until ri2n_accept hands it to the user */
+	/*
+	 * A is ri2n's until ri2n_accept hands it to the program, and kept among
+	 * ri2n's numbers meanwhile: the program's own next socket() or open()
+	 * gets the number it would without ri2n, and accept the lowest free
+	 * when it is called (rn_stream_accept_fd).
+	 */
+	sv[0] = rn_fd_own_high(sv[0]);
 	sv[1] = rn_fd_own_high(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
@@ -293,6 +299,35 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_stream_post(st, RI2N_EVENT_CONNECTED, -1, 0, "accepted");
 	rn_engine_dirty(st);
 	return 0;
+}
+
+int rn_stream_accept_fd(rn_sock *ns, int cloexec)
+{
+	int from = ns->user_fd, held = rn_host_held_here();
+	int to = rn_sys_fcntl(from, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+
+	if (to < 0 || to > from) { /* nothing lower is free: A keeps its number */
+		if (to >= 0)
+			rn_sys_close(to);
+		rn_fd_disown(from);
+		if (!cloexec)
+			rn_sys_fcntl(from, F_SETFD, 0);
+		return from;
+	}
+	/*
+	 * The engine reads user_fd under the host lock (events, a reset through
+	 * A): it sees the old number with its events queued under it, or the
+	 * new one.  In a handler that interrupted this thread's own hold of the
+	 * lock, the engine waits for that hold to end anyway.
+	 */
+	if (!held)
+		rn_host_lock();
+	__atomic_store_n(&ns->user_fd, to, __ATOMIC_RELAXED);
+	rn_events_renumber(ns->cookie, from, to);
+	if (!held)
+		rn_host_unlock();
+	rn_fd_close(from);
+	return to;
 }
 
 /* Keyed listener: INITs under another cluster key (or none) are refused unanswered; say so. */

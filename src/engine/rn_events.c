@@ -19,6 +19,7 @@
 static struct {
 	pthread_mutex_t mu;
 	struct ri2n_event q[QLEN];
+	uint64_t owner[QLEN]; /* the socket each is about (rn_events_post) */
 	uint32_t head, tail;  /* tail - head events waiting */
 	uint64_t missed;      /* dropped since the last one read */
 	int fd;               /* eventfd, once asked for; readable while events wait */
@@ -42,7 +43,7 @@ static void drain_fd(void)
 	}
 }
 
-void rn_events_post(const struct ri2n_event *ev)
+void rn_events_post(const struct ri2n_event *ev, uint64_t owner)
 {
 	pthread_mutex_lock(&g.mu);
 	if (g.tail - g.head == QLEN) { /* full: the oldest goes */
@@ -50,8 +51,25 @@ void rn_events_post(const struct ri2n_event *ev)
 		g.missed++;
 	}
 	g.q[g.tail % QLEN] = *ev;
+	g.owner[g.tail % QLEN] = owner;
 	if (g.tail++ == g.head)
 		signal_fd();
+	pthread_mutex_unlock(&g.mu);
+}
+
+void rn_events_renumber(uint64_t owner, int from, int to)
+{
+	pthread_mutex_lock(&g.mu);
+	/* newest first, down to its CONNECTED, its first: a short walk when events wait unread */
+	for (uint32_t i = g.tail; i != g.head; i--) {
+		struct ri2n_event *e = &g.q[(i - 1) % QLEN];
+
+		if (g.owner[(i - 1) % QLEN] != owner || e->fd != from)
+			continue;
+		e->fd = to;
+		if (e->type == RI2N_EVENT_CONNECTED)
+			break;
+	}
 	pthread_mutex_unlock(&g.mu);
 }
 

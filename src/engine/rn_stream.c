@@ -73,13 +73,18 @@ struct sockaddr_in rn_stream_sin(rn_addr a)
 
 static void connected(rn_stream *st);
 
-/* Hands an event to the application's queue (ri2n_read_event). */
+/*
+ * Hands an event to the application's queue (ri2n_read_event).  Under the
+ * host lock, which ri2n_accept takes to renumber an accepted connection's
+ * events (rn_stream_accept_fd): its number cannot change in between.
+ */
 void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause)
 {
 	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
 				.error = error, .time_ns = rn_now_ns(),
 				.peer = rn_stream_sin(rn_conn_peer(st->conn)) };
 
+	RN_OWNS_HOST();
 	if (rail >= 0) {
 		rn_conn_stats cs;
 
@@ -88,7 +93,7 @@ void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *ca
 		e.remote_rail = rn_stream_sin(cs.rail[rail].remote);
 	}
 	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
-	rn_events_post(&e);
+	rn_events_post(&e, st->sock->cookie);
 }
 
 void rn_stream_on_core_event(void *user, const rn_event *ev)

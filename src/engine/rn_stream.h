@@ -102,6 +102,15 @@ int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
 enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET };
 int rn_stream_cmd_pending(int mode);
 
+/*
+ * ri2n_accept hands connection ns, taken from its listener's queue, to the
+ * program: end A moves from the number the engine kept it under to the
+ * lowest one free now, as TCP's accept would return, and the engine names
+ * it by that number from then on (its events still queued too).  FD_CLOEXEC
+ * as cloexec says.  Returns the number (the old one if none lower is free).
+ */
+int rn_stream_accept_fd(rn_sock *ns, int cloexec);
+
 /* What ri2n-stat shows of a connection. */
 typedef struct rn_stream_info {
 	const char *name;

@@ -178,6 +178,7 @@ void test_vector_io(void **state);
 void test_threads(void **state);
 void test_fork(void **state);
 void test_events(void **state);
+void test_accept_lowest(void **state);
 void test_sized_structs(void **state);
 void test_stats_copies(void **state);
 /* api_fast.c */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -265,6 +266,56 @@ void test_events(void **state)
 	expect_events(efd, RI2N_EVENT_CLOSED, c, s, 10000);
 	assert_int_equal(ri2n_close(c), 0);
 	assert_int_equal(ri2n_close(s), 0);
+}
+
+/*
+ * accept's number is the lowest the program does not hold when it calls
+ * accept, as TCP's, not one taken when the handshake ended: a connection
+ * waits while the program closes a lower descriptor, then is accepted
+ * there; while it waits, the program's own next number is unchanged.  Its
+ * CONNECTED event, still queued, names the number accept returned.
+ */
+void test_accept_lowest(void **state)
+{
+	struct sockaddr_in a;
+	struct ri2n_stats st;
+	struct ri2n_event e;
+	uint16_t port;
+	int efd, l, c, s, hole, next, q;
+
+	(void)state;
+	efd = ri2n_event_fd();
+	assert_true(efd >= 0);
+	while (ri2n_read_event(&e) == 1)
+		;
+	l = make_listener(NULL, 4, &port);
+	c = ri2n_socket();
+	assert_true(c >= 0);
+	/* the two lowest free numbers: one held, one left free */
+	hole = open("/dev/null", O_RDONLY);
+	next = open("/dev/null", O_RDONLY);
+	assert_true(hole >= 0 && next > hole);
+	assert_int_equal(close(next), 0);
+	a = sin_of(RAIL1, port);
+	assert_int_equal(ri2n_connect(c, SA(&a), sizeof(a)), 0);
+	/* the handshake is over on both sides: the connection waits for accept */
+	assert_true(wait_fd(l, POLLIN, 10000) & POLLIN);
+	q = open("/dev/null", O_RDONLY);
+	if (q != next)
+		fail_msg("open() with a connection waiting returned %d, not %d", q, next);
+	assert_int_equal(close(q), 0);
+	assert_int_equal(close(hole), 0);
+	s = ri2n_accept(l, NULL, NULL);
+	if (s != hole)
+		fail_msg("ri2n_accept returned %d, the lowest free number is %d", s, hole);
+	assert_int_equal(fcntl(s, F_GETFD), 0); /* as accept's: no FD_CLOEXEC */
+	expect_events(efd, RI2N_EVENT_CONNECTED, c, s, 10000);
+	assert_int_equal(ri2n_stats(s, &st), 0);
+	flow2(c, s, 64 * KIB, 64 * KIB, 1, 122);
+	expect_events(efd, RI2N_EVENT_CLOSED, c, s, 10000);
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+	assert_int_equal(ri2n_close(l), 0);
 }
 
 /* Whether bytes [from, to) of p are all zero. */

@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 		T(test_threads),
 		T(test_fork),
 		T(test_events),
+		T(test_accept_lowest),
 		T(test_sized_structs),
 		T(test_stats_copies),
 		/* api_fast.c */

@@ -33,7 +33,9 @@
  * return the lowest number the program itself does not hold, as without
  * ri2n (a program sizing its event loop by its descriptor count relies on
  * it), and a converted socket keeps its number, its O_NONBLOCK and its
- * FD_CLOEXEC.
+ * FD_CLOEXEC.  The server holds a spare number while connections complete
+ * their handshakes and closes it just before each accept4, which must then
+ * return the lowest number free at that time.
  *
  * Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
  */
@@ -227,15 +229,32 @@ static int serve_conn(conn *c)
 	return 0;
 }
 
+/*
+ * A number the server holds while connections complete their handshakes
+ * and lets go of just before accept4: the accepted socket must take the
+ * lowest free number then (this one or lower), not one the connection got
+ * when its handshake ended.
+ */
+static int g_spare = -1;
+
+static void spare_take(void)
+{
+	g_spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	mine_take(g_spare, "server: open");
+}
+
 static void serve_accept(int ep, int lfd)
 {
-	int fd = accept4(lfd, NULL, NULL, 0);
 	struct epoll_event ev = { .events = EPOLLIN };
-	int i;
+	int fd, i;
 
+	mine_close(g_spare);
+	fd = accept4(lfd, NULL, NULL, 0);
+	if (fd >= 0)
+		mine_take(fd, "server: accept4");
+	spare_take();
 	if (fd < 0)
 		return;
-	mine_take(fd, "server: accept4");
 	for (i = 0; i < MAX_CONNS && g_conns[i]; i++)
 		;
 	if (i == MAX_CONNS || !(g_conns[i] = calloc(1, sizeof(conn)))) {
@@ -268,6 +287,7 @@ static int serve(int port)
 	      "(the kernel says %s)", lfd, real_kind(lfd));
 	ep2 = dup(ep);
 	mine_take(ep2, "server: dup");
+	spare_take();
 	printf("listening\n");
 	fflush(stdout);
 	for (unsigned turn = 0;; turn++) {

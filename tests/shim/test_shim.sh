@@ -58,8 +58,10 @@
 #           program's; FIONREAD after readiness equals what the read gets (400
 #           rounds, both ends); SIOCOUTQ falls to 0; every byte checked; every
 #           socket(), accept(), epoll_create1(), dup() and pipe() returns the
-#           lowest number the program does not hold, and a converted socket
-#           (blocking or non-blocking + close-on-exec) keeps its number and flags
+#           lowest number the program does not hold (accept() also when the
+#           server closed a number while the connection waited), and a converted
+#           socket (blocking or non-blocking + close-on-exec) keeps its number
+#           and flags
 #   cancel  shim_cancel: threads blocked in epoll_wait, epoll_pwait, poll,
 #           ppoll, select, pselect, read, accept and connect (to an address
 #           on the rails nobody has) on ri2n sockets are
