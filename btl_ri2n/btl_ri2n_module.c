@@ -81,6 +81,14 @@ void rbtl_reacquire(mca_btl_ri2n_module_t *m, int depth)
 	m->depth = depth;
 }
 
+/* The core's owner check (rn_env.owns): a link's connection under its module's lock. */
+static int owns(void *user)
+{
+	const rbtl_link *l = user;
+
+	return !l || rn_henv_mutex_mine(&l->mod->lock); /* NULL: not filed yet, the creator's */
+}
+
 /* ---- setup ---- */
 
 static uint64_t core_now(void *arg) { return rbtl_core_now(arg); }
@@ -221,7 +229,7 @@ int rbtl_module_init(mca_btl_ri2n_module_t *m)
 	rbtl_share_ceiling(m);
 	m->env = (rn_env){ .mem = { rbtl_core_alloc, rbtl_core_free, m }, .rng = rn_henv_rng,
 			   .on_event = rbtl_on_core_event, .user = NULL,
-			   .rcvpool = rbtl_rcvpool(m) };
+			   .rcvpool = rbtl_rcvpool(m), .owns = owns };
 	if (io_open(m, err, sizeof(err))) {
 		opal_output(0, "btl_ri2n: %s", err);
 		io_close(m);

@@ -21,6 +21,14 @@
 
 /* ---- what the core needs ---- */
 
+/* The core's owner check (rn_env.owns): a link's connection under its domain's lock. */
+static int owns(void *user)
+{
+	const rfi_link *l = user;
+
+	return !l || rn_henv_mutex_mine(&l->ep->dom->lock); /* NULL: not filed yet, the creator's */
+}
+
 static void on_core_event(void *user, const rn_event *ev)
 {
 	rfi_link *l = user;
@@ -178,6 +186,7 @@ static int config(rfi_ep *ep, char *err, size_t errlen)
 	}
 	ep->env = rn_henv_default(); /* the heap, the kernel's random numbers */
 	ep->env.on_event = on_core_event;
+	ep->env.owns = owns;
 	return 0;
 }
 

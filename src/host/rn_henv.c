@@ -161,3 +161,9 @@ rn_env rn_henv_default(void)
 {
 	return (rn_env){ .mem = { heap_alloc, heap_free, NULL }, .rng = rn_henv_rng };
 }
+
+int rn_henv_mutex_mine(pthread_mutex_t *m)
+{
+	/* glibc records the owner's thread id in every mutex kind it locks */
+	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == rn_sys_gettid();
+}

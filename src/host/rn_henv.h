@@ -7,6 +7,7 @@
 #ifndef RN_HENV_H
 #define RN_HENV_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "rn_core.h"
@@ -15,5 +16,11 @@
 uint64_t rn_henv_rng(void *u);
 /* Heap memory and rn_henv_rng; no event callback. */
 rn_env rn_henv_default(void);
+/*
+ * Whether the calling thread holds glibc mutex m (normal or recursive): a
+ * driver's owner check (rn_env.owns) asks it of its lock.  A system call:
+ * for builds with RN_ASSERTS, where the core calls the check.
+ */
+int rn_henv_mutex_mine(pthread_mutex_t *m);
 
 #endif
