@@ -99,3 +99,20 @@ rn_conn *rn_hconn_conn_of(void *v) { return ((rn_hconn *)v)->conn; }
 void rn_hconn_mark(void *v) { ((rn_hconn *)v)->dirty = 1; }
 
 void rn_hconn_due(void *v) { ((rn_hconn *)v)->expiry_ns = 0; }
+
+int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t now)
+{
+	int n = 0;
+
+	for (rn_hconn *h = s->head; h; h = h->next) {
+		if (h->dead || !h->conn)
+			continue;
+		if (usable)
+			rn_conn_rail_back(h->conn, now, rail, cause);
+		else
+			rn_conn_rail_gone(h->conn, now, rail, cause);
+		h->dirty = 1;
+		n++;
+	}
+	return n;
+}

@@ -11,6 +11,7 @@
  *  - rn_hconns_verdict_due, rn_hconn_timer: the pass's steps on the
  *    links' timers (a rail verdict reads what the sockets hold first);
  *  - rn_hconn_dial: one connect attempt over the peer's rails in turn;
+ *  - rn_hconns_rail: a rail gone or back (rn_hfollow) told to every link;
  *  - rn_hconn_conn_of, _mark, _due: the hooks rn_hpoll_links and rn_hdisp
  *    take, for links whose first member is their rn_hconn.
  *
@@ -101,6 +102,13 @@ typedef struct rn_hdial {
  * subnets (*next unchanged); or rn_conn_connect's error (*next moved).
  */
 int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now);
+
+/*
+ * Our rail (socket) `rail` stopped or started being usable for `cause`
+ * (rn_hfollow): every live link's connection hears it (rn_conn_rail_gone,
+ * rn_conn_rail_back) and is dirty.  Returns how many links heard.
+ */
+int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t now);
 
 /* Link v's connection (rn_hpoll_links.conn_of, rn_hdisp.conn_of). */
 rn_conn *rn_hconn_conn_of(void *v);

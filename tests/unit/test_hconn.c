@@ -8,7 +8,7 @@
  * one answering and the handshake completing there, no rail at all
  * refused; and the pass's steps: a rail verdict due asks for one more
  * receive only while the sockets hold data, a link's timers refile it and
- * mark it.
+ * mark it; and a rail gone or back told to every live link.
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -275,12 +275,51 @@ static void test_pass_steps(void **state)
 	un_del(n);
 }
 
+/* A rail gone and back (rn_hfollow's hook): every live link hears it and is dirty. */
+static void test_rail_gone(void **state)
+{
+	un_net *n = un_new(2);
+	driver d;
+	tlink *a = calloc(1, sizeof(*a)), *b;
+	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
+	rn_conn *c = n->side[UN_CLIENT].c;
+	rn_conn_stats st;
+
+	(void)state;
+	assert_non_null(a);
+	driver_init(&d);
+	assert_int_equal(rn_hconns_add(&d.links, &a->h, c, t), 0);
+	rn_conn_set_user(c, &n->side[UN_CLIENT]); /* un_net's events go to its side */
+	b = add(&d, n, 2, t);
+	b->h.dead = 1; /* on its way out: left alone */
+	rn_conn_get_stats(c, &st);
+	assert_int_equal(st.npaths, 2);
+	assert_true(st.rail[0].tx_up && st.rail[1].tx_up);
+	assert_int_equal(rn_hconns_rail(&d.links, 1, 0, RN_CAUSE_ADDR_GONE, t + UT_MS), 1);
+	assert_true(a->h.dirty && !b->h.dirty);
+	rn_conn_get_stats(c, &st);
+	assert_true(st.rail[0].tx_up && !st.rail[1].tx_up);
+	assert_int_equal(st.rail[1].last_cause, RN_CAUSE_ADDR_GONE);
+	a->h.dirty = 0;
+	assert_int_equal(rn_hconns_rail(&d.links, 1, 1, RN_CAUSE_ADDR_BACK, t + 2 * UT_MS), 1);
+	assert_true(a->h.dirty);
+	rn_conn_get_stats(c, &st);
+	assert_true(st.rail[0].tx_up && st.rail[1].tx_up);
+	n->side[UN_CLIENT].c = NULL; /* the link's now */
+	a->h.dead = 1;
+	rn_hconns_reap(&d.links);
+	assert_int_equal(d.nreaped, 2);
+	rn_htab_free(&d.tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_life),
 		cmocka_unit_test(test_dial_in_turn),
 		cmocka_unit_test(test_pass_steps),
+		cmocka_unit_test(test_rail_gone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
