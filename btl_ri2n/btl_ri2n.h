@@ -35,6 +35,7 @@
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
 #include "rn_hconn.h"
+#include "rn_hfollow.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
 #include "rn_hpoll.h"
@@ -138,6 +139,7 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_hpoll_links lk;          /* the sockets' errors to links (io's arg) */
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
+	rn_hfollow follow;          /* the rails' links and addresses, from the kernel (host kit) */
 	opal_process_name_t me;
 	uint32_t job_size;             /* ranks in our job (0: unknown): names past it are strangers */
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */

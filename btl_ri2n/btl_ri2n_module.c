@@ -115,9 +115,18 @@ static void on_reset(void *arg, void *v)
 	((rbtl_link *)v)->h.dirty = 1;
 }
 
+/* A rail gone or back (rn_hfollow_fn): every link hears it. */
+static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
+{
+	mca_btl_ri2n_module_t *m = arg;
+
+	return rn_hconns_rail(&m->links, rail, usable, cause, rbtl_core_now(m));
+}
+
 /*
- * One UDP socket per rail, bound to the rail's address and a free port, and
- * the table that routes what they read.  0, or -errno with a sentence.
+ * One UDP socket per rail, bound to the rail's address and a free port, the
+ * table that routes what they read and the kernel's word on the rails.  0,
+ * or -errno with a sentence.
  */
 static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 {
@@ -137,11 +146,15 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = rbtl_stream_unbound, .conn_of = rn_hconn_conn_of,
 			      .on_reset = on_reset, .arg = m };
+	rn_hfollow_init(&m->follow, m->rails, m->nrails, rail_changed, m);
+	if (rc == 0)
+		rn_hfollow_open(&m->follow);
 	return rc;
 }
 
 static void io_close(mca_btl_ri2n_module_t *m)
 {
+	rn_hfollow_close(&m->follow);
 	rn_hpoll_close(&m->io, &m->rx, &m->idtab);
 	rn_hmon_free(&m->mon);
 }

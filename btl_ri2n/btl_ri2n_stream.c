@@ -322,6 +322,7 @@ int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	n = receive(m);
 	if (n)
 		now = rbtl_core_now(m);
+	rn_hfollow_poll(&m->follow, now); /* a rail's address or link gone: at once, not by silence */
 	rbtl_ep_timers(m, now, main);
 	/* a rail verdict due: what its socket still holds comes first */
 	if (rn_hconns_verdict_due(&m->links, m->rx_more, now) && receive(m)) {

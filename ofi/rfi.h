@@ -57,6 +57,7 @@
 #include "rn_core.h"
 #include "rn_hsock.h"
 #include "rn_hconn.h"
+#include "rn_hfollow.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
 #include "rn_hpoll.h"
@@ -366,6 +367,7 @@ struct rfi_ep {
 	rn_listener lis;
 	int have_lis;
 	rn_hset io;
+	rn_hfollow follow;             /* the rails' links and addresses, from the kernel (host kit) */
 	rn_hrxbuf rx;
 	uint32_t rx_more;
 	rn_hdisp disp;

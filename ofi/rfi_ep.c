@@ -215,6 +215,7 @@ static void ep_free(rfi_ep *ep)
 	}
 	if (ep->have_lis)
 		rn_listener_wipe(&ep->lis);
+	rn_hfollow_close(&ep->follow);
 	rn_hpoll_close(&ep->io, &ep->rx, &ep->idtab);
 	rn_hmon_free(&ep->mon);
 	sodium_memzero(ep->cfg.key, sizeof(ep->cfg.key));
@@ -501,6 +502,7 @@ int rfi_ep_open(struct fid_domain *d, struct fi_info *info, struct fid_ep **out,
 		return -FI_ENOMEM;
 	ep->dom = dom;
 	ep->stat_fd = -1; /* not publishing before FI_ENABLE */
+	ep->follow.fd = -1; /* no netlink socket before rfi_ep_io_open */
 	ep->caps = info->caps ? info->caps : RFI_CAPS;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;

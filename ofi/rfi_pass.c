@@ -295,6 +295,7 @@ void rfi_ep_pass(rfi_ep *ep)
 	now = rfi_ep_now(ep);
 	if (receive(ep))
 		now = rfi_ep_now(ep);
+	rn_hfollow_poll(&ep->follow, now);
 	/* a rail verdict due: what its socket still holds comes first */
 	if (rn_hconns_verdict_due(&ep->links, ep->rx_more, now) && receive(ep))
 		now = rfi_ep_now(ep);
@@ -323,6 +324,14 @@ void rfi_ep_pass(rfi_ep *ep)
 
 /* ---- the rail sockets ---- */
 
+/* A rail gone or back (rn_hfollow_fn): every link hears it. */
+static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
+{
+	rfi_ep *ep = arg;
+
+	return rn_hconns_rail(&ep->links, rail, usable, cause, ep->core_now);
+}
+
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
@@ -342,8 +351,10 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .conn_of = rn_hconn_conn_of, .on_reset = on_reset, .arg = ep };
+	rn_hfollow_init(&ep->follow, ep->rails, ep->nrails, rail_changed, ep);
 	if (rc)
 		return rc;
+	rn_hfollow_open(&ep->follow); /* a rail's address or link gone: at once, not by silence */
 	for (int i = 0; i < ep->io.n; i++)
 		addrs[i] = ep->io.s[i].addr;
 	if (rn_listener_init(&ep->lis, &ep->cfg, &ep->env, addrs, ep->io.n) != 0) {

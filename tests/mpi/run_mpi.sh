@@ -15,6 +15,9 @@
 #                   go down and come back
 #   blackhole-four  4 ranks; the black hole stays to the end, so connections
 #                   opened later must connect over the other rail
+#   addr-gone       2 ranks; rail 1's address deleted in host 1 1.5 s into the
+#                   stream phase, added back 2.5 s later: PASS, the BTL followed
+#                   the kernel (rail down for "address removed" at once), up again after
 #   compute         a rank makes no MPI call for 5 s, dead-peer timeout 3 s:
 #                   the keeper thread must keep it alive (PASS)
 #   all-dead        both rails black-holed for good during the stream,
@@ -227,6 +230,35 @@ sc_blackhole() { # NP HOSTS HEAL(0/1)
 	report "$name"
 	grep -h 'stream rank=.* t=' "$WORK/$name.out" | sed 's/^mpi_check /  /'
 	ok "$np ranks: rail 1 black-holed mid-stream$([ "$3" = 1 ] && echo ' and healed'), every byte verified"
+}
+
+# Rail 1's address deleted in host 1 mid-stream and added back: the BTL follows the kernel
+# (netlink), so the rail is down at once for "address removed" and up with the address.
+sc_addr_gone() {
+	local name=ag pid a t0
+	bed_up 2
+	a=$(tb_addr 1 1)
+	mpi_run "$name" 2 ri2n,self 240 -- --bw-seconds 6 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	t0=$(date +%T.%N | cut -c1-12)
+	ip -n "ri2n-$TAG-h1" addr del "$a/24" dev r1 || fail "cannot delete $a from r1"
+	note "rail 1's address deleted in host 1: command started $t0, done $(date +%T.%N | cut -c1-12)"
+	sleep 2.5
+	ip -n "ri2n-$TAG-h1" addr add "$a/24" dev r1 || fail "cannot add $a back to r1"
+	wait "$pid" || fail "mpirun failed with rail 1's address deleted (status $?)"
+	require_pass "$name"
+	# the BTL followed the kernel: its rail (r1, the BTL's rail 0) down for the address at
+	# once; a send on it may fail first and name the cause of the link's own event
+	grep -q 'rail 0 (r1 .*): address removed: down' "$WORK/$name.out" ||
+		fail "the BTL never followed the address's removal: $(grep -h 'r1' "$WORK/$name.out" | head -n 4)"
+	grep -q 'btl_ri2n: .*rail r1 .* down (\(address removed\|local send error\))' "$WORK/$name.out" ||
+		fail "the BTL's link never took rail 1 down: $(grep -h 'rail r1' "$WORK/$name.out" | head -n 4)"
+	# back once packets cross it again both ways (the address's return lets it send)
+	grep -q 'btl_ri2n: .*rail r1 .* up again' "$WORK/$name.out" ||
+		fail "the BTL never took rail 1 back with its address: $(grep -h 'rail r1' "$WORK/$name.out" | head -n 6)"
+	report "$name"
+	ok "2 ranks: rail 1's address deleted mid-stream and added back, every byte verified"
 }
 
 # Links rank VPID has at finalize (btl_ri2n_verbose lines "btl_ri2n [[J,S],V] -> peer: ...").
@@ -555,6 +587,7 @@ four-ranks) sc_ranks 4 4 ri2n,self ;;
 no-self) sc_ranks 2 2 ri2n ;;
 blackhole) sc_blackhole 2 2 1 ;;
 blackhole-four) sc_blackhole 4 4 0 ;;
+addr-gone) sc_addr_gone ;;
 compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
@@ -566,6 +599,6 @@ memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
 idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0

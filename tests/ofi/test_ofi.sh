@@ -9,6 +9,10 @@
 #                           two connections (one per direction) share one rail monitor
 #   test_ofi.sh blackhole   1 MiB ping-pongs, checked, while rail 2 is black-holed and
 #                           healed mid-run: every exchange completes, the rail is seen down
+#   test_ofi.sh addr-gone   the same ping-pongs while rail 2's address is deleted in the
+#                           client's host and added back: the provider follows the kernel
+#                           (netlink), so the rail is down at once with the cause "address
+#                           removed" and in use again once the address is back
 #   test_ofi.sh dead-peer   a running ping-pong's client killed -9: the server's connections
 #                           to it fail with "connection reset by peer" within 5 s (its host's
 #                           port unreachable, checked against what was sent), not by the
@@ -22,7 +26,7 @@
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|dead-peer|stat}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|dead-peer|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -121,6 +125,19 @@ blackhole)
 		nt_fail "the black-holed rail was never seen down (finished before the fault?)"
 	nt_ok "400 checked 1 MiB ping-pongs across a black-holed and healed rail"
 	grep -h "rail 1 \(down\|up\)" "$NT_DIR/bh.cli" "$NT_DIR/bh.srv" | sed 's/^/  /' | head -n 8
+	;;
+addr-gone)
+	a=$(tb_addr 2 2) # the client's rail 2 (ri2n rail 1)
+	(sleep 1; ip -n "$ns2" addr del "$a/24" dev r2; sleep 1; ip -n "$ns2" addr add "$a/24" dev r2) &
+	NT_PIDS+=($!)
+	pingpong ag -c -S 1048576 -I 800
+	grep -Eq "^1m +800 +=800 " "$NT_DIR/ag.cli" || nt_fail "not every 1 MiB exchange completed"
+	grep -q "rail 1 (r2 .*): address removed: down" "$NT_DIR/ag.cli" ||
+		nt_fail "the client never followed the address's removal (finished before it?): $(grep -h 'rail 1' "$NT_DIR/ag.cli" | head -n 4)"
+	grep -q "rail 1 (r2 .*): address back: in use again" "$NT_DIR/ag.cli" ||
+		nt_fail "the client never took the rail back with its address: $(grep -h 'rail 1' "$NT_DIR/ag.cli" | head -n 6)"
+	nt_ok "800 checked 1 MiB ping-pongs; rail 2 down at its address's removal and back with it"
+	grep -h "rail 1 (r2" "$NT_DIR/ag.cli" | sed 's/^/  /' | head -n 4
 	;;
 dead-peer)
 	setsid timeout -s KILL 60 ip netns exec "$ns1" "${penv[@]}" fi_pingpong -p ri2n -e rdm \
