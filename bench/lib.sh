@@ -138,11 +138,12 @@ BED="" BED_RAILS=0 BED_HOSTS=2
 hns() { echo "ri2n-$BED-h$1"; }
 haddr() { echo "198.18.$2.$1"; } # HOST RAIL
 rails_list() { seq -s, -f 'r%g' 1 "$BED_RAILS"; }
-# wait_port HOST PORT: until something listens on PORT in HOST's namespace (5 s at most)
+# wait_port HOST PORT [KINDS]: until something listens on PORT in HOST's namespace (5 s at
+# most); KINDS narrows it with ss's flags (u: ri2n-run's UDP sockets, not a TCP listener)
 wait_port() {
 	local n
 	for n in $(seq 100); do
-		[ -n "$(ip netns exec "$(hns "$1")" ss -Hln "sport = :$2" 2>/dev/null)" ] && return 0
+		[ -n "$(ip netns exec "$(hns "$1")" ss -H"${3:-}"ln "sport = :$2" 2>/dev/null)" ] && return 0
 		sleep 0.05
 	done
 	return 1

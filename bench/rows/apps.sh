@@ -194,7 +194,7 @@ EOF
 	next_port; pri=$PORT
 	close_server tcp "$ptcp" "$rep"; st=$BG
 	close_server ri2n "$pri" "$rep"; sr=$BG
-	if ! wait_port 2 "$ptcp" || ! close_wait_ri2n "$pri"; then
+	if ! wait_port 2 "$ptcp" || ! wait_port 2 "$pri" u; then
 		stop_bg $st; stop_bg $sr
 		fail "nginx did not start: $(tail -q -c 200 "$RAW"/close-nginx-*-"$rep".err | tr '\n' ' ')"
 		return
@@ -214,15 +214,6 @@ EOF
 	stop_bg $st
 	stop_bg $sr
 	sub_end
-}
-# close_wait_ri2n PORT: until ri2n's UDP sockets for PORT are open in host 2 (5 s at most)
-close_wait_ri2n() {
-	local k
-	for k in $(seq 100); do
-		[ -n "$(ip netns exec "$(hns 2)" ss -Huln "sport = :$1" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
 }
 # The connection-per-request section of summary.md
 close_summary() {

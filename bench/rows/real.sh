@@ -24,16 +24,6 @@ real_row() {
 	put "$1" "$2" "$3" errors "$7"
 	log "   $2: $5 $6 (rails $sh %)$([ "$7" != 0 ] && echo ", $7 errors")"
 }
-# real_up SYS PORT: until the server listens on PORT in host 2 (a TCP listener, or under
-# ri2n-run ri2n's UDP sockets on the same port), 5 s at most
-real_up() {
-	local k
-	for k in $(seq 100); do
-		[ -n "$(ip netns exec "$(hns 2)" ss -Htuln "sport = :$2" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 # real_rounds ROW SERVER BENCH: a TCP and a ri2n-run server (SERVER SYS PORT, pid in BG), then
 # REAL_ROUNDS rounds of BENCH SYS ROUND PORT, the two alternating which goes first
 real_rounds() {
@@ -43,7 +33,7 @@ real_rounds() {
 	next_port; pri=$PORT
 	"$server" tcp "$ptcp"; st=$BG
 	"$server" ri2n "$pri"; sr=$BG
-	if ! real_up tcp "$ptcp" || ! real_up ri2n "$pri"; then
+	if ! wait_port 2 "$ptcp" tu || ! wait_port 2 "$pri" tu; then
 		stop_bg $st; stop_bg $sr
 		fail "$row: a server did not start: $(tail -q -c 200 "$RAW/$row"-*.srv.err | tr '\n' ' ')"
 		return
