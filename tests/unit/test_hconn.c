@@ -69,6 +69,18 @@ static tlink *add(driver *d, un_net *n, int tag, uint64_t now)
 	return l;
 }
 
+/* A link on un_net's client connection (established), whose events still go to its side. */
+static tlink *add_client(driver *d, un_net *n, uint64_t now)
+{
+	tlink *l = calloc(1, sizeof(*l));
+	rn_conn *c = n->side[UN_CLIENT].c;
+
+	assert_non_null(l);
+	assert_int_equal(rn_hconns_add(&d->links, &l->h, c, now), 0);
+	rn_conn_set_user(c, &n->side[UN_CLIENT]); /* un_net's events go to its side */
+	return l;
+}
+
 /* Tags of the list from its head. */
 static int list_tags(const driver *d, int *out)
 {
@@ -238,15 +250,13 @@ static void test_pass_steps(void **state)
 {
 	un_net *n = un_new(1);
 	driver d;
-	tlink *l = calloc(1, sizeof(*l));
+	tlink *l;
 	uint64_t t = un_handshake(n, UT_T0) + UT_MS, real;
 	rn_conn *c = n->side[UN_CLIENT].c;
 
 	(void)state;
-	assert_non_null(l);
 	driver_init(&d);
-	assert_int_equal(rn_hconns_add(&d.links, &l->h, c, t), 0);
-	rn_conn_set_user(c, &n->side[UN_CLIENT]); /* un_net's events go to its side */
+	l = add_client(&d, n, t);
 	l->h.expiry_ns = t;
 	assert_int_equal(rn_hconns_verdict_due(&d.links, 1, t), 0); /* no verdict pending */
 	assert_true(c->rail[0].rx_up);
@@ -280,16 +290,14 @@ static void test_rail_gone(void **state)
 {
 	un_net *n = un_new(2);
 	driver d;
-	tlink *a = calloc(1, sizeof(*a)), *b;
+	tlink *a, *b;
 	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
 	rn_conn *c = n->side[UN_CLIENT].c;
 	rn_conn_stats st;
 
 	(void)state;
-	assert_non_null(a);
 	driver_init(&d);
-	assert_int_equal(rn_hconns_add(&d.links, &a->h, c, t), 0);
-	rn_conn_set_user(c, &n->side[UN_CLIENT]); /* un_net's events go to its side */
+	a = add_client(&d, n, t);
 	b = add(&d, n, 2, t);
 	b->h.dead = 1; /* on its way out: left alone */
 	rn_conn_get_stats(c, &st);
