@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "rn_henv.h"
 #include "rn_host_lock.h"
 #include "rn_inline.h"
 #include "rn_sys.h"
@@ -202,11 +203,9 @@ int rn_host_owns(void *user)
  */
 int rn_host_mutex_mine(pthread_mutex_t *m)
 {
-	int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
-
-	if (owner == 0)
+	if (__atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == 0)
 		return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0;
-	return owner == rn_sys_gettid();
+	return rn_henv_mutex_mine(m);
 }
 
 int rn_host_held_here(void)

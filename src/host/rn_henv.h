@@ -18,8 +18,8 @@ uint64_t rn_henv_rng(void *u);
 rn_env rn_henv_default(void);
 /*
  * Whether the calling thread holds glibc mutex m (normal or recursive): a
- * driver's owner check (rn_env.owns) asks it of its lock.  A system call:
- * for builds with RN_ASSERTS, where the core calls the check.
+ * driver's owner check (rn_env.owns) asks it of its lock, the engine's
+ * signal path of its host lock.  Async-signal-safe (one raw gettid).
  */
 int rn_henv_mutex_mine(pthread_mutex_t *m);
 
