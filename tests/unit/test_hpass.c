@@ -204,6 +204,35 @@ static tlink *add_unbound(driver *d, un_net *n, uint64_t now)
 	return l;
 }
 
+/* A driver with one established link, its core timers due at t and a rail verdict pending. */
+typedef struct bed {
+	un_net *n;
+	driver *d;
+	tlink *l;
+	rn_conn *c;
+	uint64_t t;
+} bed;
+
+static void bed_new(bed *b)
+{
+	b->n = un_new(1);
+	b->t = un_handshake(b->n, UT_T0) + UT_MS;
+	b->c = b->n->side[UN_CLIENT].c;
+	b->d = driver_new();
+	b->l = add_client(b->d, b->n, b->t);
+	b->t = rn_conn_expiry(b->c);
+	assert_true(b->t < UINT64_MAX - UT_S);
+	b->l->h.expiry_ns = b->t;
+	b->c->rail[0].suspect = 1;
+}
+
+static void bed_del(bed *b)
+{
+	b->c->rail[0].suspect = 0;
+	driver_del(b->d);
+	un_del(b->n);
+}
+
 /*
  * A rail verdict due and the first receive left data behind: the sockets
  * are read again before any timer, the clock after each receive, and the
@@ -211,56 +240,46 @@ static tlink *add_unbound(driver *d, un_net *n, uint64_t now)
  */
 static void test_verdict_reread_order(void **state)
 {
-	un_net *n = un_new(1);
-	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
-	rn_conn *c = n->side[UN_CLIENT].c;
-	driver *d = driver_new();
-	tlink *l = add_client(d, n, t);
+	bed b;
+	driver *d;
+	uint64_t t;
 
 	(void)state;
-	t = rn_conn_expiry(c); /* the core's timers due */
-	assert_true(t < UINT64_MAX - UT_S);
-	c->rail[0].suspect = 1; /* a verdict pending */
-	l->h.expiry_ns = t;
+	bed_new(&b);
+	d = b.d, t = b.t;
 	d->got[0] = 3, d->more[0] = 1, d->until[0] = t + 10;
 	d->got[1] = 2, d->more[1] = 0, d->until[1] = t + 20;
 	assert_int_equal(rn_hpass_run(&d->pass, d, t), 3 + 2 + 1);
 	assert_string_equal(d->trace, "R N R N T C1 s1 e1 A0");
 	assert_true(d->timers_at == t + 20); /* never before the arrivals just read */
 	assert_true(d->core_now == t + 20);
-	assert_true(l->h.expiry_ns == rn_conn_expiry(c));
-	c->rail[0].suspect = 0;
-	driver_del(d);
-	un_del(n);
+	assert_true(b.l->h.expiry_ns == rn_conn_expiry(b.c));
+	bed_del(&b);
 }
 
 /* No re-read when the sockets are empty or no verdict is pending; no clock when nothing came. */
 static void test_no_reread(void **state)
 {
-	un_net *n = un_new(1);
-	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
-	rn_conn *c = n->side[UN_CLIENT].c;
-	driver *d = driver_new();
-	tlink *l = add_client(d, n, t);
+	bed b;
+	driver *d;
 
 	(void)state;
-	c->rail[0].suspect = 1;
-	l->h.expiry_ns = t;
+	bed_new(&b);
+	d = b.d;
 	d->got[0] = 1, d->more[0] = 0; /* everything read in the first turns */
-	assert_int_equal(rn_hpass_run(&d->pass, d, t), 1 + 1);
+	assert_int_equal(rn_hpass_run(&d->pass, d, b.t), 1 + 1);
 	assert_string_equal(d->trace, "R N T C1 s1 e1 A0");
-	c->rail[0].suspect = 0;
+	b.c->rail[0].suspect = 0;
 
 	/* data left, no verdict: no re-read; nothing read: no clock; the time never goes back */
 	d->trace[0] = 0;
 	d->nrecv = 0;
 	d->got[0] = 0, d->more[0] = 1;
-	l->h.expiry_ns = UINT64_MAX;
-	assert_int_equal(rn_hpass_run(&d->pass, d, t - UT_MS), 0);
+	b.l->h.expiry_ns = UINT64_MAX;
+	assert_int_equal(rn_hpass_run(&d->pass, d, b.t - UT_MS), 0);
 	assert_string_equal(d->trace, "R T c1 A0");
-	assert_true(d->timers_at == t);
-	driver_del(d);
-	un_del(n);
+	assert_true(d->timers_at == b.t);
+	bed_del(&b);
 }
 
 /*
