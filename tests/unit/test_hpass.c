@@ -201,6 +201,7 @@ static tlink *add_unbound(driver *d, un_net *n, uint64_t now)
 	assert_int_equal(rn_conn_connect(&c, &cl->cfg, &cl->env, cl->rails, cl->nrails,
 					 un_addr(n, UN_SERVER, 0), now), 0);
 	assert_int_equal(rn_hconns_add(&d->links, &l->h, c, now), 0);
+	rn_conn_set_user(c, cl); /* un_net's events go to its side */
 	return l;
 }
 
