@@ -125,9 +125,11 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 	return 0;
 }
 
-/* A connect attempt that has not been answered in time gives way to the next rail. */
-static void peer_timers(rfi_ep *ep, uint64_t now)
+/* A connect attempt unanswered in time gives way to the next rail (rn_hpass_ops.timers). */
+static void peer_timers(void *arg, uint64_t now)
 {
+	rfi_ep *ep = arg;
+
 	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
 		rfi_peer *p = l->peer;
 
@@ -246,8 +248,6 @@ static int peer_ended(rfi_link *l)
 
 static uint64_t pass_now(void *arg) { return rfi_ep_now(arg); }
 
-static void pass_timers(void *arg, uint64_t now) { peer_timers(arg, now); }
-
 /* An accepted link's unexpected messages wait on the application: a stall is its failure. */
 static void link_stall(void *arg, rn_hconn *h, uint64_t now)
 {
@@ -306,7 +306,7 @@ static void pass_after(void *arg, uint64_t now)
 }
 
 static const rn_hpass_ops pass_ops = {
-	.now = pass_now, .timers = pass_timers, .unbound = unbound_link, .check = link_stall,
+	.now = pass_now, .timers = peer_timers, .unbound = unbound_link, .check = link_stall,
 	.busy = link_busy, .serve = link_serve, .settle = link_settle, .after = pass_after,
 };
 

@@ -82,14 +82,4 @@ typedef struct rn_hpass {
  */
 int rn_hpass_run(const rn_hpass *p, void *arg, uint64_t now);
 
-/*
- * What h's connection owes goes onto the rail sockets (at most
- * RN_HPOLL_FLUSH_BUDGET datagrams), and h's cached expiry follows what
- * that armed; for a send outside the pass too.
- */
-void rn_hconn_flush(const rn_hconns *s, rn_hconn *h, uint64_t now);
-
-/* A stateless reset the core took for link v (rn_hdisp.on_reset): v is serviced next. */
-void rn_hconn_on_reset(void *arg, void *v);
-
 #endif
