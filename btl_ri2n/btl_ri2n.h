@@ -35,6 +35,7 @@
 #include "btl_ri2n_wire.h"
 #include "rn_core.h"
 #include "rn_hconn.h"
+#include "rn_hpass.h"
 #include "rn_hfollow.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
@@ -48,15 +49,7 @@ BEGIN_C_DECLS
 /* Stream frames and nudges: btl_ri2n_wire.h. */
 enum {
 	RI2N_BTL_SND_SLOTS = 4096, /* default send ring per peer, packets (~6 MB) */
-	/*
-	 * Accepted links whose hello has not come yet: at most this many at once
-	 * (a COOKIE_ECHO over the limit is dropped and resent by its client), and
-	 * each gets this long to say who it is before it is reset.  A real peer
-	 * writes its hello in its first round trip.
-	 */
-	RI2N_MAX_UNBOUND = 256,
 };
-#define RI2N_UNBOUND_NS UINT64_C(10000000000) /* 10 s */
 /*
  * A link that delivered no frame this long frees its gather buffer (up to a
  * frame, 256 KiB): the core's rings shrink after 2 s idle (rn_timer.c), and an
@@ -147,6 +140,7 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_hconns links;               /* every connection (host kit) */
 	rn_htab idtab;                 /* links by connection id */
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
+	rn_hpass pass;                 /* the pass's skeleton and hooks (host kit) */
 	uint64_t last_progress_ns;     /* the keeper steps in when this gets old */
 	uint64_t core_now;             /* latest time given to the core: time never goes back */
 	rbtl_fatal fatal[RI2N_MAX_FATAL];
@@ -157,7 +151,7 @@ typedef struct mca_btl_ri2n_module_t {
 	uint64_t frames_in, frames_zero_copy, frames_copied, frames_out, bytes_out, bytes_in;
 	uint64_t rail_events;
 	/* refused: nudges (bad tag, a stranger's name, an address not in its modex),
-	 * hellos (a stranger, a takeover), accepts over RI2N_MAX_UNBOUND, hello deadlines */
+	 * hellos (a stranger, a takeover), accepts over RN_HPOLL_MAX_UNBOUND, hello deadlines */
 	uint64_t nudges_refused, hellos_refused, unbound_refused, unbound_expired;
 	/*
 	 * The core's memory (rings and connections), counted by the module's
@@ -290,14 +284,14 @@ int rbtl_stream_deliver(rbtl_link *l, uint64_t now);
 int rbtl_stream_push(mca_btl_ri2n_endpoint_t *ep, uint64_t now);
 /* Writes the initiator's hello once the connection is up. */
 void rbtl_stream_hello(rbtl_link *l, uint64_t now);
-/* Sends what the core has to send on this link. */
-void rbtl_stream_flush(rbtl_link *l, uint64_t now);
 /* Writes as much of a fragment as fits; 1 when whole, 0 when the ring is full, <0 error. */
 int rbtl_stream_write_frag(rbtl_link *l, mca_btl_ri2n_frag_t *f, uint64_t now);
 /* A datagram no link has: a nudge, or the listener's (handshakes).  Returns 0. */
 int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,
 			uint64_t now);
-/* One pass of the protocol: receive, timers, deliver, send, flush. */
+/* The module's pass on the kit's skeleton (rn_hpass): once its links, sockets and follower are set. */
+void rbtl_stream_pass_init(mca_btl_ri2n_module_t *m);
+/* One pass of the protocol (rn_hpass_run): receive, timers, deliver, send, flush; events made. */
 int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main);
 /* Warns (at most every 10 s) when the memory ceiling refused ring growth since the last warning. */
 void rbtl_mem_warn(mca_btl_ri2n_module_t *m, uint64_t now);

@@ -108,13 +108,6 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->h.dirty = 1; /* a drop (duplicate) may still owe an ACK */
 }
 
-/* A stateless reset for l's peer: the core took it (rn_hdisp). */
-static void on_reset(void *arg, void *v)
-{
-	(void)arg;
-	((rbtl_link *)v)->h.dirty = 1;
-}
-
 /* A rail gone or back (rn_hfollow_fn): every link hears it. */
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
@@ -145,8 +138,9 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = rbtl_stream_unbound, .conn_of = rn_hconn_conn_of,
-			      .on_reset = on_reset, .arg = m };
+			      .on_reset = rn_hconn_on_reset, .arg = m };
 	rn_hfollow_init(&m->follow, m->rails, m->nrails, rail_changed, m);
+	rbtl_stream_pass_init(m);
 	if (rc == 0)
 		rn_hfollow_open(&m->follow);
 	return rc;
@@ -519,7 +513,7 @@ static int btl_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpo
 	if (ep->state == RI2N_EP_OPEN && ep->link && opal_list_is_empty(&ep->sendq)) {
 		int rc = rbtl_stream_write_frag(ep->link, f, now);
 
-		rbtl_stream_flush(ep->link, now);
+		rn_hconn_flush(&m->links, &ep->link->h, now);
 		rn_hset_flush(&m->io);
 		if (rc == 1) {
 			rbtl_unlock(m);
@@ -587,7 +581,7 @@ static int sendi_direct(mca_btl_ri2n_module_t *m, mca_btl_ri2n_endpoint_t *ep,
 		rn_conn_write(c, now, data, payload_size);
 	m->frames_out++;
 	m->bytes_out += header_size + payload_size;
-	rbtl_stream_flush(ep->link, now);
+	rn_hconn_flush(&m->links, &ep->link->h, now);
 	rn_hset_flush(&m->io);
 	return 1;
 }

@@ -113,14 +113,6 @@ void rbtl_stream_hello(rbtl_link *l, uint64_t now)
 	}
 }
 
-void rbtl_stream_flush(rbtl_link *l, uint64_t now)
-{
-	rn_hset_send_conn(&l->mod->io, l->h.conn, l->h.id, now, RN_HPOLL_FLUSH_BUDGET);
-	/* what was just sent armed timers (loss, keepalive): a send from btl_send
-	 * happens outside the pass, which only looks at this cached value */
-	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
-}
-
 /* ---- receiving ---- */
 
 static void bad_stream(rbtl_link *l, const char *why, uint64_t now)
@@ -262,7 +254,7 @@ int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 			uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = arg;
-	const rn_hpoll_accept acc = { .max_unbound = RI2N_MAX_UNBOUND, .unbound = unbound_link,
+	const rn_hpoll_accept acc = { .max_unbound = RN_HPOLL_MAX_UNBOUND, .unbound = unbound_link,
 				      .on_accept = accept_link, .arg = m };
 
 	if (rbtl_wire_is_nudge(d, len)) {
@@ -278,81 +270,99 @@ int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, siz
 	return 0;
 }
 
-/*
- * Reads what the sockets have.  MPI spins on progress: one poll() looks at
- * every rail and only sockets with data are read, so an idle loop turns
- * fast and a lone message costs two syscalls; when the last pass left data
- * behind, no poll.  Each datagram is timed by its kernel arrival stamp,
- * within [the latest time given to the core, the time of the read].
- */
-static int receive(mca_btl_ri2n_module_t *m)
+/* The pass's argument: the module, and whether MPI's progress runs it (not the keeper). */
+typedef struct pass_arg {
+	mca_btl_ri2n_module_t *m;
+	int main;
+} pass_arg;
+
+static uint64_t pass_now(void *arg) { return rbtl_core_now(((pass_arg *)arg)->m); }
+
+static void pass_timers(void *arg, uint64_t now)
 {
-	return rn_hset_pass(&m->io, &m->rx, RN_HPOLL_RX_ROUNDS, &m->core_now, rn_hdisp_input,
-			    &m->disp, &m->rx_more);
+	pass_arg *a = arg;
+
+	rbtl_ep_timers(a->m, now, a->main);
 }
 
-static int service(rbtl_link *l, uint64_t now, int main)
+/* No hello in RN_HPASS_UNBOUND_NS: the kit resets the link, we count and say so. */
+static void unbound_late(void *arg, rn_hconn *h, uint64_t now)
 {
-	int n = 0;
+	rbtl_link *l = (rbtl_link *)h;
+
+	(void)now;
+	((pass_arg *)arg)->m->unbound_expired++;
+	rn_error("btl_ri2n: %s: no hello within 10 s of the handshake; resetting the connection",
+		 l->ep ? l->ep->desc : "peer");
+}
+
+/* Idle with its timers due: the gather buffer goes, as the core's rings shrink. */
+static void link_check(void *arg, rn_hconn *h, uint64_t now)
+{
+	rbtl_link *l = (rbtl_link *)h;
+
+	(void)arg;
+	if (h->expiry_ns <= now && l->rx.buf && l->rx.hdr_have != RI2N_HDR_LEN &&
+	    now - l->last_in_ns >= RI2N_RX_IDLE_NS)
+		rbtl_rx_free(&l->rx); /* no frame half read */
+}
+
+/* Fragments queued on the endpoint: only MPI's progress pushes them. */
+static int link_busy(void *arg, rn_hconn *h)
+{
+	rbtl_link *l = (rbtl_link *)h;
+
+	return ((pass_arg *)arg)->main && l->ep && !opal_list_is_empty(&l->ep->sendq);
+}
+
+static int link_serve(void *arg, rn_hconn *h, uint64_t now)
+{
+	rbtl_link *l = (rbtl_link *)h;
+	int main = ((pass_arg *)arg)->main, n = 0;
 
 	/* only a pass that delivers is done with the input: after the keeper's,
 	 * MPI's next poll must still hand the frames over */
 	if (main) {
-		l->h.dirty = 0;
+		h->dirty = 0;
 		n = rbtl_stream_deliver(l, now);
 	}
 	rbtl_stream_hello(l, now);
 	if (main && l->ep && l->ep->link == l)
 		n += rbtl_stream_push(l->ep, now);
-	rbtl_stream_flush(l, now);
-	rbtl_link_check(l, now);
-	rn_hpoll_monitor(&l->mod->lk, l->h.conn, now);
-	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 	return n;
 }
 
+static void link_settle(void *arg, rn_hconn *h, uint64_t now)
+{
+	(void)arg;
+	rbtl_link_check((rbtl_link *)h, now);
+}
+
+static void pass_after(void *arg, uint64_t now) { rbtl_mem_warn(((pass_arg *)arg)->m, now); }
+
+static const rn_hpass_ops pass_ops = {
+	.now = pass_now, .timers = pass_timers, .unbound = unbound_link,
+	.on_unbound_late = unbound_late, .check = link_check, .busy = link_busy,
+	.serve = link_serve, .settle = link_settle, .after = pass_after,
+};
+
+void rbtl_stream_pass_init(mca_btl_ri2n_module_t *m)
+{
+	m->pass = (rn_hpass){ .links = &m->links, .rx = &m->rx, .disp = &m->disp,
+			      .follow = &m->follow, .core_now = &m->core_now,
+			      .rx_more = &m->rx_more, .ops = &pass_ops };
+}
+
+/*
+ * MPI spins on progress: one poll() looks at every rail and only sockets
+ * with data are read, so an idle loop turns fast and a lone message costs
+ * two syscalls; when the last pass left data behind, no poll (rn_hpass).
+ */
 int rbtl_stream_pass(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 {
-	int n;
+	pass_arg a = { m, main };
 
-	/* time given to the core never goes back, whoever called last */
-	if (now < m->core_now)
-		now = m->core_now;
-	m->core_now = now;
-	n = receive(m);
-	if (n)
-		now = rbtl_core_now(m);
-	rn_hfollow_poll(&m->follow, now); /* a rail's address or link gone: at once, not by silence */
-	rbtl_ep_timers(m, now, main);
-	/* a rail verdict due: what its socket still holds comes first */
-	if (rn_hconns_verdict_due(&m->links, m->rx_more, now) && receive(m)) {
-		n++;
-		now = rbtl_core_now(m); /* never before the arrivals just read */
-	}
-	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l)) {
-		if (l->h.dead)
-			continue;
-		if (!l->initiator && !l->ep && now - l->h.created_ns > RI2N_UNBOUND_NS &&
-		    rn_conn_state(l->h.conn) != RN_ST_CLOSED) {
-			/* no hello in 10 s: not a peer of ours */
-			m->unbound_expired++;
-			bad_stream(l, "no hello within 10 s of the handshake", now);
-			l->h.dirty = 1;
-		}
-		if (l->h.expiry_ns <= now) {
-			/* idle: the gather buffer goes, as the core's rings shrink (no frame half read) */
-			if (l->rx.buf && l->rx.hdr_have != RI2N_HDR_LEN &&
-			    now - l->last_in_ns >= RI2N_RX_IDLE_NS)
-				rbtl_rx_free(&l->rx);
-			rn_hconn_timer(&m->links, &l->h, now);
-		}
-		if (l->h.dirty || (main && l->ep && !opal_list_is_empty(&l->ep->sendq)))
-			n += service(l, now, main);
-	}
-	rn_hset_flush(&m->io);
-	rn_hconns_reap(&m->links);
-	rbtl_mem_warn(m, now);
-	return n;
+	return rn_hpass_run(&m->pass, &a, now);
 }
 
 /* ---- summary ---- */
@@ -385,7 +395,7 @@ void rbtl_print_summary(mca_btl_ri2n_module_t *m)
 			    "%d links without a hello; %llu links reset for no hello in time",
 			    OPAL_NAME_PRINT(m->me), (unsigned long long)m->nudges_refused,
 			    (unsigned long long)m->hellos_refused,
-			    (unsigned long long)m->unbound_refused, RI2N_MAX_UNBOUND,
+			    (unsigned long long)m->unbound_refused, RN_HPOLL_MAX_UNBOUND,
 			    (unsigned long long)m->unbound_expired);
 	for (rbtl_link *l = rbtl_links(m); l; l = rbtl_link_next(l)) {
 		rn_conn_stats st;

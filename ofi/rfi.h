@@ -60,6 +60,7 @@
 #include "rn_hfollow.h"
 #include "rn_hkeep.h"
 #include "rn_hmon.h"
+#include "rn_hpass.h"
 #include "rn_hpoll.h"
 #include "rn_htab.h"
 #include "rn_rails.h"
@@ -85,13 +86,11 @@ enum {
 	RFI_IOV_MAX = 8,            /* iov entries per operation */
 	RFI_QUEUE_SIZE = 4096,      /* tx/rx queue depth advertised */
 	RFI_CQ_SIZE = 65536,        /* CQ entries when the application names none */
-	RFI_MAX_UNBOUND = 256,      /* accepted connections whose hello has not come yet */
 	RFI_MAX_MSG = 1 << 30,      /* largest message, bytes */
 	RFI_NAME_LEN = 4 + 7 * RN_MAX_RAILS, /* endpoint name (<= FI_NAME_MAX): rfi_name.c */
 	RFI_CQ_DATA_SIZE = 8,       /* bytes of remote CQ data a message may carry */
 	RFI_HDR_MAX = 2 * RFI_HDR_LEN + 8, /* a data frame, its 8 bytes and the message's header */
 };
-#define RFI_UNBOUND_NS UINT64_C(10000000000) /* 10 s for an accepted peer to say who it is */
 
 /* ---- knobs (rfi_prov.c): FI_RI2N_* through fi_param, read once (rfi_knob_list.h) ---- */
 #define RFI_KNOB_CTYPE_INT uint64_t
@@ -376,6 +375,7 @@ struct rfi_ep {
 	rn_hmon mon;                   /* rail health per peer, dead peers (host kit) */
 	uint64_t core_now;
 	rn_hconns links;               /* every connection (host kit) */
+	rn_hpass pass;                 /* the pass's skeleton and hooks (host kit) */
 	rfi_peer **peers;              /* by fi_addr_t */
 	size_t npeers;
 	rfi_op *posted[4], *posted_tail[4]; /* receives by kind (RFI_MSG, RFI_TAG) */
@@ -414,8 +414,6 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen);
 void rfi_links_reap(rfi_ep *ep);
 /* One protocol pass: receive, timers, deliver, send, flush (domain lock held). */
 void rfi_ep_pass(rfi_ep *ep);
-/* Sends what the core has for this link now. */
-void rfi_link_flush(rfi_link *l, uint64_t now);
 /* The current time for a call into the core: never below one given before. */
 uint64_t rfi_ep_now(rfi_ep *ep);
 /* The peer behind fi_addr, created on first use; NULL if the AV does not know it. */

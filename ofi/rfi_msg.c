@@ -492,7 +492,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 			ep->bytes_out += len;
 			complete_send(ep, op);
 			rfi_op_free(ep, op);
-			rfi_link_flush(p->link, now);
+			rn_hconn_flush(&ep->links, &p->link->h, now);
 			rn_hset_flush(&ep->io);
 			goto out;
 		}
@@ -520,7 +520,7 @@ static ssize_t do_send(struct fid_ep *fep, int kind, const struct iovec *iov, si
 	}
 	if (p->link) {
 		rfi_peer_push(ep, p, now);
-		rfi_link_flush(p->link, now);
+		rn_hconn_flush(&ep->links, &p->link->h, now);
 		rn_hset_flush(&ep->io);
 	}
 out:

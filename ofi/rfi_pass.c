@@ -55,12 +55,6 @@ void rfi_links_reap(rfi_ep *ep)
 	rn_hconns_reap(&ep->links);
 }
 
-void rfi_link_flush(rfi_link *l, uint64_t now)
-{
-	rn_hset_send_conn(&l->ep->io, l->h.conn, l->h.id, now, RN_HPOLL_FLUSH_BUDGET);
-	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
-}
-
 /* ---- peers ---- */
 
 rfi_peer *rfi_peer_get(rfi_ep *ep, fi_addr_t a)
@@ -131,9 +125,11 @@ int rfi_peer_connect(rfi_ep *ep, rfi_peer *p, uint64_t now)
 	return 0;
 }
 
-/* A connect attempt that has not been answered in time gives way to the next rail. */
-static void peer_timers(rfi_ep *ep, uint64_t now)
+/* A connect attempt unanswered in time gives way to the next rail (rn_hpass_ops.timers). */
+static void peer_timers(void *arg, uint64_t now)
 {
+	rfi_ep *ep = arg;
+
 	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
 		rfi_peer *p = l->peer;
 
@@ -200,13 +196,6 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 	l->h.dirty = 1;
 }
 
-/* A stateless reset for l's peer: the core took it (rn_hdisp). */
-static void on_reset(void *arg, void *v)
-{
-	(void)arg;
-	((rfi_link *)v)->h.dirty = 1;
-}
-
 /* An accepted link that has not said who it is (rn_hpoll_accept). */
 static int unbound_link(const void *v)
 {
@@ -237,19 +226,13 @@ static int to_listener(void *arg, int rail, rn_addr from, const uint8_t *d, size
 		       uint64_t now)
 {
 	rfi_ep *ep = arg;
-	const rn_hpoll_accept acc = { .max_unbound = RFI_MAX_UNBOUND, .unbound = unbound_link,
+	const rn_hpoll_accept acc = { .max_unbound = RN_HPOLL_MAX_UNBOUND, .unbound = unbound_link,
 				      .on_accept = accept_link, .arg = ep };
 
 	if (!ep->have_lis)
 		return -1;
 	rn_hpoll_listen(&ep->lis, &ep->io, &ep->idtab, &acc, rail, from, d, len, now);
 	return 0;
-}
-
-static int receive(rfi_ep *ep)
-{
-	return rn_hset_pass(&ep->io, &ep->rx, RN_HPOLL_RX_ROUNDS, &ep->core_now, rn_hdisp_input,
-			    &ep->disp, &ep->rx_more);
 }
 
 /* ---- the pass ---- */
@@ -263,9 +246,33 @@ static int peer_ended(rfi_link *l)
 	       rn_conn_peek(l->h.conn, &d) == 0;
 }
 
-static void service(rfi_link *l, uint64_t now)
+static uint64_t pass_now(void *arg) { return rfi_ep_now(arg); }
+
+/* An accepted link's unexpected messages wait on the application: a stall is its failure. */
+static void link_stall(void *arg, rn_hconn *h, uint64_t now)
 {
-	l->h.dirty = 0;
+	rfi_link *l = (rfi_link *)h;
+
+	(void)arg;
+	if (!l->peer && l->ux)
+		rfi_link_stall_check(l, now);
+}
+
+/* Sends queued for the peer, or input the application has not taken. */
+static int link_busy(void *arg, rn_hconn *h)
+{
+	rfi_link *l = (rfi_link *)h;
+
+	(void)arg;
+	return (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into));
+}
+
+static int link_serve(void *arg, rn_hconn *h, uint64_t now)
+{
+	rfi_link *l = (rfi_link *)h;
+
+	(void)arg;
+	h->dirty = 0;
 	if (l->peer && peer_ended(l))
 		rfi_link_retire_out(l, now);
 	if (l->retired == RFI_RETIRED_OUT) {
@@ -277,48 +284,38 @@ static void service(rfi_link *l, uint64_t now)
 	} else {
 		rfi_link_deliver(l, now);
 	}
-	rfi_link_flush(l, now);
+	return 0;
+}
+
+static void link_settle(void *arg, rn_hconn *h, uint64_t now)
+{
+	rfi_link *l = (rfi_link *)h;
+
+	(void)arg;
 	link_check(l, now);
 	if (l->retired == RFI_RETIRED_IN && (l->h.dead || l->eof))
 		rfi_link_retired_end(l, now);
-	rn_hpoll_monitor(&l->ep->lk, l->h.conn, now);
-	l->h.expiry_ns = rn_conn_expiry(l->h.conn);
 }
+
+static void pass_after(void *arg, uint64_t now)
+{
+	rfi_ep *ep = arg;
+
+	rfi_stat_pass(ep, now);
+	__atomic_store_n(&ep->last_pass_ns, now, __ATOMIC_RELAXED);
+}
+
+static const rn_hpass_ops pass_ops = {
+	.now = pass_now, .timers = peer_timers, .unbound = unbound_link, .check = link_stall,
+	.busy = link_busy, .serve = link_serve, .settle = link_settle, .after = pass_after,
+};
 
 void rfi_ep_pass(rfi_ep *ep)
 {
-	uint64_t now;
-
 	if (!ep->enabled || ep->in_pass)
 		return;
 	ep->in_pass = 1;
-	now = rfi_ep_now(ep);
-	if (receive(ep))
-		now = rfi_ep_now(ep);
-	rn_hfollow_poll(&ep->follow, now);
-	/* a rail verdict due: what its socket still holds comes first */
-	if (rn_hconns_verdict_due(&ep->links, ep->rx_more, now) && receive(ep))
-		now = rfi_ep_now(ep);
-	peer_timers(ep, now);
-	for (rfi_link *l = rfi_links(ep); l; l = rfi_link_next(l)) {
-		if (l->h.dead)
-			continue;
-		if (!l->peer && !l->have_name && !l->retired &&
-		    now - l->h.created_ns > RFI_UNBOUND_NS && rn_conn_state(l->h.conn) != RN_ST_CLOSED) {
-			rn_conn_abort(l->h.conn, now); /* no hello: not one of ours */
-			l->h.dirty = 1;
-		}
-		if (!l->peer && l->ux)
-			rfi_link_stall_check(l, now);
-		if (l->h.expiry_ns <= now)
-			rn_hconn_timer(&ep->links, &l->h, now);
-		if (l->h.dirty || (l->peer && l->peer->q) || (!l->peer && (l->ux || l->into)))
-			service(l, now);
-	}
-	rn_hset_flush(&ep->io);
-	rfi_links_reap(ep);
-	rfi_stat_pass(ep, now);
-	__atomic_store_n(&ep->last_pass_ns, now, __ATOMIC_RELAXED);
+	rn_hpass_run(&ep->pass, ep, rfi_ep_now(ep));
 	ep->in_pass = 0;
 }
 
@@ -350,7 +347,10 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 				 .on_reap = link_gone, .arg = ep };
 	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
-			       .conn_of = rn_hconn_conn_of, .on_reset = on_reset, .arg = ep };
+			       .conn_of = rn_hconn_conn_of, .on_reset = rn_hconn_on_reset, .arg = ep };
+	ep->pass = (rn_hpass){ .links = &ep->links, .rx = &ep->rx, .disp = &ep->disp,
+			       .follow = &ep->follow, .core_now = &ep->core_now,
+			       .rx_more = &ep->rx_more, .ops = &pass_ops };
 	rn_hfollow_init(&ep->follow, ep->rails, ep->nrails, rail_changed, ep);
 	if (rc)
 		return rc;

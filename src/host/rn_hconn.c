@@ -116,3 +116,17 @@ int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t 
 	}
 	return n;
 }
+
+void rn_hconn_flush(const rn_hconns *s, rn_hconn *h, uint64_t now)
+{
+	rn_hset_send_conn(s->io, h->conn, h->id, now, RN_HPOLL_FLUSH_BUDGET);
+	/* what was just sent armed timers (loss, keepalive): a send from outside
+	 * the pass too, and the pass only looks at this cached value */
+	h->expiry_ns = rn_conn_expiry(h->conn);
+}
+
+void rn_hconn_on_reset(void *arg, void *v)
+{
+	(void)arg;
+	((rn_hconn *)v)->dirty = 1;
+}

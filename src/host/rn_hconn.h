@@ -12,8 +12,9 @@
  *    links' timers (a rail verdict reads what the sockets hold first);
  *  - rn_hconn_dial: one connect attempt over the peer's rails in turn;
  *  - rn_hconns_rail: a rail gone or back (rn_hfollow) told to every link;
- *  - rn_hconn_conn_of, _mark, _due: the hooks rn_hpoll_links and rn_hdisp
- *    take, for links whose first member is their rn_hconn.
+ *  - rn_hconn_flush: what a link's connection owes onto the rail sockets;
+ *  - rn_hconn_conn_of, _mark, _due, _on_reset: the hooks rn_hpoll_links
+ *    and rn_hdisp take, for links whose first member is their rn_hconn.
  *
  * No locks: the driver serialises every call.
  */
@@ -109,6 +110,16 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now);
  * rn_conn_rail_back) and is dirty.  Returns how many links heard.
  */
 int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t now);
+
+/*
+ * What h's connection owes goes onto the rail sockets (at most
+ * RN_HPOLL_FLUSH_BUDGET datagrams), and h's cached expiry follows what
+ * that armed; for a send outside the pass too.
+ */
+void rn_hconn_flush(const rn_hconns *s, rn_hconn *h, uint64_t now);
+
+/* A stateless reset the core took for link v (rn_hdisp.on_reset): v is serviced next. */
+void rn_hconn_on_reset(void *arg, void *v);
 
 /* Link v's connection (rn_hpoll_links.conn_of, rn_hdisp.conn_of). */
 rn_conn *rn_hconn_conn_of(void *v);

@@ -13,7 +13,8 @@
  *  - rn_hpoll_listen: the listener's answer to a datagram for no link, and
  *    the cap on accepted links that have not said who they are;
  *  - rn_hpoll_rail_for: our socket in a peer rail's subnet;
- *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass.
+ *  - RN_HPOLL_RX_ROUNDS and RN_HPOLL_FLUSH_BUDGET bound one pass (rn_hpass),
+ *    RN_HPOLL_MAX_UNBOUND the accepted links without a hello.
  *
  * No locks: the driver serialises every call.
  */
@@ -32,6 +33,12 @@
 enum {
 	RN_HPOLL_RX_ROUNDS = 16,      /* receive turns per pass: bounds one progress call */
 	RN_HPOLL_FLUSH_BUDGET = 1024, /* datagrams one link may send per flush */
+	/*
+	 * Accepted links whose hello has not come yet, at most (a COOKIE_ECHO
+	 * over it is dropped and resent by its client): a real peer writes its
+	 * hello in its first round trip (rn_hpass resets one silent 10 s).
+	 */
+	RN_HPOLL_MAX_UNBOUND = 256,
 };
 
 /* A driver's links as the kit reaches them: socket errors (rn_hsock_ops' arg), the monitor. */

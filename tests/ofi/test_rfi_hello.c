@@ -209,7 +209,7 @@ static void raw_header(pair *p, struct fid_ep *x, uint8_t kind, uint32_t len, ui
 	if (blen)
 		assert_int_equal(rn_conn_write(peer->link->h.conn, rfi_ep_now(ex), body, blen),
 				 (ssize_t)blen);
-	rfi_link_flush(peer->link, rfi_ep_now(ex));
+	rn_hconn_flush(&ex->links, &peer->link->h, rfi_ep_now(ex));
 	rn_hset_flush(&ex->io);
 	pthread_mutex_unlock(&ex->dom->lock);
 }
