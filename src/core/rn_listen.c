@@ -281,6 +281,8 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 	case RN_PT_ACK:
 	case RN_PT_LINK_STATE:
 	case RN_PT_LINK_ACK:
+	case RN_PT_RAILS:
+	case RN_PT_RAILS_ACK:
 	case RN_PT_HEARTBEAT:
 	case RN_PT_KEEPALIVE:
 		break;
