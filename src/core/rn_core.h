@@ -647,6 +647,11 @@ typedef struct rn_listener {
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
+/*
+ * A rail that appeared (rn_conn_rail_add): the listener's next index; the
+ * handshakes it answers from now on offer it.  0 or RN_ERR_INVAL (full).
+ */
+int rn_listener_rail_add(rn_listener *l, const rn_rail_addr *a);
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
 
