@@ -159,6 +159,7 @@ const char *rn_cause_name(rn_cause c)
 	case RN_CAUSE_ADDR_GONE: return "address removed";
 	case RN_CAUSE_LINK_DOWN: return "link down";
 	case RN_CAUSE_ADDR_BACK: return "address back";
+	case RN_CAUSE_RAIL_NEW: return "new rail";
 	case RN_CAUSE_LINK_UP: return "link up";
 	default: return "?";
 	}

@@ -182,6 +182,62 @@ static uint32_t pm_ceiling(const rn_conn *c, const rn_rail_addr *l)
 	return top > c->dgram ? top : c->dgram;
 }
 
+/* Path r from local rail li (address l) to the peer's rail ri (address m), as yet unused. */
+static int init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int ri,
+		     const rn_rail_addr *m, uint32_t snd_slots, uint64_t now_ns)
+{
+	/* the FIFO holds twice the send ring, and grows with it */
+	int rc = rn_rail_init(r, &c->env.mem, 2 * snd_slots, c->cfg.init_cwnd);
+	uint32_t top = pm_ceiling(c, l);
+
+	if (rc)
+		return rc;
+	r->local_rail = li;
+	r->remote_rail = ri;
+	r->local = (rn_addr){ l->ip, l->port };
+	r->remote = (rn_addr){ m->ip, m->port };
+	r->backup = l->backup;
+	r->last_rx_ns = r->last_full_rx_ns = now_ns;
+	r->last_tx_ns = r->last_full_tx_ns = now_ns;
+	/* from the size both ends take up to what this rail's interface carries */
+	if (c->cr && top > c->plain_cap - RN_AEAD_OVERHEAD)
+		top = (uint32_t)c->plain_cap - RN_AEAD_OVERHEAD; /* a later rail: what the keys' buffer holds */
+	rn_pmtu_init(&r->pm, c->dgram, top, now_ns);
+	/* a key holder wrote the hello; else only the handshake's own address is proven */
+	r->validated = c->cfg.keyed ||
+		       (r->local_rail == c->hs.rail && r->remote.ip == c->peer.ip &&
+			r->remote.port == c->peer.port);
+	return 0;
+}
+
+int rn_conn_add_path(rn_conn *c, int li, const rn_rail_addr *l, int ri, const rn_rail_addr *m,
+		     uint64_t now_ns)
+{
+	const rn_mem *mem = &c->env.mem;
+	rn_rail *rails;
+	int rc;
+
+	if (c->npaths >= RN_MAX_RAILS)
+		return RN_ERR_INVAL;
+	rails = mem->alloc(mem->user, (size_t)(c->npaths + 1) * sizeof(*rails));
+	if (!rails)
+		return RN_ERR_NOMEM;
+	memset(&rails[c->npaths], 0, sizeof(*rails));
+	rc = init_path(c, &rails[c->npaths], li, l, ri, m, c->sq.slots, now_ns);
+	if (rc) {
+		mem->free(mem->user, rails);
+		return rc;
+	}
+	/* the FIFOs move with their rails: only the array is new */
+	if (c->npaths)
+		memcpy(rails, c->rail, (size_t)c->npaths * sizeof(*rails));
+	if (c->rail)
+		mem->free(mem->user, c->rail);
+	c->rail = rails;
+	c->rail_n = ++c->npaths;
+	return 0;
+}
+
 /*
  * Builds the rails from both sides' rail lists (client list first, so both
  * ends number them the same) and allocates the rings.  Called by the client
@@ -219,34 +275,17 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 		return RN_ERR_NOMEM;
 	c->rail_n = n;
 	for (int k = 0; k < n; k++) {
-		rn_rail *r = &c->rail[k];
-		const rn_rail_addr *l, *m;
+		int li = pairs[k][c->is_client ? 0 : 1], ri = pairs[k][c->is_client ? 1 : 0];
 
-		if (c->is_client) {
-			l = &client[pairs[k][0]];
-			m = &server[pairs[k][1]];
-			r->local_rail = pairs[k][0];
-		} else {
-			l = &server[pairs[k][1]];
-			m = &client[pairs[k][0]];
-			r->local_rail = pairs[k][1];
-		}
-		r->local = (rn_addr){ l->ip, l->port };
-		r->remote = (rn_addr){ m->ip, m->port };
-		/* the FIFO holds twice the send ring, and grows with it */
-		rc = rn_rail_init(r, mem, 2 * snd0, c->cfg.init_cwnd);
+		rc = init_path(c, &c->rail[k], li, c->is_client ? &client[li] : &server[li], ri,
+			       c->is_client ? &server[ri] : &client[ri], snd0, now_ns);
 		if (rc)
 			return rc;
-		r->backup = l->backup;
-		r->last_rx_ns = r->last_full_rx_ns = now_ns;
-		r->last_tx_ns = r->last_full_tx_ns = now_ns;
-		/* from the size both ends take up to what this rail's interface carries */
-		rn_pmtu_init(&r->pm, c->dgram, pm_ceiling(c, l), now_ns);
-		/* a key holder wrote the hello; else only the handshake's own address is proven */
-		r->validated = c->cfg.keyed ||
-			       (r->local_rail == c->hs.rail && r->remote.ip == c->peer.ip &&
-				r->remote.port == c->peer.port);
 	}
+	/* the peer's rail list: rails that appear later pair against it (rn_conn_rails.c) */
+	c->rails.nremote = c->is_client ? nserver : nclient;
+	memcpy(c->rails.remote, c->is_client ? server : client,
+	       (size_t)c->rails.nremote * sizeof(*client));
 	c->npaths = n;
 	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->hs.isn);
 	if (rc)

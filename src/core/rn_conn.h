@@ -163,6 +163,21 @@ struct rn_conn_dup {
 	uint32_t seq;
 };
 
+/*
+ * Rails that appear while the connection lives (rn_conn_rails.c's alone):
+ * the peer's rail list as last heard, our RAILS resent until acknowledged
+ * (with LINK_STATE's timer), the peer's acknowledged.
+ */
+struct rn_conn_rails {
+	rn_rail_addr remote[RN_MAX_RAILS];
+	int nremote;
+	uint32_t version, acked;  /* our RAILS: version 0 was the handshake's */
+	uint32_t pending;         /* paths owed a copy of it */
+	uint32_t peer_version;    /* the newest RAILS of the peer's taken */
+	uint8_t ack_due;
+	uint32_t ack_version;
+};
+
 /* The close: rn_conn.c owns it (rn_conn_check_close). */
 struct rn_conn_close {
 	uint8_t fin_acked, peer_fin_seen;
@@ -212,6 +227,7 @@ struct rn_conn {
 
 	struct rn_conn_ack ack;
 	struct rn_conn_link link;
+	struct rn_conn_rails rails;
 	struct rn_conn_probe probe;
 	struct rn_conn_fresh fresh;
 	struct rn_conn_live live;
@@ -252,6 +268,17 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
 void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
 int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
+/*
+ * Appends a path from local rail li (address l) to the peer's rail ri
+ * (address m), set up as the handshake's are; the array of paths grows.
+ * 0 or RN_ERR_NOMEM (nothing changed).
+ */
+int rn_conn_add_path(rn_conn *c, int li, const rn_rail_addr *l, int ri, const rn_rail_addr *m,
+		     uint64_t now_ns);
+/* rn_conn_rails.c: a RAILS or RAILS_ACK arrived; whether a RAILS copy is owed and its payload. */
+void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
+void rn_conn_recv_rails_ack(rn_conn *c, const rn_pkt *p);
+ssize_t rn_conn_rails_payload(const rn_conn *c, uint8_t *buf, size_t cap);
 uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
 /* The first size of a ring of packets of mss bytes that may grow to max_slots (rn_conn_mem.c). */

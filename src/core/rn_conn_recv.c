@@ -597,6 +597,14 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 			c->link.acked = c->link.version;
 		rc = 0;
 		break;
+	case RN_PT_RAILS:
+		rn_conn_recv_rails(c, &p, now_ns);
+		rc = 0;
+		break;
+	case RN_PT_RAILS_ACK:
+		rn_conn_recv_rails_ack(c, &p);
+		rc = 0;
+		break;
 	case RN_PT_RESET:
 		/* as TCP's RST in LAST_ACK: nothing is lost, both sides had closed */
 		if (rn_conn_last_ack(c))

@@ -588,6 +588,31 @@ static int pick(rn_conn *c, uint32_t mask)
 	return k;
 }
 
+/* Our RAILS on every path owed one (as LINK_STATE), then an ACK of the peer's. */
+static ssize_t write_rails(rn_conn *c, uint64_t now_ns, uint32_t writable, uint32_t ctl,
+			   uint8_t *buf, size_t cap, rn_tx *tx)
+{
+	uint8_t pl[RN_RAILS_FIXED + RN_MAX_RAILS * (RN_RAIL_WIRE_LEN + RN_PAIR_WIRE_LEN)];
+	ssize_t n;
+	int k;
+
+	for (k = 0; k < c->npaths; k++) {
+		if (!((c->rails.pending >> k) & 1) || !writable_rail(c, k, writable))
+			continue;
+		n = rn_conn_rails_payload(c, pl, sizeof(pl));
+		if (n < 0 || cap < RN_HDR_LEN + RN_ACKBLK_LEN + (size_t)n)
+			return RN_ERR_NOBUF;
+		c->rails.pending &= ~(1u << k);
+		return write_ctl(c, now_ns, k, RN_PT_RAILS, pl, (size_t)n, buf, cap, tx);
+	}
+	if (c->rails.ack_due && (k = pick(c, ctl)) >= 0) {
+		rn_put32(pl, c->rails.ack_version);
+		c->rails.ack_due = 0;
+		return write_ctl(c, now_ns, k, RN_PT_RAILS_ACK, pl, RN_RAILS_ACK_LEN, buf, cap, tx);
+	}
+	return 0;
+}
+
 static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 				 uint8_t *buf, size_t cap, rn_tx *tx)
 {
@@ -597,7 +622,8 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	int k;
 
 	/* nothing owed: the common answer of a service pass's last call, made cheap */
-	if (!c->hs.cookie_ack_due && !c->link.pending && !c->link.ack_due &&
+	if (!c->hs.cookie_ack_due && !c->link.pending && !c->link.ack_due && !c->rails.pending &&
+	    !c->rails.ack_due &&
 	    !(c->probe.hb_pending | c->probe.hb_small_pending | c->probe.ka_pending |
 	      c->probe.ka_full_pending | c->probe.pm_pending | c->probe.pm_ack_pending) &&
 	    !(c->ack.pending && c->ack.now) && !rn_conn_data_owed(c) && !c->dup.due)
@@ -628,6 +654,9 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		c->link.ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_LINK_ACK, pl, RN_LINK_ACK_LEN, buf, cap, tx);
 	}
+	n = write_rails(c, now_ns, writable, ctl, buf, cap, tx);
+	if (n != 0)
+		return n;
 	for (k = 0; k < c->npaths; k++) {
 		if (((c->probe.hb_pending >> k) & 1) && writable_rail(c, k, writable)) {
 			c->probe.hb_pending &= ~(1u << k);

@@ -205,6 +205,7 @@ typedef enum rn_cause {
 	RN_CAUSE_LINK_DOWN,  /* the driver saw the rail's link go down or away (netlink) */
 	RN_CAUSE_ADDR_BACK,  /* the driver saw the rail's address come back */
 	RN_CAUSE_LINK_UP,    /* the driver saw the rail's link come back up */
+	RN_CAUSE_RAIL_NEW,   /* a rail that appeared at either end since the handshake (RAILS) */
 } rn_cause;
 
 const char *rn_cause_name(rn_cause c);
@@ -410,6 +411,17 @@ void rn_conn_rail_gone(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cau
  * every rail at once so that both ends see it in one round trip.
  */
 void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cause);
+
+/*
+ * Reports a driver rail that appeared while c lives (an address came on a
+ * listed interface): it becomes local rail c's next index (the driver's
+ * rail index for c: one past the last).  The peer hears of it (RAILS,
+ * resent until acknowledged) and every rail the two ends now share in a
+ * subnet and no path uses yet becomes a path, used at once.  0,
+ * RN_ERR_STATE (not established), RN_ERR_INVAL (no room, or not index
+ * nlocal).
+ */
+int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a);
 
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);
@@ -635,6 +647,11 @@ typedef struct rn_listener {
 } rn_listener;
 
 /* Sets up a listener; the secret is drawn from env->rng. */
+/*
+ * A rail that appeared (rn_conn_rail_add): the listener's next index; the
+ * handshakes it answers from now on offer it.  0 or RN_ERR_INVAL (full).
+ */
+int rn_listener_rail_add(rn_listener *l, const rn_rail_addr *a);
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
 

@@ -41,6 +41,14 @@ static int ldrop(rn_listener *l, rn_drop why)
 	return RN_ERR_DROP;
 }
 
+int rn_listener_rail_add(rn_listener *l, const rn_rail_addr *a)
+{
+	if (l->nrails >= RN_MAX_RAILS)
+		return RN_ERR_INVAL;
+	l->rails[l->nrails++] = *a;
+	return 0;
+}
+
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails)
 {
@@ -281,6 +289,8 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 	case RN_PT_ACK:
 	case RN_PT_LINK_STATE:
 	case RN_PT_LINK_ACK:
+	case RN_PT_RAILS:
+	case RN_PT_RAILS_ACK:
 	case RN_PT_HEARTBEAT:
 	case RN_PT_KEEPALIVE:
 		break;

@@ -13,6 +13,7 @@ static int sent_established(uint8_t type)
 	switch (type) {
 	case RN_PT_DATA: case RN_PT_ACK: case RN_PT_LINK_STATE: case RN_PT_LINK_ACK:
 	case RN_PT_HEARTBEAT: case RN_PT_KEEPALIVE: case RN_PT_PROBE: case RN_PT_PROBE_ACK:
+	case RN_PT_RAILS: case RN_PT_RAILS_ACK:
 		return 1;
 	default:
 		return 0;

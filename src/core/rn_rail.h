@@ -47,6 +47,7 @@ enum {
 
 typedef struct rn_rail {
 	int local_rail; /* driver's rail index */
+	int remote_rail; /* index in the peer's rail list */
 	rn_addr local, remote;
 
 	/* receive view */

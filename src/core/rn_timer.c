@@ -288,7 +288,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		return;
 	}
 	arm(d, RN_TIMER_DEAD_PEER, rn_peer_rx_any_ns(c) + last_ack_silence(c));
-	if (c->link.acked != c->link.version)
+	if (c->link.acked != c->link.version || c->rails.acked != c->rails.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
 	if (any_tx_down(c) && !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT]))
 		arm(d, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
@@ -485,9 +485,14 @@ static void on_link_state_timer(rn_conn *c, uint64_t now_ns)
 {
 	uint64_t first = 2 * rn_conn_rtt_estimate(c);
 
-	if (c->link.acked == c->link.version || now_ns < c->timer[RN_TIMER_LINK_STATE])
+	if ((c->link.acked == c->link.version && c->rails.acked == c->rails.version) ||
+	    now_ns < c->timer[RN_TIMER_LINK_STATE])
 		return;
-	c->link.pending = rn_conn_paths_mask(c);
+	/* our RAILS (rn_conn_rails.c) rides the same retries */
+	if (c->link.acked != c->link.version)
+		c->link.pending = rn_conn_paths_mask(c);
+	if (c->rails.acked != c->rails.version)
+		c->rails.pending = rn_conn_paths_mask(c);
 	/* never longer than the heartbeat, whatever the RTT estimate says */
 	if (c->link.interval_ns == 0)
 		c->link.interval_ns = min64(first > RN_LS_MIN_NS ? first : RN_LS_MIN_NS,

@@ -20,6 +20,8 @@ static int fixed_payload_len(uint8_t type)
 		return RN_LINK_STATE_LEN;
 	case RN_PT_LINK_ACK:
 		return RN_LINK_ACK_LEN;
+	case RN_PT_RAILS_ACK:
+		return RN_RAILS_ACK_LEN;
 	case RN_PT_RESET:
 		return RN_RESET_LEN;
 	case RN_PT_SRESET:
@@ -77,6 +79,13 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 		if (p->len < RN_HELLO_FIXED + RN_COOKIE_LEN || (p->flags & RN_F_ACK))
 			return BAD(RN_DROP_MALFORMED);
 		break;
+	case RN_PT_RAILS: {
+		rn_rails_msg m;
+
+		if (rn_wire_read_rails(&m, p->payload, p->len) != 0)
+			return BAD(RN_DROP_MALFORMED);
+		break;
+	}
 	case RN_PT_SRESET:
 		/* addressed to nobody: the sender knows no id of ours */
 		if (p->dst != 0 || (p->flags & RN_F_ACK) || rn_get64(p->payload) == 0)
@@ -174,6 +183,24 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
 	return (ssize_t)need;
 }
 
+/* One rail of a hello or RAILS list, written or read (-1: it cannot be a rail). */
+static void put_rail(uint8_t *p, const rn_rail_addr *r)
+{
+	rn_put32(p, r->ip);
+	rn_put16(p + 4, r->port);
+	p[6] = r->prefix;
+	p[7] = 0;
+}
+
+static int get_rail(rn_rail_addr *r, const uint8_t *p)
+{
+	r->ip = rn_get32(p);
+	r->port = rn_get16(p + 4);
+	r->prefix = p[6];
+	return p[7] != 0 || r->prefix == 0 || r->prefix > 32 || r->ip == 0 || r->port == 0 ? -1
+													    : 0;
+}
+
 ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
 			    const uint8_t *cookie)
 {
@@ -190,15 +217,59 @@ ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
 	p[20] = h->nrails;
 	p[21] = p[22] = p[23] = 0;
 	p += RN_HELLO_FIXED;
-	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN) {
-		rn_put32(p, h->rails[i].ip);
-		rn_put16(p + 4, h->rails[i].port);
-		p[6] = h->rails[i].prefix;
-		p[7] = 0;
-	}
+	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN)
+		put_rail(p, &h->rails[i]);
 	if (cookie)
 		memcpy(p, cookie, RN_COOKIE_LEN);
 	return (ssize_t)need;
+}
+
+ssize_t rn_wire_write_rails(uint8_t *buf, size_t cap, const rn_rails_msg *m)
+{
+	size_t need = RN_RAILS_FIXED + (size_t)RN_RAIL_WIRE_LEN * m->nrails +
+		      (size_t)RN_PAIR_WIRE_LEN * m->npaths;
+	uint8_t *p = buf + RN_RAILS_FIXED;
+
+	if (need > cap || m->nrails > RN_MAX_RAILS || m->npaths > RN_MAX_RAILS)
+		return RN_ERR_NOBUF;
+	rn_put32(buf, m->version);
+	buf[4] = m->nrails;
+	buf[5] = m->npaths;
+	buf[6] = buf[7] = 0;
+	for (unsigned i = 0; i < m->nrails; i++, p += RN_RAIL_WIRE_LEN)
+		put_rail(p, &m->rails[i]);
+	for (unsigned k = 0; k < m->npaths; k++, p += RN_PAIR_WIRE_LEN) {
+		p[0] = m->pairs[k][0];
+		p[1] = m->pairs[k][1];
+	}
+	return (ssize_t)need;
+}
+
+int rn_wire_read_rails(rn_rails_msg *m, const uint8_t *buf, size_t len)
+{
+	const uint8_t *p = buf + RN_RAILS_FIXED;
+
+	memset(m, 0, sizeof(*m));
+	if (len < RN_RAILS_FIXED)
+		return BAD(RN_DROP_MALFORMED);
+	m->version = rn_get32(buf);
+	m->nrails = buf[4];
+	m->npaths = buf[5];
+	if (buf[6] | buf[7] || m->nrails == 0 || m->nrails > RN_MAX_RAILS ||
+	    m->npaths > RN_MAX_RAILS ||
+	    len != RN_RAILS_FIXED + (size_t)RN_RAIL_WIRE_LEN * m->nrails +
+			   (size_t)RN_PAIR_WIRE_LEN * m->npaths)
+		return BAD(RN_DROP_MALFORMED);
+	for (unsigned i = 0; i < m->nrails; i++, p += RN_RAIL_WIRE_LEN)
+		if (get_rail(&m->rails[i], p) < 0)
+			return BAD(RN_DROP_MALFORMED);
+	for (unsigned k = 0; k < m->npaths; k++, p += RN_PAIR_WIRE_LEN) {
+		m->pairs[k][0] = p[0];
+		m->pairs[k][1] = p[1];
+		if (p[0] >= RN_MAX_RAILS || p[1] >= RN_MAX_RAILS)
+			return BAD(RN_DROP_MALFORMED);
+	}
+	return 0;
 }
 
 int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_cookie)
@@ -225,14 +296,9 @@ int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_coo
 	if (len < body + (with_cookie ? RN_COOKIE_LEN : 0))
 		return BAD(RN_DROP_MALFORMED);
 	p = buf + RN_HELLO_FIXED;
-	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN) {
-		h->rails[i].ip = rn_get32(p);
-		h->rails[i].port = rn_get16(p + 4);
-		h->rails[i].prefix = p[6];
-		if (p[7] != 0 || h->rails[i].prefix == 0 || h->rails[i].prefix > 32 ||
-		    h->rails[i].ip == 0 || h->rails[i].port == 0)
+	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN)
+		if (get_rail(&h->rails[i], p) < 0)
 			return BAD(RN_DROP_MALFORMED);
-	}
 	h->raw = buf;
 	h->raw_len = body;
 	if (with_cookie) {

@@ -32,7 +32,9 @@ enum rn_ptype {
 	RN_PT_SRESET = 12,     /* stateless reset: no connection has the id you used */
 	RN_PT_PROBE = 13,      /* size probe: u32 id, zero-padded to the size tried (rn_pmtu.h) */
 	RN_PT_PROBE_ACK = 14,  /* answers a PROBE on its rail: u32 id, u32 size received */
-	RN_PT__MAX = 14,
+	RN_PT_RAILS = 15,      /* the sender's rails now, and (client) its paths; resent until acked */
+	RN_PT_RAILS_ACK = 16,  /* acknowledges a RAILS version */
+	RN_PT__MAX = 16,
 };
 
 enum rn_pflag {
@@ -156,6 +158,9 @@ enum {
 	RN_MULTI_HDR = 2,      /* u16 length before each packet of a DATA with RN_F_MULTI */
 	RN_RAIL_WIRE_LEN = 8,  /* u32 ip, u16 port, u8 prefix, u8 zero */
 	RN_HELLO_FIXED = 24,   /* handshake parameters before the rail list */
+	RN_RAILS_FIXED = 8,    /* RAILS: u32 version, u8 nrails, u8 npaths, 2 zero bytes */
+	RN_RAILS_ACK_LEN = 4,  /* u32 version */
+	RN_PAIR_WIRE_LEN = 2,  /* RAILS: a path's u8 client rail, u8 server rail */
 };
 
 /* Handshake parameters: INIT and COOKIE_ECHO (client), INIT_ACK (server). */
@@ -179,6 +184,24 @@ ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
  * follows.  Trailing zero padding is allowed (INIT).  Returns 0 or -(1 + rn_drop).
  */
 int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_cookie);
+
+/*
+ * RAILS: a live connection's rail list, sent when a rail appears at one end
+ * (docs/PROTOCOL.md, "Interface events").  The client numbers the paths:
+ * its RAILS lists every path as (client rail, server rail), indices into
+ * the two ends' rail lists; the server's lists none (npaths 0).
+ */
+typedef struct rn_rails_msg {
+	uint32_t version;
+	uint8_t nrails, npaths;
+	rn_rail_addr rails[RN_MAX_RAILS];
+	uint8_t pairs[RN_MAX_RAILS][2];
+} rn_rails_msg;
+
+/* Encodes a RAILS payload into buf; returns bytes or RN_ERR_NOBUF. */
+ssize_t rn_wire_write_rails(uint8_t *buf, size_t cap, const rn_rails_msg *m);
+/* Decodes a RAILS payload (exact length, rails as in a hello).  0 or -(1 + rn_drop). */
+int rn_wire_read_rails(rn_rails_msg *m, const uint8_t *buf, size_t len);
 
 static inline void rn_put16(uint8_t *p, uint16_t v)
 {

@@ -91,6 +91,12 @@ int rn_engine_rails(const rn_rail_info **rails)
 	return g.nrails;
 }
 
+void rn_engine_rail_addr(int rail, uint32_t ip, uint8_t prefix)
+{
+	g.rails[rail].ip = ip;
+	g.rails[rail].prefix = prefix;
+}
+
 /* ---- commands ---- */
 
 static int run_cmd(rn_cmd *c)
@@ -357,6 +363,11 @@ static void log_rails(void)
 	for (int i = 0; i < g.nrails; i++) {
 		char ip[32];
 
+		if (g.rails[i].ip == 0) {
+			rn_info("rail %d: %s: no IPv4 address yet; used once it has one", i,
+				g.rails[i].name);
+			continue;
+		}
 		rn_info("rail %d: %s %s/%u mtu %d", i, g.rails[i].name,
 			rn_ip_str(g.rails[i].ip, ip, sizeof(ip)), g.rails[i].prefix, g.rails[i].mtu);
 	}
@@ -368,8 +379,9 @@ static int configure(void)
 	int mtu = 65535, rc;
 
 	rn_config_default(&g.cfg);
-	g.nrails = rn_rails_discover(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS), why,
-				     sizeof(why));
+	/* a listed interface without an address yet waits for one (rn_netlink.c) */
+	g.nrails = rn_rails_discover_waiting(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS),
+					     why, sizeof(why));
 	if (g.nrails <= 0) {
 		rn_error("no rails: %s", why);
 		g.nrails = 0;

@@ -11,8 +11,14 @@
  * send a heartbeat on it now.  The rail sockets stay bound to the address
  * throughout: Linux keeps a UDP socket bound to an address that went away,
  * and it receives and sends again once the address is back.
+ *
+ * A listed interface that had no address at start (a rail waiting for
+ * one, rn_rails_discover_waiting) is opened when its first address comes:
+ * every port meant for it opens a socket there, and every established
+ * connection on the port offers it to its peer (rn_conn_rail_add).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <event2/event.h>
 #include <string.h>
 
@@ -70,9 +76,88 @@ static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 	return a.conns;
 }
 
+struct appear_ctx {
+	int rail;
+	int idx;
+	rn_port *p;
+	uint64_t now;
+	int conns;
+};
+
+/* A connection on the port: the port's new socket is its next local rail. */
+static void appear_conn(rn_stream *st, void *arg)
+{
+	struct appear_ctx *a = arg;
+
+	if (!st->conn || rn_conn_rail_add(st->conn, a->now, a->idx, &a->p->addrs[a->idx]) != 0)
+		return; /* still in its handshake, or closing: it keeps the rails it has */
+	a->conns++;
+	rn_engine_dirty(st);
+}
+
+static void appear_port(rn_port *p, void *arg)
+{
+	struct appear_ctx *a = arg;
+	int idx;
+
+	if (p->dead || !((p->mask >> a->rail) & 1))
+		return;
+	idx = rn_port_rail_add(p, a->rail);
+	if (idx < 0) {
+		if (idx != -EEXIST)
+			rn_warn("rail %d: cannot open a socket on it: %s", a->rail, strerror(-idx));
+		return;
+	}
+	a->idx = idx;
+	a->p = p;
+	rn_port_each(p, appear_conn, a);
+}
+
+/* An address event: the first address of a rail that waited for one opens it. */
+static void rail_appears(const rn_hlink_ev *e)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails);
+	char ip[32];
+
+	if (e->type != RN_HLINK_ADDR_ADD)
+		return;
+	for (int i = 0; i < n; i++) {
+		struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
+
+		if (rails[i].ip != 0 || rails[i].ifindex != e->ifindex)
+			continue;
+		rn_engine_rail_addr(i, e->ip, e->prefix ? e->prefix : 32);
+		rn_port_each_port(appear_port, &a);
+		rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d connection%s", i,
+			rails[i].name, rn_ip_str(e->ip, ip, sizeof(ip)), rails[i].prefix, a.conns,
+			a.conns == 1 ? "" : "s");
+	}
+}
+
 void rn_netlink_check(void)
 {
-	rn_hfollow_read(&g.f);
+	uint8_t buf[8192];
+	rn_hlink_ev ev[64];
+
+	if (g.f.fd < 0)
+		return;
+	for (;;) {
+		ssize_t len = rn_hlink_read(g.f.fd, buf, sizeof(buf));
+		int n;
+
+		if (len == -ENOBUFS) {
+			rn_warn("netlink: events lost (receive buffer full); rail changes may be noticed late");
+			continue;
+		}
+		if (len <= 0)
+			return;
+		n = rn_hlink_parse(buf, (size_t)len, ev, 64);
+		for (int i = 0; i < n; i++) {
+			rail_appears(&ev[i]);
+			rn_hfollow_apply(&g.f, &ev[i]);
+		}
+	}
 }
 
 static void on_netlink(evutil_socket_t fd, short what, void *arg)

@@ -193,7 +193,7 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 	int nrails = rn_engine_rails(&rails), which[RN_MAX_RAILS], n = 0, rc = 0;
 
 	for (int i = 0; i < nrails; i++)
-		if ((mask >> i) & 1)
+		if (((mask >> i) & 1) && rails[i].ip != 0) /* ip 0: waiting for its address */
 			which[n++] = i;
 	if (n == 0) {
 		*err = -EADDRNOTAVAIL;
@@ -247,6 +247,34 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 	}
 	*err = rc;
 	return NULL;
+}
+
+int rn_port_rail_add(rn_port *p, int rail)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails), idx = p->nsock, rc;
+
+	if (p->dead || rail >= n || !((p->mask >> rail) & 1) || idx >= RN_MAX_RAILS)
+		return -EINVAL;
+	for (int i = 0; i < p->nsock; i++)
+		if (p->s[i].rail == rail)
+			return -EEXIST;
+	/* a listening port has one number on every rail (p->number); a client's take any (0) */
+	rc = open_usock(p, idx, &rails[rail], p->number);
+	if (rc) {
+		close_usock(p, idx);
+		return rc;
+	}
+	if (p->addrs[idx].max_dgram > p->dgram)
+		p->addrs[idx].max_dgram = p->dgram; /* what the port's buffers hold */
+	p->s[idx].rail = rail;
+	p->nsock = p->hs.n = idx + 1;
+	if (p->lis)
+		rn_listener_rail_add(p->lis, &p->addrs[idx]);
+	/* the engine reads it unless threads keep the port inline now */
+	if (p->rx_off)
+		rn_ev_del(p->s[idx].rev);
+	return idx;
 }
 
 void rn_port_ref(rn_port *p)
@@ -326,6 +354,12 @@ void rn_port_each_all(rn_stream_fn fn, void *ctx)
 {
 	for (rn_port *p = g_ports; p; p = p->next)
 		rn_port_each(p, fn, ctx);
+}
+
+void rn_port_each_port(void (*fn)(rn_port *p, void *ctx), void *ctx)
+{
+	for (rn_port *p = g_ports; p; p = p->next)
+		fn(p, ctx);
 }
 
 void rn_port_each_listener(void (*fn)(rn_port *p, void *ctx), void *ctx)

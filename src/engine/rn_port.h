@@ -106,6 +106,14 @@ typedef void (*rn_stream_fn)(struct rn_stream *st, void *ctx);
 /* Calls fn(st, ctx) on every connection of the port; of every port (host lock). */
 void rn_port_each(rn_port *p, rn_stream_fn fn, void *ctx);
 void rn_port_each_all(rn_stream_fn fn, void *ctx);
+/*
+ * Engine rail `rail` got its address while p lives: p opens a socket on it
+ * (the next index, which the port's connections and listener take as
+ * their next local rail).  The index, or -errno (-EEXIST: p has one).
+ */
+int rn_port_rail_add(rn_port *p, int rail);
+/* Calls fn for every port (the dead too: fn checks). */
+void rn_port_each_port(void (*fn)(rn_port *p, void *ctx), void *ctx);
 /* Calls fn(p, ctx) on every port that has a listener. */
 void rn_port_each_listener(void (*fn)(rn_port *p, void *ctx), void *ctx);
 /* Removes a connection; its datagrams still queued go out without it. */

@@ -580,6 +580,9 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
 		rn_stream_prune_taken(st->port->lsock);
 
+	/* a rail appeared (rn_netlink.c): its paths are no longer its peer's monitor's */
+	if (rn_conn_peer_of(st->conn) && !rn_peer_matches(rn_conn_peer_of(st->conn), st->conn))
+		leave_peer(st);
 	join_peer(st, now);
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */

@@ -107,8 +107,10 @@ int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen)
 		int other = -1, rc;
 		char net[32];
 
+		if (r[i].ip == 0)
+			continue; /* waiting for its address: in no subnet yet */
 		for (int j = 0; j < n && other < 0; j++)
-			if (j != i && same_subnet(&r[i], &r[j]))
+			if (j != i && r[j].ip != 0 && same_subnet(&r[i], &r[j]))
 				other = j;
 		r[i].pin = other >= 0;
 		if (other < 0 || (rc = pin_allowed(r[i].name)) == 0)
@@ -126,7 +128,22 @@ int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen)
 	return 0;
 }
 
-int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen)
+/* Interface `name`, which has no IPv4 address yet, as a rail waiting for one; -1 if none. */
+static int waiting_rail(rn_rail_info *r, const char *name)
+{
+	int ifindex = (int)if_nametoindex(name);
+
+	if (ifindex <= 0)
+		return -1;
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->ifindex = ifindex;
+	r->mtu = if_mtu(name);
+	return 0;
+}
+
+static int discover(rn_rail_info *out, int max, const char *spec, int waiting, char *err,
+		    size_t errlen)
 {
 	rn_rail_info cand[64];
 	int nc = all_candidates(cand, 64), n = 0;
@@ -177,6 +194,11 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 				if (strcmp(cand[i].name, tok) == 0)
 					found = i;
 		}
+		if (found < 0 && waiting && inet_pton(AF_INET, tok, &a) != 1 &&
+		    waiting_rail(&out[n], tok) == 0) {
+			out[n++].backup = (uint8_t)backup;
+			continue;
+		}
 		if (found < 0) {
 			snprintf(err, errlen, "RI2N_RAILS: '%s' is not an up interface with an IPv4 "
 					      "address (nor such an address)", tok);
@@ -194,6 +216,11 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 	}
 	if (n == 0)
 		snprintf(err, errlen, "RI2N_RAILS is empty");
+	for (int i = 0; n > 0 && i < n && out[i].ip == 0; i++)
+		if (i == n - 1) {
+			snprintf(err, errlen, "RI2N_RAILS: no listed interface has an IPv4 address yet");
+			return -1;
+		}
 	for (int i = 0; n > 0 && i < n && out[i].backup; i++)
 		if (i == n - 1) {
 			snprintf(err, errlen, "RI2N_RAILS: every rail is a backup; at least one must not be");
@@ -202,4 +229,15 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 	if (n > 0 && rn_rails_pin(out, n, err, errlen) < 0)
 		return -1;
 	return n ? n : -1;
+}
+
+int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen)
+{
+	return discover(out, max, spec, 0, err, errlen);
+}
+
+int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
+			      size_t errlen)
+{
+	return discover(out, max, spec, 1, err, errlen);
 }

@@ -25,6 +25,15 @@
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen);
 
 /*
+ * The same, for a driver that follows its rails (the engine): an interface
+ * the list names that has no IPv4 address yet is a rail waiting for one
+ * (ip 0, prefix 0; its name, index and MTU set), which the driver opens
+ * once an address comes.  At least one listed rail must have an address.
+ */
+int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
+			      size_t errlen);
+
+/*
  * Marks every rail that shares its subnet with another `pin`, and checks
  * that the kernel lets this process pin a socket to each such interface
  * (SO_BINDTODEVICE).  Returns 0, or -1 with a sentence in err naming the

@@ -8,8 +8,8 @@
  * handshake (INIT, INIT_ACK, COOKIE_ECHO, COOKIE_ACK), a stream both ways
  * with a lost packet (DATA with and without an ACK block and SACK words,
  * ACK with SACK words, retransmissions), idle rails (KEEPALIVE), a rail cut
- * off (LINK_STATE, LINK_ACK, HEARTBEAT), a clean close (FIN) and an abort
- * (RESET).  The first datagrams of each kind are written:
+ * off (LINK_STATE, LINK_ACK, HEARTBEAT), a clean close (FIN), an abort
+ * (RESET) and a rail that appears at the client (RAILS, RAILS_ACK).  The first datagrams of each kind are written:
  *   - fuzz_wire: the datagram itself;
  *   - fuzz_conn: an op that delivers it to its host (fuzz_ops.h), and
  *     scripts of operations that replay the scenarios' steps;
@@ -54,7 +54,7 @@ static const char *type_name(uint8_t t)
 	static const char *const names[] = { "?", "data", "ack", "init", "init_ack",
 					     "cookie_echo", "cookie_ack", "link_state",
 					     "link_ack", "heartbeat", "keepalive", "reset",
-					     "sreset", "probe", "probe_ack" };
+					     "sreset", "probe", "probe_ack", "rails", "rails_ack" };
 
 	return t <= RN_PT__MAX ? names[t] : "?";
 }
@@ -264,6 +264,20 @@ static void scenario_abort(fz_pair *p)
 	fz_app_write(p, 1, 1000);
 	fz_pump(p, 2, 0);
 	rn_conn_abort(p->h[0].conn, p->now);
+	fz_pump(p, 2, 0);
+	fz_pair_close(p);
+}
+
+/* A third client rail appears, in no subnet of the server's: RAILS and its ACK, no new path. */
+static void scenario_rails(fz_pair *p)
+{
+	rn_rail_addr a = { .ip = UINT32_C(0x0a630001), .port = 40100, .prefix = 24 };
+
+	fz_pair_open(p);
+	fz_app_write(p, 0, 1000);
+	fz_pump(p, 2, 0);
+	if (rn_conn_rail_add(p->h[0].conn, p->now, FZ_RAILS, &a) != 0)
+		abort();
 	fz_pump(p, 2, 0);
 	fz_pair_close(p);
 }
@@ -640,6 +654,7 @@ int main(int argc, char **argv)
 	g_pair.tap = tap;
 	scenario_stream(&g_pair);
 	scenario_abort(&g_pair);
+	scenario_rails(&g_pair);
 	for (uint8_t t = 1; t <= RN_PT__MAX; t++) {
 		if (!((g_types >> t) & 1)) {
 			fprintf(stderr, "no %s datagram was sent\n", type_name(t));

@@ -202,7 +202,7 @@ static const bad_case bad_cases[] = {
 	{ "version before length", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 0, 1, 9 }}, HDR + 3, 0,
 	  RN_DROP_VERSION },
 	{ "type 0", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 0 }}, NOCUT, 0, RN_DROP_TYPE },
-	{ "type 15", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 15 }}, NOCUT, 0, RN_DROP_TYPE },
+	{ "type 17", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, RN_PT__MAX + 1 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
 	{ "flag 0x10", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x10 }}, NOCUT, 0, RN_DROP_MALFORMED },
@@ -530,6 +530,76 @@ static void test_wire_hello_rejects(void **state)
 	}
 }
 
+/* ---- RAILS: a live connection's rail list (and the client's paths) ---- */
+
+static rn_rails_msg rails3(void)
+{
+	rn_rails_msg m = { .version = 7, .nrails = 3, .npaths = 2 };
+
+	for (int i = 0; i < 3; i++)
+		m.rails[i] = (rn_rail_addr){ UT_IP(198, 18, i, 1), (uint16_t)(9000 + i), 24, 0, 0 };
+	m.pairs[0][0] = 0;
+	m.pairs[0][1] = 1;
+	m.pairs[1][0] = 2;
+	m.pairs[1][1] = 0;
+	return m;
+}
+
+static void test_wire_rails(void **state)
+{
+	rn_rails_msg m = rails3(), d;
+	uint8_t buf[128], pkt[256];
+	size_t want = RN_RAILS_FIXED + 3 * RN_RAIL_WIRE_LEN + 2 * RN_PAIR_WIRE_LEN;
+	rn_hdr h = { .type = RN_PT_RAILS, .path = 0, .dst = DST, .seq = 1, .ts = 2 };
+	rn_pkt p;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(rn_wire_write_rails(buf, sizeof(buf), &m), want);
+	assert_int_equal(rn_wire_write_rails(buf, want - 1, &m), RN_ERR_NOBUF);
+	assert_int_equal(rn_wire_read_rails(&d, buf, want), 0);
+	assert_int_equal(d.version, 7);
+	assert_int_equal(d.nrails, 3);
+	assert_int_equal(d.npaths, 2);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(d.rails[i].ip, m.rails[i].ip);
+		assert_int_equal(d.rails[i].port, m.rails[i].port);
+		assert_int_equal(d.rails[i].prefix, 24);
+	}
+	assert_memory_equal(d.pairs, m.pairs, 2 * sizeof(m.pairs[0]));
+	/* as a datagram: rn_wire_decode checks the list itself */
+	n = rn_wire_encode(pkt, sizeof(pkt), &h, NULL, buf, want);
+	assert_true(n > 0);
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), 0);
+	assert_int_equal(p.len, want);
+	/* refused: one byte more or less, no rail, a zero address, a pair past the rails' limit */
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want - 1), 0);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want + 1), 0);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, RN_RAILS_FIXED - 1), 0);
+	buf[4] = 0;
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want), 0);
+	buf[4] = 3;
+	buf[6] = 1;
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want), 0);
+	buf[6] = 0;
+	memset(buf + RN_RAILS_FIXED, 0, 4);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want), 0);
+	pkt[RN_HDR_LEN + RN_RAILS_FIXED] = 0; /* the same in the datagram */
+	pkt[RN_HDR_LEN + RN_RAILS_FIXED + 1] = 0;
+	pkt[RN_HDR_LEN + RN_RAILS_FIXED + 2] = 0;
+	pkt[RN_HDR_LEN + RN_RAILS_FIXED + 3] = 0;
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), -(1 + RN_DROP_MALFORMED));
+	m.pairs[1][1] = RN_MAX_RAILS;
+	assert_int_equal(rn_wire_write_rails(buf, sizeof(buf), &m), want);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want), 0);
+	/* RAILS_ACK: exactly a version */
+	h.type = RN_PT_RAILS_ACK;
+	n = rn_wire_encode(pkt, sizeof(pkt), &h, NULL, buf, RN_RAILS_ACK_LEN);
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), 0);
+	n = rn_wire_encode(pkt, sizeof(pkt), &h, NULL, buf, RN_RAILS_ACK_LEN + 1);
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), -(1 + RN_DROP_MALFORMED));
+}
+
 /* ---- authentication tags ---- */
 
 static void test_wire_seal_open(void **state)
@@ -600,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_wire_hello_eight_rails),
 		cmocka_unit_test(test_wire_hello_nobuf),
 		cmocka_unit_test(test_wire_hello_rejects),
+		cmocka_unit_test(test_wire_rails),
 		cmocka_unit_test(test_wire_seal_open),
 	};
 

@@ -1,0 +1,147 @@
+/*
+ * rn_conn_rails.c - rails that appear while a connection lives
+ * (docs/PROTOCOL.md, "Interface events").
+ *
+ * An end whose driver reports a new rail (rn_conn_rail_add) sends its rail
+ * list in a RAILS packet, on every path, resent with LINK_STATE's timer
+ * until a RAILS_ACK names its version.  Both ends must number the paths
+ * alike, so the client alone makes them: it pairs every rail no path uses
+ * with one of the peer's in the same subnet (rn_rail_match, as at the
+ * handshake) and appends the pairs; its RAILS lists every path, and the
+ * server appends the ones it does not have.  A new path is used at once:
+ * it starts up both ways, with a heartbeat owed on it so that each end
+ * hears the other there (an unkeyed path carries DATA only once it has).
+ */
+#include <string.h>
+
+#include "rn_conn.h"
+
+/* Bit i set: a path uses our rail i (mine), or the peer's rail i (!mine). */
+static uint32_t rails_used(const rn_conn *c, int mine)
+{
+	uint32_t used = 0;
+
+	for (int k = 0; k < c->npaths; k++)
+		used |= 1u << (mine ? c->rail[k].local_rail : c->rail[k].remote_rail);
+	return used;
+}
+
+/* Path k is new: the user hears of it, and a heartbeat goes on it now. */
+static void path_added(rn_conn *c, int k, uint64_t now_ns)
+{
+	c->probe.hb_pending |= 1u << k;
+	rn_conn_emit(c, RN_EV_RAIL_UP, now_ns, k, RN_CAUSE_RAIL_NEW, 0);
+}
+
+/* Our rail list changed (or our paths, for a client): a new RAILS, on every path. */
+static void announce(rn_conn *c, uint64_t now_ns)
+{
+	c->rails.version++;
+	c->rails.pending = rn_conn_paths_mask(c);
+	rn_timer_on_link_state_changed(c, now_ns);
+}
+
+/* The client: every pair of unused rails in one subnet becomes a path.  Returns how many. */
+static int pair_new(rn_conn *c, uint64_t now_ns)
+{
+	rn_rail_addr l[RN_MAX_RAILS], m[RN_MAX_RAILS];
+	int li[RN_MAX_RAILS], mi[RN_MAX_RAILS], pairs[RN_MAX_RAILS][2], nl = 0, nm = 0, n, added = 0;
+	uint32_t lu = rails_used(c, 1), mu = rails_used(c, 0);
+
+	for (int i = 0; i < c->nlocal; i++)
+		if (!((lu >> i) & 1)) {
+			li[nl] = i;
+			l[nl++] = c->local[i];
+		}
+	for (int i = 0; i < c->rails.nremote; i++)
+		if (!((mu >> i) & 1)) {
+			mi[nm] = i;
+			m[nm++] = c->rails.remote[i];
+		}
+	n = rn_rail_match(l, nl, m, nm, pairs);
+	for (int k = 0; k < n; k++) {
+		int a = li[pairs[k][0]], b = mi[pairs[k][1]];
+
+		if (rn_conn_add_path(c, a, &c->local[a], b, &c->rails.remote[b], now_ns) != 0)
+			break;
+		path_added(c, c->npaths - 1, now_ns);
+		added++;
+	}
+	return added;
+}
+
+/* The server: the client's paths past ours become ours, while each names rails that fit. */
+static void take_paths(rn_conn *c, const rn_rails_msg *m, uint64_t now_ns)
+{
+	for (int k = c->npaths; k < m->npaths; k++) {
+		int ci = m->pairs[k][0], si = m->pairs[k][1];
+		const rn_rail_addr *l = &c->local[si], *r = &c->rails.remote[ci];
+		uint8_t prefix;
+
+		if (si >= c->nlocal || ci >= c->rails.nremote || ((rails_used(c, 1) >> si) & 1) ||
+		    ((rails_used(c, 0) >> ci) & 1))
+			return;
+		prefix = l->prefix < r->prefix ? l->prefix : r->prefix;
+		if (!rn_rail_same_subnet(l->ip, r->ip, prefix) ||
+		    rn_conn_add_path(c, si, l, ci, r, now_ns) != 0)
+			return;
+		path_added(c, k, now_ns);
+	}
+}
+
+int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a)
+{
+	RN_OWNED(c);
+	rn_peer_sync(c, now_ns);
+	if (c->state != RN_ST_ESTABLISHED)
+		return RN_ERR_STATE;
+	if (local_rail != c->nlocal || c->nlocal >= RN_MAX_RAILS || a->ip == 0 || a->port == 0)
+		return RN_ERR_INVAL;
+	c->local[c->nlocal++] = *a;
+	if (c->is_client)
+		pair_new(c, now_ns);
+	announce(c, now_ns);
+	return 0;
+}
+
+void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
+{
+	rn_rails_msg m;
+
+	/* rn_wire_decode checked it */
+	if (rn_wire_read_rails(&m, p->payload, p->len) != 0)
+		return;
+	c->rails.ack_due = 1;
+	c->rails.ack_version = m.version;
+	/* a copy, or an older one overtaken; a list never shrinks (a rail gone stays listed) */
+	if ((int32_t)(m.version - c->rails.peer_version) <= 0 || m.nrails < c->rails.nremote)
+		return;
+	c->rails.peer_version = m.version;
+	c->rails.nremote = m.nrails;
+	memcpy(c->rails.remote, m.rails, (size_t)m.nrails * sizeof(m.rails[0]));
+	if (!c->is_client)
+		take_paths(c, &m, now_ns);
+	else if (pair_new(c, now_ns) > 0)
+		announce(c, now_ns);
+}
+
+void rn_conn_recv_rails_ack(rn_conn *c, const rn_pkt *p)
+{
+	if (rn_get32(p->payload) == c->rails.version)
+		c->rails.acked = c->rails.version;
+}
+
+ssize_t rn_conn_rails_payload(const rn_conn *c, uint8_t *buf, size_t cap)
+{
+	rn_rails_msg m = { .version = c->rails.version, .nrails = (uint8_t)c->nlocal };
+
+	memcpy(m.rails, c->local, (size_t)c->nlocal * sizeof(c->local[0]));
+	if (c->is_client) {
+		m.npaths = (uint8_t)c->npaths;
+		for (int k = 0; k < c->npaths; k++) {
+			m.pairs[k][0] = (uint8_t)c->rail[k].local_rail;
+			m.pairs[k][1] = (uint8_t)c->rail[k].remote_rail;
+		}
+	}
+	return rn_wire_write_rails(buf, cap, &m);
+}
