@@ -194,6 +194,20 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 	return c.rc;
 }
 
+int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a)
+{
+	int rc = rn_engine_start();
+
+	if (rc)
+		return rc;
+	if (!pthread_equal(pthread_self(), g.thread) && !rn_host_held_here()) {
+		rc = rn_inline_connect(s, a);
+		if (rc != RN_CMD_ENGINE_ONLY)
+			return rc;
+	}
+	return rn_engine_call(RN_CMD_CONNECT, s, (void *)a);
+}
+
 int rn_engine_post(int type, rn_sock *s)
 {
 	rn_cmd *c;
