@@ -63,6 +63,8 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
  * connect.  Returns 0 or -errno.
  */
 int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a);
+/* Connects done so far by rn_engine_connect, and how many of them inline (ri2n-stat). */
+void rn_engine_connects(unsigned long long *all, unsigned long long *inline_done);
 
 /*
  * Queues a command for the engine thread without waiting for it (only for
