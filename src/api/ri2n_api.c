@@ -410,7 +410,7 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!s)
 		return rn_api_fail(err);
 	memcpy(&a, addr, sizeof(a));
-	rc = rn_engine_call(RN_CMD_CONNECT, s, &a);
+	rc = rn_engine_connect(s, &a);
 	if (rc) {
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);

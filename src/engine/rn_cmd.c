@@ -105,6 +105,10 @@ int rn_stream_cmd_create(rn_sock *s)
 
 	if (rc == 0)
 		rc = watch(s, EV_CLOSED);
+	if (rc && s->stream) { /* connected inline before this ran (rn_inline_connect): give up */
+		watched_closed(s);
+		return rc;
+	}
 	if (rc) {
 		/* nobody waits for the answer: the socket dies, its user's end reads EOF */
 		pthread_mutex_lock(&s->mu);
@@ -224,10 +228,12 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 	if (!s->port) {
 		const rn_rail_info *rails;
 		int n = rn_engine_rails(&rails);
+		uint32_t all = n >= 32 ? UINT32_MAX : (1u << n) - 1;
 
-		s->port = rn_port_client(n >= 32 ? UINT32_MAX : (1u << n) - 1, &err);
+		/* opening a port arms libevent's events: the engine's work (rn_ev.h) */
+		s->port = rn_host_inline() ? rn_port_client_find(all) : rn_port_client(all, &err);
 		if (!s->port)
-			return err;
+			return rn_host_inline() ? RN_CMD_ENGINE_ONLY : err;
 	}
 	env.on_event = rn_stream_on_core_event;
 	env.owns = rn_host_owns;

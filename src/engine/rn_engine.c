@@ -200,6 +200,31 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 	return c.rc;
 }
 
+static unsigned long long g_connects, g_connects_inline; /* (atomic) */
+
+int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a)
+{
+	int rc = rn_engine_start();
+
+	if (rc)
+		return rc;
+	__atomic_add_fetch(&g_connects, 1, __ATOMIC_RELAXED);
+	if (!pthread_equal(pthread_self(), g.thread) && !rn_host_held_here()) {
+		rc = rn_inline_connect(s, a);
+		if (rc != RN_CMD_ENGINE_ONLY) {
+			__atomic_add_fetch(&g_connects_inline, 1, __ATOMIC_RELAXED);
+			return rc;
+		}
+	}
+	return rn_engine_call(RN_CMD_CONNECT, s, (void *)a);
+}
+
+void rn_engine_connects(unsigned long long *all, unsigned long long *inline_done)
+{
+	*all = __atomic_load_n(&g_connects, __ATOMIC_RELAXED);
+	*inline_done = __atomic_load_n(&g_connects_inline, __ATOMIC_RELAXED);
+}
+
 int rn_engine_post(int type, rn_sock *s)
 {
 	rn_cmd *c;

@@ -58,6 +58,15 @@ enum rn_cmd_type {
 int rn_engine_call(int type, rn_sock *s, void *arg);
 
 /*
+ * RN_CMD_CONNECT, in the calling thread when it can (rn_inline_connect):
+ * a connection per request no longer waits on the engine thread for each
+ * connect.  Returns 0 or -errno.
+ */
+int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a);
+/* Connects done so far by rn_engine_connect, and how many of them inline (ri2n-stat). */
+void rn_engine_connects(unsigned long long *all, unsigned long long *inline_done);
+
+/*
  * Queues a command for the engine thread without waiting for it (only for
  * commands with no argument and no answer: RN_CMD_CREATE); commands run in
  * the order they were queued, so a later rn_engine_call on the same socket

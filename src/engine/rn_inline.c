@@ -496,6 +496,31 @@ void rn_inline_to_descriptor(rn_sock *s)
 	rn_host_leave_inline();
 }
 
+int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a)
+{
+	struct rn_stream *st;
+	uint64_t now;
+	int rc;
+
+	rn_host_enter_inline();
+	rc = rn_stream_cmd_connect(s, a);
+	st = s->stream;
+	if (rc == 0 && st) {
+		/*
+		 * The INIT goes out from here and its resend is the inline timer's;
+		 * the rest of the handshake is the engine's, woken by the INIT_ACK
+		 * (the stream's libevent timer is armed at its first service there).
+		 */
+		now = rn_core_time(rn_now_ns());
+		if (!rn_stream_flush(st, now))
+			rn_stream_undirty(st);
+		rn_inline_arm(st, rn_conn_expiry(st->conn));
+	}
+	rn_inline_finish(NULL);
+	rn_host_leave_inline();
+	return rc;
+}
+
 void rn_inline_closed(rn_sock *s)
 {
 	__atomic_store_n(&s->closed, 1, __ATOMIC_RELEASE);

@@ -76,6 +76,14 @@ typedef struct rn_queued {
 int rn_inline_queued(rn_sock *s, int fd, rn_queued *q);
 /* The bytes waiting in the core go into s's descriptor now (for a reader the fast path does not serve). */
 void rn_inline_to_descriptor(rn_sock *s);
+/*
+ * Connects s to a in the calling thread and sends the INIT from it: the
+ * caller neither waits for the engine nor wakes it.  0 or -errno as
+ * RN_CMD_CONNECT; RN_CMD_ENGINE_ONLY if only the engine can (the process's
+ * client port is not open yet).  Not from the engine thread nor with the
+ * host lock held.
+ */
+int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a);
 
 /*
  * Waiting with the kernel's poll or epoll (ri2n-run's interposed calls): the

@@ -303,16 +303,23 @@ rn_port *rn_port_find_number(uint16_t number)
 	return NULL;
 }
 
-rn_port *rn_port_client(uint32_t mask, int *err)
+rn_port *rn_port_client_find(uint32_t mask)
 {
-	rn_port *p;
-
-	for (p = g_ports; p; p = p->next) {
+	for (rn_port *p = g_ports; p; p = p->next) {
 		if (p->shared && p->mask == mask && !p->dead && p->refs > 0) {
 			rn_port_ref(p);
 			return p;
 		}
 	}
+	return NULL;
+}
+
+rn_port *rn_port_client(uint32_t mask, int *err)
+{
+	rn_port *p = rn_port_client_find(mask);
+
+	if (p)
+		return p;
 	p = rn_port_open(mask, 0, 0, err);
 	if (p)
 		p->shared = 1;

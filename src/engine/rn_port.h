@@ -99,6 +99,8 @@ rn_port *rn_port_find_number(uint16_t number);
  * and rail, and one thread waiting on it serves them all.
  */
 rn_port *rn_port_client(uint32_t mask, int *err);
+/* The same, only if the port is open already (a thread that may not open one); else NULL. */
+rn_port *rn_port_client_find(uint32_t mask);
 
 int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id);
 /* A connection iterator's callback: ctx is the caller's, passed through. */

@@ -37,6 +37,7 @@
 
 #include "rn_sys.h"
 #include "rn_ev.h"
+#include "rn_engine.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -175,7 +176,14 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 	}
 	g.now = rn_now_ns();
 	g.nconn = 0;
-	rn_statfile_write_process(g.f, g.start, g.now, NULL);
+	{
+		unsigned long long all, in;
+		char extra[64];
+
+		rn_engine_connects(&all, &in);
+		snprintf(extra, sizeof(extra), "connects=%llu connects_inline=%llu", all, in);
+		rn_statfile_write_process(g.f, g.start, g.now, extra);
+	}
 	g.ninfo = 0;
 	rn_host_lock(); /* the connections' state: inline threads change it too */
 	rn_port_each_listener(write_listener, g.f);

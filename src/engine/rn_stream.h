@@ -98,6 +98,8 @@ int rn_stream_cmd_create(rn_sock *s);
 int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
 int rn_stream_cmd_listen(rn_sock *s);
 int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
+/* connect from an inline thread when the port is not open yet: only the engine may open it */
+#define RN_CMD_ENGINE_ONLY 1
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
 enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET };
 int rn_stream_cmd_pending(int mode);
