@@ -268,6 +268,9 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
 void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
 int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
+/* rn_conn_rails.c: path r from local rail li (address l) to the peer's rail ri (m), unused yet. */
+int rn_conn_init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int ri,
+		      const rn_rail_addr *m, uint32_t snd_slots, uint64_t now_ns);
 /*
  * Appends a path from local rail li (address l) to the peer's rail ri
  * (address m), set up as the handshake's are; the array of paths grows.

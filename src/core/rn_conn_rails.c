@@ -16,6 +16,71 @@
 
 #include "rn_conn.h"
 
+/* The largest datagram (as c->dgram counts it) worth trying on local rail l. */
+static uint32_t pm_ceiling(const rn_conn *c, const rn_rail_addr *l)
+{
+	uint32_t top = l->max_dgram;
+
+	if (c->cfg.keyed)
+		top = top > RN_AEAD_OVERHEAD ? top - RN_AEAD_OVERHEAD : 0;
+	return top > c->dgram ? top : c->dgram;
+}
+
+int rn_conn_init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int ri,
+		      const rn_rail_addr *m, uint32_t snd_slots, uint64_t now_ns)
+{
+	/* the FIFO holds twice the send ring, and grows with it */
+	int rc = rn_rail_init(r, &c->env.mem, 2 * snd_slots, c->cfg.init_cwnd);
+	uint32_t top = pm_ceiling(c, l);
+
+	if (rc)
+		return rc;
+	r->local_rail = li;
+	r->remote_rail = ri;
+	r->local = (rn_addr){ l->ip, l->port };
+	r->remote = (rn_addr){ m->ip, m->port };
+	r->backup = l->backup;
+	r->last_rx_ns = r->last_full_rx_ns = now_ns;
+	r->last_tx_ns = r->last_full_tx_ns = now_ns;
+	/* from the size both ends take up to what this rail's interface carries */
+	if (c->cr && top > c->plain_cap - RN_AEAD_OVERHEAD)
+		top = (uint32_t)c->plain_cap - RN_AEAD_OVERHEAD; /* a later rail: what the keys' buffer holds */
+	rn_pmtu_init(&r->pm, c->dgram, top, now_ns);
+	/* a key holder wrote the hello; else only the handshake's own address is proven */
+	r->validated = c->cfg.keyed ||
+		       (r->local_rail == c->hs.rail && r->remote.ip == c->peer.ip &&
+			r->remote.port == c->peer.port);
+	return 0;
+}
+
+int rn_conn_add_path(rn_conn *c, int li, const rn_rail_addr *l, int ri, const rn_rail_addr *m,
+		     uint64_t now_ns)
+{
+	const rn_mem *mem = &c->env.mem;
+	rn_rail *rails;
+	int rc;
+
+	if (c->npaths >= RN_MAX_RAILS)
+		return RN_ERR_INVAL;
+	rails = mem->alloc(mem->user, (size_t)(c->npaths + 1) * sizeof(*rails));
+	if (!rails)
+		return RN_ERR_NOMEM;
+	memset(&rails[c->npaths], 0, sizeof(*rails));
+	rc = rn_conn_init_path(c, &rails[c->npaths], li, l, ri, m, c->sq.slots, now_ns);
+	if (rc) {
+		mem->free(mem->user, rails);
+		return rc;
+	}
+	/* the FIFOs move with their rails: only the array is new */
+	if (c->npaths)
+		memcpy(rails, c->rail, (size_t)c->npaths * sizeof(*rails));
+	if (c->rail)
+		mem->free(mem->user, c->rail);
+	c->rail = rails;
+	c->rail_n = ++c->npaths;
+	return 0;
+}
+
 /* Bit i set: a path uses our rail i (mine), or the peer's rail i (!mine). */
 static uint32_t rails_used(const rn_conn *c, int mine)
 {
