@@ -295,35 +295,9 @@ void rn_port_unref(rn_port *p)
 	port_free(p);
 }
 
-rn_port *rn_port_find_number(uint16_t number)
+rn_port *rn_port_first(void)
 {
-	for (rn_port *p = g_ports; p; p = p->next)
-		if (p->number == number && number != 0 && !p->dead)
-			return p;
-	return NULL;
-}
-
-rn_port *rn_port_client_find(uint32_t mask)
-{
-	for (rn_port *p = g_ports; p; p = p->next) {
-		if (p->shared && p->mask == mask && !p->dead && p->refs > 0) {
-			rn_port_ref(p);
-			return p;
-		}
-	}
-	return NULL;
-}
-
-rn_port *rn_port_client(uint32_t mask, int *err)
-{
-	rn_port *p = rn_port_client_find(mask);
-
-	if (p)
-		return p;
-	p = rn_port_open(mask, 0, 0, err);
-	if (p)
-		p->shared = 1;
-	return p;
+	return g_ports;
 }
 
 int rn_port_add(rn_port *p, struct rn_stream *st, uint64_t id)
@@ -336,44 +310,6 @@ void rn_port_remove(rn_port *p, struct rn_stream *st, uint64_t id)
 	/* queued datagrams keep no pointer to a stream about to be freed */
 	rn_hset_forget(&p->hs, (uint64_t)(uintptr_t)st);
 	rn_htab_del(&p->tab, id, st);
-}
-
-struct each_ctx {
-	rn_stream_fn fn;
-	void *ctx;
-};
-
-static void each_one(void *v, void *arg)
-{
-	const struct each_ctx *e = arg;
-
-	e->fn(v, e->ctx);
-}
-
-void rn_port_each(rn_port *p, rn_stream_fn fn, void *ctx)
-{
-	struct each_ctx e = { fn, ctx };
-
-	rn_htab_each(&p->tab, each_one, &e);
-}
-
-void rn_port_each_all(rn_stream_fn fn, void *ctx)
-{
-	for (rn_port *p = g_ports; p; p = p->next)
-		rn_port_each(p, fn, ctx);
-}
-
-void rn_port_each_port(void (*fn)(rn_port *p, void *ctx), void *ctx)
-{
-	for (rn_port *p = g_ports; p; p = p->next)
-		fn(p, ctx);
-}
-
-void rn_port_each_listener(void (*fn)(rn_port *p, void *ctx), void *ctx)
-{
-	for (rn_port *p = g_ports; p; p = p->next)
-		if (p->lis)
-			fn(p, ctx);
 }
 
 /* ---- receive ---- */

@@ -1,7 +1,7 @@
 /*
- * rn_port_int.h - what rn_port.c (the rail sockets, receive, send) and
+ * rn_port_int.h - what rn_port.c (the rail sockets, receive, send),
  * rn_port_handoff.c (the hand-off of the sockets between the engine and
- * inline threads) share.  Everything runs under the host lock.
+ * inline threads) and rn_port_find.c (lookups and walks) share.  Everything runs under the host lock.
  */
 #ifndef RN_PORT_INT_H
 #define RN_PORT_INT_H
@@ -16,6 +16,8 @@
  * queue checked).  Returns the datagrams read.
  */
 int rn_port_read_ready(rn_port *p, uint32_t mask, uint32_t ready);
+/* The first of the process's ports (then ->next), for rn_port_find.c. */
+rn_port *rn_port_first(void);
 /* rn_port_sync has work at the engine's next turn (a port's readiness to re-arm). */
 void rn_port_sync_later(void);
 /* Turns the engine's readiness events on the port's sockets on or off. */

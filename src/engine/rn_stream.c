@@ -1,7 +1,7 @@
 /*
  * rn_stream.c - connections inside the engine: their life (made, connected,
- * ended, freed), the core's events, and the data pump between the user's
- * socketpair and the core.  Listeners and the connection budget are in
+ * ended, freed) and the data pump between the user's socketpair and the
+ * core; the core's events are told in rn_stream_events.c.  Listeners and the connection budget are in
  * rn_accept.c, the socket commands in rn_cmd.c, the dirty list and the rail
  * sockets' reports in rn_stream_dirty.c (rn_stream_int.h joins them).
  */
@@ -67,82 +67,6 @@ struct sockaddr_in rn_stream_sin(rn_addr a)
 {
 	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(a.port),
 				     .sin_addr.s_addr = htonl(a.ip) };
-}
-
-/* ---- core events ---- */
-
-static void connected(rn_stream *st);
-
-/*
- * Hands an event to the application's queue (ri2n_read_event).  Under the
- * host lock, which ri2n_accept takes to renumber an accepted connection's
- * events (rn_stream_accept_fd): its number cannot change in between.
- */
-void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause)
-{
-	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
-				.error = error, .time_ns = rn_now_ns(),
-				.peer = rn_stream_sin(rn_conn_peer(st->conn)) };
-
-	RN_OWNS_HOST();
-	if (rail >= 0) {
-		rn_conn_stats cs;
-
-		rn_conn_get_stats(st->conn, &cs);
-		e.local_rail = rn_stream_sin(cs.rail[rail].local);
-		e.remote_rail = rn_stream_sin(cs.rail[rail].remote);
-	}
-	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
-	rn_events_post(&e, st->sock->cookie);
-}
-
-void rn_stream_on_core_event(void *user, const rn_event *ev)
-{
-	rn_stream *st = user;
-	rn_conn_stats cs;
-
-	if (!st) /* rn_conn_accept reports ESTABLISHED before the stream exists */
-		return;
-	switch (ev->type) {
-	case RN_EV_ESTABLISHED:
-		if (st->sock)
-			connected(st);
-		break;
-	case RN_EV_RAIL_DOWN:
-	case RN_EV_RAIL_UP: {
-		char l[32], r[32];
-
-		rn_conn_get_stats(st->conn, &cs);
-		/* the member that judged it warned already: the others take it quietly */
-		rn_log(ev->cause == RN_CAUSE_SHARED ? RN_LOG_INFO : RN_LOG_WARN,
-		       "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
-		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
-		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
-		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
-		rn_stream_post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
-		     ev->rail, 0, rn_cause_name(ev->cause));
-		break;
-	}
-	case RN_EV_FAILED:
-		if (ev->err != RN_ERR_ABORTED && st->connected)
-			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
-		else if (ev->err == RN_ERR_TIMEDOUT && (rn_conn_get_stats(st->conn, &cs), cs.keyed))
-			rn_warn("connect to %s failed: no answer within the connect timeout; with a "
-				"cluster key this is also what a listener with another key, or none, "
-				"looks like (it logs the refusal)", st->name);
-		else if (ev->err != RN_ERR_ABORTED)
-			rn_info("connect to %s failed: %s", st->name,
-				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
-							     rn_strerror(ev->err));
-		rn_stream_post(st, RI2N_EVENT_FAILED, -1, rn_errno(ev->err), rn_strerror(ev->err));
-		break;
-	case RN_EV_CLOSED:
-		rn_info("connection %s closed", st->name);
-		rn_stream_post(st, RI2N_EVENT_CLOSED, -1, 0, "closed");
-		break;
-	default:
-		break;
-	}
 }
 
 /* ---- stream life ---- */
@@ -332,7 +256,7 @@ static void stream_free(rn_stream *st)
 }
 
 /* The client's handshake finished: the user's descriptor opens for writing. */
-static void connected(rn_stream *st)
+void rn_stream_connected(rn_stream *st)
 {
 	rn_sock *s = st->sock;
 	rn_conn_stats cs;
@@ -572,7 +496,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	int more;
 
 	RN_OWNS_HOST();
-	if (st->connected && st->sock->watch_ev) { /* connected inline (see connected()) */
+	if (st->connected && st->sock->watch_ev) { /* connected inline (see rn_stream_connected()) */
 		rn_ev_free(st->sock->watch_ev);
 		st->sock->watch_ev = NULL;
 	}

@@ -1,0 +1,84 @@
+/*
+ * rn_stream_events.c - what the core tells of a connection (established, a
+ * rail down or up, failed, closed), passed on to the log and to the
+ * application's event queue (ri2n_read_event).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+
+#include "rn_events.h"
+#include "rn_log.h"
+#include "rn_stream.h"
+#include "rn_stream_int.h"
+
+/*
+ * Hands an event to the application's queue (ri2n_read_event).  Under the
+ * host lock, which ri2n_accept takes to renumber an accepted connection's
+ * events (rn_stream_accept_fd): its number cannot change in between.
+ */
+void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause)
+{
+	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
+				.error = error, .time_ns = rn_now_ns(),
+				.peer = rn_stream_sin(rn_conn_peer(st->conn)) };
+
+	RN_OWNS_HOST();
+	if (rail >= 0) {
+		rn_conn_stats cs;
+
+		rn_conn_get_stats(st->conn, &cs);
+		e.local_rail = rn_stream_sin(cs.rail[rail].local);
+		e.remote_rail = rn_stream_sin(cs.rail[rail].remote);
+	}
+	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
+	rn_events_post(&e, st->sock->cookie);
+}
+
+void rn_stream_on_core_event(void *user, const rn_event *ev)
+{
+	rn_stream *st = user;
+	rn_conn_stats cs;
+
+	if (!st) /* rn_conn_accept reports ESTABLISHED before the stream exists */
+		return;
+	switch (ev->type) {
+	case RN_EV_ESTABLISHED:
+		if (st->sock)
+			rn_stream_connected(st);
+		break;
+	case RN_EV_RAIL_DOWN:
+	case RN_EV_RAIL_UP: {
+		char l[32], r[32];
+
+		rn_conn_get_stats(st->conn, &cs);
+		/* the member that judged it warned already: the others take it quietly */
+		rn_log(ev->cause == RN_CAUSE_SHARED ? RN_LOG_INFO : RN_LOG_WARN,
+		       "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
+		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
+		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
+		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
+		rn_stream_post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
+		     ev->rail, 0, rn_cause_name(ev->cause));
+		break;
+	}
+	case RN_EV_FAILED:
+		if (ev->err != RN_ERR_ABORTED && st->connected)
+			rn_warn("connection %s failed: %s", st->name, rn_strerror(ev->err));
+		else if (ev->err == RN_ERR_TIMEDOUT && (rn_conn_get_stats(st->conn, &cs), cs.keyed))
+			rn_warn("connect to %s failed: no answer within the connect timeout; with a "
+				"cluster key this is also what a listener with another key, or none, "
+				"looks like (it logs the refusal)", st->name);
+		else if (ev->err != RN_ERR_ABORTED)
+			rn_info("connect to %s failed: %s", st->name,
+				ev->err == RN_ERR_TIMEDOUT ? "no answer within the connect timeout" :
+							     rn_strerror(ev->err));
+		rn_stream_post(st, RI2N_EVENT_FAILED, -1, rn_errno(ev->err), rn_strerror(ev->err));
+		break;
+	case RN_EV_CLOSED:
+		rn_info("connection %s closed", st->name);
+		rn_stream_post(st, RI2N_EVENT_CLOSED, -1, 0, "closed");
+		break;
+	default:
+		break;
+	}
+}
