@@ -137,27 +137,7 @@ static void rail_appears(const rn_hlink_ev *e)
 
 void rn_netlink_check(void)
 {
-	uint8_t buf[8192];
-	rn_hlink_ev ev[64];
-
-	if (g.f.fd < 0)
-		return;
-	for (;;) {
-		ssize_t len = rn_hlink_read(g.f.fd, buf, sizeof(buf));
-		int n;
-
-		if (len == -ENOBUFS) {
-			rn_warn("netlink: events lost (receive buffer full); rail changes may be noticed late");
-			continue;
-		}
-		if (len <= 0)
-			return;
-		n = rn_hlink_parse(buf, (size_t)len, ev, 64);
-		for (int i = 0; i < n; i++) {
-			rail_appears(&ev[i]);
-			rn_hfollow_apply(&g.f, &ev[i]);
-		}
-	}
+	rn_hfollow_read(&g.f);
 }
 
 static void on_netlink(evutil_socket_t fd, short what, void *arg)
@@ -176,6 +156,7 @@ int rn_netlink_start(void)
 	int n = rn_engine_rails(&rails), fd = rn_hlink_open();
 
 	rn_hfollow_init(&g.f, rails, n, rail_changed, NULL);
+	g.f.each = rail_appears; /* a listed rail without an address at start may get one */
 	if (fd < 0) {
 		rn_info("netlink: %s; rail changes are noticed by their traffic only",
 			strerror(-fd));

@@ -89,8 +89,11 @@ void rn_hfollow_read(rn_hfollow *f)
 		if (len <= 0)
 			return;
 		n = rn_hlink_parse(buf, (size_t)len, ev, RN_HFOLLOW_EVS);
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			if (f->each)
+				f->each(&ev[i]);
 			rn_hfollow_apply(f, &ev[i]);
+		}
 	}
 }
 
