@@ -179,6 +179,19 @@ void rn_host_enter_inline(void)
 	t_inline = 1;
 }
 
+int rn_host_try_inline(void)
+{
+	t_host = HOST_TAKING;
+	if (pthread_mutex_trylock(&g_host_mu) != 0) {
+		t_host = HOST_OUT;
+		return 0;
+	}
+	t_host = HOST_HELD;
+	t_owns = 1;
+	t_inline = 1;
+	return 1;
+}
+
 void rn_host_leave_inline(void)
 {
 	t_inline = 0;

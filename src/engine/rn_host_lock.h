@@ -110,6 +110,8 @@ void rn_host_lock(void);
 void rn_host_unlock(void);
 /* The same, marking the calling thread as an inline driver (rn_host_inline). */
 void rn_host_enter_inline(void);
+/* rn_host_enter_inline if the lock is free now: 1, else 0 (not taken). */
+int rn_host_try_inline(void);
 void rn_host_leave_inline(void);
 /*
  * True in an application thread driving the core inline.  Such a thread

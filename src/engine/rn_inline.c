@@ -502,7 +502,13 @@ int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a)
 	uint64_t now;
 	int rc;
 
-	rn_host_enter_inline();
+	/*
+	 * Only if the lock is free: threads connecting at once (or a busy
+	 * engine) would queue on it one by one, where the engine takes their
+	 * connects in one turn.
+	 */
+	if (!rn_host_try_inline())
+		return RN_CMD_ENGINE_ONLY;
 	rc = rn_stream_cmd_connect(s, a);
 	st = s->stream;
 	if (rc == 0 && st) {

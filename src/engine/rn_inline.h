@@ -79,8 +79,8 @@ void rn_inline_to_descriptor(rn_sock *s);
 /*
  * Connects s to a in the calling thread and sends the INIT from it: the
  * caller neither waits for the engine nor wakes it.  0 or -errno as
- * RN_CMD_CONNECT; RN_CMD_ENGINE_ONLY if only the engine can (the process's
- * client port is not open yet).  Not from the engine thread nor with the
+ * RN_CMD_CONNECT; RN_CMD_ENGINE_ONLY if it is left to the engine (the
+ * process's client port is not open yet, or the host lock is taken).  Not from the engine thread nor with the
  * host lock held.
  */
 int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a);

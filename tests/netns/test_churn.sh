@@ -73,12 +73,12 @@ done
 
 run busy --threads 16 --count 100000 --secs 3
 conns=$(sed -n 's/.* conns=\([0-9]*\) .*/\1/p' "$NT_DIR/busy.out")
-# a connect runs in the calling thread while the client's port is open (rn_inline_connect):
-# only the threads' first ones, racing to open it, and any after the port closed (every
-# connection on it gone, a loaded sanitized run) wait on the engine: 9 in 10 at least
+# a connect runs in the calling thread when the client's port is open and the host lock
+# free (rn_inline_connect), else the engine takes it: with 16 threads connecting at once
+# 80-95% ran inline on an idle machine; at least a quarter must (none did before)
 read -r all inl <"$NT_DIR/busy.connects"
 nt_note "client, 1.5 s in: $all connects, $inl of them made in the calling thread"
-[ "$all" -gt 16 ] 2>/dev/null && [ "$((inl * 10))" -ge $((all * 9)) ] 2>/dev/null ||
+[ "$all" -gt 16 ] 2>/dev/null && [ "$((inl * 4))" -ge "$all" ] 2>/dev/null ||
 	nt_fail "connects in the calling thread: $inl of $all (ri2n-stat connects_inline)"
 # ri2n-stat's snapshots come every RI2N_STAT_MS (250 ms) from the server's engine, which on a
 # loaded machine may still be catching up: poll (5 s at most) until they count every connect
