@@ -157,6 +157,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 		}
 	}
 	rn_port_sync();
+	rn_netlink_sync();
 	rn_stream_service_dirty();
 	rn_host_unlock();
 }

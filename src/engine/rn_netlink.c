@@ -36,6 +36,9 @@
 static struct {
 	rn_hfollow f;
 	struct event *ev;
+	uint32_t owed;                /* rails an inline thread saw appear: the engine opens them */
+	uint32_t owed_ip[RN_MAX_RAILS];
+	uint8_t owed_prefix[RN_MAX_RAILS];
 } g = { .f = { .fd = -1 } };
 
 struct apply_ctx {
@@ -113,25 +116,59 @@ static void appear_port(rn_port *p, void *arg)
 	rn_port_each(p, appear_conn, a);
 }
 
-/* An address event: the first address of a rail that waited for one opens it. */
+/* Rail i, waiting, got its first address: every port opens it, every connection hears. */
+static void rail_open(int i, uint32_t ip, uint8_t prefix)
+{
+	const rn_rail_info *rails;
+	struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
+	char s[32];
+
+	rn_engine_rails(&rails);
+	rn_engine_rail_addr(i, ip, prefix);
+	rn_port_each_port(appear_port, &a);
+	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d connection%s", i,
+	       rails[i].name, rn_ip_str(ip, s, sizeof(s)), rails[i].prefix, a.conns,
+	       a.conns == 1 ? "" : "s");
+}
+
+/*
+ * An address event: the first address of a rail that waited for one opens
+ * it.  Opening arms libevent's events, the engine's alone (rn_ev.h): an
+ * inline thread that read the event (a send error, rn_netlink_check)
+ * leaves it to the engine's next turn (rn_netlink_sync).
+ */
 static void rail_appears(const rn_hlink_ev *e)
 {
 	const rn_rail_info *rails;
 	int n = rn_engine_rails(&rails);
-	char ip[32];
 
 	if (e->type != RN_HLINK_ADDR_ADD)
 		return;
 	for (int i = 0; i < n; i++) {
-		struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
-
 		if (rails[i].ip != 0 || rails[i].ifindex != e->ifindex)
 			continue;
-		rn_engine_rail_addr(i, e->ip, e->prefix ? e->prefix : 32);
-		rn_port_each_port(appear_port, &a);
-		rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d connection%s", i,
-			rails[i].name, rn_ip_str(e->ip, ip, sizeof(ip)), rails[i].prefix, a.conns,
-			a.conns == 1 ? "" : "s");
+		if (!rn_host_inline()) {
+			rail_open(i, e->ip, e->prefix ? e->prefix : 32);
+			continue;
+		}
+		g.owed |= 1u << i;
+		g.owed_ip[i] = e->ip;
+		g.owed_prefix[i] = e->prefix ? e->prefix : 32;
+		rn_host_kick();
+	}
+}
+
+void rn_netlink_sync(void)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails);
+
+	for (int i = 0; g.owed && i < n; i++) {
+		if (!((g.owed >> i) & 1))
+			continue;
+		g.owed &= ~(1u << i);
+		if (rails[i].ip == 0) /* not opened meanwhile by the engine's own read */
+			rail_open(i, g.owed_ip[i], g.owed_prefix[i]);
 	}
 }
 
@@ -182,4 +219,5 @@ void rn_netlink_forget(void)
 	g.ev = NULL;
 	memset(g.f.no_addr, 0, sizeof(g.f.no_addr));
 	memset(g.f.no_link, 0, sizeof(g.f.no_link));
+	g.owed = 0;
 }

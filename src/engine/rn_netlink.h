@@ -21,6 +21,9 @@ int rn_netlink_start(void);
  */
 void rn_netlink_check(void);
 
+/* In the engine thread, host lock held: opens the rails an inline thread saw get an address. */
+void rn_netlink_sync(void);
+
 /* In a child after fork(): the parent's socket and event are no longer ours. */
 void rn_netlink_forget(void);
 
