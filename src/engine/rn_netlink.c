@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "rn_engine.h"
+#include "rn_ev.h"
 #include "rn_hfollow.h"
 #include "rn_hlink.h"
 #include "rn_host_lock.h"
@@ -39,7 +40,19 @@ static struct {
 	uint32_t owed;                /* rails an inline thread saw appear: the engine opens them */
 	uint32_t owed_ip[RN_MAX_RAILS];
 	uint8_t owed_prefix[RN_MAX_RAILS];
+	uint32_t again;               /* rails whose new address could not be bound yet */
+	int tries[RN_MAX_RAILS];
+	struct event *again_ev;
 } g = { .f = { .fd = -1 } };
+
+/*
+ * The kernel tells of a new address before it adds the address's local
+ * route, and bind() checks that route: a socket opened at once may fail
+ * with EADDRNOTAVAIL.  Such a rail is tried again every AGAIN_US, at most
+ * AGAIN_TRIES times.
+ */
+#define AGAIN_US 2000
+#define AGAIN_TRIES 50
 
 struct apply_ctx {
 	int rail;
@@ -85,6 +98,8 @@ struct appear_ctx {
 	rn_port *p;
 	uint64_t now;
 	int conns;
+	int again;  /* a port could not bind the address yet */
+	int err;    /* the last other failure, -errno */
 };
 
 /* A connection on the port: the port's new socket is its next local rail. */
@@ -106,17 +121,24 @@ static void appear_port(rn_port *p, void *arg)
 	if (p->dead || !((p->mask >> a->rail) & 1))
 		return;
 	idx = rn_port_rail_add(p, a->rail);
-	if (idx < 0) {
-		if (idx != -EEXIST)
-			rn_warn("rail %d: cannot open a socket on it: %s", a->rail, strerror(-idx));
+	if (idx == -EADDRNOTAVAIL)
+		a->again = 1;
+	else if (idx < 0 && idx != -EEXIST)
+		a->err = idx;
+	if (idx < 0)
 		return;
-	}
 	a->idx = idx;
 	a->p = p;
 	rn_port_each(p, appear_conn, a);
 }
 
-/* Rail i, waiting, got its first address: every port opens it, every connection hears. */
+static void on_again(evutil_socket_t fd, short what, void *arg);
+
+/*
+ * Rail i, waiting, got its first address: every port opens it, every
+ * connection hears.  Called again while a port cannot bind it yet (each
+ * port opens it once: rn_port_rail_add).
+ */
 static void rail_open(int i, uint32_t ip, uint8_t prefix)
 {
 	const rn_rail_info *rails;
@@ -124,11 +146,47 @@ static void rail_open(int i, uint32_t ip, uint8_t prefix)
 	char s[32];
 
 	rn_engine_rails(&rails);
-	rn_engine_rail_addr(i, ip, prefix);
+	if (rails[i].ip == 0)
+		rn_engine_rail_addr(i, ip, prefix);
 	rn_port_each_port(appear_port, &a);
+	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
+		struct timeval tv = { 0, AGAIN_US };
+
+		rn_debug("rail %d: its new address cannot be bound yet (its local route comes after "
+			 "the event): again in %d us", i, AGAIN_US);
+		g.again |= 1u << i;
+		if (!g.again_ev)
+			g.again_ev = evtimer_new(rn_engine_base(), on_again, NULL);
+		if (g.again_ev)
+			rn_ev_add(g.again_ev, &tv);
+		if (!a.conns)
+			return;
+	}
+	if (a.again || a.err)
+		rn_warn("rail %d: cannot open a socket on it: %s", i,
+			strerror(a.again ? EADDRNOTAVAIL : -a.err));
 	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d connection%s", i,
-	       rails[i].name, rn_ip_str(ip, s, sizeof(s)), rails[i].prefix, a.conns,
+	       rails[i].name, rn_ip_str(rails[i].ip, s, sizeof(s)), rails[i].prefix, a.conns,
 	       a.conns == 1 ? "" : "s");
+}
+
+static void on_again(evutil_socket_t fd, short what, void *arg)
+{
+	const rn_rail_info *rails;
+	int n;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	rn_host_lock();
+	n = rn_engine_rails(&rails);
+	for (int i = 0; g.again && i < n; i++) {
+		if (!((g.again >> i) & 1))
+			continue;
+		g.again &= ~(1u << i);
+		rail_open(i, rails[i].ip, rails[i].prefix);
+	}
+	rn_host_unlock();
 }
 
 /*
@@ -220,4 +278,6 @@ void rn_netlink_forget(void)
 	memset(g.f.no_addr, 0, sizeof(g.f.no_addr));
 	memset(g.f.no_link, 0, sizeof(g.f.no_link));
 	g.owed = 0;
+	g.again = 0;
+	g.again_ev = NULL;
 }
