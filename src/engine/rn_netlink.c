@@ -37,10 +37,7 @@
 static struct {
 	rn_hfollow f;
 	struct event *ev;
-	uint32_t owed;                /* rails an inline thread saw appear: the engine opens them */
-	uint32_t owed_ip[RN_MAX_RAILS];
-	uint8_t owed_prefix[RN_MAX_RAILS];
-	uint32_t again;               /* rails whose new address could not be bound yet */
+	uint32_t again;               /* addressed rails the engine opens at its next turn or retry */
 	int tries[RN_MAX_RAILS];
 	struct event *again_ev;
 } g = { .f = { .fd = -1 } };
@@ -139,15 +136,13 @@ static void on_again(evutil_socket_t fd, short what, void *arg);
  * connection hears.  Called again while a port cannot bind it yet (each
  * port opens it once: rn_port_rail_add).
  */
-static void rail_open(int i, uint32_t ip, uint8_t prefix)
+static void rail_open(int i)
 {
 	const rn_rail_info *rails;
 	struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
 	char s[32];
 
 	rn_engine_rails(&rails);
-	if (rails[i].ip == 0)
-		rn_engine_rail_addr(i, ip, prefix);
 	rn_port_each_port(appear_port, &a);
 	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
 		struct timeval tv = { 0, AGAIN_US };
@@ -170,22 +165,24 @@ static void rail_open(int i, uint32_t ip, uint8_t prefix)
 	       a.conns == 1 ? "" : "s");
 }
 
+/* Opens the rails left for a later turn (g.again); the host lock is held. */
+static void open_again(void)
+{
+	uint32_t todo = g.again;
+
+	g.again = 0; /* rail_open sets a bit again for a rail still not bindable */
+	for (int i = 0; i < RN_MAX_RAILS; i++)
+		if ((todo >> i) & 1)
+			rail_open(i);
+}
+
 static void on_again(evutil_socket_t fd, short what, void *arg)
 {
-	const rn_rail_info *rails;
-	int n;
-
 	(void)fd;
 	(void)what;
 	(void)arg;
 	rn_host_lock();
-	n = rn_engine_rails(&rails);
-	for (int i = 0; g.again && i < n; i++) {
-		if (!((g.again >> i) & 1))
-			continue;
-		g.again &= ~(1u << i);
-		rail_open(i, rails[i].ip, rails[i].prefix);
-	}
+	open_again();
 	rn_host_unlock();
 }
 
@@ -205,29 +202,20 @@ static void rail_appears(const rn_hlink_ev *e)
 	for (int i = 0; i < n; i++) {
 		if (rails[i].ip != 0 || rails[i].ifindex != e->ifindex)
 			continue;
+		rn_engine_rail_addr(i, e->ip, e->prefix ? e->prefix : 32);
 		if (!rn_host_inline()) {
-			rail_open(i, e->ip, e->prefix ? e->prefix : 32);
+			rail_open(i);
 			continue;
 		}
-		g.owed |= 1u << i;
-		g.owed_ip[i] = e->ip;
-		g.owed_prefix[i] = e->prefix ? e->prefix : 32;
+		g.again |= 1u << i;
 		rn_host_kick();
 	}
 }
 
 void rn_netlink_sync(void)
 {
-	const rn_rail_info *rails;
-	int n = rn_engine_rails(&rails);
-
-	for (int i = 0; g.owed && i < n; i++) {
-		if (!((g.owed >> i) & 1))
-			continue;
-		g.owed &= ~(1u << i);
-		if (rails[i].ip == 0) /* not opened meanwhile by the engine's own read */
-			rail_open(i, g.owed_ip[i], g.owed_prefix[i]);
-	}
+	if (g.again && !(g.again_ev && evtimer_pending(g.again_ev, NULL)))
+		open_again();
 }
 
 void rn_netlink_check(void)
@@ -277,7 +265,6 @@ void rn_netlink_forget(void)
 	g.ev = NULL;
 	memset(g.f.no_addr, 0, sizeof(g.f.no_addr));
 	memset(g.f.no_link, 0, sizeof(g.f.no_link));
-	g.owed = 0;
 	g.again = 0;
 	g.again_ev = NULL;
 }
