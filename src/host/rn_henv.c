@@ -9,6 +9,7 @@
 
 #include "rn_henv.h"
 #include "rn_sys.h"
+#include "rn_tls.h"
 
 /*
  * Giving memory back.  An idle connection frees its rings' payload storage
@@ -143,13 +144,61 @@ static void heap_free(void *u, void *p)
 		free(h);
 }
 
+/*
+ * Random numbers.  One getrandom call for every 64 bits was several system
+ * calls a connection (its identifiers, initial sequence numbers, cookies),
+ * so each thread keeps a pool of RNG_WORDS words from one call and hands
+ * them out once each, zeroing a word as it goes.  A forked child must never
+ * repeat what its parent hands out: a fork handler moves the process's
+ * generation on in the child, and a pool filled in another generation is
+ * refilled before use.  A signal handler that interrupts a refill takes the
+ * pool as exhausted and refills it itself; the interrupted call then keeps
+ * only the word it took, so no word is handed out twice.
+ */
+#define RNG_WORDS 32
+
+static RN_TLS struct {
+	uint64_t w[RNG_WORDS];
+	unsigned next; /* the next word to hand out; RNG_WORDS and above: none left */
+	unsigned gen;  /* rng_gen when it was filled */
+} t_rng = { .next = RNG_WORDS };
+static unsigned rng_gen = 1; /* 0 never matches: a thread's first call fills its pool */
+static pthread_once_t rng_once = PTHREAD_ONCE_INIT;
+
+static void rng_forked(void)
+{
+	rng_gen++;
+}
+
+static void rng_register(void)
+{
+	pthread_atfork(NULL, NULL, rng_forked);
+}
+
 uint64_t rn_henv_rng(void *u)
 {
-	uint64_t v = 0;
+	uint64_t v = 0, fresh[RNG_WORDS];
+	unsigned i = __atomic_fetch_add(&t_rng.next, 1, __ATOMIC_RELAXED);
 	struct timespec ts;
 
 	(void)u;
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) { /* never in practice */
+	if (i < RNG_WORDS && t_rng.gen == __atomic_load_n(&rng_gen, __ATOMIC_RELAXED)) {
+		v = t_rng.w[i];
+		t_rng.w[i] = 0;
+		return v;
+	}
+	pthread_once(&rng_once, rng_register);
+	if (getrandom(fresh, sizeof(fresh), 0) == (ssize_t)sizeof(fresh)) {
+		v = fresh[0];
+		memcpy(t_rng.w, fresh, sizeof(fresh));
+		t_rng.w[0] = 0;
+		t_rng.gen = __atomic_load_n(&rng_gen, __ATOMIC_RELAXED);
+		__atomic_store_n(&t_rng.next, 1, __ATOMIC_RELAXED);
+		explicit_bzero(fresh, sizeof(fresh));
+		return v;
+	}
+	/* never in practice: the kernel always has random numbers for getrandom */
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		v ^= ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) *
 		     UINT64_C(0x9e3779b97f4a7c15);

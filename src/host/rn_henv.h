@@ -12,7 +12,10 @@
 
 #include "rn_core.h"
 
-/* 64 random bits from the kernel (getrandom); u is unused. */
+/*
+ * 64 random bits from the kernel (getrandom, drawn 256 bytes at a time per
+ * thread; never the same bits in a forked child); u is unused.
+ */
 uint64_t rn_henv_rng(void *u);
 /* Heap memory and rn_henv_rng; no event callback. */
 rn_env rn_henv_default(void);
