@@ -71,11 +71,16 @@ void rn_api_copy_out(void *dst, size_t size, const void *src, size_t ours)
  */
 static int shrink_sndbuf(int fd)
 {
-	int size = 0, one = 1;
+	/* every new socketpair end starts with the system's default: read once */
+	static int dflt;
+	int size = __atomic_load_n(&dflt, __ATOMIC_RELAXED), one = 1;
 	socklen_t l = sizeof(size);
 
-	if (rn_sys_getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &l) < 0 || size <= 0)
-		return 0;
+	if (!size) {
+		if (rn_sys_getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &l) < 0 || size <= 0)
+			return 0;
+		__atomic_store_n(&dflt, size, __ATOMIC_RELAXED);
+	}
 	if (rn_sys_setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &one, sizeof(one)) < 0)
 		return 0;
 	return size;
@@ -107,6 +112,8 @@ size_t rn_api_fill_junk(int fd)
 		if (n <= 0)
 			break;
 		total += (size_t)n;
+		if ((size_t)n < sizeof(zeros)) /* stopped short: the buffer is full */
+			break;
 	}
 	return total;
 }
@@ -257,7 +264,7 @@ int ri2n_socket(void)
 	rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	rn_sys_fstat(sv[0], &sb);
 	rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
-	sv[1] = rn_fd_own_high(sv[1]);
+	sv[1] = rn_fd_own_high_cloexec(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;

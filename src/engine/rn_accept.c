@@ -133,8 +133,8 @@ static int make_pair(rn_sock *s)
 	 * gets the number it would without ri2n, and accept the lowest free
 	 * when it is called (rn_stream_accept_fd).
 	 */
-	sv[0] = rn_fd_own_high(sv[0]);
-	sv[1] = rn_fd_own_high(sv[1]);
+	sv[0] = rn_fd_own_high_cloexec(sv[0]);
+	sv[1] = rn_fd_own_high_cloexec(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;

@@ -50,6 +50,13 @@ int rn_fd_own_high(int fd)
 	return fd;
 }
 
+int rn_fd_own_high_cloexec(int fd)
+{
+	fd = rn_sys_fd_high_cloexec(fd);
+	rn_fd_own(fd);
+	return fd;
+}
+
 void rn_fd_own(int fd)
 {
 	if (fd < 0)

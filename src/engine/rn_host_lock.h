@@ -185,8 +185,10 @@ void rn_fd_disown(int fd);
 /*
  * rn_fd_own for a descriptor ri2n keeps to itself, first moved out of the
  * program's numbers (rn_sys_fd_high): the number to use from now on.
+ * The _cloexec one for a descriptor made close-on-exec (a system call less).
  */
 int rn_fd_own_high(int fd);
+int rn_fd_own_high_cloexec(int fd);
 
 /*
  * Around fork() (the engine's pthread_atfork handlers, which keep the order

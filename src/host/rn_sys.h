@@ -337,22 +337,38 @@ static inline int rn_sys_timerfd_create(int clock, int flags)
 }
 
 /*
- * Moves ri2n's own descriptor fd (a rail socket, the engine's end of a
- * socketpair, an eventfd) up to a number at or above a floor high in the
- * process's range (half its RLIMIT_NOFILE, at most 4096), keeping
- * FD_CLOEXEC: the numbers a program's socket(), accept() and open() return
- * stay those it would get without ri2n, so a program that sizes a table by
- * its own descriptor count finds its sockets inside it.  Returns the new
- * number, or fd itself when nothing is free up there.
+ * Where ri2n's own descriptors begin: 4096, or half the limit if that is
+ * lower; -1 if unknown.  Read from the kernel on the first call and every
+ * 64th after it (a prlimit call for every socketpair end was a system call
+ * per connection), so a limit the program raises moves the floor within 64
+ * descriptors; one it lowers under the floor makes the next move fail,
+ * which forgets the floor (rn_sys_fd_floor_forget).
  */
-/* Where ri2n's own descriptors begin: 4096, or half the limit if that is lower; -1 if unknown. */
+static inline long *rn_sys_fd_floor_cache(void)
+{
+	static long floor = -1;
+
+	return &floor;
+}
+
+static inline void rn_sys_fd_floor_forget(void)
+{
+	__atomic_store_n(rn_sys_fd_floor_cache(), -1, __ATOMIC_RELAXED);
+}
+
 static inline long rn_sys_fd_floor(void)
 {
+	static unsigned uses;
 	struct rlimit rl;
+	long floor = __atomic_load_n(rn_sys_fd_floor_cache(), __ATOMIC_RELAXED);
 
+	if (floor >= 0 && (__atomic_fetch_add(&uses, 1, __ATOMIC_RELAXED) & 63) != 0)
+		return floor;
 	if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
 		return -1;
-	return rl.rlim_cur / 2 > 4096 ? 4096 : (long)(rl.rlim_cur / 2);
+	floor = rl.rlim_cur / 2 > 4096 ? 4096 : (long)(rl.rlim_cur / 2);
+	__atomic_store_n(rn_sys_fd_floor_cache(), floor, __ATOMIC_RELAXED);
+	return floor;
 }
 
 /*
@@ -363,25 +379,54 @@ static inline long rn_sys_fd_floor(void)
 static inline int rn_sys_dup_high(int fd)
 {
 	long floor = rn_sys_fd_floor();
+	int nfd = rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, floor < 0 ? 0 : floor);
 
-	return rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, floor < 0 ? 0 : floor);
+	if (nfd < 0 && errno == EINVAL && floor > 0) { /* the limit went under the floor */
+		rn_sys_fd_floor_forget();
+		nfd = rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
+	return nfd;
 }
 
-static inline int rn_sys_fd_high(int fd)
+/*
+ * rn_sys_fd_high (below) for a descriptor made close-on-exec (SOCK_CLOEXEC,
+ * EFD_CLOEXEC, ...): the same move without asking the kernel for its flags.
+ */
+static inline int rn_sys_fd_high_cloexec(int fd)
 {
 	long floor;
-	int nfd, fl;
+	int nfd;
 
-	if (fd < 0 || (floor = rn_sys_fd_floor()) < 0)
-		return fd;
-	if (fd >= floor || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)
+	if (fd < 0 || (floor = rn_sys_fd_floor()) < 0 || fd >= floor)
 		return fd;
 	nfd = rn_sys_fcntl(fd, F_DUPFD_CLOEXEC, (long)floor);
-	if (nfd < 0)
+	if (nfd < 0) {
+		if (errno == EINVAL)
+			rn_sys_fd_floor_forget();
 		return fd;
-	if (!(fl & FD_CLOEXEC))
-		rn_sys_fcntl(nfd, F_SETFD, 0);
+	}
 	rn_sys_close(fd);
+	return nfd;
+}
+
+/*
+ * Moves ri2n's own descriptor fd (a rail socket, the engine's end of a
+ * socketpair, an eventfd) up to a number at or above a floor high in the
+ * process's range (half its RLIMIT_NOFILE, at most 4096), keeping
+ * FD_CLOEXEC: the numbers a program's socket(), accept() and open() return
+ * stay those it would get without ri2n, so a program that sizes a table by
+ * its own descriptor count finds its sockets inside it.  Returns the new
+ * number, or fd itself when nothing is free up there.
+ */
+static inline int rn_sys_fd_high(int fd)
+{
+	int nfd, fl;
+
+	if (fd < 0 || (fl = rn_sys_fcntl(fd, F_GETFD, 0)) < 0)
+		return fd;
+	nfd = rn_sys_fd_high_cloexec(fd);
+	if (nfd != fd && !(fl & FD_CLOEXEC))
+		rn_sys_fcntl(nfd, F_SETFD, 0);
 	return nfd;
 }
 
