@@ -133,6 +133,8 @@ typedef struct mca_btl_ri2n_module_t {
 	rn_rail_info rails[RN_MAX_RAILS];
 	int nrails;
 	rn_hfollow follow;          /* the rails' links and addresses, from the kernel (host kit) */
+	rn_hpoll_rails open;        /* how io's sockets are opened: a waiting rail's too */
+	rn_hgrow grow;              /* rails without an address at start, opened when one comes */
 	opal_process_name_t me;
 	uint32_t job_size;             /* ranks in our job (0: unknown): names past it are strangers */
 	mca_btl_ri2n_endpoint_t *eps;  /* every endpoint */
@@ -164,6 +166,12 @@ typedef struct mca_btl_ri2n_module_t {
 	uint64_t mem_refused, mem_refused_said, mem_warn_next_ns;
 	int mem_setup;
 } mca_btl_ri2n_module_t;
+
+/* The name of the rail under socket idx (the core's local rail): waiting rails make them differ. */
+static inline const char *rbtl_rail_name(const mca_btl_ri2n_module_t *m, int idx)
+{
+	return idx >= 0 && idx < m->io.n ? m->rails[m->io.s[idx].rail].name : "?";
+}
 
 /* The module's links, newest first (a link's first member is its rn_hconn). */
 static inline rbtl_link *rbtl_links(const mca_btl_ri2n_module_t *m)

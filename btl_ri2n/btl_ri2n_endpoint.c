@@ -378,7 +378,7 @@ void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len)
 		inet_ntop(AF_INET, &la, a, sizeof(a));
 		inet_ntop(AF_INET, &ra, b, sizeof(b));
 		n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s (%s)", k ? ", " : "",
-				      l->mod->rails[st.rail[k].local_rail].name, a, b,
+				      rbtl_rail_name(l->mod, st.rail[k].local_rail), a, b,
 				      st.rail[k].rx_up ? "up" : "down");
 	}
 	if (st.npaths == 0)
@@ -507,7 +507,7 @@ void rbtl_on_core_event(void *user, const rn_event *ev)
 	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].local.ip) }, a, sizeof(a));
 	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].remote.ip) }, b, sizeof(b));
 	rn_warn("btl_ri2n: %s: rail %s (%s -> %s) %s (%s); sending on %d, receiving on %d of %d "
-		"rails", l->ep ? l->ep->desc : "peer", l->mod->rails[st.rail[ev->rail].local_rail].name,
+		"rails", l->ep ? l->ep->desc : "peer", rbtl_rail_name(l->mod, st.rail[ev->rail].local_rail),
 		a, b, ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause),
 		__builtin_popcount(ev->tx_up), __builtin_popcount(ev->rx_up), st.npaths);
 }

@@ -112,8 +112,17 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	mca_btl_ri2n_module_t *m = arg;
+	int idx = rn_hpoll_sock_of(&m->io, rail); /* none yet: a rail waiting for an address */
 
-	return rn_hconns_rail(&m->links, rail, usable, cause, rbtl_core_now(m));
+	return idx < 0 ? 0 : rn_hconns_rail(&m->links, idx, usable, cause, rbtl_core_now(m));
+}
+
+/* Every kernel event (rn_hfollow.each): a waiting rail may get its address. */
+static void rail_event(void *arg, const rn_hlink_ev *e)
+{
+	mca_btl_ri2n_module_t *m = arg;
+
+	rn_hgrow_event(&m->grow, e);
 }
 
 /*
@@ -126,20 +135,24 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	const rbtl_params *pr = &mca_btl_ri2n_component.p;
 	/* ICMP errors into the error queue, for a peer process that died (rn_hmon.h);
 	 * the BTL's connect still gives up by its own timers, not on a port unreachable */
-	rn_hpoll_rails r = { .rails = m->rails, .n = m->nrails, .gso = pr->gso, .links = &m->lk,
-			     .opts = { .dgram = m->cfg.max_dgram, .gro = pr->gro,
-				       .rx_ts = pr->rx_ts, .recverr = 1 } };
 	int rc;
 
 	m->lk = (rn_hpoll_links){ .tab = &m->idtab, .mon = &m->mon,
 				  .conn_of = rn_hconn_conn_of, .mark = rn_hconn_mark,
 				  .now = core_now, .due = rn_hconn_due, .arg = m };
 	rbtl_links_init(m);
-	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &r, err, errlen);
+	m->open = (rn_hpoll_rails){ .rails = m->rails, .n = m->nrails, .gso = pr->gso,
+				    .links = &m->lk,
+				    .opts = { .dgram = m->cfg.max_dgram, .gro = pr->gro,
+					      .rx_ts = pr->rx_ts, .recverr = 1 } };
+	rc = rn_hpoll_open(&m->io, &m->rx, &m->idtab, &m->open, err, errlen);
 	m->disp = (rn_hdisp){ .tab = &m->idtab, .to_conn = to_link,
 			      .to_listener = rbtl_stream_unbound, .conn_of = rn_hconn_conn_of,
 			      .on_reset = rn_hconn_on_reset, .arg = m };
 	rn_hfollow_init(&m->follow, m->rails, m->nrails, rail_changed, m);
+	m->follow.each = rail_event;
+	m->grow = (rn_hgrow){ .rails = m->rails, .open = &m->open, .links = &m->links,
+			      .lis = &m->lis };
 	rbtl_stream_pass_init(m);
 	if (rc == 0)
 		rn_hfollow_open(&m->follow);
@@ -175,7 +188,8 @@ static int find_rails(mca_btl_ri2n_module_t *m, int *min_mtu)
 	const char *spec = inc && *inc ? inc : rn_proc_text(RN_PROC_RAILS);
 	char why[256];
 
-	m->nrails = rn_rails_discover(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));
+	/* a listed interface without an address yet waits for one (rn_hgrow) */
+	m->nrails = rn_rails_discover_waiting(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));
 	if (m->nrails <= 0) {
 		opal_output(0, "btl_ri2n: not available: %s (set btl_ri2n_if_include or RI2N_RAILS)",
 			    why);

@@ -349,7 +349,7 @@ static const rn_hpass_ops pass_ops = {
 void rbtl_stream_pass_init(mca_btl_ri2n_module_t *m)
 {
 	m->pass = (rn_hpass){ .links = &m->links, .rx = &m->rx, .disp = &m->disp,
-			      .follow = &m->follow, .core_now = &m->core_now,
+			      .follow = &m->follow, .grow = &m->grow, .core_now = &m->core_now,
 			      .rx_more = &m->rx_more, .ops = &pass_ops };
 }
 
@@ -417,7 +417,7 @@ void rbtl_print_summary(mca_btl_ri2n_module_t *m)
 				    "lost %llu, rx %llu, down %u up %u, srtt %.1f us, min rtt %.1f us, "
 				    "cwnd %u, queue %.1f us",
 				    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?",
-				    m->rails[r->local_rail].name,
+				    rbtl_rail_name(m, r->local_rail),
 				    (unsigned long long)r->tx_packets, (unsigned long long)r->tx_data,
 				    (unsigned long long)r->retransmits, (unsigned long long)r->lost,
 				    (unsigned long long)r->rx_packets, r->down_events, r->up_events,

@@ -367,6 +367,8 @@ struct rfi_ep {
 	int have_lis;
 	rn_hset io;
 	rn_hfollow follow;             /* the rails' links and addresses, from the kernel (host kit) */
+	rn_hpoll_rails open;           /* how io's sockets are opened: a waiting rail's too */
+	rn_hgrow grow;                 /* rails without an address at start, opened when one comes */
 	rn_hrxbuf rx;
 	uint32_t rx_more;
 	rn_hdisp disp;

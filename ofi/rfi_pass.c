@@ -325,18 +325,22 @@ void rfi_ep_pass(rfi_ep *ep)
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	rfi_ep *ep = arg;
+	int idx = rn_hpoll_sock_of(&ep->io, rail); /* none yet: a rail waiting for an address */
 
-	return rn_hconns_rail(&ep->links, rail, usable, cause, ep->core_now);
+	return idx < 0 ? 0 : rn_hconns_rail(&ep->links, idx, usable, cause, ep->core_now);
+}
+
+/* Every kernel event (rn_hfollow.each): a waiting rail may get its address. */
+static void rail_event(void *arg, const rn_hlink_ev *e)
+{
+	rfi_ep *ep = arg;
+
+	rn_hgrow_event(&ep->grow, e);
 }
 
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
-	rn_hpoll_rails r = { .rails = ep->rails, .n = ep->nrails, .bind = ep->bind,
-			     .gso = rn_proc_get(RN_PROC_GSO) != 0, .links = &ep->lk,
-			     .opts = { .dgram = ep->cfg.max_dgram,
-				       .gro = rn_proc_get(RN_PROC_GRO) != 0, .rx_ts = 1,
-				       .recverr = 1 } };
 	rn_rail_addr addrs[RN_MAX_RAILS];
 	int rc;
 
@@ -345,13 +349,21 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 				   .now = core_now, .due = rn_hconn_due, .arg = ep };
 	ep->links = (rn_hconns){ .tab = &ep->idtab, .io = &ep->io, .lk = &ep->lk,
 				 .on_reap = link_gone, .arg = ep };
-	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &r, err, errlen);
+	ep->open = (rn_hpoll_rails){ .rails = ep->rails, .n = ep->nrails, .bind = ep->bind,
+				     .gso = rn_proc_get(RN_PROC_GSO) != 0, .links = &ep->lk,
+				     .opts = { .dgram = ep->cfg.max_dgram,
+					       .gro = rn_proc_get(RN_PROC_GRO) != 0, .rx_ts = 1,
+					       .recverr = 1 } };
+	rc = rn_hpoll_open(&ep->io, &ep->rx, &ep->idtab, &ep->open, err, errlen);
 	ep->disp = (rn_hdisp){ .tab = &ep->idtab, .to_conn = to_link, .to_listener = to_listener,
 			       .conn_of = rn_hconn_conn_of, .on_reset = rn_hconn_on_reset, .arg = ep };
 	ep->pass = (rn_hpass){ .links = &ep->links, .rx = &ep->rx, .disp = &ep->disp,
-			       .follow = &ep->follow, .core_now = &ep->core_now,
+			       .follow = &ep->follow, .grow = &ep->grow, .core_now = &ep->core_now,
 			       .rx_more = &ep->rx_more, .ops = &pass_ops };
 	rn_hfollow_init(&ep->follow, ep->rails, ep->nrails, rail_changed, ep);
+	ep->follow.each = rail_event;
+	ep->grow = (rn_hgrow){ .rails = ep->rails, .open = &ep->open, .links = &ep->links,
+			       .lis = &ep->lis };
 	if (rc)
 		return rc;
 	rn_hfollow_open(&ep->follow); /* a rail's address or link gone: at once, not by silence */

@@ -230,8 +230,11 @@ static int getinfo(uint32_t version, const char *node, const char *service, uint
 	int n, rc;
 
 	*info = NULL;
-	if ((n = rn_rails_discover(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err))) <= 0) {
-		rn_info("ri2n provider: no rails: %s", err);
+	/* a listed interface waiting for its address is in no name until it has one */
+	if ((n = rn_rails_discover_waiting(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err))) > 0)
+		n = rn_rails_with_addr(rails, n);
+	if (n <= 0) {
+		rn_info("ri2n provider: no rails: %s", n < 0 ? err : "none has an address yet");
 		return -FI_ENODATA;
 	}
 	if (hints && (why = hints_refuse(hints)) != NULL) {

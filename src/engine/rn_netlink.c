@@ -192,11 +192,12 @@ static void on_again(evutil_socket_t fd, short what, void *arg)
  * inline thread that read the event (a send error, rn_netlink_check)
  * leaves it to the engine's next turn (rn_netlink_sync).
  */
-static void rail_appears(const rn_hlink_ev *e)
+static void rail_appears(void *arg, const rn_hlink_ev *e)
 {
 	const rn_rail_info *rails;
 	int n = rn_engine_rails(&rails);
 
+	(void)arg;
 	if (e->type != RN_HLINK_ADDR_ADD)
 		return;
 	for (int i = 0; i < n; i++) {

@@ -117,6 +117,20 @@ int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t 
 	return n;
 }
 
+int rn_hconns_rail_add(rn_hconns *s, int idx, uint64_t now)
+{
+	int n = 0;
+
+	for (rn_hconn *h = s->head; h; h = h->next) {
+		if (h->dead || !h->conn ||
+		    rn_conn_rail_add(h->conn, now, idx, &s->io->s[idx].addr) != 0)
+			continue;
+		h->dirty = 1;
+		n++;
+	}
+	return n;
+}
+
 void rn_hconn_flush(const rn_hconns *s, rn_hconn *h, uint64_t now)
 {
 	rn_hset_send_conn(s->io, h->conn, h->id, now, RN_HPOLL_FLUSH_BUDGET);

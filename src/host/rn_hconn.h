@@ -12,6 +12,7 @@
  *    links' timers (a rail verdict reads what the sockets hold first);
  *  - rn_hconn_dial: one connect attempt over the peer's rails in turn;
  *  - rn_hconns_rail: a rail gone or back (rn_hfollow) told to every link;
+ *    rn_hconns_rail_add: a new one offered to every link;
  *  - rn_hconn_flush: what a link's connection owes onto the rail sockets;
  *  - rn_hconn_conn_of, _mark, _due, _on_reset: the hooks rn_hpoll_links
  *    and rn_hdisp take, for links whose first member is their rn_hconn.
@@ -110,6 +111,13 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now);
  * rn_conn_rail_back) and is dirty.  Returns how many links heard.
  */
 int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t now);
+/*
+ * Our new socket idx (a rail that got its first address: rn_hgrow) is
+ * offered to every established link's peer (rn_conn_rail_add: a RAILS
+ * packet); a link still in its handshake or closing keeps the rails it
+ * has.  Returns how many links took it.
+ */
+int rn_hconns_rail_add(rn_hconns *s, int idx, uint64_t now);
 
 /*
  * What h's connection owes goes onto the rail sockets (at most

@@ -65,6 +65,8 @@ int rn_hpass_run(const rn_hpass *p, void *arg, uint64_t now)
 		now = o->now(arg);
 	if (p->follow)
 		rn_hfollow_poll(p->follow, now); /* a rail's address or link gone: at once */
+	if (p->grow)
+		rn_hgrow_run(p->grow, now);
 	/*
 	 * The verdict re-read comes straight after the receive rounds, before
 	 * any timer: rn_hconns_verdict_due asks whether the round just read

@@ -7,7 +7,8 @@
  *  1. time given to the core never goes back (*core_now rises to now);
  *  2. the rail sockets are read, at most RN_HPOLL_RX_ROUNDS turns, into
  *     the links (rn_hdisp); the clock is read again if anything came;
- *  3. the kernel's word on the rails (rn_hfollow_poll);
+ *  3. the kernel's word on the rails (rn_hfollow_poll), and a rail that
+ *     got its first address opened and offered (rn_hgrow_run);
  *  4. the verdict re-read: a link timer due with a rail verdict pending
  *     while the sockets still hold data (rn_hconns_verdict_due) reads
  *     them once more;
@@ -28,6 +29,7 @@
 
 #include "rn_hconn.h"
 #include "rn_hfollow.h"
+#include "rn_hgrow.h"
 
 /* 10 s: an accepted peer says who it is within a round trip; a stranger never does */
 #define RN_HPASS_UNBOUND_NS UINT64_C(10000000000)
@@ -70,6 +72,7 @@ typedef struct rn_hpass {
 	rn_hrxbuf *rx;
 	rn_hdisp *disp;      /* where datagrams go */
 	rn_hfollow *follow;  /* NULL: none */
+	rn_hgrow *grow;      /* rails that get their first address; NULL: none */
 	uint64_t *core_now;  /* the latest time given to the core */
 	uint32_t *rx_more;   /* sockets the last receive left data in */
 	const rn_hpass_ops *ops;

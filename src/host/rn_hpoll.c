@@ -3,6 +3,7 @@
  * (rn_hpoll.h).
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,36 +12,75 @@
 #include "rn_hpoll.h"
 #include "rn_rail.h"
 
+/* Opens rail `rail` of r on io's next socket: its index, or -errno. */
+static int open_rail(rn_hset *io, const rn_hpoll_rails *r, int rail)
+{
+	const rn_rail_info *ri = &r->rails[rail];
+	rn_hsock_opts o = r->opts;
+	int idx = io->n, rc;
+
+	if (idx >= RN_MAX_RAILS)
+		return -ENOSPC;
+	o.dev = ri->pin ? ri->name : NULL; /* rails sharing a subnet */
+	rc = rn_hsock_open(&io->s[idx], ri->ip, r->bind ? r->bind[rail].port : 0, ri->prefix, &o);
+	if (rc) {
+		rn_hsock_close(&io->s[idx]); /* its buffers, if the socket was made */
+		return rc;
+	}
+	io->s[idx].addr.backup = ri->backup; /* "if:backup" in the rail list */
+	io->s[idx].rail = (uint8_t)rail;
+	io->n = idx + 1;
+	return idx;
+}
+
 static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
 		    size_t errlen)
 {
-	rn_hsock_opts o = r->opts;
-	int rc = rn_hset_init(io, o.dgram, 0);
+	const rn_hsock_opts *o = &r->opts;
+	int rc = rn_hset_init(io, o->dgram, 0);
 
 	if (rc == 0)
 		rc = rn_htab_init(tab, 16);
 	/* a GRO run needs 64 KiB; else one datagram */
 	if (rc == 0)
-		rc = rn_hrxbuf_init(rx, o.gro ? RN_HGRO_BUF : (o.dgram < 2048 ? 2048 : o.dgram), 4);
+		rc = rn_hrxbuf_init(rx, o->gro ? RN_HGRO_BUF : (o->dgram < 2048 ? 2048 : o->dgram), 4);
 	if (rc) {
 		snprintf(err, errlen, "out of memory for socket buffers");
 		return rc;
 	}
 	for (int i = 0; i < r->n; i++) {
-		const rn_rail_info *ri = &r->rails[i];
-
-		o.dev = ri->pin ? ri->name : NULL; /* rails sharing a subnet */
-		rc = rn_hsock_open(&io->s[i], ri->ip, r->bind ? r->bind[i].port : 0, ri->prefix, &o);
-		io->s[i].addr.backup = ri->backup; /* "if:backup" in the rail list */
-		io->n = i + 1;
-		if (rc) {
-			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s", ri->name,
-				 strerror(-rc));
+		if (r->rails[i].ip == 0)
+			continue; /* waiting for an address (rn_hgrow) */
+		rc = open_rail(io, r, i);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot open a UDP socket on rail %s: %s",
+				 r->rails[i].name, strerror(-rc));
 			return rc;
 		}
 	}
-	io->gso = r->gso && io->n > 0 && rn_hsock_probe_gso(io->s[0].fd);
+	if (io->n == 0) {
+		snprintf(err, errlen, "no rail has an address yet");
+		return -EADDRNOTAVAIL;
+	}
+	io->gso = r->gso && rn_hsock_probe_gso(io->s[0].fd);
 	return 0;
+}
+
+int rn_hpoll_rail_add(rn_hset *io, const rn_hpoll_rails *r, int rail)
+{
+	if (rail < 0 || rail >= r->n || r->rails[rail].ip == 0)
+		return -EINVAL;
+	if (rn_hpoll_sock_of(io, rail) >= 0)
+		return -EEXIST;
+	return open_rail(io, r, rail);
+}
+
+int rn_hpoll_sock_of(const rn_hset *io, int rail)
+{
+	for (int i = 0; i < io->n; i++)
+		if (io->s[i].rail == rail)
+			return i;
+	return -1;
 }
 
 int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,

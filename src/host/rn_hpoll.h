@@ -65,12 +65,23 @@ typedef struct rn_hpoll_rails {
 /*
  * Sets up io for r->opts.dgram-byte datagrams, tab (16 links to start)
  * and rx (a GRO run's 64 KiB when r->opts.gro, else one datagram, at
- * least 2 KiB), then opens a socket on each rail in order; io->n counts
- * those tried; io's errors go to r->links.  Returns 0, or -errno with a
+ * least 2 KiB), then opens a socket on each rail in order but those with
+ * no address yet (ip 0: waiting, rn_hpoll_rail_add), each socket naming
+ * its rail (rn_hsock.rail); io's errors go to r->links.  Returns 0, or -errno with a
  * sentence in err; rn_hpoll_close frees what was made either way.
  */
 int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
 		  size_t errlen);
+/*
+ * A rail of r with no address at rn_hpoll_open (rn_rails_discover_waiting:
+ * skipped then) that has one now: a socket on it, io's next.  Returns its
+ * index, or -errno: -EEXIST (open already), -EADDRNOTAVAIL (the kernel
+ * does not let it be bound yet: its local route comes after the address
+ * event; try again shortly).
+ */
+int rn_hpoll_rail_add(rn_hset *io, const rn_hpoll_rails *r, int rail);
+/* The socket of io (its index, what the core calls the local rail) on r's rail `rail`, or -1. */
+int rn_hpoll_sock_of(const rn_hset *io, int rail);
 /* How a driver takes the connections its listener accepts (rn_hpoll_listen). */
 typedef struct rn_hpoll_accept {
 	int max_unbound;                /* accepted links without a hello at most */

@@ -46,6 +46,7 @@ typedef struct rn_htx {
 typedef struct rn_hsock {
 	int fd;
 	rn_rail_addr addr;             /* what the core calls this local rail */
+	uint8_t rail;                  /* the polling drivers' rail it is on (rn_hpoll_sock_of) */
 	rn_htx q[RN_HTXQ];
 	uint8_t *bufs[RN_HTXQ];        /* q[i]'s datagram is in bufs[i] */
 	uint8_t *mem;                  /* the block bufs point into */

@@ -241,3 +241,13 @@ int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char
 {
 	return discover(out, max, spec, 1, err, errlen);
 }
+
+int rn_rails_with_addr(rn_rail_info *r, int n)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		if (r[i].ip != 0)
+			r[k++] = r[i];
+	return k;
+}

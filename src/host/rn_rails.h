@@ -25,13 +25,16 @@
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen);
 
 /*
- * The same, for a driver that follows its rails (the engine): an interface
+ * The same, for a driver that follows its rails (the engine, the BTL, the
+ * provider: rn_hgrow): an interface
  * the list names that has no IPv4 address yet is a rail waiting for one
  * (ip 0, prefix 0; its name, index and MTU set), which the driver opens
  * once an address comes.  At least one listed rail must have an address.
  */
 int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
 			      size_t errlen);
+/* Keeps the n rails that have an address (in order) at the front of r: returns how many. */
+int rn_rails_with_addr(rn_rail_info *r, int n);
 
 /*
  * Marks every rail that shares its subnet with another `pin`, and checks

@@ -18,6 +18,9 @@
 #   addr-gone       2 ranks; rail 1's address deleted in host 1 1.5 s into the
 #                   stream phase, added back 2.5 s later: PASS, the BTL followed
 #                   the kernel (rail down for "address removed" at once), up again after
+#   rail-new        2 ranks; rail 2 without an address in either host at start: the BTL
+#                   waits for it, opens it once its addresses come mid-stream, offers it
+#                   to the live link and data crosses it (PASS)
 #   compute         a rank makes no MPI call for 5 s, dead-peer timeout 3 s:
 #                   the keeper thread must keep it alive (PASS)
 #   all-dead        both rails black-holed for good during the stream,
@@ -259,6 +262,38 @@ sc_addr_gone() {
 		fail "the BTL never took rail 1 back with its address: $(grep -h 'rail r1' "$WORK/$name.out" | head -n 6)"
 	report "$name"
 	ok "2 ranks: rail 1's address deleted mid-stream and added back, every byte verified"
+}
+
+# Rail 2 has no address in either host when the job starts: the BTL waits for it instead of
+# refusing the rank, carries the stream on rail 1, and once the addresses come (host 2's,
+# then host 1's 0.3 s later) opens the rail, offers it to the live link (RAILS) and sends
+# data on it; every byte verified.
+sc_rail_new() {
+	local name=rn pid h a2=() rows
+	bed_up 2
+	for h in 1 2; do
+		a2[h]=$(tb_addr "$h" 2)
+		ip -n "ri2n-$TAG-h$h" addr del "${a2[h]}/24" dev r2 || fail "cannot delete ${a2[h]} from r2"
+	done
+	mpi_run "$name" 2 ri2n,self 240 --mca btl_ri2n_verbose 1 -- --bw-seconds 6 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	ip -n "ri2n-$TAG-h2" addr add "${a2[2]}/24" dev r2 || fail "cannot add ${a2[2]} to r2"
+	sleep 0.3
+	ip -n "ri2n-$TAG-h1" addr add "${a2[1]}/24" dev r2 || fail "cannot add ${a2[1]} to r2"
+	note "rail 2's addresses added mid-stream: host 2, then host 1 at $(date +%T.%N | cut -c1-12)"
+	wait "$pid" || fail "mpirun failed with rail 2 waiting for its addresses (status $?)"
+	require_pass "$name"
+	# both ranks opened it when its address came, and told their link
+	[ "$(grep -c 'rail 1 (r2 198\.18\.2\.[12]/24): new address: in use, offered to 1 link' \
+		"$WORK/$name.out")" -eq 2 ] ||
+		fail "a rank did not open rail 2 on its new address: $(grep -h 'r2' "$WORK/$name.out" | head -n 4)"
+	# and data crossed it after (the finalize summary's per-rail lines)
+	rows=$(grep -h 'btl_ri2n .* -> .*: rail r2: tx [0-9]* data [1-9]' "$WORK/$name.out")
+	[ -n "$rows" ] || fail "no data went over rail 2: $(grep -h ': rail r[12]: tx' "$WORK/$name.out" | head -n 4)"
+	note "$(head -n 1 <<<"$rows" | sed 's/.*: rail r2:/rail r2:/' | cut -c1-60)"
+	report "$name"
+	ok "2 ranks: rail 2 without an address at start, opened when it came, data on it, every byte verified"
 }
 
 # Links rank VPID has at finalize (btl_ri2n_verbose lines "btl_ri2n [[J,S],V] -> peer: ...").
@@ -588,6 +623,7 @@ no-self) sc_ranks 2 2 ri2n ;;
 blackhole) sc_blackhole 2 2 1 ;;
 blackhole-four) sc_blackhole 4 4 0 ;;
 addr-gone) sc_addr_gone ;;
+rail-new) sc_rail_new ;;
 compute) sc_compute ;;
 all-dead) sc_all_dead ;;
 nudge-flood) sc_nudge_flood ;;
@@ -599,6 +635,6 @@ memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
 idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|rail-new|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0

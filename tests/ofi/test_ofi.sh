@@ -13,6 +13,9 @@
 #                           client's host and added back: the provider follows the kernel
 #                           (netlink), so the rail is down at once with the cause "address
 #                           removed" and in use again once the address is back
+#   test_ofi.sh rail-new    the same ping-pongs with rail 2 without an address in either
+#                           host at start: both sides start on rail 1 and open rail 2 once its
+#                           addresses come, offering it to their links (RAILS); data crosses it
 #   test_ofi.sh dead-peer   a running ping-pong's client killed -9: the server's connections
 #                           to it fail with "connection reset by peer" within 5 s (its host's
 #                           port unreachable, checked against what was sent), not by the
@@ -26,7 +29,7 @@
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|dead-peer|stat}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|rail-new|dead-peer|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -128,7 +131,13 @@ blackhole)
 	;;
 addr-gone)
 	a=$(tb_addr 2 2) # the client's rail 2 (ri2n rail 1)
-	(sleep 1; ip -n "$ns2" addr del "$a/24" dev r2; sleep 1; ip -n "$ns2" addr add "$a/24" dev r2) &
+	# once the client's endpoint has its socket on that address (on a loaded machine it may
+	# start after a fixed delay, and then wait for the address as a new rail instead)
+	(for ((i = 0; i < 200; i++)); do
+		ip netns exec "$ns2" ss -uan | grep -q " $a:[0-9]" && break
+		sleep 0.05
+	 done
+	 sleep 0.5; ip -n "$ns2" addr del "$a/24" dev r2; sleep 1; ip -n "$ns2" addr add "$a/24" dev r2) &
 	NT_PIDS+=($!)
 	pingpong ag -c -S 1048576 -I 800
 	grep -Eq "^1m +800 +=800 " "$NT_DIR/ag.cli" || nt_fail "not every 1 MiB exchange completed"
@@ -138,6 +147,27 @@ addr-gone)
 		nt_fail "the client never took the rail back with its address: $(grep -h 'rail 1' "$NT_DIR/ag.cli" | head -n 6)"
 	nt_ok "800 checked 1 MiB ping-pongs; rail 2 down at its address's removal and back with it"
 	grep -h "rail 1 (r2" "$NT_DIR/ag.cli" | sed 's/^/  /' | head -n 4
+	;;
+rail-new)
+	# rail 2 has no address in either host at start: each side waits for it, then opens it
+	a1=$(tb_addr 1 2) a2=$(tb_addr 2 2)
+	ip -n "$ns1" addr del "$a1/24" dev r2 && ip -n "$ns2" addr del "$a2/24" dev r2 ||
+		nt_fail "cannot delete rail 2's addresses"
+	tx2() { ip netns exec "$ns2" awk '$1 == "r2:" { print $10 }' /proc/net/dev; }
+	(sleep 1; ip -n "$ns1" addr add "$a1/24" dev r2; sleep 0.3; tx2 >"$NT_DIR/tx2.0"
+	 ip -n "$ns2" addr add "$a2/24" dev r2) &
+	NT_PIDS+=($!)
+	pingpong rn -c -S 1048576 -I 800
+	grep -Eq "^1m +800 +=800 " "$NT_DIR/rn.cli" || nt_fail "not every 1 MiB exchange completed"
+	for f in rn.srv rn.cli; do
+		grep -q "rail 1 (r2 198\.18\.2\.[12]/24): new address: in use, offered to" \
+			"$NT_DIR/$f" || nt_fail "$f: rail 2 not opened on its new address (finished before it?): $(grep -h 'r2' "$NT_DIR/$f" | head -n 4)"
+	done
+	[ -s "$NT_DIR/tx2.0" ] || nt_fail "the addresses were never added (the run ended first?)"
+	sent=$(($(tx2) - $(cat "$NT_DIR/tx2.0")))
+	((sent > 10000000)) || nt_fail "only $sent bytes left the client on rail 2 once it had its address"
+	nt_ok "800 checked 1 MiB ping-pongs; rail 2 without an address at start, opened when it came, $((sent / 1000000)) MB sent on it"
+	grep -h "rail 1 (r2" "$NT_DIR/rn.cli" | sed 's/^/  /' | head -n 2
 	;;
 dead-peer)
 	setsid timeout -s KILL 60 ip netns exec "$ns1" "${penv[@]}" fi_pingpong -p ri2n -e rdm \

@@ -8,7 +8,8 @@
  * one answering and the handshake completing there, no rail at all
  * refused; and the pass's steps: a rail verdict due asks for one more
  * receive only while the sockets hold data, a link's timers refile it and
- * mark it; and a rail gone or back told to every live link.
+ * mark it; and a rail gone or back told to every live link, and a rail
+ * that gets its first address opened and offered (rn_hgrow).
  */
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
@@ -17,6 +18,7 @@
 
 #include "rn_conn.h" /* a rail made suspect by hand */
 #include "rn_hconn.h"
+#include "rn_hgrow.h"
 
 /* A driver's link: the kit's part first, then the driver's own. */
 typedef struct tlink {
@@ -321,6 +323,89 @@ static void test_rail_gone(void **state)
 	un_del(n);
 }
 
+/*
+ * A rail with no address at start (rn_hgrow): no socket then; its first
+ * address opens one as io's next, named by its rail, offered to the live
+ * link and to the listener; an address the kernel will not bind yet is
+ * tried again, and given up after RN_HGROW_TRIES tries.
+ */
+static void test_rail_new(void **state)
+{
+	un_net *n = un_new(2);
+	driver d;
+	tlink *a;
+	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
+	rn_conn *c = n->side[UN_CLIENT].c;
+	rn_rail_info rails[4] = {
+		{ .name = "lo", .ifindex = 1, .ip = 0x7f000001, .prefix = 32, .mtu = 1500 },
+		{ .name = "lo", .ifindex = 1, .ip = 0x7f000002, .prefix = 32, .mtu = 1500 },
+		{ .name = "w", .ifindex = 99, .mtu = 1500 }, /* waiting */
+		{ .name = "x", .ifindex = 98, .mtu = 1500 }, /* waiting */
+	};
+	rn_hpoll_rails r = { .rails = rails, .n = 4, .opts = { .dgram = 1500 } };
+	rn_hrxbuf rx;
+	rn_listener lis;
+	rn_rail_addr addrs[2];
+	rn_hgrow g = { .rails = rails, .open = &r, .links = &d.links, .lis = &lis };
+	rn_hlink_ev ev = { .type = RN_HLINK_ADDR_ADD, .ifindex = 99, .ip = 0x7f000003, .prefix = 0 };
+	char err[128];
+
+	(void)state;
+	driver_init(&d);
+	rn_htab_free(&d.tab); /* rn_hpoll_open makes it */
+	assert_int_equal(rn_hpoll_open(&d.io, &rx, &d.tab, &r, err, sizeof(err)), 0);
+	assert_int_equal(d.io.n, 2);
+	assert_int_equal(rn_hpoll_sock_of(&d.io, 2), -1);
+	for (int i = 0; i < 2; i++)
+		addrs[i] = d.io.s[i].addr;
+	assert_int_equal(rn_listener_init(&lis, &n->side[UN_SERVER].cfg, &n->side[UN_SERVER].env,
+					  addrs, 2), 0);
+	a = add_client(&d, n, t);
+	/* another interface's address, and a removal: nothing */
+	ev.ifindex = 5;
+	rn_hgrow_event(&g, &ev);
+	ev.ifindex = 99;
+	ev.type = RN_HLINK_ADDR_DEL;
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.pending, 0);
+	ev.type = RN_HLINK_ADDR_ADD;
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.pending, 1u << 2);
+	assert_int_equal(rails[2].ip, 0x7f000003);
+	assert_int_equal(rails[2].prefix, 32);
+	rn_hgrow_run(&g, t + UT_MS);
+	assert_int_equal(g.pending, 0);
+	assert_int_equal(d.io.n, 3);
+	assert_int_equal(rn_hpoll_sock_of(&d.io, 2), 2);
+	assert_int_equal(d.io.s[2].rail, 2);
+	assert_int_equal(d.io.s[2].addr.ip, 0x7f000003);
+	assert_true(d.io.s[2].addr.port != 0);
+	assert_true(a->h.dirty);
+	assert_int_equal(c->nlocal, 3); /* the link's connection has it (RAILS to its peer) */
+	assert_int_equal(lis.nrails, 3);
+	assert_int_equal(rn_hpoll_rail_add(&d.io, &r, 2), -EEXIST);
+	/* an address not bindable (not on this host): tried again, then given up */
+	ev.ifindex = 98;
+	ev.ip = 0xc0000263; /* 192.0.2.99: on no interface here */
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.pending, 1u << 3);
+	rn_hgrow_run(&g, t + 2 * UT_MS);
+	assert_int_equal(g.pending, 1u << 3); /* EADDRNOTAVAIL: again later */
+	rn_hgrow_run(&g, t + 2 * UT_MS + 1); /* too soon: no try */
+	assert_int_equal(g.tries[3], 1);
+	for (int i = 1; i < RN_HGROW_TRIES + 2 && g.pending; i++)
+		rn_hgrow_run(&g, t + 3 * UT_MS + (uint64_t)i * RN_HGROW_AGAIN_NS);
+	assert_int_equal(g.pending, 0);
+	assert_int_equal(g.tries[3], RN_HGROW_TRIES);
+	assert_int_equal(d.io.n, 3);
+	n->side[UN_CLIENT].c = NULL; /* the link's now */
+	a->h.dead = 1;
+	rn_hconns_reap(&d.links);
+	rn_listener_wipe(&lis);
+	rn_hpoll_close(&d.io, &rx, &d.tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_dial_in_turn),
 		cmocka_unit_test(test_pass_steps),
 		cmocka_unit_test(test_rail_gone),
+		cmocka_unit_test(test_rail_new),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

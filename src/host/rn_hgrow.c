@@ -1,0 +1,67 @@
+/*
+ * rn_hgrow.c - a polling driver's waiting rails, opened when their first
+ * address comes (rn_hgrow.h).
+ */
+#define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
+#include <errno.h>
+#include <string.h>
+
+#include "rn_hgrow.h"
+#include "rn_log.h"
+#include "rn_rails.h"
+
+void rn_hgrow_event(rn_hgrow *g, const rn_hlink_ev *e)
+{
+	if (e->type != RN_HLINK_ADDR_ADD)
+		return;
+	for (int i = 0; i < g->open->n; i++) {
+		rn_rail_info *r = &g->rails[i];
+
+		if (r->ip != 0 || r->ifindex != e->ifindex)
+			continue;
+		r->ip = e->ip;
+		r->prefix = e->prefix ? e->prefix : 32;
+		g->pending |= 1u << i;
+		g->tries[i] = 0;
+		g->next_ns = 0;
+	}
+}
+
+/* Rail i's socket: opened and offered (1), to be tried again (0), or given up (-1). */
+static int open_one(rn_hgrow *g, int i, uint64_t now)
+{
+	rn_hset *io = g->links->io;
+	const rn_rail_info *r = &g->rails[i];
+	int idx = rn_hpoll_rail_add(io, g->open, i), n;
+	char ip[32];
+
+	if (idx == -EADDRNOTAVAIL && ++g->tries[i] < RN_HGROW_TRIES)
+		return 0;
+	if (idx < 0) {
+		rn_warn("rail %d (%s): cannot open a socket on its new address: %s", i, r->name,
+			strerror(-idx));
+		return -1;
+	}
+	n = rn_hconns_rail_add(g->links, idx, now);
+	if (rn_listener_rail_add(g->lis, &io->s[idx].addr) != 0)
+		rn_warn("rail %d (%s): the listener has no room for it: new links will not offer it",
+			i, r->name);
+	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d link%s", i,
+	       r->name, rn_ip_str(r->ip, ip, sizeof(ip)), r->prefix, n, n == 1 ? "" : "s");
+	return 1;
+}
+
+void rn_hgrow_run(rn_hgrow *g, uint64_t now)
+{
+	uint32_t todo = g->pending;
+
+	if (!todo || now < g->next_ns)
+		return;
+	for (int i = 0; i < RN_MAX_RAILS; i++) {
+		if (!((todo >> i) & 1))
+			continue;
+		if (open_one(g, i, now) != 0)
+			g->pending &= ~(1u << i);
+	}
+	g->next_ns = now + RN_HGROW_AGAIN_NS;
+}

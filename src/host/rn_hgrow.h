@@ -1,0 +1,47 @@
+/*
+ * rn_hgrow.h - a polling driver's rails that get their first address while
+ * it runs (the BTL, the provider; the engine's own is rn_netlink.c).
+ *
+ * A listed interface with no address at start is a waiting rail
+ * (rn_rails_discover_waiting: ip 0), with no socket (rn_hpoll_open skips
+ * it).  When the kernel announces its first address (rn_hgrow_event, from
+ * the rn_hfollow each hook), the rail takes it, and the next pass
+ * (rn_hgrow_run) opens a socket on it, offers it to every established
+ * link's peer (rn_hconns_rail_add: RAILS) and to the handshakes the
+ * listener answers from then on.  The kernel announces an address before
+ * it adds the address's local route, which bind() checks: a rail not
+ * bindable yet is tried again every RN_HGROW_AGAIN_NS, RN_HGROW_TRIES
+ * times at most.
+ *
+ * No locks: the driver serialises every call.
+ */
+#ifndef RN_HGROW_H
+#define RN_HGROW_H
+
+#include <stdint.h>
+
+#include "rn_core.h"
+#include "rn_hconn.h"
+#include "rn_hlink.h"
+#include "rn_hpoll.h"
+#include "rn_hrail.h"
+
+#define RN_HGROW_AGAIN_NS UINT64_C(2000000)
+#define RN_HGROW_TRIES 50
+
+typedef struct rn_hgrow {
+	rn_rail_info *rails;        /* the driver's rails (open->rails is the same array) */
+	const rn_hpoll_rails *open; /* how the driver opened its sockets */
+	rn_hconns *links;           /* its links, and its sockets (links->io) */
+	rn_listener *lis;           /* its listener */
+	uint32_t pending;           /* rails whose address came, their socket not open yet */
+	uint8_t tries[RN_MAX_RAILS];
+	uint64_t next_ns;           /* rn_hgrow_run: the next try */
+} rn_hgrow;
+
+/* One kernel event (rn_hfollow.each): a waiting rail's first address makes it pending. */
+void rn_hgrow_event(rn_hgrow *g, const rn_hlink_ev *e);
+/* From the pass: pending rails open, offered to every link and the listener (logged). */
+void rn_hgrow_run(rn_hgrow *g, uint64_t now);
+
+#endif
