@@ -84,7 +84,7 @@ ratio() { # A B -> A/B with 3 decimals, or n/a
 # rounds of one run, which the ratio of two medians hides
 rounds_agg() {
 	awk -F'\t' -v f="$1" -v s="$2" -v p="$3" -v m="$4" '$1 == f && $4 == m && $5 != "" {
-			if ($2 == s) a[$3] = $5; else if ($2 == p) b[$3] = $5 }
+			if ($2 == s) a[$3] = $5; if ($2 == p) b[$3] = $5 }
 		END { for (r in a) if ((r in b) && b[r] + 0 != 0) print a[r] / b[r] }' "$METRICS" |
 		sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit
 			med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
