@@ -79,6 +79,26 @@ fmtv() {
 ratio() { # A B -> A/B with 3 decimals, or n/a
 	awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.3f", a / b }'
 }
+# rounds_agg FIG SYS PEER METRIC -> "median min max n" of SYS / PEER taken round by round (the
+# repetitions, "1.3", both measured), nothing if no round has both: a ratio's spread between
+# rounds of one run, which the ratio of two medians hides
+rounds_agg() {
+	awk -F'\t' -v f="$1" -v s="$2" -v p="$3" -v m="$4" '$1 == f && $4 == m && $5 != "" {
+			if ($2 == s) a[$3] = $5; if ($2 == p) b[$3] = $5 }
+		END { for (r in a) if ((r in b) && b[r] + 0 != 0) print a[r] / b[r] }' "$METRICS" |
+		sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit
+			med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%.3f %.3f %.3f %d\n", med, v[1], v[NR], NR }'
+}
+rounds_med() { rounds_agg "$@" | awk '{ print $1 }'; } # FIG SYS PEER METRIC: the median ratio
+# fmtr FIG SYS PEER METRIC: "0.712 [0.470–0.830]" (the per-round ratios), "n/a" if none
+fmtr() {
+	local a
+	a=$(rounds_agg "$@")
+	[ -n "$a" ] || { echo "n/a"; return; }
+	awk -v a="$a" 'BEGIN { split(a, x, " ")
+		if (x[4] > 1) printf "%.2fx [%.2f–%.2f]", x[1], x[2], x[3]; else printf "%.2fx", x[1] }'
+}
 sval() { printf '%s' "$(awk -F'\t' -v f="$1" -v s="$2" -v m="$3" '$1 == f && $2 == s && $4 == m { v = $5 } END { print v }' "$METRICS")"; }
 
 # ---- tools ---------------------------------------------------------------------------------

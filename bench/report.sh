@@ -148,6 +148,10 @@ summary() {
 			echo
 			mpich_summary
 		fi
+		if [ -n "$(awk -F'\t' '$1 == "ompitcp"' "$METRICS")" ]; then
+			echo
+			ompitcp_summary
+		fi
 		echo
 		conns_summary
 		mem_summary
@@ -229,9 +233,9 @@ targets() {
 	local set lim
 	for set in p16 c1000; do
 		if [ $set = p16 ]; then lim=0.8; else lim=0.7; fi
-		a=$(ratio "$(med kv-$set ri2n set)" "$(med kv-$set tcp set)") b=$(ratio "$(med kv-$set ri2n get)" "$(med kv-$set tcp get)")
+		a=$(rounds_med kv-$set ri2n tcp set) b=$(rounds_med kv-$set ri2n tcp get)
 		v=$(both "$(numcmp "$a" ">=" $lim)" "$(numcmp "$b" ">=" $lim)")
-		echo "| request rate under ri2n-run (redis), $(kv_label $set): >= ${lim}x TCP | SET $(fmtv kv-$set ri2n set) vs TCP $(fmtv kv-$set tcp set): ${a}x; GET $(fmtv kv-$set ri2n get) vs $(fmtv kv-$set tcp get): ${b}x | $(verdict "$v") |"
+		echo "| request rate under ri2n-run (redis), $(kv_label $set): >= ${lim}x TCP (median of the rounds' ratios) | SET $(fmtv kv-$set ri2n set) vs TCP $(fmtv kv-$set tcp set): $(fmtr kv-$set ri2n tcp set); GET $(fmtv kv-$set ri2n get) vs $(fmtv kv-$set tcp get): $(fmtr kv-$set ri2n tcp get) | $(verdict "$v") |"
 	done
 	local c e
 	for c in 1 16; do
@@ -241,6 +245,8 @@ targets() {
 		echo "| a connection per request (nginx, wrk, \`Connection: close\`), $c client(s): >= 0.5x TCP's request rate, wrk exits within 1 s of its run | $(fmtv close-c$c ri2n rps) vs TCP $(fmtv close-c$c tcp rps): ${a}x; slowest exit ${e:-n/a} s (TCP $(agg close-c$c tcp exit_s | awk '{ print $3 }') s) | $(verdict "$v") |"
 	done
 	real_targets
+	ompitcp_targets
+	mpich_targets
 	r=$(med mpi ri2n-2r mbps) s=$(med mpi ri2n-2r lat_us) m=$(med mpi tcp-1r lat_us)
 	v=x; [ -n "$r" ] && [ -n "$s" ] && [ -n "$m" ] && v=$(( $(numcmp "$r" ">=" 235) && $(numcmp "$(ratio "$s" "$m")" "<=" 1.3) ))
 	echo "| MPI over btl_ri2n, 2 rails: stream >= 235 MB/s, 8-byte latency <= 1.3x btl/tcp | stream ${r:-n/a} MB/s; latency ${s:-n/a} µs vs btl_tcp ${m:-n/a} µs: $(ratio "$s" "$m")x | $(verdict $v) |"

@@ -9,7 +9,7 @@
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
 #   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
-#              latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich (hole: mem's
+#              latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich,ompitcp (hole: mem's
 #              black-hole row alone; mpiidle: mpi's 16 idle ranks alone)
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
 #              or from the build tree D (D/ri2n/bench, D/bench), instead of building them
@@ -75,7 +75,7 @@ quick)
 	SP_SIZES_UDP="14 1024" SP_SIZES_TCP="14 1024"
 	BUSY_SIZES=""
 	LAT_ROUNDS=3 LAT_ROUND_SIZES="1,8,64"
-	KV_ROUNDS=3 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
+	KV_ROUNDS=5 KV_N_PIPE=1000000 KV_N=60000 KV_N_1000=60000
 	MPI_SECS=3 MPI_ITERS=10000 MPI_FO_SECS=6 MPI_FO_AT=2 MPI_HANG=15 MPIN_ROUNDS=8 MPIN_A2A_ROUNDS=100
 	OFI_ITERS=200
 	;;
@@ -90,7 +90,7 @@ smoke)
 	KV_ROUNDS=1 KV_N_PIPE=50000 KV_N=5000 KV_N_1000=5000
 	MPI_SECS=1 MPI_ITERS=1000 MPI_FO_SECS=3 MPI_FO_AT=1 MPI_HANG=5 MPIN_ROUNDS=2 MPIN_A2A_ROUNDS=2
 	OFI_ITERS=20
-	: "${only:=tp2,failover,latency,mpi,web,cache,fork,iperf}"
+	: "${only:=tp2,failover,latency,mpi,web,cache,fork,iperf,ompitcp}"
 	;;
 esac
 if [ -z "$out" ]; then
@@ -102,7 +102,7 @@ RAW=$out/raw
 rm -rf "$RAW"
 rm -f "$out"/{summary.md,throughput.csv,latency.csv,redundant.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,real.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich}"
+: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich,ompitcp}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -187,7 +187,7 @@ source "$HERE/report.sh"
 
 # ---- the run -------------------------------------------------------------------------------
 if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
-	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want redundant || want mpi || want mpiidle || want kv || want close || want web || want cache || want fork || want ofi || want mpich; then
+	if want tp2 || want degraded || want loss || want failover || want mtuhole || want latency || want redundant || want mpi || want mpiidle || want kv || want close || want web || want cache || want fork || want ofi || want mpich || want ompitcp; then
 		step "test bed: 2 rails x 1 Gbit/s" bed_step bn2g 2 1gbit
 		if [ "$BED" = "$(bed_tag bn2g)" ]; then
 			for rep in $(seq "$reps"); do
@@ -231,7 +231,8 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 				# mpi includes it; --only mpiidle runs it alone
 				want mpiidle && ! want mpi && [ "$rep" = 1 ] && step "MPI: 16 idle ranks (rep $rep)" mpi_idle_alone
 				want ofi && step "libfabric: fi_pingpong over ri2n, tcp and udp;ofi_rxd (rep $rep)" ofi_figure "$rep"
-				want mpich && step "MPI: MPICH under ri2n-run and plain UCX tcp, latency, stream (rep $rep)" mpich_figure "$rep"
+				want mpich && [ "$rep" = 1 ] && step "MPI: MPICH under ri2n-run and plain UCX tcp, latency, stream, $REAL_ROUNDS rounds" mpich_figure "$rep"
+				want ompitcp && [ "$rep" = 1 ] && step "MPI: Open MPI's btl/tcp under ri2n-run and plain, 8 B latency, $REAL_ROUNDS rounds" ompitcp_figure
 			done
 		fi
 		drop_bed

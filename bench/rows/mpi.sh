@@ -1,14 +1,15 @@
 # shellcheck shell=bash
 # bench/rows/mpi.sh - Open MPI rows: mpi (btl_ri2n beside btl_tcp, mtl/ofi, a black hole, 16 idle
-# ranks: mpiidle) and mpin (alltoall over 4 and 8 hosts, memory per peer). Sourced by
-# bench/run.sh; writes mpi.csv and mpi_hosts.csv.
+# ranks: mpiidle), ompitcp (Open MPI's own btl/tcp under ri2n-run beside plain btl/tcp) and mpin
+# (alltoall over 4 and 8 hosts, memory per peer). Sourced by bench/run.sh; writes mpi.csv and
+# mpi_hosts.csv.
 
 # ---- MPI: btl_ri2n next to Open MPI's btl_tcp ---------------------------------------------
 # Two ranks, one in each host's namespace (tests/mpi/netns-launch.sh), reaching mpirun's PMIx
 # server over the management bridge; tests/mpi/mpi_check checks every byte. Rows in mpi.csv.
 MPI_CSV=$out/mpi.csv
 echo "system,btl,rails,rep,lat8_median_us,stream_MBps,outcome" >"$MPI_CSV"
-MPI_PATH="" MPI_CHECK=""
+MPI_PATH="" MPI_CHECK="" MPI_WRAP="" MPI_TCP_PORTS=21000-21999
 mpi_setup() {
 	local d btl_dir="" sys
 	need mpirun "apt-get install openmpi-bin" || return
@@ -37,12 +38,17 @@ mpi_kill() { # whatever still runs in the hosts' namespaces after a job is a lef
 # mpi_job OUT BTL RAILS SECONDS mpi_check-args...: MPI_NP ranks (default 2) over --mca btl
 # BTL,self on RAILS, rank r on host r % BED_HOSTS + 1, killed after SECONDS
 # (BTL ofi: pml cm and mtl/ofi over the ri2n provider instead of a BTL)
+# (BTL tcpport: btl/tcp on the first of RAILS, its listening ports pinned to MPI_TCP_PORTS; with
+# MPI_WRAP set, every rank runs under it, as ri2n-run --verbose --ports MPI_TCP_PORTS -- over RAILS)
 mpi_job() {
 	local o=$1 btl=$2 rails=$3 tmo=$4 rc path=()
 	shift 4
 	if [ "$btl" = ofi ]; then
 		path=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include ri2n --mca btl self
 			-x FI_PROVIDER=ri2n -x FI_PROVIDER_PATH="$OFI_PROV" -x RI2N_RAILS="$rails")
+	elif [ "$btl" = tcpport ]; then
+		path=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "${rails%%,*}"
+			--mca btl_tcp_port_min_v4 "${MPI_TCP_PORTS%-*}" --mca btl_tcp_port_range_v4 1000 -x RI2N_RAILS="$rails")
 	else
 		path=(--mca btl "$btl,self" --mca btl_ri2n_if_include "$rails" --mca btl_tcp_if_include "$rails")
 	fi
@@ -51,7 +57,7 @@ mpi_job() {
 		timeout -s KILL "$tmo" mpirun --oversubscribe --bind-to none -np "${MPI_NP:-2}" \
 		--mca mca_base_component_path "$MPI_PATH" "${path[@]}" \
 		-x RI2N_MPI_NS_PREFIX -x RI2N_MPI_HOSTS -x PMIX_MCA_ptl_base_if_include \
-		"$ROOT/tests/mpi/netns-launch.sh" "$MPI_CHECK" "$@" >"$o" 2>&1
+		"$ROOT/tests/mpi/netns-launch.sh" ${MPI_WRAP:+"$MPI_WRAP" --verbose --ports "$MPI_TCP_PORTS" --} "$MPI_CHECK" "$@" >"$o" 2>&1
 	rc=$?
 	mpi_kill
 	return $rc
@@ -145,6 +151,63 @@ mpi_figure() { # REP
 	[ "$rep" = 1 ] && [ "$mode" != smoke ] && sub mpi_idle "$rep"
 	sub_end
 }
+# ---- Open MPI's own btl/tcp under ri2n-run beside plain btl/tcp (row ompitcp) ---------------
+# docs/MPI.md's recipe: btl/tcp on rail 1, its ports pinned, each rank under ri2n-run --ports
+# (that one connection per peer striped over both rails), against the same job without
+# ri2n-run; REAL_ROUNDS rounds, the two alternating which goes first; 8-byte latency only.
+ompitcp_perf() { # SYS(ri2n|tcp) ROUND
+	local sys=$1 r=$2 name lat rc wrap=""
+	name=$RAW/ompitcp-$sys-$r
+	[ "$sys" = ri2n ] && wrap=$(ri2n_run_bin)
+	MPI_WRAP=$wrap mpi_job "$name.out" tcpport "$([ "$sys" = ri2n ] && echo r1,r2 || echo r1)" 120 \
+		--phases latency --lat-iters "$MPI_ITERS"
+	rc=$?
+	[ $rc -eq 0 ] && grep -q 'result=PASS' "$name.out" ||
+		{ fail "btl/tcp ($sys): mpirun exited $rc: $(tail -n 3 "$name.out" | tr '\n' ' ' | head -c 300)"; return; }
+	lat=$(sed -n 's/.*latency size=8 .* median_one_way_us=\([0-9.]*\).*/\1/p' "$name.out")
+	[ -n "$lat" ] || { fail "btl/tcp ($sys): no 8-byte latency in the output"; return; }
+	# under ri2n-run, both ranks' connection must be ri2n's (ri2n-run --verbose), none left TCP
+	if [ "$sys" = ri2n ]; then
+		[ "$(grep -c '\(connect to\|accepted\) 198\.18\.[12]\..* over ri2n' "$name.out")" -ge 2 ] && ! grep -q 'connect to 198\.18\.[12]\..* stays TCP' "$name.out" ||
+			{ fail "btl/tcp under ri2n-run: the ranks' connection is not over ri2n: $(grep -m2 'ri2n-run\[' "$name.out" | tr '\n' ' ')"; return; }
+	fi
+	put ompitcp "$sys" "$r" lat_us "$lat"
+	echo "ompitcp-$([ "$sys" = ri2n ] && echo ri2n-run || echo plain),tcp,$([ "$sys" = ri2n ] && echo r1+r2 || echo r1),$r,$lat,,pass" >>"$MPI_CSV"
+	log "   btl/tcp $([ "$sys" = ri2n ] && echo "under ri2n-run (r1,r2)" || echo "plain (r1)"): 8 B one-way $lat us (median), every byte checked"
+}
+ompitcp_figure() {
+	local round r sys order
+	[ -n "$MPI_PATH" ] || { mpi_setup || return; }
+	ri2n_run_bin >/dev/null || { fail "ri2n-run is not built"; return; }
+	sub_begin
+	for ((round = 1; round <= REAL_ROUNDS; round++)); do
+		r=1.$round
+		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		for sys in $order; do sub ompitcp_perf "$sys" "$r"; done
+	done
+	sub_end
+}
+ompitcp_summary() {
+	echo "## MPI: Open MPI's own btl/tcp under ri2n-run next to plain btl/tcp"
+	echo
+	echo "2 ranks, one per host, on the 2 x GbE bed; \`--mca pml ob1 --mca btl tcp,self\`, btl/tcp on rail 1 with" \
+		"its ports pinned ($MPI_TCP_PORTS); under ri2n-run (\`--ports $MPI_TCP_PORTS\`, RI2N_RAILS=r1,r2) each" \
+		"rank's connection is striped over both rails. 8-byte ping-pong, median of $MPI_ITERS round trips halved" \
+		"(busy-polling), every byte checked; $REAL_ROUNDS round(s), the two alternating which goes first; median" \
+		"[min–max] over rounds, and of the ratio taken in each round. Target (issue 34): <= 1.3x plain."
+	echo
+	echo "| btl/tcp plain, r1 (µs) | under ri2n-run, r1,r2 (µs) | ri2n-run / plain, per round |"
+	echo "|---|---|---|"
+	echo "| $(fmtv ompitcp tcp lat_us 2) | $(fmtv ompitcp ri2n lat_us 2) | $(fmtr ompitcp ri2n tcp lat_us) |"
+	echo
+}
+ompitcp_targets() {
+	[ -n "$(agg ompitcp ri2n lat_us)" ] || return 0
+	echo "| Open MPI btl/tcp under ri2n-run, 8-byte latency <= 1.3x plain btl/tcp (median of the rounds' ratios) |" \
+		"$(fmtv ompitcp ri2n lat_us 2) vs $(fmtv ompitcp tcp lat_us 2) µs: $(fmtr ompitcp ri2n tcp lat_us) |" \
+		"$(verdict "$(numcmp "$(rounds_med ompitcp ri2n tcp lat_us)" "<=" 1.3)") |"
+}
+
 mpi_idle_alone() { [ -n "$MPI_PATH" ] || { mpi_setup || return; }; mpi_idle 1; }
 # Datagrams host 1 sent and received on its rails (with 2 hosts: all between the two).
 mpi_rail_dgrams() {
