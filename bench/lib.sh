@@ -76,6 +76,8 @@ fmtv() {
 		if (x[4] > 1) printf "%.*f [%.*f–%.*f]", d, x[1], d, x[2], d, x[3]
 		else printf "%.*f", d, x[1] }'
 }
+# round_order ROUND A B: "A B" in odd rounds, "B A" in even ones (which goes first alternates)
+round_order() { if [ $(($1 % 2)) -eq 1 ]; then echo "$2 $3"; else echo "$3 $2"; fi; }
 ratio() { # A B -> A/B with 3 decimals, or n/a
 	awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.3f", a / b }'
 }

@@ -71,7 +71,7 @@ kv_figure() {
 	sub_begin
 	for ((round = 1; round <= KV_ROUNDS; round++)); do
 		r=$rep; [ "$KV_ROUNDS" -gt 1 ] && r=$rep.$round
-		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		order=$(round_order "$round" tcp ri2n)
 		for set in $KV_SETTINGS; do
 			for sys in $order; do
 				if [ "$sys" = tcp ]; then sub kv_bench tcp "$set" "$r" "$ptcp"; else sub kv_bench ri2n "$set" "$r" "$pri"; fi
@@ -203,7 +203,7 @@ EOF
 	sub_begin
 	for ((round = 1; round <= CLOSE_ROUNDS; round++)); do
 		r=$rep; [ "$CLOSE_ROUNDS" -gt 1 ] && r=$rep.$round
-		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		order=$(round_order "$round" tcp ri2n)
 		for c in 1 16; do
 			for sys in $order; do
 				if [ "$sys" = tcp ]; then sub close_bench tcp "$c" "$r" "$ptcp"; else sub close_bench ri2n "$c" "$r" "$pri"; fi

@@ -131,7 +131,7 @@ latency_figure() { # REP
 			done
 			# the descriptor's way (raw system calls, stdio), small messages, first round only
 			[ "$round" -eq 1 ] && sub pingpong ri2n-desc "$r" block "$pin" "$LAT_ROUND_SIZES"
-			if [ $((round % 2)) -eq 1 ]; then order="sockperf-tcp sockperf-ri2n-run"; else order="sockperf-ri2n-run sockperf-tcp"; fi
+			order=$(round_order "$round" sockperf-tcp sockperf-ri2n-run)
 			for s in $order; do sub sockperf_lat "$s" "$r" "$pin" "$spsz_tcp"; done
 			[ "$pin" = yes ] && [ "$round" -eq 1 ] && sub sockperf_lat sockperf-udp "$r" yes "$spsz_udp"
 		done

@@ -182,7 +182,7 @@ ompitcp_figure() {
 	sub_begin
 	for ((round = 1; round <= REAL_ROUNDS; round++)); do
 		r=1.$round
-		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		order=$(round_order "$round" tcp ri2n)
 		for sys in $order; do sub ompitcp_perf "$sys" "$r"; done
 	done
 	sub_end

@@ -66,7 +66,7 @@ mpich_figure() {
 	sub_begin
 	for ((round = 1; round <= REAL_ROUNDS; round++)); do
 		r=$1; [ "$REAL_ROUNDS" -gt 1 ] && r=$1.$round
-		if [ $((round % 2)) -eq 1 ]; then order="mpich-ucx-tcp mpich-ri2n-run"; else order="mpich-ri2n-run mpich-ucx-tcp"; fi
+		order=$(round_order "$round" mpich-ucx-tcp mpich-ri2n-run)
 		for s in $order; do sub mpich_perf "$s" "$r"; done
 	done
 	sub_end

@@ -42,7 +42,7 @@ real_rounds() {
 	sub_begin
 	for ((round = 1; round <= REAL_ROUNDS; round++)); do
 		r=1.$round
-		if [ $((round % 2)) -eq 1 ]; then order="tcp ri2n"; else order="ri2n tcp"; fi
+		order=$(round_order "$round" tcp ri2n)
 		for sys in $order; do
 			REAL_TX0=$(rail_tx)
 			if [ "$sys" = tcp ]; then sub "$bench" tcp "$r" "$ptcp"; else sub "$bench" ri2n "$r" "$pri"; fi
@@ -145,7 +145,7 @@ iperf_figure() {
 	sub_begin
 	for ((round = 1; round <= REAL_ROUNDS; round++)); do
 		r=1.$round
-		if [ $((round % 2)) -eq 1 ]; then order="mptcp ri2n"; else order="ri2n mptcp"; fi
+		order=$(round_order "$round" mptcp ri2n)
 		for sys in $order; do
 			if [ "$sys" = mptcp ]; then
 				sub iperf_tp iperf-veth mptcp "$r" "$REAL_IPERF_SECS" 1 mptcp
