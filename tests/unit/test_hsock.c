@@ -245,7 +245,7 @@ static void set_open(rn_hset *h, seen *sn, int gro)
 static void queue_dgram(rn_hset *h, uint16_t port, size_t len, uint8_t fill, uint64_t owner)
 {
 	memset(rn_hset_spare(h), fill, len);
-	assert_true(rn_hset_queue(h, 0, (rn_addr){ LO, port }, len, owner) >= 0);
+	assert_true(rn_hset_queue(h, 0, (rn_addr){ .ip = LO, .port = port }, len, owner) >= 0);
 }
 
 static void test_loopback_batch(void **state)
@@ -411,7 +411,7 @@ static void test_own_error_reported(void **state)
 	(void)state;
 	set_open(&h, &sh, 0);
 	memset(rn_hset_spare(&h), 0, 10);
-	assert_true(rn_hset_queue(&h, 0, (rn_addr){ LO, 0 }, 10, 0x3333) >= 0);
+	assert_true(rn_hset_queue(&h, 0, (rn_addr){ .ip = LO, .port = 0 }, 10, 0x3333) >= 0);
 	rn_hset_flush(&h);
 	assert_int_equal(h.s[0].qn, 0);
 	assert_int_equal(sh.send_errors, 1);
