@@ -274,7 +274,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	ns->stream = st;
 	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	ns->peer = rn_stream_sin(ap->from);
-	ns->local = rn_stream_sin((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
+	ns->local = rn_stream_sin(rn_addr_of_rail(&p->addrs[ap->local_rail]));
 	rn_pairname_set(ns->eng_fd, &ns->local, &ns->peer); /* for a process it is handed to */
 	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
 	pthread_mutex_lock(&ls->mu);
