@@ -1,8 +1,9 @@
 /*
  * test_addr.c - rail addresses of either family (src/core/rn_addr.c): the
  * subnet rules, rail pairing across families, and two cores that shake
- * hands and stream over IPv6 rails, over a mixed pair (rail 0 IPv4, rail 1
- * IPv6) and over link-local rails whose interface numbers differ per end.
+ * hands and stream over IPv6 rails (with and without a cluster key), over
+ * a mixed pair (rail 0 IPv4, rail 1 IPv6) and over link-local rails whose
+ * interface numbers differ per end.
  */
 #include "unit_net.h"
 
@@ -260,6 +261,26 @@ static void test_addr_conn_v6(void **state)
 	un_del(n);
 }
 
+/*
+ * The same with a cluster key: the handshake's tags and the sealed stream
+ * over IPv6 rails (the hello's IPv6 entries under the cookie and the tags).
+ */
+static void test_addr_conn_v6_keyed(void **state)
+{
+	un_net *n = un_new(2);
+
+	(void)state;
+	for (int s = 0; s < 2; s++) {
+		n->side[s].cfg.keyed = 1;
+		memset(n->side[s].cfg.key, 0x5a, RN_KEY_LEN);
+		for (int r = 0; r < 2; r++)
+			n->side[s].rails[r] = v6((unsigned)r + 1, (unsigned)s + 1,
+						 (uint16_t)(s ? UN_PORT : 40000 + r), 64);
+	}
+	stream_both_ways(n, 2);
+	un_del(n);
+}
+
 /* Rail 0 IPv4, rail 1 IPv6; the client lists them the other way round. */
 static void test_addr_conn_mixed(void **state)
 {
@@ -334,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_addr_rail_valid),
 		cmocka_unit_test(test_addr_match_mixed),
 		cmocka_unit_test(test_addr_conn_v6),
+		cmocka_unit_test(test_addr_conn_v6_keyed),
 		cmocka_unit_test(test_addr_conn_mixed),
 		cmocka_unit_test(test_addr_conn_link_local),
 		cmocka_unit_test(test_addr_connect_noroute),
