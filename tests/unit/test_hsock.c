@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "rn_hsock.h"
+#include "rn_rails.h"
 
 #ifndef UDP_GRO
 #define UDP_GRO 104
@@ -597,6 +598,30 @@ static void test_sa_round_trip(void **state)
 	assert_true(rn_addr_eq(rn_hsock_sa_addr(&sa), v4));
 }
 
+/* Addresses for logs and ri2n-stat: IPv6 in brackets beside a port, link-local with its scope. */
+static void test_addr_strings(void **state)
+{
+	rn_addr v4 = { .ip = 0xc6120102u, .port = 7000 };
+	rn_addr g = { .port = 7000, .v6 = 1, .ip6 = { 0x20, 0x01, 0, 0x02, 0, 0, 0, 1 } };
+	rn_addr ll = { .port = 7001, .v6 = 1, .scope = 3, .ip6 = { 0xfe, 0x80 } };
+	char b[RN_ADDR_STRLEN];
+
+	(void)state;
+	g.ip6[15] = 2;
+	ll.ip6[15] = 1;
+	assert_string_equal(rn_addr_str(v4, b, sizeof(b)), "198.18.1.2");
+	assert_string_equal(rn_addrport_str(v4, b, sizeof(b)), "198.18.1.2:7000");
+	assert_string_equal(rn_addr_str(g, b, sizeof(b)), "2001:2:0:1::2");
+	assert_string_equal(rn_addrport_str(g, b, sizeof(b)), "[2001:2:0:1::2]:7000");
+	assert_string_equal(rn_addrport_str(ll, b, sizeof(b)), "[fe80::1%3]:7001");
+	/* the longest there is fits */
+	memset(g.ip6, 0xff, sizeof(g.ip6));
+	g.scope = UINT32_MAX;
+	g.port = 65535;
+	assert_string_equal(rn_addrport_str(g, b, sizeof(b)),
+			    "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff%4294967295]:65535");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_no_error_left_behind),
 		cmocka_unit_test(test_own_error_reported),
 		cmocka_unit_test(test_sa_round_trip),
+		cmocka_unit_test(test_addr_strings),
 		cmocka_unit_test(test_v6_socket_only_v6),
 		cmocka_unit_test(test_v6_loopback),
 	};
