@@ -301,7 +301,8 @@ int rbtl_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 	    b->version == MODEX_VERSION && b->nrails <= RN_MAX_RAILS &&
 	    size >= offsetof(modex_blob, rail) + b->nrails * sizeof(modex_rail)) {
 		for (int i = 0; i < b->nrails; i++)
-			out[n++] = (rn_addr){ ntohl(b->rail[i].ip), ntohs(b->rail[i].port) };
+			out[n++] = (rn_addr){ .ip = ntohl(b->rail[i].ip),
+					      .port = ntohs(b->rail[i].port) };
 	}
 	free(b);
 	return n;

@@ -39,14 +39,15 @@ int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
 
 	*out = NULL;
 	if (!cfg || !env || !env->rng || !env->mem.alloc || !local || nlocal <= 0 ||
-	    nlocal > RN_MAX_RAILS || peer.ip == 0 || peer.port == 0 ||
-	    rn_config_check(cfg, &why))
+	    nlocal > RN_MAX_RAILS || rn_addr_unset(peer) || rn_config_check(cfg, &why))
 		return RN_ERR_INVAL;
 	for (int i = 0; i < nlocal && hs < 0; i++)
-		if (rn_rail_same_subnet(local[i].ip, peer.ip, local[i].prefix))
+		if (rn_addr_in_rail(&local[i], peer))
 			hs = i;
 	if (hs < 0)
 		return RN_ERR_NOROUTE;
+	if (rn_addr_link_local(peer))
+		peer.scope = local[hs].scope; /* the link the handshake goes out on */
 	c = conn_new(cfg, env);
 	if (!c)
 		return RN_ERR_NOMEM;

@@ -19,8 +19,7 @@
 static int rail_to(const rn_conn *c, int local_rail, rn_addr dest)
 {
 	for (int k = 0; k < c->npaths; k++)
-		if (c->rail[k].local_rail == local_rail && c->rail[k].remote.ip == dest.ip &&
-		    c->rail[k].remote.port == dest.port)
+		if (c->rail[k].local_rail == local_rail && rn_addr_eq(c->rail[k].remote, dest))
 			return k;
 	return -1;
 }

@@ -37,8 +37,10 @@ int rn_conn_init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int
 		return rc;
 	r->local_rail = li;
 	r->remote_rail = ri;
-	r->local = (rn_addr){ l->ip, l->port };
-	r->remote = (rn_addr){ m->ip, m->port };
+	r->local = rn_addr_of_rail(l);
+	r->remote = rn_addr_of_rail(m);
+	/* the peer's scope is its own: its link-local address is on our rail's link */
+	r->remote.scope = rn_addr_link_local(r->remote) ? l->scope : 0;
 	r->backup = l->backup;
 	r->last_rx_ns = r->last_full_rx_ns = now_ns;
 	r->last_tx_ns = r->last_full_tx_ns = now_ns;
@@ -48,8 +50,7 @@ int rn_conn_init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int
 	rn_pmtu_init(&r->pm, c->dgram, top, now_ns);
 	/* a key holder wrote the hello; else only the handshake's own address is proven */
 	r->validated = c->cfg.keyed ||
-		       (r->local_rail == c->hs.rail && r->remote.ip == c->peer.ip &&
-			r->remote.port == c->peer.port);
+		       (r->local_rail == c->hs.rail && rn_addr_eq(r->remote, c->peer));
 	return 0;
 }
 
@@ -141,14 +142,11 @@ static void take_paths(rn_conn *c, const rn_rails_msg *m, uint64_t now_ns)
 	for (int k = c->npaths; k < m->npaths; k++) {
 		int ci = m->pairs[k][0], si = m->pairs[k][1];
 		const rn_rail_addr *l = &c->local[si], *r = &c->rails.remote[ci];
-		uint8_t prefix;
 
 		if (si >= c->nlocal || ci >= c->rails.nremote || ((rails_used(c, 1) >> si) & 1) ||
 		    ((rails_used(c, 0) >> ci) & 1))
 			return;
-		prefix = l->prefix < r->prefix ? l->prefix : r->prefix;
-		if (!rn_rail_same_subnet(l->ip, r->ip, prefix) ||
-		    rn_conn_add_path(c, si, l, ci, r, now_ns) != 0)
+		if (!rn_addr_rails_share(l, r) || rn_conn_add_path(c, si, l, ci, r, now_ns) != 0)
 			return;
 		path_added(c, k, now_ns);
 	}
@@ -160,7 +158,8 @@ int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_
 	rn_peer_sync(c, now_ns);
 	if (c->state != RN_ST_ESTABLISHED)
 		return RN_ERR_STATE;
-	if (local_rail != c->nlocal || c->nlocal >= RN_MAX_RAILS || a->ip == 0 || a->port == 0)
+	if (local_rail != c->nlocal || c->nlocal >= RN_MAX_RAILS ||
+	    rn_addr_unset(rn_addr_of_rail(a)))
 		return RN_ERR_INVAL;
 	c->local[c->nlocal++] = *a;
 	if (c->is_client)

@@ -15,8 +15,6 @@ static int drop(rn_conn *c, rn_drop why)
 	return RN_ERR_DROP;
 }
 
-static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.port; }
-
 /* ---- receive counting: the failure detector (paper 3.3.3) ---- */
 
 /*
@@ -415,7 +413,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 	if (p->type == RN_PT_INIT_ACK) {
 		if (c->state != RN_ST_INIT_SENT)
 			return drop(c, RN_DROP_STATE); /* duplicate */
-		if (local_rail != c->hs.rail || !addr_eq(from, c->peer))
+		if (local_rail != c->hs.rail || !rn_addr_eq(from, c->peer))
 			return drop(c, RN_DROP_SOURCE);
 		if (rn_wire_read_hello(&h, p->payload, p->len, 1))
 			return drop(c, RN_DROP_MALFORMED);
@@ -475,9 +473,9 @@ static int recv_sreset(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr from
 	if (c->peer_id == 0 || rn_get64(p->payload) != c->peer_id)
 		return drop(c, RN_DROP_UNKNOWN_CONN);
 	for (int k = 0; k < c->npaths; k++)
-		if (c->rail[k].local_rail == local_rail && addr_eq(from, c->rail[k].remote))
+		if (c->rail[k].local_rail == local_rail && rn_addr_eq(from, c->rail[k].remote))
 			ours = 1;
-	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs.rail && addr_eq(from, c->peer))
+	if (c->state == RN_ST_COOKIE_SENT && local_rail == c->hs.rail && rn_addr_eq(from, c->peer))
 		ours = 1;
 	if (!ours)
 		return drop(c, RN_DROP_SOURCE);
@@ -560,7 +558,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	if (p.path >= c->npaths)
 		return drop(c, RN_DROP_SOURCE);
 	r = &c->rail[p.path];
-	if (r->local_rail != local_rail || !addr_eq(from, r->remote))
+	if (r->local_rail != local_rail || !rn_addr_eq(from, r->remote))
 		return drop(c, RN_DROP_SOURCE);
 	if ((p.flags & RN_F_ACK) && !rn_conn_ack_valid(c, &p))
 		return drop(c, RN_DROP_WINDOW);

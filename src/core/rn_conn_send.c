@@ -213,7 +213,7 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		hd.dst = c->peer_id;
 		for (int k = 0; k < c->npaths; k++)
 			if (c->rail[k].local_rail == c->hs.rail &&
-			    c->rail[k].remote.ip == c->peer.ip)
+			    rn_addr_same_host(&c->rail[k].remote, &c->peer))
 				hd.path = (uint8_t)k;
 	} else {
 		hd.type = RN_PT_INIT;
@@ -592,7 +592,7 @@ static int pick(rn_conn *c, uint32_t mask)
 static ssize_t write_rails(rn_conn *c, uint64_t now_ns, uint32_t writable, uint32_t ctl,
 			   uint8_t *buf, size_t cap, rn_tx *tx)
 {
-	uint8_t pl[RN_RAILS_FIXED + RN_MAX_RAILS * (RN_RAIL_WIRE_LEN + RN_PAIR_WIRE_LEN)];
+	uint8_t pl[RN_RAILS_FIXED + RN_MAX_RAILS * (RN_RAIL_WIRE_MAX + RN_PAIR_WIRE_LEN)];
 	ssize_t n;
 	int k;
 

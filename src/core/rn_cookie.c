@@ -8,24 +8,31 @@
 
 #include "rn_cookie.h"
 
-enum { MAC_LEN = 16, CK_FIXED = 16 };
+enum { MAC_LEN = 16, CK_FIXED = 16, ADDR_MAX = 22 /* IPv6 address, port, scope */ };
 
 /* MAC over the cookie's fixed part, the client's parameters and address. */
 static void cookie_mac(uint8_t mac[MAC_LEN], const uint8_t secret[RN_COOKIE_SECRET_LEN],
 		       const uint8_t fixed[CK_FIXED], const rn_hello *client, rn_addr from)
 {
-	uint8_t msg[CK_FIXED + RN_HELLO_FIXED + RN_RAIL_WIRE_LEN * RN_MAX_RAILS + 6];
+	uint8_t msg[CK_FIXED + RN_HELLO_FIXED + RN_RAIL_WIRE_MAX * RN_MAX_RAILS + ADDR_MAX];
 	size_t n = 0, raw = client->raw_len;
 
-	if (raw > sizeof(msg) - CK_FIXED - 6)
-		raw = sizeof(msg) - CK_FIXED - 6; /* cannot happen: hello is bounded */
+	if (raw > sizeof(msg) - CK_FIXED - ADDR_MAX)
+		raw = sizeof(msg) - CK_FIXED - ADDR_MAX; /* cannot happen: hello is bounded */
 	memcpy(msg, fixed, CK_FIXED);
 	n += CK_FIXED;
 	memcpy(msg + n, client->raw, raw);
 	n += raw;
-	rn_put32(msg + n, from.ip);
-	rn_put16(msg + n + 4, from.port);
-	n += 6;
+	if (from.v6) { /* its 16 bytes, port and (link-local) interface */
+		memcpy(msg + n, from.ip6, 16);
+		rn_put16(msg + n + 16, from.port);
+		rn_put32(msg + n + 18, from.scope);
+		n += ADDR_MAX;
+	} else {
+		rn_put32(msg + n, from.ip);
+		rn_put16(msg + n + 4, from.port);
+		n += 6;
+	}
 	crypto_shorthash_siphashx24(mac, msg, n, secret);
 }
 

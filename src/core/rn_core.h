@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "rn_addr.h"
 #include "rn_knob_list.h"
 #include "rn_replay.h"
 
@@ -108,30 +109,7 @@ typedef enum rn_drop {
 
 const char *rn_drop_name(rn_drop d);
 
-/* An IPv4 address and UDP port in host byte order. */
-typedef struct rn_addr {
-	uint32_t ip;
-	uint16_t port;
-} rn_addr;
-
-/* One local rail as the driver sees it: its address and subnet. */
-typedef struct rn_rail_addr {
-	uint32_t ip;
-	uint16_t port;
-	uint8_t prefix; /* subnet prefix length, 1..32 */
-	/*
-	 * Local rails only, never on the wire: the largest datagram (UDP
-	 * payload) the rail's interface carries, the ceiling of its size
-	 * search (rn_pmtu.h).  0: the connection's datagram size, no search.
-	 */
-	uint32_t max_dgram;
-	/*
-	 * Local rails only, never on the wire: a backup rail carries DATA only
-	 * while no other rail of the connection works; until then it gets
-	 * keepalives, so it stays judged and takes the data at once.
-	 */
-	uint8_t backup;
-} rn_rail_addr;
+/* rn_addr (an IPv4 or IPv6 address and port) and rn_rail_addr (a rail) are in rn_addr.h. */
 
 /*
  * Every knob of the protocol: one field per row of RN_KNOB_LIST (what users

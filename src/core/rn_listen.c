@@ -114,8 +114,9 @@ static rn_trust *trust_slot(rn_listener *l, uint32_t ip)
  * slot take turns (the other falls back to its bucket and is trusted again
  * at its next handshake).
  */
-static void trust_source(rn_listener *l, uint32_t ip, uint64_t now_ns)
+static void trust_source(rn_listener *l, rn_addr from, uint64_t now_ns)
 {
+	uint32_t ip = rn_addr_fold(from, 128);
 	rn_trust *t = trust_slot(l, ip);
 
 	if (t->ip != ip || t->until_ns <= now_ns)
@@ -132,13 +133,15 @@ static void trust_source(rn_listener *l, uint32_t ip, uint64_t now_ns)
  * thousands of connects a second never reach; a forger who takes its
  * address gets no more bytes sent to it than he sends.
  */
-static int reply_allowed(rn_listener *l, uint32_t ip, uint64_t now_ns)
+static int reply_allowed(rn_listener *l, rn_addr from, uint64_t now_ns)
 {
+	/* IPv4: the address; IPv6: the whole address for trust, its /64 for the buckets */
+	uint32_t ip = rn_addr_fold(from, 128), site = rn_addr_fold(from, 64);
 	rn_trust *t = trust_slot(l, ip);
 
 	if (t->ip == ip && t->until_ns > now_ns)
 		return gcra(&t->tat, now_ns, RN_TRUST_RATE, RN_TRUST_BURST);
-	return gcra(&l->rl_tat[src_hash(l, ip) >> 24 & (RN_RL_BUCKETS - 1)], now_ns, RN_RL_RATE,
+	return gcra(&l->rl_tat[src_hash(l, site) >> 24 & (RN_RL_BUCKETS - 1)], now_ns, RN_RL_RATE,
 		    RN_RL_BURST);
 }
 
@@ -150,7 +153,7 @@ static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *
 					  l->env.rcvpool ? l->env.rcvpool->active : 0);
 	rn_hello client, server = { .slots = slots, .max_dgram = l->cfg.max_dgram,
 				    .nrails = (uint8_t)l->nrails };
-	uint8_t body[RN_HELLO_FIXED + RN_RAIL_WIRE_LEN * RN_MAX_RAILS + RN_COOKIE_LEN];
+	uint8_t body[RN_HELLO_FIXED + RN_RAIL_WIRE_MAX * RN_MAX_RAILS + RN_COOKIE_LEN];
 	uint8_t cookie[RN_COOKIE_LEN];
 	rn_cookie ck;
 	rn_hdr h = { .type = RN_PT_INIT_ACK, .path = 0xff, .ts = (uint32_t)(now_ns / 1000) };
@@ -158,7 +161,7 @@ static int on_init(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pkt *
 
 	if (rn_wire_read_hello(&client, p->payload, p->len, 0))
 		return ldrop(l, RN_DROP_MALFORMED);
-	if (!reply_allowed(l, from.ip, now_ns))
+	if (!reply_allowed(l, from, now_ns))
 		return ldrop(l, RN_DROP_RATE);
 	do
 		ck.id = l->env.rng(l->env.user);
@@ -207,7 +210,7 @@ static int on_cookie_echo(rn_listener *l, uint64_t now_ns, int local_rail, rn_ad
 		return ldrop(l, RN_DROP_REPLAY);
 	rn_replay_add(&l->used, ck.id, ck.t_ms, (uint32_t)now_ms,
 		      (uint32_t)(l->cookie_life_ns / 1000000));
-	trust_source(l, from.ip, now_ns);
+	trust_source(l, from, now_ns);
 	memset(a, 0, sizeof(*a));
 	a->cfg = l->cfg;
 	a->id = ck.id;
@@ -252,10 +255,7 @@ void rn_listener_forget(rn_listener *l, const rn_accept_params *accepted)
 }
 
 /* Where a keyed listener's resets on rail i come from: their tags name it. */
-static rn_addr rail_addr(const rn_listener *l, int i)
-{
-	return (rn_addr){ l->rails[i].ip, l->rails[i].port };
-}
+static rn_addr rail_addr(const rn_listener *l, int i) { return rn_addr_of_rail(&l->rails[i]); }
 
 /*
  * A datagram for a connection id nobody here holds: its sender still
@@ -300,7 +300,7 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 	l->drops[RN_DROP_UNKNOWN_CONN]++;
 	if (p->dst == 0 || got < need)
 		return RN_ERR_DROP;
-	if (!reply_allowed(l, from.ip, now_ns)) {
+	if (!reply_allowed(l, from, now_ns)) {
 		l->resets_limited++;
 		return RN_ERR_DROP;
 	}
@@ -321,7 +321,7 @@ size_t rn_listener_refuse(rn_listener *l, uint64_t now_ns, const rn_accept_param
 	ssize_t n;
 
 	rn_listener_forget(l, accepted);
-	if (!reply_allowed(l, accepted->from.ip, now_ns))
+	if (!reply_allowed(l, accepted->from, now_ns))
 		return 0;
 	rn_put64(body, accepted->id);
 	n = rn_wire_encode(reply, l->cfg.keyed ? cap - RN_MAC_LEN : cap, &h, NULL, body,

@@ -30,8 +30,6 @@
 
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static int addr_eq(rn_addr a, rn_addr b) { return a.ip == b.ip && a.port == b.port; }
-
 int rn_peer_init(rn_peer *p, const rn_conn *c)
 {
 	memset(p, 0, sizeof(*p));
@@ -54,8 +52,8 @@ int rn_peer_matches(const rn_peer *p, const rn_conn *c)
 	if (p->nrails != c->npaths)
 		return 0;
 	for (int k = 0; k < c->npaths; k++)
-		if (!addr_eq(p->rail[k].local, c->rail[k].local) ||
-		    !addr_eq(p->rail[k].remote, c->rail[k].remote))
+		if (!rn_addr_eq(p->rail[k].local, c->rail[k].local) ||
+		    !rn_addr_eq(p->rail[k].remote, c->rail[k].remote))
 			return 0;
 	return 1;
 }

@@ -42,12 +42,9 @@ int rn_rail_match(const rn_rail_addr *local, int nlocal,
 
 	for (int i = 0; i < nlocal; i++) {
 		for (int j = 0; j < nremote; j++) {
-			uint8_t prefix = local[i].prefix < remote[j].prefix ?
-						 local[i].prefix : remote[j].prefix;
-
 			if ((used >> j) & 1)
 				continue;
-			if (!rn_rail_same_subnet(local[i].ip, remote[j].ip, prefix))
+			if (!rn_addr_rails_share(&local[i], &remote[j]))
 				continue;
 			used |= 1u << j;
 			pairs[n][0] = i;

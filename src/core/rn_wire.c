@@ -183,32 +183,87 @@ ssize_t rn_wire_encode(uint8_t *buf, size_t cap, const rn_hdr *h,
 	return (ssize_t)need;
 }
 
-/* One rail of a hello or RAILS list, written or read (-1: it cannot be a rail). */
-static void put_rail(uint8_t *p, const rn_rail_addr *r)
+/*
+ * One rail of a hello or RAILS list.  An IPv4 entry is RN_RAIL_WIRE_LEN
+ * bytes: u32 address, u16 port, u8 prefix, u8 family 0 (the zero byte of
+ * the first format).  An IPv6 entry is RN_RAIL6_WIRE_LEN bytes: the same
+ * 8-byte head with the address's first 4 bytes, family RN_RAIL_FAMILY_V6,
+ * then its last 12 bytes.  Its length follows from the head alone.
+ */
+size_t rn_wire_rail_len(const rn_rail_addr *r)
 {
-	rn_put32(p, r->ip);
-	rn_put16(p + 4, r->port);
-	p[6] = r->prefix;
-	p[7] = 0;
+	return r->v6 ? RN_RAIL6_WIRE_LEN : RN_RAIL_WIRE_LEN;
 }
 
-static int get_rail(rn_rail_addr *r, const uint8_t *p)
+static uint8_t *put_rail(uint8_t *p, const rn_rail_addr *r)
 {
-	r->ip = rn_get32(p);
+	if (r->v6)
+		memcpy(p, r->ip6, 4);
+	else
+		rn_put32(p, r->ip);
+	rn_put16(p + 4, r->port);
+	p[6] = r->prefix;
+	p[7] = r->v6 ? RN_RAIL_FAMILY_V6 : 0;
+	if (r->v6)
+		memcpy(p + RN_RAIL_WIRE_LEN, r->ip6 + 4, 12);
+	return p + rn_wire_rail_len(r);
+}
+
+/* Reads a rail from p[0..left); returns its length, or -1 if it is none (or cut short). */
+static ssize_t get_rail(rn_rail_addr *r, const uint8_t *p, size_t left)
+{
+	memset(r, 0, sizeof(*r));
+	if (left < RN_RAIL_WIRE_LEN || (p[7] != 0 && p[7] != RN_RAIL_FAMILY_V6))
+		return -1;
 	r->port = rn_get16(p + 4);
 	r->prefix = p[6];
-	return p[7] != 0 || r->prefix == 0 || r->prefix > 32 || r->ip == 0 || r->port == 0 ? -1
-													    : 0;
+	if (p[7] == RN_RAIL_FAMILY_V6) {
+		if (left < RN_RAIL6_WIRE_LEN)
+			return -1;
+		r->v6 = 1;
+		memcpy(r->ip6, p, 4);
+		memcpy(r->ip6 + 4, p + RN_RAIL_WIRE_LEN, 12);
+	} else {
+		r->ip = rn_get32(p);
+	}
+	return rn_addr_rail_valid(r) ? (ssize_t)rn_wire_rail_len(r) : -1;
+}
+
+/* Reads n rails from p[0..left) into rails; returns the bytes they took, or -1. */
+static ssize_t get_rails(rn_rail_addr *rails, unsigned n, const uint8_t *p, size_t left)
+{
+	size_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		ssize_t k = get_rail(&rails[i], p + off, left - off);
+
+		if (k < 0)
+			return -1;
+		off += (size_t)k;
+	}
+	return (ssize_t)off;
+}
+
+/* Bytes the n rails take on the wire. */
+static size_t rails_len(const rn_rail_addr *rails, unsigned n)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		len += rn_wire_rail_len(&rails[i]);
+	return len;
 }
 
 ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
 			    const uint8_t *cookie)
 {
-	size_t need = RN_HELLO_FIXED + (size_t)RN_RAIL_WIRE_LEN * h->nrails +
-		      (cookie ? RN_COOKIE_LEN : 0);
+	size_t need;
 	uint8_t *p = buf;
 
-	if (need > cap || h->nrails > RN_MAX_RAILS)
+	if (h->nrails > RN_MAX_RAILS)
+		return RN_ERR_NOBUF;
+	need = RN_HELLO_FIXED + rails_len(h->rails, h->nrails) + (cookie ? RN_COOKIE_LEN : 0);
+	if (need > cap)
 		return RN_ERR_NOBUF;
 	rn_put64(p, h->id);
 	rn_put32(p + 8, h->isn);
@@ -217,8 +272,8 @@ ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
 	p[20] = h->nrails;
 	p[21] = p[22] = p[23] = 0;
 	p += RN_HELLO_FIXED;
-	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN)
-		put_rail(p, &h->rails[i]);
+	for (unsigned i = 0; i < h->nrails; i++)
+		p = put_rail(p, &h->rails[i]);
 	if (cookie)
 		memcpy(p, cookie, RN_COOKIE_LEN);
 	return (ssize_t)need;
@@ -226,18 +281,21 @@ ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,
 
 ssize_t rn_wire_write_rails(uint8_t *buf, size_t cap, const rn_rails_msg *m)
 {
-	size_t need = RN_RAILS_FIXED + (size_t)RN_RAIL_WIRE_LEN * m->nrails +
-		      (size_t)RN_PAIR_WIRE_LEN * m->npaths;
+	size_t need;
 	uint8_t *p = buf + RN_RAILS_FIXED;
 
-	if (need > cap || m->nrails > RN_MAX_RAILS || m->npaths > RN_MAX_RAILS)
+	if (m->nrails > RN_MAX_RAILS || m->npaths > RN_MAX_RAILS)
+		return RN_ERR_NOBUF;
+	need = RN_RAILS_FIXED + rails_len(m->rails, m->nrails) +
+	       (size_t)RN_PAIR_WIRE_LEN * m->npaths;
+	if (need > cap)
 		return RN_ERR_NOBUF;
 	rn_put32(buf, m->version);
 	buf[4] = m->nrails;
 	buf[5] = m->npaths;
 	buf[6] = buf[7] = 0;
-	for (unsigned i = 0; i < m->nrails; i++, p += RN_RAIL_WIRE_LEN)
-		put_rail(p, &m->rails[i]);
+	for (unsigned i = 0; i < m->nrails; i++)
+		p = put_rail(p, &m->rails[i]);
 	for (unsigned k = 0; k < m->npaths; k++, p += RN_PAIR_WIRE_LEN) {
 		p[0] = m->pairs[k][0];
 		p[1] = m->pairs[k][1];
@@ -248,6 +306,7 @@ ssize_t rn_wire_write_rails(uint8_t *buf, size_t cap, const rn_rails_msg *m)
 int rn_wire_read_rails(rn_rails_msg *m, const uint8_t *buf, size_t len)
 {
 	const uint8_t *p = buf + RN_RAILS_FIXED;
+	ssize_t rl;
 
 	memset(m, 0, sizeof(*m));
 	if (len < RN_RAILS_FIXED)
@@ -256,13 +315,12 @@ int rn_wire_read_rails(rn_rails_msg *m, const uint8_t *buf, size_t len)
 	m->nrails = buf[4];
 	m->npaths = buf[5];
 	if (buf[6] | buf[7] || m->nrails == 0 || m->nrails > RN_MAX_RAILS ||
-	    m->npaths > RN_MAX_RAILS ||
-	    len != RN_RAILS_FIXED + (size_t)RN_RAIL_WIRE_LEN * m->nrails +
-			   (size_t)RN_PAIR_WIRE_LEN * m->npaths)
+	    m->npaths > RN_MAX_RAILS)
 		return BAD(RN_DROP_MALFORMED);
-	for (unsigned i = 0; i < m->nrails; i++, p += RN_RAIL_WIRE_LEN)
-		if (get_rail(&m->rails[i], p) < 0)
-			return BAD(RN_DROP_MALFORMED);
+	rl = get_rails(m->rails, m->nrails, p, len - RN_RAILS_FIXED);
+	if (rl < 0 || len != RN_RAILS_FIXED + (size_t)rl + (size_t)RN_PAIR_WIRE_LEN * m->npaths)
+		return BAD(RN_DROP_MALFORMED);
+	p += rl;
 	for (unsigned k = 0; k < m->npaths; k++, p += RN_PAIR_WIRE_LEN) {
 		m->pairs[k][0] = p[0];
 		m->pairs[k][1] = p[1];
@@ -274,7 +332,8 @@ int rn_wire_read_rails(rn_rails_msg *m, const uint8_t *buf, size_t len)
 
 int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_cookie)
 {
-	size_t body;
+	size_t body, tail = with_cookie ? RN_COOKIE_LEN : 0;
+	ssize_t rl;
 	const uint8_t *p;
 
 	memset(h, 0, sizeof(*h));
@@ -292,13 +351,14 @@ int rn_wire_read_hello(rn_hello *h, const uint8_t *buf, size_t len, int with_coo
 	    (h->slots & (h->slots - 1)) || h->max_dgram < RN_MIN_DGRAM ||
 	    h->max_dgram > RN_MAX_DGRAM)
 		return BAD(RN_DROP_MALFORMED);
-	body = RN_HELLO_FIXED + (size_t)RN_RAIL_WIRE_LEN * h->nrails;
-	if (len < body + (with_cookie ? RN_COOKIE_LEN : 0))
+	if (len < RN_HELLO_FIXED + tail)
 		return BAD(RN_DROP_MALFORMED);
-	p = buf + RN_HELLO_FIXED;
-	for (unsigned i = 0; i < h->nrails; i++, p += RN_RAIL_WIRE_LEN)
-		if (get_rail(&h->rails[i], p) < 0)
-			return BAD(RN_DROP_MALFORMED);
+	/* the rails end before the cookie */
+	rl = get_rails(h->rails, h->nrails, buf + RN_HELLO_FIXED, len - RN_HELLO_FIXED - tail);
+	if (rl < 0)
+		return BAD(RN_DROP_MALFORMED);
+	body = RN_HELLO_FIXED + (size_t)rl;
+	p = buf + body;
 	h->raw = buf;
 	h->raw_len = body;
 	if (with_cookie) {
@@ -372,13 +432,21 @@ static void reset_tag(uint8_t tag[RN_MAC_LEN], const uint8_t *buf, size_t len,
 		      const uint8_t key[RN_KEY_LEN], rn_addr sender)
 {
 	crypto_generichash_blake2b_state st;
-	uint8_t a[6];
+	uint8_t a[18];
+	size_t alen = 6;
 
-	rn_put32(a, sender.ip);
-	rn_put16(a + 4, sender.port);
+	/* IPv4: address and port, as before IPv6; IPv6: its 16 bytes and port */
+	if (sender.v6) {
+		memcpy(a, sender.ip6, 16);
+		rn_put16(a + 16, sender.port);
+		alen = 18;
+	} else {
+		rn_put32(a, sender.ip);
+		rn_put16(a + 4, sender.port);
+	}
 	crypto_generichash_blake2b_init(&st, key, RN_KEY_LEN, RN_MAC_LEN);
 	crypto_generichash_blake2b_update(&st, buf, len);
-	crypto_generichash_blake2b_update(&st, a, sizeof(a));
+	crypto_generichash_blake2b_update(&st, a, alen);
 	crypto_generichash_blake2b_final(&st, tag, RN_MAC_LEN);
 	sodium_memzero(&st, sizeof(st));
 }

@@ -156,11 +156,18 @@ enum {
 	RN_PROBE_LEN = 4,      /* u32 id; zero padding follows */
 	RN_PROBE_ACK_LEN = 8,  /* u32 id, u32 size of the probe as received */
 	RN_MULTI_HDR = 2,      /* u16 length before each packet of a DATA with RN_F_MULTI */
-	RN_RAIL_WIRE_LEN = 8,  /* u32 ip, u16 port, u8 prefix, u8 zero */
+	RN_RAIL_WIRE_LEN = 8,  /* IPv4 rail: u32 ip, u16 port, u8 prefix, u8 family 0 */
 	RN_HELLO_FIXED = 24,   /* handshake parameters before the rail list */
 	RN_RAILS_FIXED = 8,    /* RAILS: u32 version, u8 nrails, u8 npaths, 2 zero bytes */
 	RN_RAILS_ACK_LEN = 4,  /* u32 version */
 	RN_PAIR_WIRE_LEN = 2,  /* RAILS: a path's u8 client rail, u8 server rail */
+};
+
+/* Rail entries of either family (docs/PROTOCOL.md, "Rail entries"). */
+enum {
+	RN_RAIL6_WIRE_LEN = 20, /* IPv6 rail: the same head, family 6, 12 more address bytes */
+	RN_RAIL_WIRE_MAX = 20,  /* the longer of the two */
+	RN_RAIL_FAMILY_V6 = 6,  /* the last byte of an IPv6 rail's head */
 };
 
 /* Handshake parameters: INIT and COOKIE_ECHO (client), INIT_ACK (server). */
@@ -175,6 +182,12 @@ typedef struct rn_hello {
 	const uint8_t *raw;    /* decoded from: the encoded parameters... */
 	size_t raw_len;        /* ...and their length (the cookie MAC covers them) */
 } rn_hello;
+
+/*
+ * The bytes rail r takes in a hello or RAILS list: RN_RAIL_WIRE_LEN (IPv4)
+ * or RN_RAIL6_WIRE_LEN (IPv6); docs/PROTOCOL.md, "Rail entries".
+ */
+size_t rn_wire_rail_len(const rn_rail_addr *r);
 
 /* Encodes hello parameters (and the cookie when given) into buf; returns bytes or RN_ERR_NOBUF. */
 ssize_t rn_wire_write_hello(uint8_t *buf, size_t cap, const rn_hello *h,

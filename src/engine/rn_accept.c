@@ -280,7 +280,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	ns->stream = st;
 	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	ns->peer = rn_stream_sin(ap->from);
-	ns->local = rn_stream_sin((rn_addr){ p->addrs[ap->local_rail].ip, p->addrs[ap->local_rail].port });
+	ns->local = rn_stream_sin(rn_addr_of_rail(&p->addrs[ap->local_rail]));
 	rn_pairname_set(ns->eng_fd, &ns->local, &ns->peer); /* for a process it is handed to */
 	rn_sock_ref(ns); /* one for the engine (the stream), one for the accept queue */
 	pthread_mutex_lock(&ls->mu);
@@ -341,13 +341,12 @@ static void warn_bad_key(rn_listener *l, uint64_t now)
 {
 	rn_addr from;
 	uint64_t n = rn_listener_take_bad_key(l, now, &from);
-	char a[32];
+	char a[RN_ADDR_STRLEN];
 
 	if (n)
-		rn_warn("refused %llu connection attempt(s), the last from %s:%u: the client's "
+		rn_warn("refused %llu connection attempt(s), the last from %s: the client's "
 			"cluster key differs from this listener's, or it has none (RI2N_KEY / "
-			"RI2N_KEY_FILE)", (unsigned long long)n, rn_ip_str(from.ip, a, sizeof(a)),
-			from.port);
+			"RI2N_KEY_FILE)", (unsigned long long)n, rn_addrport_str(from, a, sizeof(a)));
 }
 
 void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d, size_t len,

@@ -166,7 +166,7 @@ int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
 	s->port = p;
 	pthread_mutex_lock(&s->mu);
 	s->bound = 1;
-	s->local = rn_stream_sin((rn_addr){ ntohl(a->sin_addr.s_addr), p->number });
+	s->local = rn_stream_sin((rn_addr){ .ip = ntohl(a->sin_addr.s_addr), .port = p->number });
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
@@ -211,7 +211,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 
 int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 {
-	rn_addr peer = { ntohl(a->sin_addr.s_addr), ntohs(a->sin_port) };
+	rn_addr peer = { .ip = ntohl(a->sin_addr.s_addr), .port = ntohs(a->sin_port) };
 	rn_env env = *rn_engine_env();
 	uint64_t now = rn_now_ns();
 	rn_conn *c;

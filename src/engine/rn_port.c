@@ -402,7 +402,7 @@ static void input(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len
  */
 static void on_kernel_error(void *arg, int idx, const rn_hsock_err *e)
 {
-	if (e->icmp && e->type == 3 && e->code == 3) {
+	if (rn_hsock_err_port_unreach(e)) {
 		rn_stream_refused(arg, idx, e->dest);
 		rn_stream_unreachable(arg, idx, e->dest, e->quote, e->quote_len);
 	}

@@ -58,9 +58,7 @@ void rn_stream_pair_buf(int fd)
 
 static void name_peer(rn_stream *st, rn_addr a)
 {
-	char ip[32];
-
-	snprintf(st->name, sizeof(st->name), "%s:%u", rn_ip_str(a.ip, ip, sizeof(ip)), a.port);
+	rn_addrport_str(a, st->name, sizeof(st->name));
 }
 
 struct sockaddr_in rn_stream_sin(rn_addr a)

@@ -56,7 +56,7 @@ typedef struct rn_stream {
 	uint8_t held;
 	uint64_t held_ns;        /* when an epoll wait last reported it */
 	struct rn_stream *held_next;
-	char name[64];           /* "198.18.1.2:7000", for logs */
+	char name[RN_ADDR_STRLEN]; /* "198.18.1.2:7000", "[2001:2::2]:7000", for logs */
 } rn_stream;
 
 /* A datagram for this stream's connection arrived on port socket idx. */

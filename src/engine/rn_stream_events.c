@@ -48,14 +48,14 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 		break;
 	case RN_EV_RAIL_DOWN:
 	case RN_EV_RAIL_UP: {
-		char l[32], r[32];
+		char l[RN_ADDR_STRLEN], r[RN_ADDR_STRLEN];
 
 		rn_conn_get_stats(st->conn, &cs);
 		/* the member that judged it warned already: the others take it quietly */
 		rn_log(ev->cause == RN_CAUSE_SHARED ? RN_LOG_INFO : RN_LOG_WARN,
 		       "connection %s: rail %d (%s -> %s) %s: %s", st->name, ev->rail,
-		       rn_ip_str(cs.rail[ev->rail].local.ip, l, sizeof(l)),
-		       rn_ip_str(cs.rail[ev->rail].remote.ip, r, sizeof(r)),
+		       rn_addr_str(cs.rail[ev->rail].local, l, sizeof(l)),
+		       rn_addr_str(cs.rail[ev->rail].remote, r, sizeof(r)),
 		       ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause));
 		rn_stream_post(st, ev->type == RN_EV_RAIL_DOWN ? RI2N_EVENT_RAIL_DOWN : RI2N_EVENT_RAIL_UP,
 		     ev->rail, 0, rn_cause_name(ev->cause));

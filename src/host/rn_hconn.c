@@ -88,7 +88,7 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now)
 			continue;
 		*next += k + 1;
 		rc = rn_conn_connect(c, d->cfg, d->env, local, d->io->n,
-				     (rn_addr){ p->ip, p->port }, now);
+				     (rn_addr){ .ip = p->ip, .port = p->port }, now);
 		return rc ? rc : r;
 	}
 	return RN_ERR_NOROUTE;

@@ -65,7 +65,7 @@ void *rn_hmon_unreachable(rn_hmon *m, const rn_htab *tab, rn_conn *(*conn_of)(vo
 	struct offer o = { .conn_of = conn_of, .e = e, .idx = idx, .now = now_ns };
 
 	/* port unreachable only; a quote no connection of ours could have sent costs no walk */
-	if (!e->icmp || e->type != 3 || e->code != 3 ||
+	if (!rn_hsock_err_port_unreach(e) ||
 	    rn_quote_shape(e->quote, e->quote_len) != RN_QUOTE_OURS)
 		return NULL;
 	rn_htab_each(tab, offer_one, &o);

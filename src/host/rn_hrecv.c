@@ -106,8 +106,7 @@ int rn_hrx_next(rn_hrx *b, rn_hdgram *out)
 		one = b->seg && b->seg < len ? b->seg : len;
 		out->d = (const uint8_t *)b->iov[b->k].iov_base + b->off;
 		out->len = one;
-		out->from = (rn_addr){ ntohl(b->from[b->k].sin_addr.s_addr),
-				       ntohs(b->from[b->k].sin_port) };
+		out->from = rn_hsock_sa_addr(&b->from[b->k]);
 		out->at = b->at[b->k];
 		b->off += one;
 		if (b->off >= b->msgs[b->k].msg_len) {

@@ -13,7 +13,7 @@
 typedef struct rn_hrx {
 	struct mmsghdr msgs[RN_HRX_TURN];
 	struct iovec iov[RN_HRX_TURN];
-	struct sockaddr_in from[RN_HRX_TURN];
+	rn_hsa from[RN_HRX_TURN];      /* either family: the socket's */
 	uint8_t ctl[RN_HRX_TURN][RN_HRX_CTL];
 	uint64_t at[RN_HRX_TURN];      /* arrival, CLOCK_MONOTONIC ns (0: unknown) */
 	int n, k;                      /* messages read, message being split */

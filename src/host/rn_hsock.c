@@ -49,31 +49,94 @@ static int pin(int fd, const char *dev)
 	return 0;
 }
 
-int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
-		  const rn_hsock_opts *o)
+socklen_t rn_hsock_sa_of(rn_hsa *sa, rn_addr a)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(ip) };
-	socklen_t alen = sizeof(a);
+	memset(sa, 0, sizeof(*sa));
+	if (!a.v6) {
+		sa->v4.sin_family = AF_INET;
+		sa->v4.sin_port = htons(a.port);
+		sa->v4.sin_addr.s_addr = htonl(a.ip);
+		return sizeof(sa->v4);
+	}
+	sa->v6.sin6_family = AF_INET6;
+	sa->v6.sin6_port = htons(a.port);
+	memcpy(&sa->v6.sin6_addr, a.ip6, sizeof(a.ip6));
+	sa->v6.sin6_scope_id = a.scope;
+	return sizeof(sa->v6);
+}
+
+rn_addr rn_hsock_sa_addr(const rn_hsa *sa)
+{
+	rn_addr a = { .ip = 0 };
+
+	if (sa->sa.sa_family == AF_INET) {
+		a.ip = ntohl(sa->v4.sin_addr.s_addr);
+		a.port = ntohs(sa->v4.sin_port);
+	} else if (sa->sa.sa_family == AF_INET6) {
+		const uint8_t *b = sa->v6.sin6_addr.s6_addr;
+
+		a.port = ntohs(sa->v6.sin6_port);
+		if (IN6_IS_ADDR_V4MAPPED(&sa->v6.sin6_addr)) {
+			a.ip = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
+			       b[15];
+			return a;
+		}
+		a.v6 = 1;
+		memcpy(a.ip6, b, sizeof(a.ip6));
+		a.scope = rn_addr_link_local(a) ? sa->v6.sin6_scope_id : 0;
+	}
+	return a;
+}
+
+/* The options only one family has: path MTU discovery off, ICMP errors queued. */
+static void family_opts(int fd, int v6, const rn_hsock_opts *o)
+{
 	/*
 	 * PROBE: DF set, and the path MTU the kernel learned from ICMP is not
 	 * applied to this socket.  ri2n sizes its own datagrams (RI2N_MTU, the
 	 * interface's MTU); with DO, one forged "fragmentation needed" quoting
 	 * our port planted a 552-byte path MTU for 10 minutes and every
-	 * full-size send failed with EMSGSIZE (issue 14, finding 1).
+	 * full-size send failed with EMSGSIZE (issue 14, finding 1).  IPv6
+	 * routers never fragment: PROBE there keeps a forged "packet too big"
+	 * from shrinking our datagrams the same way.
 	 */
-	int one = 1, pmtu = IP_PMTUDISC_PROBE;
+	int one = 1, pmtu = v6 ? IPV6_PMTUDISC_PROBE : IP_PMTUDISC_PROBE;
+
+	if (v6) {
+		/* an IPv4 rail has a socket of its own: this one takes IPv6 only */
+		rn_sys_setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		rn_sys_setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	} else {
+		rn_sys_setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
+	}
+	/* ICMP errors (port unreachable: connection refused) come back to us */
+	if (o->recverr)
+		rn_sys_setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR,
+				  &one, sizeof(one));
+}
+
+int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
+		  const rn_hsock_opts *o)
+{
+	rn_rail_addr a = { .ip = ip, .port = port, .prefix = prefix };
+
+	return rn_hsock_open_rail(s, &a, o);
+}
+
+int rn_hsock_open_rail(rn_hsock *s, const rn_rail_addr *ra, const rn_hsock_opts *o)
+{
+	rn_hsa a;
+	socklen_t alen = rn_hsock_sa_of(&a, rn_addr_of_rail(ra)), blen = alen;
+	int one = 1;
 
 	memset(s, 0, sizeof(*s));
-	s->fd = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	s->fd = rn_sys_socket(ra->v6 ? AF_INET6 : AF_INET,
+			      SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0)
 		return -errno;
 	set_buf(s->fd, SO_RCVBUFFORCE, SO_RCVBUF);
 	set_buf(s->fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	rn_sys_setsockopt(s->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
-	/* ICMP errors (port unreachable: connection refused) come back to us */
-	if (o->recverr)
-		rn_sys_setsockopt(s->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+	family_opts(s->fd, ra->v6, o);
 	/*
 	 * The kernel's arrival time of each datagram: after the driver was held
 	 * off the CPU, a backlog keeps its real arrival times, so receive
@@ -90,10 +153,10 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		if (rc)
 			return rc;
 	}
-	if (rn_sys_bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    rn_sys_getsockname(s->fd, (struct sockaddr *)&a, &alen) < 0)
+	if (rn_sys_bind(s->fd, &a.sa, alen) < 0 || rn_sys_getsockname(s->fd, &a.sa, &blen) < 0)
 		return -errno;
-	s->addr = (rn_rail_addr){ .ip = ip, .port = ntohs(a.sin_port), .prefix = prefix };
+	s->addr = *ra;
+	s->addr.port = rn_hsock_sa_addr(&a).port;
 	/* one block; pages are touched only as the queue fills */
 	s->mem = malloc((size_t)RN_HTXQ * o->dgram);
 	if (!s->mem)
@@ -166,16 +229,22 @@ int rn_hset_queue(rn_hset *h, int idx, rn_addr to, size_t len, uint64_t owner)
 	b = s->bufs[s->qn];
 	s->bufs[s->qn] = h->spare;
 	h->spare = b;
-	s->q[s->qn] = (rn_htx){ .to = { .sin_family = AF_INET, .sin_port = htons(to.port),
-					.sin_addr.s_addr = htonl(to.ip) },
-				.owner = owner, .len = (uint16_t)len };
+	s->q[s->qn] = (rn_htx){ .owner = owner, .len = (uint16_t)len };
+	rn_hsock_sa_of(&s->q[s->qn].to, to);
 	s->qn++;
 	return s->qn == RN_HTXQ;
 }
 
 static int same_dest(const rn_htx *a, const rn_htx *b)
 {
-	return a->to.sin_addr.s_addr == b->to.sin_addr.s_addr && a->to.sin_port == b->to.sin_port;
+	if (a->to.sa.sa_family != b->to.sa.sa_family)
+		return 0;
+	if (a->to.sa.sa_family == AF_INET)
+		return a->to.v4.sin_addr.s_addr == b->to.v4.sin_addr.s_addr &&
+		       a->to.v4.sin_port == b->to.v4.sin_port;
+	return a->to.v6.sin6_port == b->to.v6.sin6_port &&
+	       a->to.v6.sin6_scope_id == b->to.v6.sin6_scope_id &&
+	       memcmp(&a->to.v6.sin6_addr, &b->to.v6.sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
 int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct iovec *iov,
@@ -313,14 +382,12 @@ void rn_hset_forget(rn_hset *h, uint64_t owner)
 
 int rn_hset_send_now(rn_hset *h, int idx, rn_addr to, const uint8_t *buf, size_t len)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(to.port),
-				 .sin_addr.s_addr = htonl(to.ip) };
-
+	rn_hsa a;
+	socklen_t alen = rn_hsock_sa_of(&a, to);
 	int e = 0;
 
 	for (int tries = 0; tries < 2; tries++) {
-		if (rn_sys_sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, (struct sockaddr *)&a,
-				   sizeof(a)) >= 0)
+		if (rn_sys_sendto(h->s[idx].fd, buf, len, MSG_DONTWAIT, &a.sa, alen) >= 0)
 			return 0;
 		e = errno;
 		/* an ICMP error about someone else surfaced here: read it, try again */
@@ -341,7 +408,7 @@ int rn_hset_drain_errors(rn_hset *h, int idx)
 	for (; n < ERRQ_MAX; n++) {
 		/* the quoted datagram: ri2n's header and packet number fit */
 		uint8_t data[64], ctl[512];
-		struct sockaddr_in to = { 0 };
+		rn_hsa to = { .sa.sa_family = AF_UNSPEC };
 		struct iovec iov = { data, sizeof(data) };
 		struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
 				    .msg_iovlen = 1, .msg_control = ctl,
@@ -355,13 +422,15 @@ int rn_hset_drain_errors(rn_hset *h, int idx)
 			struct sock_extended_err ee;
 			rn_hsock_err e;
 
-			if (c->cmsg_level != IPPROTO_IP || c->cmsg_type != IP_RECVERR)
+			if (!(c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) &&
+			    !(c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR))
 				continue;
 			memcpy(&ee, CMSG_DATA(c), sizeof(ee));
 			/* msg_name: the original destination, whom the error is about */
-			e = (rn_hsock_err){ .dest = { ntohl(to.sin_addr.s_addr), ntohs(to.sin_port) },
+			e = (rn_hsock_err){ .dest = rn_hsock_sa_addr(&to),
 					    .err = (int)ee.ee_errno,
-					    .icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP,
+					    .icmp = ee.ee_origin == SO_EE_ORIGIN_ICMP ||
+						    ee.ee_origin == SO_EE_ORIGIN_ICMP6,
 					    .type = ee.ee_type, .code = ee.ee_code,
 					    .quote = data, .quote_len = (size_t)got };
 			if (h->ops.on_error)

@@ -36,9 +36,28 @@ enum {
 	RN_HGRO_BUF = 65536,   /* one GRO run */
 };
 
+/* A socket address of either family (a rail's socket is AF_INET or AF_INET6). */
+typedef union rn_hsa {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+} rn_hsa;
+
+/*
+ * Fills *sa with a (an IPv6 address with its scope as sin6_scope_id);
+ * returns the length to pass to the kernel.
+ */
+socklen_t rn_hsock_sa_of(rn_hsa *sa, rn_addr a);
+/*
+ * The rn_addr of a socket address the kernel wrote: AF_INET, or AF_INET6
+ * (a v4-mapped one as IPv4; the scope kept only for a link-local one).
+ * Another family gives the unset address.
+ */
+rn_addr rn_hsock_sa_addr(const rn_hsa *sa);
+
 /* A queued datagram: where it goes and whose it is (for a hard send error). */
 typedef struct rn_htx {
-	struct sockaddr_in to;
+	rn_hsa to;
 	uint64_t owner;
 	uint16_t len;
 } rn_htx;
@@ -88,6 +107,15 @@ typedef struct rn_hsock_ops {
 	void (*on_error)(void *arg, int idx, const rn_hsock_err *e);
 } rn_hsock_ops;
 
+/*
+ * Whether e is an ICMP port unreachable (ICMP type 3 code 3, ICMPv6 type 1
+ * code 4): nothing listens at e->dest.
+ */
+static inline int rn_hsock_err_port_unreach(const rn_hsock_err *e)
+{
+	return e->icmp && (e->dest.v6 ? e->type == 1 && e->code == 4 : e->type == 3 && e->code == 3);
+}
+
 /* Options for rn_hsock_open. */
 typedef struct rn_hsock_opts {
 	uint32_t dgram;    /* largest datagram queued */
@@ -110,6 +138,13 @@ typedef struct rn_hsock_opts {
  */
 int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 		  const rn_hsock_opts *o);
+/*
+ * The same for a rail of either family: an IPv6 rail's socket is AF_INET6
+ * with IPV6_V6ONLY (it never takes IPv4 traffic: an IPv4 rail has its own
+ * socket), bound to a->ip6 on interface a->scope if link-local.  s->addr
+ * is *a with the port the kernel chose.
+ */
+int rn_hsock_open_rail(rn_hsock *s, const rn_rail_addr *a, const rn_hsock_opts *o);
 /*
  * Closes the socket (unless s->fd was set to -1 first) and frees its block
  * of buffers; in a set, only as part of closing the whole set.

@@ -21,6 +21,30 @@ const char *rn_ip_str(uint32_t ip, char *buf, size_t len)
 	return inet_ntop(AF_INET, &a, buf, (socklen_t)len) ? buf : "?";
 }
 
+const char *rn_addr_str(rn_addr a, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (!a.v6)
+		return rn_ip_str(a.ip, buf, len);
+	if (!inet_ntop(AF_INET6, a.ip6, ip, sizeof(ip)))
+		snprintf(ip, sizeof(ip), "?");
+	if (a.scope)
+		snprintf(buf, len, "%s%%%u", ip, a.scope);
+	else
+		snprintf(buf, len, "%s", ip);
+	return buf;
+}
+
+const char *rn_addrport_str(rn_addr a, char *buf, size_t len)
+{
+	char ip[RN_ADDR_STRLEN];
+
+	/* brackets keep an IPv6 address's colons apart from the port's */
+	snprintf(buf, len, a.v6 ? "[%s]:%u" : "%s:%u", rn_addr_str(a, ip, sizeof(ip)), a.port);
+	return buf;
+}
+
 static int prefix_len(uint32_t mask)
 {
 	int n = 0;

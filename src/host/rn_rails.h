@@ -47,4 +47,14 @@ int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen);
 /* "198.18.1.1" for an address in host order. */
 const char *rn_ip_str(uint32_t ip, char *buf, size_t len);
 
+/* Room for any rn_addr_str or rn_addrport_str: an IPv6 address, scope and port. */
+#define RN_ADDR_STRLEN 80
+/*
+ * An address of either family for a person: "198.18.1.1", "2001:2:0:1::1",
+ * "fe80::1%3" (link-local: its interface index).  Returns buf.
+ */
+const char *rn_addr_str(rn_addr a, char *buf, size_t len);
+/* The same with the port: "198.18.1.1:7000", "[2001:2:0:1::1]:7000".  Returns buf. */
+const char *rn_addrport_str(rn_addr a, char *buf, size_t len);
+
 #endif

@@ -134,7 +134,7 @@ void rn_statfile_write_process(FILE *f, unsigned long long start, uint64_t now_n
 
 static void write_rails(FILE *f, int n, const rn_conn_stats *c, uint64_t now_ns)
 {
-	char l[48], p[48];
+	char l[RN_ADDR_STRLEN], p[RN_ADDR_STRLEN];
 
 	for (int k = 0; k < c->npaths; k++) {
 		const rn_rail_stats *r = &c->rail[k];
@@ -144,7 +144,7 @@ static void write_rails(FILE *f, int n, const rn_conn_stats *c, uint64_t now_ns)
 			   "tx_data=%llu rx_data=%llu retransmits=%llu lost=%llu heartbeats=%llu "
 			   "keepalives=%llu downs=%u ups=%u cwnd=%u srtt_us=%llu changed_ms_ago=%lld "
 			   "dgram=%u mtu_holes=%u small_ok=%u role=%s cause=\"%s\"\n",
-			n, k, rn_ip_str(r->local.ip, l, sizeof(l)), rn_ip_str(r->remote.ip, p, sizeof(p)),
+			n, k, rn_addr_str(r->local, l, sizeof(l)), rn_addr_str(r->remote, p, sizeof(p)),
 			r->rx_up && r->tx_up ? "up" : "down", r->rx_up ? "up" : "down",
 			r->tx_up ? "up" : "down", (unsigned long long)r->tx_packets,
 			(unsigned long long)r->rx_packets, (unsigned long long)r->tx_bytes,

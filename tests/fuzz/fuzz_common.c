@@ -123,7 +123,7 @@ rn_addr fz_addr(int host, int r)
 {
 	rn_rail_addr a = fz_rail(host, r);
 
-	return (rn_addr){ a.ip, a.port };
+	return (rn_addr){ .ip = a.ip, .port = a.port };
 }
 
 rn_addr fz_from(int from, int r, int choice)
@@ -139,7 +139,8 @@ rn_addr fz_from(int from, int r, int choice)
 		a.port++;
 		return a;
 	default:
-		return (rn_addr){ (203u << 24) | (113u << 8) | 9u, 4242 }; /* 203.0.113.9 */
+		return (rn_addr){ .ip = (203u << 24) | (113u << 8) | 9u,
+				  .port = 4242 }; /* 203.0.113.9 */
 	}
 }
 

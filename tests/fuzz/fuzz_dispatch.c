@@ -110,7 +110,7 @@ static void dispatch(dctx *c, const uint8_t *d, size_t len)
 	uint64_t unknown = c->x.unknown;
 
 	c->hit = NULL;
-	rn_hdisp_input(&c->x, 0, (rn_addr){ 0x7f000001u, 9 }, d, len, 1);
+	rn_hdisp_input(&c->x, 0, (rn_addr){ .ip = 0x7f000001u, .port = 9 }, d, len, 1);
 	if (k >= 0) {
 		if (c->hits != hits + 1 || c->hit != &c->objs[k] || c->listened != listened ||
 		    c->x.unknown != unknown)

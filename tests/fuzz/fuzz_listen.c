@@ -34,7 +34,7 @@
 enum {
 	MAX_OPS = 1000,
 	MAX_ISSUED = MAX_OPS + 1,
-	HELLO_MAX = RN_HELLO_FIXED + RN_RAIL_WIRE_LEN * RN_MAX_RAILS,
+	HELLO_MAX = RN_HELLO_FIXED + RN_RAIL_WIRE_MAX * RN_MAX_RAILS,
 };
 
 /* 10 s, the listener's cookie life, plus the millisecond the cookie rounds off. */

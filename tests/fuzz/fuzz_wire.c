@@ -36,6 +36,7 @@ static void check_hello(const uint8_t *buf, size_t len, int with_cookie)
 	rn_hello h;
 	uint8_t *out;
 	ssize_t n;
+	size_t rails_len = 0;
 
 	if (rn_wire_read_hello(&h, buf, len, with_cookie) != 0)
 		return;
@@ -45,12 +46,18 @@ static void check_hello(const uint8_t *buf, size_t len, int with_cookie)
 		 "hello accepted with %u slots", h.slots);
 	FZ_CHECK(h.max_dgram >= RN_MIN_DGRAM && h.max_dgram <= RN_MAX_DGRAM,
 		 "hello accepted with max_dgram %u", h.max_dgram);
-	for (unsigned i = 0; i < h.nrails; i++)
-		FZ_CHECK(h.rails[i].ip && h.rails[i].port && h.rails[i].prefix >= 1 &&
-				 h.rails[i].prefix <= 32,
-			 "hello rail %u accepted as %#x:%u/%u", i, h.rails[i].ip, h.rails[i].port,
+	for (unsigned i = 0; i < h.nrails; i++) {
+		FZ_CHECK(h.rails[i].v6 ? h.rails[i].ip == 0 && h.rails[i].prefix <= 128
+				       : h.rails[i].ip && h.rails[i].prefix <= 32,
+			 "hello rail %u accepted as %#x/%u (v6 %u)", i, h.rails[i].ip,
+			 h.rails[i].prefix, h.rails[i].v6);
+		FZ_CHECK(h.rails[i].port && h.rails[i].prefix >= 1 &&
+					 rn_addr_rail_valid(&h.rails[i]),
+			 "hello rail %u accepted with port %u, prefix %u", i, h.rails[i].port,
 			 h.rails[i].prefix);
-	FZ_CHECK(h.raw == buf && h.raw_len == RN_HELLO_FIXED + (size_t)RN_RAIL_WIRE_LEN * h.nrails,
+		rails_len += rn_wire_rail_len(&h.rails[i]);
+	}
+	FZ_CHECK(h.raw == buf && h.raw_len == RN_HELLO_FIXED + rails_len,
 		 "hello raw part is %zu bytes for %u rails", h.raw_len, h.nrails);
 	if (with_cookie) {
 		FZ_CHECK(h.cookie == buf + h.raw_len && h.raw_len + RN_COOKIE_LEN == len,

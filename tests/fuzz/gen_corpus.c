@@ -268,10 +268,25 @@ static void scenario_abort(fz_pair *p)
 	fz_pair_close(p);
 }
 
-/* A third client rail appears, in no subnet of the server's: RAILS and its ACK, no new path. */
+/* 2001:2:0:99::<host>/64, an IPv6 rail (RFC 5180's benchmarking prefix). */
+static rn_rail_addr rail6(unsigned host, uint16_t port)
+{
+	rn_rail_addr a = {
+		.port = port, .prefix = 64, .v6 = 1, .ip6 = { 0x20, 0x01, 0, 0x02, 0, 0, 0, 0x99 }
+	};
+
+	a.ip6[15] = (uint8_t)host;
+	return a;
+}
+
+/*
+ * A third client rail appears, in no subnet of the server's: RAILS and its
+ * ACK, no new path; then a fourth, IPv6: a RAILS listing both families.
+ */
 static void scenario_rails(fz_pair *p)
 {
 	rn_rail_addr a = { .ip = UINT32_C(0x0a630001), .port = 40100, .prefix = 24 };
+	rn_rail_addr a6 = rail6(1, 40101);
 
 	fz_pair_open(p);
 	fz_app_write(p, 0, 1000);
@@ -279,7 +294,39 @@ static void scenario_rails(fz_pair *p)
 	if (rn_conn_rail_add(p->h[0].conn, p->now, FZ_RAILS, &a) != 0)
 		abort();
 	fz_pump(p, 2, 0);
+	if (rn_conn_rail_add(p->h[0].conn, p->now, FZ_RAILS + 1, &a6) != 0)
+		abort();
+	fz_pump(p, 2, 0);
 	fz_pair_close(p);
+}
+
+/* An INIT whose hello lists IPv4 and IPv6 rails, padded as a client pads it. */
+static void v6_inputs(void)
+{
+	rn_hello h = { .id = UINT64_C(0x0123456789abcdef),
+		       .isn = 7,
+		       .slots = 256,
+		       .max_dgram = 1472,
+		       .nrails = 3 };
+	rn_hdr hd = { .type = RN_PT_INIT, .path = 0xff, .ts = 1 };
+	uint8_t body[RN_INIT_LEN] = { 0 }, dg[RN_INIT_LEN];
+	script s = { .n = 0 };
+	ssize_t n;
+
+	h.rails[0] = rail6(1, 40000);
+	h.rails[1] = fz_rail(0, 1);
+	h.rails[2] = rail6(2, 40002);
+	h.rails[2].prefix = 128;
+	if (rn_wire_write_hello(body, sizeof(body), &h, NULL) < 0)
+		abort();
+	n = rn_wire_encode(dg, sizeof(dg), &hd, NULL, body, RN_INIT_LEN - RN_HDR_LEN);
+	if (n < 0)
+		abort();
+	write_file("fuzz_wire", "init_v6", dg, (size_t)n);
+	lop(&s, FZL_RAW, 0, 0);
+	put16(&s, (unsigned)n);
+	putn(&s, dg, (size_t)n);
+	save("fuzz_listen", "init_v6", &s);
 }
 
 /* ---- fuzz_conn scripts ---- */
@@ -675,6 +722,7 @@ int main(int argc, char **argv)
 		}
 	}
 	datagram_inputs();
+	v6_inputs();
 	conn_scripts();
 	listen_scripts();
 	printf("%d datagrams of %s kinds written to %s\n", g_nkept, missing ? "some" : "all",

@@ -97,7 +97,7 @@ int sim_start(sim *s, uint64_t up, uint64_t down)
 		return rc;
 	srv->listening = 1;
 	rc = rn_conn_connect(&c->conn, &s->cfg[0], &ce, c->rails, c->nrails,
-			     (rn_addr){ srv->rails[0].ip, SERVER_PORT }, s->now_ns);
+			     (rn_addr){ .ip = srv->rails[0].ip, .port = SERVER_PORT }, s->now_ns);
 	if (rc)
 		return rc;
 	c->to_send = srv->to_recv = up;
@@ -151,7 +151,7 @@ static void deliver(sim *s, const sim_pkt *p)
 {
 	sim_host *h = &s->host[p->to_host];
 	sim_host *o = &s->host[1 - p->to_host];
-	rn_addr from = { o->rails[p->rail].ip, o->rails[p->rail].port };
+	rn_addr from = { .ip = o->rails[p->rail].ip, .port = o->rails[p->rail].port };
 	uint64_t dst = rn_wire_peek_dst(p->data, p->len);
 
 	h->rx_packets++;

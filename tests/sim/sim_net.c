@@ -289,7 +289,9 @@ static void junk(sim_net *n, uint64_t at, int to_host, int rail)
 
 		for (size_t i = 0; i < sizeof(cookie); i++)
 			cookie[i] = (uint8_t)sim_rand(&n->rng);
-		he.rails[0] = (rn_rail_addr){ (uint32_t)sim_rand(&n->rng), 9, 24, 0, 0 };
+		he.rails[0] = (rn_rail_addr){ .ip = (uint32_t)sim_rand(&n->rng),
+					      .port = 9,
+					      .prefix = 24 };
 		memset(body, 0, sizeof(body));
 		blen = rn_wire_write_hello(body, sizeof(body), &he, echo ? cookie : NULL);
 		h.type = echo ? RN_PT_COOKIE_ECHO : RN_PT_INIT;

@@ -270,7 +270,8 @@ static void rx_listen(star *s, const star_pkt *p, rn_addr from)
 
 static void deliver(star *s, const star_pkt *p)
 {
-	rn_addr from = { s->addr[p->from][p->rail].ip, s->addr[p->from][p->rail].port };
+	rn_addr from = { .ip = s->addr[p->from][p->rail].ip,
+			 .port = s->addr[p->from][p->rail].port };
 	uint64_t dst = rn_wire_peek_dst(p->data, p->len);
 
 	if (p->to < s->nsenders) {
@@ -385,7 +386,7 @@ static void start_flows(star *s)
 	for (int i = 0; i < s->nsenders; i++) {
 		star_flow *f = &s->flow[i];
 		rn_env env = host_env(s, i);
-		rn_addr to = { s->addr[receiver(s)][0].ip, RX_PORT };
+		rn_addr to = { .ip = s->addr[receiver(s)][0].ip, .port = RX_PORT };
 
 		if (f->started || s->now_ns < f->start_ns)
 			continue;

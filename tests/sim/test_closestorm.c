@@ -238,7 +238,7 @@ static sconn *find(int host, uint64_t id)
 static void deliver(const sim_pkt *p)
 {
 	int h = p->to_host;
-	rn_addr from = { W.rails[1 - h][p->rail].ip, W.rails[1 - h][p->rail].port };
+	rn_addr from = { .ip = W.rails[1 - h][p->rail].ip, .port = W.rails[1 - h][p->rail].port };
 	uint64_t dst = rn_wire_peek_dst(p->data, p->len);
 	sconn *s = dst ? find(h, dst) : NULL;
 	uint8_t reply[2048];
@@ -323,7 +323,9 @@ static int run(uint64_t seed, int n, double loss, uint64_t rate_bps)
 
 			s->idx = connected++;
 			if (rn_conn_connect(&s->c, &W.cfg, &e, W.rails[0], 2,
-					    (rn_addr){ W.rails[1][0].ip, SERVER_PORT }, W.now))
+					    (rn_addr){ .ip = W.rails[1][0].ip,
+						       .port = SERVER_PORT },
+					    W.now))
 				return 1;
 			touch(s);
 			next_connect = W.now + CONNECT_GAP_NS;

@@ -111,7 +111,7 @@ static void w_init(world *w, int nconns, int grouped, uint64_t seed)
 		pc *p = &w->h[0].conn[w->h[0].n++];
 
 		if (rn_conn_connect(&p->c, &cfg, &e, w->h[0].rails, 2,
-				    (rn_addr){ w->h[1].rails[0].ip, PORT }, 0))
+				    (rn_addr){ .ip = w->h[1].rails[0].ip, .port = PORT }, 0))
 			abort();
 		p->seed = seed * 1000 + (uint64_t)k;
 		p->want_sent = MSG1;
@@ -129,7 +129,7 @@ static pc *find(host *h, uint64_t id)
 static void deliver(world *w, const sim_pkt *p)
 {
 	host *h = &w->h[p->to_host], *o = &w->h[1 - p->to_host];
-	rn_addr from = { o->rails[p->rail].ip, o->rails[p->rail].port };
+	rn_addr from = { .ip = o->rails[p->rail].ip, .port = o->rails[p->rail].port };
 	pc *c = find(h, rn_wire_peek_dst(p->data, p->len));
 	uint8_t reply[2048];
 	size_t rlen;

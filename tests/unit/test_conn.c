@@ -91,7 +91,7 @@ static void test_conn_connect_args(void **state)
 	norng.rng = NULL;
 	/* no local rail in the peer's subnet */
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, c->nrails,
-					 (rn_addr){ UT_IP(192, 168, 0, 1), UN_PORT }, t0),
+					 (rn_addr){ .ip = UT_IP(192, 168, 0, 1), .port = UN_PORT }, t0),
 			 RN_ERR_NOROUTE);
 	assert_null(conn);
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 0, srv, t0),
@@ -99,9 +99,9 @@ static void test_conn_connect_args(void **state)
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, RN_MAX_RAILS + 1, srv,
 					 t0), RN_ERR_INVAL);
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 2,
-					 (rn_addr){ 0, UN_PORT }, t0), RN_ERR_INVAL);
+					 (rn_addr){ .ip = 0, .port = UN_PORT }, t0), RN_ERR_INVAL);
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &c->env, c->rails, 2,
-					 (rn_addr){ srv.ip, 0 }, t0), RN_ERR_INVAL);
+					 (rn_addr){ .ip = srv.ip, .port = 0 }, t0), RN_ERR_INVAL);
 	assert_int_equal(rn_conn_connect(&conn, &bad, &c->env, c->rails, 2, srv, t0), RN_ERR_INVAL);
 	assert_int_equal(rn_conn_connect(&conn, &c->cfg, &norng, c->rails, 2, srv, t0),
 			 RN_ERR_INVAL);
@@ -669,9 +669,10 @@ static void test_conn_wrong_source(void **state)
 {
 	un_net *n = pair(2, NULL);
 	const rn_addr c0 = un_addr(n, UN_CLIENT, 0), c1 = un_addr(n, UN_CLIENT, 1);
+	const uint16_t port1 = (uint16_t)(c0.port + 1);
 	const src_case cases[] = {
-		{ "another port", 0, { c0.ip, (uint16_t)(c0.port + 1) }, 0, RN_ERR_DROP },
-		{ "another address", 0, { c0.ip + 5, c0.port }, 0, RN_ERR_DROP },
+		{ "another port", 0, { .ip = c0.ip, .port = port1 }, 0, RN_ERR_DROP },
+		{ "another address", 0, { .ip = c0.ip + 5, .port = c0.port }, 0, RN_ERR_DROP },
 		{ "rail 1's address on rail 0", 0, c1, 0, RN_ERR_DROP },
 		{ "right address, wrong local rail", 1, c0, 0, RN_ERR_DROP },
 		{ "header names rail 1, came on rail 0", 0, c0, 1, RN_ERR_DROP },

@@ -10,15 +10,15 @@
 static const uint64_t CLIENT_ID = UINT64_C(0x1111222233334444);
 static const uint32_t CLIENT_ISN = 0xabcdef01;
 
-static const rn_addr CLIENT_ADDR = { UT_IP(10, 0, 1, 1), 40000 };
+static const rn_addr CLIENT_ADDR = { .ip = UT_IP(10, 0, 1, 1), .port = 40000 };
 
 static rn_hello client_hello(void)
 {
 	rn_hello h = { .id = CLIENT_ID, .isn = CLIENT_ISN, .slots = 1024, .max_dgram = 9000,
 		       .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0, 0 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 24, 0, 0 };
+	h.rails[0] = (rn_rail_addr){ .ip = UT_IP(10, 0, 1, 1), .port = 40000, .prefix = 24 };
+	h.rails[1] = (rn_rail_addr){ .ip = UT_IP(10, 0, 2, 1), .port = 40001, .prefix = 24 };
 	return h;
 }
 
@@ -98,13 +98,14 @@ static void test_cookie_binding(void **state)
 	ck_fix f;
 	uint8_t other_secret[RN_COOKIE_SECRET_LEN];
 	rn_cookie got;
+	rn_addr other_ip = CLIENT_ADDR, other_port = CLIENT_ADDR;
 
 	(void)state;
+	other_ip.ip++;
+	other_port.port++;
 	ck_setup(&f);
-	assert_int_equal(ck_check(&f, f.cookie, (rn_addr){ CLIENT_ADDR.ip + 1, CLIENT_ADDR.port },
-				  5000), -1);
-	assert_int_equal(ck_check(&f, f.cookie, (rn_addr){ CLIENT_ADDR.ip, CLIENT_ADDR.port + 1 },
-				  5000), -1);
+	assert_int_equal(ck_check(&f, f.cookie, other_ip, 5000), -1);
+	assert_int_equal(ck_check(&f, f.cookie, other_port, 5000), -1);
 	/* the client's rails changed between INIT and COOKIE_ECHO */
 	f.raw[RN_HELLO_FIXED + 3] ^= 1;
 	assert_int_equal(ck_check(&f, f.cookie, CLIENT_ADDR, 5000), -1);
@@ -165,8 +166,8 @@ static int lis_setup(void **state)
 	f->env = (rn_env){ .mem = ut_mem_of(&f->um), .rng = ut_rng_next, .user = &f->rng };
 	f->rng.state = 99;
 	rn_config_default(&f->cfg);
-	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0, 0 };
-	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0, 0 };
+	f->rails[0] = (rn_rail_addr){ .ip = UT_IP(10, 0, 1, 2), .port = 7000, .prefix = 24 };
+	f->rails[1] = (rn_rail_addr){ .ip = UT_IP(10, 0, 2, 2), .port = 7000, .prefix = 24 };
 	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
 	*state = f;
 	return 0;
@@ -358,7 +359,7 @@ static void test_cookie_listener_reply_size(void **state)
 
 	for (int n = 1; n <= RN_MAX_RAILS; n++) {
 		for (int i = 0; i < n; i++)
-			f->rails[i] = (rn_rail_addr){ UT_IP(10, 0, i + 1, 2), 7000, 24, 0, 0 };
+			f->rails[i] = (rn_rail_addr){ .ip = UT_IP(10, 0, i + 1, 2), .port = 7000, .prefix = 24 };
 		assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, n), 0);
 		do_init(f, UT_T0, CLIENT_ADDR, &ch); /* checks rlen <= RN_INIT_LEN */
 	}
@@ -370,7 +371,7 @@ static void test_cookie_listener_rate_limit(void **state)
 	lis_fix *f = *state;
 	rn_hello ch = client_hello();
 	uint8_t init[RN_INIT_LEN], reply[2048];
-	rn_addr other = { UT_IP(10, 0, 1, 77), 40000 };
+	rn_addr other = { .ip = UT_IP(10, 0, 1, 77), .port = 40000 };
 	rn_accept_params ap;
 	size_t rlen;
 
@@ -567,8 +568,8 @@ static void test_cookie_listener_sreset_keyed(void **state)
 	lis_fix *f = *state;
 	uint8_t reply[512], pkt[256];
 	size_t rlen, len;
-	rn_addr mine = { f->rails[0].ip, f->rails[0].port };
-	rn_addr other = { f->rails[0].ip + 1, f->rails[0].port };
+	rn_addr mine = { .ip = f->rails[0].ip, .port = f->rails[0].port };
+	rn_addr other = { .ip = f->rails[0].ip + 1, .port = f->rails[0].port };
 	rn_hdr h = { .type = RN_PT_INIT };
 	rn_accept_params ap;
 	ssize_t n;
@@ -598,7 +599,7 @@ static void test_cookie_listener_sreset_keyed(void **state)
 	assert_int_equal(f->l.resets, 1);
 	/* the operator hears of it once, with the source; a second try within 1 s: not yet */
 	{
-		rn_addr bad = { 0, 0 };
+		rn_addr bad = { .ip = 0, .port = 0 };
 
 		assert_int_equal(rn_listener_take_bad_key(&f->l, UT_T0, &bad), 1);
 		assert_int_equal(bad.ip, CLIENT_ADDR.ip);
@@ -626,22 +627,22 @@ typedef struct echo_case {
 static void test_cookie_listener_bad_cookie(void **state)
 {
 	static const echo_case cases[] = {
-		{ "valid", -1, { 0, 0 }, 1 * UT_MS, 0, 0, 0, RN_LISTEN_ACCEPT },
-		{ "valid 9 s later", -1, { 0, 0 }, 9 * UT_S, 0, 0, 0, RN_LISTEN_ACCEPT },
-		{ "valid at the 10 s limit", -1, { 0, 0 }, 10 * UT_S, 0, 0, 0, RN_LISTEN_ACCEPT },
-		{ "expired: 11 s later", -1, { 0, 0 }, 11 * UT_S, 0, 0, 0, RN_ERR_DROP },
-		{ "expired: 10.001 s later", -1, { 0, 0 }, 10001 * UT_MS, 0, 0, 0, RN_ERR_DROP },
-		{ "bit 0 (id) flipped", 0, { 0, 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
-		{ "bit 70 (isn) flipped", 70, { 0, 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
-		{ "bit 100 (time) flipped", 100, { 0, 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
-		{ "bit 255 (MAC) flipped", 255, { 0, 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
-		{ "another source address", -1, { UT_IP(10, 0, 1, 9), 40000 }, 1 * UT_MS, 0, 0, 0,
+		{ "valid", -1, { 0 }, 1 * UT_MS, 0, 0, 0, RN_LISTEN_ACCEPT },
+		{ "valid 9 s later", -1, { 0 }, 9 * UT_S, 0, 0, 0, RN_LISTEN_ACCEPT },
+		{ "valid at the 10 s limit", -1, { 0 }, 10 * UT_S, 0, 0, 0, RN_LISTEN_ACCEPT },
+		{ "expired: 11 s later", -1, { 0 }, 11 * UT_S, 0, 0, 0, RN_ERR_DROP },
+		{ "expired: 10.001 s later", -1, { 0 }, 10001 * UT_MS, 0, 0, 0, RN_ERR_DROP },
+		{ "bit 0 (id) flipped", 0, { 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
+		{ "bit 70 (isn) flipped", 70, { 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
+		{ "bit 100 (time) flipped", 100, { 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
+		{ "bit 255 (MAC) flipped", 255, { 0 }, 1 * UT_MS, 0, 0, 0, RN_ERR_DROP },
+		{ "another source address", -1, { .ip = UT_IP(10, 0, 1, 9), .port = 40000 }, 1 * UT_MS, 0, 0, 0,
 		  RN_ERR_DROP },
-		{ "another source port", -1, { UT_IP(10, 0, 1, 1), 40002 }, 1 * UT_MS, 0, 0, 0,
+		{ "another source port", -1, { .ip = UT_IP(10, 0, 1, 1), .port = 40002 }, 1 * UT_MS, 0, 0, 0,
 		  RN_ERR_DROP },
-		{ "wrong destination id", -1, { 0, 0 }, 1 * UT_MS, 1, 0, 0, RN_ERR_DROP },
-		{ "client slots changed", -1, { 0, 0 }, 1 * UT_MS, 0, 2048, 0, RN_ERR_DROP },
-		{ "client rail changed", -1, { 0, 0 }, 1 * UT_MS, 0, 0, UT_IP(10, 0, 3, 1),
+		{ "wrong destination id", -1, { 0 }, 1 * UT_MS, 1, 0, 0, RN_ERR_DROP },
+		{ "client slots changed", -1, { 0 }, 1 * UT_MS, 0, 2048, 0, RN_ERR_DROP },
+		{ "client rail changed", -1, { 0 }, 1 * UT_MS, 0, 0, UT_IP(10, 0, 3, 1),
 		  RN_ERR_DROP },
 	};
 	lis_fix *f = *state;

@@ -190,7 +190,7 @@ static void test_listen(void **state)
 
 	(void)state;
 	assert_int_equal(rn_hpoll_open(&io, &rx, &tab, &r, err, sizeof(err)), 0);
-	from = (rn_addr){ io.s[1].addr.ip, io.s[1].addr.port };
+	from = (rn_addr){ .ip = io.s[1].addr.ip, .port = io.s[1].addr.port };
 	un_listen(n);
 	assert_int_equal(un_connect(n, now), 0);
 	len = next_dgram(n, b, RN_PT_INIT, now);

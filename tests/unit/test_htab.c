@@ -154,7 +154,7 @@ static void test_dispatch(void **state)
 	rn_hdisp x = { .tab = &t, .to_conn = to_conn, .to_listener = to_listener, .arg = &r };
 	uint8_t b[64];
 	int a;
-	rn_addr from = { 0xc6120101u, 4000 };
+	rn_addr from = { .ip = 0xc6120101u, .port = 4000 };
 
 	(void)state;
 	assert_int_equal(rn_htab_init(&t, 4), 0);

@@ -172,8 +172,11 @@ static void test_dead_peer_all_rails(void **state)
 		assert_int_equal(rn_conn_unreachable(c, t, 1, s1, q0, l0), 0);
 		assert_int_equal(rn_conn_unreachable(c, t, 1, s1, q1, RN_HDR_LEN - 1), 0);
 		/* the real datagram named at another destination, or on the wrong socket */
-		assert_int_equal(rn_conn_unreachable(c, t, 1, (rn_addr){ s1.ip, (uint16_t)(s1.port + 1) },
-						     q1, l1), 0);
+		assert_int_equal(rn_conn_unreachable(c, t, 1,
+						     (rn_addr){ .ip = s1.ip,
+								.port = (uint16_t)(s1.port + 1) },
+						     q1, l1),
+				 0);
 		assert_int_equal(rn_conn_unreachable(c, t, 0, s1, q1, l1), 0);
 		/* the real one, but 2 s late: its send time is out of the span */
 		assert_int_equal(rn_conn_unreachable(c, t + 2100 * UT_MS, 1, s1, q1, l1), 0);

@@ -6,7 +6,7 @@
 
 #include "rn_rail.h"
 
-#define A(a, b, c, d, pfx) { UT_IP(a, b, c, d), 7000, pfx, 0, 0 }
+#define A(a, b, c, d, pfx) { .ip = UT_IP(a, b, c, d), .port = 7000, .prefix = pfx }
 
 /* ---- subnets and pairing ---- */
 
@@ -115,8 +115,9 @@ static void test_rail_match_eight(void **state)
 
 	(void)state;
 	for (int i = 0; i < RN_MAX_RAILS; i++) {
-		l[i] = (rn_rail_addr){ UT_IP(10, 1, i, 1), 1, 24, 0, 0 };
-		r[RN_MAX_RAILS - 1 - i] = (rn_rail_addr){ UT_IP(10, 1, i, 2), 2, 24, 0, 0 };
+		l[i] = (rn_rail_addr){ .ip = UT_IP(10, 1, i, 1), .port = 1, .prefix = 24 };
+		r[RN_MAX_RAILS - 1 - i] =
+				(rn_rail_addr){ .ip = UT_IP(10, 1, i, 2), .port = 2, .prefix = 24 };
 	}
 	assert_int_equal(rn_rail_match(l, RN_MAX_RAILS, r, RN_MAX_RAILS, pairs), RN_MAX_RAILS);
 	for (int i = 0; i < RN_MAX_RAILS; i++) {

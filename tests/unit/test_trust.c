@@ -31,8 +31,8 @@ static int tr_setup(void **state)
 	f->rng.state = 7;
 	f->forged = 0x9e3779b97f4a7c15u;
 	rn_config_default(&f->cfg);
-	f->rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 2), 7000, 24, 0, 0 };
-	f->rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 2), 7000, 24, 0, 0 };
+	f->rails[0] = (rn_rail_addr){ .ip = UT_IP(10, 0, 1, 2), .port = 7000, .prefix = 24 };
+	f->rails[1] = (rn_rail_addr){ .ip = UT_IP(10, 0, 2, 2), .port = 7000, .prefix = 24 };
 	assert_int_equal(rn_listener_init(&f->l, &f->cfg, &f->env, f->rails, 2), 0);
 	*state = f;
 	return 0;
@@ -49,7 +49,7 @@ static rn_hello hello_of(uint64_t id)
 	rn_hello h = { .id = id, .isn = (uint32_t)id * 7, .slots = 1024, .max_dgram = 1472,
 		       .nrails = 1 };
 
-	h.rails[0] = (rn_rail_addr){ CLIENT_IP, 40000, 24, 0, 0 };
+	h.rails[0] = (rn_rail_addr){ .ip = CLIENT_IP, .port = 40000, .prefix = 24 };
 	return h;
 }
 
@@ -105,7 +105,7 @@ static int send_echo(tr_fix *f, uint64_t now, rn_addr from, const rn_hello *h, u
 static void handshake(tr_fix *f, uint64_t now, uint16_t port, uint64_t n)
 {
 	rn_hello h = hello_of(n + 1);
-	rn_addr from = { CLIENT_IP, port };
+	rn_addr from = { .ip = CLIENT_IP, .port = port };
 	uint8_t cookie[RN_COOKIE_LEN];
 	uint64_t sid;
 
@@ -125,7 +125,7 @@ static int forged_init(tr_fix *f, uint64_t now)
 	f->forged ^= f->forged << 13;
 	f->forged ^= f->forged >> 7;
 	f->forged ^= f->forged << 17;
-	rn_addr from = { UT_IP(172, 16, 0, 1) + (uint32_t)(f->forged % 16), 5000 };
+	rn_addr from = { .ip = UT_IP(172, 16, 0, 1) + (uint32_t)(f->forged % 16), .port = 5000 };
 
 	return send_init(f, now, from, &h, &sid, cookie) == RN_LISTEN_REPLY;
 }
@@ -176,7 +176,7 @@ static void test_trust_flood_beside_client(void **state)
 static void test_trust_earned_bounded_expires(void **state)
 {
 	tr_fix *f = *state;
-	rn_addr from = { CLIENT_IP, 40000 };
+	rn_addr from = { .ip = CLIENT_IP, .port = 40000 };
 	rn_hello h = hello_of(1);
 	uint8_t cookie[RN_COOKIE_LEN];
 	uint64_t sid, got = 0, t = UT_T0;

@@ -378,8 +378,8 @@ static rn_hello hello2(void)
 	rn_hello h = { .id = UINT64_C(0xfedcba9876543210), .isn = 0x80000001, .slots = 1024,
 		       .max_dgram = 9000, .nrails = 2 };
 
-	h.rails[0] = (rn_rail_addr){ UT_IP(10, 0, 1, 1), 40000, 24, 0, 0 };
-	h.rails[1] = (rn_rail_addr){ UT_IP(10, 0, 2, 1), 40001, 32, 0, 0 };
+	h.rails[0] = (rn_rail_addr){ .ip = UT_IP(10, 0, 1, 1), .port = 40000, .prefix = 24 };
+	h.rails[1] = (rn_rail_addr){ .ip = UT_IP(10, 0, 2, 1), .port = 40001, .prefix = 32 };
 	return h;
 }
 
@@ -432,8 +432,9 @@ static void test_wire_hello_eight_rails(void **state)
 	(void)state;
 	h.nrails = RN_MAX_RAILS;
 	for (int r = 0; r < RN_MAX_RAILS; r++)
-		h.rails[r] = (rn_rail_addr){ UT_IP(192, 168, r, 7), (uint16_t)(1 + r),
-					     (uint8_t)(1 + r * 4), 0, 0 };
+		h.rails[r] = (rn_rail_addr){ .ip = UT_IP(192, 168, r, 7),
+					     .port = (uint16_t)(1 + r),
+					     .prefix = (uint8_t)(1 + r * 4) };
 	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
 	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL_WIRE_LEN);
 	/* it still fits an INIT: the INIT length bounds every reply */
@@ -537,7 +538,9 @@ static rn_rails_msg rails3(void)
 	rn_rails_msg m = { .version = 7, .nrails = 3, .npaths = 2 };
 
 	for (int i = 0; i < 3; i++)
-		m.rails[i] = (rn_rail_addr){ UT_IP(198, 18, i, 1), (uint16_t)(9000 + i), 24, 0, 0 };
+		m.rails[i] = (rn_rail_addr){ .ip = UT_IP(198, 18, i, 1),
+					     .port = (uint16_t)(9000 + i),
+					     .prefix = 24 };
 	m.pairs[0][0] = 0;
 	m.pairs[0][1] = 1;
 	m.pairs[1][0] = 2;
@@ -658,6 +661,170 @@ static void test_wire_seal_open(void **state)
 	}
 }
 
+/* ---- IPv6 rail entries (docs/PROTOCOL.md, "Rail entries") ---- */
+
+/* 2001:2:0:<net>::<host>/64, RFC 5180's benchmarking prefix. */
+static rn_rail_addr rail6(unsigned net, unsigned host, uint16_t port)
+{
+	rn_rail_addr r = { .port = port, .prefix = 64, .v6 = 1 };
+
+	r.ip6[0] = 0x20;
+	r.ip6[1] = 0x01;
+	r.ip6[3] = 0x02;
+	r.ip6[7] = (uint8_t)net;
+	r.ip6[15] = (uint8_t)host;
+	return r;
+}
+
+static void assert_rail_equal(const rn_rail_addr *a, const rn_rail_addr *b)
+{
+	assert_int_equal(a->v6, b->v6);
+	assert_int_equal(a->ip, b->ip);
+	assert_int_equal(a->port, b->port);
+	assert_int_equal(a->prefix, b->prefix);
+	assert_memory_equal(a->ip6, b->ip6, sizeof(a->ip6));
+}
+
+/* A mixed list (IPv4, IPv6, IPv6 /128) in a hello: the bytes as documented, and back. */
+static void test_wire_hello_v6(void **state)
+{
+	uint8_t buf[512], cookie[RN_COOKIE_LEN] = { 1 };
+	rn_hello h = hello2(), d;
+	size_t body = RN_HELLO_FIXED + RN_RAIL_WIRE_LEN + 2 * RN_RAIL6_WIRE_LEN;
+	const uint8_t *e;
+	ssize_t n;
+
+	(void)state;
+	h.nrails = 3;
+	h.rails[1] = rail6(1, 1, 40001);
+	h.rails[2] = rail6(2, 1, 40002);
+	h.rails[2].prefix = 128;
+	h.rails[2].ip6[4] = 0xab; /* a byte of the tail */
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, cookie);
+	assert_int_equal(n, body + RN_COOKIE_LEN);
+	/* the IPv4 entry is today's: address, port, prefix, a zero */
+	e = buf + RN_HELLO_FIXED;
+	assert_memory_equal(e, ((uint8_t[]){ 10, 0, 1, 1, 0x9c, 0x40, 24, 0 }), 8);
+	/* the IPv6 entry: the address's first 4 bytes, port, prefix, family 6, its last 12 */
+	e += RN_RAIL_WIRE_LEN;
+	assert_memory_equal(e, ((uint8_t[]){ 0x20, 0x01, 0, 0x02, 0x9c, 0x41, 64, 6 }), 8);
+	assert_memory_equal(e + 8, h.rails[1].ip6 + 4, 12);
+	assert_int_equal(rn_wire_read_hello(&d, buf, (size_t)n, 1), 0);
+	assert_int_equal(d.nrails, 3);
+	for (int r = 0; r < 3; r++)
+		assert_rail_equal(&d.rails[r], &h.rails[r]);
+	assert_int_equal(d.raw_len, body);
+	assert_memory_equal(d.cookie, cookie, RN_COOKIE_LEN);
+	/* an INIT's zero padding after IPv6 rails */
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
+	memset(buf + n, 0, sizeof(buf) - (size_t)n);
+	assert_int_equal(rn_wire_read_hello(&d, buf, RN_INIT_LEN - RN_HDR_LEN, 0), 0);
+	assert_rail_equal(&d.rails[2], &h.rails[2]);
+}
+
+/* Eight IPv6 rails still fit an INIT: no reply outgrows its request, keyed or not. */
+static void test_wire_hello_eight_v6(void **state)
+{
+	uint8_t buf[512];
+	rn_hello h = hello2(), d;
+	ssize_t n;
+
+	(void)state;
+	h.nrails = RN_MAX_RAILS;
+	for (int r = 0; r < RN_MAX_RAILS; r++)
+		h.rails[r] = rail6((unsigned)r, 1, (uint16_t)(1 + r));
+	n = rn_wire_write_hello(buf, sizeof(buf), &h, NULL);
+	assert_int_equal(n, RN_HELLO_FIXED + RN_MAX_RAILS * RN_RAIL6_WIRE_LEN);
+	assert_true(RN_HDR_LEN + n + RN_COOKIE_LEN <= RN_INIT_LEN);
+	assert_int_equal(rn_wire_read_hello(&d, buf, (size_t)n, 0), 0);
+	for (int r = 0; r < RN_MAX_RAILS; r++)
+		assert_rail_equal(&d.rails[r], &h.rails[r]);
+}
+
+/* Hellos with an IPv6 entry that is cut short, of an unknown family, or no rail. */
+static void test_wire_hello_v6_rejects(void **state)
+{
+	uint8_t buf[512], cookie[RN_COOKIE_LEN] = { 0 };
+	rn_hello h = hello2(), d;
+	const size_t r1 = RN_HELLO_FIXED + RN_RAIL_WIRE_LEN; /* the IPv6 entry */
+	size_t len;
+	struct {
+		const char *name;
+		size_t off;
+		uint8_t val;
+	} pokes[] = {
+		{ "family 4", r1 + 7, 4 },     { "family 255", r1 + 7, 0xff },
+		{ "prefix 129", r1 + 6, 129 }, { "prefix 0", r1 + 6, 0 },
+		{ "port 0", r1 + 4, 0 },       { "multicast ff..", r1, 0xff },
+	};
+
+	(void)state;
+	h.rails[1] = rail6(1, 1, 40001);
+	h.rails[1].port = 0x9c00; /* one byte of the port is enough to zero it */
+	len = (size_t)rn_wire_write_hello(buf, sizeof(buf), &h, cookie);
+	assert_int_equal(len, r1 + RN_RAIL6_WIRE_LEN + RN_COOKIE_LEN);
+	assert_int_equal(rn_wire_read_hello(&d, buf, len, 1), 0);
+	for (size_t i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
+		uint8_t was = buf[pokes[i].off];
+
+		buf[pokes[i].off] = pokes[i].val;
+		if (rn_wire_read_hello(&d, buf, len, 1) != -(1 + RN_DROP_MALFORMED))
+			fail_msg("case \"%s\" accepted", pokes[i].name);
+		buf[pokes[i].off] = was;
+	}
+	/* cut short: the entry's tail runs into the cookie, or past the end */
+	assert_int_not_equal(rn_wire_read_hello(&d, buf, len - 1, 1), 0);
+	assert_int_not_equal(rn_wire_read_hello(&d, buf, r1 + RN_RAIL_WIRE_LEN, 0), 0);
+	assert_int_not_equal(rn_wire_read_hello(&d, buf, r1 + RN_RAIL6_WIRE_LEN - 1, 0), 0);
+	/* the rails alone, without a cookie, read as an INIT's */
+	assert_int_equal(rn_wire_read_hello(&d, buf, r1 + RN_RAIL6_WIRE_LEN, 0), 0);
+	/* the whole address zero, or an IPv4 address in IPv6 form */
+	memset(buf + r1, 0, 4);
+	memset(buf + r1 + 8, 0, 12);
+	assert_int_not_equal(rn_wire_read_hello(&d, buf, len, 1), 0);
+	buf[r1 + 8 + 6] = buf[r1 + 8 + 7] = 0xff;
+	buf[r1 + 8 + 8] = 10;
+	buf[r1 + 8 + 11] = 1;
+	assert_int_not_equal(rn_wire_read_hello(&d, buf, len, 1), 0);
+}
+
+/* RAILS with IPv4 and IPv6 rails and the client's pairs: lengths exact, bad entries refused. */
+static void test_wire_rails_v6(void **state)
+{
+	rn_rails_msg m = rails3(), d;
+	uint8_t buf[256], pkt[320];
+	size_t want = RN_RAILS_FIXED + RN_RAIL_WIRE_LEN + 2 * RN_RAIL6_WIRE_LEN +
+		      2 * RN_PAIR_WIRE_LEN;
+	rn_hdr h = { .type = RN_PT_RAILS, .path = 0, .dst = DST, .seq = 1, .ts = 2 };
+	rn_pkt p;
+	ssize_t n;
+
+	(void)state;
+	m.rails[0] = rail6(1, 1, 9000);
+	m.rails[2] = rail6(3, 1, 9002);
+	assert_int_equal(rn_wire_write_rails(buf, sizeof(buf), &m), want);
+	assert_int_equal(rn_wire_write_rails(buf, want - 1, &m), RN_ERR_NOBUF);
+	assert_int_equal(rn_wire_read_rails(&d, buf, want), 0);
+	for (int i = 0; i < 3; i++)
+		assert_rail_equal(&d.rails[i], &m.rails[i]);
+	assert_memory_equal(d.pairs, m.pairs, 2 * sizeof(m.pairs[0]));
+	n = rn_wire_encode(pkt, sizeof(pkt), &h, NULL, buf, want);
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), 0);
+	/* one byte more or less; a length that would fit 8-byte entries only */
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want - 1), 0);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want + 1), 0);
+	assert_int_not_equal(rn_wire_read_rails(&d, buf,
+						RN_RAILS_FIXED + 3 * RN_RAIL_WIRE_LEN +
+								2 * RN_PAIR_WIRE_LEN),
+			     0);
+	/* the first entry's family byte unknown: the datagram is malformed */
+	pkt[RN_HDR_LEN + RN_RAILS_FIXED + 7] = 5;
+	assert_int_equal(rn_wire_decode(&p, pkt, (size_t)n), -(1 + RN_DROP_MALFORMED));
+	/* family 0 on an IPv6 entry: read as IPv4, the rest no longer adds up */
+	buf[RN_RAILS_FIXED + 7] = 0;
+	assert_int_not_equal(rn_wire_read_rails(&d, buf, want), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +838,10 @@ int main(void)
 		cmocka_unit_test(test_wire_hello_nobuf),
 		cmocka_unit_test(test_wire_hello_rejects),
 		cmocka_unit_test(test_wire_rails),
+		cmocka_unit_test(test_wire_hello_v6),
+		cmocka_unit_test(test_wire_hello_eight_v6),
+		cmocka_unit_test(test_wire_hello_v6_rejects),
+		cmocka_unit_test(test_wire_rails_v6),
 		cmocka_unit_test(test_wire_seal_open),
 	};
 

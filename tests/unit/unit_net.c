@@ -38,8 +38,9 @@ un_net *un_new(int nrails)
 		sd->rng.state = (uint64_t)s * 1000 + 17;
 		rn_config_default(&sd->cfg);
 		for (int r = 0; r < nrails; r++)
-			sd->rails[r] = (rn_rail_addr){ UT_IP(10, 0, r + 1, s + 1),
-						       (uint16_t)(s ? UN_PORT : 40000 + r), 24, 0, 0 };
+			sd->rails[r] = (rn_rail_addr){ .ip = UT_IP(10, 0, r + 1, s + 1),
+						       .port = (uint16_t)(s ? UN_PORT : 40000 + r),
+						       .prefix = 24 };
 		sd->env = (rn_env){ .mem = ut_mem_of(&sd->um), .rng = side_rng,
 				    .on_event = on_event, .user = sd };
 	}
@@ -60,7 +61,7 @@ void un_del(un_net *n)
 
 rn_addr un_addr(const un_net *n, int s, int rail)
 {
-	return (rn_addr){ n->side[s].rails[rail].ip, n->side[s].rails[rail].port };
+	return rn_addr_of_rail(&n->side[s].rails[rail]);
 }
 
 void un_listen(un_net *n)
@@ -75,9 +76,11 @@ int un_connect(un_net *n, uint64_t now)
 {
 	un_side *cl = &n->side[UN_CLIENT];
 
+	rn_addr to = un_addr(n, UN_SERVER, 0);
+
 	n->now = now;
-	return rn_conn_connect(&cl->c, &cl->cfg, &cl->env, cl->rails, cl->nrails,
-			       un_addr(n, UN_SERVER, 0), now);
+	to.scope = 0; /* the server's interface index means nothing to the client */
+	return rn_conn_connect(&cl->c, &cl->cfg, &cl->env, cl->rails, cl->nrails, to, now);
 }
 
 static void grow(void **p, int *cap, int need, size_t elem)
@@ -91,11 +94,16 @@ static void grow(void **p, int *cap, int need, size_t elem)
 	assert_non_null(*p);
 }
 
-static int rail_of(const un_side *s, uint32_t ip)
+/* The rail of side s with address `to` (IPv4 or IPv6; scopes are each side's own), or -1. */
+static int rail_of(const un_side *s, rn_addr to)
 {
-	for (int r = 0; r < s->nrails; r++)
-		if (s->rails[r].ip == ip)
+	for (int r = 0; r < s->nrails; r++) {
+		rn_addr a = rn_addr_of_rail(&s->rails[r]);
+
+		a.scope = to.scope;
+		if (rn_addr_same_host(&a, &to))
 			return r;
+	}
 	return -1;
 }
 
@@ -124,7 +132,7 @@ static void emit(un_net *n, int s, uint64_t now, int rail, rn_addr to, int path,
 		assert_int_equal(rn_wire_decode(&p, buf, len - (n->side[s].cfg.keyed ? RN_MAC_LEN : 0)),
 				 0);
 	}
-	rec.dst_rail = rail_of(&n->side[1 - s], to.ip);
+	rec.dst_rail = rail_of(&n->side[1 - s], to);
 	rec.type = p.type;
 	rec.flags = p.flags;
 	rec.hpath = p.path;
@@ -148,6 +156,10 @@ static void emit(un_net *n, int s, uint64_t now, int rail, rn_addr to, int path,
 	n->q[n->nq].rec = rec;
 	n->q[n->nq].arrive_ns = now + n->delay_ns;
 	n->q[n->nq].src = un_addr(n, s, rail);
+	/* a link-local source arrives scoped to the receiving rail's interface */
+	n->q[n->nq].src.scope = rn_addr_link_local(n->q[n->nq].src)
+						? n->side[1 - s].rails[rec.dst_rail].scope
+						: 0;
 	memcpy(n->q[n->nq].data, buf, len);
 	n->nq++;
 }
