@@ -78,6 +78,15 @@ nt_init() { # NAME HOSTS RAILS [RATE [OPTS]]
 
 nt_clock() { "$NT_XFER" clock; }
 
+# nt_linked FILE REGEX: FILE is linked with a library matching REGEX (say a sanitizer runtime).
+# ldd's output is read whole first: under pipefail `ldd | grep -q` fails whenever grep stops
+# reading before ldd is done writing (SIGPIPE), and the test then takes the wrong branch.
+nt_linked() {
+	local l
+	l=$(ldd "$1" 2>/dev/null) || return 1
+	grep -qE "$2" <<<"$l"
+}
+
 nt_addr() { tb_addr "$1" "${2:-1}"; }
 
 nt_serve() { # HOST [args]

@@ -188,7 +188,7 @@ backup)
 	# TSan, 5.2% in a release build beside two compiling jobs); a backup used as a rail
 	# carries as much as r1
 	sanitized=0
-	ldd "${RI2N_XFER:-}" 2>/dev/null | grep -q 'lib[at]san' && sanitized=1
+	nt_linked "${RI2N_XFER:-}" 'lib[at]san' && sanitized=1
 	[ "$before0" -gt 0 ] && [ "$before" -le $((before0 / 10)) ] ||
 		nt_fail "$before DATA packets on the backup rail while r1 worked (r1: $before0)"
 	[ "$during" -gt 0 ] || nt_fail "no DATA on the backup rail while r1 was black-holed"

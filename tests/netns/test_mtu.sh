@@ -27,7 +27,7 @@ scenario=${1:?usage: test_mtu.sh SCENARIO}
 # few ms on healthy rails; the simulator (sim_mtu-*) and unit tests check
 # the same logic with literal times, and the other netns tests run the same
 # code paths under TSan for races.
-if ldd "$NT_XFER" 2>/dev/null | grep -q libtsan; then
+if nt_linked "$NT_XFER" libtsan; then
 	nt_skip "TSan build: verdict timing is not meaningful at its speed"
 fi
 # a bed of its own per scenario (nt_init makes its tag of this name: tests/netns/tag.sh)
@@ -83,7 +83,7 @@ hole)
 	# verdict may then take a rail for 1 ms until its next packet. There only
 	# such blips are allowed besides the hole's own down: never an MTU verdict.
 	sanitized=0
-	ldd "${RI2N_XFER:-}" 2>/dev/null | grep -q 'lib[at]san' && sanitized=1
+	nt_linked "${RI2N_XFER:-}" 'lib[at]san' && sanitized=1
 	for f in x serve2; do
 		downs0=$(nt_rail_field "$NT_DIR/$f.out" 0 downs)
 		downs1=$(nt_rail_field "$NT_DIR/$f.out" $rail downs)

@@ -349,7 +349,7 @@ scenario_http() {
 	py=$(command -v /usr/bin/python3 python3 | head -n 1)
 	[ -n "$py" ] || nt_skip "python3 is not installed"
 	ST_PYCLIENT=
-	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -qE "libasan|libtsan"; then
+	if [ -n "${RI2N_RUN_LIB:-}" ] && nt_linked "$RI2N_RUN_LIB" "libasan|libtsan"; then
 		# curl hangs in setlocale with a sanitizer runtime preloaded (with or without the shim)
 		ST_PYCLIENT=$py
 		nt_note "sanitizer build: python's urllib instead of curl as the client"
@@ -617,7 +617,7 @@ scenario_exit() {
 	exit_pair server 9301 1 2
 	nt_note "an exit with unsent and unread data, client or server side: every byte, then EOF"
 
-	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -q libtsan; then
+	if [ -n "${RI2N_RUN_LIB:-}" ] && nt_linked "$RI2N_RUN_LIB" libtsan; then
 		# under TSan the ping-pong client receives nothing through the shim (plain TCP
 		# under TSan works): not understood yet, left out of this scenario
 		nt_note "TSan build: the sockperf part is left out"
@@ -728,7 +728,7 @@ scenario_signal() {
 	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
 	# TSan runs a program's handlers itself, later, outside the shim's
 	# trampoline (and reports any lock taken there): nothing to learn
-	if [ -n "${RI2N_RUN_LIB:-}" ] && ldd "$RI2N_RUN_LIB" 2>/dev/null | grep -q libtsan; then
+	if [ -n "${RI2N_RUN_LIB:-}" ] && nt_linked "$RI2N_RUN_LIB" libtsan; then
 		nt_skip "TSan build: it defers signal handlers past the shim's trampoline"
 	fi
 	nt_init "$tag" 2 2 1gbit
