@@ -223,16 +223,10 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_stream *st;
 	int full, rc;
 
+	rn_stream_prune_taken(ls);
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
 	pthread_mutex_unlock(&ls->mu);
-	if (full) {
-		/* the records prefork workers took leave room (two system calls to count) */
-		rn_stream_prune_taken(ls);
-		pthread_mutex_lock(&ls->mu);
-		full = ls->accq_len >= ls->backlog;
-		pthread_mutex_unlock(&ls->mu);
-	}
 	if (full) {
 		/* the client resends its COOKIE_ECHO; it may fit later */
 		p->drops_backlog++;
