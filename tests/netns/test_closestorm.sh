@@ -22,6 +22,10 @@
 source "$(dirname "$0")/lib.sh"
 CONNS_BIN=${RI2N_CONNS:-$NT_ROOT/build/bench/ri2n-conns}
 N=${1:-4000}
+# Under a sanitizer (5-15 times slower) 4,000 connections' storm outran the bounds on a slow
+# machine (late exits, a few resets; issue 30's note): the sanitizer runs check the same
+# paths on 1,000, the release run keeps the count and the bounds.
+[ -z "${1:-}" ] && nt_linked "$CONNS_BIN" 'lib[at]san' && N=1000
 CLOSE_BOUND_S=10
 EXIT_BOUND_S=10
 [ -x "$CONNS_BIN" ] || nt_skip "ri2n-conns not built at $CONNS_BIN"
