@@ -117,14 +117,6 @@ static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 	return idx < 0 ? 0 : rn_hconns_rail(&m->links, idx, usable, cause, rbtl_core_now(m));
 }
 
-/* Every kernel event (rn_hfollow.each): a waiting rail may get its address. */
-static void rail_event(void *arg, const rn_hlink_ev *e)
-{
-	mca_btl_ri2n_module_t *m = arg;
-
-	rn_hgrow_event(&m->grow, e);
-}
-
 /*
  * One UDP socket per rail, bound to the rail's address and a free port, the
  * table that routes what they read and the kernel's word on the rails.  0,
@@ -150,7 +142,8 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 			      .to_listener = rbtl_stream_unbound, .conn_of = rn_hconn_conn_of,
 			      .on_reset = rn_hconn_on_reset, .arg = m };
 	rn_hfollow_init(&m->follow, m->rails, m->nrails, rail_changed, m);
-	m->follow.each = rail_event;
+	m->follow.each = rn_hgrow_event; /* a waiting rail may get its address */
+	m->follow.each_arg = &m->grow;
 	m->grow = (rn_hgrow){ .rails = m->rails, .open = &m->open, .links = &m->links,
 			      .lis = &m->lis };
 	rbtl_stream_pass_init(m);

@@ -330,14 +330,6 @@ static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 	return idx < 0 ? 0 : rn_hconns_rail(&ep->links, idx, usable, cause, ep->core_now);
 }
 
-/* Every kernel event (rn_hfollow.each): a waiting rail may get its address. */
-static void rail_event(void *arg, const rn_hlink_ev *e)
-{
-	rfi_ep *ep = arg;
-
-	rn_hgrow_event(&ep->grow, e);
-}
-
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 {
 	/* RI2N_GRO=0 / RI2N_GSO=0 turn the offloads off, as for the engine */
@@ -361,7 +353,8 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 			       .follow = &ep->follow, .grow = &ep->grow, .core_now = &ep->core_now,
 			       .rx_more = &ep->rx_more, .ops = &pass_ops };
 	rn_hfollow_init(&ep->follow, ep->rails, ep->nrails, rail_changed, ep);
-	ep->follow.each = rail_event;
+	ep->follow.each = rn_hgrow_event; /* a waiting rail may get its address */
+	ep->follow.each_arg = &ep->grow;
 	ep->grow = (rn_hgrow){ .rails = ep->rails, .open = &ep->open, .links = &ep->links,
 			       .lis = &ep->lis };
 	if (rc)

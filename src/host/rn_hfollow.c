@@ -91,7 +91,7 @@ void rn_hfollow_read(rn_hfollow *f)
 		n = rn_hlink_parse(buf, (size_t)len, ev, RN_HFOLLOW_EVS);
 		for (int i = 0; i < n; i++) {
 			if (f->each)
-				f->each(f->arg, &ev[i]);
+				f->each(f->each_arg, &ev[i]);
 			rn_hfollow_apply(f, &ev[i]);
 		}
 	}

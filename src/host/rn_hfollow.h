@@ -38,8 +38,9 @@ typedef struct rn_hfollow {
 	uint64_t next_ns;               /* rn_hfollow_poll: the next look */
 	rn_hfollow_fn changed;
 	void *arg;
-	/* optional, with arg: rn_hfollow_read shows it every event first (new rails open) */
-	void (*each)(void *arg, const rn_hlink_ev *e);
+	/* optional: rn_hfollow_read shows it every event first, with each_arg (new rails open) */
+	void (*each)(void *each_arg, const rn_hlink_ev *e);
+	void *each_arg;
 } rn_hfollow;
 
 /* Every rail usable, no socket (fd -1): the driver opens one (rn_hlink_open) if it can. */

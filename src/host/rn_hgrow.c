@@ -10,8 +10,10 @@
 #include "rn_log.h"
 #include "rn_rails.h"
 
-void rn_hgrow_event(rn_hgrow *g, const rn_hlink_ev *e)
+void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 {
+	rn_hgrow *g = arg;
+
 	if (e->type != RN_HLINK_ADDR_ADD)
 		return;
 	for (int i = 0; i < g->open->n; i++) {

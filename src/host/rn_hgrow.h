@@ -39,8 +39,11 @@ typedef struct rn_hgrow {
 	uint64_t next_ns;           /* rn_hgrow_run: the next try */
 } rn_hgrow;
 
-/* One kernel event (rn_hfollow.each): a waiting rail's first address makes it pending. */
-void rn_hgrow_event(rn_hgrow *g, const rn_hlink_ev *e);
+/*
+ * One kernel event (rn_hfollow.each, each_arg the rn_hgrow): a waiting
+ * rail's first address makes it pending.
+ */
+void rn_hgrow_event(void *g, const rn_hlink_ev *e);
 /* From the pass: pending rails open, offered to every link and the listener (logged). */
 void rn_hgrow_run(rn_hgrow *g, uint64_t now);
 
