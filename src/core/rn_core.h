@@ -420,12 +420,14 @@ int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr des
 			const uint8_t *q, size_t len);
 
 /*
- * Whether the next rn_conn_on_timer judges a rail the receive count found
- * short.  A driver reads every rail socket of the connection before that
- * call: packets of the suspect rail may wait unread in its socket while a
- * batch of another rail filled the count, and any of them clears it.
+ * Whether rn_conn_on_timer at now_ns judges a rail: one the receive count
+ * found short, or a primary that looks stalled (rn_timer.c).  A driver
+ * reads every rail socket of the connection before that call: packets of
+ * the suspect rail may wait unread in its socket while a batch of another
+ * rail filled the count, and the stalled rail's ACKs while this process
+ * was held off the CPU; any of them clears the verdict.
  */
-int rn_conn_verdict_pending(const rn_conn *c);
+int rn_conn_verdict_pending(const rn_conn *c, uint64_t now_ns);
 
 /*
  * The timers of a connection (rn_timer.c lists each, its period and why).

@@ -189,11 +189,16 @@ static uint64_t peer_ack_wait(const rn_conn *c)
  * works.  A primary that silently swallows everything is not known as such
  * until the peer's verdict, and that needs traffic the peer does not get
  * (a lone primary carried it all): so a primary on which nothing was
- * acknowledged for RN_STALL_NS (plus the peer's ACK delay) while packets
- * were out counts as stalled, and the backups carry the data until an ACK
- * arrives on it again.  4 ms: ACKs of a stream come every few packets, far
- * more often; a stall wrongly seen (a peer held off the CPU) only lends the
- * backup some packets.  Connections without a backup rail never look.
+ * acknowledged for RN_STALL_NS plus the rail's own delays (its measured
+ * srtt + 4 rttvar, and the peer's ACK delay) while packets were out counts
+ * as stalled, and the backups carry the data until an ACK arrives on it
+ * again.  4 ms: ACKs of a stream come every few packets, far more often.
+ * A stall wrongly seen only lends the backup some packets; the rail's
+ * delays keep a slow peer (held off the CPU again and again: its RTTs
+ * swing) from being seen as one, and the driver reads the rail sockets
+ * before the verdict (rn_conn_verdict_pending), so ACKs that wait there
+ * while this process was held off count.  Connections without a backup
+ * rail never look.
  */
 #define RN_STALL_NS UINT64_C(4000000)
 
@@ -218,6 +223,7 @@ static uint64_t stall_expiry(const rn_conn *c, int k)
 	sent = q->slot[r->fifo[r->fhead & r->fmask].seq & q->mask].sent_ns;
 	/* ack_every packets out: the peer answers at once, whatever it waits for otherwise */
 	wait = r->inflight >= c->cfg.ack_every ? c->cfg.ack_delay_ns : peer_ack_wait(c);
+	wait += r->srtt_ns + 4 * r->rttvar_ns;
 	return (sent > r->last_ack_ns ? sent : r->last_ack_ns) + RN_STALL_NS + wait;
 }
 
@@ -544,10 +550,10 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	}
 }
 
-int rn_conn_verdict_pending(const rn_conn *c)
+int rn_conn_verdict_pending(const rn_conn *c, uint64_t now_ns)
 {
 	for (int k = 0; k < c->npaths; k++)
-		if (c->rail[k].rx_up && c->rail[k].suspect)
+		if ((c->rail[k].rx_up && c->rail[k].suspect) || now_ns >= stall_expiry(c, k))
 			return 1;
 	return 0;
 }

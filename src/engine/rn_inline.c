@@ -282,7 +282,7 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	/* the deadlines are worked out once a pass (each look walks every timer and rail) */
 	exp = rn_conn_expiry(st->conn);
 	for (int i = 0; i < TIMER_ROUNDS && exp <= now; i++) {
-		if (rn_conn_verdict_pending(st->conn)) {
+		if (rn_conn_verdict_pending(st->conn, now)) {
 			rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 			now = rn_core_time(now);
 		}

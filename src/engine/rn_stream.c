@@ -546,7 +546,7 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
 	st->armed_ns = UINT64_MAX;
-	if (rn_conn_verdict_pending(st->conn))
+	if (rn_conn_verdict_pending(st->conn, now))
 		rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 	now = rn_core_time(now); /* the caller's may predate datagrams read since */
 	rn_conn_on_timer(st->conn, now);

@@ -60,7 +60,7 @@ void rn_hconns_reap(rn_hconns *s)
 int rn_hconns_verdict_due(const rn_hconns *s, uint32_t rx_more, uint64_t now)
 {
 	for (const rn_hconn *h = s->head; h && rx_more; h = h->next)
-		if (!h->dead && h->expiry_ns <= now && rn_conn_verdict_pending(h->conn))
+		if (!h->dead && h->expiry_ns <= now && rn_conn_verdict_pending(h->conn, now))
 			return 1;
 	return 0;
 }

@@ -553,6 +553,52 @@ static void test_timer_idle_pace(void **state)
 	un_del(n);
 }
 
+/*
+ * A primary with packets out and no ACK, beside a backup rail: the stall
+ * is pending (the driver reads the sockets first) only 4 ms beyond the
+ * rail's own delays, and an ACK read then clears it: the backup carries
+ * nothing.  Without the ACK the stall lends the backup the packets.
+ */
+static void test_timer_stall_pending(void **state)
+{
+	un_net *n;
+	uint64_t t_est, t1, ta;
+	rn_conn *c;
+
+	(void)state;
+	for (int acked = 1; acked >= 0; acked--) {
+		n = un_new(2);
+		for (int s = 0; s < 2; s++)
+			n->side[s].rails[1].backup = 1;
+		t_est = un_handshake(n, t0);
+		t1 = t_est + 200 * MS;
+		un_run(n, t1 - 1); /* keepalives prove both rails */
+		c = n->side[UN_CLIENT].c;
+		assert_true(c->rail[1].validated);
+		c->rail[0].rttvar_ns = 2 * MS; /* a peer whose ACK gaps swing (RTO still 20 ms) */
+		assert_int_equal(rn_conn_write(c, t1, "held", 4), 4);
+		assert_int_equal(un_flush(n, UN_CLIENT, t1), 1);
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 0, t1, t1), 1);
+		/* 4 ms and the ACK delay are not enough: 4 rttvar more are allowed */
+		assert_false(rn_conn_verdict_pending(c, t1 + 4 * MS + c->cfg.ack_delay_ns));
+		assert_false(rn_conn_verdict_pending(c, t1 + 11 * MS));
+		ta = t1 + 12 * MS + c->rail[0].srtt_ns + c->cfg.ack_delay_ns;
+		assert_true(rn_conn_verdict_pending(c, ta));
+		if (acked) { /* the server's ACK waited in the socket: read before the verdict */
+			un_deliver(n, t1 + D);
+			un_timer(n, UN_SERVER, t1 + D + c->cfg.ack_delay_ns);
+			un_flush(n, UN_SERVER, t1 + D + c->cfg.ack_delay_ns);
+			un_deliver(n, ta);
+			assert_false(rn_conn_verdict_pending(c, ta));
+		}
+		rn_conn_on_timer(c, ta);
+		un_flush(n, UN_CLIENT, ta);
+		assert_int_equal(c->rail[0].stalled, !acked);
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, 1, 0, UINT64_MAX), !acked);
+		un_del(n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -569,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_timer_closed),
 		cmocka_unit_test(test_timer_idle_pace),
 		cmocka_unit_test(test_timer_closing_stall),
+		cmocka_unit_test(test_timer_stall_pending),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
