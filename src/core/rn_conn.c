@@ -51,9 +51,11 @@ int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
 	c = conn_new(cfg, env);
 	if (!c)
 		return RN_ERR_NOMEM;
+	if (rn_conn_set_rails(c, &c->local, &c->nlocal, local, nlocal) != 0) {
+		rn_conn_del(c);
+		return RN_ERR_NOMEM;
+	}
 	c->is_client = 1;
-	memcpy(c->local, local, sizeof(*local) * (size_t)nlocal);
-	c->nlocal = nlocal;
 	c->peer = peer;
 	c->hs.rail = hs;
 	c->state = RN_ST_INIT_SENT;
@@ -80,11 +82,11 @@ int rn_conn_accept(rn_conn **out, const rn_accept_params *p, const rn_env *env,
 	c->hs.peer_isn = p->peer_isn;
 	c->dgram = p->dgram;
 	c->peer_slots = p->peer_slots;
-	memcpy(c->local, p->local, sizeof(p->local));
-	c->nlocal = p->nlocal;
 	c->peer = p->from;
 	c->hs.rail = p->local_rail;
-	rc = rn_conn_setup_paths(c, p->remote, p->nremote, p->local, p->nlocal, now_ns);
+	rc = rn_conn_set_rails(c, &c->local, &c->nlocal, p->local, p->nlocal);
+	if (rc == 0)
+		rc = rn_conn_setup_paths(c, p->remote, p->nremote, p->local, p->nlocal, now_ns);
 	if (rc) {
 		rn_conn_del(c);
 		return rc;
@@ -154,6 +156,24 @@ static void free_rails(rn_conn *c)
 	c->npaths = 0;
 }
 
+int rn_conn_set_rails(rn_conn *c, rn_rail_addr **list, int *count, const rn_rail_addr *a, int n)
+{
+	const rn_mem *mem = &c->env.mem;
+	rn_rail_addr *l = *list;
+
+	if (!l || n > *count) {
+		l = mem->alloc(mem->user, (size_t)(n > 0 ? n : 1) * sizeof(*l));
+		if (!l)
+			return RN_ERR_NOMEM;
+		if (*list)
+			mem->free(mem->user, *list);
+		*list = l;
+	}
+	memmove(l, a, (size_t)n * sizeof(*l));
+	*count = n;
+	return 0;
+}
+
 void rn_conn_del(rn_conn *c)
 {
 	const rn_mem *mem;
@@ -168,6 +188,10 @@ void rn_conn_del(rn_conn *c)
 	c->bufs_ready = 0;
 	rn_conn_pool_account(c);
 	free_rails(c);
+	if (c->local)
+		mem->free(mem->user, c->local);
+	if (c->rails.remote)
+		mem->free(mem->user, c->rails.remote);
 	free_keys(c);
 	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
@@ -218,9 +242,10 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			return rc;
 	}
 	/* the peer's rail list: rails that appear later pair against it (rn_conn_rails.c) */
-	c->rails.nremote = c->is_client ? nserver : nclient;
-	memcpy(c->rails.remote, c->is_client ? server : client,
-	       (size_t)c->rails.nremote * sizeof(*client));
+	rc = rn_conn_set_rails(c, &c->rails.remote, &c->rails.nremote, c->is_client ? server : client,
+			       c->is_client ? nserver : nclient);
+	if (rc)
+		return rc;
 	c->npaths = n;
 	rc = rn_sndq_init(&c->sq, mem, snd0, c->cfg.snd_slots, c->mss, c->hs.isn);
 	if (rc)

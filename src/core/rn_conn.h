@@ -169,7 +169,7 @@ struct rn_conn_dup {
  * (with LINK_STATE's timer), the peer's acknowledged.
  */
 struct rn_conn_rails {
-	rn_rail_addr remote[RN_MAX_RAILS];
+	rn_rail_addr *remote;     /* nremote of them (rn_conn_set_rails) */
 	int nremote;
 	uint32_t version, acked;  /* our RAILS: version 0 was the handshake's */
 	uint32_t pending;         /* paths owed a copy of it */
@@ -198,7 +198,7 @@ struct rn_conn {
 	uint64_t id, peer_id;
 
 	/* addresses */
-	rn_rail_addr local[RN_MAX_RAILS];
+	rn_rail_addr *local;   /* nlocal of them (rn_conn_set_rails) */
 	int nlocal;
 	rn_addr peer;          /* connect() target, or where the COOKIE_ECHO came from */
 
@@ -266,6 +266,13 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 		    uint64_t now_ns);
 void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
 void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
+/*
+ * Sets one of c's rail lists (&c->local, &c->nlocal or &c->rails.remote,
+ * &c->rails.nremote) to the n addresses at a: a connection holds the rails
+ * it knows, not RN_MAX_RAILS of each.  The lists never shrink; one that
+ * grows is allocated anew.  RN_ERR_NOMEM leaves it as it was.
+ */
+int rn_conn_set_rails(rn_conn *c, rn_rail_addr **list, int *count, const rn_rail_addr *a, int n);
 int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 			const rn_rail_addr *server, int nserver, uint64_t now_ns);
 /* rn_conn_rails.c: path r from local rail li (address l) to the peer's rail ri (m), unused yet. */

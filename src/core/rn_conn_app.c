@@ -151,6 +151,8 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 	_Static_assert(offsetof(rn_conn_stats, rail) >= sizeof(rn_conn_counts) &&
 			       offsetof(rn_conn_stats, npaths) == offsetof(rn_conn_counts, npaths),
 		       "rn_conn_counts is the start of rn_conn_stats");
+	_Static_assert(offsetof(rn_rail_stats, small_ok) == offsetof(rn_rail_counts, small_ok),
+		       "rn_rail_counts is the start of rn_rail_stats");
 	memset(st, 0, sizeof(*st));
 	memcpy(st, &c->st, sizeof(c->st));
 	st->state = c->state;
@@ -165,7 +167,7 @@ void rn_conn_get_stats(const rn_conn *c, rn_conn_stats *st)
 		const rn_rail *r = &c->rail[k];
 		rn_rail_stats *rs = &st->rail[k];
 
-		*rs = r->st;
+		memcpy(rs, &r->st, sizeof(r->st)); /* the counters are the stats' first part */
 		rs->local = r->local;
 		rs->remote = r->remote;
 		rs->local_rail = r->local_rail;

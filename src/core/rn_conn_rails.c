@@ -154,6 +154,8 @@ static void take_paths(rn_conn *c, const rn_rails_msg *m, uint64_t now_ns)
 
 int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a)
 {
+	rn_rail_addr l[RN_MAX_RAILS];
+
 	RN_OWNED(c);
 	rn_peer_sync(c, now_ns);
 	if (c->state != RN_ST_ESTABLISHED)
@@ -161,7 +163,10 @@ int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_
 	if (local_rail != c->nlocal || c->nlocal >= RN_MAX_RAILS ||
 	    rn_addr_unset(rn_addr_of_rail(a)))
 		return RN_ERR_INVAL;
-	c->local[c->nlocal++] = *a;
+	memcpy(l, c->local, (size_t)c->nlocal * sizeof(l[0]));
+	l[c->nlocal] = *a;
+	if (rn_conn_set_rails(c, &c->local, &c->nlocal, l, c->nlocal + 1) != 0)
+		return RN_ERR_NOMEM;
 	if (c->is_client)
 		pair_new(c, now_ns);
 	announce(c, now_ns);
@@ -180,9 +185,9 @@ void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	/* a copy, or an older one overtaken; a list never shrinks (a rail gone stays listed) */
 	if ((int32_t)(m.version - c->rails.peer_version) <= 0 || m.nrails < c->rails.nremote)
 		return;
+	if (rn_conn_set_rails(c, &c->rails.remote, &c->rails.nremote, m.rails, m.nrails) != 0)
+		return; /* taken when it comes again */
 	c->rails.peer_version = m.version;
-	c->rails.nremote = m.nrails;
-	memcpy(c->rails.remote, m.rails, (size_t)m.nrails * sizeof(m.rails[0]));
 	if (!c->is_client)
 		take_paths(c, &m, now_ns);
 	else if (pair_new(c, now_ns) > 0)

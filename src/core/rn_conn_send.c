@@ -203,7 +203,7 @@ static ssize_t write_handshake(rn_conn *c, uint64_t now_ns, uint32_t writable,
 
 	if (!c->hs.due || !((writable >> c->hs.rail) & 1))
 		return 0;
-	memcpy(h.rails, c->local, sizeof(c->local));
+	memcpy(h.rails, c->local, (size_t)c->nlocal * sizeof(c->local[0]));
 	memset(body, 0, sizeof(body));
 	blen = rn_wire_write_hello(body, sizeof(body), &h, echo ? c->hs.cookie : NULL);
 	if (blen < 0)

@@ -253,25 +253,33 @@ typedef struct rn_env {
 
 /* ---- counters ---- */
 
+/*
+ * A rail's own counters: the first part of rn_rail_stats.  A rail holds
+ * these alone (rn_rail_counts, rn_rail.h); rn_conn_get_stats fills the
+ * rest from the rail's state.
+ */
+#define RN_RAIL_COUNTERS                                                                     \
+	rn_cause last_cause;                                                                 \
+	uint64_t last_change_ns; /* time of the last state change, 0 = never */               \
+	uint32_t down_events, up_events;                                                     \
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;                                 \
+	uint64_t tx_data, rx_data; /* DATA packets */                                         \
+	uint64_t retransmits;    /* DATA packets re-sent on this rail */                      \
+	uint64_t lost;           /* DATA packets sent here and declared lost */               \
+	uint64_t heartbeats, keepalives;                                                     \
+	uint32_t mtu_holes;      /* times it failed as an MTU black hole (RN_CAUSE_RX_SIZE) */ \
+	uint32_t small_ok;       /* largest datagram that still arrived then, bytes (0: none) */
+
 typedef struct rn_rail_stats {
+	RN_RAIL_COUNTERS
 	rn_addr local, remote;
 	int local_rail;          /* driver's rail index */
 	uint8_t rx_up, tx_up;    /* this side receives / sends on it (its peer's newer verdicts included) */
 	uint8_t backup;          /* a backup rail: DATA only while no other rail works (rn_rail_addr) */
-	rn_cause last_cause;
-	uint64_t last_change_ns; /* time of the last state change, 0 = never */
-	uint32_t down_events, up_events;
-	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
-	uint64_t tx_data, rx_data; /* DATA packets */
-	uint64_t retransmits;    /* DATA packets re-sent on this rail */
-	uint64_t lost;           /* DATA packets sent here and declared lost */
-	uint64_t heartbeats, keepalives;
 	uint32_t cwnd, inflight; /* packets */
 	uint64_t srtt_ns, min_rtt_ns;
 	uint64_t queue_ns;       /* latest one-way queueing delay sample */
 	uint32_t dgram;          /* full datagram size on this rail, bytes (UDP payload) */
-	uint32_t mtu_holes;      /* times it failed as an MTU black hole (RN_CAUSE_RX_SIZE) */
-	uint32_t small_ok;       /* largest datagram that still arrived then, bytes (0: none) */
 } rn_rail_stats;
 
 /*

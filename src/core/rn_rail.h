@@ -45,6 +45,11 @@ enum {
 	RN_DRAIN_MEASURE = 2, /* one more round at the least window, taking the delay floor */
 };
 
+/* rn_rail_stats without what rn_conn_get_stats reads from the rail itself (rn_core.h) */
+typedef struct rn_rail_counts {
+	RN_RAIL_COUNTERS
+} rn_rail_counts;
+
 typedef struct rn_rail {
 	int local_rail; /* driver's rail index */
 	int remote_rail; /* index in the peer's rail list */
@@ -141,7 +146,7 @@ typedef struct rn_rail {
 	rn_txrec *fifo;
 	uint32_t fhead, ftail, fmask;
 
-	rn_rail_stats st;
+	rn_rail_counts st;
 } rn_rail;
 
 static inline int rn_rail_tx_up(const rn_rail *r) { return r->peer_up && !r->local_err; }

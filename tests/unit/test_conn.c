@@ -131,9 +131,12 @@ static void test_conn_nomem(void **state)
 	const uint8_t *d;
 
 	(void)state;
-	cs->um.fail_after = 0;
-	assert_int_equal(un_connect(n, t0), RN_ERR_NOMEM);
-	assert_null(cs->c);
+	for (int k = 0; k < 2; k++) { /* the connection, then its rail list */
+		cs->um.fail_after = k;
+		assert_int_equal(un_connect(n, t0), RN_ERR_NOMEM);
+		assert_null(cs->c);
+		assert_int_equal(cs->um.allocs, cs->um.frees);
+	}
 	cs->um.fail_after = -1;
 
 	/* the server: every allocation of accept fails in turn */
@@ -158,10 +161,10 @@ static void test_conn_nomem(void **state)
 		assert_true(ok < 100);
 	}
 	/*
-	 * the connection, its rails, one send-order FIFO per rail, and two rings
-	 * of two arrays (no payload yet)
+	 * the connection, its rail list and its peer's, its rails, one
+	 * send-order FIFO per rail, and two rings of two arrays (no payload yet)
 	 */
-	assert_int_equal(ok, 1 + 1 + 2 + 2 + 2);
+	assert_int_equal(ok, 1 + 2 + 1 + 2 + 2 + 2);
 	rn_conn_del(c);
 	ss->um.fail_after = -1;
 	un_del(n);
