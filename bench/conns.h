@@ -29,6 +29,7 @@ typedef struct memstat {
 	uint64_t rss_kb, pss_kb, anon_kb;
 	int fds;
 	double cpu_s, t;
+	int conns; /* connections open then, when it is a base (the client's holds its first) */
 } memstat;
 
 /* CLOCK_REALTIME seconds: ri2n's log lines carry the time of day. */

@@ -81,15 +81,17 @@ void mem_line(char *out, size_t cap, const char *role, const char *phase, int co
 	double secs = m->t - prev->t, cpu = secs > 0 ? 100 * (m->cpu_s - prev->cpu_s) / secs : 0;
 	double pss_pc = 0, rss_pc = 0, fds_pc = 0;
 
-	if (conns > 0) {
-		pss_pc = ((double)m->pss_kb - (double)base->pss_kb) * 1024 / conns;
-		rss_pc = ((double)m->rss_kb - (double)base->rss_kb) * 1024 / conns;
-		fds_pc = (double)(m->fds - base->fds) / conns;
+	int n = conns - base->conns; /* the connections the growth since the base is for */
+
+	if (n > 0) {
+		pss_pc = ((double)m->pss_kb - (double)base->pss_kb) * 1024 / n;
+		rss_pc = ((double)m->rss_kb - (double)base->rss_kb) * 1024 / n;
+		fds_pc = (double)(m->fds - base->fds) / n;
 	}
-	if (idle && busy > 0 && conns > 0) {
+	if (idle && busy > 0 && n > 0) {
 		/* a busy connection: an idle one's share plus its part of the growth since */
-		double idle_pss = ((double)idle->pss_kb - (double)base->pss_kb) * 1024 / conns;
-		double idle_rss = ((double)idle->rss_kb - (double)base->rss_kb) * 1024 / conns;
+		double idle_pss = ((double)idle->pss_kb - (double)base->pss_kb) * 1024 / n;
+		double idle_rss = ((double)idle->rss_kb - (double)base->rss_kb) * 1024 / n;
 
 		pss_pc = idle_pss + ((double)m->pss_kb - (double)idle->pss_kb) * 1024 / busy;
 		rss_pc = idle_rss + ((double)m->rss_kb - (double)idle->rss_kb) * 1024 / busy;

@@ -30,9 +30,12 @@
  * A measurement is the process's resident (Rss) and proportional (Pss) set
  * from /proc/self/smaps_rollup, its open descriptors (/proc/self/fd) and its
  * CPU time since the previous one.  Per connection: the Pss growth since the
- * "base" measurement (ri2n's engine running, no connection yet) divided by
- * the connections open; the busy figure adds each busy connection's share of
- * the growth over the idle figure.  The server answers over a plain TCP
+ * "base" measurement divided by the connections opened since; the busy
+ * figure adds each busy connection's share of the growth over the idle
+ * figure.  The server's base: ri2n's engine running, its listener (and so
+ * its rail sockets) open, no connection yet.  The client's: after its first
+ * connection, which also opened what all of them share (its rail sockets and
+ * their receive buffers); that one-time cost is its own line on stderr.  The server answers over a plain TCP
  * control connection to the same port number (ri2n uses UDP).
  *
  * Descriptors: both processes raise RLIMIT_NOFILE as far as they may (past
@@ -469,6 +472,19 @@ static int fit_limits(const struct sockaddr_in *a, long nofile)
 		return -1;
 	}
 	measure(&m0);
+	/* the base from here on: the port the first one opened is shared by all */
+	fprintf(stderr, "ri2n-conns: the first connection (with the client's rail sockets) took "
+		"%.0f KiB\n", (double)m0.pss_kb - (double)cli.base.pss_kb);
+	cli.base = m0;
+	cli.base.conns = 1;
+	cli.prev = cli.base;
+	{
+		char line[512];
+
+		mem_line(line, sizeof(line), "client", "base", 1, 0, &cli.base, &cli.base,
+			 &cli.base, NULL);
+		report(line);
+	}
 	if (ctl_send(cli.ctl, "LIMIT") || ctl_recv(cli.ctl, reply, sizeof(reply)))
 		return -1;
 	srv_fds0 = (long)line_field(reply, "fds");
@@ -534,14 +550,6 @@ static int run_client(void)
 	/* the engine starts with the first socket: count it in the base, not per connection */
 	warm = ri2n_socket();
 	measure(&cli.base);
-	cli.prev = cli.base;
-	{
-		char line[512];
-
-		mem_line(line, sizeof(line), "client", "base", 0, 0, &cli.base, &cli.base,
-			 &cli.base, NULL);
-		report(line);
-	}
 
 	/* open: the first two alone, to learn what one costs in descriptors on each side */
 	t0 = kit_now_s();
