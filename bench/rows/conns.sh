@@ -260,7 +260,7 @@ mem_summary() {
 		"$(sval mem ri2n failed) failed, from one client process to one server" \
 		"process$([ -n "$(sval mem ri2n keepalive_ms)" ] && echo " (keepalive 1 s, rail timeout 3.5 s)")." \
 		"Growth of each process's Pss (/proc/self/smaps_rollup) per connection (the client's counted from its first connection, which also opens the rail sockets all share):" \
-		"idle **$ic KiB** client, **$is KiB** server (target <= 64 KiB);" \
+		"idle **$ic KiB** client, **$is KiB** server (target <= 8 KiB, issue 30);" \
 		"each of 100 busy connections (8 MiB streamed, verified: $(sval mem ri2n verified)) $bc KiB client, $bs KiB server;" \
 		"descriptors per connection $(sval mem client idle_fds_per_conn) client (the socketpair; the UDP sockets, one per rail, are shared by every connection of the process)," \
 		"$(sval mem server idle_fds_per_conn) server. memory.csv has every phase."
