@@ -554,8 +554,11 @@ int rn_api_rail_match(in_addr_t ip, int exact)
 	if (h == INADDR_ANY)
 		return n > 0;
 	for (int i = 0; i < n; i++) {
-		uint32_t mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
+		uint32_t mask;
 
+		if (rails[i].v6)
+			continue; /* ri2n-run converts IPv4 connections only */
+		mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
 		if (exact ? rails[i].ip == h : (rails[i].ip & mask) == (h & mask))
 			return 1;
 	}

@@ -26,6 +26,7 @@
 
 #include "rn_core.h"
 #include "rn_host_lock.h"
+#include "rn_hlink.h"
 #include "rn_rails.h"
 
 /*
@@ -92,8 +93,11 @@ int rn_engine_self(void);
 const rn_config *rn_engine_config(void);
 /* This host's rails, as discovered at start. */
 int rn_engine_rails(const rn_rail_info **rails);
-/* A rail that waited for its address (ip 0) has one now (rn_netlink.c, under the host lock). */
-void rn_engine_rail_addr(int rail, uint32_t ip, uint8_t prefix);
+/*
+ * A rail that waited for its address has one now, the address event e's
+ * (either family; rn_netlink.c, under the host lock).
+ */
+void rn_engine_rail_addr(int rail, const rn_hlink_ev *e);
 
 /*
  * Wakes the engine to run what inline threads left it; coalesced until it
