@@ -206,7 +206,7 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 
 static unsigned long long g_connects, g_connects_inline; /* (atomic) */
 
-int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a)
+int rn_engine_connect(rn_sock *s, const rn_hsa *a)
 {
 	int rc = rn_engine_start();
 

@@ -39,7 +39,7 @@
  */
 typedef struct rn_accept_rec {
 	char tag;                /* 'a'; 'e': no connection, ri2n_accept fails once with err */
-	struct sockaddr_in peer; /* the connection's peer */
+	rn_hsa peer;             /* the connection's peer */
 	int err;                 /* 'e': EMFILE or ENOBUFS (the connection budget, memory) */
 } rn_accept_rec;
 
@@ -63,7 +63,7 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
  * a connection per request no longer waits on the engine thread for each
  * connect.  Returns 0 or -errno.
  */
-int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a);
+int rn_engine_connect(rn_sock *s, const rn_hsa *a);
 /* Connects done so far by rn_engine_connect, and how many of them inline (ri2n-stat). */
 void rn_engine_connects(unsigned long long *all, unsigned long long *inline_done);
 
