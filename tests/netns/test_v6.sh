@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# IPv6 rails (issue 32) on real processes over veth rails in network namespaces.
+#
+#   tests/netns/test_v6.sh SCENARIO      (root; exit 77 = skipped)
+#
+# The bed's rails are IPv6 only where the scenario says (testbed --v6): host k's r<i> is
+# 2001:2:0:<i>::<k>/64, RFC 5180's benchmarking prefix. RI2N_RAILS names the interfaces, as
+# for IPv4 (an interface with no IPv4 address is taken by its global IPv6 one).
+#
+#   v6          two IPv6-only rails: a verified stream to host 2's IPv6 address runs on
+#               both (ri2n-xfer prints their ends in brackets); rail 1 black-holed: down,
+#               no DATA on it meanwhile, every byte verified; healed: used again
+#   v6-addr-gone  rail 1's IPv6 address deleted at the sender mid-transfer: the rail is down
+#               at once with the cause "address removed" (the kernel's IPv6 address event),
+#               and carries DATA again once the address is back
+#   v6-mixed    rail 1 IPv4, rail 2 IPv6: a connection to rail 1's IPv4 address uses both,
+#               each carrying its share, every byte verified
+source "$(dirname "$0")/lib.sh"
+
+scenario=${1:?usage: test_v6.sh SCENARIO}
+tag=v6-$scenario
+
+# The rail's down event came between the fault and the heal, no DATA went on it in between,
+# and it was up again after the heal (test_faults.sh's check_outage, in short).
+check_outage() { # NAME RAIL T_FAIL T_HEAL0
+	local name=$1 rail=$2 tf=$3 th0=$4 down up used
+	down=$(nt_event_mono "$name" "$rail" down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
+	[ -n "$down" ] || nt_fail "$name: rail $rail never reported down after the fault"
+	awk -v d="$down" -v h="$th0" 'BEGIN { exit !(d < h) }' ||
+		nt_fail "$name: rail $rail reported down only after the heal"
+	used=$(nt_data_between "$name" "$rail" "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th0")
+	[ "$used" -eq 0 ] || nt_fail "$name: $used DATA packets on rail $rail while it was down"
+	up=$(nt_event_mono "$name" "$rail" up "$th0")
+	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
+	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began"
+}
+
+# The sender's summary line of ri2n rail RAIL names IPv6 ends ([addr]) or IPv4 ones.
+rail_family() { # NAME RAIL
+	local l
+	l=$(nt_rail_field "$NT_DIR/$1.out" "$2" local)
+	case $l in
+	\[2001:2:0:*\]) echo 6 ;;
+	198.18.*) echo 4 ;;
+	*) echo "?$l" ;;
+	esac
+}
+
+timed_transfer() { # NAME SECONDS [xfer args]
+	local name=$1 secs=$2
+	shift 2
+	nt_serve 2
+	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
+}
+
+case $scenario in
+v6)
+	nt_init "$tag" 2 2 1gbit --v6 all
+	case $(nt_addr 2) in 2001:2:0:1::2) ;; *) nt_fail "the bed's rail 1 is not IPv6: $(nt_addr 2)" ;; esac
+	timed_transfer x 8
+	sleep 2
+	tb_fault blackhole 1 2 on
+	tf=$(nt_clock)
+	sleep 2.5
+	th0=$(nt_clock)
+	tb_fault blackhole 1 2 off
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	for r in 0 1; do
+		[ "$(rail_family x $r)" = 6 ] || nt_fail "rail $r is not IPv6: $(rail_family x $r)"
+		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
+			nt_fail "rail $r carried almost nothing"
+	done
+	check_outage x 1 "$tf" "$th0"
+	nt_ok "v6: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two IPv6 rails; rail 1 left out while black-holed and taken back"
+	;;
+v6-addr-gone)
+	nt_init "$tag" 2 2 1gbit --v6 all
+	timed_transfer x 5
+	sleep 1.5
+	ns1=$(tb_ns 1)
+	a=$(tb_addr 1 2) # ri2n rail 1 is r2
+	tf=$(nt_clock)
+	ip -n "$ns1" addr del "$a/64" dev r2 || nt_fail "could not delete $a from r2"
+	sleep 1.5
+	th0=$(nt_clock)
+	ip -n "$ns1" addr add "$a/64" dev r2 nodad || nt_fail "could not add $a back to r2"
+	th=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	grep -q '^xfer event .* rail=1 down .*cause="address removed"' "$NT_DIR/x.err" ||
+		nt_fail "no rail 1 down event with the cause \"address removed\""
+	grep -q "rail 1 (r2 $a): address removed: down" "$NT_DIR/x.err" ||
+		nt_fail "the log does not say rail 1 ($a) went down for its address"
+	check_outage x 1 "$tf" "$th0"
+	after=$(nt_data_between x 1 "$th" 1e12)
+	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
+	nt_ok "v6-addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its IPv6 address, used again once it was back ($after DATA packets)"
+	;;
+v6-mixed)
+	nt_init "$tag" 2 2 1gbit --v6 2
+	case $(nt_addr 2) in 198.18.1.2) ;; *) nt_fail "the bed's rail 1 is not IPv4: $(nt_addr 2)" ;; esac
+	timed_transfer x 4
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(rail_family x 0)" = 4 ] || nt_fail "rail 0 is not IPv4: $(rail_family x 0)"
+	[ "$(rail_family x 1)" = 6 ] || nt_fail "rail 1 is not IPv6: $(rail_family x 1)"
+	for r in 0 1; do
+		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
+			nt_fail "rail $r carried almost nothing"
+	done
+	nt_ok "v6-mixed: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over an IPv4 and an IPv6 rail, $(nt_rail_field "$NT_DIR/x.out" 0 tx_data) and $(nt_rail_field "$NT_DIR/x.out" 1 tx_data) DATA packets"
+	;;
+*)
+	echo "unknown scenario '$scenario'" >&2
+	exit 2
+	;;
+esac
