@@ -14,7 +14,8 @@
 #               at once with the cause "address removed" (the kernel's IPv6 address event),
 #               and carries DATA again once the address is back
 #   v6-mixed    rail 1 IPv4, rail 2 IPv6: a connection to rail 1's IPv4 address uses both,
-#               each carrying its share, every byte verified
+#               each carrying its share, every byte verified; ri2n-stat shows rail 2's ends
+#               in brackets
 source "$(dirname "$0")/lib.sh"
 
 scenario=${1:?usage: test_v6.sh SCENARIO}
@@ -101,6 +102,14 @@ v6-mixed)
 	nt_init "$tag" 2 2 1gbit --v6 2
 	case $(nt_addr 2) in 198.18.1.2) ;; *) nt_fail "the bed's rail 1 is not IPv4: $(nt_addr 2)" ;; esac
 	timed_transfer x 4
+	# ri2n-stat shows the IPv6 rail's ends in brackets, the IPv4 rail's as before
+	sleep 1.5
+	pid=$(nt_xfer_pid 1 send)
+	st=$(ip netns exec "$(tb_ns 1)" "$(dirname "$NT_XFER")/ri2n-stat" --pid "$pid" 2>&1)
+	grep -qE '^ +1 +198\.18\.1\.1 +198\.18\.1\.2 ' <<<"$st" ||
+		nt_fail "ri2n-stat does not show rail 1 as IPv4: $st"
+	grep -qE '^ +2 +\[2001:2:0:2::1\] +\[2001:2:0:2::2\] ' <<<"$st" ||
+		nt_fail "ri2n-stat does not show rail 2 as IPv6 in brackets: $st"
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
 	[ "$(rail_family x 0)" = 4 ] || nt_fail "rail 0 is not IPv4: $(rail_family x 0)"
