@@ -13,6 +13,10 @@
 #   v6-addr-gone  rail 1's IPv6 address deleted at the sender mid-transfer: the rail is down
 #               at once with the cause "address removed" (the kernel's IPv6 address event),
 #               and carries DATA again once the address is back
+#   v6-link-local  two IPv6 rails named by their link-local addresses ("fe80::..%r1"), the
+#               connection made to host 2's on r1 with its interface: both rails carry
+#               DATA (link-local rails are told apart by interface, not subnet), every byte
+#               verified
 #   v6-mixed    rail 1 IPv4, rail 2 IPv6: a connection to rail 1's IPv4 address uses both,
 #               each carrying its share, every byte verified; ri2n-stat shows rail 2's ends
 #               in brackets
@@ -45,6 +49,19 @@ rail_family() { # NAME RAIL
 	198.18.*) echo 4 ;;
 	*) echo "?$l" ;;
 	esac
+}
+
+# HOST's link-local address on r<RAIL>, once duplicate detection is over (up to 5 s).
+link_local() { # HOST RAIL
+	local ns a
+	ns=$(tb_ns "$1")
+	for _ in $(seq 50); do
+		a=$(ip -n "$ns" -6 -o addr show dev "r$2" scope link)
+		[[ -n $a && $a != *tentative* ]] && break
+		sleep 0.1
+	done
+	[[ $a == *tentative* ]] && nt_fail "h$1's r$2 link-local address still tentative"
+	awk '{ sub("/.*", "", $4); print $4; exit }' <<<"$a"
 }
 
 timed_transfer() { # NAME SECONDS [xfer args]
@@ -97,6 +114,32 @@ v6-addr-gone)
 	after=$(nt_data_between x 1 "$th" 1e12)
 	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
 	nt_ok "v6-addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its IPv6 address, used again once it was back ($after DATA packets)"
+	;;
+v6-link-local)
+	nt_init "$tag" 2 2 1gbit --v6 all
+	for k in 1 2; do
+		for i in 1 2; do
+			a=$(link_local "$k" "$i") || exit 1
+			[[ $a == fe80:* ]] || nt_fail "h$k's r$i has no link-local address: '$a'"
+			ll[k * 10 + i]=$a
+		done
+	done
+	# shellcheck disable=SC2034  # nt_serve (lib.sh) reads it: host 2's own list
+	NT_RAILS="${ll[21]}%r1,${ll[22]}%r2"
+	nt_serve 2
+	RI2N_RAILS="${ll[11]}%r1,${ll[12]}%r2" setsid timeout -s KILL "${NT_TIMEOUT:-120}" \
+		ip netns exec "$(tb_ns 1)" "$NT_XFER" send "${ll[21]}%r1" --seconds 3 \
+		--csv "$NT_DIR/x.csv" >"$NT_DIR/x.out" 2>"$NT_DIR/x.err" &
+	NT_PIDS+=($!)
+	wait $! || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	for r in 0 1; do
+		[[ $(nt_rail_field "$NT_DIR/x.out" $r local) == "[fe80:"* ]] ||
+			nt_fail "rail $r is not link-local: $(nt_rail_field "$NT_DIR/x.out" $r local)"
+		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
+			nt_fail "rail $r carried almost nothing"
+	done
+	nt_ok "v6-link-local: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two link-local rails"
 	;;
 v6-mixed)
 	nt_init "$tag" 2 2 1gbit --v6 2
