@@ -13,6 +13,10 @@
 #   v6-addr-gone  rail 1's IPv6 address deleted at the sender mid-transfer: the rail is down
 #               at once with the cause "address removed" (the kernel's IPv6 address event),
 #               and carries DATA again once the address is back
+#   v6-rail-new three IPv6 rails, r3 with no global address at either end when the transfer
+#               starts (only its link-local one, which a named rail never takes): the
+#               addresses added mid-transfer, the engine opens the rail on its IPv6 address,
+#               offers it to the live connection and it carries DATA; every byte verified
 #   v6-link-local  two IPv6 rails named by their link-local addresses ("fe80::..%r1"), the
 #               connection made to host 2's on r1 with its interface: both rails carry
 #               DATA (link-local rails are told apart by interface, not subnet), every byte
@@ -114,6 +118,34 @@ v6-addr-gone)
 	after=$(nt_data_between x 1 "$th" 1e12)
 	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
 	nt_ok "v6-addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its IPv6 address, used again once it was back ($after DATA packets)"
+	;;
+v6-rail-new)
+	nt_init "$tag" 2 3 1gbit --v6 all
+	ns1=$(tb_ns 1)
+	ns2=$(tb_ns 2)
+	a1=$(tb_addr 1 3)
+	a2=$(tb_addr 2 3)
+	ip -n "$ns1" addr del "$a1/64" dev r3 || nt_fail "could not delete $a1 from r3"
+	ip -n "$ns2" addr del "$a2/64" dev r3 || nt_fail "could not delete $a2 from r3"
+	timed_transfer x 4
+	sleep 1.2
+	[ "$(nt_data_between x 2 0 1e12)" -eq 0 ] || nt_fail "DATA on rail 2 before r3 had an address"
+	ip -n "$ns2" addr add "$a2/64" dev r3 nodad || nt_fail "could not add $a2 to r3"
+	sleep 0.3
+	tb0=$(nt_clock)
+	ip -n "$ns1" addr add "$a1/64" dev r3 nodad || nt_fail "could not add $a1 to r3"
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	grep -q "rail 2 (r3 $a1/64): new address: in use, offered to 1 connection" "$NT_DIR/x.err" ||
+		nt_fail "the sender's log does not say rail 2 was opened on $a1 and offered"
+	grep -q "rail 2 (r3 $a2/64): new address: in use, offered to 1 connection" "$NT_DIR/serve2.err" ||
+		nt_fail "the receiver's log does not say rail 2 was opened on $a2 and offered"
+	grep -q '^xfer event .* rail=2 up .*cause="new rail"' "$NT_DIR/x.err" ||
+		nt_fail "no rail 2 up event with the cause \"new rail\""
+	[ "$(rail_family x 2)" = 6 ] || nt_fail "rail 2 is not IPv6: $(rail_family x 2)"
+	after=$(nt_data_between x 2 "$tb0" 1e12)
+	[ "$after" -gt 0 ] || nt_fail "rail 2 carried no DATA after r3's addresses came"
+	nt_ok "v6-rail-new: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 2 opened on its IPv6 address mid-transfer and carried $after DATA packets"
 	;;
 v6-link-local)
 	nt_init "$tag" 2 2 1gbit --v6 all
