@@ -3,6 +3,9 @@
  * accept, getsockname and getpeername take and give struct sockaddr_in6,
  * and the stream is the same stream.
  *
+ * The events of an IPv6 connection carry its addresses in their IPv6
+ * fields.
+ *
  * Runs inside run.sh's namespace with RI2N_API_V6=1: r1 and r2 then also
  * hold 2001:2:0:1::1/64 and 2001:2:0:2::1/64, and the rails are those two
  * addresses (RI2N_RAILS names them), so every connection here is IPv6 on
@@ -129,6 +132,44 @@ static void test_v6_round_trip(void **state)
 	assert_int_equal(ri2n_close(l), 0);
 }
 
+/* The CONNECTED events of both ends name the peer in peer6; peer (IPv4) stays zero. */
+static void test_v6_events(void **state)
+{
+	struct sockaddr_in6 to, peer;
+	struct ri2n_event e;
+	uint16_t port;
+	int l, c, s, seen = 0;
+	uint64_t end;
+
+	(void)state;
+	ri2n_event_fd();
+	while (ri2n_read_event(&e) == 1) /* what earlier tests left */
+		;
+	l = listen6(NULL, &port);
+	c = ri2n_socket();
+	to = sin6_of(V6_RAIL1, port);
+	assert_int_equal(ri2n_connect(c, SA(&to), sizeof(to)), 0);
+	s = accept6(l, &peer);
+	end = now_ms() + 10000;
+	while (seen != 3 && now_ms() < end) {
+		if (ri2n_read_event(&e) != 1) {
+			usleep(10 * 1000);
+			continue;
+		}
+		if (e.type != RI2N_EVENT_CONNECTED || (e.fd != c && e.fd != s))
+			continue;
+		assert_int_equal(e.peer.sin_family, 0);
+		assert_int_equal(e.peer6.sin6_family, AF_INET6);
+		expect_sin6(&e.peer6, sizeof(e.peer6), V6_RAIL1, e.fd == c ? port : 0);
+		seen |= e.fd == c ? 1 : 2;
+	}
+	if (seen != 3)
+		fail_msg("CONNECTED events seen: client %d, server %d", seen & 1, !!(seen & 2));
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+	assert_int_equal(ri2n_close(l), 0);
+}
+
 /* Bound to rail 2's IPv6 address: a connection to it runs there, names say so. */
 static void test_v6_bind_rail2(void **state)
 {
@@ -183,6 +224,7 @@ int main(int argc, char **argv)
 	static const struct CMUnitTest tests[] = {
 		HARNESS_TEST(test_v6_round_trip),
 		HARNESS_TEST(test_v6_bind_rail2),
+		HARNESS_TEST(test_v6_events),
 		HARNESS_TEST(test_v6_bad_addresses),
 	};
 
