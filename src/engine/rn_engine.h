@@ -53,8 +53,9 @@ enum rn_cmd_type {
 };
 
 /*
- * Runs a command in the engine thread and waits for it.  arg: the sockaddr_in
- * for BIND/CONNECT, an rn_conn_stats for STATS.  Returns 0 or -errno.
+ * Runs a command in the engine thread and waits for it.  arg: the rn_hsa
+ * (either family) for BIND/CONNECT, an rn_conn_stats for STATS.  Returns 0
+ * or -errno.
  */
 int rn_engine_call(int type, rn_sock *s, void *arg);
 
