@@ -26,7 +26,7 @@
 #               verified
 #   v6-mixed    rail 1 IPv4, rail 2 IPv6: a connection to rail 1's IPv4 address uses both,
 #               each carrying its share, every byte verified; ri2n-stat shows rail 2's ends
-#               in brackets
+#               in brackets; a connection to the server's IPv6 address uses both too
 source "$(dirname "$0")/lib.sh"
 
 scenario=${1:?usage: test_v6.sh SCENARIO}
@@ -197,6 +197,15 @@ v6-mixed)
 	for r in 0 1; do
 		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
 			nt_fail "rail $r carried almost nothing"
+	done
+	# the same server reached at its IPv6 address: the handshake runs on rail 2, both used
+	RI2N_RAILS=$NT_RAILS timeout -s KILL "${NT_TIMEOUT:-120}" ip netns exec "$(tb_ns 1)" \
+		"$NT_XFER" send "$(tb_addr 2 2)" 64M >"$NT_DIR/y.out" 2>"$NT_DIR/y.err" ||
+		nt_fail "transfer to $(tb_addr 2 2) failed: $(cat "$NT_DIR/y.out")"
+	nt_require_verified y
+	for r in 0 1; do
+		[ "$(nt_rail_field "$NT_DIR/y.out" $r tx_data)" -gt 1000 ] ||
+			nt_fail "to the IPv6 address: rail $r carried almost nothing"
 	done
 	nt_ok "v6-mixed: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over an IPv4 and an IPv6 rail, $(nt_rail_field "$NT_DIR/x.out" 0 tx_data) and $(nt_rail_field "$NT_DIR/x.out" 1 tx_data) DATA packets"
 	;;
