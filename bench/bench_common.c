@@ -39,6 +39,30 @@ int bench_resolve(const char *host, int port, struct sockaddr_in *a)
 	return 0;
 }
 
+/*
+ * host and port as either family's address: an IPv6 literal ("2001:2::1",
+ * "fe80::1%eth1") as a sockaddr_in6, anything else as bench_resolve does.
+ * Returns the address's length, or 0 if it cannot be resolved.
+ */
+static socklen_t resolve_any(const char *host, int port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_family = AF_INET6, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST }, *res;
+	socklen_t len;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!host || !strchr(host, ':'))
+		return bench_resolve(host, port, (struct sockaddr_in *)ss) < 0
+			       ? 0 : (socklen_t)sizeof(struct sockaddr_in);
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	len = res->ai_addrlen;
+	memcpy(ss, res->ai_addr, len);
+	freeaddrinfo(res);
+	((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+	return len;
+}
+
 static int bind_inet(int fd, const struct sockaddr_in *a)
 {
 	return bind(fd, (const struct sockaddr *)a, sizeof(*a));
@@ -53,27 +77,28 @@ static void tcp_tune(int fd)
 
 int bench_listen(int transport, const char *local, int port)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
+	socklen_t alen = resolve_any(local, port, &a);
 	int fd, one = 1;
 
-	if (bench_resolve(local, port, &a) < 0) {
+	if (!alen) {
 		fprintf(stderr, "cannot resolve %s\n", local);
 		return -1;
 	}
 	if (transport == BT_RI2N) {
 		fd = ri2n_socket();
-		if (fd < 0 || ri2n_bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		if (fd < 0 || ri2n_bind(fd, (struct sockaddr *)&a, alen) < 0 ||
 		    ri2n_listen(fd, 64) < 0) {
 			fprintf(stderr, "ri2n: cannot listen on port %d: %s\n", port, strerror(errno));
 			return -1;
 		}
 		return fd;
 	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind_inet(fd, &a) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (struct sockaddr *)&a, alen) < 0 || listen(fd, 64) < 0) {
 		fprintf(stderr, "tcp: cannot listen on port %d: %s\n", port, strerror(errno));
 		close(fd);
 		return -1;
@@ -97,16 +122,17 @@ int bench_accept(int transport, int lfd)
 
 int bench_connect(int transport, const char *host, int port)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
+	socklen_t alen = resolve_any(host, port, &a);
 	int fd;
 
-	if (bench_resolve(host, port, &a) < 0) {
+	if (!alen) {
 		fprintf(stderr, "cannot resolve %s\n", host);
 		return -1;
 	}
 	if (transport == BT_RI2N) {
 		fd = ri2n_socket();
-		if (fd < 0 || ri2n_connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		if (fd < 0 || ri2n_connect(fd, (struct sockaddr *)&a, alen) < 0) {
 			fprintf(stderr, "ri2n: cannot connect to %s:%d: %s\n", host, port,
 				strerror(errno));
 			if (fd >= 0)
@@ -116,11 +142,11 @@ int bench_connect(int transport, const char *host, int port)
 		return fd;
 	}
 	/* IPPROTO_TCP spelled out as 0: mptcpize's wrapper turns either into MPTCP */
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+	fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (fd < 0)
 		return -1;
 	tcp_tune(fd);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	if (connect(fd, (struct sockaddr *)&a, alen) < 0) {
 		fprintf(stderr, "tcp: cannot connect to %s:%d: %s\n", host, port, strerror(errno));
 		close(fd);
 		return -1;

@@ -53,9 +53,11 @@ extern "C" {
 RI2N_API int ri2n_socket(void);
 
 /*
- * Binds to an IPv4 address and port (struct sockaddr_in).  INADDR_ANY binds
- * every rail; a rail's address binds that rail only.  Port 0 picks one free on
- * every rail.  EADDRINUSE, EADDRNOTAVAIL (not a rail address), EINVAL.
+ * Binds to an address and port (struct sockaddr_in or sockaddr_in6).
+ * INADDR_ANY or in6addr_any binds every rail; a rail's address binds that
+ * rail only.  Port 0 picks one free on every rail.  EADDRINUSE,
+ * EADDRNOTAVAIL (not a rail address), EAFNOSUPPORT (another family), EINVAL
+ * (len short of the family's struct).
  */
 RI2N_API int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len);
 
@@ -70,7 +72,8 @@ RI2N_API int ri2n_listen(int fd, int backlog);
 RI2N_API int ri2n_accept(int fd, struct sockaddr *addr, socklen_t *len);
 
 /*
- * Connects to `addr`, any one rail address of the peer.  Blocks until
+ * Connects to `addr` (sockaddr_in or sockaddr_in6), any one rail address of
+ * the peer.  Blocks until
  * established unless the descriptor is O_NONBLOCK: then EINPROGRESS, the
  * descriptor becomes writable when the handshake ends, and SO_ERROR says how.
  * ECONNREFUSED, ETIMEDOUT, ENETUNREACH (no local rail in the peer's subnet).
@@ -81,7 +84,8 @@ RI2N_API int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len);
 RI2N_API int ri2n_close(int fd);
 
 /*
- * The local / peer address (the rail the handshake ran on).  Also on a
+ * The local / peer address (the rail the handshake ran on): a sockaddr_in,
+ * or a sockaddr_in6 for an IPv6 rail (*len says which).  Also on a
  * connected descriptor another process made and handed over (fork, exec,
  * SCM_RIGHTS: docs/API.md, "Handed to another process").
  */
@@ -160,6 +164,13 @@ struct ri2n_stats {
 	struct ri2n_rail_stats rail[RI2N_MAX_RAILS];
 	/* 0.1.0's struct ends here (RI2N_STATS_SIZE_V1); later fields follow */
 	uint64_t copies;          /* DATA packets also sent on a second rail (RI2N_REDUNDANT_BYTES) */
+	/*
+	 * An IPv6 rail's two ends (rail[i].local and .remote are then zeroed);
+	 * sin6_family is 0 for an IPv4 rail.
+	 */
+	struct ri2n_rail_addr6 {
+		struct sockaddr_in6 local, remote;
+	} rail6[RI2N_MAX_RAILS];
 };
 
 /* ---- the fast path ---- */
@@ -226,6 +237,12 @@ struct ri2n_event {
 	struct sockaddr_in local_rail, remote_rail; /* rail events: the rail's two ends */
 	char cause[48];           /* why, a short phrase ("receive count below threshold") */
 	uint64_t missed;          /* events dropped before this one (the queue holds 1024) */
+	/* 0.1.0's struct ends here (RI2N_EVENT_SIZE_V1); later fields follow */
+	/*
+	 * The same addresses when they are IPv6 (peer, local_rail and
+	 * remote_rail are then zeroed); sin6_family 0 when they are IPv4.
+	 */
+	struct sockaddr_in6 peer6, local_rail6, remote_rail6;
 };
 
 /*

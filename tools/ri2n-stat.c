@@ -195,8 +195,13 @@ static void print_table(const snap *s)
 			       "remote", "state", "tx pkts", "rx pkts", "tx B", "rx B", "retx", "lost",
 			       "last change");
 		} else if (!strcmp(r->kind, "rail")) {
-			char since[48] = "never";
+			char since[48] = "never", l[96], m[96];
 
+			/* an IPv6 rail's ends in brackets, as the connection's names are */
+			snprintf(l, sizeof(l), strchr(get(r, "local"), ':') ? "[%s]" : "%s",
+				 get(r, "local"));
+			snprintf(m, sizeof(m), strchr(get(r, "remote"), ':') ? "[%s]" : "%s",
+				 get(r, "remote"));
 			human((double)num(r, "tx_packets"), a, sizeof(a));
 			human((double)num(r, "rx_packets"), b, sizeof(b));
 			human((double)num(r, "tx_bytes"), c, sizeof(c));
@@ -205,7 +210,7 @@ static void print_table(const snap *s)
 				snprintf(since, sizeof(since), "%.1f s ago: %s",
 					 num(r, "changed_ms_ago") / 1000.0, get(r, "cause"));
 			printf("    %-4lld %-15s %-15s %-5s %9s %9s %8s %8s %6s %5s  %s%s\n", num(r, "index") + 1,
-			       get(r, "local"), get(r, "remote"), get(r, "state"), a, b, c, d,
+			       l, m, get(r, "state"), a, b, c, d,
 			       get(r, "retransmits"), get(r, "lost"), since,
 			       strcmp(get(r, "role"), "backup") ? "" : " (backup: data only while no other rail works)");
 			if (num(r, "mtu_holes") > 0)

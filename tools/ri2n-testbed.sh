@@ -3,7 +3,7 @@
 #
 # Both a library (`source tools/ri2n-testbed.sh`, then call tb_* functions) and a CLI:
 #   tools/ri2n-testbed.sh [--tag T] create [--hosts H] [--rails N] [--rate R[,R..]] [--mtu M[,M..]]
-#                                          [--mgmt-octet O] [--one-subnet]
+#                                          [--mgmt-octet O] [--one-subnet] [--v6 I[,I..]|all]
 #   tools/ri2n-testbed.sh [--tag T] fault KIND ARGS...      (see "Faults" below)
 #   tools/ri2n-testbed.sh [--tag T] status | destroy [--force] | ns HOST | addr HOST RAIL
 #   tools/ri2n-testbed.sh [--tag T] exec HOST CMD...
@@ -33,7 +33,11 @@
 # veth whose host end is r<i> (198.18.<i>.<k>/24) and whose switch end is h<k>. The management
 # bridge ri2n-T-m lives in the root namespace (198.18.250.254/24, host k is 198.18.250.<k> on
 # "mgmt"); it is how mpirun reaches ranks. If another bed already uses 198.18.250.0/24 the next
-# free 198.18.<249..200>.0/24 is taken (tb_mgmt_subnet prints it). IPv6 is off in the bed.
+# free 198.18.<249..200>.0/24 is taken (tb_mgmt_subnet prints it). IPv6 is off in the bed,
+# but on the rails --v6 names (rail numbers, or "all"): such a rail is IPv6 only, host k's r<i>
+# being 2001:2:0:<i>::<k>/64 (RFC 5180's benchmarking prefix; added with nodad, so it can be
+# bound at once; neighbour discovery retried every TB_ARP_RETRANS_MS too), and tb_addr
+# prints that address.
 # Shaping (--rate) puts `tbf rate R burst 128kb latency 20ms` on both ends of every rail link:
 # on r<i> in the host (host egress) and on h<k> in the switch (egress towards the host).
 # --one-subnet: every rail of every host in one bridge (ri2n-T-sw1, host k's rail i plugged in
@@ -125,7 +129,13 @@ tb__host_ns() { echo "ri2n-$TB_TAG-h$1"; }
 tb__sw_ns() { echo "ri2n-$TB_TAG-sw$((${TB__ONE:-0} ? 1 : $1))"; }
 # Host K's port in rail I's switch, host K's address on rail I, rail I's subnet.
 tb__port() { if ((${TB__ONE:-0})); then echo "h$1r$2"; else echo "h$1"; fi; }
-tb__ip() { if ((${TB__ONE:-0})); then echo "198.18.1.$(($2 * 10 + $1))"; else echo "198.18.$2.$1"; fi; }
+tb__ip() {
+	if ((${TB__ONE:-0})); then echo "198.18.1.$(($2 * 10 + $1))"
+	elif tb__v6 "$2"; then echo "2001:2:0:$2::$1"
+	else echo "198.18.$2.$1"; fi
+}
+# Whether rail I is IPv6 (--v6).
+tb__v6() { [[ $(tb__conf v6 "$1") == 1 ]]; }
 tb__net() { echo "198.18.$((${TB__ONE:-0} ? 1 : $1)).0/24"; }
 tb__nft_table() { echo "ri2n_$TB_TAG"; }
 
@@ -262,6 +272,17 @@ tb__plug() {
 	hns=$(tb__host_ns "$k"); sns=$(tb__sw_ns "$i"); port=$(tb__port "$k" "$i")
 	tb__do ip -n "$hns" link add name "r$i" mtu "$mtu" type veth peer name "$port" mtu "$mtu" netns "$sns"
 	tb__do ip -n "$sns" link set dev "$port" master br up
+	if tb__v6 "$i"; then
+		# IPv6 is off in the namespace: on for this interface only, found by its neighbours
+		# as fast as ARP finds IPv4 ones
+		tb__do ip netns exec "$hns" sysctl -qw "net.ipv6.conf.r$i.disable_ipv6=0" \
+			"net.ipv6.neigh.r$i.retrans_time_ms=$TB_ARP_RETRANS_MS"
+		tb__do ip -n "$hns" addr add "$(tb__ip "$k" "$i")/64" dev "r$i" nodad
+		tb__do ip -n "$hns" link set dev "r$i" up
+		tb__shape "$hns" "r$i" "$rate"
+		tb__shape "$sns" "$port" "$rate"
+		return
+	fi
 	tb__do ip -n "$hns" addr add "$(tb__ip "$k" "$i")/24" dev "r$i"
 	# ARP retried every ${TB_ARP_RETRANS_MS} ms (kernel default 1 s, as clusters with fast
 	# failover tune it): a neighbour lost in a long outage is found again that fast
@@ -279,7 +300,7 @@ tb__one_subnet_host() {
 
 # tb_create [--tag T] [--hosts H] [--rails N] [--rate R[,R..]] [--mtu M[,M..]] [--mgmt-octet O]
 tb_create() (
-	local hosts=2 rate=off mtu=1500 octet="" k i left state nsw
+	local hosts=2 rate=off mtu=1500 octet="" v6="" k i left state nsw
 	local -a rates mtus
 	TB__N=2 TB__ONE=0
 	while (($#)); do
@@ -291,6 +312,7 @@ tb_create() (
 		--mtu) mtu=${2-}; shift 2 ;;
 		--mgmt-octet) octet=${2-}; shift 2 ;;
 		--one-subnet) TB__ONE=1; shift ;;
+		--v6) v6=${2-}; shift 2 ;;
 		*) tb__die "create: unknown option '$1' (see --help)" ;;
 		esac
 	done
@@ -300,6 +322,11 @@ tb_create() (
 	TB__H=$hosts
 	((TB__ONE == 0 || hosts <= 9)) || tb__die "--one-subnet takes 2..9 hosts, not '$hosts'"
 	[[ $TB__ONE == 0 || $mtu != *,* ]] || tb__die "--one-subnet takes one MTU (one bridge), not '$mtu'"
+	[[ $TB__ONE == 0 || -z $v6 ]] || tb__die "--one-subnet beds are IPv4 only (no --v6)"
+	[[ $v6 == all ]] && v6=$(seq -s, 1 "$TB__N")
+	for i in ${v6//,/ }; do
+		tb__is_uint "$i" && ((i >= 1 && i <= TB__N)) || tb__die "--v6 takes rail numbers 1..$TB__N or 'all', not '$v6'"
+	done
 	tb__per_rail --rate "$rate" rates
 	tb__per_rail --mtu "$mtu" mtus
 	for ((i = 0; i < TB__N; i++)); do
@@ -325,6 +352,7 @@ tb_create() (
 		echo "conf hosts $TB__H"; echo "conf rails $TB__N"; echo "conf mgmt $TB__MGMT"
 		echo "conf onesubnet $TB__ONE"
 		for ((i = 1; i <= TB__N; i++)); do echo "conf rate $i ${rates[i - 1]}"; echo "conf mtu $i ${mtus[i - 1]}"; done
+		for i in ${v6//,/ }; do echo "conf v6 $i 1"; done
 	} >"$state"
 	trap 'rc=$?; ((rc == 0)) || { tb__warn "create failed; removing the partial bed"; tb__teardown; }' EXIT
 	trap 'exit 130' INT TERM
@@ -416,6 +444,11 @@ tb__fault_cable() {
 		tb__do ip -n "$ns" link set dev "$dev" up
 		tb__wait_up "$ns" "$dev"
 		tb__wait_up "$(tb__sw_ns "$i")" "$(tb__port "$TB__K" "$i")"
+		if tb__v6 "$i"; then # the kernel drops IPv6 addresses with the link
+			[[ $(ip -n "$ns" -6 -o addr show dev "$dev") == *" $addr/64 "* ]] ||
+				tb__do ip -n "$ns" addr add "$addr/64" dev "$dev" nodad
+			return 0
+		fi
 		[[ $(ip -n "$ns" -4 -o addr show dev "$dev") == *" $addr/24 "* ]] ||
 			tb__do ip -n "$ns" addr add "$addr/24" dev "$dev"
 		[[ -n $(ip -n "$ns" -4 route show "$net" dev "$dev") ]] ||

@@ -288,8 +288,8 @@ static int serve(void)
 	struct in_addr any;
 	int lfd, rc = 0;
 
-	if (opt.bind && inet_pton(AF_INET, opt.bind, &any) != 1) {
-		fprintf(stderr, "%s: --bind %s is not an IPv4 address\n", opt.prog, opt.bind);
+	if (opt.bind && inet_pton(AF_INET, opt.bind, &any) != 1 && !strchr(opt.bind, ':')) {
+		fprintf(stderr, "%s: --bind %s is not an IPv4 or IPv6 address\n", opt.prog, opt.bind);
 		return 2;
 	}
 	lfd = bench_listen(opt.transport, opt.bind, opt.port);

@@ -20,6 +20,7 @@
  *   xfer event t=1.1340 rail=1 down fd=5 cause="receive count below threshold"
  *   xfer done role=recv bytes=536870912 seconds=2.312 mbps=1857.63 verified=yes
  *   xfer rail=1 local=198.18.2.1 remote=198.18.2.2 up=1 downs=1 ups=1 ...
+ *   xfer rail=1 local=[2001:2:0:2::1] remote=[2001:2:0:2::2] ...   (an IPv6 rail)
  *   CSV: role,t,mono,mbps,bytes,rails,data (one data column a rail)
  * ri2n-stream's:
  *   stream t=1.200 mono=5123.456789 mbps=1874.21 bytes=281372672 rails=UU rail_mbps=937.1;937.1 rail_pkts=81234;81230
@@ -355,10 +356,20 @@ static void rail_summary(int fd)
 		return;
 	for (int i = 0; i < st.nrails; i++) {
 		const struct ri2n_rail_stats *r = &st.rail[i];
-		char l[32], m[32];
+		const struct ri2n_rail_addr6 *r6 = &st.rail6[i];
+		char l[INET6_ADDRSTRLEN + 2], m[INET6_ADDRSTRLEN + 2];
 
-		inet_ntop(AF_INET, &r->local.sin_addr, l, sizeof(l));
-		inet_ntop(AF_INET, &r->remote.sin_addr, m, sizeof(m));
+		/* an IPv6 rail's ends in brackets, as ri2n-stat shows them */
+		if (r6->local.sin6_family == AF_INET6) {
+			l[0] = m[0] = '[';
+			inet_ntop(AF_INET6, &r6->local.sin6_addr, l + 1, sizeof(l) - 2);
+			inet_ntop(AF_INET6, &r6->remote.sin6_addr, m + 1, sizeof(m) - 2);
+			strcat(l, "]");
+			strcat(m, "]");
+		} else {
+			inet_ntop(AF_INET, &r->local.sin_addr, l, sizeof(l));
+			inet_ntop(AF_INET, &r->remote.sin_addr, m, sizeof(m));
+		}
 		printf("xfer rail=%d local=%s remote=%s up=%d downs=%u ups=%u tx_data=%" PRIu64
 		       " rx_data=%" PRIu64 " retransmits=%" PRIu64 " lost=%" PRIu64
 		       " heartbeats=%" PRIu64 " dgram=%u mtu_holes=%u small_ok=%u\n", i, l, m, r->up,

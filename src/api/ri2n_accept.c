@@ -36,12 +36,15 @@
 #include "rn_api_int.h"
 #include "rn_sys.h"
 
-void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len)
+void rn_api_put_addr(const rn_hsa *in, struct sockaddr *addr, socklen_t *len)
 {
+	socklen_t n = rn_hsa_len(in);
+
 	if (!addr || !len)
 		return;
-	memcpy(addr, in, *len < sizeof(*in) ? *len : sizeof(*in));
-	*len = sizeof(*in);
+	/* as getsockname(2): cut to the caller's room, *len the full size */
+	memcpy(addr, in, *len < n ? *len : n);
+	*len = n;
 }
 
 /*
@@ -340,7 +343,9 @@ int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
 		rn_sys_fcntl(afd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
 		rn_sys_fcntl(afd, F_SETFL, O_NONBLOCK);
-	*peer = rec.peer;
+	/* ri2n-run converts IPv4 connections only: an IPv6 peer reads as 0.0.0.0 */
+	*peer = rec.peer.sa.sa_family == AF_INET ? rec.peer.v4
+						 : (struct sockaddr_in){ .sin_family = AF_INET };
 	return afd;
 }
 

@@ -293,19 +293,32 @@ int ri2n_socket(void)
 	return sv[0];
 }
 
-static int check_sin(const struct sockaddr *a, socklen_t len)
+/*
+ * The caller's address in *out: a sockaddr_in or sockaddr_in6 of at least
+ * its family's size.  0, EAFNOSUPPORT (another family) or EINVAL (NULL or
+ * too short).  The family is read only once the length covers it.
+ */
+static int take_sa(const struct sockaddr *a, socklen_t len, rn_hsa *out)
 {
-	if (!a || len < (socklen_t)sizeof(struct sockaddr_in))
+	sa_family_t fam;
+
+	if (!a || len < (socklen_t)sizeof(fam))
 		return EINVAL;
-	if (a->sa_family != AF_INET)
-		return EAFNOSUPPORT;
+	memcpy(&fam, a, sizeof(fam));
+	memset(out, 0, sizeof(*out));
+	if (fam == AF_INET && len >= (socklen_t)sizeof(out->v4))
+		memcpy(&out->v4, a, sizeof(out->v4));
+	else if (fam == AF_INET6 && len >= (socklen_t)sizeof(out->v6))
+		memcpy(&out->v6, a, sizeof(out->v6));
+	else
+		return fam == AF_INET || fam == AF_INET6 ? EINVAL : EAFNOSUPPORT;
 	return 0;
 }
 
 int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct sockaddr_in a;
-	int err = check_sin(addr, len), rc;
+	rn_hsa a;
+	int err = take_sa(addr, len, &a), rc;
 	rn_sock *s;
 
 	if (err)
@@ -313,7 +326,6 @@ int ri2n_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	s = rn_api_lookup(fd, &err);
 	if (!s)
 		return rn_api_fail(err);
-	memcpy(&a, addr, sizeof(a));
 	rc = rn_engine_call(RN_CMD_BIND, s, &a);
 	rn_sock_unref(s);
 	return rc ? rn_api_fail(-rc) : 0;
@@ -407,8 +419,8 @@ static int wait_connected(rn_sock *s, int fd)
 
 int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct sockaddr_in a;
-	int err = check_sin(addr, len), rc;
+	rn_hsa a;
+	int err = take_sa(addr, len, &a), rc;
 	rn_sock *s;
 
 	if (err)
@@ -416,7 +428,6 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	s = rn_api_lookup(fd, &err);
 	if (!s)
 		return rn_api_fail(err);
-	memcpy(&a, addr, sizeof(a));
 	rc = rn_engine_connect(s, &a);
 	if (rc) {
 		rn_sock_unref(s);
@@ -448,9 +459,9 @@ int ri2n_close(int fd)
  */
 static int name_of_handed(int fd, struct sockaddr *addr, socklen_t *len, int peer, int err)
 {
-	struct sockaddr_in local, remote;
+	rn_hsa local = { .sa = { 0 } }, remote = { .sa = { 0 } };
 
-	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, &local, &remote) < 0)
+	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, &local.v4, &remote.v4) < 0)
 		return rn_api_fail(err);
 	if (!addr || !len)
 		return rn_api_fail(EINVAL);
@@ -476,8 +487,8 @@ static int name_of(int fd, struct sockaddr *addr, socklen_t *len, int peer)
 		return rn_api_fail(ENOTCONN);
 	}
 	rn_api_put_addr(peer ? &s->peer : &s->local, addr, len);
-	if (!peer && s->local.sin_family == 0) {
-		struct sockaddr_in any = { .sin_family = AF_INET };
+	if (!peer && s->local.sa.sa_family == 0) {
+		rn_hsa any = { .v4 = { .sin_family = AF_INET } };
 
 		rn_api_put_addr(&any, addr, len);
 	}
@@ -554,8 +565,11 @@ int rn_api_rail_match(in_addr_t ip, int exact)
 	if (h == INADDR_ANY)
 		return n > 0;
 	for (int i = 0; i < n; i++) {
-		uint32_t mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
+		uint32_t mask;
 
+		if (rails[i].v6)
+			continue; /* ri2n-run converts IPv4 connections only */
+		mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
 		if (exact ? rails[i].ip == h : (rails[i].ip & mask) == (h & mask))
 			return 1;
 	}

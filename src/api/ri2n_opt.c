@@ -265,14 +265,25 @@ int ri2n_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	return err ? rn_api_fail(err) : 0;
 }
 
-static void rail_stats(struct ri2n_rail_stats *o, const rn_rail_stats *r)
+/* An address into the IPv4 field or the IPv6 one (rail6[]), as its family is. */
+static void put_sa(struct sockaddr_in *v4, struct sockaddr_in6 *v6, rn_addr a)
+{
+	if (a.v6) {
+		*v6 = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = htons(a.port),
+					     .sin6_scope_id = a.scope };
+		memcpy(&v6->sin6_addr, a.ip6, sizeof(a.ip6));
+		return;
+	}
+	*v4 = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(a.port),
+				    .sin_addr.s_addr = htonl(a.ip) };
+}
+
+static void rail_stats(struct ri2n_rail_stats *o, struct ri2n_rail_addr6 *o6,
+		       const rn_rail_stats *r)
 {
 	memset(o, 0, sizeof(*o));
-	o->local = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(r->local.port),
-					 .sin_addr.s_addr = htonl(r->local.ip) };
-	o->remote = (struct sockaddr_in){ .sin_family = AF_INET,
-					  .sin_port = htons(r->remote.port),
-					  .sin_addr.s_addr = htonl(r->remote.ip) };
+	put_sa(&o->local, &o6->local, r->local);
+	put_sa(&o->remote, &o6->remote, r->remote);
 	o->rx_up = r->rx_up;
 	o->tx_up = r->tx_up;
 	o->up = r->rx_up && r->tx_up;
@@ -331,7 +342,7 @@ static void fill_stats(struct ri2n_stats *out, const rn_conn_stats *cs)
 	out->mss = cs->mss;
 	out->nrails = cs->npaths;
 	for (int k = 0; k < cs->npaths && k < RI2N_MAX_RAILS; k++)
-		rail_stats(&out->rail[k], &cs->rail[k]);
+		rail_stats(&out->rail[k], &out->rail6[k], &cs->rail[k]);
 	out->copies = cs->copies;
 }
 

@@ -46,7 +46,7 @@ int rn_api_tab_install(int fd, rn_sock *s);
 size_t rn_api_fill_junk(int fd);
 /* At exit: every connected socket still open is shut down for writing. */
 void rn_api_tab_shut_all(void);
-void rn_api_put_addr(const struct sockaddr_in *in, struct sockaddr *addr, socklen_t *len);
+void rn_api_put_addr(const rn_hsa *in, struct sockaddr *addr, socklen_t *len);
 /*
  * Copies our `ours`-byte struct src into the caller's `size`-byte one: the
  * first min(size, ours) bytes, the rest of a larger one zeroed (fields this

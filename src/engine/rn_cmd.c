@@ -122,25 +122,31 @@ int rn_stream_cmd_create(rn_sock *s)
 	return rc;
 }
 
-static uint32_t rails_for(uint32_t ip, int *err)
+/*
+ * The rails address a binds: every rail for the wildcard of either family
+ * (0.0.0.0 or ::), else the rail that has it.  0 with *err set: none.
+ */
+static uint32_t rails_for(rn_addr a, int *err)
 {
 	const rn_rail_info *rails;
 	int n = rn_engine_rails(&rails);
 
-	if (ip == INADDR_ANY)
+	a.port = 1; /* rn_addr_unset asks about the address only */
+	if (rn_addr_unset(a))
 		return n >= 32 ? UINT32_MAX : (1u << n) - 1;
 	for (int i = 0; i < n; i++)
-		if (rails[i].ip == ip)
+		if (rn_rails_has_addr(&rails[i]) && rn_rails_is(&rails[i], a))
 			return 1u << i;
 	*err = -EADDRNOTAVAIL;
 	return 0;
 }
 
-int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
+int rn_stream_cmd_bind(rn_sock *s, const rn_hsa *a)
 {
 	int err = 0;
-	uint32_t mask = rails_for(ntohl(a->sin_addr.s_addr), &err);
-	uint16_t number = ntohs(a->sin_port);
+	rn_addr at = rn_hsock_sa_addr(a);
+	uint32_t mask = rails_for(at, &err);
+	uint16_t number = at.port;
 	rn_port *p;
 
 	if (!mask)
@@ -166,14 +172,15 @@ int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a)
 	s->port = p;
 	pthread_mutex_lock(&s->mu);
 	s->bound = 1;
-	s->local = rn_stream_sin((rn_addr){ .ip = ntohl(a->sin_addr.s_addr), .port = p->number });
+	at.port = p->number;
+	s->local = rn_stream_sin(at);
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
 
 int rn_stream_cmd_listen(rn_sock *s)
 {
-	struct sockaddr_in any = { .sin_family = AF_INET };
+	rn_hsa any = { .v4 = { .sin_family = AF_INET } };
 	rn_env env = *rn_engine_env();
 	rn_listener *l;
 	int rc;
@@ -209,9 +216,9 @@ int rn_stream_cmd_listen(rn_sock *s)
 	return watch(s, EV_READ);
 }
 
-int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
+int rn_stream_cmd_connect(rn_sock *s, const rn_hsa *a)
 {
-	rn_addr peer = { .ip = ntohl(a->sin_addr.s_addr), .port = ntohs(a->sin_port) };
+	rn_addr peer = rn_hsock_sa_addr(a);
 	rn_env env = *rn_engine_env();
 	uint64_t now = rn_now_ns();
 	rn_conn *c;
@@ -223,7 +230,7 @@ int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a)
 		return -EALREADY;
 	if (s->kind != RN_SK_NEW)
 		return s->kind == RN_SK_CONNECTED ? -EISCONN : -EINVAL;
-	if (peer.ip == 0 || peer.port == 0)
+	if (rn_addr_unset(peer))
 		return -EINVAL;
 	if (!s->port) {
 		const rn_rail_info *rails;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sodium.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -91,10 +92,12 @@ int rn_engine_rails(const rn_rail_info **rails)
 	return g.nrails;
 }
 
-void rn_engine_rail_addr(int rail, uint32_t ip, uint8_t prefix)
+void rn_engine_rail_addr(int rail, const rn_hlink_ev *e)
 {
-	g.rails[rail].ip = ip;
-	g.rails[rail].prefix = prefix;
+	g.rails[rail].ip = e->ip;
+	g.rails[rail].v6 = e->v6;
+	memcpy(g.rails[rail].ip6, e->ip6, sizeof(e->ip6));
+	g.rails[rail].prefix = e->prefix ? e->prefix : (e->v6 ? 128 : 32);
 }
 
 /* ---- commands ---- */
@@ -203,7 +206,7 @@ int rn_engine_call(int type, rn_sock *s, void *arg)
 
 static unsigned long long g_connects, g_connects_inline; /* (atomic) */
 
-int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a)
+int rn_engine_connect(rn_sock *s, const rn_hsa *a)
 {
 	int rc = rn_engine_start();
 
@@ -387,15 +390,15 @@ static void *engine_main(void *arg)
 static void log_rails(void)
 {
 	for (int i = 0; i < g.nrails; i++) {
-		char ip[32];
+		char ip[RN_ADDR_STRLEN];
 
-		if (g.rails[i].ip == 0) {
-			rn_info("rail %d: %s: no IPv4 address yet; used once it has one", i,
+		if (!rn_rails_has_addr(&g.rails[i])) {
+			rn_info("rail %d: %s: no address yet; used once it has one", i,
 				g.rails[i].name);
 			continue;
 		}
 		rn_info("rail %d: %s %s/%u mtu %d", i, g.rails[i].name,
-			rn_ip_str(g.rails[i].ip, ip, sizeof(ip)), g.rails[i].prefix, g.rails[i].mtu);
+			rn_rails_str(&g.rails[i], ip, sizeof(ip)), g.rails[i].prefix, g.rails[i].mtu);
 	}
 }
 
@@ -406,18 +409,27 @@ static int configure(void)
 
 	rn_config_default(&g.cfg);
 	/* a listed interface without an address yet waits for one (rn_netlink.c) */
-	g.nrails = rn_rails_discover_waiting(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS),
-					     why, sizeof(why));
+	g.nrails = rn_rails_discover_any(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS), why,
+					 sizeof(why));
 	if (g.nrails <= 0) {
 		rn_error("no rails: %s", why);
 		g.nrails = 0;
 		return -ENETDOWN;
 	}
 	log_rails();
-	/* the smallest rail MTU bounds every datagram */
-	for (int i = 0; i < g.nrails; i++)
-		if (g.rails[i].mtu < mtu)
-			mtu = g.rails[i].mtu;
+	/*
+	 * The smallest rail MTU bounds every datagram.  RI2N_MTU counts IPv4's
+	 * 28 header bytes; an IPv6 rail's are 48, so it counts as 20 smaller,
+	 * and so does a rail waiting for its address, which may come as IPv6: a
+	 * late IPv6 rail could not carry the IPv4 rails' datagrams (EMSGSIZE),
+	 * while IPv4 rails search their way up again (rail_ceiling, rn_port.c).
+	 */
+	for (int i = 0; i < g.nrails; i++) {
+		int six = g.rails[i].v6 || !rn_rails_has_addr(&g.rails[i]);
+
+		if (g.rails[i].mtu - (six ? 20 : 0) < mtu)
+			mtu = g.rails[i].mtu - (six ? 20 : 0);
+	}
 	rn_knob_set(&g.cfg, RI2N_MTU, mtu < 576 ? 576 : mtu);
 	rn_knobs_from_env(&g.cfg);
 	rc = rn_knobs_key_from_env(&g.cfg);

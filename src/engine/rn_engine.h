@@ -26,6 +26,7 @@
 
 #include "rn_core.h"
 #include "rn_host_lock.h"
+#include "rn_hlink.h"
 #include "rn_rails.h"
 
 /*
@@ -38,7 +39,7 @@
  */
 typedef struct rn_accept_rec {
 	char tag;                /* 'a'; 'e': no connection, ri2n_accept fails once with err */
-	struct sockaddr_in peer; /* the connection's peer */
+	rn_hsa peer;             /* the connection's peer */
 	int err;                 /* 'e': EMFILE or ENOBUFS (the connection budget, memory) */
 } rn_accept_rec;
 
@@ -52,8 +53,9 @@ enum rn_cmd_type {
 };
 
 /*
- * Runs a command in the engine thread and waits for it.  arg: the sockaddr_in
- * for BIND/CONNECT, an rn_conn_stats for STATS.  Returns 0 or -errno.
+ * Runs a command in the engine thread and waits for it.  arg: the rn_hsa
+ * (either family) for BIND/CONNECT, an rn_conn_stats for STATS.  Returns 0
+ * or -errno.
  */
 int rn_engine_call(int type, rn_sock *s, void *arg);
 
@@ -62,7 +64,7 @@ int rn_engine_call(int type, rn_sock *s, void *arg);
  * a connection per request no longer waits on the engine thread for each
  * connect.  Returns 0 or -errno.
  */
-int rn_engine_connect(rn_sock *s, const struct sockaddr_in *a);
+int rn_engine_connect(rn_sock *s, const rn_hsa *a);
 /* Connects done so far by rn_engine_connect, and how many of them inline (ri2n-stat). */
 void rn_engine_connects(unsigned long long *all, unsigned long long *inline_done);
 
@@ -92,8 +94,11 @@ int rn_engine_self(void);
 const rn_config *rn_engine_config(void);
 /* This host's rails, as discovered at start. */
 int rn_engine_rails(const rn_rail_info **rails);
-/* A rail that waited for its address (ip 0) has one now (rn_netlink.c, under the host lock). */
-void rn_engine_rail_addr(int rail, uint32_t ip, uint8_t prefix);
+/*
+ * A rail that waited for its address has one now, the address event e's
+ * (either family; rn_netlink.c, under the host lock).
+ */
+void rn_engine_rail_addr(int rail, const rn_hlink_ev *e);
 
 /*
  * Wakes the engine to run what inline threads left it; coalesced until it

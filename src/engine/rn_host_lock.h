@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "rn_core.h"
+#include "rn_hsa.h"
 #include "rn_tls.h"
 
 struct rn_port;
@@ -41,7 +42,7 @@ typedef struct rn_sock {
 	int dead_error;            /* (mu) errno the connection ended with, 0 if clean */
 	rn_config cfg;             /* knobs, fixed at connect/listen */
 	int bound;                 /* (mu) bind() done */
-	struct sockaddr_in local, peer; /* (mu) */
+	rn_hsa local, peer;        /* (mu) AF_INET or AF_INET6; local family 0: not bound */
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
 	int sndbuf;                /* (mu) A's send buffer size to give back once connected or
 				    * listening (A waits at the smallest, see ri2n_api.c); 0: none */

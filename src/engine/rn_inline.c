@@ -496,7 +496,7 @@ void rn_inline_to_descriptor(rn_sock *s)
 	rn_host_leave_inline();
 }
 
-int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a)
+int rn_inline_connect(rn_sock *s, const rn_hsa *a)
 {
 	struct rn_stream *st;
 	uint64_t now;

@@ -83,7 +83,7 @@ void rn_inline_to_descriptor(rn_sock *s);
  * process's client port is not open yet, or the host lock is taken).  Not from the engine thread nor with the
  * host lock held.
  */
-int rn_inline_connect(rn_sock *s, const struct sockaddr_in *a);
+int rn_inline_connect(rn_sock *s, const rn_hsa *a);
 
 /*
  * Waiting with the kernel's poll or epoll (ri2n-run's interposed calls): the

@@ -140,7 +140,7 @@ static void rail_open(int i)
 {
 	const rn_rail_info *rails;
 	struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
-	char s[32];
+	char s[RN_ADDR_STRLEN];
 
 	rn_engine_rails(&rails);
 	rn_port_each_port(appear_port, &a);
@@ -161,7 +161,7 @@ static void rail_open(int i)
 		rn_warn("rail %d: cannot open a socket on it: %s", i,
 			strerror(a.again ? EADDRNOTAVAIL : -a.err));
 	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d connection%s", i,
-	       rails[i].name, rn_ip_str(rails[i].ip, s, sizeof(s)), rails[i].prefix, a.conns,
+	       rails[i].name, rn_rails_str(&rails[i], s, sizeof(s)), rails[i].prefix, a.conns,
 	       a.conns == 1 ? "" : "s");
 }
 
@@ -198,12 +198,13 @@ static void rail_appears(void *arg, const rn_hlink_ev *e)
 	int n = rn_engine_rails(&rails);
 
 	(void)arg;
-	if (e->type != RN_HLINK_ADDR_ADD)
+	/* a link-local address comes with every link: such a rail is named by its address */
+	if (e->type != RN_HLINK_ADDR_ADD || rn_addr_link_local(rn_hlink_addr(e)))
 		return;
 	for (int i = 0; i < n; i++) {
-		if (rails[i].ip != 0 || rails[i].ifindex != e->ifindex)
+		if (rn_rails_has_addr(&rails[i]) || rails[i].ifindex != e->ifindex)
 			continue;
-		rn_engine_rail_addr(i, e->ip, e->prefix ? e->prefix : 32);
+		rn_engine_rail_addr(i, e);
 		if (!rn_host_inline()) {
 			rail_open(i);
 			continue;

@@ -71,13 +71,15 @@ static int put_sin(char *out, size_t cap, const struct sockaddr_in *a)
 	return snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
 }
 
-void rn_pairname_set(int eng_fd, const struct sockaddr_in *local, const struct sockaddr_in *peer)
+void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 {
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	char l[32], p[32];
 	int saved = errno;
 
-	if (eng_fd < 0 || put_sin(l, sizeof(l), local) < 0 || put_sin(p, sizeof(p), peer) < 0)
+	/* IPv4 only: two IPv6 addresses and ports may not fit the 107 bytes of a name */
+	if (eng_fd < 0 || local->sa.sa_family != AF_INET || peer->sa.sa_family != AF_INET ||
+	    put_sin(l, sizeof(l), &local->v4) < 0 || put_sin(p, sizeof(p), &peer->v4) < 0)
 		return;
 	/* a name another socket holds (a stale one after pid reuse): the next number */
 	for (int tries = 0; tries < 4; tries++) {

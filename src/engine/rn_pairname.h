@@ -7,6 +7,8 @@
 
 #include <netinet/in.h>
 
+#include "rn_hsa.h"
+
 /*
  * Names the engine's end eng_fd of a connected socket's socketpair after
  * the connection's local and peer addresses (an abstract AF_UNIX name), so
@@ -15,7 +17,7 @@
  * connection whose end cannot be named (a clash, a kernel without
  * abstract names) is just not recognised elsewhere.  Keeps errno.
  */
-void rn_pairname_set(int eng_fd, const struct sockaddr_in *local, const struct sockaddr_in *peer);
+void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer);
 
 /*
  * Whether fd is the user's end of a ri2n connection's socketpair named by

@@ -62,7 +62,7 @@ static void on_reset(void *arg, void *v);
  */
 static uint32_t rail_ceiling(const rn_rail_info *ri)
 {
-	int64_t top = (int64_t)ri->mtu - 28; /* IPv4 and UDP headers */
+	int64_t top = (int64_t)ri->mtu - (ri->v6 ? 48 : 28); /* IP and UDP headers */
 
 	if (rn_knob_env(RI2N_MTU) || top <= (int64_t)rn_engine_config()->max_dgram)
 		return 0;
@@ -76,7 +76,8 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 			    /* runs of datagrams may arrive coalesced; optional */
 			    .gro = rn_proc_get(RN_PROC_GRO) != 0,
 			    .dev = ri->pin ? ri->name : NULL };
-	int rc = rn_hsock_open(&p->hs.s[idx], ri->ip, number, ri->prefix, &o);
+	rn_rail_addr ra = rn_rails_addr(ri, number);
+	int rc = rn_hsock_open_rail(&p->hs.s[idx], &ra, &o);
 	struct stat sb;
 
 	if (p->hs.s[idx].fd >= 0)
@@ -193,7 +194,7 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 	int nrails = rn_engine_rails(&rails), which[RN_MAX_RAILS], n = 0, rc = 0;
 
 	for (int i = 0; i < nrails; i++)
-		if (((mask >> i) & 1) && rails[i].ip != 0) /* ip 0: waiting for its address */
+		if (((mask >> i) & 1) && rn_rails_has_addr(&rails[i])) /* else: waiting for one */
 			which[n++] = i;
 	if (n == 0) {
 		*err = -EADDRNOTAVAIL;

@@ -66,13 +66,10 @@ static struct {
 	int closed;
 } g = { .mu = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
 
-static const char *ipport(const struct sockaddr_in *a, char *buf, size_t len)
+/* "198.18.1.1:7000", "[2001:2:0:1::1]:7000" (rn_addrport_str). */
+static const char *ipport(const rn_hsa *a, char *buf, size_t len)
 {
-	char ip[32];
-
-	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-	snprintf(buf, len, "%s:%u", ip, ntohs(a->sin_port));
-	return buf;
+	return rn_addrport_str(rn_hsock_sa_addr(a), buf, len);
 }
 
 /*
@@ -99,7 +96,7 @@ static void copy_conn(struct rn_stream *st, void *ctx)
 
 static void write_conn(const rn_stream_info *in)
 {
-	char l[48], p[48];
+	char l[RN_ADDR_STRLEN], p[RN_ADDR_STRLEN];
 
 	rn_statfile_write_conn(g.f, ++g.nconn, in->fd, in->server, ipport(&in->local, l, sizeof(l)),
 			       ipport(&in->peer, p, sizeof(p)), g.now - in->created_ns, &in->cs, g.now);

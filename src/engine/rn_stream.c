@@ -61,10 +61,12 @@ static void name_peer(rn_stream *st, rn_addr a)
 	rn_addrport_str(a, st->name, sizeof(st->name));
 }
 
-struct sockaddr_in rn_stream_sin(rn_addr a)
+rn_hsa rn_stream_sin(rn_addr a)
 {
-	return (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(a.port),
-				     .sin_addr.s_addr = htonl(a.ip) };
+	rn_hsa sa;
+
+	rn_hsock_sa_of(&sa, a);
+	return sa;
 }
 
 /* ---- stream life ---- */
@@ -258,7 +260,7 @@ void rn_stream_connected(rn_stream *st)
 {
 	rn_sock *s = st->sock;
 	rn_conn_stats cs;
-	struct sockaddr_in local, peer;
+	rn_hsa local, peer;
 	int sndbuf;
 
 	st->connected = 1;
@@ -267,7 +269,9 @@ void rn_stream_connected(rn_stream *st)
 	pthread_mutex_lock(&s->mu);
 	__atomic_store_n(&s->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	for (int k = 0; k < cs.npaths; k++) {
-		if (cs.rail[k].remote.ip == rn_conn_peer(st->conn).ip) {
+		rn_addr to = rn_conn_peer(st->conn);
+
+		if (rn_addr_same_host(&cs.rail[k].remote, &to)) {
 			s->local = rn_stream_sin(cs.rail[k].local);
 			break;
 		}

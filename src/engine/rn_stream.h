@@ -95,9 +95,9 @@ void rn_stream_fire_timer(struct rn_stream *st, uint64_t now);
  * one waits), and on failure kills the socket and drops that reference.
  */
 int rn_stream_cmd_create(rn_sock *s);
-int rn_stream_cmd_bind(rn_sock *s, const struct sockaddr_in *a);
+int rn_stream_cmd_bind(rn_sock *s, const rn_hsa *a);
 int rn_stream_cmd_listen(rn_sock *s);
-int rn_stream_cmd_connect(rn_sock *s, const struct sockaddr_in *a);
+int rn_stream_cmd_connect(rn_sock *s, const rn_hsa *a);
 /* connect from an inline thread when the port is not open yet: only the engine may open it */
 #define RN_CMD_ENGINE_ONLY 1
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
@@ -118,7 +118,7 @@ typedef struct rn_stream_info {
 	const char *name;
 	int fd, server;
 	uint64_t created_ns;
-	struct sockaddr_in local, peer;
+	rn_hsa local, peer;
 	rn_conn_stats cs;
 } rn_stream_info;
 

@@ -154,7 +154,7 @@ static void refused_one(rn_stream *st, void *ctx)
 	rn_addr a = rn_conn_peer(st->conn);
 
 	/* only the connection whose INIT went there: a forged error naming another does nothing */
-	if (a.ip != to->ip || a.port != to->port)
+	if (!rn_addr_eq(a, *to))
 		return;
 	rn_conn_refused(st->conn, rn_now_ns());
 	rn_engine_dirty(st);

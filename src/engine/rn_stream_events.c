@@ -11,6 +11,17 @@
 #include "rn_stream.h"
 #include "rn_stream_int.h"
 
+/* a into the event's IPv4 field or its IPv6 one, as its family is. */
+static void put(struct sockaddr_in *v4, struct sockaddr_in6 *v6, rn_addr a)
+{
+	rn_hsa sa = rn_stream_sin(a);
+
+	if (a.v6)
+		*v6 = sa.v6;
+	else
+		*v4 = sa.v4;
+}
+
 /*
  * Hands an event to the application's queue (ri2n_read_event).  Under the
  * host lock, which ri2n_accept takes to renumber an accepted connection's
@@ -19,16 +30,16 @@
 void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause)
 {
 	struct ri2n_event e = { .type = type, .fd = __atomic_load_n(&st->sock->user_fd, __ATOMIC_RELAXED), .rail = rail,
-				.error = error, .time_ns = rn_now_ns(),
-				.peer = rn_stream_sin(rn_conn_peer(st->conn)) };
+				.error = error, .time_ns = rn_now_ns() };
 
 	RN_OWNS_HOST();
+	put(&e.peer, &e.peer6, rn_conn_peer(st->conn));
 	if (rail >= 0) {
 		rn_conn_stats cs;
 
 		rn_conn_get_stats(st->conn, &cs);
-		e.local_rail = rn_stream_sin(cs.rail[rail].local);
-		e.remote_rail = rn_stream_sin(cs.rail[rail].remote);
+		put(&e.local_rail, &e.local_rail6, cs.rail[rail].local);
+		put(&e.remote_rail, &e.remote_rail6, cs.rail[rail].remote);
 	}
 	snprintf(e.cause, sizeof(e.cause), "%s", cause ? cause : "");
 	rn_events_post(&e, st->sock->cookie);

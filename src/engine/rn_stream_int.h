@@ -28,7 +28,8 @@ void rn_stream_connected(rn_stream *st);
 void rn_stream_service(rn_stream *st, uint64_t now);
 /* Posts an event of the public API (ri2n_events) about st. */
 void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause);
-struct sockaddr_in rn_stream_sin(rn_addr a);
+/* a as a socket address of its family (an IPv6 one with its scope). */
+rn_hsa rn_stream_sin(rn_addr a);
 /* The engine's end of a socketpair gets a large buffer. */
 void rn_stream_pair_buf(int fd);
 

@@ -31,13 +31,13 @@ static void rail_changed(rn_hfollow *f, int i, int was_ok, rn_cause cause)
 {
 	const rn_rail_info *r = &f->rails[i];
 	int ok = usable(f, i), conns;
-	char ip[32];
+	char ip[RN_ADDR_STRLEN];
 
 	if (ok == was_ok)
 		return;
 	conns = f->changed(f->arg, i, ok, cause);
 	rn_log(ok ? RN_LOG_INFO : RN_LOG_WARN, "rail %d (%s %s): %s: %s for %d connection%s", i,
-	       r->name, rn_ip_str(r->ip, ip, sizeof(ip)), rn_cause_name(cause),
+	       r->name, rn_rails_str(r, ip, sizeof(ip)), rn_cause_name(cause),
 	       ok ? "in use again" : "down", conns, conns == 1 ? "" : "s");
 }
 
@@ -53,7 +53,7 @@ void rn_hfollow_apply(rn_hfollow *f, const rn_hlink_ev *e)
 		switch (e->type) {
 		case RN_HLINK_ADDR_ADD:
 		case RN_HLINK_ADDR_DEL:
-			if (e->ip != r->ip)
+			if (!rn_rails_is(r, rn_hlink_addr(e)))
 				continue;
 			f->no_addr[i] = e->type == RN_HLINK_ADDR_DEL;
 			cause = f->no_addr[i] ? RN_CAUSE_ADDR_GONE : RN_CAUSE_ADDR_BACK;

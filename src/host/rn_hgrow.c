@@ -14,12 +14,12 @@ void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 {
 	rn_hgrow *g = arg;
 
-	if (e->type != RN_HLINK_ADDR_ADD)
-		return;
+	if (e->type != RN_HLINK_ADDR_ADD || e->v6)
+		return; /* the BTL and the provider publish IPv4 rails only */
 	for (int i = 0; i < g->open->n; i++) {
 		rn_rail_info *r = &g->rails[i];
 
-		if (r->ip != 0 || r->ifindex != e->ifindex)
+		if (rn_rails_has_addr(r) || r->ifindex != e->ifindex)
 			continue;
 		r->ip = e->ip;
 		r->prefix = e->prefix ? e->prefix : 32;

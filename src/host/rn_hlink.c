@@ -17,7 +17,7 @@
 int rn_hlink_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR };
+				  .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR };
 	int fd = rn_sys_socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 
 	if (fd < 0)
@@ -60,15 +60,32 @@ static void each_attr(const uint8_t *p, size_t len, rn_hlink_ev *ev,
 	}
 }
 
-/* IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a point-to-point link. */
+static int have_addr(const rn_hlink_ev *ev)
+{
+	uint8_t any = 0;
+
+	for (int i = 0; i < 16; i++)
+		any |= ev->ip6[i];
+	return ev->ip != 0 || any != 0;
+}
+
+/*
+ * IFA_LOCAL is the address itself; IFA_ADDRESS is the peer's on a
+ * point-to-point link (IPv6 sends IFA_ADDRESS alone, IFA_LOCAL beside it
+ * only with a peer).
+ */
 static void addr_attr(rn_hlink_ev *ev, int type, const uint8_t *d, size_t n)
 {
 	uint32_t ip;
 
-	if (n != 4 || (type != IFA_LOCAL && type != IFA_ADDRESS))
+	if (n != (ev->v6 ? 16u : 4u) || (type != IFA_LOCAL && type != IFA_ADDRESS))
 		return;
-	if (type == IFA_ADDRESS && ev->ip)
+	if (type == IFA_ADDRESS && have_addr(ev))
 		return; /* IFA_LOCAL came first */
+	if (ev->v6) {
+		memcpy(ev->ip6, d, 16);
+		return;
+	}
 	memcpy(&ip, d, 4);
 	ev->ip = ntohl(ip);
 }
@@ -93,14 +110,22 @@ static int parse_one(uint16_t type, const uint8_t *p, size_t len, rn_hlink_ev *e
 		if (len < sizeof(m))
 			return 0;
 		memcpy(&m, p, sizeof(m));
-		if (m.ifa_family != AF_INET)
+		if (m.ifa_family != AF_INET && m.ifa_family != AF_INET6)
+			return 0;
+		ev->v6 = m.ifa_family == AF_INET6;
+		/*
+		 * An IPv6 address under duplicate detection cannot be bound
+		 * yet: the kernel tells again once it can.
+		 */
+		if (ev->v6 && type == RTM_NEWADDR &&
+		    (m.ifa_flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)))
 			return 0;
 		ev->type = type == RTM_NEWADDR ? RN_HLINK_ADDR_ADD : RN_HLINK_ADDR_DEL;
 		ev->ifindex = (int)m.ifa_index;
 		ev->prefix = m.ifa_prefixlen;
 		each_attr(p + NLMSG_ALIGN(sizeof(m)), len - NLMSG_ALIGN(sizeof(m)), ev, addr_attr);
 		/* an address event that names no address tells nothing */
-		return ev->ip != 0;
+		return have_addr(ev);
 	}
 	if (type == RTM_NEWLINK || type == RTM_DELLINK) {
 		struct ifinfomsg m;
@@ -140,4 +165,16 @@ int rn_hlink_parse(const void *buf, size_t len, rn_hlink_ev *out, int max)
 		len -= step;
 	}
 	return n;
+}
+
+rn_addr rn_hlink_addr(const rn_hlink_ev *e)
+{
+	rn_addr a = { .ip = e->ip, .v6 = e->v6 };
+
+	if (e->v6) {
+		memcpy(a.ip6, e->ip6, sizeof(a.ip6));
+		if (rn_addr_link_local(a))
+			a.scope = (uint32_t)e->ifindex;
+	}
+	return a;
 }

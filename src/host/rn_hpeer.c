@@ -23,8 +23,11 @@ static uint64_t key_of(const rn_conn *c)
 
 	rn_conn_get_stats(c, &st);
 	for (int k = 0; k < st.npaths; k++) {
-		uint64_t v[2] = { (uint64_t)st.rail[k].local.ip << 16 | st.rail[k].local.port,
-				  (uint64_t)st.rail[k].remote.ip << 16 | st.rail[k].remote.port };
+		/* an IPv4 address is its own fold: the same key as before IPv6 */
+		uint64_t v[2] = { (uint64_t)rn_addr_fold(st.rail[k].local, 128) << 16 |
+					  st.rail[k].local.port,
+				  (uint64_t)rn_addr_fold(st.rail[k].remote, 128) << 16 |
+					  st.rail[k].remote.port };
 
 		for (int i = 0; i < 2; i++)
 			for (int b = 0; b < 6; b++) {

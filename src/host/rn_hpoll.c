@@ -11,18 +11,20 @@
 
 #include "rn_hpoll.h"
 #include "rn_rail.h"
+#include "rn_rails.h"
 
 /* Opens rail `rail` of r on io's next socket: its index, or -errno. */
 static int open_rail(rn_hset *io, const rn_hpoll_rails *r, int rail)
 {
 	const rn_rail_info *ri = &r->rails[rail];
 	rn_hsock_opts o = r->opts;
+	rn_rail_addr ra = rn_rails_addr(ri, r->bind ? r->bind[rail].port : 0);
 	int idx = io->n, rc;
 
 	if (idx >= RN_MAX_RAILS)
 		return -ENOSPC;
 	o.dev = ri->pin ? ri->name : NULL; /* rails sharing a subnet */
-	rc = rn_hsock_open(&io->s[idx], ri->ip, r->bind ? r->bind[rail].port : 0, ri->prefix, &o);
+	rc = rn_hsock_open_rail(&io->s[idx], &ra, &o);
 	if (rc) {
 		rn_hsock_close(&io->s[idx]); /* its buffers, if the socket was made */
 		return rc;
@@ -49,7 +51,7 @@ static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rai
 		return rc;
 	}
 	for (int i = 0; i < r->n; i++) {
-		if (r->rails[i].ip == 0)
+		if (!rn_rails_has_addr(&r->rails[i]))
 			continue; /* waiting for an address (rn_hgrow) */
 		rc = open_rail(io, r, i);
 		if (rc < 0) {
@@ -68,7 +70,7 @@ static int open_all(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rai
 
 int rn_hpoll_rail_add(rn_hset *io, const rn_hpoll_rails *r, int rail)
 {
-	if (rail < 0 || rail >= r->n || r->rails[rail].ip == 0)
+	if (rail < 0 || rail >= r->n || !rn_rails_has_addr(&r->rails[rail]))
 		return -EINVAL;
 	if (rn_hpoll_sock_of(io, rail) >= 0)
 		return -EEXIST;

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 
 #include "rn_core.h"
+#include "rn_hsa.h"
 
 enum {
 	RN_HTXQ = 64,          /* datagrams queued per socket */
@@ -36,12 +37,7 @@ enum {
 	RN_HGRO_BUF = 65536,   /* one GRO run */
 };
 
-/* A socket address of either family (a rail's socket is AF_INET or AF_INET6). */
-typedef union rn_hsa {
-	struct sockaddr sa;
-	struct sockaddr_in v4;
-	struct sockaddr_in6 v6;
-} rn_hsa;
+/* rn_hsa, a socket address of either family, is in rn_hsa.h. */
 
 /*
  * Fills *sa with a (an IPv6 address with its scope as sin6_scope_id);

@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -71,41 +72,111 @@ static int if_mtu(const char *name)
 	return mtu;
 }
 
-/* Every usable IPv4 interface address, in system order. */
-static int all_candidates(rn_rail_info *out, int max)
+static int prefix6_len(const uint8_t *m)
+{
+	int n = 0;
+
+	for (int i = 0; i < 16 && m[i] == 0xff; i++)
+		n += 8;
+	if (n < 128)
+		n += prefix_len((uint32_t)m[n / 8] << 24);
+	return n;
+}
+
+static int link_local6(const uint8_t *b)
+{
+	return b[0] == 0xfe && (b[1] & 0xc0) == 0x80;
+}
+
+/* One getifaddrs entry as a rail in *r: 1, or 0 if it is none (down, loopback, other family). */
+static int candidate(const struct ifaddrs *i, rn_rail_info *r)
+{
+	if (!i->ifa_addr || !i->ifa_netmask || !(i->ifa_flags & IFF_UP) ||
+	    (i->ifa_flags & IFF_LOOPBACK))
+		return 0;
+	memset(r, 0, sizeof(*r));
+	if (i->ifa_addr->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+		const struct sockaddr_in *m = (const struct sockaddr_in *)i->ifa_netmask;
+
+		r->ip = ntohl(a->sin_addr.s_addr);
+		r->prefix = (uint8_t)prefix_len(ntohl(m->sin_addr.s_addr));
+		if (r->prefix == 0)
+			r->prefix = 32;
+	} else if (i->ifa_addr->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)i->ifa_addr;
+		const struct sockaddr_in6 *m = (const struct sockaddr_in6 *)i->ifa_netmask;
+
+		r->v6 = 1;
+		memcpy(r->ip6, &a->sin6_addr, 16);
+		r->prefix = (uint8_t)prefix6_len((const uint8_t *)&m->sin6_addr);
+		if (r->prefix == 0)
+			r->prefix = 128;
+	} else {
+		return 0;
+	}
+	snprintf(r->name, sizeof(r->name), "%s", i->ifa_name);
+	r->ifindex = (int)if_nametoindex(i->ifa_name);
+	r->mtu = if_mtu(i->ifa_name);
+	return 1;
+}
+
+/* Every usable interface address (IPv4, then IPv6 if v6), in system order. */
+static int all_candidates(rn_rail_info *out, int max, int v6)
 {
 	struct ifaddrs *ifa, *i;
 	int n = 0;
 
 	if (getifaddrs(&ifa) < 0)
 		return -1;
-	for (i = ifa; i && n < max; i = i->ifa_next) {
-		struct sockaddr_in *a = (struct sockaddr_in *)i->ifa_addr;
-		struct sockaddr_in *m = (struct sockaddr_in *)i->ifa_netmask;
-
-		if (!a || a->sin_family != AF_INET || !m || !(i->ifa_flags & IFF_UP) ||
-		    (i->ifa_flags & IFF_LOOPBACK))
-			continue;
-		memset(&out[n], 0, sizeof(out[n]));
-		snprintf(out[n].name, sizeof(out[n].name), "%s", i->ifa_name);
-		out[n].ip = ntohl(a->sin_addr.s_addr);
-		out[n].prefix = (uint8_t)prefix_len(ntohl(m->sin_addr.s_addr));
-		out[n].ifindex = (int)if_nametoindex(i->ifa_name);
-		out[n].mtu = if_mtu(i->ifa_name);
-		if (out[n].prefix == 0)
-			out[n].prefix = 32;
-		n++;
-	}
+	for (int fam = 0; fam <= v6; fam++)
+		for (i = ifa; i && n < max; i = i->ifa_next)
+			if (candidate(i, &out[n]) && out[n].v6 == fam)
+				n++;
 	freeifaddrs(ifa);
 	return n;
 }
 
+rn_rail_addr rn_rails_addr(const rn_rail_info *r, uint16_t port)
+{
+	rn_rail_addr a = { .ip = r->ip, .port = port, .prefix = r->prefix, .backup = r->backup,
+			   .v6 = r->v6 };
+
+	if (r->v6) {
+		memcpy(a.ip6, r->ip6, sizeof(a.ip6));
+		if (link_local6(r->ip6))
+			a.scope = (uint32_t)r->ifindex;
+	}
+	return a;
+}
+
+int rn_rails_is(const rn_rail_info *r, rn_addr a)
+{
+	if (a.v6 != r->v6 || a.ip != r->ip)
+		return 0;
+	if (!a.v6)
+		return 1;
+	if (memcmp(a.ip6, r->ip6, sizeof(a.ip6)) != 0)
+		return 0;
+	/* a link-local address is the rail's on the rail's interface only (unscoped: any) */
+	return !a.scope || !link_local6(a.ip6) || a.scope == (uint32_t)r->ifindex;
+}
+
+const char *rn_rails_str(const rn_rail_info *r, char *buf, size_t len)
+{
+	rn_rail_addr a = rn_rails_addr(r, 0);
+
+	return rn_addr_str(rn_addr_of_rail(&a), buf, len);
+}
+
+/* Whether two rails with addresses are in one subnet; link-local ones never (their scope tells). */
 static int same_subnet(const rn_rail_info *a, const rn_rail_info *b)
 {
-	uint8_t p = a->prefix < b->prefix ? a->prefix : b->prefix;
-	uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
+	rn_rail_addr x = rn_rails_addr(a, 0), y = rn_rails_addr(b, 0);
 
-	return (a->ip & mask) == (b->ip & mask);
+	if (a->v6 && b->v6 && link_local6(a->ip6) && link_local6(b->ip6))
+		return a->ifindex == b->ifindex;
+	return rn_addr_rails_share(&x, &y);
 }
 
 /*
@@ -125,22 +196,39 @@ static int pin_allowed(const char *name)
 	return rc;
 }
 
+/* Rail r's subnet for a person: "198.18.0.0", "2001:2:0:1::". */
+static void net_str(const rn_rail_info *r, char *buf, size_t len)
+{
+	rn_rail_addr a = rn_rails_addr(r, 0);
+
+	a.scope = 0;
+	if (!a.v6) {
+		a.ip &= r->prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> r->prefix);
+	} else {
+		for (int k = 0; k < 16; k++)
+			if (k * 8 >= r->prefix)
+				a.ip6[k] = 0;
+			else if (k * 8 + 8 > r->prefix)
+				a.ip6[k] &= (uint8_t)(0xff << (8 - (r->prefix - k * 8)));
+	}
+	rn_addr_str(rn_addr_of_rail(&a), buf, len);
+}
+
 int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen)
 {
 	for (int i = 0; i < n; i++) {
 		int other = -1, rc;
-		char net[32];
+		char net[RN_ADDR_STRLEN];
 
-		if (r[i].ip == 0)
+		if (!rn_rails_has_addr(&r[i]))
 			continue; /* waiting for its address: in no subnet yet */
 		for (int j = 0; j < n && other < 0; j++)
-			if (j != i && r[j].ip != 0 && same_subnet(&r[i], &r[j]))
+			if (j != i && rn_rails_has_addr(&r[j]) && same_subnet(&r[i], &r[j]))
 				other = j;
 		r[i].pin = other >= 0;
 		if (other < 0 || (rc = pin_allowed(r[i].name)) == 0)
 			continue;
-		rn_ip_str(r[i].ip & (r[i].prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> r[i].prefix)),
-			  net, sizeof(net));
+		net_str(&r[i], net, sizeof(net));
 		/* the kernel's rule: CAP_NET_RAW, or from Linux 5.7 on a socket not yet pinned */
 		snprintf(err, errlen, "'%s' and '%s' share %s/%u: rails in one subnet need "
 				      "SO_BINDTODEVICE on their interfaces, and the kernel refused it "
@@ -152,7 +240,7 @@ int rn_rails_pin(rn_rail_info *r, int n, char *err, size_t errlen)
 	return 0;
 }
 
-/* Interface `name`, which has no IPv4 address yet, as a rail waiting for one; -1 if none. */
+/* Interface `name`, which has no address yet, as a rail waiting for one; -1 if none. */
 static int waiting_rail(rn_rail_info *r, const char *name)
 {
 	int ifindex = (int)if_nametoindex(name);
@@ -166,11 +254,108 @@ static int waiting_rail(rn_rail_info *r, const char *name)
 	return 0;
 }
 
-static int discover(rn_rail_info *out, int max, const char *spec, int waiting, char *err,
+/*
+ * An IPv6 address in tok, "2001:2::1" or "fe80::1%eth1" / "fe80::1%3":
+ * 1 with its bytes and interface index (0: none given), 0 if tok is not one.
+ */
+static int parse6(const char *tok, uint8_t ip6[16], int *ifindex)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	const char *pct = strchr(tok, '%');
+	size_t len = pct ? (size_t)(pct - tok) : strlen(tok);
+
+	*ifindex = 0;
+	if (len >= sizeof(addr))
+		return 0;
+	memcpy(addr, tok, len);
+	addr[len] = 0;
+	if (inet_pton(AF_INET6, addr, ip6) != 1)
+		return 0;
+	if (pct && pct[1]) {
+		char *end;
+		long k = strtol(pct + 1, &end, 10);
+
+		*ifindex = *end == 0 && k > 0 && k < INT32_MAX ? (int)k
+							      : (int)if_nametoindex(pct + 1);
+		if (*ifindex <= 0)
+			*ifindex = -1; /* an interface that is not there */
+	}
+	return 1;
+}
+
+/*
+ * The candidate tok names: an IPv4 address, an IPv6 one (v6; link-local
+ * with its interface), or an interface: its IPv4 address, else (v6) its
+ * first global or unique-local IPv6 one.  Returns its index, -1 if none,
+ * -2 (err set) for a link-local address without its interface.  *addr says
+ * whether tok is an address.
+ */
+static int lookup(const rn_rail_info *cand, int nc, const char *tok, int v6, int *addr,
+		  char *err, size_t errlen)
+{
+	struct in_addr a;
+	uint8_t ip6[16];
+	int ifindex;
+
+	*addr = 1;
+	if (inet_pton(AF_INET, tok, &a) == 1) {
+		for (int i = 0; i < nc; i++)
+			if (!cand[i].v6 && cand[i].ip == ntohl(a.s_addr))
+				return i;
+		return -1;
+	}
+	if (v6 && parse6(tok, ip6, &ifindex)) {
+		if (link_local6(ip6) && ifindex == 0) {
+			snprintf(err, errlen, "RI2N_RAILS: '%s' is link-local: name its interface "
+					      "too, as in 'fe80::1%%eth1'", tok);
+			return -2;
+		}
+		for (int i = 0; i < nc; i++)
+			if (cand[i].v6 && memcmp(cand[i].ip6, ip6, 16) == 0 &&
+			    (!link_local6(ip6) || cand[i].ifindex == ifindex))
+				return i;
+		return -1;
+	}
+	*addr = 0;
+	for (int i = 0; i < nc; i++)
+		if (!cand[i].v6 && strcmp(cand[i].name, tok) == 0)
+			return i;
+	for (int i = 0; v6 && i < nc; i++)
+		if (cand[i].v6 && !link_local6(cand[i].ip6) && strcmp(cand[i].name, tok) == 0)
+			return i;
+	return -1;
+}
+
+/* Whether two rails with addresses have the same one (a link-local one: on one interface). */
+static int same_addr(const rn_rail_info *a, const rn_rail_info *b)
+{
+	rn_rail_addr x = rn_rails_addr(a, 0), y = rn_rails_addr(b, 0);
+
+	return rn_addr_eq(rn_addr_of_rail(&x), rn_addr_of_rail(&y));
+}
+
+/* A token's ":backup" mark, taken off: 1 if it had one, 0 if none, -1 (err set) for another. */
+static int take_mark(char *tok, int v6, char *err, size_t errlen)
+{
+	size_t len = strlen(tok), mlen = strlen(":backup");
+	uint8_t ip6[16];
+	int ifindex;
+
+	if (len > mlen && strcmp(tok + len - mlen, ":backup") == 0) {
+		tok[len - mlen] = 0;
+		return 1;
+	}
+	if (!strchr(tok, ':') || (v6 && parse6(tok, ip6, &ifindex)))
+		return 0; /* no mark, or an IPv6 address's colons */
+	snprintf(err, errlen, "RI2N_RAILS: '%s': the only mark a rail takes is ':backup'", tok);
+	return -1;
+}
+
+static int discover(rn_rail_info *out, int max, const char *spec, int waiting, int v6, char *err,
 		    size_t errlen)
 {
 	rn_rail_info cand[64];
-	int nc = all_candidates(cand, 64), n = 0;
+	int nc = all_candidates(cand, 64, v6 && spec && *spec), n = 0;
 	char buf[256], *tok, *save = NULL;
 
 	if (nc < 0) {
@@ -192,44 +377,30 @@ static int discover(rn_rail_info *out, int max, const char *spec, int waiting, c
 	}
 	snprintf(buf, sizeof(buf), "%s", spec);
 	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-		char *mark = strchr(tok, ':');
-		struct in_addr a;
-		int found = -1, backup = 0;
+		int found, backup = take_mark(tok, v6, err, errlen), addr;
 
-		if (mark) {
-			if (strcmp(mark, ":backup") != 0) {
-				snprintf(err, errlen, "RI2N_RAILS: '%s': the only mark a rail takes is "
-						      "':backup'", tok);
-				return -1;
-			}
-			*mark = 0;
-			backup = 1;
-		}
+		if (backup < 0)
+			return -1;
 		if (n == max) {
 			snprintf(err, errlen, "RI2N_RAILS lists more than %d rails", max);
 			return -1;
 		}
-		if (inet_pton(AF_INET, tok, &a) == 1) {
-			for (int i = 0; i < nc && found < 0; i++)
-				if (cand[i].ip == ntohl(a.s_addr))
-					found = i;
-		} else {
-			for (int i = 0; i < nc && found < 0; i++)
-				if (strcmp(cand[i].name, tok) == 0)
-					found = i;
-		}
-		if (found < 0 && waiting && inet_pton(AF_INET, tok, &a) != 1 &&
-		    waiting_rail(&out[n], tok) == 0) {
+		found = lookup(cand, nc, tok, v6, &addr, err, errlen);
+		if (found == -2)
+			return -1;
+		if (found < 0 && waiting && !addr && waiting_rail(&out[n], tok) == 0) {
 			out[n++].backup = (uint8_t)backup;
 			continue;
 		}
 		if (found < 0) {
-			snprintf(err, errlen, "RI2N_RAILS: '%s' is not an up interface with an IPv4 "
-					      "address (nor such an address)", tok);
+			snprintf(err, errlen, v6 ? "RI2N_RAILS: '%s' is not an up interface with an "
+						   "IPv4 or IPv6 address (nor such an address)"
+						 : "RI2N_RAILS: '%s' is not an up interface with an "
+						   "IPv4 address (nor such an address)", tok);
 			return -1;
 		}
 		for (int j = 0; j < n; j++) {
-			if (out[j].ip == cand[found].ip) {
+			if (rn_rails_has_addr(&out[j]) && same_addr(&out[j], &cand[found])) {
 				snprintf(err, errlen, "RI2N_RAILS: '%s' names rail '%s' again; each "
 						      "rail is listed once", tok, out[j].name);
 				return -1;
@@ -240,9 +411,10 @@ static int discover(rn_rail_info *out, int max, const char *spec, int waiting, c
 	}
 	if (n == 0)
 		snprintf(err, errlen, "RI2N_RAILS is empty");
-	for (int i = 0; n > 0 && i < n && out[i].ip == 0; i++)
+	for (int i = 0; n > 0 && i < n && !rn_rails_has_addr(&out[i]); i++)
 		if (i == n - 1) {
-			snprintf(err, errlen, "RI2N_RAILS: no listed interface has an IPv4 address yet");
+			snprintf(err, errlen, v6 ? "RI2N_RAILS: no listed interface has an address yet"
+						 : "RI2N_RAILS: no listed interface has an IPv4 address yet");
 			return -1;
 		}
 	for (int i = 0; n > 0 && i < n && out[i].backup; i++)
@@ -257,13 +429,19 @@ static int discover(rn_rail_info *out, int max, const char *spec, int waiting, c
 
 int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, size_t errlen)
 {
-	return discover(out, max, spec, 0, err, errlen);
+	return discover(out, max, spec, 0, 0, err, errlen);
 }
 
 int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
 			      size_t errlen)
 {
-	return discover(out, max, spec, 1, err, errlen);
+	return discover(out, max, spec, 1, 0, err, errlen);
+}
+
+int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *err,
+			  size_t errlen)
+{
+	return discover(out, max, spec, 1, 1, err, errlen);
 }
 
 int rn_rails_with_addr(rn_rail_info *r, int n)
@@ -271,7 +449,7 @@ int rn_rails_with_addr(rn_rail_info *r, int n)
 	int k = 0;
 
 	for (int i = 0; i < n; i++)
-		if (r[i].ip != 0)
+		if (rn_rails_has_addr(&r[i]))
 			r[k++] = r[i];
 	return k;
 }

@@ -1,10 +1,12 @@
 /*
  * rn_rails.h - this host's rails: which interfaces carry ri2n traffic.
  *
- * RI2N_RAILS lists them (interface names or IPv4 addresses, comma
- * separated, in rail order); unset, every up, non-loopback interface with an
- * IPv4 address is a rail, one per subnet, in the order the system lists them.
- * Rails the list puts in one subnet are pinned to their interfaces (`pin`).
+ * RI2N_RAILS lists them (interface names or addresses, comma separated, in
+ * rail order); unset, every up, non-loopback interface with an IPv4 address
+ * is a rail, one per subnet, in the order the system lists them (IPv4 only:
+ * an IPv6 rail is always named).  Rails the list puts in one subnet are
+ * pinned to their interfaces (`pin`); link-local IPv6 rails are told apart by
+ * their interface (their scope) and need no pin.
  */
 #ifndef RN_RAILS_H
 #define RN_RAILS_H
@@ -33,6 +35,29 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
  */
 int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
 			      size_t errlen);
+/*
+ * The same for the engine, which takes IPv6 rails too: an interface named
+ * with no IPv4 address but a global or unique-local IPv6 one is an IPv6
+ * rail; an IPv6 address may be given itself ("2001:2:0:1::1"), a link-local
+ * one with its interface ("fe80::1%eth1"): a link-local rail is only ever
+ * named by its address.  The BTL and the provider publish IPv4 rails only,
+ * and keep rn_rails_discover_waiting.
+ */
+int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *err,
+			  size_t errlen);
+
+/* Whether rail r has its address (either family); 0: it waits for one. */
+static inline int rn_rails_has_addr(const rn_rail_info *r)
+{
+	return r->ip != 0 || r->v6;
+}
+/* Rail r's address with `port`, as sockets and the core take it (link-local: scope set). */
+rn_rail_addr rn_rails_addr(const rn_rail_info *r, uint16_t port);
+/* Whether the address a (its port aside) is rail r's own. */
+int rn_rails_is(const rn_rail_info *r, rn_addr a);
+/* Rail r's address for a person ("198.18.1.1", "2001:2:0:1::1", "fe80::1%3"): buf. */
+const char *rn_rails_str(const rn_rail_info *r, char *buf, size_t len);
+
 /* Keeps the n rails that have an address (in order) at the front of r: returns how many. */
 int rn_rails_with_addr(rn_rail_info *r, int n);
 

@@ -98,6 +98,7 @@ static void stats(void)
 	F(ri2n_stats, nrails);
 	F(ri2n_stats, rail);
 	F(ri2n_stats, copies);
+	F(ri2n_stats, rail6);
 	printf("RI2N_STATS_SIZE_V1 %zu\n", (size_t)RI2N_STATS_SIZE_V1);
 }
 
@@ -113,6 +114,9 @@ static void event(void)
 	F(ri2n_event, remote_rail);
 	F(ri2n_event, cause);
 	F(ri2n_event, missed);
+	F(ri2n_event, peer6);
+	F(ri2n_event, local_rail6);
+	F(ri2n_event, remote_rail6);
 	printf("RI2N_EVENT_SIZE_V1 %zu\n", (size_t)RI2N_EVENT_SIZE_V1);
 }
 

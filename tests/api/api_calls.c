@@ -86,6 +86,7 @@ void test_bad_addresses(void **state)
 	struct sockaddr_in a = sin_of(RAIL1, 7000), z = sin_of(NULL, 7000), zp = sin_of(RAIL1, 0);
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(7000),
 				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_in un = a;
 	socklen_t len = sizeof(a);
 	int fd, v = 1;
 
@@ -95,10 +96,16 @@ void test_bad_addresses(void **state)
 	expect_fail(ri2n_bind(fd, NULL, sizeof(a)), EINVAL);
 	expect_fail(ri2n_bind(fd, SA(&a), sizeof(a) - 1), EINVAL);
 	expect_fail(ri2n_bind(fd, SA(&a), 0), EINVAL);
-	expect_fail(ri2n_bind(fd, SA(&a6), sizeof(a6)), EAFNOSUPPORT);
+	/* IPv6 is a family ri2n takes: ::1 is only no rail of this host's (IPv4 rails) */
+	expect_fail(ri2n_bind(fd, SA(&a6), sizeof(a6)), EADDRNOTAVAIL);
+	expect_fail(ri2n_bind(fd, SA(&a6), sizeof(a)), EINVAL);
+	un.sin_family = AF_UNIX;
+	expect_fail(ri2n_bind(fd, SA(&un), sizeof(un)), EAFNOSUPPORT);
+	expect_fail(ri2n_bind(fd, SA(&un), 1), EINVAL);
 	expect_fail(ri2n_connect(fd, NULL, sizeof(a)), EINVAL);
 	expect_fail(ri2n_connect(fd, SA(&a), sizeof(a) - 1), EINVAL);
-	expect_fail(ri2n_connect(fd, SA(&a6), sizeof(a6)), EAFNOSUPPORT);
+	expect_fail(ri2n_connect(fd, SA(&a6), sizeof(a6) - 1), EINVAL);
+	expect_fail(ri2n_connect(fd, SA(&un), sizeof(un)), EAFNOSUPPORT);
 	expect_fail(ri2n_connect(fd, SA(&z), sizeof(z)), EINVAL);
 	expect_fail(ri2n_connect(fd, SA(&zp), sizeof(zp)), EINVAL);
 	expect_fail(ri2n_getsockname(fd, NULL, &len), EINVAL);

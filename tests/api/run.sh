@@ -6,6 +6,9 @@
 # in the test process or its children, so traffic between the two local
 # addresses goes over loopback inside the namespace.
 #
+# With RI2N_API_V6=1, r1 and r2 also hold 2001:2:0:1::1/64 and
+# 2001:2:0:2::1/64 and the rails are those addresses (tests/api/api_v6.c).
+#
 # As root: a named namespace, ri2n-api-<pid>, removed on exit, also on
 # failure or Ctrl-C.  As any other user (or with RI2N_API_USERNS=1): a user
 # and network namespace of its own (unshare), where the user is root over
@@ -20,6 +23,8 @@ skip() {
 }
 
 command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+rails=r1,r2
+[ "${RI2N_API_V6:-0}" = 1 ] && rails=2001:2:0:1::1,2001:2:0:2::1
 [ -x "$bin" ] || { echo "FAIL: no test binary at $bin"; exit 1; }
 
 # the rails in the current namespace: lo up, r1 and r2 with their addresses
@@ -41,6 +46,11 @@ make_rails() { # [-n NS]
 			echo "FAIL: rail r$i"
 			exit 1
 		fi
+		# nodad: an address under duplicate detection cannot be bound for a second or two
+		if [ "${RI2N_API_V6:-0}" = 1 ] && ! ip "$@" addr add "2001:2:0:$i::1/64" dev "r$i" nodad; then
+			echo "FAIL: rail r$i's IPv6 address"
+			exit 1
+		fi
 	done
 	# 198.18.1.99 (the silent peer of the connect-timeout test) must swallow
 	# datagrams without an answer, not even a failed ARP's host unreachable
@@ -54,7 +64,7 @@ if [ "${RI2N_API_IN_USERNS:-0}" = 1 ]; then
 	# inside the user and network namespace unshare made (below)
 	make_rails
 	echo "user namespace $(readlink /proc/self/ns/user): rails r1 198.18.1.1/24, r2 198.18.2.1/24 ($kind)"
-	RI2N_RAILS=r1,r2 exec "$bin" "$@"
+	RI2N_RAILS=$rails exec "$bin" "$@"
 fi
 if [ "$(id -u)" -ne 0 ] || [ "${RI2N_API_USERNS:-0}" = 1 ]; then
 	command -v unshare >/dev/null || skip "unshare (util-linux) is not installed"
@@ -83,4 +93,4 @@ make_rails -n "$ns"
 echo "namespace $ns: rails r1 198.18.1.1/24, r2 198.18.2.1/24 ($kind)"
 
 # not exec: the trap must run once the test ends
-RI2N_RAILS=r1,r2 ip netns exec "$ns" "$bin" "$@"
+RI2N_RAILS=$rails ip netns exec "$ns" "$bin" "$@"

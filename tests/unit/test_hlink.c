@@ -2,9 +2,10 @@
  * test_hlink.c - the parser of the kernel's link and address events
  * (src/host/rn_hlink.c), fed literal rtnetlink messages as the kernel
  * writes them (little-endian, as on the machines ri2n runs on): an address
- * removed and added, a link down, up without carrier and up, several
- * messages in one read, and what it must skip or stop at (IPv6, routes,
- * a cut message, a broken attribute).
+ * removed and added (IPv4 and IPv6), a link down, up without carrier and
+ * up, several messages in one read, and what it must skip or stop at (an
+ * IPv6 address still under duplicate detection, routes, a cut message, a
+ * broken attribute).
  */
 #include "unit_common.h"
 
@@ -54,6 +55,54 @@ static void test_addr_del_add(void **state)
 	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 4), 1);
 	assert_int_equal(ev[0].type, RN_HLINK_ADDR_ADD);
 	assert_int_equal(ev[0].ip, 0xc6120201u);
+}
+
+/* RTM_DELADDR: 2001:2:0:2::1/64 on interface 3, IFA_ADDRESS alone, as the kernel sends IPv6 */
+static const uint8_t del_addr6[44] = {
+	0x2c, 0, 0, 0, 21, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,     /* nlmsghdr: len 44, type 21 */
+	10, 64, 0x80, 0, 3, 0, 0, 0,                            /* AF_INET6, /64, permanent, 3 */
+	20, 0, 1, 0, 0x20, 0x01, 0, 2, 0, 0, 0, 2,              /* IFA_ADDRESS 2001:2:0:2:: */
+	0, 0, 0, 0, 0, 0, 0, 1,                                 /* ...:0:0:0:1 */
+};
+
+static void test_addr6(void **state)
+{
+	static const uint8_t want[16] = { 0x20, 0x01, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1 };
+	uint8_t m[44];
+	rn_hlink_ev ev[2];
+	rn_addr a;
+
+	(void)state;
+	assert_int_equal(rn_hlink_parse(del_addr6, sizeof(del_addr6), ev, 2), 1);
+	assert_int_equal(ev[0].type, RN_HLINK_ADDR_DEL);
+	assert_int_equal(ev[0].ifindex, 3);
+	assert_int_equal(ev[0].v6, 1);
+	assert_int_equal(ev[0].ip, 0);
+	assert_int_equal(ev[0].prefix, 64);
+	assert_memory_equal(ev[0].ip6, want, 16);
+	a = rn_hlink_addr(&ev[0]);
+	assert_true(a.v6 && a.scope == 0 && memcmp(a.ip6, want, 16) == 0);
+	/* added: reported, unless still tentative (duplicate detection): it cannot be bound yet */
+	memcpy(m, del_addr6, sizeof(m));
+	m[4] = 20;
+	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 2), 1);
+	assert_int_equal(ev[0].type, RN_HLINK_ADDR_ADD);
+	m[18] = 0x40; /* IFA_F_TENTATIVE */
+	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 2), 0);
+	m[18] = 0x08; /* IFA_F_DADFAILED */
+	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 2), 0);
+	/* a tentative address removed is still news */
+	memcpy(m, del_addr6, sizeof(m));
+	m[18] = 0x40;
+	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 2), 1);
+	/* link-local: the event's interface is the address's scope */
+	m[28] = 0xfe;
+	m[29] = 0x80;
+	m[30] = m[31] = m[35] = 0;
+	assert_int_equal(rn_hlink_parse(m, sizeof(m), ev, 2), 1);
+	a = rn_hlink_addr(&ev[0]);
+	assert_true(rn_addr_link_local(a));
+	assert_int_equal(a.scope, 3);
 }
 
 static void test_point_to_point(void **state)
@@ -111,7 +160,7 @@ static void test_several_and_skipped(void **state)
 	size_t n = 0;
 
 	(void)state;
-	memcpy(buf + n, del_addr, 48); /* an IPv6 address: skipped (family 10) */
+	memcpy(buf + n, del_addr, 48); /* IPv6 with a 4-byte address: no address, skipped */
 	buf[n + 16] = 10;
 	n += 48;
 	memcpy(buf + n, del_addr, 48); /* a route (RTM_NEWROUTE): skipped */
@@ -143,6 +192,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_del_add),
+		cmocka_unit_test(test_addr6),
 		cmocka_unit_test(test_point_to_point),
 		cmocka_unit_test(test_link_states),
 		cmocka_unit_test(test_several_and_skipped),

@@ -622,6 +622,57 @@ static void test_addr_strings(void **state)
 			    "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff%4294967295]:65535");
 }
 
+/*
+ * A rail of rn_rails.h as sockets and the core take it: an IPv6 rail's
+ * bytes, a link-local one's interface as its scope; which addresses are its
+ * own; waiting (no address) is either family's absence.
+ */
+static void test_rail_info_addr(void **state)
+{
+	rn_rail_info v4 = { .name = "r1", .ip = 0xc6120101u, .prefix = 24, .ifindex = 4 };
+	rn_rail_info g = { .name = "r2", .prefix = 64, .ifindex = 5, .v6 = 1, .backup = 1,
+			   .ip6 = { 0x20, 0x01, 0, 2, 0, 0, 0, 2 } };
+	rn_rail_info ll = { .name = "r3", .prefix = 64, .ifindex = 6, .v6 = 1,
+			    .ip6 = { 0xfe, 0x80 } };
+	rn_rail_info waiting = { .name = "r4", .ifindex = 7 };
+	rn_rail_addr a;
+	rn_addr x;
+	char b[RN_ADDR_STRLEN];
+
+	(void)state;
+	g.ip6[15] = 1;
+	ll.ip6[15] = 1;
+	assert_true(rn_rails_has_addr(&v4) && rn_rails_has_addr(&g) && rn_rails_has_addr(&ll));
+	assert_false(rn_rails_has_addr(&waiting));
+	a = rn_rails_addr(&v4, 7000);
+	assert_true(!a.v6 && a.ip == v4.ip && a.port == 7000 && a.prefix == 24 && a.scope == 0);
+	a = rn_rails_addr(&g, 7001);
+	assert_true(a.v6 && a.ip == 0 && a.port == 7001 && a.prefix == 64 && a.backup == 1);
+	assert_int_equal(a.scope, 0); /* a global address has no scope */
+	assert_memory_equal(a.ip6, g.ip6, 16);
+	a = rn_rails_addr(&ll, 0);
+	assert_int_equal(a.scope, 6);
+	assert_string_equal(rn_rails_str(&v4, b, sizeof(b)), "198.18.1.1");
+	assert_string_equal(rn_rails_str(&g, b, sizeof(b)), "2001:2:0:2::1");
+	assert_string_equal(rn_rails_str(&ll, b, sizeof(b)), "fe80::1%6");
+	/* its own: the same family and address, a link-local one on its interface or unscoped */
+	x = (rn_addr){ .ip = v4.ip };
+	assert_true(rn_rails_is(&v4, x));
+	assert_false(rn_rails_is(&g, x));
+	x = (rn_addr){ .v6 = 1 };
+	memcpy(x.ip6, g.ip6, 16);
+	assert_true(rn_rails_is(&g, x));
+	assert_false(rn_rails_is(&v4, x));
+	x.ip6[15] = 2;
+	assert_false(rn_rails_is(&g, x));
+	memcpy(x.ip6, ll.ip6, 16);
+	assert_true(rn_rails_is(&ll, x));
+	x.scope = 6;
+	assert_true(rn_rails_is(&ll, x));
+	x.scope = 9;
+	assert_false(rn_rails_is(&ll, x));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_own_error_reported),
 		cmocka_unit_test(test_sa_round_trip),
 		cmocka_unit_test(test_addr_strings),
+		cmocka_unit_test(test_rail_info_addr),
 		cmocka_unit_test(test_v6_socket_only_v6),
 		cmocka_unit_test(test_v6_loopback),
 	};
