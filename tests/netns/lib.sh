@@ -130,6 +130,14 @@ nt_send_bg() { # the same, in the background, leading its own process group
 	NT_PID=$!
 }
 
+# A server in host 2 and a timed stream from host 1 to it, in the background (NT_PID).
+nt_timed_transfer() { # NAME SECONDS [xfer args]
+	local name=$1 secs=$2
+	shift 2
+	nt_serve 2
+	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
+}
+
 # The pid of the ri2n-xfer running in HOST's namespace with ROLE (send|serve).
 nt_xfer_pid() { # HOST ROLE
 	local p

@@ -81,7 +81,7 @@ frames() { # HOST tx|rx
 
 # Runs a timed transfer from h1 to h2 while `fault_script` runs.
 # hole_during NAME RAIL SECS: black-holes host 1's RAIL for SECS during transfer NAME
-# (timed_transfer), then waits for it and checks every byte; sets tf (the fault in place),
+# (nt_timed_transfer), then waits for it and checks every byte; sets tf (the fault in place),
 # th0 (just before the heal) and th (the heal in place)
 hole_during() {
 	tb_fault blackhole 1 "$2" on
@@ -92,13 +92,6 @@ hole_during() {
 	th=$(nt_clock)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/$1.out")"
 	nt_require_verified "$1"
-}
-
-timed_transfer() { # NAME SECONDS [xfer args]
-	local name=$1 secs=$2
-	shift 2
-	nt_serve 2
-	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
 }
 
 case $scenario in
@@ -119,7 +112,7 @@ blackhole | cable)
 	nt_init "$tag" 2 2 1gbit
 	rail=1 # testbed rail 2 (r2), ri2n rail 1
 	[ "$scenario" = cable ] && rail=0 # the rail the handshake ran on
-	timed_transfer x 8
+	nt_timed_transfer x 8
 	sleep 2
 	# times are taken once the fault / heal is in place (applying one takes ~10 ms), but for
 	# a pulled cable, which the kernel's link event reports before the command returns
@@ -140,7 +133,7 @@ blackhole | cable)
 	;;
 one-subnet)
 	nt_init "$tag" 2 2 1gbit --one-subnet
-	timed_transfer x 6
+	nt_timed_transfer x 6
 	sleep 1
 	a1=$(frames 1 tx); b2=$(frames 2 rx)
 	sleep 1
@@ -162,7 +155,7 @@ one-subnet)
 backup)
 	nt_init "$tag" 2 2 1gbit
 	NT_RAILS=r1,r2:backup
-	timed_transfer x 7
+	nt_timed_transfer x 7
 	t0=$(nt_clock)
 	sleep 2.5
 	hole_during x 1 2
@@ -228,7 +221,7 @@ degraded)
 	;;
 flap)
 	nt_init "$tag" 2 2 1gbit
-	timed_transfer x 8
+	nt_timed_transfer x 8
 	sleep 1.5
 	tb_fault flap 1 2 200 5000 >/dev/null
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
@@ -239,7 +232,7 @@ flap)
 	;;
 dark-short)
 	nt_init "$tag" 2 2 1gbit
-	timed_transfer x 6
+	nt_timed_transfer x 6
 	sleep 1.5
 	for r in 1 2; do tb_fault blackhole 1 $r on; done
 	sleep 2
@@ -374,7 +367,7 @@ budget)
 	;;
 four-rails)
 	nt_init "$tag" 2 4 1gbit
-	timed_transfer x 9
+	nt_timed_transfer x 9
 	sleep 1.5
 	tb_fault blackhole 1 2 on
 	tf2=$(nt_clock)
@@ -426,7 +419,7 @@ dup)
 	;;
 iface-gone)
 	nt_init "$tag" 2 2 1gbit
-	timed_transfer x 5
+	nt_timed_transfer x 5
 	sleep 1.5
 	ip -n "$(tb_ns 1)" link del r2 || nt_fail "could not delete r2"
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
@@ -436,7 +429,7 @@ iface-gone)
 	;;
 addr-gone)
 	nt_init "$tag" 2 2 1gbit
-	timed_transfer x 5
+	nt_timed_transfer x 5
 	sleep 1.5
 	ns1=$(tb_ns 1)
 	a=$(tb_addr 1 2) # ri2n rail 1 is r2
@@ -468,7 +461,7 @@ rail-new)
 	a2=$(tb_addr 2 3)
 	ip -n "$ns1" addr del "$a1/24" dev r3 || nt_fail "could not delete $a1 from r3"
 	ip -n "$ns2" addr del "$a2/24" dev r3 || nt_fail "could not delete $a2 from r3"
-	timed_transfer x 4
+	nt_timed_transfer x 4
 	sleep 1.2
 	[ "$(nt_data_between x 2 0 1e12)" -eq 0 ] || nt_fail "DATA on rail 2 before r3 had an address"
 	ta=$(nt_clock)

@@ -71,18 +71,11 @@ link_local() { # HOST RAIL
 	awk '{ sub("/.*", "", $4); print $4; exit }' <<<"$a"
 }
 
-timed_transfer() { # NAME SECONDS [xfer args]
-	local name=$1 secs=$2
-	shift 2
-	nt_serve 2
-	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
-}
-
 case $scenario in
 v6)
 	nt_init "$tag" 2 2 1gbit --v6 all
 	case $(nt_addr 2) in 2001:2:0:1::2) ;; *) nt_fail "the bed's rail 1 is not IPv6: $(nt_addr 2)" ;; esac
-	timed_transfer x 8
+	nt_timed_transfer x 8
 	sleep 2
 	tb_fault blackhole 1 2 on
 	tf=$(nt_clock)
@@ -101,7 +94,7 @@ v6)
 	;;
 v6-addr-gone)
 	nt_init "$tag" 2 2 1gbit --v6 all
-	timed_transfer x 5
+	nt_timed_transfer x 5
 	sleep 1.5
 	ns1=$(tb_ns 1)
 	a=$(tb_addr 1 2) # ri2n rail 1 is r2
@@ -131,7 +124,7 @@ v6-rail-new | v6-rail-new-mixed)
 	a2=$(tb_addr 2 3)
 	ip -n "$ns1" addr del "$a1/64" dev r3 || nt_fail "could not delete $a1 from r3"
 	ip -n "$ns2" addr del "$a2/64" dev r3 || nt_fail "could not delete $a2 from r3"
-	timed_transfer x 4
+	nt_timed_transfer x 4
 	sleep 1.2
 	[ "$(nt_data_between x 2 0 1e12)" -eq 0 ] || nt_fail "DATA on rail 2 before r3 had an address"
 	ip -n "$ns2" addr add "$a2/64" dev r3 nodad || nt_fail "could not add $a2 to r3"
@@ -181,7 +174,7 @@ v6-link-local)
 v6-mixed)
 	nt_init "$tag" 2 2 1gbit --v6 2
 	case $(nt_addr 2) in 198.18.1.2) ;; *) nt_fail "the bed's rail 1 is not IPv4: $(nt_addr 2)" ;; esac
-	timed_transfer x 4
+	nt_timed_transfer x 4
 	# ri2n-stat shows the IPv6 rail's ends in brackets, the IPv4 rail's as before
 	sleep 1.5
 	pid=$(nt_xfer_pid 1 send)
