@@ -138,6 +138,41 @@ nt_timed_transfer() { # NAME SECONDS [xfer args]
 	nt_send_bg "$name" 1 2 --seconds "$secs" "$@"
 }
 
+# A timed stream from host 1 to host 2 (nt_timed_transfer x 4) begun while both hosts' r3
+# (ri2n rail 2) have no address; then the receiver's address comes back, 0.3 s later the
+# sender's (`ip addr add` with ADD_FLAGS).  Checks every byte, that rail 2 carried nothing
+# before, both logs' "new address ... offered" lines and the sender's up event "new rail".
+# Sets ta and tb0 (the clock as the receiver's and the sender's add began) and after (DATA
+# packets on rail 2 since tb0).
+nt_rail_comes() { # PREFIXLEN [ADD_FLAGS...]
+	local plen=$1 ns1 ns2 a1 a2 f
+	shift
+	ns1=$(tb_ns 1)
+	ns2=$(tb_ns 2)
+	a1=$(tb_addr 1 3)
+	a2=$(tb_addr 2 3)
+	ip -n "$ns1" addr del "$a1/$plen" dev r3 || nt_fail "could not delete $a1 from r3"
+	ip -n "$ns2" addr del "$a2/$plen" dev r3 || nt_fail "could not delete $a2 from r3"
+	nt_timed_transfer x 4
+	sleep 1.2
+	[ "$(nt_data_between x 2 0 1e12)" -eq 0 ] || nt_fail "DATA on rail 2 before r3 had an address"
+	ta=$(nt_clock)
+	ip -n "$ns2" addr add "$a2/$plen" dev r3 "$@" || nt_fail "could not add $a2 to r3"
+	sleep 0.3
+	tb0=$(nt_clock)
+	ip -n "$ns1" addr add "$a1/$plen" dev r3 "$@" || nt_fail "could not add $a1 to r3"
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	for f in x:"$a1" serve2:"$a2"; do
+		grep -qF "rail 2 (r3 ${f#*:}/$plen): new address: in use, offered to 1 connection" \
+			"$NT_DIR/${f%%:*}.err" ||
+			nt_fail "${f%%:*}: the log does not say rail 2 was opened on ${f#*:} and offered"
+	done
+	grep -q '^xfer event .* rail=2 up .*cause="new rail"' "$NT_DIR/x.err" ||
+		nt_fail "no rail 2 up event with the cause \"new rail\""
+	after=$(nt_data_between x 2 "$tb0" 1e12)
+}
+
 # The pid of the ri2n-xfer running in HOST's namespace with ROLE (send|serve).
 nt_xfer_pid() { # HOST ROLE
 	local p

@@ -455,29 +455,7 @@ addr-gone)
 	;;
 rail-new)
 	nt_init "$tag" 2 3 1gbit
-	ns1=$(tb_ns 1)
-	ns2=$(tb_ns 2)
-	a1=$(tb_addr 1 3)
-	a2=$(tb_addr 2 3)
-	ip -n "$ns1" addr del "$a1/24" dev r3 || nt_fail "could not delete $a1 from r3"
-	ip -n "$ns2" addr del "$a2/24" dev r3 || nt_fail "could not delete $a2 from r3"
-	nt_timed_transfer x 4
-	sleep 1.2
-	[ "$(nt_data_between x 2 0 1e12)" -eq 0 ] || nt_fail "DATA on rail 2 before r3 had an address"
-	ta=$(nt_clock)
-	ip -n "$ns2" addr add "$a2/24" dev r3 || nt_fail "could not add $a2 to r3"
-	sleep 0.3
-	tb0=$(nt_clock)
-	ip -n "$ns1" addr add "$a1/24" dev r3 || nt_fail "could not add $a1 to r3"
-	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
-	nt_require_verified x
-	for f in x serve2; do
-		grep -q 'rail 2 (r3 .*): new address: in use, offered to 1 connection' "$NT_DIR/$f.err" ||
-			nt_fail "$f: the log does not say rail 2 was opened and offered to the connection"
-	done
-	grep -q '^xfer event .* rail=2 up .*cause="new rail"' "$NT_DIR/x.err" ||
-		nt_fail "no rail 2 up event with the cause \"new rail\""
-	after=$(nt_data_between x 2 "$tb0" 1e12)
+	nt_rail_comes 24
 	[ "$after" -gt 0 ] || nt_fail "rail 2 carried no DATA after r3's addresses came"
 	up=$(nt_event_mono x 2 up "$tb0")
 	nt_note "rail 2 up $(awk -v a="$up" -v b="$tb0" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the sender's \`ip addr add\` began ($(awk -v a="$tb0" -v b="$ta" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the receiver's); $after DATA packets on it"
