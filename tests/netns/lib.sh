@@ -130,6 +130,22 @@ nt_send_bg() { # the same, in the background, leading its own process group
 	NT_PID=$!
 }
 
+# The fault's time and the heal's, and what the sender saw of a rail in between.
+# T_HEAL0 is when the heal command began: the rail may work again before the
+# command returns (T_HEAL), so DATA on it is only counted before T_HEAL0.
+nt_check_outage() { # NAME RAIL T_FAIL T_HEAL [T_HEAL0]
+	local name=$1 rail=$2 tf=$3 th=$4 th0=${5:-$4} down up used
+	down=$(nt_event_mono "$name" "$rail" down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
+	[ -n "$down" ] || nt_fail "$name: rail $rail never reported down after the fault"
+	awk -v d="$down" -v h="$th" 'BEGIN { exit !(d < h) }' ||
+		nt_fail "$name: rail $rail reported down only after the heal"
+	used=$(nt_data_between "$name" "$rail" "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th0")
+	[ "$used" -eq 0 ] || nt_fail "$name: $used DATA packets on rail $rail while it was down"
+	up=$(nt_event_mono "$name" "$rail" up "$th0")
+	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
+	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began (the command took $(awk -v a="$th" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms)"
+}
+
 # A server in host 2 and a timed stream from host 1 to it, in the background (NT_PID).
 nt_timed_transfer() { # NAME SECONDS [xfer args]
 	local name=$1 secs=$2

@@ -57,22 +57,6 @@ scenario=${1:?usage: test_faults.sh SCENARIO}
 # a bed of its own per scenario (nt_init makes its tag of this name: tests/netns/tag.sh)
 tag=faults-$scenario
 
-# The fault's time and the heal's, and what the sender saw of a rail in between.
-# T_HEAL0 is when the heal command began: the rail may work again before the
-# command returns (T_HEAL), so DATA on it is only counted before T_HEAL0.
-check_outage() { # NAME RAIL T_FAIL T_HEAL [T_HEAL0]
-	local name=$1 rail=$2 tf=$3 th=$4 th0=${5:-$4} down up used
-	down=$(nt_event_mono "$name" "$rail" down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
-	[ -n "$down" ] || nt_fail "$name: rail $rail never reported down after the fault"
-	awk -v d="$down" -v h="$th" 'BEGIN { exit !(d < h) }' ||
-		nt_fail "$name: rail $rail reported down only after the heal"
-	used=$(nt_data_between "$name" "$rail" "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th0")
-	[ "$used" -eq 0 ] || nt_fail "$name: $used DATA packets on rail $rail while it was down"
-	up=$(nt_event_mono "$name" "$rail" up "$th0")
-	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
-	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began (the command took $(awk -v a="$th" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms)"
-}
-
 # Frames HOST's r1 and r2 sent (tx) or received (rx) so far, "r1 r2" (/proc/net/dev).
 frames() { # HOST tx|rx
 	tb_exec "$1" cat /proc/net/dev | awk -v f="$([ "$2" = tx ] && echo 11 || echo 3)" '
@@ -125,7 +109,7 @@ blackhole | cable)
 	th=$(nt_clock)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
-	check_outage x $rail "$tf" "$th" "$th0"
+	nt_check_outage x $rail "$tf" "$th" "$th0"
 	# the kernel's link event, not a failed send or the receive count, takes the rail out
 	[ "$scenario" = blackhole ] || grep -q "^xfer event .* rail=$rail down .*cause=\"link down\"" "$NT_DIR/x.err" ||
 		nt_fail "no rail $rail down event with the cause \"link down\""
@@ -149,7 +133,7 @@ one-subnet)
 		[ "${n%:*}" -gt $(( (${n%:*} + ${n#*:}) / 4 )) ] ||
 			nt_fail "an interface carried under a quarter of the frames (h1 tx $s1/$s2, h2 rx $r1/$r2)"
 	done
-	check_outage x 1 "$tf" "$th" "$th0"
+	nt_check_outage x 1 "$tf" "$th" "$th0"
 	nt_ok "one-subnet: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two rails in 198.18.1.0/24, r2 left out and taken back"
 	;;
 backup)
@@ -384,8 +368,8 @@ four-rails)
 	th3=$(nt_clock)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
-	check_outage x 1 "$tf2" "$th2" "$th20"
-	check_outage x 2 "$tf3" "$th3" "$th30"
+	nt_check_outage x 1 "$tf2" "$th2" "$th20"
+	nt_check_outage x 2 "$tf3" "$th3" "$th30"
 	nt_ok "four-rails: two rails failed at different times, both left out and taken back, every byte verified"
 	;;
 mesh)
@@ -446,7 +430,7 @@ addr-gone)
 		nt_fail "no rail 1 down event with the cause \"address removed\""
 	grep -q 'rail 1 (r2 .*): address removed: down' "$NT_DIR/x.err" ||
 		nt_fail "the log does not say rail 1 went down for its address"
-	check_outage x 1 "$tf0" "$th" "$th0"
+	nt_check_outage x 1 "$tf0" "$th" "$th0"
 	after=$(nt_data_between x 1 "$th" 1e12)
 	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
 	down=$(nt_event_mono x 1 down "$tf0")

@@ -32,21 +32,6 @@ source "$(dirname "$0")/lib.sh"
 scenario=${1:?usage: test_v6.sh SCENARIO}
 tag=v6-$scenario
 
-# The rail's down event came between the fault and the heal, no DATA went on it in between,
-# and it was up again after the heal (test_faults.sh's check_outage, in short).
-check_outage() { # NAME RAIL T_FAIL T_HEAL0
-	local name=$1 rail=$2 tf=$3 th0=$4 down up used
-	down=$(nt_event_mono "$name" "$rail" down "$(awk -v t="$tf" 'BEGIN{printf "%.6f", t - 0.1}')")
-	[ -n "$down" ] || nt_fail "$name: rail $rail never reported down after the fault"
-	awk -v d="$down" -v h="$th0" 'BEGIN { exit !(d < h) }' ||
-		nt_fail "$name: rail $rail reported down only after the heal"
-	used=$(nt_data_between "$name" "$rail" "$(awk -v d="$down" 'BEGIN{printf "%.6f", d + 0.05}')" "$th0")
-	[ "$used" -eq 0 ] || nt_fail "$name: $used DATA packets on rail $rail while it was down"
-	up=$(nt_event_mono "$name" "$rail" up "$th0")
-	[ -n "$up" ] || nt_fail "$name: rail $rail not back in use after the heal"
-	nt_note "rail $rail: down $(awk -v a="$down" -v b="$tf" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after the fault, up $(awk -v a="$up" -v b="$th0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after the heal began"
-}
-
 # The sender's summary line of ri2n rail RAIL names IPv6 ends ([addr]) or IPv4 ones.
 rail_family() { # NAME RAIL
 	local l
@@ -89,7 +74,7 @@ v6)
 		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
 			nt_fail "rail $r carried almost nothing"
 	done
-	check_outage x 1 "$tf" "$th0"
+	nt_check_outage x 1 "$tf" "$th0"
 	nt_ok "v6: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two IPv6 rails; rail 1 left out while black-holed and taken back"
 	;;
 v6-addr-gone)
@@ -110,7 +95,7 @@ v6-addr-gone)
 		nt_fail "no rail 1 down event with the cause \"address removed\""
 	grep -q "rail 1 (r2 $a): address removed: down" "$NT_DIR/x.err" ||
 		nt_fail "the log does not say rail 1 ($a) went down for its address"
-	check_outage x 1 "$tf" "$th0"
+	nt_check_outage x 1 "$tf" "$th0"
 	after=$(nt_data_between x 1 "$th" 1e12)
 	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
 	nt_ok "v6-addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its IPv6 address, used again once it was back ($after DATA packets)"
