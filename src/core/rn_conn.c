@@ -165,11 +165,13 @@ int rn_conn_set_rails(rn_conn *c, rn_rail_addr **list, int *count, const rn_rail
 		l = mem->alloc(mem->user, (size_t)(n > 0 ? n : 1) * sizeof(*l));
 		if (!l)
 			return RN_ERR_NOMEM;
+	}
+	memmove(l, a, (size_t)n * sizeof(*l)); /* a may be the old list itself */
+	if (l != *list) {
 		if (*list)
 			mem->free(mem->user, *list);
 		*list = l;
 	}
-	memmove(l, a, (size_t)n * sizeof(*l));
 	*count = n;
 	return 0;
 }

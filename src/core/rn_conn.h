@@ -270,7 +270,8 @@ void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
  * Sets one of c's rail lists (&c->local, &c->nlocal or &c->rails.remote,
  * &c->rails.nremote) to the n addresses at a: a connection holds the rails
  * it knows, not RN_MAX_RAILS of each.  The lists never shrink; one that
- * grows is allocated anew.  RN_ERR_NOMEM leaves it as it was.
+ * grows is allocated anew (a may point into the old one).  RN_ERR_NOMEM
+ * leaves it as it was.
  */
 int rn_conn_set_rails(rn_conn *c, rn_rail_addr **list, int *count, const rn_rail_addr *a, int n);
 int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
