@@ -473,6 +473,7 @@ static void atfork_child(void)
 	rn_publish_forget();
 	rn_netlink_forget();
 	rn_inline_forget();
+	rn_etimer_forget();
 	g_kicked = 0;
 	pthread_mutex_unlock(&g.mu);
 	rn_host_fork_release();
@@ -513,8 +514,11 @@ int rn_engine_start(void)
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* ACK delays are hundreds of microseconds: timers must not round to ms */
-	event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+	/*
+	 * ACK delays are hundreds of microseconds, but those timers are the
+	 * engine's own (rn_etimer.h): libevent's are coarse, and a precise one
+	 * would cost a timerfd_settime on every turn
+	 */
 	event_config_require_features(ec, EV_FEATURE_EARLY_CLOSE);
 	t_making = 1;
 	g.base = event_base_new_with_config(ec);
@@ -529,7 +533,7 @@ int rn_engine_start(void)
 	g.wake_ev = event_new(g.base, g.wake_fd, EV_READ | EV_PERSIST, on_wake, NULL);
 	event_add(g.wake_ev, NULL);
 	rn_netlink_start();
-	rc = rn_inline_init();
+	rc = rn_etimer_init();
 	if (rc)
 		goto out;
 	/* the user's signal handlers never run on the engine thread */

@@ -23,7 +23,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,86 +40,9 @@
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
 
 static struct {
-	int tfd;                 /* the inline timer (CLOCK_MONOTONIC, absolute) */
-	struct event *tev;
-	uint64_t tfd_at;         /* when it is set to fire, UINT64_MAX: disarmed */
-	struct rn_stream *tpend; /* streams whose expiry is before their libevent timer */
 	struct rn_stream *held;  /* streams whose bytes an epoll wait reported from the core */
 	uint8_t buf[TAKE_CHUNK];
-} g = { .tfd = -1, .tfd_at = UINT64_MAX };
-
-/* ---- the inline timer ---- */
-
-/*
- * Moves the timer earlier only: a later time (an ACK sent with the reply
- * moved an expiry from 200 us to the 20 ms RTO, every message of a
- * ping-pong) leaves it where it is, and the early firing finds nothing due
- * and hands the streams to the engine's own timers.  One firing per delayed
- * ACK period instead of two timerfd_settime calls per message (420 ns each).
- */
-static void tfd_set(uint64_t at)
-{
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-
-	if (at >= g.tfd_at || g.tfd < 0)
-		return;
-	if (at != UINT64_MAX) {
-		/* 0 would disarm it: a time already past fires at once as 1 ns */
-		its.it_value.tv_sec = (time_t)(at / 1000000000u);
-		its.it_value.tv_nsec = (long)(at % 1000000000u);
-		if (at == 0)
-			its.it_value.tv_nsec = 1;
-	}
-	if (timerfd_settime(g.tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-		g.tfd_at = at;
-}
-
-static void tpend_remove(struct rn_stream *st)
-{
-	for (struct rn_stream **pp = &g.tpend; *pp; pp = &(*pp)->tpend_next) {
-		if (*pp == st) {
-			*pp = st->tpend_next;
-			break;
-		}
-	}
-	st->tpend = 0;
-	st->tpend_next = NULL;
-}
-
-/*
- * The earliest expiry of the listed streams (each as it was when last
- * armed: an expiry only moves when its stream is driven, which arms it
- * again); the timerfd follows it.
- */
-static void tfd_follow(void)
-{
-	uint64_t at = UINT64_MAX;
-
-	for (struct rn_stream *x = g.tpend; x; x = x->tpend_next)
-		if (x->tpend_at < at)
-			at = x->tpend_at;
-	tfd_set(at);
-}
-
-void rn_inline_arm(struct rn_stream *st, uint64_t exp)
-{
-	uint64_t was = st->tpend ? st->tpend_at : UINT64_MAX;
-
-	RN_OWNS_HOST();
-	if (exp < st->armed_ns) {
-		if (!st->tpend) {
-			st->tpend = 1;
-			st->tpend_next = g.tpend;
-			g.tpend = st;
-		}
-		st->tpend_at = exp;
-	} else if (st->tpend) {
-		tpend_remove(st); /* the engine's own timer comes first: enough */
-	}
-	/* the timer moves only if this stream held the earliest expiry, or now does */
-	if ((st->tpend && st->tpend_at < g.tfd_at) || was == g.tfd_at)
-		tfd_follow();
-}
+} g;
 
 static void held_remove(struct rn_stream *st)
 {
@@ -139,60 +61,11 @@ void rn_inline_stream_gone(struct rn_stream *st)
 	RN_OWNS_HOST();
 	if (st->held)
 		held_remove(st);
-	if (!st->tpend)
-		return;
-	tpend_remove(st);
-	if (!rn_host_inline())
-		tfd_follow();
-}
-
-/* Engine: an expiry an inline thread set has come; the streams get their timers. */
-static void on_inline_timer(evutil_socket_t fd, short what, void *arg)
-{
-	uint64_t v, now;
-
-	(void)what;
-	(void)arg;
-	if (rn_sys_read(fd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: re-armed meanwhile */
-	}
-	rn_host_lock();
-	g.tfd_at = UINT64_MAX;
-	now = rn_now_ns();
-	while (g.tpend) {
-		struct rn_stream *st = g.tpend;
-
-		tpend_remove(st);
-		if (rn_conn_expiry(st->conn) <= now)
-			rn_stream_fire_timer(st, now); /* also re-arms its libevent timer */
-		else
-			rn_engine_dirty(st); /* serviced below: arms the libevent timer */
-	}
-	rn_stream_service_dirty();
-	rn_host_unlock();
-}
-
-int rn_inline_init(void)
-{
-	g.tfd = rn_sys_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (g.tfd < 0)
-		return -errno;
-	g.tfd = rn_fd_own_high(g.tfd);
-	g.tfd_at = UINT64_MAX;
-	g.tev = event_new(rn_engine_base(), g.tfd, EV_READ | EV_PERSIST, on_inline_timer, NULL);
-	if (!g.tev)
-		return -ENOMEM;
-	rn_ev_add(g.tev, NULL);
-	return 0;
 }
 
 void rn_inline_forget(void)
 {
 	rn_inline_wait_forget();
-	g.tfd = -1; /* closed with the engine's other descriptors */
-	g.tev = NULL;
-	g.tfd_at = UINT64_MAX;
-	g.tpend = NULL;
 	g.held = NULL;
 }
 
@@ -290,7 +163,7 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 		more |= rn_stream_flush(st, now);
 		exp = rn_conn_expiry(st->conn);
 	}
-	rn_inline_arm(st, exp);
+	rn_stream_arm(st, exp);
 	return more || rn_conn_state(st->conn) != RN_ST_ESTABLISHED ||
 	       (bytes_count && rn_conn_peek(st->conn, &d) != RN_ERR_AGAIN);
 }
@@ -513,14 +386,13 @@ int rn_inline_connect(rn_sock *s, const rn_hsa *a)
 	st = s->stream;
 	if (rc == 0 && st) {
 		/*
-		 * The INIT goes out from here and its resend is the inline timer's;
-		 * the rest of the handshake is the engine's, woken by the INIT_ACK
-		 * (the stream's libevent timer is armed at its first service there).
+		 * The INIT goes out from here, its resend on the engine's timer;
+		 * the rest of the handshake is the engine's, woken by the INIT_ACK.
 		 */
 		now = rn_core_time(rn_now_ns());
 		if (!rn_stream_flush(st, now))
 			rn_stream_undirty(st);
-		rn_inline_arm(st, rn_conn_expiry(st->conn));
+		rn_stream_arm(st, rn_conn_expiry(st->conn));
 	}
 	rn_inline_finish(NULL);
 	rn_host_leave_inline();

@@ -15,11 +15,10 @@
  * bytes the user wrote into the descriptor go before inline bytes, bytes
  * the engine already put into the descriptor are read before the core's.
  *
- * Timers: an inline thread may make a connection's next expiry earlier than
- * the engine's libevent timer for it (an ACK owed in 200 us).  It cannot arm
- * libevent, so one timerfd per process, watched by the engine, stands in:
- * set to the earliest such expiry, it wakes the engine only when one is
- * really due (rn_inline_arm).
+ * Timers: an inline thread that moves a connection's next expiry (an ACK
+ * owed in 200 us) sets the connection's engine timer itself (rn_etimer.h:
+ * the engine's timers are not libevent's), which wakes the engine only when
+ * one is really due.
  */
 #ifndef RN_INLINE_H
 #define RN_INLINE_H
@@ -114,12 +113,8 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 /* The sockets of epoll set ep_id whose bytes still wait in the core (before a wait). */
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max);
 
-/* A stream's core expiry (rn_conn_expiry: exp) may have moved: keeps the inline timer right (host lock). */
-void rn_inline_arm(struct rn_stream *st, uint64_t exp);
 /* A stream is about to be freed (host lock). */
 void rn_inline_stream_gone(struct rn_stream *st);
-/* Engine start: the inline timer's descriptor and event.  0 or -errno. */
-int rn_inline_init(void);
 /* After fork, in the child. */
 void rn_inline_forget(void);
 

@@ -163,8 +163,7 @@ static void port_free(rn_port *p)
 	if (p->lis)
 		rn_listener_wipe(p->lis);
 	free(p->lis);
-	if (p->fallback)
-		rn_ev_free(p->fallback);
+	rn_etimer_set(&p->fallback, UINT64_MAX);
 	if (p->defq)
 		free(p->defq[0].buf);
 	free(p->defq);
@@ -231,10 +230,7 @@ rn_port *rn_port_open(uint32_t mask, uint16_t number, int same_number, int *err)
 			rc = rn_hrxbuf_init(&g_rx, RN_HGRO_BUF, RX_TURN);
 		if (rc == 0)
 			rc = open_all(p, rails, which, n, number, same_number);
-		if (rc == 0) {
-			p->fallback = evtimer_new(rn_engine_base(), rn_port_on_fallback, p);
-			rc = p->fallback ? 0 : -ENOMEM;
-		}
+		rn_etimer_prep(&p->fallback, rn_port_on_fallback);
 		if (rc == 0) {
 			p->number = same_number ? p->addrs[0].port : 0;
 			p->mask = mask;

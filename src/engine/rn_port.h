@@ -16,6 +16,7 @@
 
 #include "rn_core.h"
 #include "rn_engine.h"
+#include "rn_etimer.h"
 #include "rn_handoff.h"
 #include "rn_hsock.h"
 #include "rn_htab.h"
@@ -67,7 +68,7 @@ typedef struct rn_port {
 	uint64_t inline_ns;     /* the last inline wait's end or read */
 	uint64_t turn_ns;       /* mean time from a wait's end to the next one (rn_handoff.h) */
 	uint64_t check_ns;      /* the fallback's period while threads keep the port (rn_handoff.h) */
-	struct event *fallback;
+	rn_etimer fallback;     /* the hand-off's look (rn_port_handoff.c) */
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;
 	int ndef;

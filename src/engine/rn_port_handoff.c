@@ -6,6 +6,7 @@
  * serves takes them back for it.  The sockets themselves are in rn_port.c.
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/time.h>
 
@@ -90,15 +91,13 @@ int rn_port_inline_driven(const rn_port *p, uint64_t now)
 static void arm_fallback(rn_port *p, uint64_t now)
 {
 	uint64_t d = p->check_ns ? p->check_ns : RN_HANDOFF_NS;
-	struct timeval tv;
 
 	if (!p->nwait && p->inline_ns && now - p->inline_ns < handoff_ns(p) &&
 	    p->inline_ns + handoff_ns(p) - now > d)
 		d = p->inline_ns + handoff_ns(p) - now;
 	if (d < 100000)
 		d = 100000;
-	tv = (struct timeval){ (time_t)(d / 1000000000), (suseconds_t)(d / 1000 % 1000000) };
-	rn_ev_add(p->fallback, &tv);
+	rn_etimer_set(&p->fallback, now + d);
 }
 
 /* Any socket of the port readable: read them, unless inline threads do. */
@@ -160,26 +159,24 @@ void rn_port_sock_sleeps(rn_sock *s)
 	rn_host_unlock();
 }
 
-/* The engine kept off the port for inline threads: take it back once they are gone. */
-void rn_port_on_fallback(evutil_socket_t fd, short what, void *arg)
+/*
+ * The engine kept off the port for inline threads: take it back once they
+ * are gone (an engine timer: under the host lock, the dirty serviced after).
+ */
+void rn_port_on_fallback(rn_etimer *t, uint64_t now)
 {
-	rn_port *p = arg;
+	rn_port *p = (rn_port *)((char *)t - offsetof(rn_port, fallback));
 
-	(void)fd;
-	(void)what;
-	rn_host_lock();
-	if (p->rx_off) {
-		/* a thread back within the period will wait again: keep off (no toggling) */
-		if (rn_port_inline_driven(p, rn_now_ns())) {
-			p->check_ns = rn_handoff_check(p->check_ns);
-			arm_fallback(p, rn_now_ns());
-		} else {
-			rn_port_rx_set(p, 1);
-			rn_port_read(p);
-			rn_stream_service_dirty();
-		}
+	if (!p->rx_off)
+		return;
+	/* a thread back within the period will wait again: keep off (no toggling) */
+	if (rn_port_inline_driven(p, now)) {
+		p->check_ns = rn_handoff_check(p->check_ns);
+		arm_fallback(p, now);
+	} else {
+		rn_port_rx_set(p, 1);
+		rn_port_read(p);
 	}
-	rn_host_unlock();
 }
 
 void rn_port_wake_waiters(rn_port *p)

@@ -26,6 +26,6 @@ void rn_port_rx_set(rn_port *p, int on);
 int rn_port_inline_driven(const rn_port *p, uint64_t now);
 /* libevent callbacks: a socket of the port is readable; the hand-off's fallback look. */
 void rn_port_on_readable(evutil_socket_t fd, short what, void *arg);
-void rn_port_on_fallback(evutil_socket_t fd, short what, void *arg);
+void rn_port_on_fallback(rn_etimer *t, uint64_t now);
 
 #endif

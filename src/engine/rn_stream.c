@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -92,7 +93,7 @@ static void leave_peer(rn_stream *st)
 		rn_engine_dirty(rn_conn_user(keeper));
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg);
+static void on_timer(rn_etimer *t, uint64_t now);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
 rn_stream *rn_stream_new(rn_conn *c, rn_port *p, rn_sock *s)
@@ -106,13 +107,10 @@ rn_stream *rn_stream_new(rn_conn *c, rn_port *p, rn_sock *s)
 	st->sock = s;
 	st->fd = s->eng_fd;
 	st->id = rn_conn_id(c);
-	st->armed_ns = UINT64_MAX;
-	st->tev = evtimer_new(rn_engine_base(), on_timer, st);
+	rn_etimer_prep(&st->tm, on_timer);
 	st->rev = event_new(rn_engine_base(), st->fd, EV_READ | EV_PERSIST, on_user_readable, st);
 	st->wev = event_new(rn_engine_base(), st->fd, EV_WRITE, on_user_writable, st);
-	if (!st->tev || !st->rev || !st->wev || rn_port_add(p, st, st->id)) {
-		if (st->tev)
-			rn_ev_free(st->tev);
+	if (!st->rev || !st->wev || rn_port_add(p, st, st->id)) {
 		if (st->rev)
 			rn_ev_free(st->rev);
 		if (st->wev)
@@ -245,7 +243,7 @@ static void stream_free(rn_stream *st)
 	leave_peer(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
-	rn_ev_free(st->tev);
+	rn_etimer_set(&st->tm, UINT64_MAX);
 	rn_ev_free(st->rev);
 	rn_ev_free(st->wev);
 	rn_conn_del(st->conn);
@@ -450,26 +448,10 @@ int rn_stream_flush(rn_stream *st, uint64_t now)
 	return sent == SERVICE_BUDGET;
 }
 
-static void arm_timer(rn_stream *st, uint64_t now)
+void rn_stream_arm(rn_stream *st, uint64_t exp)
 {
-	uint64_t exp = rn_conn_expiry(st->conn);
-
-	if (rn_host_inline()) { /* no libevent here: the inline timer stands in */
-		rn_inline_arm(st, exp);
-		return;
-	}
-
-	if (exp == st->armed_ns)
-		return;
-	st->armed_ns = exp;
-	if (exp == UINT64_MAX) {
-		rn_ev_del(st->tev);
-	} else {
-		uint64_t d = exp > now ? exp - now : 0;
-		struct timeval tv = { (time_t)(d / 1000000000), (suseconds_t)(d % 1000000000 / 1000) };
-
-		rn_ev_add(st->tev, &tv);
-	}
+	if (exp != st->tm.at)
+		rn_etimer_set(&st->tm, exp);
 }
 
 /*
@@ -537,7 +519,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 		close_user_end(st, 0);
 	if (more)
 		rn_engine_dirty(st);
-	arm_timer(st, now);
+	rn_stream_arm(st, rn_conn_expiry(st->conn));
 }
 
 void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, size_t len,
@@ -549,7 +531,7 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 {
-	st->armed_ns = UINT64_MAX;
+	rn_etimer_set(&st->tm, UINT64_MAX);
 	if (rn_conn_verdict_pending(st->conn, now))
 		rn_port_read(st->port); /* the suspect rail's packets may wait in its socket */
 	now = rn_core_time(now); /* the caller's may predate datagrams read since */
@@ -562,18 +544,15 @@ void rn_stream_fire_timer(rn_stream *st, uint64_t now)
 	rn_stream_service(st, now);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
+/* The engine's timer (rn_etimer.c: under the host lock, the dirty serviced after). */
+static void on_timer(rn_etimer *t, uint64_t now)
 {
-	rn_stream *st = arg;
+	rn_stream *st = (rn_stream *)((char *)t - offsetof(rn_stream, tm));
 
-	(void)fd;
-	(void)what;
-	rn_host_lock();
+	(void)now;
 	/* datagrams an inline thread left unread come before the timer's verdicts */
 	rn_port_catch_up(st->port);
 	rn_stream_fire_timer(st, rn_now_ns());
-	rn_stream_service_dirty();
-	rn_host_unlock();
 }
 
 static void on_user_readable(evutil_socket_t fd, short what, void *arg)

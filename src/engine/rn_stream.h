@@ -16,6 +16,7 @@
 
 #include "rn_core.h"
 #include "rn_engine.h"
+#include "rn_etimer.h"
 #include "rn_port.h"
 
 /*
@@ -29,8 +30,8 @@ typedef struct rn_stream {
 	rn_sock *sock;
 	uint64_t id;
 	int fd;                  /* B, the engine's end of the socketpair; -1 once closed */
-	struct event *rev, *wev, *tev;
-	uint64_t armed_ns;
+	struct event *rev, *wev;
+	rn_etimer tm;            /* the core's expiry as armed (tm.at), UINT64_MAX: none */
 	size_t junk_left;        /* bytes to discard before the user's data */
 	uint8_t user_ready;      /* the watched descriptor said readable: take() is due */
 	uint8_t rd_on, dirty, user_eof, fin_queued, eof_sent, reset_done, gone, connected;
@@ -45,13 +46,9 @@ typedef struct rn_stream {
 	 * the end) into the socketpair since an inline reader last found it
 	 * empty, so those come first; pair_tx: a fast send once left bytes in
 	 * the socketpair for lack of room, so inline threads making room move
-	 * such bytes up too (sticky: a bulk writer may do it again any time);
-	 * tpend: on the inline timer's list because
-	 * the core's expiry is earlier than the libevent timer armed.
+	 * such bytes up too (sticky: a bulk writer may do it again any time).
 	 */
-	uint8_t pair_rx, pair_tx, tpend;
-	uint64_t tpend_at;       /* its expiry when it was put on the inline timer's list */
-	struct rn_stream *tpend_next;
+	uint8_t pair_rx, pair_tx;
 	/* held: its bytes stay in the core, reported to an epoll wait (rn_inline_held) */
 	uint8_t held;
 	uint64_t held_ns;        /* when an epoll wait last reported it */
@@ -88,6 +85,8 @@ void rn_stream_undirty(struct rn_stream *st);
 int rn_stream_flush(struct rn_stream *st, uint64_t now);
 /* The stream's timer passed: runs the core's timers, then services it (engine). */
 void rn_stream_fire_timer(struct rn_stream *st, uint64_t now);
+/* The core's expiry (rn_conn_expiry) is exp: sets the stream's engine timer for it (host lock). */
+void rn_stream_arm(struct rn_stream *st, uint64_t exp);
 
 /*
  * Engine side of the socket commands; each returns 0 or -errno.  create
