@@ -1,6 +1,6 @@
 /*
  * rn_inline.c - application threads driving their connections themselves
- * (see rn_inline.h): the inline timer, one connection served inline, epoll
+ * (see rn_inline.h): one connection served inline, epoll
  * readiness from the core, the descriptor.  Waits are in rn_inline_wait.c,
  * sending and receiving in rn_inline_io.c.
  *
@@ -112,14 +112,8 @@ int rn_inline_ok_to_recv(const struct rn_stream *st)
 }
 
 /*
- * Sends what the core owes, runs timers already due, keeps the inline timer
- * right.  Returns 1 if the engine must look at the stream (more to send than
- * one turn's budget, the connection ending, bytes in the core nobody takes).
- */
-
-/*
- * Sends what the core owes, runs timers already due, keeps the inline timer
- * right.  Returns 1 if the engine must look at the stream (not established
+ * Sends what the core owes, runs timers already due, sets the stream's
+ * timer for the next.  Returns 1 if the engine must look at the stream (not established
  * or ending, more to send than one turn's budget, bytes in the core nobody
  * takes); then nothing was done if it is not established.
  */
