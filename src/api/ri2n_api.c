@@ -461,7 +461,7 @@ static int name_of_handed(int fd, struct sockaddr *addr, socklen_t *len, int pee
 {
 	rn_hsa local = { .sa = { 0 } }, remote = { .sa = { 0 } };
 
-	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, &local.v4, &remote.v4) < 0)
+	if (err != ENOTSOCK || rn_sandbox_on() || rn_pairname_get(fd, &local, &remote) < 0)
 		return rn_api_fail(err);
 	if (!addr || !len)
 		return rn_api_fail(EINVAL);

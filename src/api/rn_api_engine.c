@@ -62,5 +62,15 @@ int rn_api_sandbox_on(void)
 
 int rn_api_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer)
 {
-	return rn_pairname_get(fd, local, peer);
+	rn_hsa l, p;
+
+	/* the shim converts IPv4 connections only: an IPv6 one is not its */
+	if (rn_pairname_get(fd, &l, &p) < 0 || l.sa.sa_family != AF_INET ||
+	    p.sa.sa_family != AF_INET)
+		return -1;
+	if (local)
+		*local = l.v4;
+	if (peer)
+		*peer = p.v4;
+	return 0;
 }

@@ -12,6 +12,8 @@
  *
  *     "\0ri2n <pid>.<n> <local ip>:<port> <peer ip>:<port>"
  *
+ * (an IPv6 address as "[<32 hex digits>]" or "[<32 hex digits>%<scope>]")
+ *
  * <pid>.<n> makes the name unique in the network namespace (abstract names
  * are per namespace; a name lives as long as B).  Only the engine can name
  * B, so a process cannot give one of its own sockets a ri2n connection's
@@ -62,24 +64,39 @@ static int my_pid(void)
 	return pid;
 }
 
-static int put_sin(char *out, size_t cap, const struct sockaddr_in *a)
+/*
+ * "a.b.c.d:port" for IPv4; for IPv6 "[<32 hex digits>%<scope>]:port" (the
+ * scope only if not 0): two IPv6 addresses as text ("[...]:port", up to 47
+ * characters each) need not fit the 107 bytes of a name, as digits they do
+ * (scopes of small interface numbers too).
+ */
+static int put_sa(char *out, size_t cap, const rn_hsa *a)
 {
 	char ip[INET_ADDRSTRLEN];
 
-	if (!inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)))
+	if (a->sa.sa_family == AF_INET6) {
+		int n = snprintf(out, cap, "[");
+
+		for (int i = 0; i < 16 && n > 0 && (size_t)n < cap; i++)
+			n += snprintf(out + n, cap - (size_t)n, "%02x", a->v6.sin6_addr.s6_addr[i]);
+		if (n > 0 && (size_t)n < cap && a->v6.sin6_scope_id)
+			n += snprintf(out + n, cap - (size_t)n, "%%%u", a->v6.sin6_scope_id);
+		if (n > 0 && (size_t)n < cap)
+			n += snprintf(out + n, cap - (size_t)n, "]:%u", ntohs(a->v6.sin6_port));
+		return n > 0 && (size_t)n < cap ? n : -1;
+	}
+	if (a->sa.sa_family != AF_INET || !inet_ntop(AF_INET, &a->v4.sin_addr, ip, sizeof(ip)))
 		return -1;
-	return snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+	return snprintf(out, cap, "%s:%u", ip, ntohs(a->v4.sin_port));
 }
 
 void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 {
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
-	char l[32], p[32];
+	char l[64], p[64];
 	int saved = errno;
 
-	/* IPv4 only: two IPv6 addresses and ports may not fit the 107 bytes of a name */
-	if (eng_fd < 0 || local->sa.sa_family != AF_INET || peer->sa.sa_family != AF_INET ||
-	    put_sin(l, sizeof(l), &local->v4) < 0 || put_sin(p, sizeof(p), &peer->v4) < 0)
+	if (eng_fd < 0 || put_sa(l, sizeof(l), local) < 0 || put_sa(p, sizeof(p), peer) < 0)
 		return;
 	/* a name another socket holds (a stale one after pid reuse): the next number */
 	for (int tries = 0; tries < 4; tries++) {
@@ -88,7 +105,7 @@ void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 				   my_pid(), n, l, p);
 
 		if (len <= 0 || (size_t)len >= sizeof(un.sun_path) - 1)
-			break;
+			break; /* too long (IPv6 with large scopes): unnamed */
 		if (rn_sys_bind(eng_fd, (struct sockaddr *)&un,
 				(socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len)) == 0 ||
 		    errno != EADDRINUSE)
@@ -97,10 +114,39 @@ void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 	errno = saved;
 }
 
-/* "a.b.c.d:port" at *s (up to a space or the end) into *a; the text after it, or NULL. */
-static const char *get_sin(const char *s, const char *end, struct sockaddr_in *a)
+static int hex_digit(char c)
 {
-	char buf[32], *colon, *stop;
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* put_sa's IPv6 address "<32 hex digits>[%scope]" in buf into *a; 0 or -1. */
+static int get_v6(const char *buf, struct sockaddr_in6 *a)
+{
+	char *stop;
+
+	for (int i = 0; i < 16; i++) {
+		int hi = hex_digit(buf[2 * i]), lo = hi < 0 ? -1 : hex_digit(buf[2 * i + 1]);
+
+		if (lo < 0)
+			return -1;
+		a->sin6_addr.s6_addr[i] = (uint8_t)(hi << 4 | lo);
+	}
+	buf += 32;
+	if (*buf == '%') {
+		unsigned long scope = strtoul(buf + 1, &stop, 10);
+
+		if (stop == buf + 1 || *stop || scope > UINT32_MAX)
+			return -1;
+		a->sin6_scope_id = (uint32_t)scope;
+		return 0;
+	}
+	return *buf ? -1 : 0;
+}
+
+/* An address as put_sa wrote it at *s (up to a space or the end) into *a; the text after it, or NULL. */
+static const char *get_sa(const char *s, const char *end, rn_hsa *a)
+{
+	char buf[64], *colon, *stop;
 	size_t n = 0;
 	unsigned long port;
 
@@ -112,22 +158,28 @@ static const char *get_sin(const char *s, const char *end, struct sockaddr_in *a
 	if (!colon)
 		return NULL;
 	*colon = 0;
-	memset(a, 0, sizeof(*a));
-	a->sin_family = AF_INET;
-	if (inet_pton(AF_INET, buf, &a->sin_addr) != 1)
-		return NULL;
 	port = strtoul(colon + 1, &stop, 10);
 	if (stop == colon + 1 || *stop || port > 65535)
 		return NULL;
-	a->sin_port = htons((in_port_t)port);
-	return s + n;
+	memset(a, 0, sizeof(*a));
+	if (buf[0] == '[') {
+		if (colon == buf || colon[-1] != ']')
+			return NULL;
+		colon[-1] = 0;
+		a->v6.sin6_family = AF_INET6;
+		a->v6.sin6_port = htons((in_port_t)port);
+		return get_v6(buf + 1, &a->v6) == 0 ? s + n : NULL;
+	}
+	a->v4.sin_family = AF_INET;
+	a->v4.sin_port = htons((in_port_t)port);
+	return inet_pton(AF_INET, buf, &a->v4.sin_addr) == 1 ? s + n : NULL;
 }
 
-int rn_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer)
+int rn_pairname_get(int fd, rn_hsa *local, rn_hsa *peer)
 {
 	struct sockaddr_un un;
 	socklen_t len = sizeof(un);
-	struct sockaddr_in l, p;
+	rn_hsa l, p;
 	const char *s, *end;
 	int saved = errno, ok = 0;
 
@@ -137,8 +189,8 @@ int rn_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer)
 		s = un.sun_path + 1 + strlen(PREFIX);
 		end = (const char *)&un + len;
 		s = memchr(s, ' ', (size_t)(end - s)); /* past <pid>.<n> */
-		if (s && (s = get_sin(s + 1, end, &l)) && s < end && *s == ' ' &&
-		    (s = get_sin(s + 1, end, &p)) && s == end)
+		if (s && (s = get_sa(s + 1, end, &l)) && s < end && *s == ' ' &&
+		    (s = get_sa(s + 1, end, &p)) && s == end)
 			ok = 1;
 	}
 	errno = saved;

@@ -25,6 +25,6 @@ void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer);
  * NULL), or -1 (not one, or fd is no socket).  One getpeername system call.
  * Keeps errno.
  */
-int rn_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer);
+int rn_pairname_get(int fd, rn_hsa *local, rn_hsa *peer);
 
 #endif

@@ -4,7 +4,7 @@
  * and the stream is the same stream.
  *
  * The events of an IPv6 connection carry its addresses in their IPv6
- * fields.
+ * fields; a forked child reads an inherited IPv6 connection's names.
  *
  * Runs inside run.sh's namespace with RI2N_API_V6=1: r1 and r2 then also
  * hold 2001:2:0:1::1/64 and 2001:2:0:2::1/64, and the rails are those two
@@ -18,6 +18,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api_harness.h"
@@ -190,6 +191,67 @@ static void test_v6_bind_rail2(void **state)
 	assert_int_equal(ri2n_close(l), 0);
 }
 
+/*
+ * In a forked child (no ri2n state of its own for them) the inherited
+ * descriptors still name their IPv6 connections: the owner's engine wrote
+ * the addresses on their socketpairs.  0 if every name is right, else the
+ * number of the first wrong one.
+ */
+static int child_names(int c, int s, const struct sockaddr_in6 *to, const struct sockaddr_in6 *peer)
+{
+	struct { int fd, peer; const struct sockaddr_in6 *want; } q[] = {
+		{ c, 1, to }, { s, 0, to }, { s, 1, peer },
+	};
+
+	for (int i = 0; i < 3; i++) {
+		struct sockaddr_in6 got;
+		socklen_t len = sizeof(got);
+		int rc = q[i].peer ? ri2n_getpeername(q[i].fd, SA(&got), &len)
+				   : ri2n_getsockname(q[i].fd, SA(&got), &len);
+
+		if (rc < 0 || len != sizeof(got) || got.sin6_family != AF_INET6 ||
+		    got.sin6_port != q[i].want->sin6_port ||
+		    memcmp(&got.sin6_addr, &q[i].want->sin6_addr, sizeof(got.sin6_addr)) != 0)
+			return 10 + i;
+	}
+	/* ri2n_getsockname on the connecting end: its rail-1 address, some port */
+	{
+		struct sockaddr_in6 got;
+		socklen_t len = sizeof(got);
+
+		if (ri2n_getsockname(c, SA(&got), &len) < 0 || got.sin6_family != AF_INET6 ||
+		    got.sin6_port != peer->sin6_port)
+			return 20;
+	}
+	return 0;
+}
+
+static void test_v6_handed(void **state)
+{
+	struct sockaddr_in6 to, peer;
+	uint16_t port;
+	int l = listen6(NULL, &port), c = ri2n_socket(), s, st;
+	pid_t pid;
+
+	(void)state;
+	to = sin6_of(V6_RAIL1, port);
+	assert_int_equal(ri2n_connect(c, SA(&to), sizeof(to)), 0);
+	s = accept6(l, &peer);
+	flow2(c, s, 64 * KIB, 64 * KIB, 0, 63); /* both ends established and named */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(child_names(c, s, &to, &peer));
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the forked child read a wrong name (check %d)",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	flow2(c, s, 256 * KIB, 256 * KIB, 1, 64); /* and the parent's connection goes on */
+	assert_int_equal(ri2n_close(c), 0);
+	assert_int_equal(ri2n_close(s), 0);
+	assert_int_equal(ri2n_close(l), 0);
+}
+
 /* What is refused, and how. */
 static void test_v6_bad_addresses(void **state)
 {
@@ -225,6 +287,7 @@ int main(int argc, char **argv)
 		HARNESS_TEST(test_v6_round_trip),
 		HARNESS_TEST(test_v6_bind_rail2),
 		HARNESS_TEST(test_v6_events),
+		HARNESS_TEST(test_v6_handed),
 		HARNESS_TEST(test_v6_bad_addresses),
 	};
 
