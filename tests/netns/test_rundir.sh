@@ -30,7 +30,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # publish DIR [USER]: ri2n-xfer serve publishing every 20 ms; lists DIR's .stat
-# files while it runs into $work/seen, its stderr into $work/err
+# files while it runs into $work/seen, its stderr into $work/err.  The server lives
+# 1 s from its start, which comes after the rail's setup: it runs when DIR is listed,
+# 0.6 s after the setup began, and nothing is looked at after that
 publish() {
 	local dir=$1 as=${2:-}
 	local pre=""
@@ -39,7 +41,7 @@ publish() {
 	RI2N_RUN_DIR=$dir RI2N_STAT_MS=20 unshare -n sh -c '
 		ip link add d0 type veth peer name d1 && ip addr add 198.18.99.1/24 dev d0 &&
 		ip link set d1 up && ip link set d0 up &&
-		$1 env RI2N_RAILS=d0 timeout -s KILL 2 "$0" serve --port 7999 --quiet' \
+		$1 env RI2N_RAILS=d0 timeout -s KILL 1 "$0" serve --port 7999 --quiet' \
 		"$XFER" "$pre" 2>"$work/err" &
 	local pid=$!
 	sleep 0.6
@@ -108,10 +110,12 @@ fi
 if [ -x "$STAT" ]; then
 	mkdir -m 0700 "$work/byconf"
 	printf 'RI2N_RUN_DIR = %s\nRI2N_STAT_MS = 20\n' "$work/byconf" >"$work/ri2n.conf"
+	# it is killed once ri2n-stat has looked: the timeout only bounds a hang (at 5 s a
+	# TSan build on a loaded host was gone before ri2n-stat, itself slow to start, looked)
 	RI2N_CONF=$work/ri2n.conf unshare -n sh -c '
 		ip link add d0 type veth peer name d1 && ip addr add 198.18.99.1/24 dev d0 &&
 		ip link set d1 up && ip link set d0 up &&
-		env -u RI2N_RUN_DIR -u RI2N_STAT_MS RI2N_RAILS=d0 timeout -s KILL 5 "$0" serve --port 7999 --quiet' \
+		env -u RI2N_RUN_DIR -u RI2N_STAT_MS RI2N_RAILS=d0 timeout -s KILL 30 "$0" serve --port 7999 --quiet' \
 		"$XFER" 2>"$work/err" &
 	pid=$!
 	for i in $(seq 40); do # its first snapshot (4 s at most)
