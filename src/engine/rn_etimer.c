@@ -1,6 +1,6 @@
 /*
  * rn_etimer.c - the engine's precise timers (see rn_etimer.h): a binary
- * min-heap of rn_etimer pointers ordered by deadline, each timer knowing its
+ * min-heap of (deadline, timer) ordered by deadline, each timer knowing its
  * place so that moving or unsetting it is O(log n), and one timerfd armed
  * for the earliest deadline.
  */
@@ -19,64 +19,70 @@
 #include "rn_stream.h"
 #include "rn_sys.h"
 
+/* A place in the heap: the deadline beside the timer, so that ordering reads no timer. */
+typedef struct slot {
+	uint64_t at;
+	rn_etimer *t;
+} slot;
+
 static struct {
-	rn_etimer **h;  /* the heap: h[0] is the earliest */
+	slot *h;         /* the heap: h[0] is the earliest */
 	uint32_t n, cap;
 	int tfd;
 	struct event *ev;
 	uint64_t tfd_at; /* the deadline the timerfd is set for, UINT64_MAX: disarmed */
 } g = { .tfd = -1, .tfd_at = UINT64_MAX };
 
-static void put(uint32_t i, rn_etimer *t)
+static void put(uint32_t i, slot x)
 {
-	g.h[i] = t;
-	t->pos = i + 1;
+	g.h[i] = x;
+	x.t->pos = i + 1;
 }
 
 static void sift_up(uint32_t i)
 {
-	rn_etimer *t = g.h[i];
+	slot x = g.h[i];
 
 	while (i > 0) {
 		uint32_t up = (i - 1) / 2;
 
-		if (g.h[up]->at <= t->at)
+		if (g.h[up].at <= x.at)
 			break;
 		put(i, g.h[up]);
 		i = up;
 	}
-	put(i, t);
+	put(i, x);
 }
 
 static void sift_down(uint32_t i)
 {
-	rn_etimer *t = g.h[i];
+	slot x = g.h[i];
 
 	for (;;) {
 		uint32_t c = 2 * i + 1;
 
 		if (c >= g.n)
 			break;
-		if (c + 1 < g.n && g.h[c + 1]->at < g.h[c]->at)
+		if (c + 1 < g.n && g.h[c + 1].at < g.h[c].at)
 			c++;
-		if (t->at <= g.h[c]->at)
+		if (x.at <= g.h[c].at)
 			break;
 		put(i, g.h[c]);
 		i = c;
 	}
-	put(i, t);
+	put(i, x);
 }
 
 static void take_out(rn_etimer *t)
 {
 	uint32_t i = t->pos - 1;
-	rn_etimer *last = g.h[--g.n];
+	slot last = g.h[--g.n];
 
 	t->pos = 0;
-	if (last == t)
+	if (last.t == t)
 		return;
 	put(i, last);
-	if (i > 0 && g.h[(i - 1) / 2]->at > last->at)
+	if (i > 0 && g.h[(i - 1) / 2].at > last.at)
 		sift_up(i);
 	else
 		sift_down(i);
@@ -85,7 +91,7 @@ static void take_out(rn_etimer *t)
 /* The timerfd fires at the earliest deadline, or earlier (a deadline since moved later). */
 static void follow(void)
 {
-	uint64_t at = g.n ? g.h[0]->at : UINT64_MAX;
+	uint64_t at = g.n ? g.h[0].at : UINT64_MAX;
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
 	if (at >= g.tfd_at || g.tfd < 0)
@@ -111,7 +117,7 @@ void rn_etimer_set(rn_etimer *t, uint64_t at)
 	if (!t->pos) {
 		if (g.n == g.cap) {
 			uint32_t cap = g.cap ? g.cap * 2 : 64;
-			rn_etimer **h = realloc(g.h, cap * sizeof(*h));
+			slot *h = realloc(g.h, cap * sizeof(*h));
 
 			if (!h) { /* kept unset: the core's timers catch up at its next event */
 				rn_warn("out of memory for a timer");
@@ -121,12 +127,13 @@ void rn_etimer_set(rn_etimer *t, uint64_t at)
 			g.cap = cap;
 		}
 		t->at = at;
-		put(g.n++, t);
+		put(g.n++, (slot){ at, t });
 		sift_up(g.n - 1);
 	} else {
 		uint64_t was = t->at;
 
 		t->at = at;
+		g.h[t->pos - 1].at = at;
 		if (at < was)
 			sift_up(t->pos - 1);
 		else
@@ -135,15 +142,33 @@ void rn_etimer_set(rn_etimer *t, uint64_t at)
 	follow();
 }
 
-/*
- * The timerfd fired: each timer due now fires once (one set again for a time
- * already past fires at the next turn, as a libevent timer would), then the
- * connections they touched are serviced together.
- */
+uint64_t rn_etimer_next(void)
+{
+	return g.n ? g.h[0].at : UINT64_MAX;
+}
+
+/* Each timer due at now fires once: one set again for a time already past waits for the next run. */
+int rn_etimer_run(uint64_t now)
+{
+	uint32_t left;
+	int fired = 0;
+
+	RN_OWNS_HOST();
+	for (left = g.n; left > 0 && g.n && g.h[0].at <= now; left--) {
+		rn_etimer *t = g.h[0].t;
+
+		take_out(t);
+		t->at = UINT64_MAX;
+		t->fn(t, now);
+		fired++;
+	}
+	return fired;
+}
+
+/* The timerfd fired: the due timers, then the connections they touched serviced together. */
 static void on_timerfd(evutil_socket_t fd, short what, void *arg)
 {
-	uint64_t v, now;
-	uint32_t left;
+	uint64_t v;
 
 	(void)what;
 	(void)arg;
@@ -152,14 +177,7 @@ static void on_timerfd(evutil_socket_t fd, short what, void *arg)
 	}
 	rn_host_lock();
 	g.tfd_at = UINT64_MAX;
-	now = rn_now_ns();
-	for (left = g.n; left > 0 && g.n && g.h[0]->at <= now; left--) {
-		rn_etimer *t = g.h[0];
-
-		take_out(t);
-		t->at = UINT64_MAX;
-		t->fn(t, now);
-	}
+	rn_etimer_run(rn_now_ns());
 	rn_stream_service_dirty();
 	follow();
 	rn_host_unlock();

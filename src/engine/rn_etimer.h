@@ -40,6 +40,17 @@ static inline void rn_etimer_prep(rn_etimer *t, rn_etimer_fn *fn)
 /* Sets t to fire at `at` (rn_now_ns; past: at the engine's next turn), UINT64_MAX: unsets it. */
 void rn_etimer_set(rn_etimer *t, uint64_t at);
 
+/* The earliest deadline set, UINT64_MAX: none (host lock). */
+uint64_t rn_etimer_next(void);
+
+/*
+ * Fires every timer due at now, earliest first, each once (one its fire
+ * function sets again for a time already past waits for the next run, as a
+ * libevent timer would); how many fired.  The engine runs it when the
+ * timerfd fires (host lock).
+ */
+int rn_etimer_run(uint64_t now);
+
 /* The timerfd and its libevent event, at engine start. */
 int rn_etimer_init(void);
 
