@@ -718,4 +718,11 @@ uint64_t rn_wire_peek_dst(const uint8_t *pkt, size_t len);
  */
 uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len);
 
+/*
+ * Whether a datagram to a listener may accept a connection (a COOKIE_ECHO,
+ * sealed or not): rn_listener_recv answers any other without a connection
+ * made, so a driver may hand those to it where making one is not allowed.
+ */
+int rn_wire_peek_accepts(const uint8_t *pkt, size_t len);
+
 #endif

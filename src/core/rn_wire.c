@@ -388,6 +388,12 @@ uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len)
 	return rn_get64(pkt + RN_HDR_LEN);
 }
 
+int rn_wire_peek_accepts(const uint8_t *pkt, size_t len)
+{
+	/* the type is in the clear in a sealed datagram too (rn_wire_cluster_sealed) */
+	return len < 2 || pkt[1] == RN_PT_COOKIE_ECHO;
+}
+
 /* ---- authentication ---- */
 
 /* The handshake tag: BLAKE2b keyed with the cluster key, personalized with the seal mode. */

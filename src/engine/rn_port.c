@@ -370,7 +370,12 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 
 	if (!p->lis)
 		return -1;
-	if (rn_host_inline())
+	/*
+	 * Only a COOKIE_ECHO can accept, which makes events: an inline thread
+	 * answers the rest (an INIT's cookie, a stateless reset) itself, with
+	 * no wake-up of the engine in the handshake's way.
+	 */
+	if (rn_host_inline() && rn_wire_peek_accepts(d, len))
 		defer(p, idx, from, d, len, at);
 	else
 		rn_stream_listen_input(p, idx, from, d, len, at);
