@@ -16,7 +16,7 @@
  * processes that are gone (or whose pid was reused: the process start time
  * is in the file).  Nothing is added to the per-packet path: the counters
  * are read from the core in the engine thread, off the timer, and a
- * snapshot takes at most 0.25 % of that thread (the period stretches with
+ * snapshot takes at most 1 % of that thread (0.25 % with thousands of connections) (the period stretches with
  * thousands of connections, see pace()).
  *
  * Format (docs/OPERATIONS.md): one record per line, "kind key=value ...",
@@ -134,16 +134,20 @@ static void write_listener(rn_port *p, void *ctx)
  * A snapshot may take at most 1/RN_PUBLISH_SHARE of the engine thread: with
  * thousands of connections formatting them takes milliseconds, so the
  * period stretches to RN_PUBLISH_SHARE times the last snapshot's cost, and
- * comes back to RI2N_STAT_MS when that is enough again.  A quarter of a
- * percent: at 1 % the snapshots alone were most of the 1.1-1.3 % of a core
- * a server with 9,000 idle connections used, over the 1 % an idle process
- * may (about 10 s between snapshots of 9,000 connections now).
+ * comes back to RI2N_STAT_MS when that is enough again.  With thousands of
+ * connections a quarter of a percent: at 1 % the snapshots alone were most
+ * of the 1.1-1.3 % of a core a server with 9,000 idle connections used,
+ * over the 1 % an idle process may (about 10 s between snapshots of 9,000
+ * connections now).  A process with a few keeps 1 % and fresher snapshots
+ * (a sanitizer build's take milliseconds).
  */
-#define RN_PUBLISH_SHARE 400
+#define RN_PUBLISH_SHARE 100
+#define RN_PUBLISH_SHARE_MANY 400
+#define RN_PUBLISH_MANY 1000
 
 static void pace(uint64_t took_ns)
 {
-	uint64_t want = took_ns * RN_PUBLISH_SHARE;
+	uint64_t want = took_ns * (g.nconn >= RN_PUBLISH_MANY ? RN_PUBLISH_SHARE_MANY : RN_PUBLISH_SHARE);
 
 	if (want < g.period_ns)
 		want = g.period_ns;
