@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sodium.h>
 
 #include "rn_pairname.h"
 #include "rn_sys.h"
@@ -75,14 +76,13 @@ static int put_sa(char *out, size_t cap, const rn_hsa *a)
 	char ip[INET_ADDRSTRLEN];
 
 	if (a->sa.sa_family == AF_INET6) {
-		int n = snprintf(out, cap, "[");
+		char hex[2 * sizeof(a->v6.sin6_addr) + 1], scope[16] = "";
+		int n;
 
-		for (int i = 0; i < 16 && n > 0 && (size_t)n < cap; i++)
-			n += snprintf(out + n, cap - (size_t)n, "%02x", a->v6.sin6_addr.s6_addr[i]);
-		if (n > 0 && (size_t)n < cap && a->v6.sin6_scope_id)
-			n += snprintf(out + n, cap - (size_t)n, "%%%u", a->v6.sin6_scope_id);
-		if (n > 0 && (size_t)n < cap)
-			n += snprintf(out + n, cap - (size_t)n, "]:%u", ntohs(a->v6.sin6_port));
+		sodium_bin2hex(hex, sizeof(hex), a->v6.sin6_addr.s6_addr, sizeof(a->v6.sin6_addr));
+		if (a->v6.sin6_scope_id)
+			snprintf(scope, sizeof(scope), "%%%u", a->v6.sin6_scope_id);
+		n = snprintf(out, cap, "[%s%s]:%u", hex, scope, ntohs(a->v6.sin6_port));
 		return n > 0 && (size_t)n < cap ? n : -1;
 	}
 	if (a->sa.sa_family != AF_INET || !inet_ntop(AF_INET, &a->v4.sin_addr, ip, sizeof(ip)))
@@ -114,33 +114,25 @@ void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 	errno = saved;
 }
 
-static int hex_digit(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* put_sa's IPv6 address "<32 hex digits>[%scope]" in buf into *a; 0 or -1. */
 static int get_v6(const char *buf, struct sockaddr_in6 *a)
 {
+	const char *end;
 	char *stop;
+	size_t n;
 
-	for (int i = 0; i < 16; i++) {
-		int hi = hex_digit(buf[2 * i]), lo = hi < 0 ? -1 : hex_digit(buf[2 * i + 1]);
+	if (sodium_hex2bin(a->sin6_addr.s6_addr, sizeof(a->sin6_addr), buf, strlen(buf), NULL, &n,
+			   &end) != 0 || n != sizeof(a->sin6_addr))
+		return -1;
+	if (*end == '%') {
+		unsigned long scope = strtoul(end + 1, &stop, 10);
 
-		if (lo < 0)
-			return -1;
-		a->sin6_addr.s6_addr[i] = (uint8_t)(hi << 4 | lo);
-	}
-	buf += 32;
-	if (*buf == '%') {
-		unsigned long scope = strtoul(buf + 1, &stop, 10);
-
-		if (stop == buf + 1 || *stop || scope > UINT32_MAX)
+		if (stop == end + 1 || *stop || scope > UINT32_MAX)
 			return -1;
 		a->sin6_scope_id = (uint32_t)scope;
 		return 0;
 	}
-	return *buf ? -1 : 0;
+	return *end ? -1 : 0;
 }
 
 /* An address as put_sa wrote it at *s (up to a space or the end) into *a; the text after it, or NULL. */
