@@ -333,14 +333,17 @@ void rn_peer_on_rx(rn_conn *c, int k, uint64_t now_ns);
 /* The last arrival on path k, or on any rail, by any member (c's own if none). */
 uint64_t rn_peer_rx_ns(const rn_conn *c, int k);
 uint64_t rn_peer_rx_any_ns(const rn_conn *c);
+/* DATA went one way or the other on member c (rn_conn_note_payload). */
+void rn_peer_note_payload(rn_conn *c, uint64_t now_ns);
+/* The last DATA of c or of any member of its peer: the idle pace's reference. */
+uint64_t rn_peer_payload_ns(const rn_conn *c);
 /*
- * Whether c leaves its rails to the keeper at time `at`: a member, not
- * the keeper, owing nothing, with nothing in flight, and idle by then
- * (RN_IDLE_NS without DATA): it arms no keepalive, rail silence,
- * heartbeat or size search of its own.
+ * Whether c leaves its rails to the keeper: a member, not
+ * the keeper, owing nothing, with nothing in flight: it arms no keepalive,
+ * rail silence, heartbeat or size search of its own.
  */
-int rn_peer_muted(const rn_conn *c, uint64_t at);
-/* Whether another member of c's peer keeps the rails judged (an open or lingering keeper). */
+int rn_peer_muted(const rn_conn *c);
+/* Whether another member of c's peer keeps the rails judged (an open keeper). */
 int rn_peer_kept(const rn_conn *c);
 
 /* rn_conn_recv.c */
@@ -409,11 +412,14 @@ static inline int rn_conn_data_owed(const rn_conn *c)
 /* DATA went one way or the other: an idle connection is active again (RN_IDLE_NS). */
 static inline void rn_conn_note_payload(rn_conn *c, uint64_t now_ns)
 {
-	if (now_ns - c->live.last_payload_ns >= RN_IDLE_NS) {
+	/* a muted member's rails were the keeper's to judge: its own silence counts from now */
+	if (now_ns - c->live.last_payload_ns >= RN_IDLE_NS ||
+	    (rn_peer_kept(c) && now_ns - c->live.last_payload_ns >= c->cfg.keepalive_ns)) {
 		c->live.active_since_ns = now_ns;
 		rn_timer_on_data_resumed(c, now_ns);
 	}
 	c->live.last_payload_ns = now_ns;
+	rn_peer_note_payload(c, now_ns);
 }
 
 /*

@@ -559,6 +559,8 @@ typedef struct rn_peer {
 	rn_peer_rail rail[RN_MAX_RAILS];
 	uint32_t gen;          /* bumped by every verdict: members compare it to theirs */
 	uint64_t last_rx_any_ns;
+	uint64_t last_payload_ns; /* the last DATA any member sent or received: the keeper's pace */
+	uint8_t wake;          /* DATA after the peer's idleness: the keeper's deadlines moved */
 	rn_conn *keeper;       /* keeps the rails judged (keepalives, silence, heartbeats) */
 	rn_conn *members;      /* the list, through each member */
 	uint32_t nmembers;
@@ -585,6 +587,12 @@ int rn_conn_join_peer(rn_conn *c, rn_peer *p, uint64_t now_ns);
 rn_conn *rn_conn_leave_peer(rn_conn *c);
 /* c's peer, or NULL. */
 rn_peer *rn_conn_peer_of(const rn_conn *c);
+/*
+ * The keeper of c's peer if DATA of a member (any call on any member) ended
+ * the peer's idleness since the last time this was asked: the keeper's pace
+ * quickened (the driver must run its timers), else NULL.
+ */
+rn_conn *rn_peer_take_wake(rn_conn *c);
 /* The user pointer of c's env (what env.on_event gets). */
 void *rn_conn_user(const rn_conn *c);
 /*

@@ -17,7 +17,13 @@
  *              (rn_conn_rail_usable);
  *   keeper     one member arms keepalives, rail silence, heartbeats and
  *              size searches whatever happens; the others do only while
- *              they are busy (rn_peer_muted): an idle member sends nothing.
+ *              they owe something (rn_peer_muted): a member with nothing
+ *              in flight and nothing owed sends nothing, however recently
+ *              it carried DATA.  The keeper keeps the pace of the busiest
+ *              member (the idle pace only once every member is idle:
+ *              rn_peer_payload_ns), so the rails stay judged as closely as
+ *              each member's own keepalives judged them, at a cost that
+ *              does not grow with the number of members.
  *
  * A member takes a receive verdict silently (no LINK_STATE of its own): its
  * own peer learns it from the member that reached it, through its peer's
@@ -44,6 +50,7 @@ int rn_peer_init(rn_peer *p, const rn_conn *c)
 					     .last_rx_ns = r->last_rx_ns };
 	}
 	p->last_rx_any_ns = c->live.last_rx_any_ns;
+	p->last_payload_ns = c->live.last_payload_ns;
 	return 0;
 }
 
@@ -107,6 +114,35 @@ rn_conn *rn_conn_leave_peer(rn_conn *c)
 }
 
 rn_peer *rn_conn_peer_of(const rn_conn *c) { return c->peer_m.p; }
+
+void rn_peer_note_payload(rn_conn *c, uint64_t now_ns)
+{
+	rn_peer *p = c->peer_m.p;
+
+	if (!p)
+		return;
+	/* the keeper was at the idle pace: its keepalives must come 10 times as often now */
+	if (p->keeper && p->keeper != c && now_ns - p->last_payload_ns >= RN_IDLE_NS)
+		p->wake = 1;
+	p->last_payload_ns = max64(p->last_payload_ns, now_ns);
+}
+
+uint64_t rn_peer_payload_ns(const rn_conn *c)
+{
+	const rn_peer *p = c->peer_m.p;
+
+	return p ? max64(c->live.last_payload_ns, p->last_payload_ns) : c->live.last_payload_ns;
+}
+
+rn_conn *rn_peer_take_wake(rn_conn *c)
+{
+	rn_peer *p = c->peer_m.p;
+
+	if (!p || !p->wake)
+		return NULL;
+	p->wake = 0;
+	return p->keeper;
+}
 void *rn_conn_user(const rn_conn *c) { return c->env.user; }
 
 int rn_conn_rail_usable(const rn_conn *c, int k)
@@ -214,12 +250,14 @@ int rn_peer_kept(const rn_conn *c)
 {
 	const rn_peer *p = c->peer_m.p;
 
-	/* a keeper that closed judges nothing: until the driver names another, nobody is muted */
-	return p && p->keeper != c && p->keeper &&
-	       (p->keeper->state == RN_ST_ESTABLISHED || p->keeper->state == RN_ST_LINGER);
+	/*
+	 * A keeper that lingers or closed judges nothing (lingering runs no
+	 * keepalive): until the driver names another, nobody is muted.
+	 */
+	return p && p->keeper != c && p->keeper && p->keeper->state == RN_ST_ESTABLISHED;
 }
 
-int rn_peer_muted(const rn_conn *c, uint64_t at)
+int rn_peer_muted(const rn_conn *c)
 {
-	return rn_peer_kept(c) && at >= c->live.last_payload_ns + RN_IDLE_NS && owes_nothing(c);
+	return rn_peer_kept(c) && owes_nothing(c);
 }

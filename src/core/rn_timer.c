@@ -57,9 +57,11 @@
  *                 heard from at the idle pace is not failed at once.
  *   peer monitor  a connection in a peer (rn_peer.c) counts rail silence
  *                 and the dead peer from the peer's last arrival too; a
- *                 muted member (not the keeper, idle, owing nothing) arms
- *                 no keepalive, rail silence, heartbeat or size search: the
- *                 keeper's timers keep every member's rails judged.
+ *                 muted member (not the keeper, owing nothing, nothing in
+ *                 flight) arms no keepalive, rail silence, heartbeat or size
+ *                 search: the keeper's timers keep every member's rails
+ *                 judged, at the idle pace only once every member is idle
+ *                 (the peer's last DATA, rn_peer_payload_ns).
  *   dead peer     nothing from the peer on any rail for dead_peer (30 s):
  *                 the connection fails with RN_ERR_TIMEDOUT.  In LAST_ACK
  *                 (rn_conn_last_ack: only our FIN's ACK missing) 3 lingers
@@ -107,7 +109,7 @@ static uint64_t paced(const rn_conn *c, uint64_t base, uint64_t period)
 {
 	uint64_t t = base + period;
 
-	return t < c->live.last_payload_ns + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
+	return t < rn_peer_payload_ns(c) + RN_IDLE_NS ? t : base + period * RN_IDLE_SCALE;
 }
 
 /*
@@ -153,7 +155,7 @@ static int closing_quiet(const rn_conn *c, uint64_t at)
  */
 static int ka_muted(const rn_conn *c, uint64_t at)
 {
-	return rn_peer_muted(c, at) || (closing_quiet(c, at) && rn_peer_kept(c));
+	return rn_peer_muted(c) || (closing_quiet(c, at) && rn_peer_kept(c));
 }
 
 /* When a working rail we hear nothing on has failed (also right after DATA resumed). */
@@ -296,7 +298,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 	arm(d, RN_TIMER_DEAD_PEER, rn_peer_rx_any_ns(c) + last_ack_silence(c));
 	if (c->link.acked != c->link.version || c->rails.acked != c->rails.version)
 		arm(d, RN_TIMER_LINK_STATE, c->timer[RN_TIMER_LINK_STATE]);
-	if (any_tx_down(c) && !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT]))
+	if (any_tx_down(c) && !rn_peer_muted(c))
 		arm(d, RN_TIMER_HEARTBEAT, c->timer[RN_TIMER_HEARTBEAT]);
 	/* only while there is something to give back: a failed shrink re-arms it 2 s on */
 	if (rn_conn_can_shrink(c))
@@ -310,7 +312,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !ka_muted(c, t))
 			arm(d, RN_TIMER_KEEPALIVE, t);
 		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
-		if (r->rx_up && !rn_peer_muted(c, t) && (r->suspect || !closing_quiet(c, t)))
+		if (r->rx_up && !rn_peer_muted(c) && (r->suspect || !closing_quiet(c, t)))
 			arm(d, RN_TIMER_RAIL, t);
 		rto = rn_rail_rto(r, &c->cfg);
 		arm(d, RN_TIMER_LOSS, loss_expiry(c, k, rto));
@@ -318,7 +320,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		/* a probe due waits for a writable rail (pm_pending), not a timer */
 		t = rn_pmtu_expiry(&r->pm, rto);
 		if (c->state == RN_ST_ESTABLISHED && !((c->probe.pm_pending >> k) & 1) &&
-		    !rn_peer_muted(c, t))
+		    !rn_peer_muted(c))
 			arm(d, RN_TIMER_PMTU, t);
 	}
 }
@@ -516,7 +518,7 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	 * muted at that deadline (the same test as established_deadlines).
 	 */
 	if (any_tx_down(c) && now_ns >= c->timer[RN_TIMER_HEARTBEAT] &&
-	    !rn_peer_muted(c, c->timer[RN_TIMER_HEARTBEAT])) {
+	    !rn_peer_muted(c)) {
 		c->probe.hb_pending = rn_conn_paths_mask(c);
 		for (int k = 0; k < c->npaths; k++)
 			if (!rn_rail_tx_up(&c->rail[k]))
@@ -533,17 +535,17 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 			uint64_t rto = rn_rail_rto(r, &c->cfg);
 
 			t = rn_pmtu_expiry(&r->pm, rto);
-			if (!rn_peer_muted(c, t)) {
+			if (!rn_peer_muted(c)) {
 				rn_pmtu_on_timer(&r->pm, now_ns, rto);
 				if (now_ns >= rn_pmtu_expiry(&r->pm, rto))
 					c->probe.pm_pending |= 1u << k;
 			}
 		}
 		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
-		if (r->rx_up && r->suspect && !rn_peer_muted(c, t))
+		if (r->rx_up && r->suspect && !rn_peer_muted(c))
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
-		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c, t) &&
+		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c) &&
 			 !closing_quiet(c, t))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;

@@ -93,6 +93,15 @@ static void leave_peer(rn_stream *st)
 		rn_engine_dirty(rn_conn_user(keeper));
 }
 
+/* DATA of st's after its peer's idleness: the keeper's keepalives quicken now. */
+static void wake_keeper(rn_stream *st)
+{
+	rn_conn *keeper = rn_peer_take_wake(st->conn);
+
+	if (keeper && rn_conn_user(keeper))
+		rn_engine_dirty(rn_conn_user(keeper));
+}
+
 static void on_timer(rn_etimer *t, uint64_t now);
 static void on_user_readable(evutil_socket_t fd, short what, void *arg);
 static void on_user_writable(evutil_socket_t fd, short what, void *arg);
@@ -503,9 +512,11 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	check_orphan(st, now);
 	more = rn_stream_flush(st, now);
 	deliver(st, now);
-	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
-		/* a closed keeper keeps nothing judged: another member takes over now */
+	wake_keeper(st);
+	/* a lingering or closed keeper keeps nothing judged: another member takes over now */
+	if (rn_conn_state(st->conn) >= RN_ST_LINGER)
 		leave_peer(st);
+	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
 		/* reset after the peer's whole stream: it still goes to the user first */
 		if (st->fd < 0 || st->eof_sent ||
 		    (rn_conn_error(st->conn) && !rn_conn_ended_clean(st->conn))) {

@@ -36,8 +36,8 @@ int rn_hmon_join(rn_hmon *m, rn_conn *c, uint64_t now_ns)
 
 rn_conn *rn_hmon_leave(rn_hmon *m, rn_conn *c, int force)
 {
-	/* a closed keeper judges nothing: another member takes over now */
-	if (!m->ready || !rn_conn_peer_of(c) || (!force && rn_conn_state(c) != RN_ST_CLOSED))
+	/* a lingering or closed keeper judges nothing: another member takes over now */
+	if (!m->ready || !rn_conn_peer_of(c) || (!force && rn_conn_state(c) < RN_ST_LINGER))
 		return NULL;
 	return rn_hpeer_leave(&m->peers, c);
 }

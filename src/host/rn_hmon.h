@@ -42,7 +42,7 @@ void rn_hmon_free(rn_hmon *m);
  */
 int rn_hmon_join(rn_hmon *m, rn_conn *c, uint64_t now_ns);
 /*
- * Takes c out of its peer if it is closed (force: whatever its state, as
+ * Takes c out of its peer once it lingers or closed (force: whatever its state, as
  * before freeing it).  Returns the member that became the peer's keeper,
  * whose timers the driver runs now (rn_conn_expiry), or NULL.
  */

@@ -157,6 +157,7 @@ static void keeper_due(const rn_hpoll_links *k, rn_conn *keeper)
 void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now)
 {
 	rn_hmon_join(k->mon, c, now);
+	keeper_due(k, rn_peer_take_wake(c)); /* DATA after the peer's idleness */
 	keeper_due(k, rn_hmon_leave(k->mon, c, 0));
 }
 

@@ -117,8 +117,9 @@ void rn_hpoll_on_send_error(void *links, int rail, uint64_t owner, int err);
 void rn_hpoll_on_error(void *links, int rail, const rn_hsock_err *e);
 /*
  * After the core ran c (a link's connection, its user pointer the link):
- * c joins its peer once established and leaves once closed (rn_hmon.h);
- * when another member becomes the peer's keeper, its link is due.
+ * c joins its peer once established and leaves once it lingers
+ * (rn_hmon.h); when another member becomes the peer's keeper, or c's DATA
+ * ended the peer's idleness (the keeper's pace quickens), its link is due.
  */
 void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now);
 /* c's link goes: c leaves its peer, and a member that becomes keeper has its link due. */

@@ -143,6 +143,37 @@ static void test_peer_stats_show_new_verdict(void **state)
 	teardown2(&p);
 }
 
+/*
+ * A member that carried DATA is muted as soon as it owes nothing, not a
+ * second later, and the keeper (idle until then, at the idle pace) takes
+ * the busiest member's pace: its keepalives come every 100 ms again on both
+ * rails, while the member that carried the DATA sends nothing more.
+ */
+static void test_peer_member_muted_after_data(void **state)
+{
+	pair2 p;
+	uint64_t from = t0 + 5 * UT_S + 300 * UT_MS, to = t0 + 6 * UT_S;
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	p.b->side[UN_CLIENT].to_send = 1000;
+	p.b->side[UN_SERVER].reading = 1;
+	run2(&p, to);
+	assert_int_equal(p.b->side[UN_SERVER].recvd, 1000);
+	assert_int_equal(p.b->side[UN_SERVER].mismatches, 0);
+	for (int s = 0; s < 2; s++) {
+		assert_int_equal(un_count(p.b, s, 0, -1, from, to), 0);
+		for (int k = 0; k < 2; k++)
+			assert_true(un_count(p.a, s, RN_PT_KEEPALIVE, k, from, to) >= 5);
+	}
+	/* a second without DATA anywhere: the keeper is back at the idle pace */
+	run2(&p, t0 + 9 * UT_S);
+	for (int s = 0; s < 2; s++)
+		assert_true(un_count(p.a, s, RN_PT_KEEPALIVE, 0, t0 + 7 * UT_S, t0 + 9 * UT_S) <= 3);
+	teardown2(&p);
+}
+
 /* The keeper leaves: the member left becomes the keeper and arms its keepalives again. */
 static void test_peer_keeper_handover(void **state)
 {
@@ -208,6 +239,7 @@ int main(void)
 		cmocka_unit_test(test_peer_idle_member_silent),
 		cmocka_unit_test(test_peer_verdict_reaches_idle_member),
 		cmocka_unit_test(test_peer_stats_show_new_verdict),
+		cmocka_unit_test(test_peer_member_muted_after_data),
 		cmocka_unit_test(test_peer_keeper_handover),
 		cmocka_unit_test(test_peer_closed_keeper),
 		cmocka_unit_test(test_peer_join_checks),
