@@ -254,7 +254,8 @@ void rn_shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int rn_shim_addr_get(const struct sockaddr *a, socklen_t len, rn_hsa *out);
 /*
  * Writes `in` as a socket of `family` shows it (IPv4 v4-mapped for
- * AF_INET6; IPv6 always as sockaddr_in6), truncated as the kernel does.
+ * AF_INET6; IPv6 as sockaddr_in6, but on an AF_INET socket with room for a
+ * sockaddr_in only as 0.0.0.0 and the port), truncated as the kernel does.
  */
 void rn_shim_addr_put(int family, const rn_hsa *in, struct sockaddr *a, socklen_t *len);
 /* "198.18.1.2:5201", "[2001:2:0:1::2]:5201", "[fe80::1%3]:5201" */

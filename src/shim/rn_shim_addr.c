@@ -48,8 +48,17 @@ void rn_shim_addr_put(int family, const rn_hsa *in, struct sockaddr *a, socklen_
 	socklen_t n;
 
 	memset(&u, 0, sizeof(u));
-	if (in->sa.sa_family == AF_INET6) {
-		u.v6 = in->v6; /* shown as it is, whatever the socket's family */
+	if (in->sa.sa_family == AF_INET6 && family == AF_INET && len && *len < sizeof(u.v6)) {
+		/*
+		 * An IPv6 peer of an AF_INET listener (ri2n's listens on both
+		 * families) and room for a sockaddr_in only: its port and no
+		 * address, rather than a sockaddr_in6 cut short.
+		 */
+		u.v4.sin_family = AF_INET;
+		u.v4.sin_port = in->v6.sin6_port;
+		n = sizeof(u.v4);
+	} else if (in->sa.sa_family == AF_INET6) {
+		u.v6 = in->v6; /* the room allows it: shown as it is */
 		n = sizeof(u.v6);
 	} else if (family == AF_INET6) {
 		u.v6.sin6_family = AF_INET6;
