@@ -90,7 +90,10 @@
 #           no TCP segment (/proc/net/snmp, snmp6); options and TCP_INFO
 #           answer as on IPv4; accept, getsockname and getpeername give the
 #           rails' IPv6 addresses at both ends, and so does the connection
-#           handed to an exec'd child (the pair's name, rn_pairname.c)
+#           handed to an exec'd child (the pair's name, rn_pairname.c); a
+#           program listening on 0.0.0.0 and on an IPV6_V6ONLY "::" with one
+#           port (redis) gets the IPv6 peer over ri2n on the first, the
+#           second staying TCP
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
@@ -835,6 +838,30 @@ with open(sys.argv[2], "wb") as f:
 			break
 		f.write(b)
 '
+# redis's listeners: 0.0.0.0 and an IPV6_V6ONLY "::" on one port; the first
+# accept on the 0.0.0.0 one gives the peer's address, then what it reads is
+# stored (argv: port, file).
+V6_PAIR='
+import socket, sys
+S, P = socket.SOL_SOCKET, int(sys.argv[1])
+a = socket.socket(socket.AF_INET)
+a.setsockopt(S, socket.SO_REUSEADDR, 1)
+a.bind(("0.0.0.0", P))
+a.listen()
+b = socket.socket(socket.AF_INET6)
+b.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+b.setsockopt(S, socket.SO_REUSEADDR, 1)
+b.bind(("::", P))
+b.listen()
+c, peer = a.accept()
+print("pair", peer[0], flush=True)
+with open(sys.argv[2], "wb") as f:
+	while True:
+		d = c.recv(1 << 20)
+		if not d:
+			break
+		f.write(d)
+'
 # The client: prints its names and options (IPV6_TCLASS set before connect,
 # TCP_NODELAY after; TCP_CONGESTION; TCP_INFO'"'"'s state), sends the file (argv:
 # address, port, file).
@@ -901,6 +928,23 @@ scenario_v6() {
 		nt_fail "python: the server's names: '$(head -n 1 "$NT_DIR/py_srv.out")', want 'accepted $a1 $a2 $a1 True'"
 	grep -qx "child $a2 $a1 True" "$NT_DIR/py_srv.out" ||
 		nt_fail "python: the exec'd child's names: '$(tail -n 1 "$NT_DIR/py_srv.out")', want 'child $a2 $a1 True'"
+
+	# redis's pair of listeners: the V6ONLY one stays TCP, the 0.0.0.0 one takes the IPv6 peer
+	st_bg pair_srv 2 "$py" -c "$V6_PAIR" 7002 "$NT_DIR/pair.body"
+	srv=$ST_PID
+	st_wait_listen 2 7002
+	head -c 1M "$NT_DIR/file" >"$NT_DIR/file1"
+	st_fg pair_cli 1 nc -6 -N "$a2" 7002 <"$NT_DIR/file1" || nt_fail "pair: the sender failed"
+	wait "$srv" || nt_fail "pair: the server failed: $(tail -n 5 "$NT_DIR/pair_srv.err")"
+	[ "$(st_sha "$NT_DIR/pair.body")" = "$(st_sha "$NT_DIR/file1")" ] ||
+		nt_fail "pair: sha256 differs ($(stat -c %s "$NT_DIR/pair.body") bytes arrived)"
+	st_require_ri2n pair_cli pair_srv
+	grep -q "listen on \[::\]:7002 stays TCP (IPV6_V6ONLY, and ri2n holds the port" \
+		"$NT_DIR/pair_srv.err" || nt_fail "pair: the IPV6_V6ONLY listener did not stay TCP: $(grep ri2n-run "$NT_DIR/pair_srv.err")"
+	# python's AF_INET accept has room for a sockaddr_in: an IPv6 peer reads 0.0.0.0
+	grep -qx "pair 0.0.0.0" "$NT_DIR/pair_srv.out" ||
+		nt_fail "pair: the 0.0.0.0 listener's peer: '$(cat "$NT_DIR/pair_srv.out")', want 'pair 0.0.0.0'"
+	nt_note "redis's listeners (0.0.0.0 and an IPV6_V6ONLY \"::\" on one port): the second stays TCP, the first takes the IPv6 peer over ri2n"
 	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in an exec'd child"
 }
 
