@@ -93,7 +93,9 @@
 #           handed to an exec'd child (the pair's name, rn_pairname.c); a
 #           program listening on 0.0.0.0 and on an IPV6_V6ONLY "::" with one
 #           port (redis) gets the IPv6 peer over ri2n on the first, the
-#           second staying TCP
+#           second staying TCP; with link-local rails a connect to the
+#           server's on r1 (with its scope) converts, every name with r1's
+#           scope
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
@@ -819,15 +821,18 @@ v6_require_udp() { # NAME BYTES
 }
 
 # The python3 server: an IPV6_V6ONLY "::" listener (create_server's default for
-# AF_INET6); it prints the accepted connection's names, then an exec'd child's
-# of the inherited descriptor, then stores what it reads (argv: port, file).
+# AF_INET6); it prints the accepted connection's names (with "%<scope>" if it
+# has one), then an exec'd child's of the inherited descriptor, then stores
+# what it reads (argv: port, file).
 V6_SERVER='
 import socket, subprocess, sys
 s = socket.create_server(("::", int(sys.argv[1])), family=socket.AF_INET6)
+n = lambda a: a[0] + ("%%%d" % a[3] if a[3] else "")
 c, a = s.accept()
-print("accepted", a[0], c.getsockname()[0], c.getpeername()[0], c.family == socket.AF_INET6)
+print("accepted", n(a), n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
 child = "import socket, sys; c = socket.socket(fileno=int(sys.argv[1])); " \
-	"print(\"child\", c.getsockname()[0], c.getpeername()[0], c.family == socket.AF_INET6); c.detach()"
+	"n = lambda a: a[0] + (\"%%%d\" % a[3] if a[3] else \"\"); " \
+	"print(\"child\", n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6); c.detach()"
 r = subprocess.run([sys.executable, "-c", child, str(c.fileno())], pass_fds=[c.fileno()],
 		   capture_output=True, text=True)
 print(r.stdout.strip() or "child failed: " + r.stderr.strip()[-300:], flush=True)
@@ -872,7 +877,8 @@ c = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
 c.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x20)
 c.connect((sys.argv[1], int(sys.argv[2])))
 c.setsockopt(T, socket.TCP_NODELAY, 1)
-print("client", c.getsockname()[0], c.getpeername()[0], c.family == socket.AF_INET6)
+n = lambda a: a[0] + ("%%%d" % a[3] if a[3] else "")
+print("client", n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
 print("opts", c.getsockopt(T, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode(),
       c.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS), c.getsockopt(T, socket.TCP_NODELAY),
       c.getsockopt(T, socket.TCP_INFO, 104)[0], flush=True)
@@ -945,7 +951,37 @@ scenario_v6() {
 	grep -qx "pair 0.0.0.0" "$NT_DIR/pair_srv.out" ||
 		nt_fail "pair: the 0.0.0.0 listener's peer: '$(cat "$NT_DIR/pair_srv.out")', want 'pair 0.0.0.0'"
 	nt_note "redis's listeners (0.0.0.0 and an IPV6_V6ONLY \"::\" on one port): the second stays TCP, the first takes the IPv6 peer over ri2n"
-	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in an exec'd child"
+
+	# link-local rails ("fe80::..%r1", as RI2N_RAILS names them): a connect to host 2's on
+	# r1 with its scope converts; the names carry the scope, r1's index on each host
+	local l11 l12 l21 l22 i1 i2 want
+	l11=$(nt_link_local 1 1) && l12=$(nt_link_local 1 2) && l21=$(nt_link_local 2 1) &&
+		l22=$(nt_link_local 2 2) || exit 1
+	i1=$(ip -n "$(tb_ns 1)" -o link show r1 | cut -d: -f1)
+	i2=$(ip -n "$(tb_ns 2)" -o link show r1 | cut -d: -f1)
+	NT_RAILS="$l21%r1,$l22%r2" st_bg ll_srv 2 "$py" -c "$V6_SERVER" 7004 "$NT_DIR/ll.body"
+	srv=$ST_PID
+	st_wait_listen 2 7004
+	V6_T0=$(v6_counts 1)
+	NT_RAILS="$l11%r1,$l12%r2" st_fg ll_cli 1 "$py" -c "$V6_CLIENT" "$l21%r1" 7004 \
+		"$NT_DIR/file1" || nt_fail "link-local: the client failed: $(tail -n 5 "$NT_DIR/ll_cli.err")"
+	wait "$srv" || nt_fail "link-local: the server failed: $(tail -n 5 "$NT_DIR/ll_srv.err")"
+	[ "$(st_sha "$NT_DIR/ll.body")" = "$(st_sha "$NT_DIR/file1")" ] ||
+		nt_fail "link-local: sha256 differs ($(stat -c %s "$NT_DIR/ll.body") bytes arrived)"
+	st_require_ri2n ll_cli ll_srv
+	v6_require_udp link-local "$(stat -c %s "$NT_DIR/file1")"
+	sed 's/^/  /' "$NT_DIR/ll_cli.out" "$NT_DIR/ll_srv.out"
+	want="client $l11%$i1 $l21%$i1 True"
+	grep -qx "$want" "$NT_DIR/ll_cli.out" ||
+		nt_fail "link-local: the client's names: '$(head -n 1 "$NT_DIR/ll_cli.out")', want '$want'"
+	want="accepted $l11%$i2 $l21%$i2 $l11%$i2 True"
+	grep -qx "$want" "$NT_DIR/ll_srv.out" ||
+		nt_fail "link-local: the server's names: '$(head -n 1 "$NT_DIR/ll_srv.out")', want '$want'"
+	want="child $l21%$i2 $l11%$i2 True"
+	grep -qx "$want" "$NT_DIR/ll_srv.out" ||
+		nt_fail "link-local: the exec'd child's names: '$(tail -n 1 "$NT_DIR/ll_srv.out")', want '$want'"
+	nt_note "link-local rails: 1 MiB, sha256 matches, the names carry r1's scope"
+	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in an exec'd child; redis's listeners and link-local rails too"
 }
 
 case $scenario in
