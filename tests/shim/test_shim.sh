@@ -89,8 +89,9 @@
 #           client's host sent its bytes as UDP over IPv6 on both rails and
 #           no TCP segment (/proc/net/snmp, snmp6); options and TCP_INFO
 #           answer as on IPv4; accept, getsockname and getpeername give the
-#           rails' IPv6 addresses at both ends, and so does the connection
-#           handed to an exec'd child (the pair's name, rn_pairname.c); a
+#           rails' IPv6 addresses at both ends, and so do a forked child,
+#           an exec'd child and a process the connection was sent to over
+#           SCM_RIGHTS (the last two by the pair's name, rn_pairname.c); a
 #           program listening on 0.0.0.0 and on an IPV6_V6ONLY "::" with one
 #           port (redis) gets the IPv6 peer over ri2n on the first, the
 #           second staying TCP; with link-local rails a connect to the
@@ -822,20 +823,43 @@ v6_require_udp() { # NAME BYTES
 
 # The python3 server: an IPV6_V6ONLY "::" listener (create_server's default for
 # AF_INET6); it prints the accepted connection's names (with "%<scope>" if it
-# has one), then an exec'd child's of the inherited descriptor, then stores
-# what it reads (argv: port, file).
+# has one), then those a forked child sees, an exec'd child of the inherited
+# descriptor and one it was sent to over SCM_RIGHTS, then stores what it
+# reads (argv: port, file).
 V6_SERVER='
-import socket, subprocess, sys
+import os, socket, subprocess, sys
+N = "n = lambda a: a[0] + (\"%%%d\" % a[3] if a[3] else \"\")\n"
+exec(N)
+def names(tag, c):
+	print(tag, n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6, flush=True)
+CHILD = N + """
+import socket, sys
+fd = int(sys.argv[2])
+if sys.argv[1] == "passed":
+	fd = socket.recv_fds(socket.socket(fileno=fd), 1, 1)[1][0]
+c = socket.socket(fileno=fd)
+print(sys.argv[1], n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
+c.detach()
+"""
+def child(tag, fd, send=None):
+	p = subprocess.Popen([sys.executable, "-c", CHILD, tag, str(fd)], pass_fds=[fd],
+			     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+	if send:
+		send()
+	out, err = p.communicate()
+	print(out.strip() or tag + " failed: " + err.strip()[-300:], flush=True)
 s = socket.create_server(("::", int(sys.argv[1])), family=socket.AF_INET6)
-n = lambda a: a[0] + ("%%%d" % a[3] if a[3] else "")
 c, a = s.accept()
-print("accepted", n(a), n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
-child = "import socket, sys; c = socket.socket(fileno=int(sys.argv[1])); " \
-	"n = lambda a: a[0] + (\"%%%d\" % a[3] if a[3] else \"\"); " \
-	"print(\"child\", n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6); c.detach()"
-r = subprocess.run([sys.executable, "-c", child, str(c.fileno())], pass_fds=[c.fileno()],
-		   capture_output=True, text=True)
-print(r.stdout.strip() or "child failed: " + r.stderr.strip()[-300:], flush=True)
+print("accepted", n(a), n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6,
+      flush=True)
+pid = os.fork()
+if pid == 0:
+	names("forked", c)
+	os._exit(0)
+os.waitpid(pid, 0)
+child("child", c.fileno())
+u, v = socket.socketpair()
+child("passed", v.fileno(), lambda: socket.send_fds(u, [b"x"], [c.fileno()]))
 with open(sys.argv[2], "wb") as f:
 	while True:
 		b = c.recv(1 << 20)
@@ -932,8 +956,10 @@ scenario_v6() {
 		nt_fail "python: the client's options: '$(tail -n 1 "$NT_DIR/py_cli.out")', want 'opts ri2n 32 1 1'"
 	grep -qx "accepted $a1 $a2 $a1 True" "$NT_DIR/py_srv.out" ||
 		nt_fail "python: the server's names: '$(head -n 1 "$NT_DIR/py_srv.out")', want 'accepted $a1 $a2 $a1 True'"
-	grep -qx "child $a2 $a1 True" "$NT_DIR/py_srv.out" ||
-		nt_fail "python: the exec'd child's names: '$(tail -n 1 "$NT_DIR/py_srv.out")', want 'child $a2 $a1 True'"
+	for k in forked child passed; do
+		grep -qx "$k $a2 $a1 True" "$NT_DIR/py_srv.out" ||
+			nt_fail "python: the $k child's names: '$(grep "^$k" "$NT_DIR/py_srv.out")', want '$k $a2 $a1 True'"
+	done
 
 	# redis's pair of listeners: the V6ONLY one stays TCP, the 0.0.0.0 one takes the IPv6 peer
 	st_bg pair_srv 2 "$py" -c "$V6_PAIR" 7002 "$NT_DIR/pair.body"
@@ -977,11 +1003,13 @@ scenario_v6() {
 	want="accepted $l11%$i2 $l21%$i2 $l11%$i2 True"
 	grep -qx "$want" "$NT_DIR/ll_srv.out" ||
 		nt_fail "link-local: the server's names: '$(head -n 1 "$NT_DIR/ll_srv.out")', want '$want'"
-	want="child $l21%$i2 $l11%$i2 True"
-	grep -qx "$want" "$NT_DIR/ll_srv.out" ||
-		nt_fail "link-local: the exec'd child's names: '$(tail -n 1 "$NT_DIR/ll_srv.out")', want '$want'"
+	for k in forked child passed; do
+		want="$k $l21%$i2 $l11%$i2 True"
+		grep -qx "$want" "$NT_DIR/ll_srv.out" ||
+			nt_fail "link-local: the $k child's names: '$(grep "^$k" "$NT_DIR/ll_srv.out")', want '$want'"
+	done
 	nt_note "link-local rails: 1 MiB, sha256 matches, the names carry r1's scope"
-	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in an exec'd child; redis's listeners and link-local rails too"
+	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in forked, exec'd and SCM_RIGHTS children; redis's listeners and link-local rails too"
 }
 
 case $scenario in
