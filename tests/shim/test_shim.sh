@@ -97,13 +97,18 @@
 #           second staying TCP; with link-local rails a connect to the
 #           server's on r1 (with its scope) converts, every name with r1's
 #           scope
+#   v6-mixed
+#           rail 1 IPv4, rail 2 IPv6: nc -6 -l takes 8 MiB from a client
+#           connecting to its IPv6 address and 8 MiB from one connecting to
+#           its IPv4 one (v4-mapped), sha256 compared, each over both rails
+#           and no TCP segment
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|close|exit|errors|quiet|signal|order|posix|sigrestart|cancel|v6}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|close|exit|errors|quiet|signal|order|posix|sigrestart|cancel|v6|v6-mixed}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -804,21 +809,28 @@ v6_counts() { # HOST
 		/sys/class/net/r2/statistics/tx_bytes | paste -sd' '
 }
 
-# Requires that host 1 sent BYTES as UDP over IPv6 on both rails and no TCP
-# since the counts in V6_T0 (v6_counts).
-v6_require_udp() { # NAME BYTES
+# Requires that host 1 sent BYTES on both rails and no TCP since the counts in
+# V6_T0 (v6_counts); V6_UDP: the UDP datagrams over IPv6 it sent meanwhile.
+v6_require_rails() { # NAME BYTES
 	local t u r1 r2 t0 u0 b1 b2
 	read -r t0 u0 b1 b2 <<<"$V6_T0"
 	read -r t u r1 r2 < <(v6_counts 1)
 	[ $((t - t0)) -eq 0 ] || nt_fail "$1: the client's host sent $((t - t0)) TCP segments"
-	# UDP GSO: one datagram counted may be up to 64 KiB of segments
-	[ $((u - u0)) -gt $(($2 / 65536)) ] ||
-		nt_fail "$1: the client's host sent only $((u - u0)) UDP datagrams over IPv6 for $2 bytes"
 	# both rails carry data (1/64 of it at least: how it splits is the scheduler's,
 	# uneven in a sanitizer build; heartbeats alone are a few hundred bytes)
 	[ $((r1 - b1)) -gt $(($2 / 64)) ] && [ $((r2 - b2)) -gt $(($2 / 64)) ] ||
 		nt_fail "$1: the rails sent $((r1 - b1)) and $((r2 - b2)) bytes for $2: not both carried it"
-	nt_note "$1: the client's host sent $((u - u0)) UDP datagrams over IPv6, no TCP segment; r1 $((r1 - b1)) bytes, r2 $((r2 - b2)) bytes"
+	V6_UDP=$((u - u0))
+	nt_note "$1: the client's host sent no TCP segment; r1 $((r1 - b1)) bytes, r2 $((r2 - b2)) bytes"
+}
+
+# The same, all of it as UDP over IPv6.
+v6_require_udp() { # NAME BYTES
+	v6_require_rails "$@"
+	# UDP GSO: one datagram counted may be up to 64 KiB of segments
+	[ "$V6_UDP" -gt $(($2 / 65536)) ] ||
+		nt_fail "$1: the client's host sent only $V6_UDP UDP datagrams over IPv6 for $2 bytes"
+	nt_note "$1: $V6_UDP UDP datagrams over IPv6"
 }
 
 # The python3 server: an IPV6_V6ONLY "::" listener (create_server's default for
@@ -1012,8 +1024,35 @@ scenario_v6() {
 	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in forked, exec'd and SCM_RIGHTS children; redis's listeners and link-local rails too"
 }
 
+# A mixed bed (rail 1 IPv4, rail 2 IPv6): nc -6 -l takes 8 MiB from a client
+# connecting to its IPv6 address, then 8 MiB from one connecting to its IPv4
+# address (v4-mapped on the listener); both connections use both rails.
+scenario_v6_mixed() {
+	local srv size a
+	need nc
+	nc -h 2>&1 | grep -qi openbsd || nt_skip "nc is not netcat-openbsd"
+	nt_init "$tag" 2 2 1gbit --v6 2
+	case $(tb_addr 2 2) in 2001:2:0:2::2) ;; *) nt_fail "the bed's rail 2 is not IPv6: $(tb_addr 2 2)" ;; esac
+	head -c 8M /dev/urandom >"$NT_DIR/file"
+	size=$(stat -c %s "$NT_DIR/file")
+	for a in "$(tb_addr 2 2)" "$(tb_addr 2 1)"; do
+		st_bg srv 2 nc -6 -l 7010 </dev/null
+		srv=$ST_PID
+		st_wait_listen 2 7010
+		V6_T0=$(v6_counts 1)
+		st_fg cli 1 nc -N "$a" 7010 <"$NT_DIR/file" || nt_fail "to $a: the sender failed"
+		wait "$srv" || nt_fail "to $a: the listener failed"
+		[ "$(st_sha "$NT_DIR/srv.out")" = "$(st_sha "$NT_DIR/file")" ] ||
+			nt_fail "to $a: sha256 differs ($(stat -c %s "$NT_DIR/srv.out") bytes arrived)"
+		st_require_ri2n cli srv
+		v6_require_rails "to $a" "$size"
+	done
+	nt_ok "v6-mixed: nc moved 8 MiB to the server's IPv6 address and 8 MiB to its IPv4 one, each over both rails (an IPv4 and an IPv6 one), sha256 matches"
+}
+
 case $scenario in
 iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel | v6) "scenario_$scenario" ;;
+v6-mixed) scenario_v6_mixed ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
