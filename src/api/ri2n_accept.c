@@ -330,7 +330,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return nfd;
 }
 
-int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
+int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags)
 {
 	rn_accept_rec rec;
 	int afd, err = read_accept_rec(fd, &rec, &afd, 0);
@@ -343,9 +343,7 @@ int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags)
 		rn_sys_fcntl(afd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)
 		rn_sys_fcntl(afd, F_SETFL, O_NONBLOCK);
-	/* ri2n-run converts IPv4 connections only: an IPv6 peer reads as 0.0.0.0 */
-	*peer = rec.peer.sa.sa_family == AF_INET ? rec.peer.v4
-						 : (struct sockaddr_in){ .sin_family = AF_INET };
+	*peer = rec.peer;
 	return afd;
 }
 

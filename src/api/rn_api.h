@@ -6,17 +6,20 @@
 
 #include <sys/socket.h>
 
+#include "rn_hsa.h"
+
 /* ri2n_accept with accept4() flags (SOCK_NONBLOCK, SOCK_CLOEXEC). */
 int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 /*
  * accept on a ri2n listener this process inherited (fork) and does not know
  * (rn_api_accept says ENOTSOCK): a connection the listening process's engine
  * queued, as a descriptor that engine serves (plain read/write/poll, while
- * that process lives); its peer in *peer.  flags as accept4's.  The
- * descriptor, or -1 with errno (EAGAIN, EINVAL: not a ri2n listener).
+ * that process lives); its peer in *peer (either family).  flags as
+ * accept4's.  The descriptor, or -1 with errno (EAGAIN, EINVAL: not a ri2n
+ * listener).
  */
 #include <netinet/in.h>
-int rn_api_accept_inherited(int fd, struct sockaddr_in *peer, int flags);
+int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 /*
@@ -107,11 +110,13 @@ void rn_api_forget(int fd);
  */
 void rn_api_forget_closed(int fd, dev_t dev, ino_t ino);
 /*
- * Whether ip (network order) is in the subnet of one of this host's rails, or
- * with `exact` is a rail's own address; INADDR_ANY: whether there is a rail.
- * Starts the engine.  1, 0, or -errno (no rails).
+ * Whether address a (its port ignored) is in the subnet of one of this
+ * host's rails of its family, or with `exact` is a rail's own address; a
+ * link-local IPv6 address with a scope only matches the rail of that
+ * interface.  0.0.0.0: whether there is a rail; "::": whether there is an
+ * IPv6 rail.  Starts the engine.  1, 0, or -errno (no rails).
  */
-int rn_api_rail_match(in_addr_t ip, int exact);
+int rn_api_rail_match(const rn_hsa *a, int exact);
 
 /*
  * setsockopt(fd, SOL_SOCKET, name, ...) for SO_SNDBUF or SO_SNDBUFFORCE on a
@@ -145,7 +150,10 @@ int rn_api_held(uint64_t ep_id, rn_ready *out, int max);
 uint64_t rn_api_fd_cookie(int fd);
 /* Whether the process is (about to be) under a seccomp filter (rn_sandbox_on). */
 int rn_api_sandbox_on(void);
-/* fd's addresses if it is a ri2n connection's user end: 0, or -1 (rn_pairname_get). */
-int rn_api_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer);
+/*
+ * fd's addresses (either family) if it is a ri2n connection's user end: 0,
+ * or -1 (rn_pairname_get).
+ */
+int rn_api_pairname_get(int fd, rn_hsa *local, rn_hsa *peer);
 
 #endif

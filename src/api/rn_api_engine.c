@@ -60,17 +60,15 @@ int rn_api_sandbox_on(void)
 	return rn_sandbox_on();
 }
 
-int rn_api_pairname_get(int fd, struct sockaddr_in *local, struct sockaddr_in *peer)
+int rn_api_pairname_get(int fd, rn_hsa *local, rn_hsa *peer)
 {
 	rn_hsa l, p;
 
-	/* the shim converts IPv4 connections only: an IPv6 one is not its */
-	if (rn_pairname_get(fd, &l, &p) < 0 || l.sa.sa_family != AF_INET ||
-	    p.sa.sa_family != AF_INET)
+	if (rn_pairname_get(fd, &l, &p) < 0)
 		return -1;
 	if (local)
-		*local = l.v4;
+		*local = l;
 	if (peer)
-		*peer = p.v4;
+		*peer = p;
 	return 0;
 }

@@ -13,9 +13,12 @@
  * rn_shim_opt.c) from ri2n and from what the shim remembers per descriptor
  * number (rn_shim_tab.c).
  *
- * AF_INET6 sockets take part when they can carry IPv4: a listener bound to
- * "::" (not IPV6_V6ONLY) or to a v4-mapped address, a connect to a v4-mapped
- * address.  Such sockets see their addresses as v4-mapped sockaddr_in6.
+ * AF_INET6 sockets take part for IPv6 as AF_INET ones do for IPv4 (a
+ * connect to an address in an IPv6 rail's subnet, a listener on "::" or on
+ * an IPv6 rail's address) and carry IPv4 too: a listener bound to "::" (not
+ * IPV6_V6ONLY) or to a v4-mapped address, a connect to a v4-mapped address.
+ * IPv4 connections show as v4-mapped sockaddr_in6 on such sockets.  The
+ * shim keeps addresses as ri2n takes them (rn_hsa): IPv4, or IPv6 proper.
  */
 #ifndef RN_SHIM_H
 #define RN_SHIM_H
@@ -33,6 +36,7 @@
 #include <sys/select.h>
 
 #include "rn_datacalls.h"
+#include "rn_hsa.h"
 
 /* ---- the real calls (rn_shim_real.c) ---- */
 
@@ -105,13 +109,13 @@ typedef struct rn_shim_opt {
 
 typedef struct rn_shim_ent {
 	int kind;              /* rn_shim_kind */
-	int family;            /* AF_INET or AF_INET6: how addresses are shown */
+	int family;            /* AF_INET or AF_INET6: how IPv4 addresses are shown */
 	int listening;         /* a ri2n listener */
 	dev_t dev;
 	ino_t ino;             /* the open file at this number (tells a reused number) */
 	uint64_t cookie;       /* the same, checked on every lookup (rn_api_fd_cookie) */
 	int have_local, have_peer;
-	struct sockaddr_in local, peer; /* last known: they also answer in a forked child */
+	rn_hsa local, peer; /* last known: they also answer in a forked child */
 	int nopt;
 	rn_shim_opt opt[RN_SHIM_MAXOPT];
 	int nep, ep_lost;      /* TCP: registrations to carry; ep_lost: more than fit */
@@ -168,7 +172,7 @@ int rn_shim_tab_drop(int fd);
 /* Remembers an option set on fd (replacing an earlier value). */
 void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_t len);
 /* Remembers fd's local (peer == 0) or peer address. */
-void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a);
+void rn_shim_tab_note_addr(int fd, int peer, const rn_hsa *a);
 /*
  * Remembers (EPOLL_CTL_ADD, MOD) or forgets (DEL) the registration of TCP
  * socket fd in the epoll set epfd (id ep_id).
@@ -228,10 +232,13 @@ int rn_shim_engine_thread(void);
  * Whether a connect to dst (from a socket bound to `bound`, or NULL) goes
  * over ri2n; if not, *why says why.  Starts ri2n's engine to learn the rails.
  */
-int rn_shim_policy_connect(const struct sockaddr_in *dst, const struct sockaddr_in *bound,
-			   const char **why);
-/* Whether a listener bound to `local` (port 0: not bound) becomes ri2n. */
-int rn_shim_policy_listen(const struct sockaddr_in *local, const char **why);
+int rn_shim_policy_connect(const rn_hsa *dst, const rn_hsa *bound, const char **why);
+/*
+ * Whether a listener bound to `local` (port 0: not bound) becomes ri2n.
+ * An AF_INET6 "::" (an IPV6_V6ONLY listener's) needs an IPv6 rail; 0.0.0.0
+ * any rail.
+ */
+int rn_shim_policy_listen(const rn_hsa *local, const char **why);
 /* RI2N_RUN_VERBOSE: one line per decision on stderr. */
 int rn_shim_verbose(void);
 void rn_shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -239,16 +246,26 @@ void rn_shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- addresses (rn_shim_addr.c) ---- */
 
 /*
- * The IPv4 view of a socket address: AF_INET as is, AF_INET6 "::" as
- * 0.0.0.0 and ::ffff:a.b.c.d as a.b.c.d.  0, or -1 when it has none (a real
- * IPv6 address, another family, or too short).
+ * ri2n's view of a socket address: AF_INET as is; AF_INET6 "::" as 0.0.0.0
+ * (every rail of either family) and ::ffff:a.b.c.d as a.b.c.d; any other
+ * AF_INET6 address as is (its scope kept for a link-local one only).  0, or
+ * -1 (another family, or too short).
  */
-int rn_shim_addr_to4(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out);
-/* Writes in4 as `family` shows it (v4-mapped for AF_INET6), truncated as the kernel does. */
-void rn_shim_addr_put(int family, const struct sockaddr_in *in4, struct sockaddr *a, socklen_t *len);
-/* "198.18.1.2:5201" */
-const char *rn_shim_addr_str(const struct sockaddr_in *a, char *buf, size_t len);
-int rn_shim_addr_is_loopback(const struct sockaddr_in *a);
+int rn_shim_addr_get(const struct sockaddr *a, socklen_t len, rn_hsa *out);
+/*
+ * Writes `in` as a socket of `family` shows it (IPv4 v4-mapped for
+ * AF_INET6; IPv6 as sockaddr_in6, but on an AF_INET socket with room for a
+ * sockaddr_in only as 0.0.0.0 and the port), truncated as the kernel does.
+ */
+void rn_shim_addr_put(int family, const rn_hsa *in, struct sockaddr *a, socklen_t *len);
+/* "198.18.1.2:5201", "[2001:2:0:1::2]:5201", "[fe80::1%3]:5201" */
+const char *rn_shim_addr_str(const rn_hsa *a, char *buf, size_t len);
+/* 127/8 or ::1 */
+int rn_shim_addr_is_loopback(const rn_hsa *a);
+/* 0.0.0.0 or :: */
+int rn_shim_addr_is_any(const rn_hsa *a);
+/* The port, network order. */
+in_port_t rn_shim_addr_port(const rn_hsa *a);
 
 /* ---- options (rn_shim_opt.c, rn_shim_tcpinfo.c) ---- */
 

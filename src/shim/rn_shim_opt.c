@@ -311,13 +311,14 @@ int rn_shim_opt_get(int fd, const rn_shim_ent *e, int level, int name, void *val
  */
 static int adopt_handed(int fd, rn_shim_ent *e)
 {
-	struct sockaddr_in local, peer;
+	rn_hsa local, peer;
 
 	if (!rn_shim_tab_mine() || rn_shim_tab_has(fd) || rn_api_pairname_get(fd, &local, &peer) < 0)
 		return 0;
 	memset(e, 0, sizeof(*e));
 	e->kind = RN_SHIM_RI2N;
-	e->family = AF_INET;
+	/* the owner's socket family is not named: an IPv6 connection's is AF_INET6 */
+	e->family = peer.sa.sa_family == AF_INET6 ? AF_INET6 : AF_INET;
 	e->have_local = e->have_peer = 1;
 	e->local = local;
 	e->peer = peer;
@@ -326,9 +327,9 @@ static int adopt_handed(int fd, rn_shim_ent *e)
 	if (!rn_shim_tab_get(fd, e))
 		return 0;
 	rn_shim_log("fd %d: a ri2n connection from another process (%s to %s): its addresses "
-		    "answer here, its data goes through the descriptor", fd,
-		    rn_shim_addr_str(&local, (char[32]){ 0 }, 32),
-		    rn_shim_addr_str(&peer, (char[32]){ 0 }, 32));
+		    "answer here, its data goes through the descriptor",
+		    fd, rn_shim_addr_str(&local, (char[80]){ 0 }, 80),
+		    rn_shim_addr_str(&peer, (char[80]){ 0 }, 80));
 	return 1;
 }
 
@@ -390,11 +391,11 @@ RN_SHIM_API int getsockopt(int fd, int level, int name, void *val, socklen_t *le
  * 0.0.0.0:0: wait for it, at most 20 ms.  Harmless once the engine sets the
  * state first.
  */
-static int local_settled(int fd, struct sockaddr_in *a, socklen_t *al)
+static int local_settled(int fd, rn_hsa *a, socklen_t *al)
 {
-	int rc = ri2n_getsockname(fd, (struct sockaddr *)a, al);
+	int rc = ri2n_getsockname(fd, &a->sa, al);
 
-	for (int i = 0; i < 200 && rc == 0 && a->sin_addr.s_addr == htonl(INADDR_ANY); i++) {
+	for (int i = 0; i < 200 && rc == 0 && rn_shim_addr_is_any(a); i++) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
 		struct timespec zero = { 0, 0 };
 
@@ -402,7 +403,7 @@ static int local_settled(int fd, struct sockaddr_in *a, socklen_t *al)
 			break; /* still connecting (or failed): 0.0.0.0 is the answer */
 		usleep(100);
 		*al = sizeof(*a);
-		rc = ri2n_getsockname(fd, (struct sockaddr *)a, al);
+		rc = ri2n_getsockname(fd, &a->sa, al);
 	}
 	return rc;
 }
@@ -410,8 +411,8 @@ static int local_settled(int fd, struct sockaddr_in *a, socklen_t *al)
 /* The local (peer == 0) or peer address of a ri2n socket, as the program's family shows it. */
 static int name_of(int fd, const rn_shim_ent *e, int peer, struct sockaddr *addr, socklen_t *len)
 {
-	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
+	socklen_t al = sizeof(rn_hsa);
+	rn_hsa a;
 	int rc;
 
 	if (!len || (!addr && *len)) {
@@ -421,9 +422,9 @@ static int name_of(int fd, const rn_shim_ent *e, int peer, struct sockaddr *addr
 	if (!peer && e->listening) {
 		a = e->local; /* what the program bound, with the port it got */
 	} else {
-		rc = peer ? ri2n_getpeername(fd, (struct sockaddr *)&a, &al) : local_settled(fd, &a, &al);
+		rc = peer ? ri2n_getpeername(fd, &a.sa, &al) : local_settled(fd, &a, &al);
 		if (rc == 0) {
-			if (peer || a.sin_addr.s_addr != htonl(INADDR_ANY))
+			if (peer || !rn_shim_addr_is_any(&a))
 				rn_shim_tab_note_addr(fd, peer, &a);
 			else if (e->have_local)
 				a = e->local; /* not connected yet: the last one known */

@@ -2,9 +2,10 @@
  * rn_shim_policy.c - which TCP sockets become ri2n streams, and the
  * verbose log of every such decision.
  *
- * By default every IPv4 connection and listener that is not loopback and
- * that ri2n can carry: a connect to an address in the subnet of one of this
- * host's rails, a listener on every address or on a rail's address.
+ * By default every IPv4 or IPv6 connection and listener that is not
+ * loopback and that ri2n can carry: a connect to an address in the subnet
+ * of one of this host's rails of its family, a listener on every address or
+ * on a rail's address.
  * RI2N_RUN_PORTS ("5201,8000-8100") narrows it to those ports: the
  * destination port of a connect, the local port of a listener.  Everything
  * else stays TCP, untouched.
@@ -111,33 +112,42 @@ static int port_ok(uint16_t port)
 }
 
 /* rn_api_rail_match, remembering a failure to start ri2n. */
-static int rail_match(in_addr_t ip, int exact)
+static int rail_match(const rn_hsa *a, int exact)
 {
 	int rc;
 
 	if (__atomic_load_n(&g.no_rails, __ATOMIC_RELAXED))
 		return -1;
-	rc = rn_api_rail_match(ip, exact);
+	rc = rn_api_rail_match(a, exact);
 	if (rc < 0)
 		__atomic_store_n(&g.no_rails, 1, __ATOMIC_RELAXED);
 	return rc;
 }
 
-int rn_shim_policy_connect(const struct sockaddr_in *dst, const struct sockaddr_in *bound,
-			   const char **why)
+/* Whether dst names one host that ri2n could reach (not loopback: checked before). */
+static int unicast(const rn_hsa *dst)
 {
-	uint32_t ip = ntohl(dst->sin_addr.s_addr);
+	uint32_t ip = ntohl(dst->v4.sin_addr.s_addr);
+
+	if (dst->sa.sa_family == AF_INET6)
+		return !IN6_IS_ADDR_UNSPECIFIED(&dst->v6.sin6_addr) &&
+		       !IN6_IS_ADDR_MULTICAST(&dst->v6.sin6_addr);
+	return ip != INADDR_ANY && !IN_MULTICAST(ip) && ip != INADDR_BROADCAST;
+}
+
+int rn_shim_policy_connect(const rn_hsa *dst, const rn_hsa *bound, const char **why)
+{
 	int rc;
 
 	if (rn_shim_addr_is_loopback(dst))
 		return *why = "loopback", 0;
-	if (ip == INADDR_ANY || IN_MULTICAST(ip) || ip == INADDR_BROADCAST)
+	if (!unicast(dst))
 		return *why = "not a unicast address", 0;
-	if (!port_ok(ntohs(dst->sin_port)))
+	if (!port_ok(ntohs(rn_shim_addr_port(dst))))
 		return *why = "port not in RI2N_RUN_PORTS", 0;
 	if (bound && rn_shim_addr_is_loopback(bound))
 		return *why = "bound to loopback", 0;
-	rc = rail_match(dst->sin_addr.s_addr, 0);
+	rc = rail_match(dst, 0);
 	if (rc < 0)
 		return *why = "ri2n found no rails (RI2N_RAILS)", 0;
 	if (rc == 0)
@@ -145,18 +155,22 @@ int rn_shim_policy_connect(const struct sockaddr_in *dst, const struct sockaddr_
 	return 1;
 }
 
-int rn_shim_policy_listen(const struct sockaddr_in *local, const char **why)
+int rn_shim_policy_listen(const rn_hsa *local, const char **why)
 {
 	int rc;
 
 	if (rn_shim_addr_is_loopback(local))
 		return *why = "loopback", 0;
-	if (!port_ok(ntohs(local->sin_port)))
+	if (!port_ok(ntohs(rn_shim_addr_port(local))))
 		return *why = "port not in RI2N_RUN_PORTS", 0;
-	rc = rail_match(local->sin_addr.s_addr, 1);
+	rc = rail_match(local, 1);
 	if (rc < 0)
 		return *why = "ri2n found no rails (RI2N_RAILS)", 0;
-	if (rc == 0)
-		return *why = "bound to an address that is not a rail", 0;
+	if (rc == 0) {
+		*why = local->sa.sa_family == AF_INET6 && rn_shim_addr_is_any(local)
+				       ? "IPV6_V6ONLY and no IPv6 rail"
+				       : "bound to an address that is not a rail";
+		return 0;
+	}
 	return 1;
 }

@@ -114,16 +114,16 @@ static int v6only(int fd)
 	return rn_sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v, &l) == 0 && v;
 }
 
-/* The socket's bound address in IPv4 terms (0.0.0.0:0 if none or IPv6). */
-static void bound_of(int fd, struct sockaddr_in *out)
+/* The socket's bound address as ri2n sees it (0.0.0.0:0 if none). */
+static void bound_of(int fd, rn_hsa *out)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 
 	if (rn_sys_getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
-	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, out) < 0) {
+	    rn_shim_addr_get((struct sockaddr *)&ss, sl, out) < 0) {
 		memset(out, 0, sizeof(*out));
-		out->sin_family = AF_INET;
+		out->v4.sin_family = AF_INET;
 	}
 }
 
@@ -235,17 +235,35 @@ RN_SHIM_API int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-/* Whether UDP port `port` (network order) is free on every address right now. */
-static int udp_port_free(in_port_t port)
+/*
+ * Whether UDP port `port` (network order) is free on every address of
+ * `family` right now (IPv6: an IPV6_V6ONLY "::", which IPv4 holders leave
+ * alone).
+ */
+static int udp_port_free_in(int family, in_port_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port };
-	int u = rn_sys_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+	rn_hsa a;
+	int u = rn_sys_socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc, one = 1;
 
 	if (u < 0)
-		return 1; /* cannot tell: the kernel's bind decides */
-	rc = rn_sys_bind(u, (struct sockaddr *)&a, sizeof(a));
+		return 1; /* cannot tell (no IPv6 here, say): the kernel's bind decides */
+	memset(&a, 0, sizeof(a));
+	a.sa.sa_family = (sa_family_t)family;
+	if (family == AF_INET6) {
+		a.v6.sin6_port = port;
+		rn_sys_setsockopt(u, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	} else {
+		a.v4.sin_port = port;
+	}
+	rc = rn_sys_bind(u, &a.sa, rn_hsa_len(&a));
 	rn_sys_close(u);
 	return rc == 0 || errno != EADDRINUSE;
+}
+
+/* The same for both families: a ri2n listener holds the port on IPv4 and IPv6 rails alike. */
+static int udp_port_free(in_port_t port)
+{
+	return udp_port_free_in(AF_INET, port) && udp_port_free_in(AF_INET6, port);
 }
 
 /*
@@ -259,17 +277,21 @@ static int udp_port_free(in_port_t port)
 static int port_served(int fd, const rn_shim_ent *e, const struct sockaddr *addr, socklen_t len)
 {
 	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
-	struct sockaddr_in a;
 	const char *why;
 	int reuse = 0;
+	rn_hsa a;
 
-	/* as listen() decides: an IPV6_V6ONLY socket stays TCP (redis binds :: beside 0.0.0.0) */
-	if (rn_shim_addr_to4(addr, len, &a) < 0 || !a.sin_port || rn_shim_addr_is_loopback(&a) ||
-	    (e->family == AF_INET6 && v6only(fd)) || !rn_shim_policy_listen(&a, &why))
+	/*
+	 * An IPV6_V6ONLY socket is never refused: redis binds :: beside 0.0.0.0
+	 * on one port, and its listen stays TCP when ri2n holds the port.
+	 */
+	if (rn_shim_addr_get(addr, len, &a) < 0 || !rn_shim_addr_port(&a) ||
+	    rn_shim_addr_is_loopback(&a) || (e->family == AF_INET6 && v6only(fd)) ||
+	    !rn_shim_policy_listen(&a, &why))
 		return 0;
 	if (o && o->len >= sizeof(int))
 		memcpy(&reuse, o->val, sizeof(int));
-	for (int i = 0; !udp_port_free(a.sin_port); i++) {
+	for (int i = 0; !udp_port_free(rn_shim_addr_port(&a)); i++) {
 		if (!reuse || i == 150)
 			return 1;
 		usleep(20000);
@@ -287,10 +309,10 @@ RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		return -1;
 	}
 	if (known && e.kind == RN_SHIM_TCP && addr && port_served(fd, &e, addr, len)) {
-		char as[64];
-		struct sockaddr_in a;
+		char as[80];
+		rn_hsa a;
 
-		rn_shim_addr_to4(addr, len, &a);
+		rn_shim_addr_get(addr, len, &a);
 		rn_shim_log("fd %d: bind to %s: the port is in use (by a ri2n listener or "
 			    "connection)", fd, rn_shim_addr_str(&a, as, sizeof(as)));
 		errno = EADDRINUSE;
@@ -307,7 +329,7 @@ RN_SHIM_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
  * where TCP with SO_REUSEADDR succeeds (iperf3 -s listens anew right after
  * each test).  With SO_REUSEADDR set, wait up to 3 s for the port.
  */
-static int bind_listener(int n, const rn_shim_ent *e, const struct sockaddr_in *a)
+static int bind_listener(int n, const rn_shim_ent *e, const struct sockaddr_in *a, int v6only)
 {
 	const rn_shim_opt *o = rn_shim_ent_opt(e, SOL_SOCKET, SO_REUSEADDR);
 	int reuse = 0;
@@ -318,29 +340,48 @@ static int bind_listener(int n, const rn_shim_ent *e, const struct sockaddr_in *
 	for (int i = 0;; i++) {
 		if (ri2n_bind(n, (const struct sockaddr *)a, sizeof(*a)) == 0)
 			return 0;
-		if (errno != EADDRINUSE || !reuse || !a->sin_port || i == 150)
+		/* v6only: the program's own IPv4 listener may hold it (listen_convert) */
+		if (errno != EADDRINUSE || !reuse || !a->sin_port || v6only || i == 150)
 			return -1;
 		usleep(20000);
 	}
 }
 
-static int listen_convert(int fd, const rn_shim_ent *e, struct sockaddr_in *local, int backlog)
+/*
+ * Converts TCP socket fd (entry e) into a ri2n listener on local's port.
+ * 0, -1 with errno, or 1 when an IPV6_V6ONLY socket (v6only) finds its port
+ * held by ri2n already: by the program's own listener on 0.0.0.0, which
+ * takes ri2n's IPv6 peers too, so this one stays TCP (redis listens so).
+ */
+static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backlog, int v6only)
 {
 	/* every rail: a listener on one rail's address still stripes over all of them */
-	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = local->sin_port };
-	struct sockaddr_in got;
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = rn_shim_addr_port(local) };
+	rn_hsa got;
 	socklen_t gl = sizeof(got);
 	rn_shim_ent ne = *e;
-	char as[64];
+	char as[80];
 	int n = ri2n_socket();
 
 	if (n < 0)
 		return give_up(-1, fd, "listen");
-	if (bind_listener(n, e, &any) < 0 || ri2n_listen(n, backlog) < 0)
+	if (bind_listener(n, e, &any, v6only) < 0) {
+		if (v6only && errno == EADDRINUSE) {
+			ri2n_close(n);
+			return 1;
+		}
+		return give_up(n, fd, "listen");
+	}
+	if (ri2n_listen(n, backlog) < 0)
 		return give_up(n, fd, "listen");
 	rn_shim_opt_replay(n, e);
-	if (ri2n_getsockname(n, (struct sockaddr *)&got, &gl) == 0)
-		local->sin_port = got.sin_port; /* the port ri2n chose if the program bound none */
+	if (ri2n_getsockname(n, &got.sa, &gl) == 0) {
+		/* the port ri2n chose if the program bound none */
+		if (local->sa.sa_family == AF_INET6)
+			local->v6.sin6_port = rn_shim_addr_port(&got);
+		else
+			local->v4.sin_port = rn_shim_addr_port(&got);
+	}
 	ne.kind = RN_SHIM_RI2N;
 	ne.listening = 1;
 	ne.local = *local;
@@ -355,46 +396,55 @@ static int listen_convert(int fd, const rn_shim_ent *e, struct sockaddr_in *loca
 RN_SHIM_API int listen(int fd, int backlog)
 {
 	struct sockaddr_storage ss;
-	struct sockaddr_in local;
 	socklen_t sl = sizeof(ss);
-	const char *why = "not IPv4";
-	char as[64] = "?";
+	const char *why = "no address";
+	char as[80] = "?";
 	rn_shim_ent e;
+	rn_hsa local;
+	int only6, rc;
 
 	if (!rn_shim_tab_get(fd, &e))
 		return RN_REAL->listen(fd, backlog);
 	if (e.kind == RN_SHIM_RI2N)
 		return ri2n_listen(fd, backlog);
 	if (rn_sys_getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
-	    rn_shim_addr_to4((struct sockaddr *)&ss, sl, &local) < 0)
+	    rn_shim_addr_get((struct sockaddr *)&ss, sl, &local) < 0)
 		goto stays;
-	rn_shim_addr_str(&local, as, sizeof(as));
-	if (e.family == AF_INET6 && v6only(fd)) {
-		why = "IPV6_V6ONLY";
-		goto stays;
+	only6 = e.family == AF_INET6 && v6only(fd);
+	if (only6 && local.sa.sa_family == AF_INET) {
+		/* "::" on an IPV6_V6ONLY socket: every IPv6 rail (it cannot be v4-mapped) */
+		in_port_t port = local.v4.sin_port;
+
+		memset(&local, 0, sizeof(local));
+		local.v6.sin6_family = AF_INET6;
+		local.v6.sin6_port = port;
 	}
+	rn_shim_addr_str(&local, as, sizeof(as));
 	if (!rn_shim_policy_listen(&local, &why))
 		goto stays;
-	return listen_convert(fd, &e, &local, backlog);
+	rc = listen_convert(fd, &e, &local, backlog, only6);
+	if (rc <= 0)
+		return rc;
+	why = "IPV6_V6ONLY, and ri2n holds the port: a listener on 0.0.0.0 takes IPv6 peers too";
 stays:
 	stays_tcp(fd, &e);
 	rn_shim_log("fd %d: listen on %s stays TCP (%s)", fd, as, why);
 	return RN_REAL->listen(fd, backlog);
 }
 
-static int connect_convert(int fd, const rn_shim_ent *e, const struct sockaddr_in *dst,
-			   const struct sockaddr_in *bound)
+static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, const rn_hsa *bound)
 {
 	rn_shim_ent ne = *e;
-	char as[64];
+	char as[80];
 	int n = ri2n_socket();
 
 	if (n < 0)
 		return give_up(-1, fd, "connect");
 	rn_shim_opt_replay(n, e);
-	if (bound->sin_port) {
+	if (rn_shim_addr_port(bound)) {
 		/* a source port asked for; a source address alone is not: ri2n uses every rail */
-		struct sockaddr_in b = { .sin_family = AF_INET, .sin_port = bound->sin_port };
+		struct sockaddr_in b = { .sin_family = AF_INET,
+					 .sin_port = rn_shim_addr_port(bound) };
 
 		if (ri2n_bind(n, (struct sockaddr *)&b, sizeof(b)) < 0)
 			return give_up(n, fd, "bind");
@@ -406,27 +456,28 @@ static int connect_convert(int fd, const rn_shim_ent *e, const struct sockaddr_i
 	if (adopt(n, fd, e, &ne) < 0)
 		return give_up(n, fd, "connect");
 	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
-	return ri2n_connect(fd, (const struct sockaddr *)dst, sizeof(*dst));
+	return ri2n_connect(fd, &dst->sa, rn_hsa_len(dst));
 }
 
 RN_SHIM_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct sockaddr_in dst, bound;
-	const char *why = "not an IPv4 destination";
-	char as[64] = "?";
+	const char *why = "not an address of the socket's family";
+	char as[80] = "?";
+	rn_hsa dst, bound;
 	rn_shim_ent e;
 
 	if (!rn_shim_tab_get(fd, &e) || !addr || addr->sa_family == AF_UNSPEC)
 		return RN_REAL->connect(fd, addr, len);
 	if (e.kind == RN_SHIM_RI2N) {
-		if (rn_shim_addr_to4(addr, len, &dst) < 0)
+		if (rn_shim_addr_get(addr, len, &dst) < 0)
 			return ri2n_connect(fd, addr, len); /* its error, as for any bad address */
-		return ri2n_connect(fd, (struct sockaddr *)&dst, sizeof(dst));
+		return ri2n_connect(fd, &dst.sa, rn_hsa_len(&dst));
 	}
-	if (addr->sa_family != e.family || rn_shim_addr_to4(addr, len, &dst) < 0)
+	if (addr->sa_family != e.family || rn_shim_addr_get(addr, len, &dst) < 0)
 		goto stays;
 	rn_shim_addr_str(&dst, as, sizeof(as));
-	if (e.family == AF_INET6 && v6only(fd)) {
+	if (dst.sa.sa_family == AF_INET && e.family == AF_INET6 && v6only(fd)) {
+		/* a v4-mapped destination: the kernel refuses it */
 		why = "IPV6_V6ONLY";
 		goto stays;
 	}
@@ -443,17 +494,17 @@ stays:
 static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, socklen_t *len,
 		       int flags)
 {
-	struct sockaddr_in from, local;
+	rn_hsa from, local;
 	socklen_t fl = sizeof(from), ll = sizeof(local);
 	rn_shim_ent ne = { .kind = RN_SHIM_RI2N, .family = e->family };
-	char as[64];
+	char as[80];
 	int nfd;
 
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		errno = EINVAL;
 		return -1;
 	}
-	nfd = rn_api_accept(fd, (struct sockaddr *)&from, &fl, flags);
+	nfd = rn_api_accept(fd, &from.sa, &fl, flags);
 	if (nfd < 0 && errno == ENOTSOCK) {
 		/*
 		 * A listener inherited across fork (a prefork worker): the
@@ -485,7 +536,7 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 	rn_shim_opt_replay(nfd, &ne);
 	ne.peer = from;
 	ne.have_peer = 1;
-	if (ri2n_getsockname(nfd, (struct sockaddr *)&local, &ll) == 0) {
+	if (ri2n_getsockname(nfd, &local.sa, &ll) == 0) {
 		ne.local = local;
 		ne.have_local = 1;
 	}

@@ -233,7 +233,7 @@ void rn_shim_tab_note_opt(int fd, int level, int name, const void *val, socklen_
 	pthread_mutex_unlock(&g.mu);
 }
 
-void rn_shim_tab_note_addr(int fd, int peer, const struct sockaddr_in *a)
+void rn_shim_tab_note_addr(int fd, int peer, const rn_hsa *a)
 {
 	rn_shim_ent *cur;
 

@@ -244,3 +244,16 @@ nt_require_verified() { # NAME
 	local out=$NT_DIR/$1.out
 	[ "$(nt_verified "$out" send)" = yes ] || nt_fail "$1: transfer not verified: $(grep done "$out")"
 }
+
+# HOST's link-local address on r<RAIL>, once duplicate detection is over (up to 5 s).
+nt_link_local() { # HOST RAIL
+	local ns a
+	ns=$(tb_ns "$1")
+	for _ in $(seq 50); do
+		a=$(ip -n "$ns" -6 -o addr show dev "r$2" scope link)
+		[[ -n $a && $a != *tentative* ]] && break
+		sleep 0.1
+	done
+	[[ $a == *tentative* ]] && nt_fail "h$1's r$2 link-local address still tentative"
+	awk '{ sub("/.*", "", $4); print $4; exit }' <<<"$a"
+}

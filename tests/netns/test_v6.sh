@@ -43,19 +43,6 @@ rail_family() { # NAME RAIL
 	esac
 }
 
-# HOST's link-local address on r<RAIL>, once duplicate detection is over (up to 5 s).
-link_local() { # HOST RAIL
-	local ns a
-	ns=$(tb_ns "$1")
-	for _ in $(seq 50); do
-		a=$(ip -n "$ns" -6 -o addr show dev "r$2" scope link)
-		[[ -n $a && $a != *tentative* ]] && break
-		sleep 0.1
-	done
-	[[ $a == *tentative* ]] && nt_fail "h$1's r$2 link-local address still tentative"
-	awk '{ sub("/.*", "", $4); print $4; exit }' <<<"$a"
-}
-
 case $scenario in
 v6)
 	nt_init "$tag" 2 2 1gbit --v6 all
@@ -113,7 +100,7 @@ v6-link-local)
 	nt_init "$tag" 2 2 1gbit --v6 all
 	for k in 1 2; do
 		for i in 1 2; do
-			a=$(link_local "$k" "$i") || exit 1
+			a=$(nt_link_local "$k" "$i") || exit 1
 			[[ $a == fe80:* ]] || nt_fail "h$k's r$i has no link-local address: '$a'"
 			ll[k * 10 + i]=$a
 		done

@@ -83,13 +83,32 @@
 #           shim_sigrestart: a blocking read() interrupted by 25 SIGCHLD
 #           handlers installed with SA_RESTART returns the data, never EINTR,
 #           as on a TCP socket
+#   v6      an IPv6-only bed (2001:2:0:<i>::<k>/64): nc -6 (a dual-stack "::"
+#           listener) and a python3 server on an IPV6_V6ONLY "::" listener
+#           each take 8 MiB from an IPv6 client, sha256 compared; the
+#           client's host sent its bytes as UDP over IPv6 on both rails and
+#           no TCP segment (/proc/net/snmp, snmp6); options and TCP_INFO
+#           answer as on IPv4; accept, getsockname and getpeername give the
+#           rails' IPv6 addresses at both ends, and so do a forked child,
+#           an exec'd child and a process the connection was sent to over
+#           SCM_RIGHTS (the last two by the pair's name, rn_pairname.c); a
+#           program listening on 0.0.0.0 and on an IPV6_V6ONLY "::" with one
+#           port (redis) gets the IPv6 peer over ri2n on the first, the
+#           second staying TCP; with link-local rails a connect to the
+#           server's on r1 (with its scope) converts, every name with r1's
+#           scope
+#   v6-mixed
+#           rail 1 IPv4, rail 2 IPv6: nc -6 -l takes 8 MiB from a client
+#           connecting to its IPv6 address and 8 MiB from one connecting to
+#           its IPv4 one (v4-mapped), sha256 compared, each over both rails
+#           and no TCP segment
 #
 # Speed is not asserted (bench/ measures it); the figures are printed.
 # Environment: RI2N_RUN (the launcher), RI2N_RUN_LIB (the shim), RI2N_STAT,
 # RI2N_SHIM_PROBE, RI2N_XFER (lib.sh's check that the build exists).
 source "$(dirname "$0")/../netns/lib.sh"
 
-scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|close|exit|errors|quiet|signal|order|posix|sigrestart|cancel}
+scenario=${1:?usage: test_shim.sh iperf3|nc|http|probe|early|nginx|close|exit|errors|quiet|signal|order|posix|sigrestart|cancel|v6|v6-mixed}
 RUN=${RI2N_RUN:-$NT_ROOT/tools/ri2n-run}
 STAT=${RI2N_STAT:-$(dirname "$NT_XFER")/ri2n-stat}
 PROBE=${RI2N_SHIM_PROBE:-$NT_ROOT/build/tests/shim_probe}
@@ -774,8 +793,266 @@ scenario_sigrestart() {
 	nt_ok "sigrestart: a read under SA_RESTART handlers resumes, as on TCP"
 }
 
+# ---- IPv6 ----
+
+# "TCP UDP6 R1 R2": the TCP segments and the UDP datagrams over IPv6 HOST has
+# sent so far, and the bytes its rails r1 and r2 sent.
+v6_counts() { # HOST
+	local ns
+	ns=$(tb_ns "$1")
+	ip netns exec "$ns" awk '
+		$1 == "Tcp:" && !h { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
+		$1 == "Tcp:" { tcp = $col["OutSegs"] }
+		$1 == "Udp6OutDatagrams" { udp = $2 }
+		END { printf "%d %d ", tcp, udp }' /proc/net/snmp /proc/net/snmp6
+	ip netns exec "$ns" cat /sys/class/net/r1/statistics/tx_bytes \
+		/sys/class/net/r2/statistics/tx_bytes | paste -sd' '
+}
+
+# Requires that host 1 sent BYTES on both rails and no TCP since the counts in
+# V6_T0 (v6_counts); V6_UDP: the UDP datagrams over IPv6 it sent meanwhile.
+v6_require_rails() { # NAME BYTES
+	local t u r1 r2 t0 u0 b1 b2
+	read -r t0 u0 b1 b2 <<<"$V6_T0"
+	read -r t u r1 r2 < <(v6_counts 1)
+	[ $((t - t0)) -eq 0 ] || nt_fail "$1: the client's host sent $((t - t0)) TCP segments"
+	# both rails carry data (1/64 of it at least: how it splits is the scheduler's,
+	# uneven in a sanitizer build; heartbeats alone are a few hundred bytes)
+	[ $((r1 - b1)) -gt $(($2 / 64)) ] && [ $((r2 - b2)) -gt $(($2 / 64)) ] ||
+		nt_fail "$1: the rails sent $((r1 - b1)) and $((r2 - b2)) bytes for $2: not both carried it"
+	V6_UDP=$((u - u0))
+	nt_note "$1: the client's host sent no TCP segment; r1 $((r1 - b1)) bytes, r2 $((r2 - b2)) bytes"
+}
+
+# The same, all of it as UDP over IPv6.
+v6_require_udp() { # NAME BYTES
+	v6_require_rails "$@"
+	# UDP GSO: one datagram counted may be up to 64 KiB of segments
+	[ "$V6_UDP" -gt $(($2 / 65536)) ] ||
+		nt_fail "$1: the client's host sent only $V6_UDP UDP datagrams over IPv6 for $2 bytes"
+	nt_note "$1: $V6_UDP UDP datagrams over IPv6"
+}
+
+# The python3 server: an IPV6_V6ONLY "::" listener (create_server's default for
+# AF_INET6); it prints the accepted connection's names (with "%<scope>" if it
+# has one), then those a forked child sees, an exec'd child of the inherited
+# descriptor and one it was sent to over SCM_RIGHTS, then stores what it
+# reads (argv: port, file).
+V6_SERVER='
+import os, socket, subprocess, sys
+N = "n = lambda a: a[0] + (\"%%%d\" % a[3] if a[3] else \"\")\n"
+exec(N)
+def names(tag, c):
+	print(tag, n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6, flush=True)
+CHILD = N + """
+import socket, sys
+fd = int(sys.argv[2])
+if sys.argv[1] == "passed":
+	fd = socket.recv_fds(socket.socket(fileno=fd), 1, 1)[1][0]
+c = socket.socket(fileno=fd)
+print(sys.argv[1], n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
+c.detach()
+"""
+def child(tag, fd, send=None):
+	p = subprocess.Popen([sys.executable, "-c", CHILD, tag, str(fd)], pass_fds=[fd],
+			     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+	if send:
+		send()
+	out, err = p.communicate()
+	print(out.strip() or tag + " failed: " + err.strip()[-300:], flush=True)
+s = socket.create_server(("::", int(sys.argv[1])), family=socket.AF_INET6)
+c, a = s.accept()
+print("accepted", n(a), n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6,
+      flush=True)
+pid = os.fork()
+if pid == 0:
+	names("forked", c)
+	os._exit(0)
+os.waitpid(pid, 0)
+child("child", c.fileno())
+u, v = socket.socketpair()
+child("passed", v.fileno(), lambda: socket.send_fds(u, [b"x"], [c.fileno()]))
+with open(sys.argv[2], "wb") as f:
+	while True:
+		b = c.recv(1 << 20)
+		if not b:
+			break
+		f.write(b)
+'
+# redis's listeners: 0.0.0.0 and an IPV6_V6ONLY "::" on one port; the first
+# accept on the 0.0.0.0 one gives the peer's address, then what it reads is
+# stored (argv: port, file).
+V6_PAIR='
+import socket, sys
+S, P = socket.SOL_SOCKET, int(sys.argv[1])
+a = socket.socket(socket.AF_INET)
+a.setsockopt(S, socket.SO_REUSEADDR, 1)
+a.bind(("0.0.0.0", P))
+a.listen()
+b = socket.socket(socket.AF_INET6)
+b.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+b.setsockopt(S, socket.SO_REUSEADDR, 1)
+b.bind(("::", P))
+b.listen()
+c, peer = a.accept()
+print("pair", peer[0], flush=True)
+with open(sys.argv[2], "wb") as f:
+	while True:
+		d = c.recv(1 << 20)
+		if not d:
+			break
+		f.write(d)
+'
+# The client: prints its names and options (IPV6_TCLASS set before connect,
+# TCP_NODELAY after; TCP_CONGESTION; TCP_INFO'"'"'s state), sends the file (argv:
+# address, port, file).
+V6_CLIENT='
+import socket, sys
+T = socket.IPPROTO_TCP
+c = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+c.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x20)
+c.connect((sys.argv[1], int(sys.argv[2])))
+c.setsockopt(T, socket.TCP_NODELAY, 1)
+n = lambda a: a[0] + ("%%%d" % a[3] if a[3] else "")
+print("client", n(c.getsockname()), n(c.getpeername()), c.family == socket.AF_INET6)
+print("opts", c.getsockopt(T, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode(),
+      c.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS), c.getsockopt(T, socket.TCP_NODELAY),
+      c.getsockopt(T, socket.TCP_INFO, 104)[0], flush=True)
+with open(sys.argv[3], "rb") as f:
+	c.sendfile(f)
+c.close()
+'
+
+scenario_v6() {
+	local py srv a1 a2 size
+	need nc
+	nc -h 2>&1 | grep -qi openbsd || nt_skip "nc is not netcat-openbsd"
+	py=$(command -v /usr/bin/python3 python3 | head -n 1)
+	[ -n "$py" ] || nt_skip "python3 is not installed"
+	nt_init "$tag" 2 2 1gbit --v6 all
+	a1=$(nt_addr 1)
+	a2=$(nt_addr 2)
+	case $a2 in 2001:2:0:1::2) ;; *) nt_fail "the bed's rail 1 is not IPv6: $a2" ;; esac
+	head -c 8M /dev/urandom >"$NT_DIR/file"
+	size=$(stat -c %s "$NT_DIR/file")
+
+	# nc -6 -l listens on "::", dual-stack
+	st_bg nc_srv 2 nc -6 -l 7000 </dev/null
+	srv=$ST_PID
+	st_wait_listen 2 7000
+	V6_T0=$(v6_counts 1)
+	st_fg nc_cli 1 nc -6 -N "$a2" 7000 <"$NT_DIR/file" || nt_fail "nc: the sender failed"
+	wait "$srv" || nt_fail "nc: the listener failed"
+	[ "$(st_sha "$NT_DIR/nc_srv.out")" = "$(st_sha "$NT_DIR/file")" ] ||
+		nt_fail "nc: sha256 differs ($(stat -c %s "$NT_DIR/nc_srv.out") bytes arrived)"
+	st_require_ri2n nc_cli nc_srv
+	v6_require_udp nc "$size"
+	nt_note "nc -6: 8 MiB, sha256 matches"
+
+	st_bg py_srv 2 "$py" -c "$V6_SERVER" 7001 "$NT_DIR/py.body"
+	srv=$ST_PID
+	st_wait_listen 2 7001
+	V6_T0=$(v6_counts 1)
+	st_fg py_cli 1 "$py" -c "$V6_CLIENT" "$a2" 7001 "$NT_DIR/file" ||
+		nt_fail "python: the client failed: $(tail -n 5 "$NT_DIR/py_cli.err")"
+	wait "$srv" || nt_fail "python: the server failed: $(tail -n 5 "$NT_DIR/py_srv.err")"
+	[ "$(st_sha "$NT_DIR/py.body")" = "$(st_sha "$NT_DIR/file")" ] ||
+		nt_fail "python: sha256 differs ($(stat -c %s "$NT_DIR/py.body") bytes arrived)"
+	st_require_ri2n py_cli py_srv
+	v6_require_udp python "$size"
+	sed 's/^/  /' "$NT_DIR/py_cli.out" "$NT_DIR/py_srv.out"
+	grep -qx "client $a1 $a2 True" "$NT_DIR/py_cli.out" ||
+		nt_fail "python: the client's names: '$(cat "$NT_DIR/py_cli.out")', want 'client $a1 $a2 True'"
+	# TCP_CONGESTION "ri2n": the shim's answer (the kernel's would be "cubic"); state 1: established
+	grep -qx "opts ri2n 32 1 1" "$NT_DIR/py_cli.out" ||
+		nt_fail "python: the client's options: '$(tail -n 1 "$NT_DIR/py_cli.out")', want 'opts ri2n 32 1 1'"
+	grep -qx "accepted $a1 $a2 $a1 True" "$NT_DIR/py_srv.out" ||
+		nt_fail "python: the server's names: '$(head -n 1 "$NT_DIR/py_srv.out")', want 'accepted $a1 $a2 $a1 True'"
+	for k in forked child passed; do
+		grep -qx "$k $a2 $a1 True" "$NT_DIR/py_srv.out" ||
+			nt_fail "python: the $k child's names: '$(grep "^$k" "$NT_DIR/py_srv.out")', want '$k $a2 $a1 True'"
+	done
+
+	# redis's pair of listeners: the V6ONLY one stays TCP, the 0.0.0.0 one takes the IPv6 peer
+	st_bg pair_srv 2 "$py" -c "$V6_PAIR" 7002 "$NT_DIR/pair.body"
+	srv=$ST_PID
+	st_wait_listen 2 7002
+	head -c 1M "$NT_DIR/file" >"$NT_DIR/file1"
+	st_fg pair_cli 1 nc -6 -N "$a2" 7002 <"$NT_DIR/file1" || nt_fail "pair: the sender failed"
+	wait "$srv" || nt_fail "pair: the server failed: $(tail -n 5 "$NT_DIR/pair_srv.err")"
+	[ "$(st_sha "$NT_DIR/pair.body")" = "$(st_sha "$NT_DIR/file1")" ] ||
+		nt_fail "pair: sha256 differs ($(stat -c %s "$NT_DIR/pair.body") bytes arrived)"
+	st_require_ri2n pair_cli pair_srv
+	grep -q "listen on \[::\]:7002 stays TCP (IPV6_V6ONLY, and ri2n holds the port" \
+		"$NT_DIR/pair_srv.err" || nt_fail "pair: the IPV6_V6ONLY listener did not stay TCP: $(grep ri2n-run "$NT_DIR/pair_srv.err")"
+	# python's AF_INET accept has room for a sockaddr_in: an IPv6 peer reads 0.0.0.0
+	grep -qx "pair 0.0.0.0" "$NT_DIR/pair_srv.out" ||
+		nt_fail "pair: the 0.0.0.0 listener's peer: '$(cat "$NT_DIR/pair_srv.out")', want 'pair 0.0.0.0'"
+	nt_note "redis's listeners (0.0.0.0 and an IPV6_V6ONLY \"::\" on one port): the second stays TCP, the first takes the IPv6 peer over ri2n"
+
+	# link-local rails ("fe80::..%r1", as RI2N_RAILS names them): a connect to host 2's on
+	# r1 with its scope converts; the names carry the scope, r1's index on each host
+	local l11 l12 l21 l22 i1 i2 want
+	l11=$(nt_link_local 1 1) && l12=$(nt_link_local 1 2) && l21=$(nt_link_local 2 1) &&
+		l22=$(nt_link_local 2 2) || exit 1
+	i1=$(ip -n "$(tb_ns 1)" -o link show r1 | cut -d: -f1)
+	i2=$(ip -n "$(tb_ns 2)" -o link show r1 | cut -d: -f1)
+	NT_RAILS="$l21%r1,$l22%r2" st_bg ll_srv 2 "$py" -c "$V6_SERVER" 7004 "$NT_DIR/ll.body"
+	srv=$ST_PID
+	st_wait_listen 2 7004
+	V6_T0=$(v6_counts 1)
+	NT_RAILS="$l11%r1,$l12%r2" st_fg ll_cli 1 "$py" -c "$V6_CLIENT" "$l21%r1" 7004 \
+		"$NT_DIR/file1" || nt_fail "link-local: the client failed: $(tail -n 5 "$NT_DIR/ll_cli.err")"
+	wait "$srv" || nt_fail "link-local: the server failed: $(tail -n 5 "$NT_DIR/ll_srv.err")"
+	[ "$(st_sha "$NT_DIR/ll.body")" = "$(st_sha "$NT_DIR/file1")" ] ||
+		nt_fail "link-local: sha256 differs ($(stat -c %s "$NT_DIR/ll.body") bytes arrived)"
+	st_require_ri2n ll_cli ll_srv
+	v6_require_udp link-local "$(stat -c %s "$NT_DIR/file1")"
+	sed 's/^/  /' "$NT_DIR/ll_cli.out" "$NT_DIR/ll_srv.out"
+	want="client $l11%$i1 $l21%$i1 True"
+	grep -qx "$want" "$NT_DIR/ll_cli.out" ||
+		nt_fail "link-local: the client's names: '$(head -n 1 "$NT_DIR/ll_cli.out")', want '$want'"
+	want="accepted $l11%$i2 $l21%$i2 $l11%$i2 True"
+	grep -qx "$want" "$NT_DIR/ll_srv.out" ||
+		nt_fail "link-local: the server's names: '$(head -n 1 "$NT_DIR/ll_srv.out")', want '$want'"
+	for k in forked child passed; do
+		want="$k $l21%$i2 $l11%$i2 True"
+		grep -qx "$want" "$NT_DIR/ll_srv.out" ||
+			nt_fail "link-local: the $k child's names: '$(grep "^$k" "$NT_DIR/ll_srv.out")', want '$want'"
+	done
+	nt_note "link-local rails: 1 MiB, sha256 matches, the names carry r1's scope"
+	nt_ok "v6: nc and python3 moved 8 MiB each over IPv6 rails under ri2n-run (sha256 matches, UDP and no TCP); the names are the rails' IPv6 addresses, also in forked, exec'd and SCM_RIGHTS children; redis's listeners and link-local rails too"
+}
+
+# A mixed bed (rail 1 IPv4, rail 2 IPv6): nc -6 -l takes 8 MiB from a client
+# connecting to its IPv6 address, then 8 MiB from one connecting to its IPv4
+# address (v4-mapped on the listener); both connections use both rails.
+scenario_v6_mixed() {
+	local srv size a
+	need nc
+	nc -h 2>&1 | grep -qi openbsd || nt_skip "nc is not netcat-openbsd"
+	nt_init "$tag" 2 2 1gbit --v6 2
+	case $(tb_addr 2 2) in 2001:2:0:2::2) ;; *) nt_fail "the bed's rail 2 is not IPv6: $(tb_addr 2 2)" ;; esac
+	head -c 8M /dev/urandom >"$NT_DIR/file"
+	size=$(stat -c %s "$NT_DIR/file")
+	for a in "$(tb_addr 2 2)" "$(tb_addr 2 1)"; do
+		st_bg srv 2 nc -6 -l 7010 </dev/null
+		srv=$ST_PID
+		st_wait_listen 2 7010
+		V6_T0=$(v6_counts 1)
+		st_fg cli 1 nc -N "$a" 7010 <"$NT_DIR/file" || nt_fail "to $a: the sender failed"
+		wait "$srv" || nt_fail "to $a: the listener failed"
+		[ "$(st_sha "$NT_DIR/srv.out")" = "$(st_sha "$NT_DIR/file")" ] ||
+			nt_fail "to $a: sha256 differs ($(stat -c %s "$NT_DIR/srv.out") bytes arrived)"
+		st_require_ri2n cli srv
+		v6_require_rails "to $a" "$size"
+	done
+	nt_ok "v6-mixed: nc moved 8 MiB to the server's IPv6 address and 8 MiB to its IPv4 one, each over both rails (an IPv4 and an IPv6 one), sha256 matches"
+}
+
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel | v6) "scenario_$scenario" ;;
+v6-mixed) scenario_v6_mixed ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
 esac
