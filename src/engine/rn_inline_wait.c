@@ -68,6 +68,8 @@ static rn_waiter *waiter(void)
 
 static void waiter_unlink(rn_port *p, rn_waiter *w)
 {
+	uint64_t one = 1;
+
 	for (rn_waiter **pp = &p->waiters; *pp; pp = &(*pp)->next) {
 		if (*pp == w) {
 			*pp = w->next;
@@ -75,7 +77,15 @@ static void waiter_unlink(rn_port *p, rn_waiter *w)
 		}
 	}
 	w->next = NULL;
+	w->s = NULL;
+	w->st = NULL;
 	p->nwait--;
+	if (p->leader == w)
+		p->leader = NULL;
+	/* nobody polls the sockets now: another waiter leads from its next wait */
+	if (!p->leader && p->waiters && rn_sys_write(p->waiters->efd, &one, sizeof(one)) < 0) {
+		/* saturated: it is awake anyway */
+	}
 }
 
 /* What a thread cancelled in its sleep (sleep_cancellable) leaves behind. */
@@ -149,19 +159,25 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	rn_waiter *w = waiter();
 	struct pollfd pf[RN_MAX_RAILS + 2];
 	int idx[RN_MAX_RAILS];
-	int n = 0, rc = 0, err = 0, nrail, caught = 0;
+	int n = 0, rc = 0, err = 0, nrail, caught = 0, lead;
 	struct timespec tw;
 	int64_t spin, left;
 
 	*ready = 0;
 	if (!w)
 		return -ENOMEM;
-	for (int i = 0; i < p->nsock; i++)
+	/* one waiter polls the sockets (rn_port.h): the others, their eventfd and descriptor */
+	lead = !p->leader;
+	if (lead)
+		p->leader = w;
+	for (int i = 0; i < p->nsock && lead; i++)
 		if (p->s[i].fd >= 0) {
 			idx[n] = i;
 			pf[n++] = (struct pollfd){ .fd = p->s[i].fd, .events = POLLIN };
 		}
 	nrail = n;
+	w->s = s;
+	w->st = st;
 	pf[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
 	pf[n++] = (struct pollfd){ .fd = fd, .events = events };
 	w->next = p->waiters;
@@ -171,7 +187,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	rn_host_leave_inline();
 
 	clock_gettime(CLOCK_MONOTONIC, &tw);
-	spin = rn_spin_budget(busy_us);
+	spin = lead ? rn_spin_budget(busy_us) : 0; /* a follower's news comes through the leader */
 	left = *timeout_ns == RN_WAIT_RCVTIMEO ? -1 : rn_inline_left_of(*timeout_ns, t0);
 	if (left >= 0 && spin > left)
 		spin = left;
@@ -190,7 +206,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 				       rn_inline_left_of(*timeout_ns, t0));
 	}
 	err = errno;
-	if (rc >= 0)
+	if (rc >= 0 && lead)
 		rn_spin_learn(busy_us, elapsed_ns(&tw), caught);
 
 	rn_host_enter_inline();

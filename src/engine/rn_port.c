@@ -435,7 +435,7 @@ int rn_port_read_ready(rn_port *p, uint32_t mask, uint32_t ready)
 	if (rn_host_inline()) {
 		p->inline_ns = rn_now_ns();
 		if (total && p->nwait)
-			rn_port_wake_waiters(p); /* what they wait for may be among these */
+			rn_port_wake_ready(p); /* what they wait for may be among these */
 	}
 	rn_port_unref(p);
 	return total;

@@ -54,14 +54,19 @@ typedef struct rn_port {
 	uint64_t drops_unknown, drops_backlog;
 	uint64_t refused;       /* handshakes refused: out of the budget or of descriptors */
 	/*
-	 * Inline receive (rn_inline.c): threads blocked in poll() on this port's
-	 * sockets, each woken through its own eventfd when another thread reads
-	 * what it waits for.  While one waits, the engine keeps off the sockets
-	 * (rx_off) so that a datagram wakes one thread, not two; a fallback
-	 * timer gives the sockets back to the engine once nobody waits inline
-	 * (rn_handoff.h says when).
+	 * Inline receive (rn_inline.c): threads blocked in poll() for this
+	 * port's connections.  One of them, the leader, polls the sockets; the
+	 * others poll only their eventfd, written when a thread reads what they
+	 * wait for, so a datagram wakes one thread, not every waiter: with 16
+	 * threads each waiting on its connection of one port, every datagram
+	 * used to wake all 16.  A leader that leaves wakes another waiter,
+	 * which leads from its next wait.  While one waits, the engine keeps
+	 * off the sockets (rx_off) for the same reason; a fallback timer gives
+	 * the sockets back to the engine once nobody waits inline (rn_handoff.h
+	 * says when).
 	 */
 	struct rn_waiter *waiters;
+	struct rn_waiter *leader; /* the waiter polling the sockets, or NULL */
 	int nwait;
 	uint8_t rx_off, dead;
 	uint8_t want_rx;        /* taken back by another thread: the engine re-arms the sockets */
@@ -76,9 +81,11 @@ typedef struct rn_port {
 } rn_port;
 
 
-/* A thread blocked inline: its eventfd, on a port's list. */
+/* A thread blocked inline: its eventfd, on a port's list, and what it waits on. */
 typedef struct rn_waiter {
 	int efd;
+	struct rn_sock *s;      /* the caller's (referenced for the wait) */
+	struct rn_stream *st;   /* s->stream when the wait began: valid while still s->stream */
 	struct rn_waiter *next;
 } rn_waiter;
 
@@ -159,8 +166,14 @@ void rn_port_wait_left(rn_port *p, uint64_t now);
 /* The rail socket open under descriptor number fd with inode ino, or NULL (host lock). */
 rn_usock *rn_port_usock(int fd, uint64_t ino);
 
-/* Wakes the threads blocked inline on the port (another thread read for them). */
+/* Wakes every thread blocked inline on the port (a descriptor closed under them). */
 void rn_port_wake_waiters(rn_port *p);
+/*
+ * Wakes the threads blocked inline on the port whose connection has bytes,
+ * its end or an error to read now (another thread read their datagrams),
+ * or is no longer theirs; and a waiter to lead if none does.
+ */
+void rn_port_wake_ready(rn_port *p);
 /* Engine: arms what inline threads asked for, replays deferred handshakes, frees dead ports. */
 void rn_port_sync(void);
 

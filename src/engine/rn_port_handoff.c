@@ -179,12 +179,37 @@ void rn_port_on_fallback(rn_etimer *t, uint64_t now)
 	}
 }
 
-void rn_port_wake_waiters(rn_port *p)
+static void wake(const rn_waiter *w)
 {
 	uint64_t one = 1;
 
+	if (rn_sys_write(w->efd, &one, sizeof(one)) < 0) {
+		/* saturated: it is awake anyway */
+	}
+}
+
+void rn_port_wake_waiters(rn_port *p)
+{
 	for (rn_waiter *w = p->waiters; w; w = w->next)
-		if (rn_sys_write(w->efd, &one, sizeof(one)) < 0) {
-			/* saturated: it is awake anyway */
-		}
+		wake(w);
+}
+
+/* Whether the read loop of w's thread (rn_inline_io.c) would end its wait now. */
+static int waiter_due(const rn_waiter *w)
+{
+	const uint8_t *d;
+
+	if (!w->s || w->s->stream != w->st || !w->st)
+		return 1;
+	return rn_conn_peek(w->st->conn, &d) != RN_ERR_AGAIN;
+}
+
+void rn_port_wake_ready(rn_port *p)
+{
+	RN_OWNS_HOST();
+	for (rn_waiter *w = p->waiters; w; w = w->next)
+		if (w != p->leader && waiter_due(w))
+			wake(w);
+	if (!p->leader && p->waiters)
+		wake(p->waiters);
 }
