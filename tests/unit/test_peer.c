@@ -174,6 +174,43 @@ static void test_peer_member_muted_after_data(void **state)
 	teardown2(&p);
 }
 
+static int drop_client_fin(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	(void)arg;
+	return r->from == UN_CLIENT && r->type == RN_PT_DATA && (r->flags & RN_F_FIN);
+}
+
+/*
+ * A close storm: a member whose FIN alone is unacknowledged waits 50 us
+ * more per member of its peer before resending it (the peer's engine takes
+ * every member's FIN in turn): 1,000 members, 50 ms more than 2 do.
+ */
+static void test_peer_fin_waits_for_the_storm(void **state)
+{
+	pair2 p;
+	uint64_t at[RN_TIMER__COUNT], lone;
+	rn_conn *c;
+	uint32_t real;
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 2 * UT_S);
+	p.b->filter = drop_client_fin;
+	c = p.b->side[UN_CLIENT].c;
+	assert_int_equal(rn_conn_shutdown(c, p.b->now), 0);
+	run2(&p, t0 + 2 * UT_S + 2 * UT_MS); /* the FIN went, and was lost */
+	rn_conn_deadlines(c, at);
+	lone = at[RN_TIMER_LOSS];
+	assert_true(lone != UINT64_MAX);
+	real = p.pc.nmembers;
+	p.pc.nmembers = 1000; /* as many as a storm closes together */
+	rn_conn_deadlines(c, at);
+	assert_true(at[RN_TIMER_LOSS] == lone + (1000 - real) * 50 * UT_US);
+	p.pc.nmembers = real;
+	teardown2(&p);
+}
+
 /* The keeper leaves: the member left becomes the keeper and arms its keepalives again. */
 static void test_peer_keeper_handover(void **state)
 {
@@ -240,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_peer_verdict_reaches_idle_member),
 		cmocka_unit_test(test_peer_stats_show_new_verdict),
 		cmocka_unit_test(test_peer_member_muted_after_data),
+		cmocka_unit_test(test_peer_fin_waits_for_the_storm),
 		cmocka_unit_test(test_peer_keeper_handover),
 		cmocka_unit_test(test_peer_closed_keeper),
 		cmocka_unit_test(test_peer_join_checks),
