@@ -232,11 +232,18 @@ void rn_inline_serve_others(struct rn_stream *self)
 
 /* ---- epoll readiness from the core (ri2n-run) ---- */
 
-/* An epoll wait being ended: where its reports go (serve_watch's context). */
+/*
+ * A wait being ended: where its reports go (serve_watch's context).  An
+ * epoll wait names its set (ep_id); a poll or select wait its sockets asked
+ * for bytes (socks[0..ns), in[i] set for those reported).
+ */
 struct wait_reports {
 	uint64_t ep_id;
 	rn_ready *out;
 	int max, n;
+	rn_sock *const *socks;
+	int ns;
+	uint8_t *in;
 };
 
 void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data)
@@ -254,6 +261,20 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 }
 
 /*
+ * Whether the stream's bytes can be reported to a wait straight from the
+ * core: its socket open, nothing of it in the descriptor, bytes waiting.
+ */
+static int poll_reportable(const struct rn_stream *st)
+{
+	const rn_sock *s = st ? st->sock : NULL;
+	const uint8_t *d;
+
+	return s && !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) && rn_inline_ok_to_recv(st) &&
+	       !st->pair_rx && rn_conn_state(st->conn) == RN_ST_ESTABLISHED &&
+	       rn_conn_peek(st->conn, &d) > 0;
+}
+
+/*
  * Whether the stream's bytes can be reported to epoll set ep_id straight
  * from the core: registered there for EPOLLIN (not one-shot: the kernel
  * would disarm it), nothing of it in the descriptor, bytes waiting.
@@ -261,12 +282,9 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 static int reportable(const struct rn_stream *st, uint64_t ep_id)
 {
 	const rn_sock *s = st->sock;
-	const uint8_t *d;
 
 	return ep_id && s && s->ep_id == ep_id && (s->ep_events & EPOLLIN) &&
-	       !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) &&
-	       !(s->ep_events & EPOLLONESHOT) && rn_inline_ok_to_recv(st) && !st->pair_rx &&
-	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
+	       !(s->ep_events & EPOLLONESHOT) && poll_reportable(st);
 }
 
 static void hold(struct rn_stream *st)
@@ -280,13 +298,24 @@ static void hold(struct rn_stream *st)
 	g.held = st;
 }
 
-/* A connection whose datagrams the epoll wait read: reported, else as serve_other. */
+/* Whether a poll wait asked for st's bytes. */
+static int polled(const struct wait_reports *w, const struct rn_stream *st)
+{
+	for (int i = 0; i < w->ns; i++)
+		if (w->socks[i] && w->socks[i]->stream == st)
+			return 1;
+	return 0;
+}
+
+/* A connection whose datagrams the wait read: reported, else as serve_other. */
 static void serve_watch(struct rn_stream *st, void *ctx)
 {
 	struct wait_reports *w = ctx;
 
-	if (w->n < w->max && reportable(st, w->ep_id)) {
-		w->out[w->n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
+	if ((w->n < w->max && reportable(st, w->ep_id)) ||
+	    (w->ns && polled(w, st) && poll_reportable(st))) {
+		if (!w->ns)
+			w->out[w->n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
 		hold(st);
 		if (service_x(st, rn_now_ns(), 0))
 			rn_engine_dirty(st);
@@ -295,10 +324,35 @@ static void serve_watch(struct rn_stream *st, void *ctx)
 	serve_other(st, NULL);
 }
 
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
-			 int max, int *nout)
+/*
+ * Under the host lock: which of w's sockets have bytes held in the core
+ * (w->in); one held before whose bytes are gone, or went to the
+ * descriptor, is held no more (what is left goes there too).
+ */
+static int poll_mark(struct wait_reports *w)
 {
-	struct wait_reports w = { ep_id, out, max, 0 };
+	int k = 0;
+
+	for (int i = 0; i < w->ns; i++) {
+		struct rn_stream *st = w->socks[i] ? w->socks[i]->stream : NULL;
+
+		w->in[i] = 0;
+		if (!st || !st->held)
+			continue;
+		if (poll_reportable(st)) {
+			w->in[i] = 1; /* level-triggered: until read */
+			st->held_ns = rn_now_ns();
+			k++;
+			continue;
+		}
+		held_remove(st);
+		serve_other(st, NULL);
+	}
+	return k;
+}
+
+static void watch_end(void **h, int n, const uint8_t *ready, struct wait_reports *w)
+{
 	uint64_t now;
 
 	rn_host_enter_inline();
@@ -312,14 +366,44 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 		if (ready[i] && u->fd >= 0)
 			rn_port_read_some(u->port, 1u << u->idx);
 	}
-	rn_stream_each_dirty(serve_watch, &w); /* no epoll set (poll, select): serve_other */
-	if (nout)
-		*nout = w.n;
+	rn_stream_each_dirty(serve_watch, w); /* neither epoll set nor poll sockets: serve_other */
+	if (w->ns)
+		poll_mark(w);
 	rn_inline_finish(NULL);
 	for (int i = 0; i < n; i++)
 		if (h[i])
 			rn_port_unref(((rn_usock *)h[i])->port);
 	rn_host_leave_inline();
+}
+
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
+			 int max, int *nout)
+{
+	struct wait_reports w = { .ep_id = ep_id, .out = out, .max = max };
+
+	watch_end(h, n, ready, &w);
+	if (nout)
+		*nout = w.n;
+}
+
+void rn_inline_poll_end(void **h, int n, const uint8_t *ready, rn_sock *const *s, int ns,
+			uint8_t *in)
+{
+	struct wait_reports w = { .socks = s, .ns = ns, .in = in };
+
+	watch_end(h, n, ready, &w);
+}
+
+int rn_inline_poll_held(rn_sock *const *s, int ns, uint8_t *in)
+{
+	struct wait_reports w = { .socks = s, .ns = ns, .in = in };
+	int k;
+
+	rn_host_enter_inline();
+	k = poll_mark(&w);
+	rn_inline_finish(NULL);
+	rn_host_leave_inline();
+	return k;
 }
 
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
