@@ -287,12 +287,18 @@ static int reportable(const struct rn_stream *st, uint64_t ep_id)
 	       !(s->ep_events & EPOLLONESHOT) && poll_reportable(st);
 }
 
+/* Whether st's held bytes are still for its program's read (not RN_HELD_NS unread). */
+static int young(const struct rn_stream *st)
+{
+	return rn_now_ns() - st->held_ns < RN_HELD_NS;
+}
+
 static void hold(struct rn_stream *st)
 {
 	RN_OWNS_HOST();
-	st->held_ns = rn_now_ns();
 	if (st->held)
 		return;
+	st->held_ns = rn_now_ns();
 	st->held = 1;
 	st->held_next = g.held;
 	g.held = st;
@@ -339,9 +345,8 @@ static int poll_mark(struct wait_reports *w)
 		w->in[i] = 0;
 		if (!st || !st->held)
 			continue;
-		if (poll_reportable(st)) {
+		if (poll_reportable(st) && young(st)) {
 			w->in[i] = 1; /* level-triggered: until read */
-			st->held_ns = rn_now_ns();
 			k++;
 			continue;
 		}
@@ -416,21 +421,23 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 		struct rn_stream *st = *pp;
 
 		if (st->sock && st->sock->ep_id == ep_id && !(st->sock->ep_events & EPOLLET) &&
-		    reportable(st, ep_id) && n < max) {
+		    reportable(st, ep_id) && young(st) && n < max) {
 			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
-			st->held_ns = rn_now_ns();
 			pp = &st->held_next;
 			continue;
 		}
-		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id)) {
+		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id) && young(st)) {
 			pp = &st->held_next; /* edge-triggered, or no room: still held */
 			continue;
 		}
-		/* read, or no longer watched there: what is left goes to the descriptor */
+		/*
+		 * read, no longer watched there, or unread too long (a reader
+		 * ri2n does not see): what is left goes to the descriptor
+		 */
 		*pp = st->held_next;
 		st->held = 0;
 		st->held_next = NULL;
-		if (st->sock && st->sock->ep_id != ep_id)
+		if (st->sock && (st->sock->ep_id != ep_id || reportable(st, ep_id)))
 			serve_other(st, NULL);
 	}
 	rn_inline_finish(NULL);

@@ -732,8 +732,8 @@ static int poll_watched(struct pollfd *fds, nfds_t nfds, const rn_railref *r, in
 				fds[at[i]].revents |= POLLIN;
 		for (nfds_t i = 0; i < nfds; i++)
 			user += fds[i].revents != 0;
-		/* as for epoll: only a timeout that passed returns 0 */
-		if (user > 0 || rails == 0 || (timeout > 0 && ms_left(timeout, &t0) == 0))
+		/* as for epoll: only a timeout that passed returns 0 (held bytes gone: wait on) */
+		if (user > 0 || (rails == 0 && !held) || (timeout > 0 && ms_left(timeout, &t0) == 0))
 			return user;
 		if (timeout == 0 && pass > 0)
 			return user;

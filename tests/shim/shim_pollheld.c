@@ -24,8 +24,11 @@
  *                                   unread past ri2n's age limit and read by
  *                                   the raw read system call (a reader the
  *                                   shim does not see): it must come
- *                                   whole.  Every byte of both directions
- *                                   checked.
+ *                                   whole; and again with no pause, by
+ *                                   non-blocking raw reads between waits
+ *                                   that keep reporting it.  The same
+ *                                   through an epoll set.  Every byte of
+ *                                   both directions checked.
  *
  * Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
  */
@@ -39,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -101,12 +105,33 @@ static void write_all(int fd, const uint8_t *b, size_t n)
 	}
 }
 
-/* Waits on fd[0..n) for reading, in poll or select; rd[i] says which are readable. */
-static int wait_in(const int *fd, int n, int use_select, int *rd)
+enum { BY_POLL, BY_SELECT, BY_EPOLL };
+static const char *const g_by[] = { "poll", "select", "epoll" };
+
+/* Waits on fd[0..n) for reading, in poll, select or epoll; rd[i] says which are readable. */
+static int wait_in(const int *fd, int n, int by, int *rd)
 {
+	static int ep = -1;
 	int rc;
 
-	if (use_select) {
+	if (by == BY_EPOLL) { /* one set, level-triggered; a socket stays in once added */
+		struct epoll_event ev[NCONN + 1];
+
+		if (ep < 0 && (ep = epoll_create1(0)) < 0)
+			die("epoll_create1");
+		for (int i = 0; i < n; i++) {
+			struct epoll_event e = { .events = EPOLLIN, .data.fd = fd[i] };
+
+			if (fd[i] >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd[i], &e) < 0 && errno != EEXIST)
+				die("epoll_ctl");
+		}
+		rc = epoll_wait(ep, ev, NCONN + 1, 10000);
+		for (int i = 0; i < n; i++) {
+			rd[i] = 0;
+			for (int k = 0; k < rc; k++)
+				rd[i] |= fd[i] >= 0 && ev[k].data.fd == fd[i];
+		}
+	} else if (by == BY_SELECT) {
 		fd_set s;
 		struct timeval tv = { 10, 0 };
 		int max = -1;
@@ -132,10 +157,10 @@ static int wait_in(const int *fd, int n, int use_select, int *rd)
 	}
 	if (rc == 0) {
 		errno = ETIMEDOUT;
-		die(use_select ? "select: nothing in 10 s" : "poll: nothing in 10 s");
+		die(g_by[by]);
 	}
 	if (rc < 0)
-		die(use_select ? "select" : "poll");
+		die(g_by[by]);
 	return rc;
 }
 
@@ -176,7 +201,7 @@ static int serve(int port)
 
 		for (int i = 0; i < NCONN; i++)
 			fd[i] = c[i].fd;
-		wait_in(fd, NCONN, turn++ & 1, rd);
+		wait_in(fd, NCONN, turn++ & 1 ? BY_SELECT : BY_POLL, rd);
 		for (int i = 0; i < NCONN; i++) {
 			uint32_t want, len;
 			ssize_t r;
@@ -248,7 +273,7 @@ static int kernel_inq(int fd)
 
 static void on_alarm(int sig)
 {
-	static const char m[] = "FAIL: the raw read waited 10 s: bytes held in ri2n's buffer never "
+	static const char m[] = "FAIL: a raw reader waited 10 s: bytes held in ri2n's buffer never "
 				"reached the descriptor\n";
 
 	(void)sig;
@@ -259,28 +284,58 @@ static void on_alarm(int sig)
 /*
  * Connection i: a reply reported readable from ri2n's buffer, then left
  * unread past the age limit, is read whole by raw read system calls.
+ * spin: no pause; the raw reads are non-blocking, each after a wait that
+ * reports the socket readable again (a program whose reads the shim does
+ * not see, polling through it): the bytes must reach the descriptor all
+ * the same.
  */
-static void unseen_reader(cconn *c, int i, int use_select)
+static void unseen_reader(cconn *c, int i, int by, int spin)
 {
-	static uint8_t buf[16384];
+	static uint8_t buf[32768]; /* twice a reply: the shim's read ends short */
+	const size_t want = sizeof(buf) / 2;
 	char msg[160];
 
 	for (int attempt = 0; attempt < 50; attempt++) {
 		int rd, k;
 		size_t got = 0;
 
-		request(c, i, sizeof(buf), 0);
-		wait_in(&c->fd, 1, use_select, &rd);
+		request(c, i, (uint32_t)want, 0);
+		wait_in(&c->fd, 1, by, &rd);
 		k = kernel_inq(c->fd);
-		if (k == 0) {
+		if (k != 0) { /* in the descriptor: the shim's read (which finds it empty after) */
+			while (got < want) {
+				ssize_t r = read(c->fd, buf + got, sizeof(buf) - got);
+
+				if (r <= 0)
+					die("read");
+				got += (size_t)r;
+			}
+			if (!check(buf, got, i, 1, c->in)) {
+				fail("a reply's bytes differ");
+				g_bad = 1;
+			}
+			c->in += got;
+			continue;
+		}
+		if (!spin) {
 			struct timespec ts = { 0, 300 * 1000000L };
 
 			nanosleep(&ts, NULL); /* past the age limit (50 ms) */
 		}
 		alarm(10);
-		while (got < sizeof(buf)) {
-			ssize_t r = syscall(SYS_read, c->fd, buf + got, sizeof(buf) - got);
+		while (got < want) {
+			ssize_t r;
 
+			if (spin) {
+				r = syscall(SYS_recvfrom, c->fd, buf + got, want - got,
+					    MSG_DONTWAIT, NULL, NULL);
+				if (r < 0 && errno == EAGAIN) {
+					wait_in(&c->fd, 1, by, &rd);
+					continue;
+				}
+			} else {
+				r = syscall(SYS_read, c->fd, buf + got, want - got);
+			}
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0)
@@ -294,16 +349,17 @@ static void unseen_reader(cconn *c, int i, int use_select)
 		}
 		c->in += got;
 		c->left = 0;
-		if (k == 0) {
-			snprintf(msg, sizeof(msg), "a reply held after %s (attempt %d) read whole by the "
-				 "raw read system call past the age limit", use_select ? "select" : "poll",
-				 attempt + 1);
+		{
+			snprintf(msg, sizeof(msg), "a reply held after %s (attempt %d) read whole by %s",
+				 g_by[by], attempt + 1,
+				 spin ? "raw non-blocking reads between waits"
+				      : "the raw read system call past the age limit");
 			printf("ok: %s\n", msg);
 			return;
 		}
 	}
-	fail(use_select ? "select: no reply was held in 50 attempts"
-			: "poll: no reply was held in 50 attempts");
+	snprintf(msg, sizeof(msg), "%s: no reply was held in 50 attempts", g_by[by]);
+	fail(msg);
 }
 
 static int client(const char *addr, int port)
@@ -336,7 +392,7 @@ static int client(const char *addr, int port)
 
 			for (int i = 0; i < NCONN; i++)
 				fd[i] = c[i].left ? c[i].fd : -1;
-			wait_in(fd, NCONN, sel, rd);
+			wait_in(fd, NCONN, sel ? BY_SELECT : BY_POLL, rd);
 			for (int i = 0; i < NCONN; i++) {
 				int k, q = -1;
 				ssize_t r;
@@ -365,8 +421,11 @@ static int client(const char *addr, int port)
 	       held[0] && held[1] ? "ok" : "FAIL", held[0], wakes[0], held[1], wakes[1]);
 	if (!held[0] || !held[1])
 		g_failed = 1;
-	unseen_reader(&c[0], 0, 0);
-	unseen_reader(&c[1], 1, 1);
+	for (int spin = 0; spin < 2; spin++) {
+		unseen_reader(&c[0], 0, BY_POLL, spin);
+		unseen_reader(&c[1], 1, BY_SELECT, spin);
+		unseen_reader(&c[spin], spin, BY_EPOLL, spin);
+	}
 	for (int i = 0; i < NCONN; i++) {
 		request(&c[i], i, 0, 0);
 		close(c[i].fd);
