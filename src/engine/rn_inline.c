@@ -29,6 +29,7 @@
 #include "rn_sys.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
+#include "rn_etimer.h"
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -40,9 +41,17 @@
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
 
 static struct {
-	struct rn_stream *held;  /* streams whose bytes an epoll wait reported from the core */
+	struct rn_stream *held;  /* streams whose bytes a wait reported from the core */
+	/*
+	 * Fires when the oldest of them may be unread too long: those go to
+	 * their descriptors then, whatever their connections' own timers (one
+	 * with nothing to send or resend may have none).
+	 */
+	rn_etimer held_tm;
 	uint8_t buf[TAKE_CHUNK];
 } g;
+
+static void held_fire(rn_etimer *t, uint64_t now);
 
 static void held_remove(struct rn_stream *st)
 {
@@ -67,6 +76,7 @@ void rn_inline_forget(void)
 {
 	rn_inline_wait_forget();
 	g.held = NULL;
+	rn_etimer_prep(&g.held_tm, held_fire); /* the parent's timers are gone (rn_etimer_forget) */
 }
 
 int rn_inline_busy_default(void)
@@ -293,6 +303,35 @@ static int young(const struct rn_stream *st)
 	return rn_now_ns() - st->held_ns < RN_HELD_NS;
 }
 
+/*
+ * The held timer: streams unread for RN_HELD_NS leave the list, and the
+ * engine, servicing them, moves their bytes to the descriptor (deliver in
+ * rn_stream.c); it is set again for the oldest left.
+ */
+static void held_fire(rn_etimer *t, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	(void)t;
+	(void)now;
+	RN_OWNS_HOST();
+	for (struct rn_stream **pp = &g.held; *pp;) {
+		struct rn_stream *st = *pp;
+
+		if (young(st)) {
+			if (st->held_ns + RN_HELD_NS < next)
+				next = st->held_ns + RN_HELD_NS;
+			pp = &st->held_next;
+			continue;
+		}
+		*pp = st->held_next;
+		st->held = 0;
+		st->held_next = NULL;
+		rn_engine_dirty(st);
+	}
+	rn_etimer_set(&g.held_tm, next);
+}
+
 static void hold(struct rn_stream *st)
 {
 	RN_OWNS_HOST();
@@ -302,6 +341,10 @@ static void hold(struct rn_stream *st)
 	st->held = 1;
 	st->held_next = g.held;
 	g.held = st;
+	if (!g.held_tm.fn)
+		rn_etimer_prep(&g.held_tm, held_fire);
+	if (g.held_tm.at == UINT64_MAX) /* else it is due before this one */
+		rn_etimer_set(&g.held_tm, st->held_ns + RN_HELD_NS);
 }
 
 /* Whether a poll wait asked for st's bytes. */

@@ -74,8 +74,9 @@
 #           waiting in poll and select by turns (300 rounds of up to 256 KiB
 #           replies): a wake-up must find some replies in ri2n's buffer only
 #           (the raw FIONREAD of the descriptor 0, the shim's not), and such a
-#           reply left unread 300 ms is read whole by the raw read system call;
-#           every byte checked both ways
+#           reply left unread 300 ms is read whole by the raw read system call
+#           within 3 s, as one read by raw non-blocking reads between poll,
+#           select and epoll waits; every byte checked both ways
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
