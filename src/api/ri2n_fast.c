@@ -260,6 +260,22 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
+int rn_api_poll_rails(int fd, rn_railref *out, int max, void **sock)
+{
+	int err;
+	rn_sock *s = rn_api_lookup(fd, &err);
+
+	*sock = s;
+	return s ? rn_inline_rails(s, out, max) : 0;
+}
+
+void rn_api_poll_put(void *const *socks, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (socks[i])
+			rn_sock_unref(socks[i]);
+}
+
 int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data,
 		      rn_railref *out, int max)
 {

@@ -146,6 +146,17 @@ void rn_api_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_
 		      int max, int *nout);
 /* The sockets of epoll set ep_id whose bytes still wait in the core (rn_inline_held). */
 int rn_api_held(uint64_t ep_id, rn_ready *out, int max);
+/*
+ * poll and select: fd's rail sockets as rn_api_rails gives them, and in
+ * *sock a reference to its socket (NULL if fd is not ri2n's) for the calls
+ * below, dropped with rn_api_poll_put.  rn_api_poll_held and
+ * rn_api_poll_end: rn_inline_poll_held and rn_inline_poll_end.
+ */
+int rn_api_poll_rails(int fd, rn_railref *out, int max, void **sock);
+int rn_api_poll_held(void *const *socks, int n, uint8_t *in);
+void rn_api_poll_end(void **h, int n, const uint8_t *ready, void *const *socks, int ns,
+		     uint8_t *in);
+void rn_api_poll_put(void *const *socks, int n);
 /* fd's socket cookie, 0 with errno if fd is no socket (rn_fd_cookie). */
 uint64_t rn_api_fd_cookie(int fd);
 /* Whether the process is (about to be) under a seccomp filter (rn_sandbox_on). */

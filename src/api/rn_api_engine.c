@@ -50,6 +50,17 @@ int rn_api_held(uint64_t ep_id, rn_ready *out, int max)
 	return rn_inline_held(ep_id, out, max);
 }
 
+int rn_api_poll_held(void *const *socks, int n, uint8_t *in)
+{
+	return rn_inline_poll_held((rn_sock *const *)socks, n, in);
+}
+
+void rn_api_poll_end(void **h, int n, const uint8_t *ready, void *const *socks, int ns,
+		     uint8_t *in)
+{
+	rn_inline_poll_end(h, n, ready, (rn_sock *const *)socks, ns, in);
+}
+
 uint64_t rn_api_fd_cookie(int fd)
 {
 	return rn_fd_cookie(fd);

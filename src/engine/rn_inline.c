@@ -29,6 +29,7 @@
 #include "rn_sys.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
+#include "rn_etimer.h"
 #include "rn_ev.h"
 #include "rn_log.h"
 #include "rn_port.h"
@@ -40,9 +41,17 @@
 #define TIMER_ROUNDS 4        /* due core timers run inline before the engine is asked */
 
 static struct {
-	struct rn_stream *held;  /* streams whose bytes an epoll wait reported from the core */
+	struct rn_stream *held;  /* streams whose bytes a wait reported from the core */
+	/*
+	 * Fires when the oldest of them may be unread too long: those go to
+	 * their descriptors then, whatever their connections' own timers (one
+	 * with nothing to send or resend may have none).
+	 */
+	rn_etimer held_tm;
 	uint8_t buf[TAKE_CHUNK];
 } g;
+
+static void held_fire(rn_etimer *t, uint64_t now);
 
 static void held_remove(struct rn_stream *st)
 {
@@ -67,6 +76,7 @@ void rn_inline_forget(void)
 {
 	rn_inline_wait_forget();
 	g.held = NULL;
+	rn_etimer_prep(&g.held_tm, held_fire); /* the parent's timers are gone (rn_etimer_forget) */
 }
 
 int rn_inline_busy_default(void)
@@ -232,11 +242,18 @@ void rn_inline_serve_others(struct rn_stream *self)
 
 /* ---- epoll readiness from the core (ri2n-run) ---- */
 
-/* An epoll wait being ended: where its reports go (serve_watch's context). */
+/*
+ * A wait being ended: where its reports go (serve_watch's context).  An
+ * epoll wait names its set (ep_id); a poll or select wait its sockets asked
+ * for bytes (socks[0..ns), in[i] set for those reported).
+ */
 struct wait_reports {
 	uint64_t ep_id;
 	rn_ready *out;
 	int max, n;
+	rn_sock *const *socks;
+	int ns;
+	uint8_t *in;
 };
 
 void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data)
@@ -254,6 +271,20 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 }
 
 /*
+ * Whether the stream's bytes can be reported to a wait straight from the
+ * core: its socket open, nothing of it in the descriptor, bytes waiting.
+ */
+static int poll_reportable(const struct rn_stream *st)
+{
+	const rn_sock *s = st ? st->sock : NULL;
+	const uint8_t *d;
+
+	return s && !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) && rn_inline_ok_to_recv(st) &&
+	       !st->pair_rx && rn_conn_state(st->conn) == RN_ST_ESTABLISHED &&
+	       rn_conn_peek(st->conn, &d) > 0;
+}
+
+/*
  * Whether the stream's bytes can be reported to epoll set ep_id straight
  * from the core: registered there for EPOLLIN (not one-shot: the kernel
  * would disarm it), nothing of it in the descriptor, bytes waiting.
@@ -261,32 +292,79 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 static int reportable(const struct rn_stream *st, uint64_t ep_id)
 {
 	const rn_sock *s = st->sock;
-	const uint8_t *d;
 
 	return ep_id && s && s->ep_id == ep_id && (s->ep_events & EPOLLIN) &&
-	       !__atomic_load_n(&s->closed, __ATOMIC_ACQUIRE) &&
-	       !(s->ep_events & EPOLLONESHOT) && rn_inline_ok_to_recv(st) && !st->pair_rx &&
-	       rn_conn_state(st->conn) == RN_ST_ESTABLISHED && rn_conn_peek(st->conn, &d) > 0;
+	       !(s->ep_events & EPOLLONESHOT) && poll_reportable(st);
+}
+
+/* Whether st's held bytes are still for its program's read (not RN_HELD_NS unread). */
+static int young(const struct rn_stream *st)
+{
+	return rn_now_ns() - st->held_ns < RN_HELD_NS;
+}
+
+/*
+ * The held timer: streams unread for RN_HELD_NS leave the list, and the
+ * engine, servicing them, moves their bytes to the descriptor (deliver in
+ * rn_stream.c); it is set again for the oldest left.
+ */
+static void held_fire(rn_etimer *t, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	(void)t;
+	(void)now;
+	RN_OWNS_HOST();
+	for (struct rn_stream **pp = &g.held; *pp;) {
+		struct rn_stream *st = *pp;
+
+		if (young(st)) {
+			if (st->held_ns + RN_HELD_NS < next)
+				next = st->held_ns + RN_HELD_NS;
+			pp = &st->held_next;
+			continue;
+		}
+		*pp = st->held_next;
+		st->held = 0;
+		st->held_next = NULL;
+		rn_engine_dirty(st);
+	}
+	rn_etimer_set(&g.held_tm, next);
 }
 
 static void hold(struct rn_stream *st)
 {
 	RN_OWNS_HOST();
-	st->held_ns = rn_now_ns();
 	if (st->held)
 		return;
+	st->held_ns = rn_now_ns();
 	st->held = 1;
 	st->held_next = g.held;
 	g.held = st;
+	if (!g.held_tm.fn)
+		rn_etimer_prep(&g.held_tm, held_fire);
+	if (g.held_tm.at == UINT64_MAX) /* else it is due before this one */
+		rn_etimer_set(&g.held_tm, st->held_ns + RN_HELD_NS);
 }
 
-/* A connection whose datagrams the epoll wait read: reported, else as serve_other. */
+/* Whether a poll wait asked for st's bytes. */
+static int polled(const struct wait_reports *w, const struct rn_stream *st)
+{
+	for (int i = 0; i < w->ns; i++)
+		if (w->socks[i] && w->socks[i]->stream == st)
+			return 1;
+	return 0;
+}
+
+/* A connection whose datagrams the wait read: reported, else as serve_other. */
 static void serve_watch(struct rn_stream *st, void *ctx)
 {
 	struct wait_reports *w = ctx;
 
-	if (w->n < w->max && reportable(st, w->ep_id)) {
-		w->out[w->n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
+	if ((w->n < w->max && reportable(st, w->ep_id)) ||
+	    (w->ns && polled(w, st) && poll_reportable(st))) {
+		if (!w->ns)
+			w->out[w->n++] = (rn_ready){ EPOLLIN, st->sock->ep_data };
 		hold(st);
 		if (service_x(st, rn_now_ns(), 0))
 			rn_engine_dirty(st);
@@ -295,10 +373,34 @@ static void serve_watch(struct rn_stream *st, void *ctx)
 	serve_other(st, NULL);
 }
 
-void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
-			 int max, int *nout)
+/*
+ * Under the host lock: which of w's sockets have bytes held in the core
+ * (w->in); one held before whose bytes are gone, or went to the
+ * descriptor, is held no more (what is left goes there too).
+ */
+static int poll_mark(struct wait_reports *w)
 {
-	struct wait_reports w = { ep_id, out, max, 0 };
+	int k = 0;
+
+	for (int i = 0; i < w->ns; i++) {
+		struct rn_stream *st = w->socks[i] ? w->socks[i]->stream : NULL;
+
+		w->in[i] = 0;
+		if (!st || !st->held)
+			continue;
+		if (poll_reportable(st) && young(st)) {
+			w->in[i] = 1; /* level-triggered: until read */
+			k++;
+			continue;
+		}
+		held_remove(st);
+		serve_other(st, NULL);
+	}
+	return k;
+}
+
+static void watch_end(void **h, int n, const uint8_t *ready, struct wait_reports *w)
+{
 	uint64_t now;
 
 	rn_host_enter_inline();
@@ -312,14 +414,44 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 		if (ready[i] && u->fd >= 0)
 			rn_port_read_some(u->port, 1u << u->idx);
 	}
-	rn_stream_each_dirty(serve_watch, &w); /* no epoll set (poll, select): serve_other */
-	if (nout)
-		*nout = w.n;
+	rn_stream_each_dirty(serve_watch, w); /* neither epoll set nor poll sockets: serve_other */
+	if (w->ns)
+		poll_mark(w);
 	rn_inline_finish(NULL);
 	for (int i = 0; i < n; i++)
 		if (h[i])
 			rn_port_unref(((rn_usock *)h[i])->port);
 	rn_host_leave_inline();
+}
+
+void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, rn_ready *out,
+			 int max, int *nout)
+{
+	struct wait_reports w = { .ep_id = ep_id, .out = out, .max = max };
+
+	watch_end(h, n, ready, &w);
+	if (nout)
+		*nout = w.n;
+}
+
+void rn_inline_poll_end(void **h, int n, const uint8_t *ready, rn_sock *const *s, int ns,
+			uint8_t *in)
+{
+	struct wait_reports w = { .socks = s, .ns = ns, .in = in };
+
+	watch_end(h, n, ready, &w);
+}
+
+int rn_inline_poll_held(rn_sock *const *s, int ns, uint8_t *in)
+{
+	struct wait_reports w = { .socks = s, .ns = ns, .in = in };
+	int k;
+
+	rn_host_enter_inline();
+	k = poll_mark(&w);
+	rn_inline_finish(NULL);
+	rn_host_leave_inline();
+	return k;
 }
 
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
@@ -332,21 +464,23 @@ int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 		struct rn_stream *st = *pp;
 
 		if (st->sock && st->sock->ep_id == ep_id && !(st->sock->ep_events & EPOLLET) &&
-		    reportable(st, ep_id) && n < max) {
+		    reportable(st, ep_id) && young(st) && n < max) {
 			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
-			st->held_ns = rn_now_ns();
 			pp = &st->held_next;
 			continue;
 		}
-		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id)) {
+		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id) && young(st)) {
 			pp = &st->held_next; /* edge-triggered, or no room: still held */
 			continue;
 		}
-		/* read, or no longer watched there: what is left goes to the descriptor */
+		/*
+		 * read, no longer watched there, or unread too long (a reader
+		 * ri2n does not see): what is left goes to the descriptor
+		 */
 		*pp = st->held_next;
 		st->held = 0;
 		st->held_next = NULL;
-		if (st->sock && st->sock->ep_id != ep_id)
+		if (st->sock && (st->sock->ep_id != ep_id || reportable(st, ep_id)))
 			serve_other(st, NULL);
 	}
 	rn_inline_finish(NULL);

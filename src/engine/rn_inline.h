@@ -106,6 +106,19 @@ void rn_inline_watch_end(void **h, int n, const uint8_t *ready, uint64_t ep_id, 
 			 int max, int *nout);
 
 /*
+ * poll and select (ri2n-run): rn_inline_watch_end for a wait that asked for
+ * the bytes of sockets s[0..ns) (POLLIN): one whose bytes are in the core
+ * keeps them there for the read that follows and in[i] says so; the other
+ * connections' bytes go to their descriptors.  rn_inline_poll_held, before
+ * the wait: in[i] for those still held (level-triggered), their number.  An
+ * entry of s may be NULL.  Bytes no wait has reported for RN_HELD_NS go to
+ * the descriptor anyway (rn_stream.c), for a reader ri2n does not see.
+ */
+void rn_inline_poll_end(void **h, int n, const uint8_t *ready, rn_sock *const *s, int ns,
+			uint8_t *in);
+int rn_inline_poll_held(rn_sock *const *s, int ns, uint8_t *in);
+
+/*
  * epoll (ri2n-run): socket s was added to (or modified in) the epoll set
  * with id ep_id with these events and data; events 0: removed.
  */

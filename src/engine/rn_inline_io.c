@@ -223,8 +223,10 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 	uint32_t ready;
 	rn_sig_snap sig;
 
-	if (iovcnt > MAX_IOV)
+	if (iovcnt > MAX_IOV) { /* the descriptor's: what a wait reported from the core goes there */
+		rn_inline_to_descriptor(s);
 		return RN_INLINE_PLAIN;
+	}
 	rn_host_enter_inline();
 	if (flags & ~(MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)) {
 		if (rn_inline_ok_to_recv(s->stream))
@@ -280,6 +282,8 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 			size_t k = copy_out(iov, iovcnt, got, d, (size_t)n);
 
 			rn_conn_consume(st->conn, rn_now_ns(), k);
+			if (st->held) /* its program reads it: held bytes stay young */
+				st->held_ns = rn_now_ns();
 			got += k;
 			if (got == total || !waitall) {
 				rc = (ssize_t)got;

@@ -49,12 +49,19 @@ typedef struct rn_stream {
 	 * such bytes up too (sticky: a bulk writer may do it again any time).
 	 */
 	uint8_t pair_rx, pair_tx;
-	/* held: its bytes stay in the core, reported to an epoll wait (rn_inline_held) */
+	/* held: its bytes stay in the core, reported to a wait (rn_inline_held, _poll_held) */
 	uint8_t held;
-	uint64_t held_ns;        /* when an epoll wait last reported it */
+	uint64_t held_ns;        /* when they were first reported, or the program last read some */
 	struct rn_stream *held_next;
 	char name[RN_ADDR_STRLEN]; /* "198.18.1.2:7000", "[2001:2::2]:7000", for logs */
 } rn_stream;
+
+/*
+ * How long bytes a wait reported from the core stay there unread: then the
+ * descriptor gets them (deliver in rn_stream.c, the waits in rn_inline.c),
+ * for a reader ri2n does not see.  (rn_stream.c spells it too, the same.)
+ */
+#define RN_HELD_NS UINT64_C(50000000)
 
 /* A datagram for this stream's connection arrived on port socket idx. */
 void rn_stream_input(struct rn_stream *st, int idx, rn_addr from, const uint8_t *d,

@@ -28,8 +28,10 @@
  * program's set shares the private one (rn_shim_ep_dup); a forked child
  * starts without any (the parent's engine serves its ri2n descriptors).
  * poll/ppoll: they are appended to a copy of the program's array, for sets of
- * up to MAX_POLL descriptors (larger ones wait as before).  select and
- * pselect wait through this poll (rn_shim_select.c).
+ * up to MAX_POLL descriptors (larger ones wait as before); a ri2n descriptor
+ * asked for POLLIN whose bytes arrived is readable with them still in ri2n's
+ * buffer, as for epoll.  select and pselect wait through this poll
+ * (rn_shim_select.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -469,10 +471,12 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 	return rc;
 }
 
-/* The rail sockets one wait watches (rn_api_watch_begin's handles). */
+/* The rail sockets one wait watches (rn_api_watch_begin's handles); a poll's ri2n sockets. */
 typedef struct watch {
 	void **h;
 	int n;
+	void *const *sk;
+	int nsk;
 } watch;
 
 /*
@@ -488,6 +492,7 @@ static void watch_cancelled(void *arg)
 
 	RN_SYS_CANCEL_UNPOISON();
 	rn_api_watch_end(w->h, w->n, none, 0, NULL, 0, NULL);
+	rn_api_poll_put(w->sk, w->nsk);
 }
 
 /*
@@ -497,9 +502,10 @@ static void watch_cancelled(void *arg)
  * across the wait.
  */
 static int watched_wait(const rn_railref *r, int n, void **h, int epfd, struct epoll_event *ev,
-			int max, struct pollfd *pf, nfds_t npf, int ms, const sigset_t *ss)
+			int max, struct pollfd *pf, nfds_t npf, void *const *sk, int nsk, int ms,
+			const sigset_t *ss)
 {
-	watch w = { h, n };
+	watch w = { h, n, sk, nsk };
 	int rc;
 
 	rn_api_watch_begin(r, n, h);
@@ -591,7 +597,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0;
 
 		/* on the private set: the program's set (nested) and the rail sockets */
-		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1, NULL, 0,
+		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1, NULL, 0, NULL, 0,
 				  ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
@@ -684,51 +690,90 @@ int rn_shim_ts_ms(const struct timespec *ts)
 	return (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
 }
 
-int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss)
+/*
+ * The wait itself, for fds whose ri2n sockets asking for bytes are sk[0..nsk)
+ * (at fds[at[i]], referenced) and whose rail sockets are r[0..n).  A
+ * socket whose bytes wait in ri2n's buffer (rn_api_poll_held) is readable
+ * without a copy into its descriptor; the read takes them from there.
+ */
+static int poll_watched(struct pollfd *fds, nfds_t nfds, const rn_railref *r, int n,
+			void *const *sk, const int *at, int nsk, int timeout, const sigset_t *ss)
 {
 	struct pollfd ext[MAX_POLL + MAX_RAILS];
-	rn_railref r[MAX_RAILS];
+	uint8_t in[MAX_POLL];
 	void *h[MAX_RAILS];
 	struct timespec t0;
-	int n = 0;
+	int held;
 
-	if (nfds == 0 || nfds > MAX_POLL || rn_api_engine_self())
-		goto plain;
-	for (nfds_t i = 0; i < nfds; i++) {
-		if (!(fds[i].events & POLLIN) || fds[i].fd < 0 || !ours(fds[i].fd))
-			continue;
-		n += rn_api_rails(fds[i].fd, r + n, MAX_RAILS - n < RN_MAX_RAILS ? 0 : RN_MAX_RAILS);
-	}
-	if (n == 0)
-		goto plain;
 	memcpy(ext, fds, nfds * sizeof(*fds));
 	for (int j = 0; j < n; j++)
 		ext[nfds + (nfds_t)j] = (struct pollfd){ .fd = r[j].fd, .events = POLLIN };
+	/* bytes reported before and not read yet: ready now (level-triggered) */
+	held = rn_api_poll_held(sk, nsk, in);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
 		int rc, err, user = 0, rails = 0;
 
-		rc = watched_wait(r, n, h, -1, NULL, 0, ext, nfds + (nfds_t)n, ms_left(timeout, &t0),
-				  ss);
+		rc = watched_wait(r, n, h, -1, NULL, 0, ext, nfds + (nfds_t)n, sk, nsk,
+				  held ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int j = 0; j < n && rc > 0; j++)
 			rails += ready[j] = ext[nfds + (nfds_t)j].revents != 0;
-		rn_api_watch_end(h, n, ready, 0, NULL, 0, NULL);
+		rn_api_poll_end(h, n, ready, sk, nsk, in);
 		if (rc < 0) {
 			errno = err;
 			return -1;
 		}
-		for (nfds_t i = 0; i < nfds; i++) {
+		for (nfds_t i = 0; i < nfds; i++)
 			fds[i].revents = ext[i].revents;
+		for (int i = 0; i < nsk; i++)
+			if (in[i])
+				fds[at[i]].revents |= POLLIN;
+		for (nfds_t i = 0; i < nfds; i++)
 			user += fds[i].revents != 0;
-		}
-		/* as for epoll: only a timeout that passed returns 0 */
-		if (user > 0 || rails == 0 || (timeout > 0 && ms_left(timeout, &t0) == 0))
+		/* as for epoll: only a timeout that passed returns 0 (held bytes gone: wait on) */
+		if (user > 0 || (rails == 0 && !held) || (timeout > 0 && ms_left(timeout, &t0) == 0))
 			return user;
 		if (timeout == 0 && pass > 0)
 			return user;
+		held = 0;
 	}
+}
+
+int rn_shim_poll_wait(struct pollfd *fds, nfds_t nfds, int timeout, const sigset_t *ss)
+{
+	rn_railref r[MAX_RAILS];
+	void *sk[MAX_POLL];
+	int at[MAX_POLL];
+	int n = 0, nsk = 0, rc;
+
+	if (nfds == 0 || nfds > MAX_POLL || rn_api_engine_self())
+		goto plain;
+	for (nfds_t i = 0; i < nfds; i++) {
+		void *s;
+
+		if (!(fds[i].events & POLLIN) || fds[i].fd < 0 || !ours(fds[i].fd))
+			continue;
+		n += rn_api_poll_rails(fds[i].fd, r + n,
+				       MAX_RAILS - n < RN_MAX_RAILS ? 0 : RN_MAX_RAILS, &s);
+		if (s) {
+			sk[nsk] = s;
+			at[nsk++] = (int)i;
+		}
+	}
+	if (n == 0) {
+		rn_api_poll_put(sk, nsk);
+		goto plain;
+	}
+	rc = poll_watched(fds, nfds, r, n, sk, at, nsk, timeout, ss);
+	if (nsk) {
+		int err = errno;
+
+		rn_api_poll_put(sk, nsk);
+		errno = err;
+	}
+	return rc;
 plain:
 	{
 		int left = timeout;

@@ -70,6 +70,13 @@
 #           move 4 MiB each way (blocking write and read, and epoll on a
 #           non-blocking socket), the listener accepts again, every byte
 #           checked, and exit() returns (RI2N_EXIT_LINGER_MS=500)
+#   pollheld shim_pollheld: two connections served and read in one thread
+#           waiting in poll and select by turns (300 rounds of up to 256 KiB
+#           replies): a wake-up must find some replies in ri2n's buffer only
+#           (the raw FIONREAD of the descriptor 0, the shim's not), and such a
+#           reply left unread 300 ms is read whole by the raw read system call
+#           within 3 s, as one read by raw non-blocking reads between poll,
+#           select and epoll waits; every byte checked both ways
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
@@ -117,6 +124,7 @@ ORDER=${RI2N_SHIM_ORDER:-$NT_ROOT/build/tests/shim_order}
 POSIX=${RI2N_SHIM_POSIX:-$NT_ROOT/build/tests/shim_posix}
 SIGRESTART=${RI2N_SHIM_SIGRESTART:-$NT_ROOT/build/tests/shim_sigrestart}
 CANCEL=${RI2N_SHIM_CANCEL:-$NT_ROOT/build/tests/shim_cancel}
+POLLHELD=${RI2N_SHIM_POLLHELD:-$NT_ROOT/build/tests/shim_pollheld}
 tag=shim-$scenario # the bed's name: nt_init makes its tag (tests/netns/tag.sh)
 
 [ -x "$RUN" ] || nt_skip "ri2n-run not found at $RUN"
@@ -455,6 +463,25 @@ scenario_posix() {
 	kill -0 "$srv" 2>/dev/null || nt_fail "the epoll server died: $(tail -n 5 "$NT_DIR/server.err")"
 	st_stop "$srv"
 	nt_ok "posix: epoll data of every value, dup'ed and shared epoll sets, FIONREAD after readiness"
+}
+
+# ---- poll and select: bytes held in ri2n's buffer ----
+
+scenario_pollheld() {
+	[ -x "$POLLHELD" ] || nt_skip "shim_pollheld not built at $POLLHELD"
+	nt_init "$tag" 2 2 1gbit
+	st_bg server 2 "$POLLHELD" serve 9150
+	local srv=$ST_PID rc
+	st_wait_listen 2 9150
+	ST_TIMEOUT=90 st_fg client 1 "$POLLHELD" client "$(nt_addr 2)" 9150
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/client.out"
+	[ $rc -eq 0 ] || nt_fail "client: $(grep -c FAIL "$NT_DIR/client.out") check(s) failed: $(tail -n 3 "$NT_DIR/client.err")"
+	for _ in $(seq 50); do kill -0 "$srv" 2>/dev/null || break; sleep 0.1; done # it ends after both closes
+	! grep FAIL "$NT_DIR/server.out" || nt_fail "the server saw the failures above"
+	st_require_ri2n client server
+	st_stop "$srv"
+	nt_ok "pollheld: poll and select report bytes held in ri2n's buffer; a raw reader gets them after the age limit"
 }
 
 # ---- pthread_cancel in blocking calls ----
@@ -1051,7 +1078,7 @@ scenario_v6_mixed() {
 }
 
 case $scenario in
-iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel | v6) "scenario_$scenario" ;;
+iperf3 | nc | http | probe | early | nginx | close | exit | errors | quiet | signal | order | posix | sigrestart | cancel | v6 | pollheld) "scenario_$scenario" ;;
 v6-mixed) scenario_v6_mixed ;;
 
 *) echo "unknown scenario $scenario" >&2; exit 2 ;;
