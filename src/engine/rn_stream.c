@@ -33,9 +33,6 @@
 #include "rn_stream_int.h"
 #include "rn_sys.h"
 
-/* how long bytes an epoll wait reported stay for its program's read (deliver) */
-#define RN_HELD_NS UINT64_C(50000000)
-
 #define SERVICE_BUDGET 1024 /* datagrams a stream may send per turn */
 #define PAIR_BUF (4 << 20)  /* engine-side socketpair buffer */
 
