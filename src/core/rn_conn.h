@@ -333,6 +333,10 @@ void rn_peer_on_rx(rn_conn *c, int k, uint64_t now_ns);
 /* The last arrival on path k, or on any rail, by any member (c's own if none). */
 uint64_t rn_peer_rx_ns(const rn_conn *c, int k);
 uint64_t rn_peer_rx_any_ns(const rn_conn *c);
+/* A datagram went out on path k of member c. */
+void rn_peer_on_tx(rn_conn *c, int k, uint64_t now_ns);
+/* The last datagram sent on path k by c or any member of its peer. */
+uint64_t rn_peer_tx_ns(const rn_conn *c, int k);
 /* DATA went one way or the other on member c (rn_conn_note_payload). */
 void rn_peer_note_payload(rn_conn *c, uint64_t now_ns);
 /* The last DATA of c or of any member of its peer: the idle pace's reference. */

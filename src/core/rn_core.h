@@ -552,6 +552,7 @@ typedef struct rn_peer_rail {
 	uint8_t rx_up, tx_up;  /* the shared verdicts: we receive / the peer receives on it */
 	uint32_t ver;          /* the peer's gen when the verdict last changed */
 	uint64_t last_rx_ns;   /* the last datagram any member received on it */
+	uint64_t last_tx_ns;   /* the last datagram any member sent on it */
 } rn_peer_rail;
 
 typedef struct rn_peer {

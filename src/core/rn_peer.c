@@ -8,7 +8,11 @@
  *
  *   evidence   the last arrival on each rail, and on any, by any member:
  *              a member's rail silence and dead-peer deadlines count from
- *              the later of its own and the peer's;
+ *              the later of its own and the peer's; and the last datagram
+ *              any member sent on each rail, which is the other end's
+ *              evidence: a keepalive is due only when no member sent
+ *              anything there for the keepalive period (a new keeper
+ *              does not send one at once);
  *   verdicts   each rail's receive and send view, with the peer's gen at
  *              its last change: a member that decides (its own silence or
  *              count, a LINK_STATE its peer sent it, packets on a failed
@@ -47,7 +51,7 @@ int rn_peer_init(rn_peer *p, const rn_conn *c)
 
 		p->rail[k] = (rn_peer_rail){ .local = r->local, .remote = r->remote,
 					     .rx_up = r->rx_up, .tx_up = r->peer_up,
-					     .last_rx_ns = r->last_rx_ns };
+					     .last_rx_ns = r->last_rx_ns, .last_tx_ns = r->last_tx_ns };
 	}
 	p->last_rx_any_ns = c->live.last_rx_any_ns;
 	p->last_payload_ns = c->live.last_payload_ns;
@@ -218,6 +222,21 @@ void rn_peer_on_rx(rn_conn *c, int k, uint64_t now_ns)
 		return;
 	p->rail[k].last_rx_ns = now_ns;
 	p->last_rx_any_ns = now_ns;
+}
+
+void rn_peer_on_tx(rn_conn *c, int k, uint64_t now_ns)
+{
+	rn_peer *p = c->peer_m.p;
+
+	if (p)
+		p->rail[k].last_tx_ns = now_ns;
+}
+
+uint64_t rn_peer_tx_ns(const rn_conn *c, int k)
+{
+	const rn_peer *p = c->peer_m.p;
+
+	return p ? max64(c->rail[k].last_tx_ns, p->rail[k].last_tx_ns) : c->rail[k].last_tx_ns;
 }
 
 uint64_t rn_peer_rx_ns(const rn_conn *c, int k)

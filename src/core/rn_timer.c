@@ -330,7 +330,7 @@ static void established_deadlines(const rn_conn *c, dl_sink *d)
 		uint64_t rto, t;
 
 		/* a muted member (rn_peer.c) leaves its rails to the peer's keeper */
-		t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
+		t = paced(c, rn_peer_tx_ns(c, k), c->cfg.keepalive_ns);
 		if (rn_rail_tx_up(r) && !((c->probe.ka_pending >> k) & 1) && !ka_muted(c, t))
 			arm(d, RN_TIMER_KEEPALIVE, t);
 		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
@@ -549,7 +549,7 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 	}
 	for (int k = 0; k < c->npaths; k++) {
 		rn_rail *r = &c->rail[k];
-		uint64_t t = paced(c, r->last_tx_ns, c->cfg.keepalive_ns);
+		uint64_t t = paced(c, rn_peer_tx_ns(c, k), c->cfg.keepalive_ns);
 
 		if (rn_rail_tx_up(r) && now_ns >= t && !ka_muted(c, t))
 			c->probe.ka_pending |= 1u << k;

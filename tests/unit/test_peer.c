@@ -174,6 +174,33 @@ static void test_peer_member_muted_after_data(void **state)
 	teardown2(&p);
 }
 
+/*
+ * Any member's datagrams on a rail are the other end's evidence: while B's
+ * client streams on both rails, A's client, the keeper, sends no keepalive
+ * of its own there (its rails carried nothing of its own all along).
+ */
+static void test_peer_keeper_quiet_while_member_sends(void **state)
+{
+	pair2 p;
+
+	(void)state;
+	setup(&p);
+	run2(&p, t0 + 5 * UT_S);
+	p.b->side[UN_SERVER].reading = 1;
+	for (uint64_t t = t0 + 5 * UT_S; t < t0 + 7 * UT_S; t += 20 * UT_MS) {
+		p.b->side[UN_CLIENT].to_send += 30000; /* a write every 20 ms */
+		run2(&p, t + 20 * UT_MS);
+	}
+	for (int k = 0; k < 2; k++) {
+		assert_true(un_count(p.b, UN_CLIENT, RN_PT_DATA, k, t0 + 6 * UT_S, t0 + 7 * UT_S) > 100);
+		assert_int_equal(un_count(p.a, UN_CLIENT, RN_PT_KEEPALIVE, k, t0 + 5500 * UT_MS,
+					  t0 + 7 * UT_S), 0);
+	}
+	assert_int_equal(p.b->side[UN_SERVER].recvd, 100 * 30000);
+	assert_int_equal(p.b->side[UN_SERVER].mismatches, 0);
+	teardown2(&p);
+}
+
 static int drop_client_fin(un_net *n, const un_rec *r, void *arg)
 {
 	(void)n;
@@ -278,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_peer_stats_show_new_verdict),
 		cmocka_unit_test(test_peer_member_muted_after_data),
 		cmocka_unit_test(test_peer_fin_waits_for_the_storm),
+		cmocka_unit_test(test_peer_keeper_quiet_while_member_sends),
 		cmocka_unit_test(test_peer_keeper_handover),
 		cmocka_unit_test(test_peer_closed_keeper),
 		cmocka_unit_test(test_peer_join_checks),
