@@ -342,9 +342,9 @@ void rn_peer_note_payload(rn_conn *c, uint64_t now_ns);
 /* The last DATA of c or of any member of its peer: the idle pace's reference. */
 uint64_t rn_peer_payload_ns(const rn_conn *c);
 /*
- * Whether c leaves its rails to the keeper: a member, not
- * the keeper, owing nothing, with nothing in flight: it arms no keepalive,
- * rail silence, heartbeat or size search of its own.
+ * Whether c leaves its rails to the keeper: a member, not the keeper,
+ * owing nothing, with nothing in flight: it arms no keepalive, rail
+ * silence, heartbeat or size search of its own.
  */
 int rn_peer_muted(const rn_conn *c);
 /* Whether another member of c's peer keeps the rails judged (an open keeper). */

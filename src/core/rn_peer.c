@@ -147,6 +147,7 @@ rn_conn *rn_peer_take_wake(rn_conn *c)
 	p->wake = 0;
 	return p->keeper;
 }
+
 void *rn_conn_user(const rn_conn *c) { return c->env.user; }
 
 int rn_conn_rail_usable(const rn_conn *c, int k)
