@@ -553,59 +553,33 @@ int rn_api_move(int fd, int to, int flags)
 	return to;
 }
 
-/* Whether the first `bits` bits of a and b are the same. */
-static int prefix_same(const uint8_t *a, const uint8_t *b, int bits)
-{
-	int n = bits / 8, r = bits % 8;
-
-	if (memcmp(a, b, (size_t)n) != 0)
-		return 0;
-	return r == 0 || ((a[n] ^ b[n]) & (uint8_t)(0xff00 >> r)) == 0;
-}
-
-/* rn_api_rail_match for an IPv6 address. */
-static int rail_match6(const rn_rail_info *rails, int n, const struct sockaddr_in6 *a, int exact)
-{
-	const uint8_t *ip = a->sin6_addr.s6_addr;
-	int any = IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr);
-
-	for (int i = 0; i < n; i++) {
-		if (!rails[i].v6 || rails[i].prefix == 0)
-			continue;
-		if (any)
-			return 1;
-		/* fe80::/64 is every link's: the scope, when given, names the rail */
-		if (IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr) && a->sin6_scope_id &&
-		    a->sin6_scope_id != (uint32_t)rails[i].ifindex)
-			continue;
-		if (exact ? memcmp(rails[i].ip6, ip, 16) == 0
-			  : prefix_same(rails[i].ip6, ip, rails[i].prefix))
-			return 1;
-	}
-	return 0;
-}
-
 int rn_api_rail_match(const rn_hsa *a, int exact)
 {
 	const rn_rail_info *rails;
-	uint32_t h;
+	rn_addr x = rn_hsock_sa_addr(a); /* ::ffff:a.b.c.d as a.b.c.d */
 	int n, rc = rn_engine_start();
+	static const uint8_t any6[16];
 
 	if (rc)
 		return rc;
 	n = rn_engine_rails(&rails);
-	if (a->sa.sa_family == AF_INET6)
-		return rail_match6(rails, n, &a->v6, exact);
-	h = ntohl(a->v4.sin_addr.s_addr);
-	if (h == INADDR_ANY)
+	if (!x.v6 && x.ip == 0)
 		return n > 0;
 	for (int i = 0; i < n; i++) {
-		uint32_t mask;
+		const rn_rail_info *ri = &rails[i];
+		rn_rail_addr r = { .ip = ri->ip, .prefix = ri->prefix, .v6 = ri->v6,
+				   .scope = ri->v6 ? (uint32_t)ri->ifindex : 0 };
 
-		if (rails[i].v6)
+		/* a rail still waiting for its address takes nothing */
+		if (ri->v6 != x.v6 || ri->prefix == 0)
 			continue;
-		mask = rails[i].prefix ? ~0u << (32 - rails[i].prefix) : 0;
-		if (exact ? rails[i].ip == h : (rails[i].ip & mask) == (h & mask))
+		if (x.v6 && memcmp(x.ip6, any6, sizeof(any6)) == 0)
+			return 1; /* "::": whether there is an IPv6 rail */
+		memcpy(r.ip6, ri->ip6, sizeof(r.ip6));
+		/* in its subnet (a link-local address with a scope: on its interface) */
+		if (!rn_addr_in_rail(&r, x))
+			continue;
+		if (!exact || (x.v6 ? memcmp(x.ip6, r.ip6, sizeof(r.ip6)) == 0 : x.ip == r.ip))
 			return 1;
 	}
 	return 0;

@@ -113,8 +113,9 @@ void rn_api_forget_closed(int fd, dev_t dev, ino_t ino);
  * Whether address a (its port ignored) is in the subnet of one of this
  * host's rails of its family, or with `exact` is a rail's own address; a
  * link-local IPv6 address with a scope only matches the rail of that
- * interface.  0.0.0.0: whether there is a rail; "::": whether there is an
- * IPv6 rail.  Starts the engine.  1, 0, or -errno (no rails).
+ * interface; a rail still waiting for its address matches nothing.
+ * 0.0.0.0: whether there is a rail; "::": whether there is an IPv6 rail
+ * with an address.  Starts the engine.  1, 0, or -errno (no rails).
  */
 int rn_api_rail_match(const rn_hsa *a, int exact);
 
