@@ -68,8 +68,6 @@ static rn_waiter *waiter(void)
 
 static void waiter_unlink(rn_port *p, rn_waiter *w)
 {
-	uint64_t one = 1;
-
 	for (rn_waiter **pp = &p->waiters; *pp; pp = &(*pp)->next) {
 		if (*pp == w) {
 			*pp = w->next;
@@ -82,10 +80,7 @@ static void waiter_unlink(rn_port *p, rn_waiter *w)
 	p->nwait--;
 	if (p->leader == w)
 		p->leader = NULL;
-	/* nobody polls the sockets now: another waiter leads from its next wait */
-	if (!p->leader && p->waiters && rn_sys_write(p->waiters->efd, &one, sizeof(one)) < 0) {
-		/* saturated: it is awake anyway */
-	}
+	rn_port_wake_leader(p);
 }
 
 /* What a thread cancelled in its sleep (sleep_cancellable) leaves behind. */

@@ -174,6 +174,8 @@ void rn_port_wake_waiters(rn_port *p);
  * or is no longer theirs; and a waiter to lead if none does.
  */
 void rn_port_wake_ready(rn_port *p);
+/* Nobody polls the port's sockets: a waiter is woken to lead from its next wait. */
+void rn_port_wake_leader(rn_port *p);
 /* Engine: arms what inline threads asked for, replays deferred handshakes, frees dead ports. */
 void rn_port_sync(void);
 

@@ -210,6 +210,11 @@ void rn_port_wake_ready(rn_port *p)
 	for (rn_waiter *w = p->waiters; w; w = w->next)
 		if (w != p->leader && waiter_due(w))
 			wake(w);
+	rn_port_wake_leader(p);
+}
+
+void rn_port_wake_leader(rn_port *p)
+{
 	if (!p->leader && p->waiters)
 		wake(p->waiters);
 }
