@@ -219,8 +219,12 @@ import json, sys
 d = json.load(sys.stdin)
 e = d["end"]
 bps = e["sum_received"]["bits_per_second"]
-zero = sum(1 for i in d["intervals"] if i["sum"]["bits_per_second"] == 0)
-print(int(bps), e.get("sender_tcp_congestion", "?"), zero)'
+# a stall is a whole interval without a byte, not the short tail iperf3 may
+# close its last interval with
+iv = [i["sum"] for i in d["intervals"]]
+zero = sum(1 for i in iv if i["bytes"] == 0 and i["seconds"] >= 0.25)
+print(int(bps), e.get("sender_tcp_congestion", "?"), zero,
+      ",".join("%.2f+%.2f:%d" % (i["start"], i["seconds"], i["bytes"] >> 10) for i in iv))'
 }
 
 # iperf_start NAME PORT SECONDS [client args]: a one-off server (iperf3 -s -1) in host 2
@@ -236,12 +240,12 @@ iperf_start() {
 	st_bg "$name" 1 iperf3 -c "$(nt_addr 2)" -p "$port" -t "$secs" -J "$@"
 }
 
-# Waits for the client NAME and its server and checks the figures; sets ST_MBPS, ST_ZERO.
+# Waits for the client NAME and its server and checks the figures; sets ST_MBPS, ST_ZERO, ST_IV.
 iperf_check() { # NAME CLIENT_PID SERVER_PID
-	local name=$1 bps cc zero
+	local name=$1 bps cc zero iv
 	wait "$2" || nt_fail "$name: iperf3 client failed: $(tail -n 20 "$NT_DIR/$name.out")"
 	wait "$3" || nt_fail "$name: iperf3 server failed: $(tail -n 20 "$NT_DIR/${name}_srv.out")"
-	read -r bps cc zero < <(iperf_summary <"$NT_DIR/$name.out") ||
+	read -r bps cc zero iv < <(iperf_summary <"$NT_DIR/$name.out") ||
 		nt_fail "$name: iperf3's JSON unreadable"
 	[ "$cc" = ri2n ] || nt_fail "$name: congestion control '$cc': the data stream was not ri2n's"
 	# sane: something moved, and no more than 2 rails of 1 Gbit/s can carry
@@ -249,6 +253,7 @@ iperf_check() { # NAME CLIENT_PID SERVER_PID
 	st_require_ri2n "$name" "${name}_srv"
 	ST_MBPS=$((bps / 1000000))
 	ST_ZERO=$zero
+	ST_IV=$iv
 }
 
 # "state:rx_data state:rx_data" for the server connection that received the most.
@@ -298,9 +303,18 @@ scenario_iperf3() {
 	cpid=$ST_PID
 	st_blackhole 2.5 2.5
 	iperf_check blackhole "$cpid" "$ST_SRV"
-	[ "$ST_ZERO" -eq 0 ] || nt_fail "blackhole: $ST_ZERO half-second intervals moved nothing"
+	# A sanitizer build streams at a third of the rate with every core busy, and its
+	# rail verdict takes 0.2-0.7 s instead of 10-20 ms (0.1 s intervals, both before
+	# and after the peer monitor), during which the window stays full: there one
+	# empty half-second is the sanitizer's, two are a stall.
+	local stall=0
+	if [ -n "${RI2N_RUN_LIB:-}" ] && nt_linked "$RI2N_RUN_LIB" "libasan|libtsan"; then
+		stall=1
+	fi
+	[ "$ST_ZERO" -le "$stall" ] ||
+		nt_fail "blackhole: $ST_ZERO half-second intervals moved nothing (start+seconds:KiB sent: $ST_IV)"
 	st_require_failover blackhole blackhole_srv
-	nt_note "iperf3 with rail 2 black-holed for 2.5 s: completed, $ST_MBPS Mbit/s overall, no empty interval"
+	nt_note "iperf3 with rail 2 black-holed for 2.5 s: completed, $ST_MBPS Mbit/s overall, $ST_ZERO empty interval(s), $stall allowed"
 	nt_ok "iperf3: unmodified client and server over ri2n, also through a black-holed rail"
 }
 
