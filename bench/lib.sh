@@ -158,7 +158,10 @@ wait_exit() {
 
 BED="" BED_RAILS=0 BED_HOSTS=2
 hns() { echo "ri2n-$BED-h$1"; }
-haddr() { echo "198.18.$2.$1"; } # HOST RAIL
+declare -A BED6=() # beds whose rails are IPv6 only (make_bed with BED_V6=all)
+haddr() { # HOST RAIL (the testbed's plan: tools/ri2n-testbed.sh --help)
+	if [ -n "${BED6[${BED:-none}]:-}" ]; then echo "2001:2:0:$2::$1"; else echo "198.18.$2.$1"; fi
+}
 rails_list() { seq -s, -f 'r%g' 1 "$BED_RAILS"; }
 # wait_port HOST PORT [KINDS]: until something listens on PORT in HOST's namespace (5 s at
 # most); KINDS narrows it with ss's flags (u: ri2n-run's UDP sockets, not a TCP listener)
@@ -178,20 +181,23 @@ next_port() { PORT=$((PORT + 1)); }
 bed_tag() { echo "${RI2N_BENCH_BED:-${RI2N_BENCH_BED_PREFIX:-bn}}${1#bn}"; }
 
 # make_bed TAG RAILS RATE [MTU[,MTU..]]: a fresh 2-host bed with MPTCP endpoints for every extra rail
+# (BED_V6=all: IPv6-only rails, 2001:2:0:<rail>::<host>/64)
 make_bed() {
-	local tag n=$2 rate=$3 mtu=${4:-1500} i
+	local tag n=$2 rate=$3 mtu=${4:-1500} i v6=()
 	tag=$(bed_tag "$1")
 	[ -n "$BED" ] && drop_bed
 	tb_use "$tag"
 	tb_exists && tb_destroy >/dev/null 2>&1
-	log "   test bed $tag: 2 hosts, $n rails, rate $rate, MTU $mtu (namespaces ri2n-$tag-*)"
+	[ -n "${BED_V6:-}" ] && v6=(--v6 "$BED_V6")
+	log "   test bed $tag: 2 hosts, $n rails, rate $rate, MTU $mtu${BED_V6:+, IPv6 only} (namespaces ri2n-$tag-*)"
 	if [ "$rate" = off ]; then
-		tb_create --hosts 2 --rails "$n" --mtu "$mtu" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+		tb_create --hosts 2 --rails "$n" --mtu "$mtu" "${v6[@]}" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
 	else
-		tb_create --hosts 2 --rails "$n" --rate "$rate" --mtu "$mtu" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
+		tb_create --hosts 2 --rails "$n" --rate "$rate" --mtu "$mtu" "${v6[@]}" >"$RAW/bed-$tag.log" 2>&1 || { cat "$RAW/bed-$tag.log"; return 1; }
 	fi
 	tb_cleanup_on_exit "$tag"
 	BED=$tag BED_RAILS=$n
+	BED6[$tag]=${BED_V6:+1}
 	# MPTCP: limits on both hosts, a subflow endpoint per extra rail on the client (host 1,
 	# bound to the rail's device) and a signal endpoint per extra rail on the server (host 2)
 	for h in 1 2; do

@@ -8,7 +8,7 @@
 #   --smoke    tiny sizes, about a minute; exits non-zero if any program fails (ctest, root)
 #   --reps N   repetitions of each figure (full: 3, quick and smoke: 1)
 #   --out DIR  where results go (default bench/results; smoke: a temporary directory)
-#   --only L   a comma-separated subset of: tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
+#   --only L   a comma-separated subset of: tp2,tp4,v6,veth,degraded,loss,failover,mtuhole,jumbo,mixed,
 #              latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich,ompitcp (hole: mem's
 #              black-hole row alone; mpiidle: mpi's 16 idle ranks alone)
 #   --bin-dir D  use ri2n-stream, ri2n-pingpong (and D/ri2n/tools/ri2n-xfer if there) from D,
@@ -102,7 +102,7 @@ RAW=$out/raw
 rm -rf "$RAW"
 rm -f "$out"/{summary.md,throughput.csv,latency.csv,redundant.csv,failover.csv,failover_events.csv,mtuhole.csv,mtuhole_events.csv,failover.png,latency.png,mpi.csv,kv.csv,close.csv,real.csv,ofi.csv}
 mkdir -p "$RAW"
-: "${only:=tp2,tp4,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich,ompitcp}"
+: "${only:=tp2,tp4,v6,veth,degraded,loss,failover,mtuhole,jumbo,mixed,latency,redundant,mpi,mpin,incast,kv,close,web,cache,fork,iperf,mem,ofi,mpich,ompitcp}"
 want() { [[ ",$only," == *",$1,"* ]]; }
 
 START=$(date +%s)
@@ -250,6 +250,9 @@ if [ -x "$STREAM" ] && [ -x "$PINGPONG" ]; then
 		fi
 		drop_bed
 	done
+	if want v6; then
+		step "goodput, 2 x GbE over IPv6-only rails against IPv4, $((reps < 2 ? 2 : reps)) alternating rounds" v6_figure "$((reps < 2 ? 2 : reps))"
+	fi
 	if want tp4; then
 		step "test bed: 4 rails x 1 Gbit/s" bed_step bn4g 4 1gbit
 		if [ "$BED" = "$(bed_tag bn4g)" ]; then

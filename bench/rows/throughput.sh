@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/rows/throughput.sh - goodput rows (tp2, tp4, veth, degraded, loss, jumbo, mixed): ri2n-stream
+# bench/rows/throughput.sh - goodput rows (tp2, tp4, v6, veth, degraded, loss, jumbo, mixed): ri2n-stream
 # beside iperf3 over TCP per rail and MPTCP, keyed and integrity-only runs, iperf3 under ri2n-run,
 # the capture check. Sourced by bench/run.sh; writes throughput.csv.
 
@@ -118,6 +118,34 @@ tp_figure() { # FIG REP [ri2n-stream args]
 # Unmodified iperf3 with both ends under ri2n-run (what a user of mptcpize would try)
 runiperf_figure() { # FIG REP
 	iperf_tp "$1-ri2n-run" ri2n "$2" "$TP_SECS" 1 ri2n-run
+}
+
+# IPv6 against IPv4: two 2 x 1 Gbit/s beds side by side, one with IPv6-only rails
+# (2001:2:0:<rail>::/64), rounds alternating between them (which goes first alternates too):
+# ri2n-stream, and TCP on rail 1 (iperf3) for what the longer header costs any transport.
+v6_figure() { # ROUNDS
+	local r fam order t4 t6
+	t4=$(bed_tag bn2a) t6=$(bed_tag bn2b)
+	make_bed bn2a 2 1gbit || { fail "could not create the IPv4 bed"; return; }
+	BED="" # it stays: the IPv6 bed comes beside it
+	BED_V6=all make_bed bn2b 2 1gbit || { BED=$t4 BED_RAILS=2; drop_bed; fail "could not create the IPv6 bed"; return; }
+	sub_begin
+	for ((r = 1; r <= $1; r++)); do
+		order="4 6"
+		[ $((r % 2)) -eq 0 ] && order="6 4"
+		for fam in $order; do
+			if [ "$fam" = 4 ]; then BED=$t4; else BED=$t6; fi
+			tb_use "$BED"
+			log "   round $r, IPv$fam"
+			sub ri2n_tp "v6-ipv$fam" "$r" "$((TP_SECS + 1))"
+			sub iperf_tp "v6-ipv$fam" tcp-r1 "$r" "$SINGLE_SECS" 1
+		done
+	done
+	BED=$t6
+	drop_bed
+	BED=$t4 BED_RAILS=2
+	drop_bed
+	sub_end
 }
 
 # The cost of publishing state for ri2n-stat: ri2n alone, with publishing off
@@ -251,6 +279,15 @@ tp_summary() {
 			"2 x GbE $(fmtv tp2-ri2n-run ri2n mbps) Mbit/s (ri2n-stream $(fmtv tp2 ri2n mbps), MPTCP under" \
 			"mptcpize $(fmtv tp2 mptcp mbps)); unshaped veth $(fmtv veth-ri2n-run ri2n mbps)" \
 			"(ri2n-stream $(fmtv veth ri2n mbps), MPTCP $(fmtv veth mptcp mbps))."
+		echo
+	fi
+	if [ -n "$(agg v6-ipv6 ri2n mbps)" ]; then
+		echo "IPv6-only rails against IPv4 (two 2 x 1 Gbit/s beds side by side, alternating rounds):" \
+			"ri2n $(fmtv v6-ipv6 ri2n mbps) Mbit/s over IPv6, $(fmtv v6-ipv4 ri2n mbps) over IPv4" \
+			"(ratio $(ratio "$(med v6-ipv6 ri2n mbps)" "$(med v6-ipv4 ri2n mbps)")); TCP on one rail" \
+			"$(fmtv v6-ipv6 tcp-r1 mbps) vs $(fmtv v6-ipv4 tcp-r1 mbps)" \
+			"(ratio $(ratio "$(med v6-ipv6 tcp-r1 mbps)" "$(med v6-ipv4 tcp-r1 mbps)")). An IPv6 header is 20" \
+			"bytes longer than IPv4's: at MTU 1500 that is 1.4 % of each packet's payload for either."
 		echo
 	fi
 	if [ -n "$(agg tp2-keyed ri2n mbps)$(agg veth-keyed ri2n mbps)" ]; then
