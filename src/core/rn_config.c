@@ -160,6 +160,7 @@ const char *rn_cause_name(rn_cause c)
 	case RN_CAUSE_LINK_DOWN: return "link down";
 	case RN_CAUSE_ADDR_BACK: return "address back";
 	case RN_CAUSE_RAIL_NEW: return "new rail";
+	case RN_CAUSE_ADDR_NEW: return "address changed";
 	case RN_CAUSE_LINK_UP: return "link up";
 	default: return "?";
 	}

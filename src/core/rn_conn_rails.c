@@ -173,6 +173,59 @@ int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_
 	return 0;
 }
 
+int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a)
+{
+	RN_OWNED(c);
+	rn_peer_sync(c, now_ns);
+	if (c->state != RN_ST_ESTABLISHED)
+		return RN_ERR_STATE;
+	if (local_rail < 0 || local_rail >= c->nlocal || !rn_addr_rail_valid(a) ||
+	    a->v6 != c->local[local_rail].v6)
+		return RN_ERR_INVAL;
+	c->local[local_rail] = *a;
+	for (int k = 0; k < c->npaths; k++) {
+		rn_rail *r = &c->rail[k];
+
+		if (r->local_rail != local_rail)
+			continue;
+		r->local = rn_addr_of_rail(a);
+		if (c->peer_m.p)
+			c->peer_m.p->rail[k].local = r->local; /* the other members follow as told */
+	}
+	announce(c, now_ns);
+	return 0;
+}
+
+/*
+ * The peer's rail i has a new address (it rebound it): the paths to it go
+ * there now, if it is still in our rail's subnet.  Unkeyed, the address is
+ * taken on the peer's word: such a path carries DATA again only once the
+ * peer has answered there (a heartbeat is owed on it now).
+ */
+static void remote_moved(rn_conn *c, int i, const rn_rail_addr *m, uint64_t now_ns)
+{
+	for (int k = 0; k < c->npaths; k++) {
+		rn_rail *r = &c->rail[k];
+		const rn_rail_addr *l = &c->local[r->local_rail];
+
+		if (r->remote_rail != i || !rn_addr_rails_share(l, m))
+			continue;
+		r->remote = rn_addr_of_rail(m);
+		r->remote.scope = rn_addr_link_local(r->remote) ? l->scope : 0;
+		r->validated = c->cfg.keyed;
+		c->probe.hb_pending |= 1u << k;
+		if (c->peer_m.p)
+			c->peer_m.p->rail[k].remote = r->remote;
+	}
+	rn_timer_on_link_state_changed(c, now_ns);
+}
+
+/* Whether two rail entries name the same address and port. */
+static int same_rail(const rn_rail_addr *a, const rn_rail_addr *b)
+{
+	return rn_addr_eq(rn_addr_of_rail(a), rn_addr_of_rail(b)) && a->port == b->port;
+}
+
 void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 {
 	rn_rails_msg m;
@@ -185,6 +238,10 @@ void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	/* a copy, or an older one overtaken; a list never shrinks (a rail gone stays listed) */
 	if ((int32_t)(m.version - c->rails.peer_version) <= 0 || m.nrails < c->rails.nremote)
 		return;
+	for (int i = 0; i < c->rails.nremote; i++)
+		if (!same_rail(&c->rails.remote[i], &m.rails[i]) &&
+		    c->rails.remote[i].v6 == m.rails[i].v6)
+			remote_moved(c, i, &m.rails[i], now_ns);
 	if (rn_conn_set_rails(c, &c->rails.remote, &c->rails.nremote, m.rails, m.nrails) != 0)
 		return; /* taken when it comes again */
 	c->rails.peer_version = m.version;

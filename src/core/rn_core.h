@@ -184,6 +184,7 @@ typedef enum rn_cause {
 	RN_CAUSE_ADDR_BACK,  /* the driver saw the rail's address come back */
 	RN_CAUSE_LINK_UP,    /* the driver saw the rail's link come back up */
 	RN_CAUSE_RAIL_NEW,   /* a rail that appeared at either end since the handshake (RAILS) */
+	RN_CAUSE_ADDR_NEW,   /* the driver rebound the rail to another address of its interface */
 } rn_cause;
 
 const char *rn_cause_name(rn_cause c);
@@ -408,6 +409,18 @@ void rn_conn_rail_back(rn_conn *c, uint64_t now_ns, int local_rail, rn_cause cau
  * nlocal).
  */
 int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a);
+
+/*
+ * Reports that local rail local_rail now has address a (its address went
+ * away and the interface has another in the same family: the driver
+ * rebound the rail's socket to it).  The rail keeps its index and its
+ * paths; the peer hears of the new address in a RAILS, resent until
+ * acknowledged, and addresses those paths to it from then on.  The paths
+ * stay as the driver left them (gone, until rn_conn_rail_back).  0,
+ * RN_ERR_STATE (not established), RN_ERR_INVAL (no such rail, or an
+ * address of the other family or not valid).
+ */
+int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a);
 
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);
@@ -649,6 +662,8 @@ typedef struct rn_listener {
  * handshakes it answers from now on offer it.  0 or RN_ERR_INVAL (full).
  */
 int rn_listener_rail_add(rn_listener *l, const rn_rail_addr *a);
+/* Rail i's new address (rn_conn_rail_readdr): the handshakes it answers from now on offer it.  0 or RN_ERR_INVAL. */
+int rn_listener_rail_set(rn_listener *l, int i, const rn_rail_addr *a);
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails);
 

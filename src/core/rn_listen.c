@@ -49,6 +49,14 @@ int rn_listener_rail_add(rn_listener *l, const rn_rail_addr *a)
 	return 0;
 }
 
+int rn_listener_rail_set(rn_listener *l, int i, const rn_rail_addr *a)
+{
+	if (i < 0 || i >= l->nrails || !rn_addr_rail_valid(a))
+		return RN_ERR_INVAL;
+	l->rails[i] = *a;
+	return 0;
+}
+
 int rn_listener_init(rn_listener *l, const rn_config *cfg, const rn_env *env,
 		     const rn_rail_addr *rails, int nrails)
 {

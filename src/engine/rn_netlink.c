@@ -10,7 +10,10 @@
  * both are back, the connections may use it again (rn_conn_rail_back) and
  * send a heartbeat on it now.  The rail sockets stay bound to the address
  * throughout: Linux keeps a UDP socket bound to an address that went away,
- * and it receives and sends again once the address is back.
+ * and it receives and sends again once the address is back.  A rail whose
+ * address went while its interface has another of the family (or gets one
+ * later) moves there instead: rail_move binds its sockets anew and every
+ * connection tells its peer (rn_conn_rail_readdr).
  *
  * A listed interface that had no address at start (a rail waiting for
  * one, rn_rails_discover_waiting) is opened when its first address comes:
@@ -38,6 +41,9 @@ static struct {
 	rn_hfollow f;
 	struct event *ev;
 	uint32_t again;               /* addressed rails the engine opens at its next turn or retry */
+	uint32_t moved;               /* rails the engine rebinds at its next turn or retry */
+	uint32_t stuck;               /* rails whose last move bound nothing: an event may retry it */
+	rn_rail_info to[RN_MAX_RAILS]; /* a moved rail's new address */
 	int tries[RN_MAX_RAILS];
 	struct event *again_ev;
 } g = { .f = { .fd = -1 } };
@@ -79,14 +85,105 @@ static void apply_one(rn_stream *st, void *arg)
 	}
 }
 
-/* Rail `rail` became usable or not (rn_hfollow_fn): every connection on it hears. */
+static void move_later(int i, const rn_rail_info *to);
+
+/*
+ * Rail `rail` became usable or not (rn_hfollow_fn): every connection on it
+ * hears.  A rail whose address went while its interface has another of the
+ * family moves there (move_later).
+ */
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	struct apply_ctx a = { .rail = rail, .down = !usable, .cause = cause, .now = rn_now_ns() };
+	const rn_rail_info *rails;
+	rn_rail_info to;
 
 	(void)arg;
 	rn_port_each_all(apply_one, &a);
+	rn_engine_rails(&rails);
+	if (!usable && cause == RN_CAUSE_ADDR_GONE && rn_rails_other_addr(&rails[rail], &to))
+		move_later(rail, &to);
 	return a.conns;
+}
+
+struct move_ctx {
+	int rail;
+	uint64_t now;
+	int conns;
+	int again; /* a port could not bind the address yet */
+	int err;   /* the last other failure, -errno */
+};
+
+/* A connection on the port: its local rail has the socket's new address, usable again. */
+static void move_conn(rn_stream *st, void *arg)
+{
+	struct move_ctx *a = arg;
+	rn_port *p = st->port;
+
+	for (int i = 0; st->conn && i < p->nsock; i++) {
+		if (p->s[i].rail != a->rail ||
+		    rn_conn_rail_readdr(st->conn, a->now, i, &p->addrs[i]) != 0)
+			continue;
+		rn_conn_rail_back(st->conn, a->now, i, RN_CAUSE_ADDR_NEW);
+		a->conns++;
+		rn_engine_dirty(st);
+	}
+}
+
+static void move_port(rn_port *p, void *arg)
+{
+	struct move_ctx *a = arg;
+	int idx;
+
+	if (p->dead || !((p->mask >> a->rail) & 1))
+		return;
+	idx = rn_port_rail_rebind(p, a->rail);
+	if (idx == -EADDRNOTAVAIL)
+		a->again = 1;
+	else if (idx < 0 && idx != -ENOENT)
+		a->err = idx;
+	if (idx >= 0)
+		rn_port_each(p, move_conn, a);
+}
+
+static void arm_again(void);
+
+/*
+ * Rail i moves to g.to[i]: every port's socket on it is bound there anew,
+ * every connection's path on it takes the address (its peer hears it in a
+ * RAILS) and is used again.  A port that cannot bind it yet is tried again.
+ */
+static void rail_move(int i)
+{
+	const rn_rail_info *rails;
+	struct move_ctx a = { .rail = i, .now = rn_now_ns() };
+	rn_hlink_ev e = { .type = RN_HLINK_ADDR_ADD, .ifindex = g.to[i].ifindex, .ip = g.to[i].ip,
+			  .prefix = g.to[i].prefix, .v6 = g.to[i].v6 };
+	char was[RN_ADDR_STRLEN], now[RN_ADDR_STRLEN];
+
+	rn_engine_rails(&rails);
+	rn_rails_str(&rails[i], was, sizeof(was));
+	memcpy(e.ip6, g.to[i].ip6, sizeof(e.ip6));
+	rn_engine_rail_addr(i, &e);
+	rn_port_each_port(move_port, &a);
+	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
+		g.moved |= 1u << i;
+		arm_again();
+		return;
+	}
+	g.stuck &= ~(1u << i);
+	if (a.again || a.err) {
+		rn_warn("rail %d: cannot bind its new address: %s", i,
+			strerror(a.again ? EADDRNOTAVAIL : -a.err));
+		if (!a.conns) {
+			g.stuck |= 1u << i; /* still without an address: the next event may move it */
+			return;
+		}
+	}
+	rn_hfollow_rebound(&g.f, i);
+	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): address changed from %s: rebound, %d connection%s told",
+	       i, rails[i].name, rn_rails_str(&rails[i], now, sizeof(now)), rails[i].prefix, was,
+	       a.conns, a.conns == 1 ? "" : "s");
 }
 
 struct appear_ctx {
@@ -145,15 +242,10 @@ static void rail_open(int i)
 	rn_engine_rails(&rails);
 	rn_port_each_port(appear_port, &a);
 	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
-		struct timeval tv = { 0, AGAIN_US };
-
 		rn_debug("rail %d: its new address cannot be bound yet (its local route comes after "
 			 "the event): again in %d us", i, AGAIN_US);
 		g.again |= 1u << i;
-		if (!g.again_ev)
-			g.again_ev = evtimer_new(rn_engine_base(), on_again, NULL);
-		if (g.again_ev)
-			rn_ev_add(g.again_ev, &tv);
+		arm_again();
 		if (!a.conns)
 			return;
 	}
@@ -165,15 +257,37 @@ static void rail_open(int i)
 	       a.conns == 1 ? "" : "s");
 }
 
-/* Opens the rails left for a later turn (g.again); the host lock is held. */
+/* Opens and moves the rails left for a later turn (g.again, g.moved); the host lock is held. */
 static void open_again(void)
 {
-	uint32_t todo = g.again;
+	uint32_t todo = g.again, moves = g.moved;
 
-	g.again = 0; /* rail_open sets a bit again for a rail still not bindable */
-	for (int i = 0; i < RN_MAX_RAILS; i++)
+	g.again = g.moved = 0; /* rail_open and rail_move set a bit again for a rail not bindable yet */
+	for (int i = 0; i < RN_MAX_RAILS; i++) {
 		if ((todo >> i) & 1)
 			rail_open(i);
+		if ((moves >> i) & 1)
+			rail_move(i);
+	}
+}
+
+static void arm_again(void)
+{
+	struct timeval tv = { 0, AGAIN_US };
+
+	if (!g.again_ev)
+		g.again_ev = evtimer_new(rn_engine_base(), on_again, NULL);
+	if (g.again_ev)
+		rn_ev_add(g.again_ev, &tv);
+}
+
+/* Rail i moves to `to` at the engine's next turn (sockets arm libevent's events: the engine's alone). */
+static void move_later(int i, const rn_rail_info *to)
+{
+	g.to[i] = *to;
+	g.tries[i] = 0;
+	g.moved |= 1u << i;
+	rn_host_kick();
 }
 
 static void on_again(evutil_socket_t fd, short what, void *arg)
@@ -202,8 +316,21 @@ static void rail_appears(void *arg, const rn_hlink_ev *e)
 	if (e->type != RN_HLINK_ADDR_ADD || rn_addr_link_local(rn_hlink_addr(e)))
 		return;
 	for (int i = 0; i < n; i++) {
-		if (rn_rails_has_addr(&rails[i]) || rails[i].ifindex != e->ifindex)
+		if (rails[i].ifindex != e->ifindex)
 			continue;
+		if (rn_rails_has_addr(&rails[i])) {
+			/* its address went, and the interface has another of the family now: moved */
+			if (g.f.no_addr[i] && !(g.moved >> i & 1) && rails[i].v6 == e->v6 &&
+			    ((g.stuck >> i & 1) || !rn_rails_is(&rails[i], rn_hlink_addr(e)))) {
+				rn_rail_info to = rails[i];
+
+				to.ip = e->ip;
+				memcpy(to.ip6, e->ip6, sizeof(to.ip6));
+				to.prefix = e->prefix;
+				move_later(i, &to);
+			}
+			continue;
+		}
 		rn_engine_rail_addr(i, e);
 		if (!rn_host_inline()) {
 			rail_open(i);
@@ -216,7 +343,7 @@ static void rail_appears(void *arg, const rn_hlink_ev *e)
 
 void rn_netlink_sync(void)
 {
-	if (g.again && !(g.again_ev && evtimer_pending(g.again_ev, NULL)))
+	if ((g.again || g.moved) && !(g.again_ev && evtimer_pending(g.again_ev, NULL)))
 		open_again();
 }
 

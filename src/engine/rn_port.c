@@ -69,16 +69,22 @@ static uint32_t rail_ceiling(const rn_rail_info *ri)
 	return top > RN_MAX_DGRAM ? RN_MAX_DGRAM : (uint32_t)top;
 }
 
+static int watch_usock(rn_port *p, int idx, const rn_rail_info *ri);
+
+static rn_hsock_opts usock_opts(const rn_port *p, const rn_rail_info *ri)
+{
+	return (rn_hsock_opts){ .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
+				/* runs of datagrams may arrive coalesced; optional */
+				.gro = rn_proc_get(RN_PROC_GRO) != 0,
+				.dev = ri->pin ? ri->name : NULL };
+}
+
 static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
 {
 	rn_usock *u = &p->s[idx];
-	rn_hsock_opts o = { .dgram = p->dgram, .rx_ts = 1, .recverr = 1,
-			    /* runs of datagrams may arrive coalesced; optional */
-			    .gro = rn_proc_get(RN_PROC_GRO) != 0,
-			    .dev = ri->pin ? ri->name : NULL };
+	rn_hsock_opts o = usock_opts(p, ri);
 	rn_rail_addr ra = rn_rails_addr(ri, number);
 	int rc = rn_hsock_open_rail(&p->hs.s[idx], &ra, &o);
-	struct stat sb;
 
 	if (p->hs.s[idx].fd >= 0)
 		p->hs.s[idx].fd = rn_fd_own_high(p->hs.s[idx].fd);
@@ -87,6 +93,15 @@ static int open_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t numb
 	u->idx = idx;
 	if (rc)
 		return rc;
+	return watch_usock(p, idx, ri);
+}
+
+/* The engine's events on socket idx (open: its descriptor is p->hs.s[idx].fd). */
+static int watch_usock(rn_port *p, int idx, const rn_rail_info *ri)
+{
+	rn_usock *u = &p->s[idx];
+	struct stat sb;
+
 	u->ino = rn_sys_fstat(u->fd, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 	byfd_set(u->fd, u);
 	p->addrs[idx] = p->hs.s[idx].addr;
@@ -271,6 +286,67 @@ int rn_port_rail_add(rn_port *p, int rail)
 	/* the engine reads it unless threads keep the port inline now */
 	if (p->rx_off)
 		rn_ev_del(p->s[idx].rev);
+	return idx;
+}
+
+/*
+ * Socket idx anew on rail ri's address (rn_hsock_rebind: the set's buffers
+ * stay), its events and bookkeeping moved to the new descriptor.  0, or
+ * -errno with the old socket kept.
+ */
+static int rebind_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t number)
+{
+	rn_usock *u = &p->s[idx];
+	rn_hsock_opts o = usock_opts(p, ri);
+	rn_rail_addr ra = rn_rails_addr(ri, number);
+	int old = u->fd, rc;
+
+	/* its events go before its descriptor does */
+	if (u->fd >= 0 && u->fd < g_byfd_cap && g_byfd[u->fd] == u)
+		g_byfd[u->fd] = NULL;
+	if (u->rev)
+		rn_ev_free(u->rev);
+	if (u->wev)
+		rn_ev_free(u->wev);
+	u->rev = u->wev = NULL;
+	rc = rn_hsock_rebind(&p->hs.s[idx], &ra, &o);
+	if (rc == 0) {
+		rn_fd_disown(old);
+		p->hs.s[idx].fd = rn_fd_own_high(p->hs.s[idx].fd);
+		u->fd = p->hs.s[idx].fd;
+	}
+	if (watch_usock(p, idx, ri) != 0 && rc == 0)
+		rc = -ENOMEM;
+	return rc;
+}
+
+int rn_port_rail_rebind(rn_port *p, int rail)
+{
+	const rn_rail_info *rails;
+	int n = rn_engine_rails(&rails), idx = -1, rc;
+	uint16_t number;
+
+	for (int i = 0; i < p->nsock; i++)
+		if (p->s[i].rail == rail)
+			idx = i;
+	if (p->dead || rail >= n || idx < 0)
+		return -ENOENT;
+	number = p->addrs[idx].port;
+	rc = rebind_usock(p, idx, &rails[rail], number);
+	if (rc == -EADDRINUSE && !p->lis)
+		rc = rebind_usock(p, idx, &rails[rail], 0); /* a client's port may take another number */
+	/* the engine reads it unless threads keep the port inline now */
+	if (p->rx_off && p->s[idx].rev)
+		rn_ev_del(p->s[idx].rev);
+	if (p->addrs[idx].max_dgram > p->dgram)
+		p->addrs[idx].max_dgram = p->dgram;
+	if (rc)
+		return rc;
+	if (p->lis)
+		rn_listener_rail_set(p->lis, idx, &p->addrs[idx]);
+	/* threads polling the old socket poll the new one from their next wait */
+	if (p->nwait)
+		rn_port_wake_waiters(p);
 	return idx;
 }
 

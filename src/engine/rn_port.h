@@ -122,6 +122,13 @@ void rn_port_each_all(rn_stream_fn fn, void *ctx);
  * their next local rail).  The index, or -errno (-EEXIST: p has one).
  */
 int rn_port_rail_add(rn_port *p, int rail);
+/*
+ * Engine rail `rail` has another address now (its old one went away): p's
+ * socket on it is replaced by one bound to the new address, at the same
+ * index and with the same port number if it is free there.  The index, or
+ * -errno (-ENOENT: p has no socket on the rail; else the old one stays).
+ */
+int rn_port_rail_rebind(rn_port *p, int rail);
 /* Calls fn for every port (the dead too: fn checks). */
 void rn_port_each_port(void (*fn)(rn_port *p, void *ctx), void *ctx);
 /* Calls fn(p, ctx) on every port that has a listener. */

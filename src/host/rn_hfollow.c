@@ -70,6 +70,12 @@ void rn_hfollow_apply(rn_hfollow *f, const rn_hlink_ev *e)
 	}
 }
 
+void rn_hfollow_rebound(rn_hfollow *f, int i)
+{
+	if (i >= 0 && i < f->n)
+		f->no_addr[i] = 0;
+}
+
 void rn_hfollow_read(rn_hfollow *f)
 {
 	uint8_t buf[RN_HFOLLOW_BUF];

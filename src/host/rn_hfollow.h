@@ -48,6 +48,8 @@ void rn_hfollow_init(rn_hfollow *f, const rn_rail_info *rails, int n, rn_hfollow
 		     void *arg);
 /* One event: the rails it concerns change, and the hook hears of each that flips. */
 void rn_hfollow_apply(rn_hfollow *f, const rn_hlink_ev *e);
+/* Rail i was given another address its interface has (the driver rebound it): usable as far as addresses go. */
+void rn_hfollow_rebound(rn_hfollow *f, int i);
 /* Reads and applies every event waiting on f->fd (none: nothing). */
 void rn_hfollow_read(rn_hfollow *f);
 /*

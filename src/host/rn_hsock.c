@@ -123,40 +123,74 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
 	return rn_hsock_open_rail(s, &a, o);
 }
 
-int rn_hsock_open_rail(rn_hsock *s, const rn_rail_addr *ra, const rn_hsock_opts *o)
+/*
+ * A socket bound to ra with o's options: its descriptor in *fd (-1 if none
+ * was made; left open on a later failure) and ra with the port the kernel
+ * gave in *addr.  0 or -errno.
+ */
+static int bound_fd(int *fd, rn_rail_addr *addr, const rn_rail_addr *ra, const rn_hsock_opts *o)
 {
 	rn_hsa a;
 	socklen_t alen = rn_hsock_sa_of(&a, rn_addr_of_rail(ra)), blen = alen;
 	int one = 1;
 
-	memset(s, 0, sizeof(*s));
-	s->fd = rn_sys_socket(ra->v6 ? AF_INET6 : AF_INET,
-			      SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->fd < 0)
+	*fd = rn_sys_socket(ra->v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    0);
+	if (*fd < 0)
 		return -errno;
-	set_buf(s->fd, SO_RCVBUFFORCE, SO_RCVBUF);
-	set_buf(s->fd, SO_SNDBUFFORCE, SO_SNDBUF);
-	family_opts(s->fd, ra->v6, o);
+	set_buf(*fd, SO_RCVBUFFORCE, SO_RCVBUF);
+	set_buf(*fd, SO_SNDBUFFORCE, SO_SNDBUF);
+	family_opts(*fd, ra->v6, o);
 	/*
 	 * The kernel's arrival time of each datagram: after the driver was held
 	 * off the CPU, a backlog keeps its real arrival times, so receive
 	 * counting does not take a busy host for a silent rail.
 	 */
 	if (o->rx_ts)
-		rn_sys_setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+		rn_sys_setsockopt(*fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	/* runs of datagrams may arrive coalesced (split again in rn_hrx_next) */
 	if (o->gro)
-		rn_sys_setsockopt(s->fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+		rn_sys_setsockopt(*fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (o->dev) {
-		int rc = pin(s->fd, o->dev);
+		int rc = pin(*fd, o->dev);
 
 		if (rc)
 			return rc;
 	}
-	if (rn_sys_bind(s->fd, &a.sa, alen) < 0 || rn_sys_getsockname(s->fd, &a.sa, &blen) < 0)
+	if (rn_sys_bind(*fd, &a.sa, alen) < 0 || rn_sys_getsockname(*fd, &a.sa, &blen) < 0)
 		return -errno;
-	s->addr = *ra;
-	s->addr.port = rn_hsock_sa_addr(&a).port;
+	*addr = *ra;
+	addr->port = rn_hsock_sa_addr(&a).port;
+	return 0;
+}
+
+int rn_hsock_rebind(rn_hsock *s, const rn_rail_addr *ra, const rn_hsock_opts *o)
+{
+	rn_rail_addr a;
+	int fd, rc = bound_fd(&fd, &a, ra, o);
+
+	if (rc) {
+		if (fd >= 0)
+			rn_sys_close(fd);
+		return rc;
+	}
+	if (s->fd >= 0)
+		rn_sys_close(s->fd);
+	s->fd = fd;
+	s->addr = a;
+	s->qn = 0; /* what was queued for the old address: loss recovery resends it */
+	s->blocked = 0;
+	return 0;
+}
+
+int rn_hsock_open_rail(rn_hsock *s, const rn_rail_addr *ra, const rn_hsock_opts *o)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	rc = bound_fd(&s->fd, &s->addr, ra, o);
+	if (rc)
+		return rc;
 	/* one block; pages are touched only as the queue fills */
 	s->mem = malloc((size_t)RN_HTXQ * o->dgram);
 	if (!s->mem)

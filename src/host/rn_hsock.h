@@ -142,6 +142,12 @@ int rn_hsock_open(rn_hsock *s, uint32_t ip, uint16_t port, uint8_t prefix,
  */
 int rn_hsock_open_rail(rn_hsock *s, const rn_rail_addr *a, const rn_hsock_opts *o);
 /*
+ * Socket s of a set (rn_hset) on another address: a new descriptor bound to
+ * a with o's options replaces s's, whose queue is dropped; its buffers stay
+ * (they move between the set's sockets).  0, or -errno with s unchanged.
+ */
+int rn_hsock_rebind(rn_hsock *s, const rn_rail_addr *a, const rn_hsock_opts *o);
+/*
  * Closes the socket (unless s->fd was set to -1 first) and frees its block
  * of buffers; in a set, only as part of closing the whole set.
  */

@@ -1,6 +1,7 @@
 /*
  * rn_rails.c - this host's rails.
  */
+#define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rn_hsock.h"
 #include "rn_rails.h"
 #include "rn_sys.h"
 
@@ -135,6 +137,46 @@ static int all_candidates(rn_rail_info *out, int max, int v6)
 				n++;
 	freeifaddrs(ifa);
 	return n;
+}
+
+static int same_subnet(const rn_rail_info *a, const rn_rail_info *b);
+
+/* Whether a socket can be bound to a now (an IPv6 address still in duplicate detection cannot). */
+static int bindable(const rn_rail_addr *a)
+{
+	rn_hsa sa;
+	socklen_t len = rn_hsock_sa_of(&sa, rn_addr_of_rail(a));
+	int fd = rn_sys_socket(a->v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ok;
+
+	if (fd < 0)
+		return 1; /* the bind itself will say */
+	ok = rn_sys_bind(fd, &sa.sa, len) == 0;
+	rn_sys_close(fd);
+	return ok;
+}
+
+int rn_rails_other_addr(const rn_rail_info *r, rn_rail_info *out)
+{
+	rn_rail_info c[RN_MAX_RAILS * 4];
+	int n = all_candidates(c, (int)(sizeof(c) / sizeof(c[0])), 1), best = -1;
+
+	for (int i = 0; i < n; i++) {
+		rn_rail_addr a = rn_rails_addr(&c[i], 0);
+
+		if (c[i].ifindex != r->ifindex || c[i].v6 != r->v6 ||
+		    (c[i].v6 && link_local6(c[i].ip6)) || rn_rails_is(r, rn_addr_of_rail(&a)) ||
+		    !bindable(&a))
+			continue;
+		if (best < 0 || (same_subnet(r, &c[i]) && !same_subnet(r, &c[best])))
+			best = i;
+	}
+	if (best < 0)
+		return 0;
+	*out = *r;
+	out->ip = c[best].ip;
+	memcpy(out->ip6, c[best].ip6, sizeof(out->ip6));
+	out->prefix = c[best].prefix;
+	return 1;
 }
 
 rn_rail_addr rn_rails_addr(const rn_rail_info *r, uint16_t port)

@@ -58,6 +58,13 @@ int rn_rails_is(const rn_rail_info *r, rn_addr a);
 /* Rail r's address for a person ("198.18.1.1", "2001:2:0:1::1", "fe80::1%3"): buf. */
 const char *rn_rails_str(const rn_rail_info *r, char *buf, size_t len);
 
+/*
+ * Another address of rail r's interface in r's family (not link-local), for
+ * a rail whose own address went away: one in r's subnet first.  1 with *out
+ * r itself at that address, 0 if the interface has none.
+ */
+int rn_rails_other_addr(const rn_rail_info *r, rn_rail_info *out);
+
 /* Keeps the n rails that have an address (in order) at the front of r: returns how many. */
 int rn_rails_with_addr(rn_rail_info *r, int n);
 

@@ -41,6 +41,10 @@
 #               rail is down at once with the cause "address removed" (the kernel's
 #               event, not a failed send or the receive count), no DATA on it meanwhile,
 #               and it carries DATA again after the address returns
+#   addr-change rail 1's address at the sender replaced mid-transfer, twice: a new one
+#               added and the old deleted, then that one deleted and a third added later;
+#               each time the rail is down for the old one, its sockets are bound to the
+#               new one, the peer told (RAILS), and it carries DATA again; every byte verified
 #   rail-new    3 rails, r3 without its address at both ends when the transfer starts: the
 #               addresses added mid-transfer (receiver first), the engine opens the rail,
 #               offers it to the live connection (RAILS) and it carries DATA; every byte
@@ -436,6 +440,45 @@ addr-gone)
 	down=$(nt_event_mono x 1 down "$tf0")
 	nt_note "rail 1 down $(awk -v a="$down" -v b="$tf0" 'BEGIN{printf "%.2f", (a-b)*1000}') ms after \`ip addr del\` began ($(awk -v a="$tf" -v b="$tf0" 'BEGIN{printf "%.2f", (a-b)*1000}') ms until it and the clock after it returned); $after DATA packets on it after the address came back"
 	nt_ok "addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its address, used again once it was back"
+	;;
+addr-change)
+	nt_init "$tag" 2 2 1gbit
+	nt_timed_transfer x 6
+	sleep 1.2
+	ns1=$(tb_ns 1)
+	a=$(tb_addr 1 2) # ri2n rail 1 is r2
+	b=${a%.*}.11      # other addresses in the rail's subnet
+	c=${a%.*}.12
+	# the new address first, then the old one goes (as systemd's sysctl defaults have it,
+	# the kernel keeps the new one, a secondary, when the primary goes)
+	ip netns exec "$ns1" sysctl -qw net.ipv4.conf.r2.promote_secondaries=1
+	tf0=$(nt_clock)
+	ip -n "$ns1" addr add "$b/24" dev r2 || nt_fail "could not add $b to r2"
+	ip -n "$ns1" addr del "$a/24" dev r2 || nt_fail "could not delete $a from r2"
+	tf=$(nt_clock)
+	sleep 1.5
+	# the other order: the address goes (none left), another comes later
+	ip -n "$ns1" addr del "$b/24" dev r2 || nt_fail "could not delete $b from r2"
+	sleep 0.5
+	tg0=$(nt_clock)
+	ip -n "$ns1" addr add "$c/24" dev r2 || nt_fail "could not add $c to r2"
+	tg=$(nt_clock)
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	[ "$(grep -c '^xfer event .* rail=1 down .*cause="address removed"' "$NT_DIR/x.err")" -ge 2 ] ||
+		nt_fail "not two rail 1 down events with the cause \"address removed\""
+	for to in "$b" "$c"; do
+		grep -q "rail 1 (r2 $to/24): address changed from .*: rebound, 1 connection told" "$NT_DIR/x.err" ||
+			nt_fail "the log does not say rail 1 moved to $to: $(grep 'rail 1' "$NT_DIR/x.err" | tail -4)"
+	done
+	mid=$(nt_data_between x 1 "$tf" "$tg0")
+	after=$(nt_data_between x 1 "$tg" 1e12)
+	[ "$mid" -gt 0 ] || nt_fail "rail 1 carried no DATA at $b"
+	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA at $c"
+	up1=$(nt_event_mono x 1 up "$tf0")
+	up2=$(nt_event_mono x 1 up "$tg0")
+	nt_note "rail 1 up $(awk -v a="$up1" -v b="$tf0" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after $a gave way to $b ($mid DATA packets there), $(awk -v a="$up2" -v b="$tg0" 'BEGIN{printf "%.1f", (a-b)*1000}') ms after $c came ($after DATA packets)"
+	nt_ok "addr-change: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 rebound to each new address and carried data"
 	;;
 rail-new)
 	nt_init "$tag" 2 3 1gbit

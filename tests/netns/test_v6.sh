@@ -13,6 +13,9 @@
 #   v6-addr-gone  rail 1's IPv6 address deleted at the sender mid-transfer: the rail is down
 #               at once with the cause "address removed" (the kernel's IPv6 address event),
 #               and carries DATA again once the address is back
+#   v6-addr-change  rail 1's IPv6 address deleted at the sender mid-transfer and another
+#               added (with duplicate detection): the rail moves to it once it can be
+#               bound, the peer is told, and it carries DATA; every byte verified
 #   v6-rail-new three IPv6 rails, r3 with no global address at either end when the transfer
 #               starts (only its link-local one, which a named rail never takes): the
 #               addresses added mid-transfer, the engine opens the rail on its IPv6 address,
@@ -86,6 +89,32 @@ v6-addr-gone)
 	after=$(nt_data_between x 1 "$th" 1e12)
 	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA after its address came back"
 	nt_ok "v6-addr-gone: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 down at once for its IPv6 address, used again once it was back ($after DATA packets)"
+	;;
+v6-addr-change)
+	nt_init "$tag" 2 2 1gbit --v6 all
+	nt_timed_transfer x 6
+	sleep 1.2
+	ns1=$(tb_ns 1)
+	a=$(tb_addr 1 2) # ri2n rail 1 is r2
+	b=${a%::*}::11
+	tf=$(nt_clock)
+	ip -n "$ns1" addr del "$a/64" dev r2 || nt_fail "could not delete $a from r2"
+	sleep 0.3
+	# with duplicate detection this time: the address is usable once the kernel says so
+	ip netns exec "$ns1" sysctl -qw net.ipv6.conf.r2.dad_transmits=1 net.ipv6.conf.r2.retrans_time_ms=200
+	tg0=$(nt_clock)
+	ip -n "$ns1" addr add "$b/64" dev r2 || nt_fail "could not add $b to r2"
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	grep -q '^xfer event .* rail=1 down .*cause="address removed"' "$NT_DIR/x.err" ||
+		nt_fail "no rail 1 down event with the cause \"address removed\""
+	grep -q "rail 1 (r2 $b/64): address changed from $a: rebound, 1 connection told" "$NT_DIR/x.err" ||
+		nt_fail "the log does not say rail 1 moved to $b: $(grep 'rail 1' "$NT_DIR/x.err" | tail -4)"
+	after=$(nt_data_between x 1 "$tg0" 1e12)
+	[ "$after" -gt 0 ] || nt_fail "rail 1 carried no DATA at $b"
+	up=$(nt_event_mono x 1 up "$tg0")
+	nt_note "rail 1 up $(awk -v a="$up" -v b="$tg0" 'BEGIN{printf "%.0f", (a-b)*1000}') ms after $b was added (duplicate detection 200 ms), $after DATA packets there"
+	nt_ok "v6-addr-change: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes); rail 1 rebound to its new IPv6 address and carried data"
 	;;
 v6-rail-new | v6-rail-new-mixed)
 	if [ "$scenario" = v6-rail-new ]; then v6=all; else v6=3; fi
