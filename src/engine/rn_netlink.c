@@ -106,44 +106,50 @@ static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 	return a.conns;
 }
 
-struct move_ctx {
+/* A rail opened or moved: what happened at each port. */
+struct rail_ctx {
 	int rail;
+	int move;   /* 1: the rail moved (rn_port_rail_rebind); 0: it appeared (rn_port_rail_add) */
+	int idx;
+	rn_port *p;
 	uint64_t now;
 	int conns;
-	int again; /* a port could not bind the address yet */
-	int err;   /* the last other failure, -errno */
+	int again;  /* a port could not bind the address yet */
+	int err;    /* the last other failure, -errno */
 };
 
 /* A connection on the port: its local rail has the socket's new address, usable again. */
 static void move_conn(rn_stream *st, void *arg)
 {
-	struct move_ctx *a = arg;
-	rn_port *p = st->port;
+	struct rail_ctx *a = arg;
 
-	for (int i = 0; st->conn && i < p->nsock; i++) {
-		if (p->s[i].rail != a->rail ||
-		    rn_conn_rail_readdr(st->conn, a->now, i, &p->addrs[i]) != 0)
-			continue;
-		rn_conn_rail_back(st->conn, a->now, i, RN_CAUSE_ADDR_NEW);
-		a->conns++;
-		rn_engine_dirty(st);
-	}
+	if (!st->conn || rn_conn_rail_readdr(st->conn, a->now, a->idx, &a->p->addrs[a->idx]) != 0)
+		return; /* still in its handshake, or closing: nothing to tell */
+	rn_conn_rail_back(st->conn, a->now, a->idx, RN_CAUSE_ADDR_NEW);
+	a->conns++;
+	rn_engine_dirty(st);
 }
 
-static void move_port(rn_port *p, void *arg)
+static void appear_conn(rn_stream *st, void *arg);
+
+/* Port p opens its socket on the rail, or binds it anew; its connections hear. */
+static void rail_port(rn_port *p, void *arg)
 {
-	struct move_ctx *a = arg;
+	struct rail_ctx *a = arg;
 	int idx;
 
 	if (p->dead || !((p->mask >> a->rail) & 1))
 		return;
-	idx = rn_port_rail_rebind(p, a->rail);
+	idx = a->move ? rn_port_rail_rebind(p, a->rail) : rn_port_rail_add(p, a->rail);
 	if (idx == -EADDRNOTAVAIL)
 		a->again = 1;
-	else if (idx < 0 && idx != -ENOENT)
+	else if (idx < 0 && idx != -ENOENT && idx != -EEXIST)
 		a->err = idx;
-	if (idx >= 0)
-		rn_port_each(p, move_conn, a);
+	if (idx < 0)
+		return;
+	a->idx = idx;
+	a->p = p;
+	rn_port_each(p, a->move ? move_conn : appear_conn, a);
 }
 
 static void arm_again(void);
@@ -156,7 +162,7 @@ static void arm_again(void);
 static void rail_move(int i)
 {
 	const rn_rail_info *rails;
-	struct move_ctx a = { .rail = i, .now = rn_now_ns() };
+	struct rail_ctx a = { .rail = i, .move = 1, .now = rn_now_ns() };
 	rn_hlink_ev e = { .type = RN_HLINK_ADDR_ADD, .ifindex = g.to[i].ifindex, .ip = g.to[i].ip,
 			  .prefix = g.to[i].prefix, .v6 = g.to[i].v6 };
 	char was[RN_ADDR_STRLEN], now[RN_ADDR_STRLEN];
@@ -165,7 +171,7 @@ static void rail_move(int i)
 	rn_rails_str(&rails[i], was, sizeof(was));
 	memcpy(e.ip6, g.to[i].ip6, sizeof(e.ip6));
 	rn_engine_rail_addr(i, &e);
-	rn_port_each_port(move_port, &a);
+	rn_port_each_port(rail_port, &a);
 	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
 		g.moved |= 1u << i;
 		arm_again();
@@ -186,44 +192,15 @@ static void rail_move(int i)
 	       a.conns, a.conns == 1 ? "" : "s");
 }
 
-struct appear_ctx {
-	int rail;
-	int idx;
-	rn_port *p;
-	uint64_t now;
-	int conns;
-	int again;  /* a port could not bind the address yet */
-	int err;    /* the last other failure, -errno */
-};
-
 /* A connection on the port: the port's new socket is its next local rail. */
 static void appear_conn(rn_stream *st, void *arg)
 {
-	struct appear_ctx *a = arg;
+	struct rail_ctx *a = arg;
 
 	if (!st->conn || rn_conn_rail_add(st->conn, a->now, a->idx, &a->p->addrs[a->idx]) != 0)
 		return; /* still in its handshake, or closing: it keeps the rails it has */
 	a->conns++;
 	rn_engine_dirty(st);
-}
-
-static void appear_port(rn_port *p, void *arg)
-{
-	struct appear_ctx *a = arg;
-	int idx;
-
-	if (p->dead || !((p->mask >> a->rail) & 1))
-		return;
-	idx = rn_port_rail_add(p, a->rail);
-	if (idx == -EADDRNOTAVAIL)
-		a->again = 1;
-	else if (idx < 0 && idx != -EEXIST)
-		a->err = idx;
-	if (idx < 0)
-		return;
-	a->idx = idx;
-	a->p = p;
-	rn_port_each(p, appear_conn, a);
 }
 
 static void on_again(evutil_socket_t fd, short what, void *arg);
@@ -236,11 +213,11 @@ static void on_again(evutil_socket_t fd, short what, void *arg);
 static void rail_open(int i)
 {
 	const rn_rail_info *rails;
-	struct appear_ctx a = { .rail = i, .now = rn_now_ns() };
+	struct rail_ctx a = { .rail = i, .now = rn_now_ns() };
 	char s[RN_ADDR_STRLEN];
 
 	rn_engine_rails(&rails);
-	rn_port_each_port(appear_port, &a);
+	rn_port_each_port(rail_port, &a);
 	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
 		rn_debug("rail %d: its new address cannot be bound yet (its local route comes after "
 			 "the event): again in %d us", i, AGAIN_US);

@@ -141,7 +141,8 @@ rn_usock *rn_port_usock(int fd, uint64_t ino)
 	return u && u->ino == ino && !u->port->dead ? u : NULL;
 }
 
-static void close_usock(rn_port *p, int idx)
+/* The engine's events on socket idx go, and its descriptor's entry (before the descriptor does). */
+static void unwatch_usock(rn_port *p, int idx)
 {
 	rn_usock *u = &p->s[idx];
 
@@ -151,6 +152,14 @@ static void close_usock(rn_port *p, int idx)
 		rn_ev_free(u->rev);
 	if (u->wev)
 		rn_ev_free(u->wev);
+	u->rev = u->wev = NULL;
+}
+
+static void close_usock(rn_port *p, int idx)
+{
+	rn_usock *u = &p->s[idx];
+
+	unwatch_usock(p, idx);
 	if (u->fd >= 0) {
 		rn_fd_close(u->fd);
 		p->hs.s[idx].fd = -1; /* closed: rn_hsock_close frees the rest */
@@ -301,14 +310,7 @@ static int rebind_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t nu
 	rn_rail_addr ra = rn_rails_addr(ri, number);
 	int old = u->fd, rc;
 
-	/* its events go before its descriptor does */
-	if (u->fd >= 0 && u->fd < g_byfd_cap && g_byfd[u->fd] == u)
-		g_byfd[u->fd] = NULL;
-	if (u->rev)
-		rn_ev_free(u->rev);
-	if (u->wev)
-		rn_ev_free(u->wev);
-	u->rev = u->wev = NULL;
+	unwatch_usock(p, idx);
 	rc = rn_hsock_rebind(&p->hs.s[idx], &ra, &o);
 	if (rc == 0) {
 		rn_fd_disown(old);
