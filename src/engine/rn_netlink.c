@@ -97,11 +97,11 @@ static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 	struct apply_ctx a = { .rail = rail, .down = !usable, .cause = cause, .now = rn_now_ns() };
 	const rn_rail_info *rails;
 	rn_rail_info to;
+	int n = rn_engine_rails(&rails);
 
 	(void)arg;
 	rn_port_each_all(apply_one, &a);
-	rn_engine_rails(&rails);
-	if (!usable && cause == RN_CAUSE_ADDR_GONE && rn_rails_other_addr(&rails[rail], &to))
+	if (!usable && cause == RN_CAUSE_ADDR_GONE && rn_rails_other_addr(rails, n, rail, &to))
 		move_later(rail, &to);
 	return a.conns;
 }

@@ -131,6 +131,21 @@ int rn_hconns_rail_add(rn_hconns *s, int idx, uint64_t now)
 	return n;
 }
 
+int rn_hconns_rail_readdr(rn_hconns *s, int idx, uint64_t now)
+{
+	int n = 0;
+
+	for (rn_hconn *h = s->head; h; h = h->next) {
+		if (h->dead || !h->conn ||
+		    rn_conn_rail_readdr(h->conn, now, idx, &s->io->s[idx].addr) != 0)
+			continue;
+		rn_conn_rail_back(h->conn, now, idx, RN_CAUSE_ADDR_NEW);
+		h->dirty = 1;
+		n++;
+	}
+	return n;
+}
+
 void rn_hconn_flush(const rn_hconns *s, rn_hconn *h, uint64_t now)
 {
 	rn_hset_send_conn(s->io, h->conn, h->id, now, RN_HPOLL_FLUSH_BUDGET);

@@ -118,6 +118,12 @@ int rn_hconns_rail(rn_hconns *s, int rail, int usable, rn_cause cause, uint64_t 
  * has.  Returns how many links took it.
  */
 int rn_hconns_rail_add(rn_hconns *s, int idx, uint64_t now);
+/*
+ * Our socket idx was bound to its rail's new address (rn_hgrow): every
+ * established link takes it (rn_conn_rail_readdr: its peer hears it in a
+ * RAILS) and uses the rail again.  Returns how many links took it.
+ */
+int rn_hconns_rail_readdr(rn_hconns *s, int idx, uint64_t now);
 
 /*
  * What h's connection owes goes onto the rail sockets (at most

@@ -10,6 +10,16 @@
 #include "rn_log.h"
 #include "rn_rails.h"
 
+/* Rail i moves to `to` at the next pass. */
+static void move_later(rn_hgrow *g, int i, const rn_rail_info *to)
+{
+	g->from[i] = g->rails[i];
+	g->to[i] = *to;
+	g->moving |= 1u << i;
+	g->tries[i] = 0;
+	g->next_ns = 0;
+}
+
 void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 {
 	rn_hgrow *g = arg;
@@ -19,8 +29,20 @@ void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 	for (int i = 0; i < g->open->n; i++) {
 		rn_rail_info *r = &g->rails[i];
 
-		if (rn_rails_has_addr(r) || r->ifindex != e->ifindex)
+		if (r->ifindex != e->ifindex)
 			continue;
+		if (rn_rails_has_addr(r)) {
+			/* its address went and another came: it moves there */
+			if (g->follow && g->follow->no_addr[i] && !(g->moving >> i & 1) &&
+			    !r->v6 && r->ip != e->ip) {
+				rn_rail_info to = *r;
+
+				to.ip = e->ip;
+				to.prefix = e->prefix ? e->prefix : 32;
+				move_later(g, i, &to);
+			}
+			continue;
+		}
 		r->ip = e->ip;
 		r->prefix = e->prefix ? e->prefix : 32;
 		g->pending |= 1u << i;
@@ -53,17 +75,57 @@ static int open_one(rn_hgrow *g, int i, uint64_t now)
 	return 1;
 }
 
+int rn_hgrow_rail_changed(rn_hgrow *g, int rail, int idx, int usable, rn_cause cause,
+			  uint64_t now)
+{
+	rn_rail_info to;
+	int n = idx < 0 ? 0 : rn_hconns_rail(g->links, idx, usable, cause, now);
+
+	if (!usable && cause == RN_CAUSE_ADDR_GONE && idx >= 0 && !g->rails[rail].v6 &&
+	    rn_rails_other_addr(g->rails, g->open->n, rail, &to))
+		move_later(g, rail, &to);
+	return n;
+}
+
+/* Rail i's socket: moved and told (1), to be tried again (0), or given up (-1). */
+static int move_one(rn_hgrow *g, int i, uint64_t now)
+{
+	rn_hset *io = g->links->io;
+	rn_rail_info *r = &g->rails[i];
+	int idx, n;
+	char ip[32], was[32];
+
+	r->ip = g->to[i].ip;
+	r->prefix = g->to[i].prefix;
+	idx = rn_hpoll_rail_move(io, g->open, i);
+	if (idx == -EADDRNOTAVAIL && ++g->tries[i] < RN_HGROW_TRIES)
+		return 0;
+	if (idx < 0) {
+		rn_warn("rail %d (%s): cannot bind its new address: %s", i, r->name, strerror(-idx));
+		*r = g->from[i]; /* still without its address: a later one may move it */
+		return -1;
+	}
+	n = rn_hconns_rail_readdr(g->links, idx, now);
+	rn_listener_rail_set(g->lis, idx, &io->s[idx].addr);
+	if (g->follow)
+		rn_hfollow_rebound(g->follow, i);
+	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): address changed from %s: rebound, %d link%s told",
+	       i, r->name, rn_ip_str(r->ip, ip, sizeof(ip)), r->prefix,
+	       rn_ip_str(g->from[i].ip, was, sizeof(was)), n, n == 1 ? "" : "s");
+	return 1;
+}
+
 void rn_hgrow_run(rn_hgrow *g, uint64_t now)
 {
-	uint32_t todo = g->pending;
+	uint32_t todo = g->pending, moves = g->moving;
 
-	if (!todo || now < g->next_ns)
+	if (!(todo | moves) || now < g->next_ns)
 		return;
 	for (int i = 0; i < RN_MAX_RAILS; i++) {
-		if (!((todo >> i) & 1))
-			continue;
-		if (open_one(g, i, now) != 0)
+		if (((todo >> i) & 1) && open_one(g, i, now) != 0)
 			g->pending &= ~(1u << i);
+		if (((moves >> i) & 1) && move_one(g, i, now) != 0)
+			g->moving &= ~(1u << i);
 	}
 	g->next_ns = now + RN_HGROW_AGAIN_NS;
 }

@@ -13,6 +13,12 @@
  * bindable yet is tried again every RN_HGROW_AGAIN_NS, RN_HGROW_TRIES
  * times at most.
  *
+ * A rail whose address goes while its interface has another of the family
+ * (rn_hgrow_rail_changed), or gets another later (rn_hgrow_event), moves
+ * there at the next pass: its socket is bound anew at the same index
+ * (rn_hpoll_rail_move), and every link tells its peer the new address
+ * (rn_hconns_rail_readdr).  IPv4 only, as the drivers' rails.
+ *
  * No locks: the driver serialises every call.
  */
 #ifndef RN_HGROW_H
@@ -22,6 +28,7 @@
 
 #include "rn_core.h"
 #include "rn_hconn.h"
+#include "rn_hfollow.h"
 #include "rn_hlink.h"
 #include "rn_hpoll.h"
 #include "rn_hrail.h"
@@ -34,7 +41,10 @@ typedef struct rn_hgrow {
 	const rn_hpoll_rails *open; /* how the driver opened its sockets */
 	rn_hconns *links;           /* its links, and its sockets (links->io) */
 	rn_listener *lis;           /* its listener */
+	rn_hfollow *follow;         /* how the driver follows the kernel (which rails lost their address) */
 	uint32_t pending;           /* rails whose address came, their socket not open yet */
+	uint32_t moving;            /* rails whose socket moves to to[i] at the next pass */
+	rn_rail_info from[RN_MAX_RAILS], to[RN_MAX_RAILS]; /* a moving rail, before and after */
 	uint8_t tries[RN_MAX_RAILS];
 	uint64_t next_ns;           /* rn_hgrow_run: the next try */
 } rn_hgrow;
@@ -44,7 +54,15 @@ typedef struct rn_hgrow {
  * rail's first address makes it pending.
  */
 void rn_hgrow_event(void *g, const rn_hlink_ev *e);
-/* From the pass: pending rails open, offered to every link and the listener (logged). */
+/*
+ * A rail gone or back (the driver's rn_hfollow_fn, idx its socket, -1 for
+ * none): every link hears it (rn_hconns_rail), and a rail whose address
+ * went while its interface has another moves there.  Returns how many
+ * links heard.
+ */
+int rn_hgrow_rail_changed(rn_hgrow *g, int rail, int idx, int usable, rn_cause cause,
+			  uint64_t now);
+/* From the pass: pending rails open, moving ones move; every link and the listener hear (logged). */
 void rn_hgrow_run(rn_hgrow *g, uint64_t now);
 
 #endif

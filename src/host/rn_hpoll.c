@@ -77,6 +77,29 @@ int rn_hpoll_rail_add(rn_hset *io, const rn_hpoll_rails *r, int rail)
 	return open_rail(io, r, rail);
 }
 
+int rn_hpoll_rail_move(rn_hset *io, const rn_hpoll_rails *r, int rail)
+{
+	int idx = rn_hpoll_sock_of(io, rail), rc;
+	const rn_rail_info *ri;
+	rn_hsock_opts o = r->opts;
+	rn_rail_addr ra;
+
+	if (idx < 0 || rail >= r->n)
+		return -ENOENT;
+	ri = &r->rails[rail];
+	o.dev = ri->pin ? ri->name : NULL;
+	ra = rn_rails_addr(ri, io->s[idx].addr.port);
+	rc = rn_hsock_rebind(&io->s[idx], &ra, &o);
+	if (rc == -EADDRINUSE && !(r->bind && r->bind[rail].port)) {
+		ra.port = 0; /* a number of its own, told to the peers with the address */
+		rc = rn_hsock_rebind(&io->s[idx], &ra, &o);
+	}
+	if (rc)
+		return rc;
+	io->s[idx].addr.backup = ri->backup;
+	return idx;
+}
+
 int rn_hpoll_sock_of(const rn_hset *io, int rail)
 {
 	for (int i = 0; i < io->n; i++)

@@ -80,6 +80,13 @@ int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails
  * event; try again shortly).
  */
 int rn_hpoll_rail_add(rn_hset *io, const rn_hpoll_rails *r, int rail);
+/*
+ * Rail `rail` of r has another address now (its old one went): its socket
+ * is bound there anew (rn_hsock_rebind), with the same port number where
+ * that is free (a listener's must be).  Returns its index, or -errno:
+ * -ENOENT (no socket on the rail), -EADDRNOTAVAIL (not bindable yet).
+ */
+int rn_hpoll_rail_move(rn_hset *io, const rn_hpoll_rails *r, int rail);
 /* The socket of io (its index, what the core calls the local rail) on r's rail `rail`, or -1. */
 int rn_hpoll_sock_of(const rn_hset *io, int rail);
 /* How a driver takes the connections its listener accepts (rn_hpoll_listen). */

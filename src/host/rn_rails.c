@@ -155,8 +155,18 @@ static int bindable(const rn_rail_addr *a)
 	return ok;
 }
 
-int rn_rails_other_addr(const rn_rail_info *r, rn_rail_info *out)
+/* Whether a is the address of one of the n rails. */
+static int a_rails(const rn_rail_info *rails, int n, rn_addr a)
 {
+	for (int k = 0; k < n; k++)
+		if (rn_rails_has_addr(&rails[k]) && rn_rails_is(&rails[k], a))
+			return 1;
+	return 0;
+}
+
+int rn_rails_other_addr(const rn_rail_info *rails, int nrails, int ri, rn_rail_info *out)
+{
+	const rn_rail_info *r = &rails[ri];
 	rn_rail_info c[RN_MAX_RAILS * 4];
 	int n = all_candidates(c, (int)(sizeof(c) / sizeof(c[0])), 1), best = -1;
 
@@ -164,7 +174,7 @@ int rn_rails_other_addr(const rn_rail_info *r, rn_rail_info *out)
 		rn_rail_addr a = rn_rails_addr(&c[i], 0);
 
 		if (c[i].ifindex != r->ifindex || c[i].v6 != r->v6 ||
-		    (c[i].v6 && link_local6(c[i].ip6)) || rn_rails_is(r, rn_addr_of_rail(&a)) ||
+		    (c[i].v6 && link_local6(c[i].ip6)) || a_rails(rails, nrails, rn_addr_of_rail(&a)) ||
 		    !bindable(&a))
 			continue;
 		if (best < 0 || (same_subnet(r, &c[i]) && !same_subnet(r, &c[best])))

@@ -59,11 +59,12 @@ int rn_rails_is(const rn_rail_info *r, rn_addr a);
 const char *rn_rails_str(const rn_rail_info *r, char *buf, size_t len);
 
 /*
- * Another address of rail r's interface in r's family (not link-local), for
- * a rail whose own address went away: one in r's subnet first.  1 with *out
- * r itself at that address, 0 if the interface has none.
+ * Another address of rail i's interface in its family (not link-local, not
+ * another of the n rails', one a socket can be bound to now), for a rail
+ * whose own address went away: one in its subnet first.  1 with *out rail
+ * i at that address, 0 if the interface has none.
  */
-int rn_rails_other_addr(const rn_rail_info *r, rn_rail_info *out);
+int rn_rails_other_addr(const rn_rail_info *rails, int n, int i, rn_rail_info *out);
 
 /* Keeps the n rails that have an address (in order) at the front of r: returns how many. */
 int rn_rails_with_addr(rn_rail_info *r, int n);

@@ -18,6 +18,9 @@
 #   addr-gone       2 ranks; rail 1's address deleted in host 1 1.5 s into the
 #                   stream phase, added back 2.5 s later: PASS, the BTL followed
 #                   the kernel (rail down for "address removed" at once), up again after
+#   addr-change     2 ranks; rail 1's address in host 1 replaced by another in its subnet
+#                   1.5 s into the stream phase: the BTL moves the rail to it, data crosses
+#                   it again (PASS)
 #   rail-new        2 ranks; rail 2 without an address in either host at start: the BTL
 #                   waits for it, opens it once its addresses come mid-stream, offers it
 #                   to the live link and data crosses it (PASS)
@@ -262,6 +265,39 @@ sc_addr_gone() {
 		fail "the BTL never took rail 1 back with its address: $(grep -h 'rail r1' "$WORK/$name.out" | head -n 6)"
 	report "$name"
 	ok "2 ranks: rail 1's address deleted mid-stream and added back, every byte verified"
+}
+
+# Rail 1's address in host 1 is replaced mid-stream (a secondary added, the primary deleted,
+# the kernel keeping the new one): the BTL moves the rail to it (its socket bound anew, the
+# link's peer told) and data crosses it again; every byte verified.
+sc_addr_change() {
+	local name=ac pid a b ns t0 b0 b1
+	bed_up 2
+	ns=ri2n-$TAG-h1
+	a=$(tb_addr 1 1)
+	b=${a%.*}.11
+	rx1() { ip netns exec "$ns" awk '$1 == "r1:" { print $2 + $10 }' /proc/net/dev; }
+	mpi_run "$name" 2 ri2n,self 240 -- --bw-seconds 6 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	ip netns exec "$ns" sysctl -qw net.ipv4.conf.r1.promote_secondaries=1
+	t0=$(date +%T.%N | cut -c1-12)
+	ip -n "$ns" addr add "$b/24" dev r1 || fail "cannot add $b to r1"
+	ip -n "$ns" addr del "$a/24" dev r1 || fail "cannot delete $a from r1"
+	sleep 0.5
+	b0=$(rx1)
+	sleep 1.5
+	b1=$(rx1)
+	note "rail 1's address in host 1 changed from $a to $b at $t0"
+	wait "$pid" || fail "mpirun failed with rail 1's address changed (status $?)"
+	require_pass "$name"
+	grep -q "rail 0 (r1 $b/24): address changed from $a: rebound, 1 link told" "$WORK/$name.out" ||
+		fail "the BTL did not move rail 1 to $b: $(grep -h 'r1' "$WORK/$name.out" | head -n 4)"
+	(((b1 - b0) > 10000000)) ||
+		fail "only $((b1 - b0)) bytes crossed host 1's r1 in the 1.5 s after the change"
+	note "host 1's r1 carried $(((b1 - b0) / 1000000)) MB in the 1.5 s after the move"
+	report "$name"
+	ok "2 ranks: rail 1's address changed mid-stream, the BTL moved the rail, every byte verified"
 }
 
 # Rail 2 has no address in either host when the job starts: the BTL waits for it instead of
@@ -626,6 +662,7 @@ no-self) sc_ranks 2 2 ri2n ;;
 blackhole) sc_blackhole 2 2 1 ;;
 blackhole-four) sc_blackhole 4 4 0 ;;
 addr-gone) sc_addr_gone ;;
+addr-change) sc_addr_change ;;
 rail-new) sc_rail_new ;;
 compute) sc_compute ;;
 all-dead) sc_all_dead ;;
@@ -638,6 +675,6 @@ memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
 idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|rail-new|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|addr-change|rail-new|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0

@@ -13,6 +13,10 @@
 #                           client's host and added back: the provider follows the kernel
 #                           (netlink), so the rail is down at once with the cause "address
 #                           removed" and in use again once the address is back
+#   test_ofi.sh addr-change the same ping-pongs while rail 2's address in the client's host
+#                           is replaced by another in its subnet: the provider moves the
+#                           rail there (its socket bound anew, the links' peers told) and
+#                           data crosses it again
 #   test_ofi.sh rail-new    the same ping-pongs with rail 2 without an address in either
 #                           host at start: both sides start on rail 1 and open rail 2 once its
 #                           addresses come, offering it to their links (RAILS); data crosses it
@@ -29,7 +33,7 @@
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|rail-new|dead-peer|stat}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|addr-change|rail-new|dead-peer|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -147,6 +151,27 @@ addr-gone)
 		nt_fail "the client never took the rail back with its address: $(grep -h 'rail 1' "$NT_DIR/ag.cli" | head -n 6)"
 	nt_ok "800 checked 1 MiB ping-pongs; rail 2 down at its address's removal and back with it"
 	grep -h "rail 1 (r2" "$NT_DIR/ag.cli" | sed 's/^/  /' | head -n 4
+	;;
+addr-change)
+	a=$(tb_addr 2 2) b=$(tb_addr 2 2 | sed 's/\.[0-9]*$/.11/') # the client's rail 2 (ri2n rail 1)
+	tx2() { ip netns exec "$ns2" awk '$1 == "r2:" { print $10 }' /proc/net/dev; }
+	ip netns exec "$ns2" sysctl -qw net.ipv4.conf.r2.promote_secondaries=1
+	(for ((i = 0; i < 200; i++)); do
+		ip netns exec "$ns2" ss -uan | grep -q " $a:[0-9]" && break
+		sleep 0.05
+	 done
+	 sleep 0.5; ip -n "$ns2" addr add "$b/24" dev r2; ip -n "$ns2" addr del "$a/24" dev r2
+	 sleep 0.3; tx2 >"$NT_DIR/tx2.0") &
+	NT_PIDS+=($!)
+	pingpong ac -c -S 1048576 -I 800
+	grep -Eq "^1m +800 +=800 " "$NT_DIR/ac.cli" || nt_fail "not every 1 MiB exchange completed"
+	grep -q "rail 1 (r2 $b/24): address changed from $a: rebound, [1-9][0-9]* links\\? told" "$NT_DIR/ac.cli" ||
+		nt_fail "the client did not move rail 2 to $b (finished before it?): $(grep -h 'rail 1' "$NT_DIR/ac.cli" | head -n 4)"
+	[ -s "$NT_DIR/tx2.0" ] || nt_fail "the address was never changed (the run ended first?)"
+	sent=$(($(tx2) - $(cat "$NT_DIR/tx2.0")))
+	((sent > 10000000)) || nt_fail "only $sent bytes left the client on rail 2 after the move"
+	nt_ok "800 checked 1 MiB ping-pongs; rail 2's address changed, the rail moved, $((sent / 1000000)) MB sent on it after"
+	grep -h "rail 1 (r2" "$NT_DIR/ac.cli" | sed 's/^/  /' | head -n 3
 	;;
 rail-new)
 	# rail 2 has no address in either host at start: each side waits for it, then opens it

@@ -406,6 +406,74 @@ static void test_rail_new(void **state)
 	un_del(n);
 }
 
+/*
+ * A rail whose address went gets another on its interface (rn_hgrow): at
+ * the next pass its socket is bound there, at the same index with the same
+ * port, the link's connection and the listener take the new address, and
+ * the rail counts as addressed again; another rail's address is not taken.
+ */
+static void test_rail_moved(void **state)
+{
+	un_net *n = un_new(2);
+	driver d;
+	tlink *a;
+	uint64_t t = un_handshake(n, UT_T0) + UT_MS;
+	rn_conn *c = n->side[UN_CLIENT].c;
+	rn_rail_info rails[2] = {
+		{ .name = "lo", .ifindex = 1, .ip = 0x7f000001, .prefix = 8, .mtu = 1500 },
+		{ .name = "lo", .ifindex = 1, .ip = 0x7f000002, .prefix = 8, .mtu = 1500 },
+	};
+	rn_hpoll_rails r = { .rails = rails, .n = 2, .opts = { .dgram = 1500 } };
+	rn_hrxbuf rx;
+	rn_listener lis;
+	rn_rail_addr addrs[2];
+	rn_hfollow f;
+	rn_hgrow g = { .rails = rails, .open = &r, .links = &d.links, .lis = &lis, .follow = &f };
+	rn_hlink_ev ev = { .type = RN_HLINK_ADDR_ADD, .ifindex = 1, .ip = 0x7f000001, .prefix = 8 };
+	uint16_t port;
+	char err[128];
+
+	(void)state;
+	driver_init(&d);
+	rn_htab_free(&d.tab); /* rn_hpoll_open makes it */
+	assert_int_equal(rn_hpoll_open(&d.io, &rx, &d.tab, &r, err, sizeof(err)), 0);
+	rn_hfollow_init(&f, rails, 2, NULL, NULL);
+	for (int i = 0; i < 2; i++)
+		addrs[i] = d.io.s[i].addr;
+	port = addrs[1].port;
+	assert_int_equal(rn_listener_init(&lis, &n->side[UN_SERVER].cfg, &n->side[UN_SERVER].env,
+					  addrs, 2), 0);
+	a = add_client(&d, n, t);
+	/* an address while the rail still has its own: nothing */
+	ev.ip = 0x7f000009;
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.moving, 0);
+	/* rail 1's address went; 127.0.0.9 came */
+	f.no_addr[1] = 1;
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.moving, 1u << 1);
+	rn_hgrow_run(&g, t + UT_MS);
+	assert_int_equal(g.moving, 0);
+	assert_int_equal(d.io.n, 2);
+	assert_int_equal(rn_hpoll_sock_of(&d.io, 1), 1);
+	assert_int_equal(d.io.s[1].addr.ip, 0x7f000009);
+	assert_int_equal(d.io.s[1].addr.port, port);
+	assert_int_equal(rails[1].ip, 0x7f000009);
+	assert_int_equal(f.no_addr[1], 0);
+	assert_true(a->h.dirty);
+	assert_int_equal(c->local[1].ip, 0x7f000009); /* the link's connection tells its peer */
+	assert_int_equal(lis.rails[1].ip, 0x7f000009);
+	/* rail 1's address goes again: loopback's other address is rail 0's, not to be taken */
+	assert_int_equal(rn_hgrow_rail_changed(&g, 1, 1, 0, RN_CAUSE_ADDR_GONE, t + 2 * UT_MS), 1);
+	assert_int_equal(g.moving, 0);
+	n->side[UN_CLIENT].c = NULL; /* the link's now */
+	a->h.dead = 1;
+	rn_hconns_reap(&d.links);
+	rn_listener_wipe(&lis);
+	rn_hpoll_close(&d.io, &rx, &d.tab);
+	un_del(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +482,7 @@ int main(void)
 		cmocka_unit_test(test_pass_steps),
 		cmocka_unit_test(test_rail_gone),
 		cmocka_unit_test(test_rail_new),
+		cmocka_unit_test(test_rail_moved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
