@@ -297,8 +297,11 @@ static void rail_appears(void *arg, const rn_hlink_ev *e)
 			continue;
 		if (rn_rails_has_addr(&rails[i])) {
 			/* its address went, and the interface has another of the family now: moved */
+			int own = rn_rails_owner(rails, n, rn_hlink_addr(e));
+
+			/* another rail's address is that rail's; its own back is no move */
 			if (g.f.no_addr[i] && !(g.moved >> i & 1) && rails[i].v6 == e->v6 &&
-			    ((g.stuck >> i & 1) || !rn_rails_is(&rails[i], rn_hlink_addr(e)))) {
+			    (own < 0 || (own == i && (g.stuck >> i & 1)))) {
 				rn_rail_info to = rails[i];
 
 				to.ip = e->ip;

@@ -33,8 +33,8 @@ void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 			continue;
 		if (rn_rails_has_addr(r)) {
 			/* its address went and another came: it moves there */
-			if (g->follow && g->follow->no_addr[i] && !(g->moving >> i & 1) &&
-			    !r->v6 && r->ip != e->ip) {
+			if (g->follow && g->follow->no_addr[i] && !(g->moving >> i & 1) && !r->v6 &&
+			    rn_rails_owner(g->rails, g->open->n, rn_hlink_addr(e)) < 0) {
 				rn_rail_info to = *r;
 
 				to.ip = e->ip;

@@ -155,13 +155,12 @@ static int bindable(const rn_rail_addr *a)
 	return ok;
 }
 
-/* Whether a is the address of one of the n rails. */
-static int a_rails(const rn_rail_info *rails, int n, rn_addr a)
+int rn_rails_owner(const rn_rail_info *rails, int n, rn_addr a)
 {
 	for (int k = 0; k < n; k++)
 		if (rn_rails_has_addr(&rails[k]) && rn_rails_is(&rails[k], a))
-			return 1;
-	return 0;
+			return k;
+	return -1;
 }
 
 int rn_rails_other_addr(const rn_rail_info *rails, int nrails, int ri, rn_rail_info *out)
@@ -174,7 +173,7 @@ int rn_rails_other_addr(const rn_rail_info *rails, int nrails, int ri, rn_rail_i
 		rn_rail_addr a = rn_rails_addr(&c[i], 0);
 
 		if (c[i].ifindex != r->ifindex || c[i].v6 != r->v6 ||
-		    (c[i].v6 && link_local6(c[i].ip6)) || a_rails(rails, nrails, rn_addr_of_rail(&a)) ||
+		    (c[i].v6 && link_local6(c[i].ip6)) || rn_rails_owner(rails, nrails, rn_addr_of_rail(&a)) >= 0 ||
 		    !bindable(&a))
 			continue;
 		if (best < 0 || (same_subnet(r, &c[i]) && !same_subnet(r, &c[best])))

@@ -65,6 +65,8 @@ const char *rn_rails_str(const rn_rail_info *r, char *buf, size_t len);
  * i at that address, 0 if the interface has none.
  */
 int rn_rails_other_addr(const rn_rail_info *rails, int n, int i, rn_rail_info *out);
+/* The one of the n rails whose address a is (its port aside), -1 if none. */
+int rn_rails_owner(const rn_rail_info *rails, int n, rn_addr a);
 
 /* Keeps the n rails that have an address (in order) at the front of r: returns how many. */
 int rn_rails_with_addr(rn_rail_info *r, int n);

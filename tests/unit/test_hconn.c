@@ -448,8 +448,13 @@ static void test_rail_moved(void **state)
 	ev.ip = 0x7f000009;
 	rn_hgrow_event(&g, &ev);
 	assert_int_equal(g.moving, 0);
-	/* rail 1's address went; 127.0.0.9 came */
+	/* rail 1's address went: rail 0's address (announced again) is not for it */
 	f.no_addr[1] = 1;
+	ev.ip = 0x7f000001;
+	rn_hgrow_event(&g, &ev);
+	assert_int_equal(g.moving, 0);
+	/* 127.0.0.9 came */
+	ev.ip = 0x7f000009;
 	rn_hgrow_event(&g, &ev);
 	assert_int_equal(g.moving, 1u << 1);
 	rn_hgrow_run(&g, t + UT_MS);
