@@ -112,10 +112,9 @@ static void to_link(void *arg, void *v, int rail, rn_addr from, const uint8_t *d
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	mca_btl_ri2n_module_t *m = arg;
+	int idx = rn_hpoll_sock_of(&m->io, rail); /* none yet: a rail waiting for an address */
 
-	/* no socket yet: a rail waiting for an address */
-	return rn_hgrow_rail_changed(&m->grow, rail, rn_hpoll_sock_of(&m->io, rail), usable, cause,
-				     rbtl_core_now(m));
+	return idx < 0 ? 0 : rn_hconns_rail(&m->links, idx, usable, cause, rbtl_core_now(m));
 }
 
 /*
@@ -145,6 +144,8 @@ static int io_open(mca_btl_ri2n_module_t *m, char *err, size_t errlen)
 	rn_hfollow_init(&m->follow, m->rails, m->nrails, rail_changed, m);
 	m->follow.each = rn_hgrow_event; /* a waiting rail may get its address */
 	m->follow.each_arg = &m->grow;
+	m->follow.moved = rn_hgrow_moved; /* a rail whose address changed */
+	m->follow.moved_arg = &m->grow;
 	m->grow = (rn_hgrow){ .rails = m->rails, .open = &m->open, .links = &m->links,
 			      .lis = &m->lis, .follow = &m->follow };
 	rbtl_stream_pass_init(m);

@@ -325,10 +325,9 @@ void rfi_ep_pass(rfi_ep *ep)
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	rfi_ep *ep = arg;
+	int idx = rn_hpoll_sock_of(&ep->io, rail); /* none yet: a rail waiting for an address */
 
-	/* no socket yet: a rail waiting for an address */
-	return rn_hgrow_rail_changed(&ep->grow, rail, rn_hpoll_sock_of(&ep->io, rail), usable, cause,
-				     ep->core_now);
+	return idx < 0 ? 0 : rn_hconns_rail(&ep->links, idx, usable, cause, ep->core_now);
 }
 
 int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
@@ -356,6 +355,8 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 	rn_hfollow_init(&ep->follow, ep->rails, ep->nrails, rail_changed, ep);
 	ep->follow.each = rn_hgrow_event; /* a waiting rail may get its address */
 	ep->follow.each_arg = &ep->grow;
+	ep->follow.moved = rn_hgrow_moved; /* a rail whose address changed */
+	ep->follow.moved_arg = &ep->grow;
 	ep->grow = (rn_hgrow){ .rails = ep->rails, .open = &ep->open, .links = &ep->links,
 			       .lis = &ep->lis, .follow = &ep->follow };
 	if (rc)

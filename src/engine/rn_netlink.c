@@ -12,7 +12,7 @@
  * throughout: Linux keeps a UDP socket bound to an address that went away,
  * and it receives and sends again once the address is back.  A rail whose
  * address went while its interface has another of the family (or gets one
- * later) moves there instead: rail_move binds its sockets anew and every
+ * later: rn_hfollow decides) moves there instead: rail_move binds its sockets anew and every
  * connection tells its peer (rn_conn_rail_readdr).
  *
  * A listed interface that had no address at start (a rail waiting for
@@ -42,8 +42,7 @@ static struct {
 	struct event *ev;
 	uint32_t again;               /* addressed rails the engine opens at its next turn or retry */
 	uint32_t moved;               /* rails the engine rebinds at its next turn or retry */
-	uint32_t stuck;               /* rails whose last move bound nothing: an event may retry it */
-	rn_rail_info to[RN_MAX_RAILS]; /* a moved rail's new address */
+	rn_rail_info from[RN_MAX_RAILS], to[RN_MAX_RAILS]; /* a moved rail, before and after */
 	int tries[RN_MAX_RAILS];
 	struct event *again_ev;
 } g = { .f = { .fd = -1 } };
@@ -85,24 +84,13 @@ static void apply_one(rn_stream *st, void *arg)
 	}
 }
 
-static void move_later(int i, const rn_rail_info *to);
-
-/*
- * Rail `rail` became usable or not (rn_hfollow_fn): every connection on it
- * hears.  A rail whose address went while its interface has another of the
- * family moves there (move_later).
- */
+/* Rail `rail` became usable or not (rn_hfollow_fn): every connection on it hears. */
 static int rail_changed(void *arg, int rail, int usable, rn_cause cause)
 {
 	struct apply_ctx a = { .rail = rail, .down = !usable, .cause = cause, .now = rn_now_ns() };
-	const rn_rail_info *rails;
-	rn_rail_info to;
-	int n = rn_engine_rails(&rails);
 
 	(void)arg;
 	rn_port_each_all(apply_one, &a);
-	if (!usable && cause == RN_CAUSE_ADDR_GONE && rn_rails_other_addr(rails, n, rail, &to))
-		move_later(rail, &to);
 	return a.conns;
 }
 
@@ -168,7 +156,7 @@ static void rail_move(int i)
 	char was[RN_ADDR_STRLEN], now[RN_ADDR_STRLEN];
 
 	rn_engine_rails(&rails);
-	rn_rails_str(&rails[i], was, sizeof(was));
+	rn_rails_str(&g.from[i], was, sizeof(was));
 	memcpy(e.ip6, g.to[i].ip6, sizeof(e.ip6));
 	rn_engine_rail_addr(i, &e);
 	rn_port_each_port(rail_port, &a);
@@ -177,12 +165,16 @@ static void rail_move(int i)
 		arm_again();
 		return;
 	}
-	g.stuck &= ~(1u << i);
 	if (a.again || a.err) {
 		rn_warn("rail %d: cannot bind its new address: %s", i,
 			strerror(a.again ? EADDRNOTAVAIL : -a.err));
 		if (!a.conns) {
-			g.stuck |= 1u << i; /* still without an address: the next event may move it */
+			/* still without its address: a later one may move it */
+			rn_hlink_ev back = { .ifindex = g.from[i].ifindex, .ip = g.from[i].ip,
+					     .prefix = g.from[i].prefix, .v6 = g.from[i].v6 };
+
+			memcpy(back.ip6, g.from[i].ip6, sizeof(back.ip6));
+			rn_engine_rail_addr(i, &back);
 			return;
 		}
 	}
@@ -258,9 +250,18 @@ static void arm_again(void)
 		rn_ev_add(g.again_ev, &tv);
 }
 
-/* Rail i moves to `to` at the engine's next turn (sockets arm libevent's events: the engine's alone). */
-static void move_later(int i, const rn_rail_info *to)
+/*
+ * Rail i moves to `to` at the engine's next turn (rn_hfollow_move_fn:
+ * sockets arm libevent's events, the engine's alone).
+ */
+static void move_later(void *arg, int i, const rn_rail_info *to)
 {
+	const rn_rail_info *rails;
+
+	(void)arg;
+	rn_engine_rails(&rails);
+	if (!((g.moved >> i) & 1))
+		g.from[i] = rails[i];
 	g.to[i] = *to;
 	g.tries[i] = 0;
 	g.moved |= 1u << i;
@@ -293,24 +294,8 @@ static void rail_appears(void *arg, const rn_hlink_ev *e)
 	if (e->type != RN_HLINK_ADDR_ADD || rn_addr_link_local(rn_hlink_addr(e)))
 		return;
 	for (int i = 0; i < n; i++) {
-		if (rails[i].ifindex != e->ifindex)
+		if (rn_rails_has_addr(&rails[i]) || rails[i].ifindex != e->ifindex)
 			continue;
-		if (rn_rails_has_addr(&rails[i])) {
-			/* its address went, and the interface has another of the family now: moved */
-			int own = rn_rails_owner(rails, n, rn_hlink_addr(e));
-
-			/* another rail's address is that rail's; its own back is no move */
-			if (g.f.no_addr[i] && !(g.moved >> i & 1) && rails[i].v6 == e->v6 &&
-			    (own < 0 || (own == i && (g.stuck >> i & 1)))) {
-				rn_rail_info to = rails[i];
-
-				to.ip = e->ip;
-				memcpy(to.ip6, e->ip6, sizeof(to.ip6));
-				to.prefix = e->prefix;
-				move_later(i, &to);
-			}
-			continue;
-		}
 		rn_engine_rail_addr(i, e);
 		if (!rn_host_inline()) {
 			rail_open(i);
@@ -349,6 +334,7 @@ int rn_netlink_start(void)
 
 	rn_hfollow_init(&g.f, rails, n, rail_changed, NULL);
 	g.f.each = rail_appears; /* a listed rail without an address at start may get one */
+	g.f.moved = move_later;  /* a rail whose address changed */
 	if (fd < 0) {
 		rn_info("netlink: %s; rail changes are noticed by their traffic only",
 			strerror(-fd));

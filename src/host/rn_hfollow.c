@@ -41,6 +41,31 @@ static void rail_changed(rn_hfollow *f, int i, int was_ok, rn_cause cause)
 	       ok ? "in use again" : "down", conns, conns == 1 ? "" : "s");
 }
 
+/*
+ * Rail i's address is gone; e (an address event on its interface, NULL: a
+ * look at the interface) may say where it can move: the hook hears it.
+ */
+static void maybe_moved(rn_hfollow *f, int i, const rn_hlink_ev *e)
+{
+	const rn_rail_info *r = &f->rails[i];
+	rn_rail_info to = *r;
+
+	if (!f->moved || !rn_rails_has_addr(r))
+		return;
+	if (!e) {
+		if (rn_rails_other_addr(f->rails, f->n, i, &to))
+			f->moved(f->moved_arg, i, &to);
+		return;
+	}
+	if (e->type != RN_HLINK_ADDR_ADD || e->v6 != r->v6 ||
+	    rn_addr_link_local(rn_hlink_addr(e)) || rn_rails_owner(f->rails, f->n, rn_hlink_addr(e)) >= 0)
+		return;
+	to.ip = e->ip;
+	memcpy(to.ip6, e->ip6, sizeof(to.ip6));
+	to.prefix = e->prefix ? e->prefix : (e->v6 ? 128 : 32);
+	f->moved(f->moved_arg, i, &to);
+}
+
 void rn_hfollow_apply(rn_hfollow *f, const rn_hlink_ev *e)
 {
 	for (int i = 0; i < f->n; i++) {
@@ -53,11 +78,17 @@ void rn_hfollow_apply(rn_hfollow *f, const rn_hlink_ev *e)
 		switch (e->type) {
 		case RN_HLINK_ADDR_ADD:
 		case RN_HLINK_ADDR_DEL:
-			if (!rn_rails_is(r, rn_hlink_addr(e)))
+			if (!rn_rails_is(r, rn_hlink_addr(e))) {
+				if (f->no_addr[i])
+					maybe_moved(f, i, e); /* another address came */
 				continue;
+			}
 			f->no_addr[i] = e->type == RN_HLINK_ADDR_DEL;
 			cause = f->no_addr[i] ? RN_CAUSE_ADDR_GONE : RN_CAUSE_ADDR_BACK;
-			break;
+			rail_changed(f, i, was_ok, cause);
+			if (f->no_addr[i])
+				maybe_moved(f, i, NULL); /* the interface may have another */
+			continue;
 		case RN_HLINK_LINK:
 		case RN_HLINK_LINK_DEL:
 			f->no_link[i] = !e->up;

@@ -5,11 +5,15 @@
  *
  * A rail is usable while its interface is up with carrier and holds the
  * rail's address.  The driver gives its rails and a hook; rn_hfollow_apply
- * (pure: the unit test feeds it events) calls the hook when a rail stops
+ * (pure but for the `moved` hook's look at the interface's addresses: the
+ * unit test feeds it events) calls the hook when a rail stops
  * or starts being usable, with the cause, and logs it with the number of
  * connections the hook says it told.  The rail sockets stay bound
  * throughout: Linux keeps a UDP socket bound to an address that went away,
- * and it works again once the address is back.
+ * and it works again once the address is back.  A rail whose address went
+ * while its interface has another of the family (not another rail's), or
+ * gets one later, has moved: the optional `moved` hook hears where to, and
+ * the driver binds its sockets there (rn_hfollow_rebound once it did).
  *
  * No locks: the driver serialises every call.
  */
@@ -28,6 +32,8 @@
  * returns how many.
  */
 typedef int (*rn_hfollow_fn)(void *arg, int rail, int usable, rn_cause cause);
+/* Rail `rail`, its address gone, can move to `to` (the rail at its interface's other address). */
+typedef void (*rn_hfollow_move_fn)(void *arg, int rail, const rn_rail_info *to);
 
 typedef struct rn_hfollow {
 	int fd;                         /* the rtnetlink socket; -1: none (no events followed) */
@@ -41,6 +47,8 @@ typedef struct rn_hfollow {
 	/* optional: rn_hfollow_read shows it every event first, with each_arg (new rails open) */
 	void (*each)(void *each_arg, const rn_hlink_ev *e);
 	void *each_arg;
+	rn_hfollow_move_fn moved;       /* optional, with moved_arg */
+	void *moved_arg;
 } rn_hfollow;
 
 /* Every rail usable, no socket (fd -1): the driver opens one (rn_hlink_open) if it can. */

@@ -10,10 +10,14 @@
 #include "rn_log.h"
 #include "rn_rails.h"
 
-/* Rail i moves to `to` at the next pass. */
-static void move_later(rn_hgrow *g, int i, const rn_rail_info *to)
+void rn_hgrow_moved(void *arg, int i, const rn_rail_info *to)
 {
-	g->from[i] = g->rails[i];
+	rn_hgrow *g = arg;
+
+	if (to->v6)
+		return; /* the BTL and the provider publish IPv4 rails only */
+	if (!((g->moving >> i) & 1))
+		g->from[i] = g->rails[i];
 	g->to[i] = *to;
 	g->moving |= 1u << i;
 	g->tries[i] = 0;
@@ -29,20 +33,8 @@ void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 	for (int i = 0; i < g->open->n; i++) {
 		rn_rail_info *r = &g->rails[i];
 
-		if (r->ifindex != e->ifindex)
+		if (rn_rails_has_addr(r) || r->ifindex != e->ifindex)
 			continue;
-		if (rn_rails_has_addr(r)) {
-			/* its address went and another came: it moves there */
-			if (g->follow && g->follow->no_addr[i] && !(g->moving >> i & 1) && !r->v6 &&
-			    rn_rails_owner(g->rails, g->open->n, rn_hlink_addr(e)) < 0) {
-				rn_rail_info to = *r;
-
-				to.ip = e->ip;
-				to.prefix = e->prefix ? e->prefix : 32;
-				move_later(g, i, &to);
-			}
-			continue;
-		}
 		r->ip = e->ip;
 		r->prefix = e->prefix ? e->prefix : 32;
 		g->pending |= 1u << i;
@@ -73,18 +65,6 @@ static int open_one(rn_hgrow *g, int i, uint64_t now)
 	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d link%s", i,
 	       r->name, rn_ip_str(r->ip, ip, sizeof(ip)), r->prefix, n, n == 1 ? "" : "s");
 	return 1;
-}
-
-int rn_hgrow_rail_changed(rn_hgrow *g, int rail, int idx, int usable, rn_cause cause,
-			  uint64_t now)
-{
-	rn_rail_info to;
-	int n = idx < 0 ? 0 : rn_hconns_rail(g->links, idx, usable, cause, now);
-
-	if (!usable && cause == RN_CAUSE_ADDR_GONE && idx >= 0 && !g->rails[rail].v6 &&
-	    rn_rails_other_addr(g->rails, g->open->n, rail, &to))
-		move_later(g, rail, &to);
-	return n;
 }
 
 /* Rail i's socket: moved and told (1), to be tried again (0), or given up (-1). */

@@ -13,9 +13,9 @@
  * bindable yet is tried again every RN_HGROW_AGAIN_NS, RN_HGROW_TRIES
  * times at most.
  *
- * A rail whose address goes while its interface has another of the family
- * (rn_hgrow_rail_changed), or gets another later (rn_hgrow_event), moves
- * there at the next pass: its socket is bound anew at the same index
+ * A rail whose address goes while its interface has another of the family,
+ * or gets another later (rn_hfollow tells rn_hgrow_moved), moves there at
+ * the next pass: its socket is bound anew at the same index
  * (rn_hpoll_rail_move), and every link tells its peer the new address
  * (rn_hconns_rail_readdr).  IPv4 only, as the drivers' rails.
  *
@@ -54,14 +54,8 @@ typedef struct rn_hgrow {
  * rail's first address makes it pending.
  */
 void rn_hgrow_event(void *g, const rn_hlink_ev *e);
-/*
- * A rail gone or back (the driver's rn_hfollow_fn, idx its socket, -1 for
- * none): every link hears it (rn_hconns_rail), and a rail whose address
- * went while its interface has another moves there.  Returns how many
- * links heard.
- */
-int rn_hgrow_rail_changed(rn_hgrow *g, int rail, int idx, int usable, rn_cause cause,
-			  uint64_t now);
+/* Rail i can move to `to` (rn_hfollow.moved, moved_arg the rn_hgrow): at the next pass. */
+void rn_hgrow_moved(void *g, int i, const rn_rail_info *to);
 /* From the pass: pending rails open, moving ones move; every link and the listener hear (logged). */
 void rn_hgrow_run(rn_hgrow *g, uint64_t now);
 
