@@ -314,10 +314,15 @@ static int same_as_sent(const fz_pair *p, int to, const rn_pkt *k)
 	return k->type == RN_PT_DATA && !(k->flags & RN_F_ACK) && data_genuine(p, 1 - to, k);
 }
 
+/*
+ * The address checks are judged against the paths as they were when the
+ * datagram came (before: a RAILS message may move the very path it came on).
+ */
 static void check_accepted(fz_pair *p, int to, int rail, rn_addr from, const uint8_t *pkt,
-			   size_t len, int genuine, int state_before)
+			   size_t len, int genuine, const rn_conn_stats *before)
 {
 	fz_host *h = &p->h[to];
+	int state_before = before->state;
 	rn_conn_stats st;
 	rn_pkt k;
 
@@ -350,9 +355,8 @@ static void check_accepted(fz_pair *p, int to, int rail, rn_addr from, const uin
 		}
 		return;
 	}
-	rn_conn_get_stats(h->conn, &st);
-	FZ_CHECK(k.path < st.npaths && st.rail[k.path].local_rail == rail &&
-			 fz_addr_eq(st.rail[k.path].remote, from),
+	FZ_CHECK(k.path < before->npaths && before->rail[k.path].local_rail == rail &&
+			 fz_addr_eq(before->rail[k.path].remote, from),
 		 "host %d accepted type %u path %u on rail %d from %#x:%u: not that path's peer",
 		 to, k.type, k.path, rail, from.ip, from.port);
 	if (!genuine && !in_pool(p, pkt, len) && !same_as_sent(p, to, &k))
@@ -462,12 +466,13 @@ int fz_deliver(fz_pair *p, int to, int rail, rn_addr from, const uint8_t *pkt, s
 	if (to == 1 && (!h->conn || dst != rn_conn_id(h->conn))) {
 		rc = to_listener(p, rail, from, buf, len);
 	} else if (h->conn) {
-		int before = rn_conn_state(h->conn);
+		rn_conn_stats before;
 
+		rn_conn_get_stats(h->conn, &before);
 		rc = rn_conn_recv(h->conn, p->now, rail, from, buf, len);
 		FZ_CHECK(rc == 0 || rc == RN_ERR_DROP, "rn_conn_recv returned %d", rc);
 		if (rc == 0)
-			check_accepted(p, to, rail, from, buf, len, genuine, before);
+			check_accepted(p, to, rail, from, buf, len, genuine, &before);
 		else if (!genuine && !p->forged_any && from_the_peer(p, to, rail, from, buf, len))
 			p->forged_any = 1; /* dropped, but its ACK block may have been used */
 	} else {
