@@ -219,7 +219,7 @@ RI2N_API int ri2n_stats(int fd, struct ri2n_stats *st);
 /* ---- events ---- */
 
 enum ri2n_event_type {
-	RI2N_EVENT_CONNECTED = 1, /* a connection was established (connect or accept) */
+	RI2N_EVENT_CONNECTED = 1, /* connect: answered (it returns); accept: established */
 	RI2N_EVENT_RAIL_DOWN,     /* a rail stopped carrying traffic (one way or both) */
 	RI2N_EVENT_RAIL_UP,       /* a rail works both ways again */
 	RI2N_EVENT_CLOSED,        /* a connection ended cleanly */

@@ -435,6 +435,7 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 		c->hs.tries = 0;
 		rn_timer_on_cookie(c, now_ns);
 		c->live.last_rx_any_ns = now_ns;
+		rn_conn_emit(c, RN_EV_ANSWERED, now_ns, -1, RN_CAUSE_NONE, 0);
 		return 0;
 	}
 	if (c->state != RN_ST_COOKIE_SENT)

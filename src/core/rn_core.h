@@ -167,6 +167,8 @@ typedef enum rn_event_type {
 	RN_EV_PEER_CLOSED, /* the peer finished sending (EOF after its data) */
 	RN_EV_CLOSED,      /* both directions closed cleanly (entering LINGER) */
 	RN_EV_FAILED,      /* the connection died; err says why */
+	RN_EV_ANSWERED,    /* client: the listener answered, COOKIE_ECHO goes out (the
+			    * point where TCP's connect returns); ESTABLISHED follows */
 } rn_event_type;
 
 /* Why a rail changed state. */
@@ -748,5 +750,13 @@ uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len);
  * made, so a driver may hand those to it where making one is not allowed.
  */
 int rn_wire_peek_accepts(const uint8_t *pkt, size_t len);
+
+/*
+ * Whether a datagram to a listener opens a handshake (an INIT, sealed or
+ * not): a driver whose accept queue is full may drop it unanswered, as TCP
+ * drops a SYN then, so that a client's connect returns (RN_EV_ANSWERED)
+ * only while there is room for it; the client resends its INIT.
+ */
+int rn_wire_peek_opens(const uint8_t *pkt, size_t len);
 
 #endif

@@ -394,6 +394,11 @@ int rn_wire_peek_accepts(const uint8_t *pkt, size_t len)
 	return len < 2 || pkt[1] == RN_PT_COOKIE_ECHO;
 }
 
+int rn_wire_peek_opens(const uint8_t *pkt, size_t len)
+{
+	return len >= 2 && pkt[1] == RN_PT_INIT;
+}
+
 /* ---- authentication ---- */
 
 /* The handshake tag: BLAKE2b keyed with the cluster key, personalized with the seal mode. */

@@ -214,6 +214,18 @@ void rn_stream_prune_taken(rn_sock *ls)
 	}
 }
 
+/* Whether the listening socket's accept queue has no room (backlog). */
+static int queue_full(rn_sock *ls)
+{
+	int full;
+
+	rn_stream_prune_taken(ls);
+	pthread_mutex_lock(&ls->mu);
+	full = ls->accq_len >= ls->backlog;
+	pthread_mutex_unlock(&ls->mu);
+	return full;
+}
+
 /* Returns 0, or -1 when the connection could not be made (the client will retry). */
 static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 {
@@ -221,13 +233,9 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	rn_env env = *rn_engine_env();
 	rn_conn *c;
 	rn_stream *st;
-	int full, rc;
+	int rc;
 
-	rn_stream_prune_taken(ls);
-	pthread_mutex_lock(&ls->mu);
-	full = ls->accq_len >= ls->backlog;
-	pthread_mutex_unlock(&ls->mu);
-	if (full) {
+	if (queue_full(ls)) {
 		/* the client resends its COOKIE_ECHO; it may fit later */
 		p->drops_backlog++;
 		return -1;
@@ -351,8 +359,17 @@ void rn_stream_listen_input(rn_port *p, int idx, rn_addr from, const uint8_t *d,
 	uint8_t reply[512];
 	size_t rlen;
 	rn_accept_params ap;
-	int rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
+	int rc;
 
+	/*
+	 * A full queue answers no INIT, as TCP answers no SYN then: the client's
+	 * connect, which returns at the answer, waits for room (it resends).
+	 */
+	if (rn_wire_peek_opens(d, len) && queue_full(p->lsock)) {
+		p->drops_backlog++;
+		return;
+	}
+	rc = rn_listener_recv(p->lis, now, idx, from, d, len, reply, sizeof(reply), &rlen, &ap);
 	rn_engine_churn();
 
 	if (rc == RN_LISTEN_REPLY)

@@ -314,6 +314,12 @@ static void count_pending(rn_stream *st, void *ctx)
 	struct pending *pd = ctx;
 	int state = rn_conn_state(st->conn);
 
+	/*
+	 * a connect that returned to the user (RN_EV_ANSWERED) counts as
+	 * established, also back in INIT_SENT for a fresh cookie
+	 */
+	if ((state == RN_ST_COOKIE_SENT || state == RN_ST_INIT_SENT) && st->connected)
+		state = RN_ST_ESTABLISHED;
 	if (pd->mode == RN_EXIT_OPEN) {
 		pd->n += state == RN_ST_ESTABLISHED;
 		return;

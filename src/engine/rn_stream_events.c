@@ -53,9 +53,16 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 	if (!st) /* rn_conn_accept reports ESTABLISHED before the stream exists */
 		return;
 	switch (ev->type) {
-	case RN_EV_ESTABLISHED:
-		if (st->sock)
+	case RN_EV_ANSWERED: /* the user's connect returns here, as TCP's at its SYN-ACK */
+		if (st->sock && !st->connected)
 			rn_stream_connected(st);
+		break;
+	case RN_EV_ESTABLISHED:
+		if (st->sock && !st->connected)
+			rn_stream_connected(st);
+		else if (st->sock && !rn_host_inline())
+			rn_engine_dirty(st); /* the bytes written since go now (take(), rn_stream.c) */
+		/* inline, the thread's own service of the stream sends them (rn_inline.c) */
 		break;
 	case RN_EV_RAIL_DOWN:
 	case RN_EV_RAIL_UP: {

@@ -52,7 +52,7 @@ static void host_event(void *user, const rn_event *ev)
 	p->nevents++;
 	FZ_CHECK(ev->time_ns == p->now, "host %d: event %d stamped %llu at %llu", h->id,
 		 (int)ev->type, (unsigned long long)ev->time_ns, (unsigned long long)p->now);
-	FZ_CHECK(ev->type >= RN_EV_ESTABLISHED && ev->type <= RN_EV_FAILED,
+	FZ_CHECK(ev->type >= RN_EV_ESTABLISHED && ev->type <= RN_EV_ANSWERED,
 		 "host %d: unknown event type %d", h->id, (int)ev->type);
 	if (ev->type == RN_EV_RAIL_DOWN || ev->type == RN_EV_RAIL_UP)
 		FZ_CHECK(ev->rail >= 0 && ev->rail < FZ_RAILS, "host %d: rail event on rail %d",

@@ -189,7 +189,7 @@ static void test_conn_nomem(void **state)
 static void test_conn_handshake(void **state)
 {
 	un_net *n = un_new(2);
-	const rn_event *ce, *se;
+	const rn_event *ce, *se, *ae;
 	const un_rec *r;
 	const uint8_t *d;
 
@@ -233,6 +233,12 @@ static void test_conn_handshake(void **state)
 	assert_non_null(ce);
 	assert_true(se->time_ns == t0 + 3 * D);
 	assert_true(ce->time_ns == t0 + 4 * D);
+	/* the client's connect may return one round trip in, at the answer (as TCP's) */
+	ae = un_event(n, UN_CLIENT, RN_EV_ANSWERED, -1, 0);
+	assert_non_null(ae);
+	assert_true(ae->time_ns == t0 + 2 * D);
+	assert_int_equal(un_event_count(n, UN_CLIENT, RN_EV_ANSWERED), 1);
+	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_ANSWERED), 0);
 	/* both rails up both ways from the start */
 	assert_int_equal(ce->rx_up, 0x3);
 	assert_int_equal(ce->tx_up, 0x3);
