@@ -63,7 +63,8 @@ int rn_shim_tcpinfo(int fd, const rn_shim_ent *e, void *val, socklen_t *len)
 	if (!e->listening && ri2n_stats(fd, &st) == 0) {
 		if (strcmp(st.state, "established") != 0)
 			ti.tcpi_state = st.error || !strcmp(st.state, "closed") ? ST_CLOSE :
-					strstr(st.state, "sent") ? ST_SYN_SENT : ST_ESTABLISHED;
+					!strcmp(st.state, "init-sent") ? ST_SYN_SENT : ST_ESTABLISHED;
+		/* cookie-sent: the connect returned (the listener answered), as TCP's after its SYN-ACK */
 		ti.tcpi_snd_mss = ti.tcpi_rcv_mss = ti.tcpi_advmss = st.mss;
 		ti.tcpi_total_retrans = (uint32_t)st.retransmits;
 		ti.tcpi_bytes_acked = st.app_tx_bytes;
