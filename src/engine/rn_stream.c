@@ -486,6 +486,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	int more;
 
 	RN_OWNS_HOST();
+	rn_stream_answered(st, now); /* answered through another path than rn_stream_input */
 	if (st->connected && st->sock->watch_ev) { /* connected inline (see rn_stream_connected()) */
 		rn_ev_free(st->sock->watch_ev);
 		st->sock->watch_ev = NULL;
@@ -534,7 +535,19 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 		     uint64_t now)
 {
 	rn_conn_recv(st->conn, now, idx, from, d, len);
+	rn_stream_answered(st, now);
 	rn_engine_dirty(st);
+}
+
+void rn_stream_answered(rn_stream *st, uint64_t now)
+{
+	if (!st->answered)
+		return;
+	st->answered = 0;
+	/* the COOKIE_ECHO first: the user's side of connecting costs a while */
+	rn_stream_flush(st, now);
+	if (!st->connected && rn_conn_state(st->conn) != RN_ST_CLOSED)
+		rn_stream_connected(st);
 }
 
 void rn_stream_fire_timer(rn_stream *st, uint64_t now)

@@ -38,6 +38,7 @@ typedef struct rn_stream {
 	uint64_t orphan_ns;      /* when the user went away with the stream open */
 	uint64_t created_ns;
 	uint8_t server;          /* accepted, not connected */
+	uint8_t answered;        /* the listener answered: connected once the COOKIE_ECHO left */
 	uint8_t budgeted;        /* holds one of the process's accepted connections (rn_stream.c) */
 	uint8_t peer_tried;      /* joined its peer's rail monitor, or tried (rn_hpeer.h) */
 	struct rn_stream *dirty_next;

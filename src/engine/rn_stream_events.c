@@ -55,7 +55,7 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 	switch (ev->type) {
 	case RN_EV_ANSWERED: /* the user's connect returns here, as TCP's at its SYN-ACK */
 		if (st->sock && !st->connected)
-			rn_stream_connected(st);
+			st->answered = 1; /* once the COOKIE_ECHO is out (rn_stream_input) */
 		break;
 	case RN_EV_ESTABLISHED:
 		if (st->sock && !st->connected)

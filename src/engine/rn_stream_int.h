@@ -24,6 +24,8 @@ rn_stream *rn_stream_new(rn_conn *c, rn_port *p, rn_sock *s);
 void rn_stream_on_core_event(void *user, const rn_event *ev);
 /* The handshake is done: the socket is connected, its descriptor goes live (rn_stream.c). */
 void rn_stream_connected(rn_stream *st);
+/* After the core took datagrams: a listener's answer makes the stream connected (RN_EV_ANSWERED). */
+void rn_stream_answered(rn_stream *st, uint64_t now);
 /* Moves data both ways, sends what the core owes, re-arms the timer; may free st. */
 void rn_stream_service(rn_stream *st, uint64_t now);
 /* Posts an event of the public API (ri2n_events) about st. */
