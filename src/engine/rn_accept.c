@@ -214,16 +214,27 @@ void rn_stream_prune_taken(rn_sock *ls)
 	}
 }
 
-/* Whether the listening socket's accept queue has no room (backlog). */
-static int queue_full(rn_sock *ls)
+static int queue_len_full(rn_sock *ls)
 {
 	int full;
 
-	rn_stream_prune_taken(ls);
 	pthread_mutex_lock(&ls->mu);
 	full = ls->accq_len >= ls->backlog;
 	pthread_mutex_unlock(&ls->mu);
 	return full;
+}
+
+/*
+ * Whether the listening socket's accept queue has no room (backlog).  Asked
+ * for every INIT and COOKIE_ECHO: the records prefork workers took are
+ * counted out (system calls) only when the queue looks full.
+ */
+static int queue_full(rn_sock *ls)
+{
+	if (!queue_len_full(ls))
+		return 0;
+	rn_stream_prune_taken(ls);
+	return queue_len_full(ls);
 }
 
 /* Returns 0, or -1 when the connection could not be made (the client will retry). */

@@ -57,12 +57,9 @@ void rn_stream_on_core_event(void *user, const rn_event *ev)
 		if (st->sock && !st->connected)
 			st->answered = 1; /* once the COOKIE_ECHO is out (rn_stream_input) */
 		break;
-	case RN_EV_ESTABLISHED:
+	case RN_EV_ESTABLISHED: /* bytes written since the answer go at the service rn_stream_input asks */
 		if (st->sock && !st->connected)
 			rn_stream_connected(st);
-		else if (st->sock && !rn_host_inline())
-			rn_engine_dirty(st); /* the bytes written since go now (take(), rn_stream.c) */
-		/* inline, the thread's own service of the stream sends them (rn_inline.c) */
 		break;
 	case RN_EV_RAIL_DOWN:
 	case RN_EV_RAIL_UP: {
