@@ -134,6 +134,16 @@ void rbtl_ep_free(mca_btl_ri2n_endpoint_t *ep)
 static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg);
 
 /* One attempt: INIT to the next of the peer's rails we share a subnet with. */
+/* A peer's published rail address as a rail: the modex gives no prefix, so our socket's decides. */
+static rn_rail_addr peer_rail(const rn_addr *a)
+{
+	rn_rail_addr r = { .ip = a->ip, .port = a->port, .prefix = a->v6 ? 128 : 32, .v6 = a->v6,
+			   .scope = a->scope };
+
+	memcpy(r.ip6, a->ip6, sizeof(r.ip6));
+	return r;
+}
+
 static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
@@ -144,12 +154,11 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 			     .npeer = ep->npeer };
 	rn_conn *c;
 	rbtl_link *l;
+	char where[RN_ADDR_STRLEN];
 	int r;
 
-	/* the modex gives no prefix: our socket's decides (rn_hpoll_rail_for) */
 	for (int i = 0; i < ep->npeer; i++)
-		peer[i] = (rn_rail_addr){ .ip = ep->peer[i].ip, .port = ep->peer[i].port,
-					  .prefix = 32 };
+		peer[i] = peer_rail(&ep->peer[i]);
 	/* short attempts, so a dead rail is left for the next one */
 	cfg.connect_timeout_ns = ep->deadline_ns > now ? ep->deadline_ns - now : MS;
 	if (attempt && attempt < cfg.connect_timeout_ns)
@@ -172,7 +181,7 @@ static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 	ep->link = l;
 	ep->state = RI2N_EP_CONNECTING;
 	rn_debug("btl_ri2n: connecting to %s via %s", ep->desc,
-		 inet_ntoa((struct in_addr){ htonl(ep->peer[r].ip) }));
+		 rn_addr_str(ep->peer[r], where, sizeof(where)));
 }
 
 static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
@@ -184,7 +193,8 @@ static void send_nudges(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 
 	/* every rail: the first ones may be the dead ones */
 	for (int i = 0; i < ep->npeer && n; i++) {
-		int r = rn_hpoll_rail_for(&m->io, ep->peer[i].ip, 32);
+		rn_rail_addr p = peer_rail(&ep->peer[i]);
+		int r = rn_hpoll_rail_for(&m->io, &p);
 
 		if (r >= 0)
 			rn_hset_send_now(&m->io, r, ep->peer[i], b, n);
@@ -229,7 +239,7 @@ void rbtl_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 static int addr_in(const rn_addr *set, int n, rn_addr a)
 {
 	for (int i = 0; i < n; i++)
-		if (set[i].ip == a.ip && set[i].port == a.port)
+		if (rn_addr_eq(set[i], a))
 			return 1;
 	return 0;
 }
@@ -284,7 +294,7 @@ void rbtl_ep_on_nudge(mca_btl_ri2n_module_t *m, int rail, rn_addr from, const ui
 		return;
 	/* the rail the nudge came in on works at least one way: try it first */
 	for (int i = 0; i < ep->npeer; i++)
-		if (ep->peer[i].ip == from.ip && ep->peer[i].port == from.port)
+		if (rn_addr_eq(ep->peer[i], from))
 			ep->next_rail = i;
 	rbtl_ep_kick(ep, now);
 }
@@ -372,13 +382,12 @@ void rbtl_link_rails_str(const rbtl_link *l, char *buf, size_t len)
 	buf[0] = 0;
 	rn_conn_get_stats(l->h.conn, &st);
 	for (int k = 0; k < st.npaths && n < len; k++) {
-		char a[16], b[16];
-		struct in_addr la = { htonl(st.rail[k].local.ip) }, ra = { htonl(st.rail[k].remote.ip) };
+		char a[RN_ADDR_STRLEN], b[RN_ADDR_STRLEN];
 
-		inet_ntop(AF_INET, &la, a, sizeof(a));
-		inet_ntop(AF_INET, &ra, b, sizeof(b));
 		n += (size_t)snprintf(buf + n, len - n, "%s%s %s -> %s (%s)", k ? ", " : "",
-				      rbtl_rail_name(l->mod, st.rail[k].local_rail), a, b,
+				      rbtl_rail_name(l->mod, st.rail[k].local_rail),
+				      rn_addr_str(st.rail[k].local, a, sizeof(a)),
+				      rn_addr_str(st.rail[k].remote, b, sizeof(b)),
 				      st.rail[k].rx_up ? "up" : "down");
 	}
 	if (st.npaths == 0)
@@ -498,14 +507,14 @@ void rbtl_on_core_event(void *user, const rn_event *ev)
 {
 	rbtl_link *l = user;
 	rn_conn_stats st;
-	char a[16], b[16];
+	char a[RN_ADDR_STRLEN], b[RN_ADDR_STRLEN];
 
 	if (!l || (ev->type != RN_EV_RAIL_DOWN && ev->type != RN_EV_RAIL_UP))
 		return; /* accept reports ESTABLISHED before the link exists; deaths: link_check */
 	l->mod->rail_events++;
 	rn_conn_get_stats(l->h.conn, &st);
-	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].local.ip) }, a, sizeof(a));
-	inet_ntop(AF_INET, &(struct in_addr){ htonl(st.rail[ev->rail].remote.ip) }, b, sizeof(b));
+	rn_addr_str(st.rail[ev->rail].local, a, sizeof(a));
+	rn_addr_str(st.rail[ev->rail].remote, b, sizeof(b));
 	rn_warn("btl_ri2n: %s: rail %s (%s -> %s) %s (%s); sending on %d, receiving on %d of %d "
 		"rails", l->ep ? l->ep->desc : "peer", rbtl_rail_name(l->mod, st.rail[ev->rail].local_rail),
 		a, b, ev->type == RN_EV_RAIL_DOWN ? "down" : "up again", rn_cause_name(ev->cause),

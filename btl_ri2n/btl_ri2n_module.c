@@ -23,13 +23,18 @@
 #include "rn_knobs.h"
 #include "rn_log.h"
 
-/* The modex blob: magic, version, rail count, then per rail ip, port, prefix. */
-#define MODEX_VERSION 1
+/*
+ * The modex blob: magic, version, rail count, then per rail its family (4
+ * or 6), prefix length, port and address (an IPv4 one in the first 4 of
+ * the 16 bytes), network byte order.  A link-local IPv6 rail's scope is
+ * ours to supply: the peer's interface index means nothing here.
+ */
+#define MODEX_VERSION 2
 
 typedef struct modex_rail {
-	uint32_t ip;
+	uint8_t family, prefix;
 	uint16_t port;
-	uint8_t prefix, pad;
+	uint8_t addr[16];
 } modex_rail;
 
 typedef struct modex_blob {
@@ -184,7 +189,7 @@ static int find_rails(mca_btl_ri2n_module_t *m, int *min_mtu)
 	char why[256];
 
 	/* a listed interface without an address yet waits for one (rn_hgrow) */
-	m->nrails = rn_rails_discover_waiting(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));
+	m->nrails = rn_rails_discover_any(m->rails, RN_MAX_RAILS, spec, why, sizeof(why));
 	if (m->nrails <= 0) {
 		opal_output(0, "btl_ri2n: not available: %s (set btl_ri2n_if_include or RI2N_RAILS)",
 			    why);
@@ -203,10 +208,17 @@ static int modex_publish(mca_btl_ri2n_module_t *m)
 			 .nrails = (uint8_t)m->io.n };
 	int rc;
 
-	for (int i = 0; i < m->io.n; i++)
-		b.rail[i] = (modex_rail){ .ip = htonl(m->io.s[i].addr.ip),
-					  .port = htons(m->io.s[i].addr.port),
-					  .prefix = m->io.s[i].addr.prefix };
+	for (int i = 0; i < m->io.n; i++) {
+		const rn_rail_addr *a = &m->io.s[i].addr;
+		uint32_t ip = htonl(a->ip);
+
+		b.rail[i] = (modex_rail){ .family = a->v6 ? 6 : 4, .prefix = a->prefix,
+					  .port = htons(a->port) };
+		if (a->v6)
+			memcpy(b.rail[i].addr, a->ip6, 16);
+		else
+			memcpy(b.rail[i].addr, &ip, 4);
+	}
 	OPAL_MODEX_SEND(rc, RI2N_MODEX_GLOBAL, &mca_btl_ri2n_component.super.btl_version, &b,
 			offsetof(modex_blob, rail) + (size_t)m->io.n * sizeof(modex_rail));
 	return rc;
@@ -278,6 +290,30 @@ int rbtl_module_init(mca_btl_ri2n_module_t *m)
 
 /* ---- procs ---- */
 
+/*
+ * One rail of a peer's blob as an address: 0, or -1 for one that is not a
+ * rail's (a link-local one takes the scope of our rail in its subnet, and
+ * without one it is no use to us).
+ */
+static int modex_rail_read(const mca_btl_ri2n_module_t *m, const modex_rail *r, rn_addr *out)
+{
+	rn_rail_addr a = { .port = ntohs(r->port), .prefix = r->prefix, .v6 = r->family == 6 };
+	uint32_t ip;
+
+	if (r->family != 4 && r->family != 6)
+		return -1;
+	if (a.v6) {
+		memcpy(a.ip6, r->addr, 16);
+	} else {
+		memcpy(&ip, r->addr, 4);
+		a.ip = ntohl(ip);
+	}
+	if (!rn_addr_rail_valid(&a))
+		return -1;
+	*out = rn_hpoll_peer_addr(&m->io, &a);
+	return out->v6 && rn_addr_link_local(*out) && !out->scope ? -1 : 0;
+}
+
 int rbtl_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 		     rn_addr out[RN_MAX_RAILS])
 {
@@ -296,8 +332,8 @@ int rbtl_modex_addrs(mca_btl_ri2n_module_t *m, opal_process_name_t name,
 	    b->version == MODEX_VERSION && b->nrails <= RN_MAX_RAILS &&
 	    size >= offsetof(modex_blob, rail) + b->nrails * sizeof(modex_rail)) {
 		for (int i = 0; i < b->nrails; i++)
-			out[n++] = (rn_addr){ .ip = ntohl(b->rail[i].ip),
-					      .port = ntohs(b->rail[i].port) };
+			if (modex_rail_read(m, &b->rail[i], &out[n]) == 0)
+				n++;
 	}
 	free(b);
 	return n;
@@ -313,14 +349,10 @@ static int modex_read(mca_btl_ri2n_module_t *m, opal_proc_t *proc, mca_btl_ri2n_
 /* True if one of our rails shares a subnet with one of the peer's. */
 static int reachable_rails(const mca_btl_ri2n_module_t *m, const mca_btl_ri2n_endpoint_t *ep)
 {
-	for (int i = 0; i < m->io.n; i++) {
-		uint8_t p = m->io.s[i].addr.prefix;
-		uint32_t mask = p >= 32 ? UINT32_MAX : ~(UINT32_MAX >> p);
-
+	for (int i = 0; i < m->io.n; i++)
 		for (int k = 0; k < ep->npeer; k++)
-			if ((ep->peer[k].ip & mask) == (m->io.s[i].addr.ip & mask))
+			if (rn_addr_in_rail(&m->io.s[i].addr, ep->peer[k]))
 				return 1;
-	}
 	return 0;
 }
 

@@ -240,14 +240,12 @@ static void warn_bad_key(mca_btl_ri2n_module_t *m, uint64_t now)
 {
 	rn_addr bad;
 	uint64_t n = rn_listener_take_bad_key(&m->lis, now, &bad);
-	struct in_addr ia = { .s_addr = htonl(bad.ip) };
-	char a[INET_ADDRSTRLEN];
+	char a[RN_ADDR_STRLEN];
 
-	if (n && inet_ntop(AF_INET, &ia, a, sizeof(a)))
-		rn_warn("btl_ri2n: refused %llu connection attempt(s), the last from %s:%u: the "
+	if (n && rn_addrport_str(bad, a, sizeof(a)))
+		rn_warn("btl_ri2n: refused %llu connection attempt(s), the last from %s: the "
 			"rank's cluster key differs from this one's, or it has none "
-			"(btl_ri2n_key_file, RI2N_KEY_FILE, RI2N_KEY)", (unsigned long long)n, a,
-			bad.port);
+			"(btl_ri2n_key_file, RI2N_KEY_FILE, RI2N_KEY)", (unsigned long long)n, a);
 }
 
 int rbtl_stream_unbound(void *arg, int rail, rn_addr from, const uint8_t *d, size_t len,

@@ -116,7 +116,9 @@ typedef struct rfi_name {
 	rn_rail_addr rail[RN_MAX_RAILS];
 } rfi_name;
 
-/* Writes the RFI_NAME_LEN-byte wire form of a name. */
+/* Whether a name's rails fit in its wire form (IPv6 addresses take room): 1 or 0. */
+int rfi_name_fits(const rfi_name *nm);
+/* Writes the RFI_NAME_LEN-byte wire form of a name (one that fits). */
 void rfi_name_write(const rfi_name *nm, uint8_t out[RFI_NAME_LEN]);
 /* Reads one; 0, or -FI_EINVAL if it is not an ri2n name. */
 int rfi_name_read(rfi_name *nm, const uint8_t *in, size_t len);

@@ -32,30 +32,28 @@ static long service_port(const char *service)
 	return v;
 }
 
-/* The node's IPv4 address (host order): numeric, or a host name resolved. */
-static int node_ip(const char *node, uint32_t *ip)
+/* The node's address (port 0): numeric (either family), or a host name resolved. */
+static int node_addr(const char *node, rn_addr *out)
 {
-	struct addrinfo hints = { .ai_family = AF_INET }, *res = NULL;
-	struct in_addr a;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res = NULL;
+	rn_hsa sa;
 
-	if (inet_pton(AF_INET, node, &a) == 1) {
-		*ip = ntohl(a.s_addr);
-		return 0;
-	}
 	if (getaddrinfo(node, NULL, &hints, &res) != 0 || !res)
 		return -FI_ENODATA;
-	*ip = ntohl(((const struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr);
+	memset(&sa, 0, sizeof(sa));
+	memcpy(&sa, res->ai_addr, res->ai_addrlen < sizeof(sa) ? res->ai_addrlen : sizeof(sa));
 	freeaddrinfo(res);
-	return 0;
+	*out = rn_hsock_sa_addr(&sa);
+	return out->ip || out->v6 ? 0 : -FI_ENODATA;
 }
 
-/* The rail whose subnet holds ip, or -1. */
-static int rail_for(const rn_rail_info *rails, int n, uint32_t ip)
+/* The rail whose subnet holds a, or -1. */
+static int rail_for(const rn_rail_info *rails, int n, rn_addr a)
 {
 	for (int i = 0; i < n; i++) {
-		uint32_t mask = rails[i].prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> rails[i].prefix);
+		rn_rail_addr r = rn_rails_addr(&rails[i], 0);
 
-		if ((rails[i].ip & mask) == (ip & mask))
+		if (rn_addr_in_rail(&r, a))
 			return i;
 	}
 	return -1;
@@ -79,9 +77,16 @@ static int put_local(struct fi_info *fi, const rn_rail_info *rails, int n, uint1
 {
 	rfi_name nm = { .n = n };
 
-	for (int i = 0; i < n; i++)
-		nm.rail[i] = (rn_rail_addr){ .ip = rails[i].ip, .port = port,
-					     .prefix = rails[i].prefix };
+	for (int i = 0; i < n; i++) {
+		nm.rail[i] = rn_rails_addr(&rails[i], port);
+		nm.rail[i].backup = 0; /* ours to know, not in the name */
+	}
+	if (!rfi_name_fits(&nm)) {
+		rn_info("ri2n provider: fi_getinfo: the rails' addresses do not fit in an "
+			"endpoint name (%d bytes: 2 IPv6 rails and 2 IPv4 ones at most)",
+			RFI_NAME_LEN);
+		return -FI_ENODATA;
+	}
 	return put_name(&fi->src_addr, &fi->src_addrlen, &nm);
 }
 
@@ -89,20 +94,20 @@ int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, con
 		  const char *service, uint64_t flags)
 {
 	long port = service_port(service);
-	uint32_t ip = 0;
+	rn_addr ip = { 0 };
 	int r;
 
 	if (port < 0) {
 		rn_info("ri2n provider: fi_getinfo: service '%s' is not a port number", service);
 		return -FI_ENODATA;
 	}
-	if (node && node_ip(node, &ip) != 0) {
+	if (node && node_addr(node, &ip) != 0) {
 		rn_info("ri2n provider: fi_getinfo: cannot resolve node '%s'", node);
 		return -FI_ENODATA;
 	}
 	if (!node || (flags & FI_SOURCE)) {
 		/* this host: a node must be one of our rails */
-		for (r = 0; node && r < nrails && rails[r].ip != ip; r++)
+		for (r = 0; node && r < nrails && !rn_rails_is(&rails[r], ip); r++)
 			;
 		if (node && r == nrails) {
 			rn_info("ri2n provider: fi_getinfo: source node '%s' is no rail's address",
@@ -121,8 +126,9 @@ int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, con
 	if (port) { /* without a port the node names no endpoint: no destination */
 		rfi_name dst = { .n = 1 };
 
-		dst.rail[0] = (rn_rail_addr){ .ip = ip, .port = (uint16_t)port,
-					      .prefix = rails[r].prefix };
+		dst.rail[0] = (rn_rail_addr){ .ip = ip.ip, .port = (uint16_t)port,
+					      .prefix = rails[r].prefix, .v6 = ip.v6 };
+		memcpy(dst.rail[0].ip6, ip.ip6, sizeof(ip.ip6));
 		if (put_name(&fi->dest_addr, &fi->dest_addrlen, &dst) != 0)
 			return -FI_ENOMEM;
 	}

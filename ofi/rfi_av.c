@@ -24,8 +24,8 @@ static int name_within(const rfi_name *part, const rfi_name *whole)
 	for (int i = 0; i < part->n; i++) {
 		int j = 0;
 
-		while (j < whole->n && (whole->rail[j].ip != part->rail[i].ip ||
-					whole->rail[j].port != part->rail[i].port))
+		while (j < whole->n && !rn_addr_eq(rn_addr_of_rail(&whole->rail[j]),
+						   rn_addr_of_rail(&part->rail[i])))
 			j++;
 		if (j == whole->n)
 			return 0;

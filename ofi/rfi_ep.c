@@ -171,15 +171,16 @@ static int config(rfi_ep *ep, char *err, size_t errlen)
 	/* a listed interface without an address yet waits for one (rn_hgrow) */
 	rn_rail_addr asked[RN_MAX_RAILS];
 
-	ep->nrails = rn_rails_discover_waiting(ep->rails, RN_MAX_RAILS, rfi_k.rails, err, errlen);
+	ep->nrails = rn_rails_discover_any(ep->rails, RN_MAX_RAILS, rfi_k.rails, err, errlen);
 	if (ep->nrails <= 0)
 		return -1;
 	/* the ports src_addr asked for, by address: its name lists no waiting rail */
 	memcpy(asked, ep->bind, sizeof(asked));
 	memset(ep->bind, 0, sizeof(ep->bind));
 	for (int i = 0; i < ep->nrails; i++)
-		for (int k = 0; k < RN_MAX_RAILS && ep->rails[i].ip; k++)
-			if (asked[k].ip == ep->rails[i].ip)
+		for (int k = 0; k < RN_MAX_RAILS && rn_rails_has_addr(&ep->rails[i]); k++)
+			if ((asked[k].ip || asked[k].v6) &&
+			    rn_rails_is(&ep->rails[i], rn_addr_of_rail(&asked[k])))
 				ep->bind[i] = asked[k];
 	for (int i = 0; i < ep->nrails; i++)
 		if (ep->rails[i].mtu < min_mtu)

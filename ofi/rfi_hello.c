@@ -59,7 +59,7 @@ int rfi_link_bind(rfi_link *l, const uint8_t *hello, size_t len)
 	if (rfi_name_read(&nm, hello, len) != 0)
 		return -FI_EINVAL;
 	for (int i = 0; i < nm.n; i++)
-		set[i] = (rn_addr){ .ip = nm.rail[i].ip, .port = nm.rail[i].port };
+		set[i] = rn_hpoll_peer_addr(&l->ep->io, &nm.rail[i]);
 	if (!rn_hmon_rails_in(l->h.conn, set, nm.n)) {
 		l->ep->hellos_refused++;
 		return -FI_EACCES;

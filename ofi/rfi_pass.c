@@ -374,5 +374,11 @@ int rfi_ep_io_open(rfi_ep *ep, char *err, size_t errlen)
 		ep->name.rail[i] = addrs[i];
 		ep->name.rail[i].backup = 0; /* ours to know, not in the name */
 	}
+	if (!rfi_name_fits(&ep->name)) {
+		snprintf(err, errlen, "the rails' addresses do not fit in an endpoint name (%d "
+			 "bytes: 2 IPv6 rails and 2 IPv4 ones at most; RI2N_RAILS names fewer)",
+			 RFI_NAME_LEN);
+		return -1;
+	}
 	return 0;
 }

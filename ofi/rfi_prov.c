@@ -231,7 +231,7 @@ static int getinfo(uint32_t version, const char *node, const char *service, uint
 
 	*info = NULL;
 	/* a listed interface waiting for its address is in no name until it has one */
-	if ((n = rn_rails_discover_waiting(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err))) > 0)
+	if ((n = rn_rails_discover_any(rails, RN_MAX_RAILS, rfi_k.rails, err, sizeof(err))) > 0)
 		n = rn_rails_with_addr(rails, n);
 	if (n <= 0) {
 		rn_info("ri2n provider: no rails: %s", n < 0 ? err : "none has an address yet");

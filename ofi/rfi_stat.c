@@ -50,10 +50,7 @@ void rfi_stat_open(rfi_ep *ep)
 
 static const char *ipport(rn_addr a, char *buf, size_t len)
 {
-	char ip[32];
-
-	snprintf(buf, len, "%s:%u", rn_ip_str(a.ip, ip, sizeof(ip)), a.port);
-	return buf;
+	return rn_addrport_str(a, buf, len);
 }
 
 /* Whether this endpoint publishes (a fork's child does not write its parent's file). */

@@ -94,10 +94,7 @@ int rn_engine_rails(const rn_rail_info **rails)
 
 void rn_engine_rail_addr(int rail, const rn_hlink_ev *e)
 {
-	g.rails[rail].ip = e->ip;
-	g.rails[rail].v6 = e->v6;
-	memcpy(g.rails[rail].ip6, e->ip6, sizeof(e->ip6));
-	g.rails[rail].prefix = e->prefix ? e->prefix : (e->v6 ? 128 : 32);
+	rn_hlink_give(e, &g.rails[rail]);
 }
 
 /* ---- commands ---- */

@@ -84,11 +84,11 @@ int rn_hconn_dial(rn_conn **c, const rn_hdial *d, int *next, uint64_t now)
 		const rn_rail_addr *p = &d->peer[r];
 		int rc;
 
-		if (rn_hpoll_rail_for(d->io, p->ip, p->prefix) < 0)
+		if (rn_hpoll_rail_for(d->io, p) < 0)
 			continue;
 		*next += k + 1;
 		rc = rn_conn_connect(c, d->cfg, d->env, local, d->io->n,
-				     (rn_addr){ .ip = p->ip, .port = p->port }, now);
+				     rn_hpoll_peer_addr(d->io, p), now);
 		return rc ? rc : r;
 	}
 	return RN_ERR_NOROUTE;

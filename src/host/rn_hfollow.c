@@ -60,9 +60,7 @@ static void maybe_moved(rn_hfollow *f, int i, const rn_hlink_ev *e)
 	if (e->type != RN_HLINK_ADDR_ADD || e->v6 != r->v6 ||
 	    rn_addr_link_local(rn_hlink_addr(e)) || rn_rails_owner(f->rails, f->n, rn_hlink_addr(e)) >= 0)
 		return;
-	to.ip = e->ip;
-	memcpy(to.ip6, e->ip6, sizeof(to.ip6));
-	to.prefix = e->prefix ? e->prefix : (e->v6 ? 128 : 32);
+	rn_hlink_give(e, &to);
 	f->moved(f->moved_arg, i, &to);
 }
 

@@ -14,8 +14,6 @@ void rn_hgrow_moved(void *arg, int i, const rn_rail_info *to)
 {
 	rn_hgrow *g = arg;
 
-	if (to->v6)
-		return; /* the BTL and the provider publish IPv4 rails only */
 	if (!((g->moving >> i) & 1))
 		g->from[i] = g->rails[i];
 	g->to[i] = *to;
@@ -28,15 +26,15 @@ void rn_hgrow_event(void *arg, const rn_hlink_ev *e)
 {
 	rn_hgrow *g = arg;
 
-	if (e->type != RN_HLINK_ADDR_ADD || e->v6)
-		return; /* the BTL and the provider publish IPv4 rails only */
+	/* a link-local address comes with every link: such a rail is named by its address */
+	if (e->type != RN_HLINK_ADDR_ADD || rn_addr_link_local(rn_hlink_addr(e)))
+		return;
 	for (int i = 0; i < g->open->n; i++) {
 		rn_rail_info *r = &g->rails[i];
 
 		if (rn_rails_has_addr(r) || r->ifindex != e->ifindex)
 			continue;
-		r->ip = e->ip;
-		r->prefix = e->prefix ? e->prefix : 32;
+		rn_hlink_give(e, r);
 		g->pending |= 1u << i;
 		g->tries[i] = 0;
 		g->next_ns = 0;
@@ -49,7 +47,7 @@ static int open_one(rn_hgrow *g, int i, uint64_t now)
 	rn_hset *io = g->links->io;
 	const rn_rail_info *r = &g->rails[i];
 	int idx = rn_hpoll_rail_add(io, g->open, i), n;
-	char ip[32];
+	char ip[RN_ADDR_STRLEN];
 
 	if (idx == -EADDRNOTAVAIL && ++g->tries[i] < RN_HGROW_TRIES)
 		return 0;
@@ -63,7 +61,7 @@ static int open_one(rn_hgrow *g, int i, uint64_t now)
 		rn_warn("rail %d (%s): the listener has no room for it: new links will not offer it",
 			i, r->name);
 	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): new address: in use, offered to %d link%s", i,
-	       r->name, rn_ip_str(r->ip, ip, sizeof(ip)), r->prefix, n, n == 1 ? "" : "s");
+	       r->name, rn_rails_str(r, ip, sizeof(ip)), r->prefix, n, n == 1 ? "" : "s");
 	return 1;
 }
 
@@ -73,10 +71,9 @@ static int move_one(rn_hgrow *g, int i, uint64_t now)
 	rn_hset *io = g->links->io;
 	rn_rail_info *r = &g->rails[i];
 	int idx, n;
-	char ip[32], was[32];
+	char ip[RN_ADDR_STRLEN], was[RN_ADDR_STRLEN];
 
-	r->ip = g->to[i].ip;
-	r->prefix = g->to[i].prefix;
+	*r = g->to[i];
 	idx = rn_hpoll_rail_move(io, g->open, i);
 	if (idx == -EADDRNOTAVAIL && ++g->tries[i] < RN_HGROW_TRIES)
 		return 0;
@@ -90,8 +87,8 @@ static int move_one(rn_hgrow *g, int i, uint64_t now)
 	if (g->follow)
 		rn_hfollow_rebound(g->follow, i);
 	rn_log(RN_LOG_WARN, "rail %d (%s %s/%u): address changed from %s: rebound, %d link%s told",
-	       i, r->name, rn_ip_str(r->ip, ip, sizeof(ip)), r->prefix,
-	       rn_ip_str(g->from[i].ip, was, sizeof(was)), n, n == 1 ? "" : "s");
+	       i, r->name, rn_rails_str(r, ip, sizeof(ip)), r->prefix,
+	       rn_rails_str(&g->from[i], was, sizeof(was)), n, n == 1 ? "" : "s");
 	return 1;
 }
 

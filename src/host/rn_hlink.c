@@ -178,3 +178,11 @@ rn_addr rn_hlink_addr(const rn_hlink_ev *e)
 	}
 	return a;
 }
+
+void rn_hlink_give(const rn_hlink_ev *e, rn_rail_info *r)
+{
+	r->ip = e->ip;
+	r->v6 = e->v6;
+	memcpy(r->ip6, e->ip6, sizeof(r->ip6));
+	r->prefix = e->prefix ? e->prefix : (e->v6 ? 128 : 32);
+}

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "rn_addr.h"
+#include "rn_hrail.h"
 
 typedef enum rn_hlink_type {
 	RN_HLINK_ADDR_ADD, /* an address appeared on an interface (or was changed) */
@@ -59,5 +60,8 @@ int rn_hlink_parse(const void *buf, size_t len, rn_hlink_ev *out, int max);
 
 /* An address event's address (port 0; link-local: the event's interface as scope). */
 rn_addr rn_hlink_addr(const rn_hlink_ev *e);
+
+/* Rail r takes an address event's address and prefix (either family; none given: a host's). */
+void rn_hlink_give(const rn_hlink_ev *e, rn_rail_info *r);
 
 #endif

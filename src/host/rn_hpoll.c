@@ -128,15 +128,22 @@ void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab)
 	rn_htab_free(tab);
 }
 
-int rn_hpoll_rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix)
+int rn_hpoll_rail_for(const rn_hset *io, const rn_rail_addr *peer)
 {
-	for (int i = 0; i < io->n; i++) {
-		const rn_rail_addr *a = &io->s[i].addr;
-
-		if (rn_rail_same_subnet(a->ip, ip, a->prefix < prefix ? a->prefix : prefix))
+	for (int i = 0; i < io->n; i++)
+		if (rn_addr_rails_share(&io->s[i].addr, peer))
 			return i;
-	}
 	return -1;
+}
+
+rn_addr rn_hpoll_peer_addr(const rn_hset *io, const rn_rail_addr *peer)
+{
+	rn_addr a = rn_addr_of_rail(peer);
+	int k;
+
+	if (a.v6 && !a.scope && rn_addr_link_local(a) && (k = rn_hpoll_rail_for(io, peer)) >= 0)
+		a.scope = io->s[k].addr.scope;
+	return a;
 }
 
 void rn_hpoll_rekey(rn_htab *tab, uint64_t *id, rn_conn *c, void *v)

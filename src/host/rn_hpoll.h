@@ -133,10 +133,17 @@ void rn_hpoll_monitor(const rn_hpoll_links *k, rn_conn *c, uint64_t now);
 void rn_hpoll_leave(const rn_hpoll_links *k, rn_conn *c);
 /*
  * The socket of io (its index) whose rail shares a subnet with a peer's
- * address ip, or -1.  prefix is the peer rail's prefix length (32 when
- * the driver does not know it): the shorter of it and the socket's counts.
+ * rail `peer` (either family), or -1.  peer->prefix is the peer rail's
+ * prefix length (the family's full length when the driver does not know
+ * it): the shorter of it and the socket's counts.
  */
-int rn_hpoll_rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix);
+int rn_hpoll_rail_for(const rn_hset *io, const rn_rail_addr *peer);
+/*
+ * A peer's rail as an address to send to and to know it by: a link-local
+ * IPv6 one (a name or a modex blob carries no scope) takes the interface
+ * of our socket in its subnet.
+ */
+rn_addr rn_hpoll_peer_addr(const rn_hset *io, const rn_rail_addr *peer);
 /* Closes the sockets and frees the buffer and the table of rn_hpoll_open. */
 void rn_hpoll_close(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab);
 /*

@@ -183,6 +183,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_name_roundtrip),
 		cmocka_unit_test(test_name_rejects),
+		cmocka_unit_test(test_name_v6),
 		cmocka_unit_test(test_getinfo_hints),
 		cmocka_unit_test(test_av),
 		cmocka_unit_test(test_cq),

@@ -73,6 +73,7 @@ ssize_t wait_all(struct fid_cq *cq, struct fid_ep **eps, int n_eps,
 /* test_rfi_objs.c */
 void test_name_roundtrip(void **st);
 void test_name_rejects(void **st);
+void test_name_v6(void **st);
 void test_getinfo_hints(void **st);
 void test_av(void **st);
 void test_cq(void **st);

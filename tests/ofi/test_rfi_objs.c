@@ -37,7 +37,7 @@ void test_name_rejects(void **st)
 	bad[0] = 'X'; /* magic */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 	memcpy(bad, w, sizeof(w));
-	bad[1] = 2; /* version */
+	bad[1] = 3; /* version */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
 	memcpy(bad, w, sizeof(w));
 	bad[2] = 0; /* no rail */
@@ -50,6 +50,49 @@ void test_name_rejects(void **st)
 	memcpy(bad, w, sizeof(w));
 	bad[4 + 4] = bad[4 + 5] = 0; /* port 0 */
 	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+}
+
+/* Some rail IPv6: the second form, the same length; rails that do not fit are refused. */
+void test_name_v6(void **st)
+{
+	rfi_name a = name2(), b;
+	uint8_t w[RFI_NAME_LEN], bad[RFI_NAME_LEN];
+	char s[160];
+
+	(void)st;
+	a.rail[1] = (rn_rail_addr){ .v6 = 1, .port = 4001, .prefix = 64 };
+	assert_int_equal(inet_pton(AF_INET6, "2001:2:0:2::1", a.rail[1].ip6), 1);
+	assert_true(rfi_name_fits(&a));
+	rfi_name_write(&a, w);
+	assert_int_equal(w[1], 2);
+	assert_int_equal(rfi_name_read(&b, w, sizeof(w)), 0);
+	assert_true(rfi_name_eq(&a, &b));
+	assert_int_equal(b.rail[1].prefix, 64);
+	assert_true(b.rail[1].v6 && !b.rail[0].v6);
+	rfi_name_str(&b, s, sizeof(s));
+	assert_string_equal(s, "ri2n://198.18.1.1:4000/24,[2001:2:0:2::1]:4001/64");
+	memcpy(bad, w, sizeof(w));
+	bad[4 + 8] = 5; /* the second rail's family */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[4 + 8 + 1] = 129; /* its prefix */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	memcpy(bad, w, sizeof(w));
+	bad[2] = 4; /* rails past the end of the name */
+	assert_int_equal(rfi_name_read(&b, bad, sizeof(bad)), -FI_EINVAL);
+	/* two IPv6 rails and two IPv4 ones fit; a third IPv6 one does not */
+	a.n = 4;
+	a.rail[2] = a.rail[1];
+	a.rail[2].ip6[15] = 2;
+	a.rail[3] = a.rail[0];
+	a.rail[3].ip = 0xc6120301;
+	assert_true(rfi_name_fits(&a));
+	rfi_name_write(&a, w);
+	assert_int_equal(rfi_name_read(&b, w, sizeof(w)), 0);
+	assert_true(rfi_name_eq(&a, &b));
+	a.rail[3] = a.rail[1];
+	a.rail[3].ip6[15] = 3;
+	assert_false(rfi_name_fits(&a));
 }
 
 /* ---- getinfo ---- */

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* rn_hsock.h: struct mmsghdr */
 #include "unit_net.h"
 
+#include <arpa/inet.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -82,22 +83,45 @@ static void test_open_rail_error(void **state)
 	rn_hpoll_close(&io, &rx, &tab);
 }
 
+static int rail_for(const rn_hset *io, uint32_t ip, uint8_t prefix)
+{
+	rn_rail_addr a = { .ip = ip, .port = 1, .prefix = prefix };
+
+	return rn_hpoll_rail_for(io, &a);
+}
+
+static int rail_for6(const rn_hset *io, const char *ip, uint8_t prefix)
+{
+	rn_rail_addr a = { .v6 = 1, .port = 1, .prefix = prefix };
+
+	assert_int_equal(inet_pton(AF_INET6, ip, a.ip6), 1);
+	return rn_hpoll_rail_for(io, &a);
+}
+
 /* Our socket in a peer rail's subnet: the shorter prefix counts; none for a subnet of no rail. */
 static void test_rail_for(void **state)
 {
 	static rn_hset io; /* large: sockets with their queues */
 
 	(void)state;
-	io.n = 2;
+	io.n = 3;
 	io.s[0].addr = (rn_rail_addr){ .ip = 0xc6120101u, .prefix = 24 }; /* 198.18.1.1/24 */
 	io.s[1].addr = (rn_rail_addr){ .ip = 0xc6120201u, .prefix = 24 }; /* 198.18.2.1/24 */
-	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120202u, 32), 1);
-	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120102u, 24), 0);
-	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120302u, 32), -1);
+	io.s[2].addr = (rn_rail_addr){ .v6 = 1, .prefix = 64 };            /* 2001:2:0:3::1/64 */
+	assert_int_equal(inet_pton(AF_INET6, "2001:2:0:3::1", io.s[2].addr.ip6), 1);
+	assert_int_equal(rail_for(&io, 0xc6120202u, 32), 1);
+	assert_int_equal(rail_for(&io, 0xc6120102u, 24), 0);
+	assert_int_equal(rail_for(&io, 0xc6120302u, 32), -1);
 	/* the peer's rail is a /16: 198.18.3.2 shares it with our first */
-	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120302u, 16), 0);
+	assert_int_equal(rail_for(&io, 0xc6120302u, 16), 0);
+	/* IPv6: the subnet decides, never an address of the other family */
+	assert_int_equal(rail_for6(&io, "2001:2:0:3::2", 128), 2);
+	assert_int_equal(rail_for6(&io, "2001:2:0:3::2", 64), 2);
+	assert_int_equal(rail_for6(&io, "2001:2:0:4::2", 128), -1);
+	assert_int_equal(rail_for6(&io, "2001:2:0:4::2", 48), 2);
+	assert_int_equal(rail_for6(&io, "::ffff:198.18.1.2", 128), -1);
 	io.n = 0;
-	assert_int_equal(rn_hpoll_rail_for(&io, 0xc6120102u, 24), -1);
+	assert_int_equal(rail_for(&io, 0xc6120102u, 24), -1);
 }
 
 /* After a handshake restart the connection's id changed: the entry moves with it. */
