@@ -195,10 +195,7 @@ static int find_rails(mca_btl_ri2n_module_t *m, int *min_mtu)
 			    why);
 		return OPAL_ERR_NOT_AVAILABLE;
 	}
-	*min_mtu = 65535;
-	for (int i = 0; i < m->nrails; i++)
-		if (m->rails[i].mtu < *min_mtu)
-			*min_mtu = m->rails[i].mtu;
+	*min_mtu = rn_rails_mtu(m->rails, m->nrails); /* IPv6 rails count their larger header */
 	return OPAL_SUCCESS;
 }
 

@@ -410,12 +410,14 @@ void rbtl_print_summary(mca_btl_ri2n_module_t *m)
 			    st.ring_shrinks, (unsigned long long)st.drops[RN_DROP_NOMEM]);
 		for (int k = 0; k < st.npaths; k++) {
 			const rn_rail_stats *r = &st.rail[k];
+			char a[RN_ADDR_STRLEN], b[RN_ADDR_STRLEN];
 
-			opal_output(0, "btl_ri2n %s -> %s: rail %s: tx %llu data %llu retx %llu "
+			opal_output(0, "btl_ri2n %s -> %s: rail %s (%s -> %s): tx %llu data %llu retx %llu "
 				    "lost %llu, rx %llu, down %u up %u, srtt %.1f us, min rtt %.1f us, "
 				    "cwnd %u, queue %.1f us",
 				    OPAL_NAME_PRINT(m->me), l->ep ? l->ep->desc : "?",
 				    rbtl_rail_name(m, r->local_rail),
+				    rn_addr_str(r->local, a, sizeof(a)), rn_addr_str(r->remote, b, sizeof(b)),
 				    (unsigned long long)r->tx_packets, (unsigned long long)r->tx_data,
 				    (unsigned long long)r->retransmits, (unsigned long long)r->lost,
 				    (unsigned long long)r->rx_packets, r->down_events, r->up_events,

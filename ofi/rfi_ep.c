@@ -166,7 +166,7 @@ static void keeper_stop(rfi_ep *ep)
 
 static int config(rfi_ep *ep, char *err, size_t errlen)
 {
-	int min_mtu = 65535;
+	int min_mtu;
 
 	/* a listed interface without an address yet waits for one (rn_hgrow) */
 	rn_rail_addr asked[RN_MAX_RAILS];
@@ -182,9 +182,7 @@ static int config(rfi_ep *ep, char *err, size_t errlen)
 			if ((asked[k].ip || asked[k].v6) &&
 			    rn_rails_is(&ep->rails[i], rn_addr_of_rail(&asked[k])))
 				ep->bind[i] = asked[k];
-	for (int i = 0; i < ep->nrails; i++)
-		if (ep->rails[i].mtu < min_mtu)
-			min_mtu = ep->rails[i].mtu;
+	min_mtu = rn_rails_mtu(ep->rails, ep->nrails); /* IPv6 rails count their larger header */
 	rn_config_default(&ep->cfg);
 	if (rn_knob_set(&ep->cfg, RI2N_MTU, min_mtu < 576 ? 576 : min_mtu) != 0) {
 		snprintf(err, errlen, "rail MTU %d is not usable", min_mtu);

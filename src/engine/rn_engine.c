@@ -402,7 +402,7 @@ static void log_rails(void)
 static int configure(void)
 {
 	char why[256];
-	int mtu = 65535, rc;
+	int mtu, rc;
 
 	rn_config_default(&g.cfg);
 	/* a listed interface without an address yet waits for one (rn_netlink.c) */
@@ -414,19 +414,8 @@ static int configure(void)
 		return -ENETDOWN;
 	}
 	log_rails();
-	/*
-	 * The smallest rail MTU bounds every datagram.  RI2N_MTU counts IPv4's
-	 * 28 header bytes; an IPv6 rail's are 48, so it counts as 20 smaller,
-	 * and so does a rail waiting for its address, which may come as IPv6: a
-	 * late IPv6 rail could not carry the IPv4 rails' datagrams (EMSGSIZE),
-	 * while IPv4 rails search their way up again (rail_ceiling, rn_port.c).
-	 */
-	for (int i = 0; i < g.nrails; i++) {
-		int six = g.rails[i].v6 || !rn_rails_has_addr(&g.rails[i]);
-
-		if (g.rails[i].mtu - (six ? 20 : 0) < mtu)
-			mtu = g.rails[i].mtu - (six ? 20 : 0);
-	}
+	/* the smallest rail MTU bounds every datagram (IPv4 rails search up: rail_ceiling) */
+	mtu = rn_rails_mtu(g.rails, g.nrails);
 	rn_knob_set(&g.cfg, RI2N_MTU, mtu < 576 ? 576 : mtu);
 	rn_knobs_from_env(&g.cfg);
 	rc = rn_knobs_key_from_env(&g.cfg);

@@ -78,7 +78,7 @@ void *rn_hmon_unreachable(rn_hmon *m, const rn_htab *tab, rn_conn *(*conn_of)(vo
 static int addr_in(const rn_addr *set, int n, rn_addr a)
 {
 	for (int i = 0; i < n; i++)
-		if (set[i].ip == a.ip && set[i].port == a.port)
+		if (rn_addr_eq(set[i], a))
 			return 1;
 	return 0;
 }

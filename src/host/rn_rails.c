@@ -495,6 +495,19 @@ int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *er
 	return discover(out, max, spec, 1, 1, err, errlen);
 }
 
+int rn_rails_mtu(const rn_rail_info *r, int n)
+{
+	int mtu = 65535;
+
+	for (int i = 0; i < n; i++) {
+		int six = r[i].v6 || !rn_rails_has_addr(&r[i]);
+
+		if (r[i].mtu - (six ? 20 : 0) < mtu)
+			mtu = r[i].mtu - (six ? 20 : 0);
+	}
+	return mtu;
+}
+
 int rn_rails_with_addr(rn_rail_info *r, int n)
 {
 	int k = 0;

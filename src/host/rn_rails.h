@@ -46,6 +46,15 @@ int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char
 int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *err,
 			  size_t errlen);
 
+/*
+ * The MTU the datagram size (RI2N_MTU) follows: the smallest rail's.  It
+ * counts IPv4's 28 header bytes; an IPv6 rail's are 48, so such a rail
+ * counts as 20 smaller, and so does one waiting for its address, which may
+ * come as IPv6 (a late IPv6 rail could not carry the others' datagrams:
+ * EMSGSIZE).  IPv4 rails may search their way up again (rn_pmtu.h).
+ */
+int rn_rails_mtu(const rn_rail_info *r, int n);
+
 /* Whether rail r has its address (either family); 0: it waits for one. */
 static inline int rn_rails_has_addr(const rn_rail_info *r)
 {

@@ -40,14 +40,15 @@ cleanup() {
 	[ "${MPI_KEEP:-0}" = 1 ] && echo "logs kept in $WORK" || rm -rf "$WORK"
 }
 
-# A fresh bed of HOSTS hosts named after NAME; MGMT is its management subnet.
-mpi_bed_up() { # HOSTS NAME
+# A fresh bed of HOSTS hosts named after NAME (more tb_create options after it, as
+# --v6 all); MGMT is its management subnet.
+mpi_bed_up() { # HOSTS NAME [OPTIONS...]
 	NHOSTS=$1
 	TAG=$(nt_tag "$2") || fail "no test-bed tag"
 	tb_use "$TAG"
 	tb_on_exit cleanup
 	tb_cleanup_on_exit
 	tb_exists && tb_destroy >/dev/null 2>&1
-	tb_create --hosts "$NHOSTS" --rails 2 --rate 1gbit >/dev/null || fail "test bed"
+	tb_create --hosts "$NHOSTS" --rails 2 --rate 1gbit "${@:3}" >/dev/null || fail "test bed"
 	MGMT=$(tb_mgmt_subnet)
 }

@@ -140,8 +140,8 @@ source "$ROOT/tools/ri2n-testbed.sh"
 source "$ROOT/tests/netns/tag.sh"
 set +e
 
-bed_up() { # HOSTS [TAG]
-	mpi_bed_up "$1" "mpi-${2:-mpi$1}"
+bed_up() { # HOSTS [TAG [OPTIONS...]]
+	mpi_bed_up "$1" "mpi-${2:-mpi$1}" "${@:3}"
 }
 
 # mpi_run NAME NP BTL TIMEOUT [mpirun args...] -- [mpi_check args...]; output in $WORK/NAME.out
@@ -238,6 +238,39 @@ sc_blackhole() { # NP HOSTS HEAL(0/1)
 	ok "$np ranks: rail 1 black-holed mid-stream$([ "$3" = 1 ] && echo ' and healed'), every byte verified"
 }
 
+# IPv6 rails (--v6 RAILS: "all", or "2" beside an IPv4 rail 1): the ranks publish them in the
+# modex and stripe over both; rail 1 black-holed mid-stream and healed.  Every byte verified,
+# and the finalize summary shows each rail on its family's addresses with data on both.
+sc_v6() { # RAILS
+	local name=v6 pid t0 r fam rows most
+	bed_up 2 "v6-${1/,/}" --v6 "$1"
+	mpi_run "$name" 2 ri2n,self 240 --mca btl_ri2n_verbose 1 -- --bw-seconds 6 &
+	pid=$!
+	after_stream_start "$name" 1.5
+	t0=$(date +%T.%N | cut -c1-12)
+	tb_fault blackhole 1 1 on || fail "cannot black-hole rail 1"
+	note "rail 1 of host 1 black-holed: command started $t0"
+	sleep 2
+	tb_fault blackhole 1 1 off
+	note "healed at $(date +%T.%N | cut -c1-12)"
+	wait "$pid" || fail "mpirun failed over IPv6 rails (status $?)"
+	require_pass "$name"
+	grep -q 'btl_ri2n: .*rail r1 .* down' "$WORK/$name.out" || fail "the BTL never reported rail 1 down"
+	grep -q 'btl_ri2n: .*rail r1 .* up again' "$WORK/$name.out" ||
+		fail "the BTL never took rail 1 back after the heal"
+	for r in 1 2; do
+		fam='198\.18\.'"$r"'\.[12] -> 198\.18\.'"$r"'\.[12]'
+		[[ ,$1, == *,$r,* || $1 == all ]] && fam="2001:2:0:$r::[12] -> 2001:2:0:$r::[12]"
+		rows=$(grep -h "btl_ri2n .* -> .*: rail r$r ($fam): tx [0-9]* data " "$WORK/$name.out")
+		most=$(sed -n 's/.*: tx [0-9]* data \([0-9]*\) .*/\1/p' <<<"$rows" | sort -n | tail -n 1)
+		((${most:-0} >= 1000)) ||
+			fail "rail $r: no stream data on its addresses ($fam): $(grep -h ': rail r[12] ([^)]*): tx' "$WORK/$name.out" | head -n 4)"
+		note "rail r$r ($(sed -n 's/.*: rail r[12] (\([^)]*\)).*/\1/p' <<<"$rows" | head -n 1)) carried $most data packets (the busiest link end)"
+	done
+	report "$name"
+	ok "2 ranks over IPv6 rails ($1): rail 1 black-holed mid-stream and healed, data on both rails, every byte verified"
+}
+
 # Rail 1's address deleted in host 1 mid-stream and added back: the BTL follows the kernel
 # (netlink), so the rail is down at once for "address removed" and up with the address.
 sc_addr_gone() {
@@ -326,10 +359,10 @@ sc_rail_new() {
 		"$WORK/$name.out")" -eq 2 ] ||
 		fail "a rank did not open rail 2 on its new address: $(grep -h 'r2' "$WORK/$name.out" | head -n 4)"
 	# and data crossed it after (the finalize summary's per-rail lines)
-	rows=$(grep -h 'btl_ri2n .* -> .*: rail r2: tx [0-9]* data ' "$WORK/$name.out")
-	most=$(sed -n 's/.*: rail r2: tx [0-9]* data \([0-9]*\) .*/\1/p' <<<"$rows" | sort -n | tail -n 1)
+	rows=$(grep -h 'btl_ri2n .* -> .*: rail r2 ([^)]*): tx [0-9]* data ' "$WORK/$name.out")
+	most=$(sed -n 's/.*: rail r2 ([^)]*): tx [0-9]* data \([0-9]*\) .*/\1/p' <<<"$rows" | sort -n | tail -n 1)
 	((${most:-0} >= 1000)) ||
-		fail "no stream data went over rail 2 (${most:-0} packets at most): $(grep -h ': rail r[12]: tx' "$WORK/$name.out" | head -n 4)"
+		fail "no stream data went over rail 2 (${most:-0} packets at most): $(grep -h ': rail r[12] ([^)]*): tx' "$WORK/$name.out" | head -n 4)"
 	note "rail r2 carried $most data packets of the stream (the busiest link end)"
 	report "$name"
 	ok "2 ranks: rail 2 without an address at start, opened when it came, data on it, every byte verified"
@@ -661,6 +694,8 @@ four-ranks) sc_ranks 4 4 ri2n,self ;;
 no-self) sc_ranks 2 2 ri2n ;;
 blackhole) sc_blackhole 2 2 1 ;;
 blackhole-four) sc_blackhole 4 4 0 ;;
+v6) sc_v6 all ;;
+v6-mixed) sc_v6 2 ;;
 addr-gone) sc_addr_gone ;;
 addr-change) sc_addr_change ;;
 rail-new) sc_rail_new ;;
@@ -675,6 +710,6 @@ memory) sc_memory "${2:-16}" "${3:-8}" ;;
 idle) sc_idle "${2:-16}" ;;
 idle-eight) sc_idle 8 8 ;;
 bench) sc_bench "${2:-5}" ;;
-*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|addr-gone|addr-change|rail-new|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
+*) echo "usage: $0 ompi-info|keyed|two-ranks|four-ranks|no-self|blackhole|blackhole-four|v6|v6-mixed|addr-gone|addr-change|rail-new|compute|all-dead|nudge-flood|hostile-hello|killed-rank|eight-ranks|sixteen-ranks|memory [NP HOSTS]|idle [NP]|idle-eight|bench [N]"; exit 2 ;;
 esac
 exit 0
