@@ -61,7 +61,7 @@ static int publishing(const rfi_ep *ep)
 
 static void write_snapshot(rfi_ep *ep, uint64_t now)
 {
-	char tmp[64], extra[160], name[128], l[48], p[48];
+	char tmp[64], extra[400], name[320], l[RN_ADDR_STRLEN], p[RN_ADDR_STRLEN];
 	int fd, n = 0;
 	FILE *f;
 

@@ -16,7 +16,7 @@
  * connection tells its peer (rn_conn_rail_readdr).
  *
  * A listed interface that had no address at start (a rail waiting for
- * one, rn_rails_discover_waiting) is opened when its first address comes:
+ * one, rn_rails_discover_any) is opened when its first address comes:
  * every port meant for it opens a socket there, and every established
  * connection on the port offers it to its peer (rn_conn_rail_add).
  */

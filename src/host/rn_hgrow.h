@@ -3,7 +3,7 @@
  * it runs (the BTL, the provider; the engine's own is rn_netlink.c).
  *
  * A listed interface with no address at start is a waiting rail
- * (rn_rails_discover_waiting: ip 0), with no socket (rn_hpoll_open skips
+ * (rn_rails_discover_any: ip 0), with no socket (rn_hpoll_open skips
  * it).  When the kernel announces its first address (rn_hgrow_event, from
  * the rn_hfollow each hook), the rail takes it, and the next pass
  * (rn_hgrow_run) opens a socket on it, offers it to every established
@@ -17,7 +17,8 @@
  * or gets another later (rn_hfollow tells rn_hgrow_moved), moves there at
  * the next pass: its socket is bound anew at the same index
  * (rn_hpoll_rail_move), and every link tells its peer the new address
- * (rn_hconns_rail_readdr).  IPv4 only, as the drivers' rails.
+ * (rn_hconns_rail_readdr).  Either family: a waiting rail takes its first
+ * IPv4 or global IPv6 address, a moving one stays in its family.
  *
  * No locks: the driver serialises every call.
  */

@@ -73,7 +73,7 @@ typedef struct rn_hpoll_rails {
 int rn_hpoll_open(rn_hset *io, rn_hrxbuf *rx, rn_htab *tab, const rn_hpoll_rails *r, char *err,
 		  size_t errlen);
 /*
- * A rail of r with no address at rn_hpoll_open (rn_rails_discover_waiting:
+ * A rail of r with no address at rn_hpoll_open (rn_rails_discover_any:
  * skipped then) that has one now: a socket on it, io's next.  Returns its
  * index, or -errno: -EEXIST (open already), -EADDRNOTAVAIL (the kernel
  * does not let it be bound yet: its local route comes after the address

@@ -483,12 +483,6 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 	return discover(out, max, spec, 0, 0, err, errlen);
 }
 
-int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
-			      size_t errlen)
-{
-	return discover(out, max, spec, 1, 0, err, errlen);
-}
-
 int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *err,
 			  size_t errlen)
 {

@@ -28,20 +28,14 @@ int rn_rails_discover(rn_rail_info *out, int max, const char *spec, char *err, s
 
 /*
  * The same, for a driver that follows its rails (the engine, the BTL, the
- * provider: rn_hgrow): an interface
- * the list names that has no IPv4 address yet is a rail waiting for one
- * (ip 0, prefix 0; its name, index and MTU set), which the driver opens
- * once an address comes.  At least one listed rail must have an address.
- */
-int rn_rails_discover_waiting(rn_rail_info *out, int max, const char *spec, char *err,
-			      size_t errlen);
-/*
- * The same for the engine, which takes IPv6 rails too: an interface named
- * with no IPv4 address but a global or unique-local IPv6 one is an IPv6
- * rail; an IPv6 address may be given itself ("2001:2:0:1::1"), a link-local
- * one with its interface ("fe80::1%eth1"): a link-local rail is only ever
- * named by its address.  The BTL and the provider publish IPv4 rails only,
- * and keep rn_rails_discover_waiting.
+ * provider: rn_netlink.c, rn_hgrow), which takes IPv6 rails too: an
+ * interface named with no IPv4 address but a global or unique-local IPv6
+ * one is an IPv6 rail; an IPv6 address may be given itself
+ * ("2001:2:0:1::1"), a link-local one with its interface ("fe80::1%eth1"):
+ * a link-local rail is only ever named by its address.  An interface the
+ * list names that has no address yet is a rail waiting for one (ip 0,
+ * prefix 0; its name, index and MTU set), which the driver opens once an
+ * address comes.  At least one listed rail must have an address.
  */
 int rn_rails_discover_any(rn_rail_info *out, int max, const char *spec, char *err,
 			  size_t errlen);

@@ -20,6 +20,9 @@
 #   test_ofi.sh rail-new    the same ping-pongs with rail 2 without an address in either
 #                           host at start: both sides start on rail 1 and open rail 2 once its
 #                           addresses come, offering it to their links (RAILS); data crosses it
+#   test_ofi.sh v6          the black-hole run on a bed whose two rails are IPv6 only: the
+#                           endpoints' names carry IPv6 rails (ri2n-stat shows each side's
+#                           connections on them), rail 2 is seen down and back
 #   test_ofi.sh dead-peer   a running ping-pong's client killed -9: the server's connections
 #                           to it fail with "connection reset by peer" within 5 s (its host's
 #                           port unreachable, checked against what was sent), not by the
@@ -33,7 +36,7 @@
 # fi_pingpong); skips (77) without it, or without root for the namespace cases.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|addr-gone|addr-change|rail-new|dead-peer|stat}
+case_=${1:?usage: test_ofi.sh fi_info|pingpong|blackhole|v6|addr-gone|addr-change|rail-new|dead-peer|stat}
 prov=${FI_PROVIDER_PATH:?FI_PROVIDER_PATH must name the directory of libri2n-fi.so}
 [ -f "$prov/libri2n-fi.so" ] || { echo "SKIP: no libri2n-fi.so in $prov"; exit 77; }
 for t in fi_info fi_pingpong; do
@@ -79,7 +82,9 @@ fi
 
 # shellcheck source=../netns/lib.sh
 source "$here/../netns/lib.sh"
-nt_init "ofi-$case_" 2 2
+bed=()
+[ "$case_" = v6 ] && bed=("" --v6 all) # no rate; IPv6 rails only
+nt_init "ofi-$case_" 2 2 "${bed[@]}"
 ns1=$(tb_ns 1) ns2=$(tb_ns 2)
 ctl=$(tb_mgmt_addr 1)
 penv=(env RI2N_RAILS=r1,r2 RI2N_LOG=info FI_PROVIDER_PATH="$prov")
@@ -132,6 +137,33 @@ blackhole)
 		nt_fail "the black-holed rail was never seen down (finished before the fault?)"
 	nt_ok "400 checked 1 MiB ping-pongs across a black-holed and healed rail"
 	grep -h "rail 1 \(down\|up\)" "$NT_DIR/bh.cli" "$NT_DIR/bh.srv" | sed 's/^/  /' | head -n 8
+	;;
+v6)
+	stat=${RI2N_STAT:?RI2N_STAT must name ri2n-stat}
+	run=$NT_DIR/run
+	mkdir -m 0700 "$run"
+	penv+=(RI2N_RUN_DIR="$run")
+	(sleep 1.5; "$stat" --json --dir "$run" >"$NT_DIR/v6.json" 2>&1
+	 tb_fault blackhole 2 2 on; sleep 2; tb_fault blackhole 2 2 off) &
+	NT_PIDS+=($!)
+	pingpong v6 -c -S 1048576 -I 400
+	grep -Eq "^1m +400 +=400 " "$NT_DIR/v6.cli" || nt_fail "not every 1 MiB exchange completed"
+	grep -q "rail 1 down" "$NT_DIR/v6.cli" "$NT_DIR/v6.srv" ||
+		nt_fail "the black-holed rail was never seen down (finished before the fault?)"
+	# both endpoints published, each connection on both rails, every address IPv6
+	python3 - "$NT_DIR/v6.json" <<'PY' || nt_fail "ri2n-stat does not show both endpoints on IPv6 rails: $(head -c 600 "$NT_DIR/v6.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+eps = [p for p in d["processes"] if p.get("driver") == "libfabric" and p.get("cmd") == "fi_pingpong"]
+conns = [c for p in eps for c in p["connections"]]
+rails = [r for c in conns for r in c["rails"]]
+ok = len(eps) == 2 and conns and all(len(c["rails"]) == 2 for c in conns) and \
+     all(r["local"].startswith("2001:2:0:") and r["remote"].startswith("2001:2:0:") for r in rails)
+print("  endpoints %d, connections %d, rails %s" % (len(eps), len(conns), sorted({r["local"] for r in rails})))
+sys.exit(0 if ok else 1)
+PY
+	nt_ok "400 checked 1 MiB ping-pongs over IPv6 rails, rail 2 black-holed and healed"
+	grep -h "rail 1 \(down\|up\)" "$NT_DIR/v6.cli" "$NT_DIR/v6.srv" | sed 's/^/  /' | head -n 4
 	;;
 addr-gone)
 	a=$(tb_addr 2 2) # the client's rail 2 (ri2n rail 1)
