@@ -98,7 +98,7 @@ int rbtl_params_register(mca_btl_ri2n_component_t *c, mca_btl_ri2n_module_t *m)
 	knob_defaults(p);
 	p->if_include = NULL;
 	reg_string(c, "if_include",
-		   "Rails: comma-separated interface names or IPv4 addresses; "
+		   "Rails: comma-separated interface names or IPv4 or IPv6 addresses; "
 		   "name:backup for a backup rail (data only while no other rail works) "
 		   "(default: RI2N_RAILS, else every up non-loopback IPv4 interface)",
 		   LVL_USER, &p->if_include);

@@ -25,7 +25,7 @@
 
 #define RFI_KNOB_LIST(X)                                                                    \
 	X(rails, rails, TEXT, 0, 0, 0, "RI2N_RAILS, else every up IPv4 interface, one per subnet", \
-	  "rails: interface names or IPv4 addresses, comma separated; `name:backup` for a " \
+	  "rails: interface names, IPv4 or IPv6 addresses, comma separated; `name:backup` for a " \
 	  "backup rail")                                                                    \
 	X(inject_size, inject_size, INT, 4096, 65536, 1, "4096",                            \
 	  "largest fi_inject / fi_tinject message, bytes")                                  \

@@ -69,10 +69,9 @@ int rn_knob_origin(const char *env, int *line);
 #define RN_PROC_LIST(X)                                                                     \
 	X(RAILS, TEXT, 0, 0, 0, ENV, "every up, non-loopback IPv4 interface, one per subnet", \
 	  "the rails, in order: interface names or addresses, comma separated "             \
-	  "(`r1,r2`, `10.1.0.5,10.2.0.5`); each must be up and have an IPv4 address (the " \
-	  "engine: or an IPv6 one, `2001:db8:1::5`, link-local `fe80::5%eth1`, which "     \
-	  "the default never takes; a listed interface without one is used once it gets "  \
-	  "one); rails "                                                                      \
+	  "(`r1,r2`, `10.1.0.5,10.2.0.5`); each must be up and have an IPv4 address or an " \
+	  "IPv6 one (`2001:db8:1::5`, link-local `fe80::5%eth1`, which the default never " \
+	  "takes; a listed interface without one is used once it gets one); rails "          \
 	  "listed in one subnet have their sockets pinned to their interfaces "             \
 	  "(docs/CONFIG.md, \"Rails\"); `r3:backup` makes a backup rail, which carries data " \
 	  "only while no other rail works. BTL: `btl_ri2n_if_include`")                     \
