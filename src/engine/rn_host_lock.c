@@ -138,7 +138,7 @@ uint64_t rn_arrival_ns(const struct timespec *rt, int64_t rt_minus_mono, uint64_
 
 /* ---- the host lock ---- */
 
-static pthread_mutex_t g_host_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_host_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static RN_TLS int t_inline;
 
 static RN_TLS unsigned long t_locks; /* how often this thread took the lock */

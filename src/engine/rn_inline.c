@@ -535,7 +535,7 @@ void rn_inline_closed(rn_sock *s)
 	s->ep_id = 0;
 	s->ep_events = 0;
 	if (s->stream && s->stream->port->nwait)
-		rn_port_wake_waiters(s->stream->port);
+		rn_port_wake_sock(s->stream->port, s);
 	rn_host_unlock();
 }
 

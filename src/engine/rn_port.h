@@ -173,8 +173,14 @@ void rn_port_wait_left(rn_port *p, uint64_t now);
 /* The rail socket open under descriptor number fd with inode ino, or NULL (host lock). */
 rn_usock *rn_port_usock(int fd, uint64_t ino);
 
-/* Wakes every thread blocked inline on the port (a descriptor closed under them). */
+/* Wakes every thread blocked inline on the port (its sockets moved under them). */
 void rn_port_wake_waiters(rn_port *p);
+/*
+ * Wakes the threads blocked inline on socket s (its last descriptor closed
+ * under them): only those, not every waiter of a port that many
+ * connections share.
+ */
+void rn_port_wake_sock(rn_port *p, const struct rn_sock *s);
 /*
  * Wakes the threads blocked inline on the port whose connection has bytes,
  * its end or an error to read now (another thread read their datagrams),

@@ -194,6 +194,13 @@ void rn_port_wake_waiters(rn_port *p)
 		wake(w);
 }
 
+void rn_port_wake_sock(rn_port *p, const struct rn_sock *s)
+{
+	for (rn_waiter *w = p->waiters; w; w = w->next)
+		if (w->s == s)
+			wake(w);
+}
+
 /* Whether the read loop of w's thread (rn_inline_io.c) would end its wait now. */
 static int waiter_due(const rn_waiter *w)
 {
