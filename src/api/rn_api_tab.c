@@ -178,8 +178,10 @@ static void tab_plain_all(void)
 {
 	tab_lock();
 	for (int i = 0; i < g_tab.cap; i++)
-		if (g_tab.tab[i])
+		if (g_tab.tab[i]) {
 			__atomic_store_n(&g_tab.tab[i]->plain_writes, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&g_tab.tab[i]->shared, 1, __ATOMIC_RELAXED);
+		}
 	tab_unlock();
 }
 
@@ -348,6 +350,7 @@ void rn_api_note_plain(int fd)
 	s = rn_api_lookup(fd, &err);
 	if (s) {
 		__atomic_store_n(&s->plain_writes, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->shared, 1, __ATOMIC_RELAXED);
 		rn_sock_unref(s);
 	}
 }

@@ -75,6 +75,13 @@ typedef struct rn_sock {
 	int acc_err;               /* a connection refused (budget, descriptors): ri2n_accept says it once */
 	int queued;                /* (atomic) in its listener's accept queue */
 	/*
+	 * (atomic) Another process may hold the descriptor (a fork or spawn
+	 * since, or sent over SCM_RIGHTS: whatever marks plain_writes): a
+	 * listener's accept records may be read there, so the engine counts
+	 * them (rn_stream_prune_taken).  Sticky.
+	 */
+	int shared;
+	/*
 	 * ri2n_accept's turnstile: one thread of the process sleeps on the
 	 * listener's descriptor (acc_sleeper, under mu); the others wait their
 	 * turn on the futex word acc_turn, woken one at a time.  Else every

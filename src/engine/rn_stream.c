@@ -491,8 +491,13 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 		rn_ev_free(st->sock->watch_ev);
 		st->sock->watch_ev = NULL;
 	}
-	/* its record may have gone to a prefork worker: the engine's copy of A must go */
-	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock)
+	/*
+	 * Its record may have gone to a prefork worker: the engine's copy of A
+	 * must go.  Only a listener another process may hold has such readers
+	 * (else its records are this process's accepts', which dequeue them).
+	 */
+	if (__atomic_load_n(&st->sock->queued, __ATOMIC_RELAXED) && st->port->lsock &&
+	    __atomic_load_n(&st->port->lsock->shared, __ATOMIC_RELAXED))
 		rn_stream_prune_taken(st->port->lsock);
 
 	/* a rail appeared (rn_netlink.c): its paths are no longer its peer's monitor's */
