@@ -20,6 +20,9 @@ source "$NT_ROOT/tests/netns/tag.sh"
 NT_XFER=${RI2N_XFER:-$NT_ROOT/build/tools/ri2n-xfer}
 NT_DIR=$(mktemp -d /tmp/ri2n-netns.XXXXXX)
 [ "${NT_KEEP:-0}" = 1 ] && echo "NT_DIR=$NT_DIR" >&2
+# a test that ends before nt_init (a skip, say) leaves no directory either; nt_init's
+# traps replace this one and nt_cleanup removes it then
+trap '[ "${NT_KEEP:-0}" = 1 ] || rm -rf "$NT_DIR"' EXIT
 NT_PIDS=()
 NT_FAILED=0
 
