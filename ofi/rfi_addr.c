@@ -32,21 +32,6 @@ static long service_port(const char *service)
 	return v;
 }
 
-/* The node's address (port 0): numeric (either family), or a host name resolved. */
-static int node_addr(const char *node, rn_addr *out)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res = NULL;
-	rn_hsa sa;
-
-	if (getaddrinfo(node, NULL, &hints, &res) != 0 || !res)
-		return -FI_ENODATA;
-	memset(&sa, 0, sizeof(sa));
-	memcpy(&sa, res->ai_addr, res->ai_addrlen < sizeof(sa) ? res->ai_addrlen : sizeof(sa));
-	freeaddrinfo(res);
-	*out = rn_hsock_sa_addr(&sa);
-	return out->ip || out->v6 ? 0 : -FI_ENODATA;
-}
-
 /* The rail whose subnet holds a, or -1. */
 static int rail_for(const rn_rail_info *rails, int n, rn_addr a)
 {
@@ -57,6 +42,38 @@ static int rail_for(const rn_rail_info *rails, int n, rn_addr a)
 			return i;
 	}
 	return -1;
+}
+
+/*
+ * The node's address (port 0): numeric (either family), or a host name
+ * resolved.  Of a name's addresses, the first in one of our rails' subnets
+ * (a dual-stack host's IPv4 one where our rails are IPv4), else the first.
+ */
+static int node_addr(const char *node, const rn_rail_info *rails, int n, rn_addr *out)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM }, *res = NULL;
+
+	if (getaddrinfo(node, NULL, &hints, &res) != 0 || !res)
+		return -FI_ENODATA;
+	*out = (rn_addr){ 0 };
+	for (const struct addrinfo *r = res; r; r = r->ai_next) {
+		rn_hsa sa;
+		rn_addr a;
+
+		memset(&sa, 0, sizeof(sa));
+		memcpy(&sa, r->ai_addr, r->ai_addrlen < sizeof(sa) ? r->ai_addrlen : sizeof(sa));
+		a = rn_hsock_sa_addr(&sa);
+		if (!a.ip && !a.v6)
+			continue;
+		if (!out->ip && !out->v6)
+			*out = a;
+		if (rail_for(rails, n, a) >= 0) {
+			*out = a;
+			break;
+		}
+	}
+	freeaddrinfo(res);
+	return out->ip || out->v6 ? 0 : -FI_ENODATA;
 }
 
 /* Replaces *addr with the wire form of nm. */
@@ -101,7 +118,7 @@ int rfi_addr_fill(struct fi_info *fi, const rn_rail_info *rails, int nrails, con
 		rn_info("ri2n provider: fi_getinfo: service '%s' is not a port number", service);
 		return -FI_ENODATA;
 	}
-	if (node && node_addr(node, &ip) != 0) {
+	if (node && node_addr(node, rails, nrails, &ip) != 0) {
 		rn_info("ri2n provider: fi_getinfo: cannot resolve node '%s'", node);
 		return -FI_ENODATA;
 	}
