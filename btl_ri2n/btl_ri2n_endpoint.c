@@ -133,7 +133,6 @@ void rbtl_ep_free(mca_btl_ri2n_endpoint_t *ep)
 
 static void fail_ep(mca_btl_ri2n_endpoint_t *ep, const char *msg);
 
-/* One attempt: INIT to the next of the peer's rails we share a subnet with. */
 /* A peer's published rail address as a rail: the modex gives no prefix, so our socket's decides. */
 static rn_rail_addr peer_rail(const rn_addr *a)
 {
@@ -144,6 +143,7 @@ static rn_rail_addr peer_rail(const rn_addr *a)
 	return r;
 }
 
+/* One attempt: INIT to the next of the peer's rails we share a subnet with. */
 static void connect_attempt(mca_btl_ri2n_endpoint_t *ep, uint64_t now)
 {
 	mca_btl_ri2n_module_t *m = ep->mod;
@@ -236,14 +236,6 @@ void rbtl_ep_timers(mca_btl_ri2n_module_t *m, uint64_t now, int main)
 	}
 }
 
-static int addr_in(const rn_addr *set, int n, rn_addr a)
-{
-	for (int i = 0; i < n; i++)
-		if (rn_addr_eq(set[i], a))
-			return 1;
-	return 0;
-}
-
 /*
  * The endpoint of a process of our job that speaks to us from `from`: one
  * of the rail addresses it published in the modex.  Created (with those
@@ -257,9 +249,9 @@ static mca_btl_ri2n_endpoint_t *ep_admit(mca_btl_ri2n_module_t *m, opal_process_
 	int n;
 
 	if (ep && ep->npeer)
-		return addr_in(ep->peer, ep->npeer, from) ? ep : NULL;
+		return rn_addr_among(ep->peer, ep->npeer, from) ? ep : NULL;
 	n = rbtl_modex_addrs(m, name, addrs);
-	if (n == 0 || !addr_in(addrs, n, from))
+	if (n == 0 || !rn_addr_among(addrs, n, from))
 		return NULL;
 	ep = rbtl_ep_find(m, name, 1);
 	if (ep && ep->npeer == 0) {

@@ -64,6 +64,14 @@ static inline int rn_addr_eq(rn_addr a, rn_addr b)
 {
 	return a.port == b.port && rn_addr_same_host(&a, &b);
 }
+/* Whether a is one of set's n addresses (rn_addr_eq). */
+static inline int rn_addr_among(const rn_addr *set, int n, rn_addr a)
+{
+	for (int i = 0; i < n; i++)
+		if (rn_addr_eq(set[i], a))
+			return 1;
+	return 0;
+}
 /* Whether a holds no address (0.0.0.0, ::) or no port: nothing to send to. */
 int rn_addr_unset(rn_addr a);
 /* Whether an IPv6 address is link-local (fe80::/10); 0 for IPv4. */

@@ -97,6 +97,14 @@ void rn_engine_rail_addr(int rail, const rn_hlink_ev *e)
 	rn_hlink_give(e, &g.rails[rail]);
 }
 
+void rn_engine_rail_set(int rail, const rn_rail_info *r)
+{
+	g.rails[rail].ip = r->ip;
+	g.rails[rail].v6 = r->v6;
+	memcpy(g.rails[rail].ip6, r->ip6, sizeof(r->ip6));
+	g.rails[rail].prefix = r->prefix;
+}
+
 /* ---- commands ---- */
 
 static int run_cmd(rn_cmd *c)

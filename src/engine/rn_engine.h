@@ -99,6 +99,8 @@ int rn_engine_rails(const rn_rail_info **rails);
  * (either family; rn_netlink.c, under the host lock).
  */
 void rn_engine_rail_addr(int rail, const rn_hlink_ev *e);
+/* The same from another rail's record: rail takes r's address and prefix (a move, or back). */
+void rn_engine_rail_set(int rail, const rn_rail_info *r);
 
 /*
  * Wakes the engine to run what inline threads left it; coalesced until it

@@ -147,16 +147,6 @@ static void arm_again(void);
  * every connection's path on it takes the address (its peer hears it in a
  * RAILS) and is used again.  A port that cannot bind it yet is tried again.
  */
-/* The engine's rail i takes r's address. */
-static void set_addr(int i, const rn_rail_info *r)
-{
-	rn_hlink_ev e = { .type = RN_HLINK_ADDR_ADD, .ifindex = r->ifindex, .ip = r->ip,
-			  .prefix = r->prefix, .v6 = r->v6 };
-
-	memcpy(e.ip6, r->ip6, sizeof(e.ip6));
-	rn_engine_rail_addr(i, &e);
-}
-
 static void rail_move(int i)
 {
 	const rn_rail_info *rails;
@@ -165,7 +155,7 @@ static void rail_move(int i)
 
 	rn_engine_rails(&rails);
 	rn_rails_str(&g.from[i], was, sizeof(was));
-	set_addr(i, &g.to[i]);
+	rn_engine_rail_set(i, &g.to[i]);
 	rn_port_each_port(rail_port, &a);
 	if (a.again && ++g.tries[i] < AGAIN_TRIES) {
 		g.moved |= 1u << i;
@@ -176,7 +166,7 @@ static void rail_move(int i)
 		rn_warn("rail %d: cannot bind its new address: %s", i,
 			strerror(a.again ? EADDRNOTAVAIL : -a.err));
 		if (!a.conns) {
-			set_addr(i, &g.from[i]); /* still without its address: a later one may move it */
+			rn_engine_rail_set(i, &g.from[i]); /* still without its address: a later one may move it */
 			return;
 		}
 	}

@@ -75,23 +75,15 @@ void *rn_hmon_unreachable(rn_hmon *m, const rn_htab *tab, rn_conn *(*conn_of)(vo
 
 /* ---- whose rails ---- */
 
-static int addr_in(const rn_addr *set, int n, rn_addr a)
-{
-	for (int i = 0; i < n; i++)
-		if (rn_addr_eq(set[i], a))
-			return 1;
-	return 0;
-}
-
 int rn_hmon_rails_in(const rn_conn *c, const rn_addr *set, int n)
 {
 	rn_conn_stats st;
 
 	rn_conn_get_stats(c, &st);
-	if (!addr_in(set, n, rn_conn_peer(c)) || st.npaths == 0)
+	if (!rn_addr_among(set, n, rn_conn_peer(c)) || st.npaths == 0)
 		return 0;
 	for (int k = 0; k < st.npaths; k++)
-		if (!addr_in(set, n, st.rail[k].remote))
+		if (!rn_addr_among(set, n, st.rail[k].remote))
 			return 0;
 	return 1;
 }
