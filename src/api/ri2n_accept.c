@@ -29,6 +29,7 @@
 #include "rn_log.h"
 #include "rn_engine.h"
 #include "rn_events.h"
+#include "rn_handover.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
 #include "rn_port.h"
@@ -330,15 +331,32 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	return nfd;
 }
 
-int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags)
+int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags, int *owned)
 {
 	rn_accept_rec rec;
 	int afd, err = read_accept_rec(fd, &rec, &afd, 0);
+	rn_sock *ns;
 
+	*owned = 0;
 	if (!err && rec.tag == 'e')
 		err = rec.err ? rec.err : EMFILE; /* the listening process's engine refused one */
 	if (err)
 		return rn_api_fail(err);
+	/* the connection becomes this process's own if its owner hands it over (rn_handover.h) */
+	if (rn_handover_take(afd, &rec, &ns) == 0) {
+		int nfd = rn_stream_accept_fd(ns, flags & SOCK_CLOEXEC);
+
+		if (rn_api_tab_install(nfd, ns) == 0) {
+			if (flags & SOCK_NONBLOCK)
+				rn_sys_fcntl(nfd, F_SETFL, O_NONBLOCK);
+			*peer = rec.peer;
+			*owned = 1;
+			return nfd;
+		}
+		rn_sys_close(nfd);
+		rn_sock_unref(ns);
+		return rn_api_fail(ENOMEM);
+	}
 	if (!(flags & SOCK_CLOEXEC))
 		rn_sys_fcntl(afd, F_SETFD, 0);
 	if (flags & SOCK_NONBLOCK)

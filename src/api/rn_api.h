@@ -13,13 +13,14 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 /*
  * accept on a ri2n listener this process inherited (fork) and does not know
  * (rn_api_accept says ENOTSOCK): a connection the listening process's engine
- * queued, as a descriptor that engine serves (plain read/write/poll, while
- * that process lives); its peer in *peer (either family).  flags as
- * accept4's.  The descriptor, or -1 with errno (EAGAIN, EINVAL: not a ri2n
- * listener).
+ * queued.  The connection is this process's own if the listening process
+ * hands it over (*owned 1: a ri2n socket, rn_handover.h), else a
+ * descriptor that engine serves (plain read/write/poll, while that process
+ * lives).  Its peer in *peer (either family).  flags as accept4's.  The
+ * descriptor, or -1 with errno (EAGAIN, EINVAL: not a ri2n listener).
  */
 #include <netinet/in.h>
-int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags);
+int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags, int *owned);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 /*

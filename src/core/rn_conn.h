@@ -286,6 +286,12 @@ int rn_conn_init_path(rn_conn *c, rn_rail *r, int li, const rn_rail_addr *l, int
  */
 int rn_conn_add_path(rn_conn *c, int li, const rn_rail_addr *l, int ri, const rn_rail_addr *m,
 		     uint64_t now_ns);
+/*
+ * rn_conn_rails.c: every local rail has a new address at once (local[i] for
+ * rail i, n = nlocal: a connection handed to another process, rn_conn_move.c);
+ * the peer hears it in one RAILS.  0, RN_ERR_STATE or RN_ERR_INVAL.
+ */
+int rn_conn_rails_moved(rn_conn *c, uint64_t now_ns, const rn_rail_addr *local, int n);
 /* rn_conn_rails.c: a RAILS or RAILS_ACK arrived; whether a RAILS copy is owed and its payload. */
 void rn_conn_recv_rails(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
 void rn_conn_recv_rails_ack(rn_conn *c, const rn_pkt *p);

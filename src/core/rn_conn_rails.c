@@ -173,12 +173,9 @@ int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_
 	return 0;
 }
 
-int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a)
+/* Local rail i's address is a now: its paths go from there. */
+static int set_local(rn_conn *c, int local_rail, const rn_rail_addr *a)
 {
-	RN_OWNED(c);
-	rn_peer_sync(c, now_ns);
-	if (c->state != RN_ST_ESTABLISHED)
-		return RN_ERR_STATE;
 	if (local_rail < 0 || local_rail >= c->nlocal || !rn_addr_rail_valid(a) ||
 	    a->v6 != c->local[local_rail].v6)
 		return RN_ERR_INVAL;
@@ -192,7 +189,34 @@ int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_ra
 		if (c->peer_m.p)
 			c->peer_m.p->rail[k].local = r->local; /* the other members follow as told */
 	}
-	announce(c, now_ns);
+	return 0;
+}
+
+int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a)
+{
+	int rc;
+
+	RN_OWNED(c);
+	rn_peer_sync(c, now_ns);
+	if (c->state != RN_ST_ESTABLISHED)
+		return RN_ERR_STATE;
+	rc = set_local(c, local_rail, a);
+	if (rc == 0)
+		announce(c, now_ns);
+	return rc;
+}
+
+int rn_conn_rails_moved(rn_conn *c, uint64_t now_ns, const rn_rail_addr *local, int n)
+{
+	RN_OWNED(c);
+	if (c->state != RN_ST_ESTABLISHED || n != c->nlocal)
+		return RN_ERR_STATE;
+	for (int i = 0; i < n; i++)
+		if (set_local(c, i, &local[i]) != 0)
+			return RN_ERR_INVAL;
+	/* one RAILS on every path, from the link state's timer (now), resent until acknowledged */
+	c->rails.version++;
+	rn_timer_on_link_state_changed(c, now_ns);
 	return 0;
 }
 
@@ -214,8 +238,13 @@ static void remote_moved(rn_conn *c, int i, const rn_rail_addr *m, uint64_t now_
 		r->remote.scope = rn_addr_link_local(r->remote) ? l->scope : 0;
 		r->validated = c->cfg.keyed;
 		c->probe.hb_pending |= 1u << k;
-		if (c->peer_m.p)
-			c->peer_m.p->rail[k].remote = r->remote;
+		/* what went to the old address is not coming back: sent again at once */
+		rn_conn_lose_rail(c, k, now_ns);
+		/*
+		 * Not the peer's record: the other members may still send to
+		 * the old address (only this connection went to another
+		 * process).  Its driver sees it no longer matches its peer.
+		 */
 	}
 	rn_timer_on_link_state_changed(c, now_ns);
 }

@@ -522,7 +522,7 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	rn_pkt p;
 	rn_rail *r;
 	uint64_t named = rn_wire_peek_sreset(pkt, len);
-	int rc;
+	int rc, moved;
 
 	RN_OWNED(c);
 	/*
@@ -559,13 +559,35 @@ int rn_conn_recv(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr from,
 	if (p.path >= c->npaths)
 		return drop(c, RN_DROP_SOURCE);
 	r = &c->rail[p.path];
-	if (r->local_rail != local_rail || !rn_addr_eq(from, r->remote))
+	moved = !rn_addr_eq(from, r->remote);
+	if (r->local_rail != local_rail || (moved && p.type != RN_PT_RAILS))
 		return drop(c, RN_DROP_SOURCE);
 	if ((p.flags & RN_F_ACK) && !rn_conn_ack_valid(c, &p))
 		return drop(c, RN_DROP_WINDOW);
 	/* before anything is counted or acted on: a recording proves nothing */
 	if (!fresh(c, p.ts, now_ns))
 		return drop(c, RN_DROP_REPLAY);
+	/*
+	 * From elsewhere (a RAILS, else dropped above): taken if it moves the path
+	 * there (the peer's sockets all changed at once: a connection handed
+	 * to another process, docs/PROTOCOL.md), which nothing from the old
+	 * address could announce.
+	 */
+	if (moved) {
+		rn_addr was[RN_MAX_RAILS];
+		uint32_t gone = 0;
+
+		for (int k = 0; k < c->npaths; k++)
+			was[k] = c->rail[k].remote;
+		rn_conn_recv_rails(c, &p, now_ns);
+		if (!rn_addr_eq(from, r->remote))
+			return drop(c, RN_DROP_SOURCE);
+		/* the peer is there, it said so from there: no heartbeat need prove it */
+		for (int k = 0; k < c->npaths; k++)
+			if (!rn_addr_eq(was[k], c->rail[k].remote))
+				gone |= 1u << k;
+		c->probe.hb_pending &= ~gone;
+	}
 	if (c->state == RN_ST_COOKIE_SENT)
 		establish(c, now_ns);
 

@@ -424,6 +424,26 @@ int rn_conn_rail_add(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_
  */
 int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_rail_addr *a);
 
+/*
+ * A connection handed to another process (rn_conn_move.c): a fresh server
+ * connection (established, nothing of ours written, every byte of the
+ * peer's read, no FIN, rails and keys as the handshake made them) written
+ * into buf, rn_conn_move_size() bytes.  Returns that size, RN_ERR_STATE
+ * (not fresh: it stays where it is) or RN_ERR_NOBUF.  c is left as it was:
+ * the caller frees it (rn_conn_del: nothing is sent) once the taker has it.
+ */
+size_t rn_conn_move_size(void);
+ssize_t rn_conn_export(const rn_conn *c, void *buf, size_t cap);
+/*
+ * The taker's side: the connection again, on its own rails `local` (the
+ * same addresses as the owner's, in the same order, other ports), which it
+ * announces to the peer at once (a RAILS, as rn_conn_rail_readdr).  0,
+ * RN_ERR_INVAL (not an exported connection, or other rails) or
+ * RN_ERR_NOMEM.
+ */
+int rn_conn_import(rn_conn **out, const void *buf, size_t len, const rn_rail_addr *local,
+		   int nlocal, const rn_env *env, uint64_t now_ns);
+
 /* Reports that nothing listens at the address the INIT went to (ICMP). */
 void rn_conn_refused(rn_conn *c, uint64_t now_ns);
 

@@ -337,6 +337,25 @@ int rn_crypt_init(rn_crypt *cr, const uint8_t cluster_key[RN_AEAD_KEY_LEN], int 
 	return 0;
 }
 
+int rn_crypt_counts_get(const rn_crypt *cr, rn_crypt_counts *out)
+{
+	if (cr->tx_epoch != 0 || cr->rx_epoch != 0 || !cr->rx[0].ready || cr->rx[0].epoch != 0)
+		return RN_ERR_STATE;
+	out->tx_count = cr->tx_count;
+	out->tx_epoch_ns = cr->tx_epoch_ns;
+	out->rx_top = cr->rx[0].top;
+	memcpy(out->seen, cr->rx[0].seen, sizeof(out->seen));
+	return 0;
+}
+
+void rn_crypt_counts_set(rn_crypt *cr, const rn_crypt_counts *in)
+{
+	cr->tx_count = in->tx_count;
+	cr->tx_epoch_ns = in->tx_epoch_ns;
+	cr->rx[0].top = in->rx_top;
+	memcpy(cr->rx[0].seen, in->seen, sizeof(cr->rx[0].seen));
+}
+
 void rn_crypt_free(rn_crypt *cr)
 {
 	rn_aead_free(&cr->tx);

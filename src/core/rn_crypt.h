@@ -110,6 +110,24 @@ typedef struct rn_crypt {
 	uint64_t tx_rekeys, rx_rekeys;      /* epochs begun each way */
 } rn_crypt;
 
+/*
+ * A connection's packet numbers while both directions are in their first
+ * epoch: what another process needs to go on with the same keys (a
+ * connection handed over, rn_conn_move.c), never reusing a nonce and
+ * refusing what was accepted here.
+ */
+typedef struct rn_crypt_counts {
+	uint32_t tx_count;
+	uint64_t tx_epoch_ns;
+	uint32_t rx_top;
+	uint64_t seen[RN_CRYPT_WINDOW / 64];
+} rn_crypt_counts;
+
+/* 0 with *out filled, or RN_ERR_STATE once either direction rekeyed. */
+int rn_crypt_counts_get(const rn_crypt *cr, rn_crypt_counts *out);
+/* Sets them on keys just derived by rn_crypt_init from the same handshake. */
+void rn_crypt_counts_set(rn_crypt *cr, const rn_crypt_counts *in);
+
 /* rn_crypt_init's modes; both ends must choose the same (they are mixed into the keys). */
 enum {
 	RN_CRYPT_AUTH_ONLY = 1, /* AES-GMAC: the body authenticated, not encrypted */

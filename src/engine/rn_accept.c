@@ -22,6 +22,7 @@
 
 #include "rn_knobs.h"
 #include "rn_events.h"
+#include "rn_handover.h"
 #include "rn_inline.h"
 #include "rn_log.h"
 #include "rn_pairname.h"
@@ -148,6 +149,8 @@ static int make_pair(rn_sock *s)
 static int send_accept_rec(int eng_fd, const rn_sock *ns)
 {
 	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
+
+	rn_handover_fill_rec(&rec, ns->stream);
 	struct iovec iov = { &rec, sizeof(rec) };
 	union {
 		struct cmsghdr h;
@@ -212,6 +215,35 @@ void rn_stream_prune_taken(rn_sock *ls)
 		rn_sock_unref(gone);
 		gone = next;
 	}
+}
+
+void rn_stream_unqueue(rn_sock *ls, rn_sock *ns)
+{
+	rn_sock **pp;
+	int found = 0;
+
+	pthread_mutex_lock(&ls->mu);
+	for (pp = &ls->accq_head; *pp; pp = &(*pp)->acc_next) {
+		if (*pp != ns)
+			continue;
+		*pp = ns->acc_next;
+		if (ls->accq_tail == ns) {
+			ls->accq_tail = NULL;
+			for (rn_sock *q = ls->accq_head; q; q = q->acc_next)
+				ls->accq_tail = q;
+		}
+		ls->accq_len--;
+		ns->acc_next = NULL;
+		__atomic_store_n(&ns->queued, 0, __ATOMIC_RELAXED);
+		found = 1;
+		break;
+	}
+	pthread_mutex_unlock(&ls->mu);
+	if (!found)
+		return;
+	rn_fd_disown(ns->user_fd);
+	rn_sys_close(ns->user_fd); /* raw: the taker holds its own copy */
+	rn_sock_unref(ns);
 }
 
 static int queue_len_full(rn_sock *ls)

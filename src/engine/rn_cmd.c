@@ -21,6 +21,7 @@
 #include <sodium/utils.h>
 
 #include "rn_events.h"
+#include "rn_handover.h"
 #include "rn_inline.h"
 #include "rn_ev.h"
 #include "rn_log.h"
@@ -200,6 +201,7 @@ int rn_stream_cmd_listen(rn_sock *s)
 	}
 	s->port->lis = l;
 	s->port->lsock = s;
+	rn_handover_owner_init(); /* without it, a worker's accepts are served through the descriptor */
 	rn_sock_ref(s); /* the listener's */
 	/* the user's end is never written to by ri2n: drop what held it back */
 	pthread_mutex_lock(&s->mu);

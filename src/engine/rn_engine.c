@@ -18,6 +18,7 @@
 
 #include "ri2n.h"
 #include "rn_henv.h"
+#include "rn_handover.h"
 #include "rn_events.h"
 #include "rn_inline.h"
 #include "rn_knobs.h"
@@ -122,6 +123,10 @@ static int run_cmd(rn_cmd *c)
 		return rn_stream_cmd_stats(c->s, c->arg);
 	case RN_CMD_PENDING:
 		return rn_stream_cmd_pending(c->arg ? *(int *)c->arg : 0);
+	case RN_CMD_TAKE_PORT:
+		return rn_handover_cmd_port(c->arg);
+	case RN_CMD_TAKE_IMPORT:
+		return rn_handover_cmd_import(c->s, c->arg);
 	default:
 		return -EINVAL;
 	}
@@ -412,6 +417,7 @@ static int configure(void)
 	char why[256];
 	int mtu, rc;
 
+	rn_knobs_snapshot();
 	rn_config_default(&g.cfg);
 	/* a listed interface without an address yet waits for one (rn_netlink.c) */
 	g.nrails = rn_rails_discover_any(g.rails, RN_MAX_RAILS, rn_proc_text(RN_PROC_RAILS), why,
@@ -468,6 +474,7 @@ static void atfork_child(void)
 	rn_netlink_forget();
 	rn_inline_forget();
 	rn_etimer_forget();
+	rn_handover_forget();
 	g_kicked = 0;
 	pthread_mutex_unlock(&g.mu);
 	rn_host_fork_release();

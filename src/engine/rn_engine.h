@@ -41,6 +41,12 @@ typedef struct rn_accept_rec {
 	char tag;                /* 'a'; 'e': no connection, ri2n_accept fails once with err */
 	rn_hsa peer;             /* the connection's peer */
 	int err;                 /* 'e': EMFILE or ENOBUFS (the connection budget, memory) */
+	/* 'a': who may hand the connection over to the reader (rn_handover.h); owner 0: nobody */
+	pid_t owner;
+	uint16_t port;           /* the listening port */
+	uint32_t mask;           /* its engine rails */
+	uint64_t id;             /* the connection's id there */
+	uint8_t token[16];       /* proof of having read this record */
 } rn_accept_rec;
 
 enum rn_cmd_type {
@@ -50,6 +56,8 @@ enum rn_cmd_type {
 	RN_CMD_CONNECT,
 	RN_CMD_STATS,
 	RN_CMD_PENDING, /* at exit: connections owing, open, reset (arg: int *, RN_EXIT_*) */
+	RN_CMD_TAKE_PORT,   /* a taker's rail sockets (rn_handover.h) */
+	RN_CMD_TAKE_IMPORT, /* a connection handed over becomes this engine's */
 };
 
 /*

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ri2n.h"
+#include "rn_handover.h"
 #include "rn_ev.h"
 #include "rn_knobs.h"
 #include "rn_log.h"
@@ -184,6 +185,7 @@ static void port_free(rn_port *p)
 		}
 	}
 	rn_htab_free(&p->tab);
+	rn_handover_free(p);
 	if (p->lis)
 		rn_listener_wipe(p->lis);
 	free(p->lis);
@@ -448,6 +450,9 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 
 	if (!p->lis)
 		return -1;
+	/* a connection another process took over: its peer moves there in a round trip */
+	if (rn_handover_is_moved(p, rn_wire_peek_dst(d, len), at))
+		return 0;
 	/*
 	 * Only a COOKIE_ECHO can accept, which makes events: an inline thread
 	 * answers the rest (an INIT's cookie, a stateless reset) itself, with

@@ -74,6 +74,7 @@ typedef struct rn_port {
 	uint64_t turn_ns;       /* mean time from a wait's end to the next one (rn_handoff.h) */
 	uint64_t check_ns;      /* the fallback's period while threads keep the port (rn_handoff.h) */
 	rn_etimer fallback;     /* the hand-off's look (rn_port_handoff.c) */
+	struct rn_moved *moved; /* connections handed to other processes (rn_handover.h) */
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;
 	int ndef;

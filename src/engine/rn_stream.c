@@ -30,6 +30,7 @@
 #include "rn_log.h"
 #include "rn_pairname.h"
 #include "rn_stream.h"
+#include "rn_handover.h"
 #include "rn_stream_int.h"
 #include "rn_sys.h"
 
@@ -222,6 +223,8 @@ static void record_end(rn_stream *st)
 	pthread_mutex_unlock(&s->mu);
 }
 
+static void stream_release(rn_stream *st);
+
 static void stream_free(rn_stream *st)
 {
 	rn_sock *s = st->sock;
@@ -240,6 +243,34 @@ static void stream_free(rn_stream *st)
 	 * return 0, writes fail with EPIPE), as after TCP's RST in CLOSE_WAIT
 	 */
 	close_user_end(st, err != 0 && st->connected && !st->eof_sent);
+	stream_release(st);
+}
+
+/*
+ * Another process took st over (rn_handover.c), with end B: st goes
+ * without a word to the peer or the user, its id remembered so that what
+ * still arrives for it is dropped, not answered with a reset.
+ */
+void rn_stream_moved(rn_stream *st, uint64_t now)
+{
+	rn_sock *s = st->sock;
+
+	rn_handover_moved(st->port, st->id, now);
+	if (__atomic_load_n(&s->queued, __ATOMIC_RELAXED) && st->port->lsock)
+		rn_stream_unqueue(st->port->lsock, s);
+	pthread_mutex_lock(&s->mu);
+	s->stream = NULL;
+	__atomic_store_n(&s->kind, RN_SK_DEAD, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->mu);
+	close_user_end(st, 0); /* our copy of B: the taker holds its own */
+	stream_release(st);
+}
+
+/* What every stream's end frees, after its user's end is dealt with. */
+static void stream_release(rn_stream *st)
+{
+	rn_sock *s = st->sock;
+
 	if (s->watch_ev) {
 		rn_ev_free(s->watch_ev);
 		s->watch_ev = NULL;
@@ -500,9 +531,15 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	    __atomic_load_n(&st->port->lsock->shared, __ATOMIC_RELAXED))
 		rn_stream_prune_taken(st->port->lsock);
 
-	/* a rail appeared (rn_netlink.c): its paths are no longer its peer's monitor's */
-	if (rn_conn_peer_of(st->conn) && !rn_peer_matches(rn_conn_peer_of(st->conn), st->conn))
+	/*
+	 * A rail appeared (rn_netlink.c), or the peer's moved (another process
+	 * took the connection over): its paths are no longer its peer's
+	 * monitor's; it joins the one of its rails now.
+	 */
+	if (rn_conn_peer_of(st->conn) && !rn_peer_matches(rn_conn_peer_of(st->conn), st->conn)) {
 		leave_peer(st);
+		st->peer_tried = 0;
+	}
 	join_peer(st, now);
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */

@@ -55,6 +55,7 @@ typedef struct rn_stream {
 	uint64_t held_ns;        /* when they were first reported, or the program last read some */
 	struct rn_stream *held_next;
 	char name[RN_ADDR_STRLEN]; /* "198.18.1.2:7000", "[2001:2::2]:7000", for logs */
+	uint8_t token[16];       /* accepted: its accept record's proof (rn_handover.c) */
 } rn_stream;
 
 /*
@@ -131,6 +132,12 @@ typedef struct rn_stream_info {
 
 void rn_stream_get_info(struct rn_stream *st, rn_stream_info *out);
 
+/*
+ * Another process took st over with end B (rn_handover.c): st goes without
+ * a word to its peer or its user, and what still arrives for it is dropped
+ * (host lock).
+ */
+void rn_stream_moved(struct rn_stream *st, uint64_t now);
 /* After fork, in the child: forget the parent's streams, closing only fds. */
 void rn_stream_forget_all(void);
 

@@ -42,6 +42,8 @@ void rn_stream_budget_give(rn_stream *st);
 void rn_stream_refuse(rn_port *p, const rn_accept_params *ap, int err, uint64_t now);
 /* Listener ls: queued connections another process took are let go. */
 void rn_stream_prune_taken(rn_sock *ls);
+/* ns left listener ls's accept queue for another process: the engine's copy of A goes. */
+void rn_stream_unqueue(rn_sock *ls, rn_sock *ns);
 /* Listener ls closed: the connections waiting for accept are reset. */
 void rn_stream_drop_accept_queue(rn_sock *ls);
 

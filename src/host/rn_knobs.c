@@ -103,16 +103,57 @@ const char *rn_knob_unit(const rn_knob *k)
 }
 
 /* Knob env's text: the environment's when set and not empty, else the file's. */
-static const char *knob_text(const char *env)
+/*
+ * The RI2N_ variables of the environment the process was configured from
+ * (rn_knobs_snapshot), for its forked children: a server may empty its
+ * workers' environment (nginx keeps only TZ), and a worker must go on with
+ * the rails and knobs its listener was made with.
+ */
+static char **g_snap;
+static pid_t g_snap_pid;
+
+void rn_knobs_snapshot(void)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+
+	if (g_snap)
+		return; /* taken, here or in a parent */
+	for (char **e = environ; e && *e; e++)
+		n += strncmp(*e, "RI2N_", 5) == 0;
+	g_snap = calloc(n + 1, sizeof(*g_snap));
+	if (!g_snap)
+		return;
+	for (char **e = environ; e && *e && k < n; e++)
+		if (strncmp(*e, "RI2N_", 5) == 0 && (g_snap[k] = strdup(*e)))
+			k++;
+	g_snap_pid = getpid();
+}
+
+/* env's value: the environment's, else (in a forked child) the parent's snapshot's. */
+static const char *env_text(const char *env)
 {
 	const char *s = getenv(env);
+	size_t n = strlen(env);
+
+	if (s || !g_snap || g_snap_pid == getpid())
+		return s;
+	for (char **e = g_snap; *e; e++)
+		if (strncmp(*e, env, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+static const char *knob_text(const char *env)
+{
+	const char *s = env_text(env);
 
 	return s && *s ? s : rn_conf_get(env, NULL);
 }
 
 int rn_knob_origin(const char *env, int *line)
 {
-	const char *s = getenv(env);
+	const char *s = env_text(env);
 
 	if (s && *s)
 		return RN_FROM_ENV;
@@ -279,7 +320,7 @@ int rn_knobs_key_from_env(rn_config *cfg)
 	/* set but empty is an unusable key too (not rn_proc_text): refused, never ignored */
 	const char *key = rn_proc_knobs[RN_PROC_KEY].env;
 	const char *key_file = rn_proc_knobs[RN_PROC_KEY_FILE].env;
-	const char *s = getenv(key), *file = getenv(key_file);
+	const char *s = env_text(key), *file = env_text(key_file);
 	int line = 0;
 
 	if (s && file) {

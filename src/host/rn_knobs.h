@@ -52,6 +52,13 @@ typedef struct rn_knob_from {
  */
 int rn_knob_origin(const char *env, int *line);
 /*
+ * Keeps the environment's RI2N_ variables as they are now, once per process
+ * image: a forked child whose environment lost one (nginx empties its
+ * workers') reads the parent's value from then on.  The engine takes it
+ * when it first configures.
+ */
+void rn_knobs_snapshot(void);
+/*
  * RN_PROC_LIST(X): the knobs of a process, environment variables the core
  * never sees (some also a socket option the API applies), one row each:
  *
@@ -97,6 +104,11 @@ int rn_knob_origin(const char *env, int *line);
 	  "client's connect fails with `ECONNREFUSED`), counted as `refused` on the "       \
 	  "listener in `ri2n-stat`, logged at most once a second, and the next "            \
 	  "`ri2n_accept` fails with `EMFILE` (`ENOBUFS` when memory ran out); 0: the default") \
+	X(HANDOVER, INT, 1, 0, 1, ENV, "1",                                                 \
+	  "a process that accepts on a listening socket it inherited (a prefork worker) "   \
+	  "takes a fresh connection over from the process that listens, and drives it "     \
+	  "itself; `0`: the listening process's engine serves it through the descriptor "   \
+	  "(docs/PROTOCOL.md, \"Handing a connection over\")")                             \
 	X(STAT_MS, INT, 250, 0, 3600000, ENV, "250",                                        \
 	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "  \
 	  "OPERATIONS.md")                                                                  \

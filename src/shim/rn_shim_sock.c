@@ -498,7 +498,7 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 	socklen_t fl = sizeof(from), ll = sizeof(local);
 	rn_shim_ent ne = { .kind = RN_SHIM_RI2N, .family = e->family };
 	char as[80];
-	int nfd;
+	int nfd, owned = 0;
 
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) {
 		errno = EINVAL;
@@ -511,7 +511,24 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 		 * connection comes with its record; the listening process's
 		 * engine serves it, through the descriptor, while that lives.
 		 */
-		nfd = rn_api_accept_inherited(fd, &from, flags);
+		nfd = rn_api_accept_inherited(fd, &from, flags, &owned);
+		if (nfd >= 0 && owned) {
+			/* handed over by the listening process: as if accepted here */
+			memcpy(ne.opt, e->opt, sizeof(ne.opt));
+			ne.nopt = e->nopt;
+			rn_shim_opt_replay(nfd, &ne);
+			ne.peer = from;
+			ne.have_peer = 1;
+			ne.local = e->local;
+			ne.have_local = e->have_local;
+			rn_shim_tab_set(nfd, &ne);
+			if (addr && len)
+				rn_shim_addr_put(e->family, &from, addr, len);
+			rn_shim_log("fd %d: accepted %s over ri2n on fd %d (a listener inherited: "
+				    "handed over by its listening process)", fd,
+				    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
+			return nfd;
+		}
 		if (nfd >= 0) {
 			ne.peer = from;
 			ne.have_peer = 1;
