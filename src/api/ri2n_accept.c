@@ -325,6 +325,7 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		rn_sock_unref(ns);
 		return rn_api_fail(ENOMEM);
 	}
+	__atomic_store_n(&ns->in_app, 1, __ATOMIC_RELAXED); /* a forked child asks once it is closed here */
 	pthread_mutex_lock(&ns->mu);
 	rn_api_put_addr(&ns->peer, addr, len);
 	pthread_mutex_unlock(&ns->mu);
@@ -343,7 +344,7 @@ int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags, int *owned)
 	if (err)
 		return rn_api_fail(err);
 	/* the connection becomes this process's own if its owner hands it over (rn_handover.h) */
-	if (rn_handover_take(afd, &rec, &ns) == 0) {
+	if (rn_handover_take(afd, &rec.from, &ns) == 0) {
 		int nfd = rn_stream_accept_fd(ns, flags & SOCK_CLOEXEC);
 
 		if (rn_api_tab_install(nfd, ns) == 0) {

@@ -37,6 +37,7 @@
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_log.h"
+#include "rn_handover.h"
 #include "rn_engine.h"
 #include "rn_events.h"
 #include "rn_inline.h"
@@ -235,6 +236,12 @@ static void drain_at_exit(void)
 	 * whole linger (1 s) made every exit a second late.
 	 */
 	wait_pending(RN_EXIT_OWED, linger_ms);
+}
+
+void rn_api_drain_taken(void)
+{
+	if (rn_handover_took())
+		drain_at_exit();
 }
 
 int ri2n_socket(void)

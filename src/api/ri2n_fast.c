@@ -154,7 +154,7 @@ static ssize_t send_fast(int fd, int known, const struct iovec *iov, int iovcnt,
 	ssize_t rc;
 
 	rn_api_sig_sweep(); /* bytes handlers wrote go before ours */
-	s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	s = rn_api_lookup_data(fd, known, &err);
 	*handled = s != NULL;
 	if (!s)
 		return rn_api_fail(err);
@@ -186,7 +186,7 @@ static ssize_t recv_fast(int fd, int known, const struct iovec *iov, int iovcnt,
 			 int *handled)
 {
 	int err = ENOTSOCK;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s = rn_api_lookup_data(fd, known, &err);
 	ssize_t rc;
 
 	*handled = s != NULL;

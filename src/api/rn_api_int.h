@@ -18,6 +18,13 @@ rn_sock *rn_api_lookup(int fd, int *err);
 /* The same without checking that fd still is that open file (see ri2n_api.c). */
 rn_sock *rn_api_lookup_known(int fd);
 /*
+ * The lookup of the data calls (known: rn_api_lookup_known's, else
+ * rn_api_lookup's): in a forked child, a connection its parent accepted
+ * becomes the child's own at the first such call (rn_handover_take), once
+ * the parent no longer holds it.
+ */
+rn_sock *rn_api_lookup_data(int fd, int known, int *err);
+/*
  * Whether the table holds number fd (it may be stale: the number closed and
  * reused); lock-free, no system call.
  */

@@ -23,6 +23,7 @@
 #include "rn_api.h"
 #include "rn_api_int.h"
 #include "rn_engine.h"
+#include "rn_handover.h"
 #include "rn_inline.h"
 #include "rn_sandbox.h"
 #include "rn_sig.h"
@@ -185,17 +186,117 @@ static void tab_plain_all(void)
 	tab_unlock();
 }
 
+/*
+ * A forked child's inherited connections (tab_forget): each becomes the
+ * child's own at its first call here (rn_handover_take), as a forking
+ * server's child takes over the connection its parent accepted; until then
+ * (and if its parent keeps it) the parent's engine serves it through the
+ * descriptor.  Their numbers stay marked, so that the data calls ask.
+ */
+typedef struct inherited {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	rn_take_from from;
+	int tries;         /* asked while the parent still held it (EBUSY) */
+	uint64_t next_ns;  /* ...and not again before this */
+} inherited;
+
+#define INH_TRIES 10   /* 1 ms, doubling: about a second after the first data call */
+static inherited *g_inh; /* (g_tab.mu) */
+static int g_ninh;
+
 static void tab_forget(void)
 {
+	pid_t parent = getppid();
+	int n = 0;
+
 	/* a forked child: the parent's sockets are the parent engine's business */
+	free(g_inh);
+	g_inh = NULL;
+	g_ninh = 0;
+	for (int i = 0; i < g_tab.cap; i++)
+		n += g_tab.tab[i] && g_tab.tab[i]->take_port && g_tab.tab[i]->kind == RN_SK_CONNECTED;
+	if (n && (g_inh = calloc((size_t)n, sizeof(*g_inh))) != NULL) {
+		for (int i = 0; i < g_tab.cap; i++) {
+			rn_sock *s = g_tab.tab[i];
+
+			if (!s || !s->take_port || s->kind != RN_SK_CONNECTED)
+				continue;
+			g_inh[g_ninh++] = (inherited){
+				.fd = i, .dev = s->dev, .ino = s->ino,
+				.from = { .owner = parent, .port = s->take_port, .mask = s->take_mask,
+					  .id = s->take_id, .peer = s->peer } };
+		}
+	}
 	g_tab.tab = NULL;
 	g_tab.gen = NULL;
 	g_tab.cap = 0;
 	for (int i = 0; i < MARK_PAGES; i++)
 		if (g_mark[i])
 			memset(g_mark[i], 0, 2 * MARK_WORDS * sizeof(uint64_t));
+	for (int i = 0; i < g_ninh; i++)
+		mark(g_inh[i].fd, 1);
 	g_sig_any = 0;
 	pthread_mutex_init(&g_tab.mu, NULL);
+}
+
+/*
+ * fd, not in the table, may be a connection this forked child inherited:
+ * taken over now, it is (the caller's reference).  Else NULL, and fd is
+ * the descriptor it was.
+ */
+static rn_sock *take_inherited(int fd)
+{
+	inherited e = { .fd = -1 };
+	uint64_t now = rn_now_ns();
+	struct stat sb;
+	rn_sock *s = NULL;
+	int rc = -EBADF;
+
+	tab_lock();
+	for (int i = 0; i < g_ninh; i++) {
+		if (g_inh[i].fd != fd || now < g_inh[i].next_ns)
+			continue;
+		e = g_inh[i];
+		g_inh[i] = g_inh[--g_ninh];
+		break;
+	}
+	tab_unlock();
+	if (e.fd < 0)
+		return NULL;
+	if (rn_sys_fstat(fd, &sb) == 0 && sb.st_dev == e.dev && sb.st_ino == e.ino)
+		rc = rn_handover_take(fd, &e.from, &s);
+	if (rc == 0) {
+		if (rn_api_tab_install(fd, s) == 0) {
+			rn_sock_ref(s); /* the table's, and the caller's */
+			return s;
+		}
+		rn_sock_unref(s); /* no room to keep it: it dies with the reference */
+		return NULL;
+	}
+	tab_lock();
+	if (rc == -EBUSY && ++e.tries < INH_TRIES) {
+		/* the parent still holds it: asked again at a later call (the slot is free) */
+		e.next_ns = now + (UINT64_C(1000000) << e.tries);
+		g_inh[g_ninh++] = e;
+	} else {
+		mark(fd, 0);
+	}
+	tab_unlock();
+	return NULL;
+}
+
+rn_sock *rn_api_lookup_data(int fd, int known, int *err)
+{
+	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, err);
+
+	/* not in a handler, nor in a data call a handler interrupted (the lock-free way there) */
+	if (!s && __atomic_load_n(&g_ninh, __ATOMIC_RELAXED) && !rn_sig_in_handler() &&
+	    rn_sig_t_calls <= 1 &&
+	    (s = take_inherited(fd)) != NULL)
+		return s;
+	return s;
 }
 
 int rn_api_tab_install(int fd, rn_sock *s)

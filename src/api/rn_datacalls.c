@@ -358,6 +358,26 @@ RN_DC_API FILE *popen(const char *cmd, const char *mode)
 	return REAL->popen(cmd, mode);
 }
 
+/*
+ * A process that took connections over from another (a forking server's
+ * child, rn_handover.h) owns their delivery: the kernel would go on sending
+ * a TCP socket's bytes after _exit, ri2n's engine dies with the process.
+ * So _exit and _Exit there wait for delivery as exit does (Python's
+ * socketserver children leave through os._exit right after the close).
+ * Elsewhere they are libc's, at once.
+ */
+RN_DC_API void _exit(int status)
+{
+	rn_api_drain_taken();
+	REAL->_exit(status);
+}
+
+RN_DC_API void _Exit(int status)
+{
+	rn_api_drain_taken();
+	REAL->_Exit(status);
+}
+
 /* glibc's fork without the fork handlers: ri2n_api.c's would not run. */
 RN_DC_API pid_t _Fork(void)
 {

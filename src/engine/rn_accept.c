@@ -150,7 +150,7 @@ static int send_accept_rec(int eng_fd, const rn_sock *ns)
 {
 	rn_accept_rec rec = { .tag = 'a', .peer = ns->peer };
 
-	rn_handover_fill_rec(&rec, ns->stream);
+	rn_handover_fill(&rec.from, ns);
 	struct iovec iov = { &rec, sizeof(rec) };
 	union {
 		struct cmsghdr h;
@@ -323,6 +323,9 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	st->connected = 1;
 	st->server = 1;
 	ns->stream = st;
+	ns->take_port = p->number;
+	ns->take_mask = p->mask;
+	ns->take_id = st->id;
 	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	ns->peer = rn_stream_sin(ap->from);
 	ns->local = rn_stream_sin(rn_addr_of_rail(&p->addrs[ap->local_rail]));

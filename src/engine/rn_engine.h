@@ -37,16 +37,24 @@
  * worker) accepts with the attached descriptor, which the listening
  * process's engine serves.
  */
+/*
+ * Where a connection of another process's engine is, for a process that
+ * holds its descriptor and asks for it (rn_handover.h).  owner 0: nowhere
+ * it could be asked.
+ */
+typedef struct rn_take_from {
+	pid_t owner;
+	uint16_t port;           /* the listening port it came in on */
+	uint32_t mask;           /* that port's engine rails */
+	uint64_t id;             /* the connection's id there */
+	rn_hsa peer;
+} rn_take_from;
+
 typedef struct rn_accept_rec {
 	char tag;                /* 'a'; 'e': no connection, ri2n_accept fails once with err */
 	rn_hsa peer;             /* the connection's peer */
 	int err;                 /* 'e': EMFILE or ENOBUFS (the connection budget, memory) */
-	/* 'a': who may hand the connection over to the reader (rn_handover.h); owner 0: nobody */
-	pid_t owner;
-	uint16_t port;           /* the listening port */
-	uint32_t mask;           /* its engine rails */
-	uint64_t id;             /* the connection's id there */
-	uint8_t token[16];       /* proof of having read this record */
+	rn_take_from from;       /* 'a': who may hand the connection over to the reader (rn_handover.h) */
 } rn_accept_rec;
 
 enum rn_cmd_type {

@@ -5,11 +5,12 @@
  * side (the request, then the connection made again on its own rails).
  *
  * The owner listens on an abstract AF_UNIX datagram socket named after its
- * pid.  A request names a connection by listening port and id and proves
- * that the asker read its accept record (the record's random token: only a
- * process holding the listening descriptor can read it); the answer
- * carries the exported connection and, as SCM_RIGHTS, the owner's end of
- * the socketpair, whose other end the taker already holds.
+ * pid.  A request names a connection by listening port and id and carries
+ * the asker's copy of the connection's descriptor (SCM_RIGHTS): holding it
+ * is the proof (as it is for reading and writing the connection at all),
+ * which the owner checks against the socketpair end A it made.  The answer
+ * carries the exported connection and, as SCM_RIGHTS, the owner's end B of
+ * the socketpair.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,7 +25,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <sodium/randombytes.h>
 #include <sodium/utils.h>
 
 #include "rn_ev.h"
@@ -50,7 +50,6 @@ typedef struct take_req {
 	uint64_t id;
 	uint16_t port;
 	uint8_t nrails;
-	uint8_t token[16];
 	rn_rail_addr rails[RN_MAX_RAILS]; /* the taker's, in its port's order */
 } take_req;
 
@@ -62,7 +61,7 @@ typedef struct take_rep {
 
 /* The taker's state between its two engine commands. */
 typedef struct take_ctx {
-	const rn_accept_rec *rec;
+	const rn_take_from *from;
 	rn_port *port;        /* referenced by the first command, given to the stream by the second */
 	rn_rail_addr rails[RN_MAX_RAILS];
 	int nrails;
@@ -75,6 +74,12 @@ static struct event *g_ctl_ev;
 static pthread_mutex_t g_ask_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_ask = -1;              /* the taker's answer socket (g_ask_mu) */
 static uint64_t g_taken, g_kept;    /* (atomic) counted for the log */
+static unsigned long g_took;        /* (atomic) taken over here */
+
+unsigned long rn_handover_took(void)
+{
+	return __atomic_load_n(&g_took, __ATOMIC_RELAXED);
+}
 
 static socklen_t ctl_name(struct sockaddr_un *a, pid_t pid)
 {
@@ -142,16 +147,15 @@ void rn_handover_free(rn_port *p)
 
 /* ---- the owner ---- */
 
-void rn_handover_fill_rec(rn_accept_rec *rec, rn_stream *st)
+void rn_handover_fill(rn_take_from *f, const rn_sock *ns)
 {
-	if (g_ctl < 0)
-		return; /* owner 0: the record's reader is served through the descriptor */
-	randombytes_buf(st->token, sizeof(st->token));
-	rec->owner = rn_sys_getpid();
-	rec->port = st->port->number;
-	rec->mask = st->port->mask;
-	rec->id = st->id;
-	memcpy(rec->token, st->token, sizeof(rec->token));
+	if (g_ctl < 0 || !ns->take_port)
+		return; /* owner 0: whoever holds it is served through the descriptor */
+	f->owner = rn_sys_getpid();
+	f->port = ns->take_port;
+	f->mask = ns->take_mask;
+	f->id = ns->take_id;
+	f->peer = ns->peer;
 }
 
 static void answer(const struct sockaddr_un *to, socklen_t tolen, uint64_t id, int err,
@@ -196,19 +200,33 @@ static int same_rails(const rn_port *p, const take_req *q)
 	return 1;
 }
 
-/* Host lock: one request; answered either way, so the taker never waits out its bound. */
-static void take_one(const take_req *q, const struct sockaddr_un *from, socklen_t fromlen)
+/*
+ * Host lock: one request, with the asker's copy of the descriptor (afd,
+ * checked against st's end A, then closed); answered either way, so the
+ * taker never waits out its bound.
+ */
+static void take_one(const take_req *q, int afd, const struct sockaddr_un *from, socklen_t fromlen)
 {
-	rn_port *p = rn_port_find_number(q->port);
-	rn_stream *st = p && p->lis ? rn_htab_get(&p->tab, q->id) : NULL;
+	rn_port *p = q->port ? rn_port_find_number(q->port) : NULL;
+	rn_stream *st = p ? rn_htab_get(&p->tab, q->id) : NULL;
 	uint64_t now = rn_core_time(rn_now_ns());
 	size_t cap = rn_conn_move_size();
+	struct stat sb;
 	uint8_t *blob;
 	ssize_t n;
+	int held = afd >= 0 && rn_sys_fstat(afd, &sb) == 0;
 
-	if (!st || !st->server || st->fd < 0 || sodium_memcmp(st->token, q->token, sizeof(q->token)) ||
-	    q->blob_size != cap || !same_rails(p, q)) {
+	if (afd >= 0)
+		rn_sys_close(afd);
+	if (!st || !st->server || st->fd < 0 || !held || sb.st_dev != st->sock->dev ||
+	    sb.st_ino != st->sock->ino || q->blob_size != cap || !same_rails(p, q)) {
 		answer(from, fromlen, q->id, EINVAL, NULL, 0, -1);
+		return;
+	}
+	/* a forked child asks while its parent still holds it: later (TCP's sharing, until then) */
+	if (__atomic_load_n(&st->sock->in_app, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&st->sock->closed, __ATOMIC_ACQUIRE)) {
+		answer(from, fromlen, q->id, EBUSY, NULL, 0, -1);
 		return;
 	}
 	/* what arrived for it goes into the descriptor first: the taker reads it there */
@@ -243,16 +261,27 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		take_req q;
 		struct sockaddr_un from;
 		struct iovec iov = { &q, sizeof(q) };
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} u;
 		struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
-				    .msg_iovlen = 1 };
-		ssize_t n = rn_sys_recvmsg(fd, &m, MSG_DONTWAIT);
+				    .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+		ssize_t n = rn_sys_recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		int afd = -1;
 
 		if (n < 0)
 			return;
-		if (n != (ssize_t)sizeof(q) || q.magic != TAKE_MAGIC || m.msg_namelen <= sizeof(sa_family_t))
-			continue; /* not a taker's: no one to answer */
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+				memcpy(&afd, CMSG_DATA(c), sizeof(int));
+		if (n != (ssize_t)sizeof(q) || q.magic != TAKE_MAGIC || m.msg_namelen <= sizeof(sa_family_t)) {
+			if (afd >= 0) /* not a taker's: no one to answer */
+				rn_sys_close(afd);
+			continue;
+		}
 		rn_host_lock();
-		take_one(&q, &from, m.msg_namelen);
+		take_one(&q, afd, &from, m.msg_namelen);
 		rn_stream_service_dirty();
 		rn_host_unlock();
 	}
@@ -294,6 +323,7 @@ void rn_handover_forget(void)
 	g_ctl = -1;
 	g_ctl_ev = NULL;
 	g_ask = -1;
+	g_took = 0;
 	pthread_mutex_init(&g_ask_mu, NULL);
 }
 
@@ -304,7 +334,7 @@ int rn_handover_cmd_port(void *arg)
 	take_ctx *t = arg;
 	int err = 0;
 
-	t->port = rn_port_client(t->rec->mask, &err);
+	t->port = rn_port_client(t->from->mask, &err);
 	if (!t->port)
 		return err ? err : -ENOMEM;
 	t->nrails = t->port->nsock;
@@ -357,7 +387,7 @@ int rn_handover_cmd_import(rn_sock *ns, void *arg)
 		rn_addr to = rn_conn_peer(c), at = cs.rail[k].local;
 
 		if (rn_addr_same_host(&cs.rail[k].remote, &to)) {
-			at.port = t->rec->port;
+			at.port = t->from->port;
 			ns->local = rn_stream_sin(at);
 			break;
 		}
@@ -384,7 +414,7 @@ static int take_step(int type, rn_sock *ns, take_ctx *t)
 	if (!rn_host_held_here() && rn_host_try_inline()) {
 		if (type == RN_CMD_TAKE_IMPORT) {
 			rc = rn_handover_cmd_import(ns, t);
-		} else if ((t->port = rn_port_client_find(t->rec->mask)) != NULL) {
+		} else if ((t->port = rn_port_client_find(t->from->mask)) != NULL) {
 			t->nrails = t->port->nsock;
 			memcpy(t->rails, t->port->addrs, sizeof(t->rails));
 			rc = 0;
@@ -470,33 +500,45 @@ static int read_answer(int fd, uint64_t id, take_ctx *t, int *bfd)
 	}
 }
 
-/* Asks the owner (g_ask_mu held): 0 with the blob and *bfd, or -errno. */
-static int ask(const rn_accept_rec *rec, take_ctx *t, int *bfd)
+/* Asks the owner (g_ask_mu held), showing it afd: 0 with the blob and *bfd, or -errno. */
+static int ask(int afd, const rn_take_from *f, take_ctx *t, int *bfd)
 {
 	take_req q = { .magic = TAKE_MAGIC, .blob_size = (uint32_t)rn_conn_move_size(),
-		       .id = rec->id, .port = rec->port, .nrails = (uint8_t)t->nrails };
+		       .id = f->id, .port = f->port, .nrails = (uint8_t)t->nrails };
 	struct sockaddr_un a;
-	socklen_t len = ctl_name(&a, rec->owner);
+	struct iovec iov = { &q, sizeof(q) };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_name = &a, .msg_namelen = ctl_name(&a, f->owner), .msg_iov = &iov,
+			    .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
 	int fd = ask_socket();
 
 	if (fd < 0)
 		return fd;
-	memcpy(q.token, rec->token, sizeof(q.token));
 	memcpy(q.rails, t->rails, sizeof(q.rails));
-	if (rn_sys_sendto(fd, &q, sizeof(q), MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0)
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &afd, sizeof(int));
+	if (rn_sys_sendmsg(fd, &m, MSG_NOSIGNAL) < 0)
 		return -errno;
-	return read_answer(fd, rec->id, t, bfd);
+	return read_answer(fd, f->id, t, bfd);
 }
 
-int rn_handover_take(int afd, const rn_accept_rec *rec, rn_sock **out)
+int rn_handover_take(int afd, const rn_take_from *f, rn_sock **out)
 {
-	take_ctx t = { .rec = rec };
+	take_ctx t = { .from = f };
 	struct stat sb;
 	rn_sock *ns;
 	int rc, bfd = -1, ct;
 
 	*out = NULL;
-	if (!rec->owner || rec->owner == rn_sys_getpid() || !rn_proc_get(RN_PROC_HANDOVER))
+	if (!f->owner || !f->port || f->owner == rn_sys_getpid() || !rn_proc_get(RN_PROC_HANDOVER))
 		return -ENOTSUP;
 	rc = rn_engine_start();
 	if (rc == 0)
@@ -507,7 +549,7 @@ int rn_handover_take(int afd, const rn_accept_rec *rec, rn_sock **out)
 	/* the answer's wait is bounded and ends in one state or the other: not cancellable */
 	ct = rn_sys_nocancel_begin();
 	pthread_mutex_lock(&g_ask_mu);
-	rc = t.blob ? ask(rec, &t, &bfd) : -ENOMEM;
+	rc = t.blob ? ask(afd, f, &t, &bfd) : -ENOMEM;
 	pthread_mutex_unlock(&g_ask_mu);
 	rn_sys_nocancel_end(ct);
 	ns = rc == 0 ? rn_sock_new() : NULL;
@@ -527,7 +569,7 @@ int rn_handover_take(int afd, const rn_accept_rec *rec, rn_sock **out)
 	ns->ino = sb.st_ino;
 	ns->cookie = rn_fd_cookie(afd);
 	ns->cfg = *rn_engine_config();
-	ns->peer = rec->peer;
+	ns->peer = f->peer;
 	rc = take_step(RN_CMD_TAKE_IMPORT, ns, &t);
 	if (rc) {
 		rn_fd_close(ns->eng_fd);
@@ -536,16 +578,17 @@ int rn_handover_take(int afd, const rn_accept_rec *rec, rn_sock **out)
 		goto out;
 	}
 	*out = ns;
+	__atomic_add_fetch(&g_took, 1, __ATOMIC_RELAXED);
 out:
 	if (t.blob) {
 		sodium_memzero(t.blob, rn_conn_move_size());
 		free(t.blob);
 	}
-	if (rc == -EAGAIN || rc == -EINVAL)
-		rn_debug("connection from the listening process %d not handed over: %s", (int)rec->owner,
+	if (rc == -EAGAIN || rc == -EINVAL || rc == -EBUSY)
+		rn_debug("connection from the listening process %d not handed over: %s", (int)f->owner,
 			 strerror(-rc));
 	else if (rc && rc != -ENOTSUP)
 		rn_warn("connection not taken over from the listening process %d: %s (it serves it "
-			"through the descriptor)", (int)rec->owner, strerror(-rc));
+			"through the descriptor)", (int)f->owner, strerror(-rc));
 	return rc;
 }

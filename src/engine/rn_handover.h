@@ -37,8 +37,8 @@ typedef struct rn_moved {
 
 /* Engine, at listen: the owner's request socket, made once per process.  0 or -errno. */
 int rn_handover_owner_init(void);
-/* The owner's pid and the fields of an accept record that name connection st to a taker. */
-void rn_handover_fill_rec(rn_accept_rec *rec, struct rn_stream *st);
+/* Where a taker asks for accepted connection ns (owner 0 if it cannot: no request socket). */
+void rn_handover_fill(rn_take_from *f, const rn_sock *ns);
 /* Host lock: st was handed over; its port remembers its id. */
 void rn_handover_moved(struct rn_port *p, uint64_t id, uint64_t now);
 /* Host lock: whether a datagram for id on p is a handed-over connection's (dropped, counted). */
@@ -47,17 +47,20 @@ void rn_handover_free(struct rn_port *p);
 
 /*
  * The taker (any thread but the engine's, no lock held): asks the owner
- * named in rec for the connection whose end A is afd.  0 with *out, a
+ * named in f for the connection whose end A is afd.  0 with *out, a
  * connected socket of this process's engine (the caller's reference),
  * or -errno: -EAGAIN, the owner keeps it (not fresh any more), -ENOTSUP
  * (handing over is off, or the record names no owner), else a failure;
  * in every case but 0 afd is as it was and the owner still serves it.
  */
-int rn_handover_take(int afd, const rn_accept_rec *rec, rn_sock **out);
+int rn_handover_take(int afd, const rn_take_from *f, rn_sock **out);
 
 /* Engine commands of the taker (rn_engine.c runs them). */
 int rn_handover_cmd_port(void *arg);
 int rn_handover_cmd_import(rn_sock *s, void *arg);
+
+/* Connections this process took over from another (0 in a process that took none). */
+unsigned long rn_handover_took(void);
 
 /* After fork, in the child: the parent's request socket is not the child's. */
 void rn_handover_forget(void);

@@ -91,6 +91,15 @@ typedef struct rn_sock {
 	int acc_turn;              /* (atomic) futex word: bumped when the turn passes */
 	uint64_t acc_idle_wakes;   /* (atomic) sleeper woken by a record and found none */
 
+	/*
+	 * An accepted connection: where a process it is handed to asks for it
+	 * (rn_handover.h); port 0: nowhere (not accepted, or taken over here).
+	 */
+	uint16_t take_port;
+	uint32_t take_mask;
+	uint64_t take_id;
+	int in_app;                /* (atomic) accepted by this process's program (ri2n_accept) */
+
 	/* engine thread only */
 	struct rn_port *port;
 	struct rn_stream *stream;

@@ -55,7 +55,6 @@ typedef struct rn_stream {
 	uint64_t held_ns;        /* when they were first reported, or the program last read some */
 	struct rn_stream *held_next;
 	char name[RN_ADDR_STRLEN]; /* "198.18.1.2:7000", "[2001:2::2]:7000", for logs */
-	uint8_t token[16];       /* accepted: its accept record's proof (rn_handover.c) */
 } rn_stream;
 
 /*
