@@ -344,7 +344,7 @@ int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags, int *owned)
 	if (err)
 		return rn_api_fail(err);
 	/* the connection becomes this process's own if its owner hands it over (rn_handover.h) */
-	if (rn_handover_take(afd, &rec.from, &ns) == 0) {
+	if (rn_handover_want() && rn_handover_take(afd, &rec.from, &ns) == 0) {
 		int nfd = rn_stream_accept_fd(ns, flags & SOCK_CLOEXEC);
 
 		if (rn_api_tab_install(nfd, ns) == 0) {

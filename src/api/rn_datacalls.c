@@ -188,14 +188,85 @@ static void mark_plain(int fd)
 	}
 }
 
+#define SENDFILE_CHUNK (64 << 10)
+
+/*
+ * sendfile to a ri2n socket: the kernel cannot put a file's pages on ri2n's
+ * rails, and the descriptor's way cost a wake-up of the engine, a copy
+ * through the socketpair, a second datagram for what a write just before
+ * it sent (nginx's headers, then its body), and a look at the descriptor
+ * before every later fast send.  So the file is read here, a chunk at a
+ * time, and sent through the fast path; the file offset (*off, or the
+ * file's own) moves by what was sent, as sendfile's.  1 with *rc the
+ * call's result; 0 (nothing read, nothing sent) where `in` cannot be read
+ * that way: then the kernel's sendfile does it.
+ */
+static int sendfile_fast(int out, int in, off64_t *off, size_t count, ssize_t *rc)
+{
+	size_t done = 0, cap = count < SENDFILE_CHUNK ? count : SENDFILE_CHUNK;
+	int saved = errno, handled = 1, err = 0;
+	char *buf;
+
+	if (!rn_dc_ours(out) || count == 0 || !(buf = malloc(cap)))
+		return 0;
+	while (done < count) {
+		size_t want = count - done < cap ? count - done : cap;
+		struct iovec iov;
+		ssize_t n = off ? pread64(in, buf, want, *off + (off64_t)done) : REAL->read(in, buf, want);
+		ssize_t s = 0;
+
+		if (n <= 0) {
+			err = n < 0 ? errno : 0;
+			handled = done > 0 || (n < 0 && errno != EINVAL && errno != ESPIPE);
+			break;
+		}
+		iov = (struct iovec){ buf, (size_t)n };
+		if (!fast_send(out, &iov, 1, 0, &s)) {
+			handled = done > 0;
+			s = 0;
+		}
+		if (s < 0)
+			err = errno;
+		if (s < n && !off && lseek64(in, (off64_t)((s > 0 ? s : 0) - n), SEEK_CUR) < 0) {
+			/* a file that read but cannot seek back: what was not sent is lost to the reader */
+		}
+		if (s > 0)
+			done += (size_t)s;
+		if (s < n)
+			break;
+	}
+	free(buf);
+	if (!handled) {
+		errno = saved;
+		return 0;
+	}
+	if (off)
+		*off += (off64_t)done;
+	*rc = done > 0 || !err ? (ssize_t)done : -1;
+	errno = done > 0 || !err ? saved : err;
+	return 1;
+}
+
 RN_DC_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
+	off64_t o = off ? *off : 0;
+	ssize_t rc;
+
+	if (sendfile_fast(out, in, off ? &o : NULL, count, &rc)) {
+		if (off)
+			*off = (off_t)o;
+		return rc;
+	}
 	mark_plain(out);
 	return REAL->sendfile(out, in, off, count);
 }
 
 RN_DC_API ssize_t sendfile64(int out, int in, off64_t *off, size_t count)
 {
+	ssize_t rc;
+
+	if (sendfile_fast(out, in, off, count, &rc))
+		return rc;
 	mark_plain(out);
 	return REAL->sendfile64(out, in, off, count);
 }

@@ -81,6 +81,33 @@ unsigned long rn_handover_took(void)
 	return __atomic_load_n(&g_took, __ATOMIC_RELAXED);
 }
 
+/*
+ * The taker's measure of its connections' lives: a running mean (an eighth
+ * weight) of how long those it took lived, and the accepts since it last
+ * took one while they were short.
+ */
+#define RN_TAKE_SHORT_NS UINT64_C(20000000) /* 20 ms: a few requests at most */
+#define RN_TAKE_SAMPLE 32u
+static uint64_t g_life_ns;         /* (atomic) 0: none ended yet */
+static unsigned g_skipped;         /* (atomic) */
+
+int rn_handover_want(void)
+{
+	uint64_t life = __atomic_load_n(&g_life_ns, __ATOMIC_RELAXED);
+
+	if (!life || life >= RN_TAKE_SHORT_NS)
+		return 1;
+	return __atomic_add_fetch(&g_skipped, 1, __ATOMIC_RELAXED) % RN_TAKE_SAMPLE == 0;
+}
+
+void rn_handover_ended(uint64_t life_ns)
+{
+	uint64_t m = __atomic_load_n(&g_life_ns, __ATOMIC_RELAXED);
+
+	m = m ? m - m / 8 + life_ns / 8 : life_ns;
+	__atomic_store_n(&g_life_ns, m ? m : 1, __ATOMIC_RELAXED);
+}
+
 static socklen_t ctl_name(struct sockaddr_un *a, pid_t pid)
 {
 	int n;
@@ -324,6 +351,8 @@ void rn_handover_forget(void)
 	g_ctl_ev = NULL;
 	g_ask = -1;
 	g_took = 0;
+	g_life_ns = 0;
+	g_skipped = 0;
 	pthread_mutex_init(&g_ask_mu, NULL);
 }
 
@@ -378,6 +407,7 @@ int rn_handover_cmd_import(rn_sock *ns, void *arg)
 	rn_conn_set_user(c, st);
 	st->connected = 1;
 	st->server = 1;
+	st->taken = 1;
 	st->pair_rx = 1; /* what the owner read for it waits in the descriptor: that comes first */
 	rn_conn_get_stats(c, &cs);
 	pthread_mutex_lock(&ns->mu);

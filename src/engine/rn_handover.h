@@ -59,6 +59,16 @@ int rn_handover_take(int afd, const rn_take_from *f, rn_sock **out);
 int rn_handover_cmd_port(void *arg);
 int rn_handover_cmd_import(rn_sock *s, void *arg);
 
+/*
+ * Whether a prefork worker asks for the connection it just accepted.  A
+ * handover costs about what relaying a few requests costs: a worker whose
+ * connections lately lived a request or two (a connection per request)
+ * takes one in RN_TAKE_SAMPLE only, to keep measuring, and leaves the
+ * rest to the owner's engine.
+ */
+int rn_handover_want(void);
+/* A connection taken over here ended after life_ns (host lock). */
+void rn_handover_ended(uint64_t life_ns);
 /* Connections this process took over from another (0 in a process that took none). */
 unsigned long rn_handover_took(void);
 

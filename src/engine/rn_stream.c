@@ -554,8 +554,13 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	deliver(st, now);
 	wake_keeper(st);
 	/* a lingering or closed keeper keeps nothing judged: another member takes over now */
-	if (rn_conn_state(st->conn) >= RN_ST_LINGER)
+	if (rn_conn_state(st->conn) >= RN_ST_LINGER) {
 		leave_peer(st);
+		if (st->taken == 1) { /* its life, for the next accepts' choice (rn_handover_want) */
+			rn_handover_ended(now - st->created_ns);
+			st->taken = 2;
+		}
+	}
 	if (rn_conn_state(st->conn) == RN_ST_CLOSED) {
 		/* reset after the peer's whole stream: it still goes to the user first */
 		if (st->fd < 0 || st->eof_sent ||

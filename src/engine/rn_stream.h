@@ -41,6 +41,7 @@ typedef struct rn_stream {
 	uint8_t answered;        /* the listener answered: connected once the COOKIE_ECHO left */
 	uint8_t budgeted;        /* holds one of the process's accepted connections (rn_stream.c) */
 	uint8_t peer_tried;      /* joined its peer's rail monitor, or tried (rn_hpeer.h) */
+	uint8_t taken;           /* taken over from another process (rn_handover.h); 2: its life counted */
 	struct rn_stream *dirty_next;
 	/*
 	 * Inline drivers (rn_inline.c): pair_rx says the engine wrote bytes (or

@@ -574,11 +574,14 @@ scenario_nginx() {
 	st_require_ri2n proxy upstream
 	grep -q "listener inherited" "$NT_DIR/upstream.err" ||
 		nt_fail "the upstream's workers did not accept on the listener they inherited"
+	# the worker drove the 100 MiB itself: the master handed the connection over
+	grep -q "handed over by its listening process" "$NT_DIR/upstream.err" ||
+		nt_fail "the worker that accepted the connection did not take it over: $(grep 'listener inherited' "$NT_DIR/upstream.err")"
 	kill -0 "$up" 2>/dev/null && kill -0 "$px" 2>/dev/null || nt_fail "an nginx died"
 	nt_note "curl via the nginx proxy: 100 MiB, sha256 matches, $(awk '{printf "%d", $2 * 8 / 1e6}' "$NT_DIR/curl.out") Mbit/s"
 	st_stop "$px"
 	st_stop "$up"
-	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact"
+	nt_ok "nginx: a reverse proxy over ri2n delivers 100 MiB intact, driven by the worker that accepted it"
 }
 
 # ---- close: a connection per request (nginx and wrk) ----
@@ -646,11 +649,13 @@ scenario_close() {
 	done
 	st_require_ri2n wrk1 upstream
 	kill -0 "$up" 2>/dev/null || nt_fail "nginx died: $(tail -n 5 "$NT_DIR/upstream.err")"
-	# the workers drove the connections they accepted: the master handed them over
+	# a connection per request: the workers took the first over from the master, then,
+	# seeing them live a request each, leave most to the master's engine (one in 32 is
+	# still taken, to keep measuring: rn_handover_want)
 	n=$(grep -c 'handed over by its listening process' "$NT_DIR/upstream.err")
-	[ "$n" -ge $((total / 2)) ] ||
-		nt_fail "only $n of $total connections were handed over to the worker that accepted them"
-	nt_note "$n of the workers' accepts took the connection over from the master"
+	[ "$n" -ge 1 ] && [ "$n" -le $((total / 4)) ] ||
+		nt_fail "$n of $total connections were handed over to the worker that accepted them, want 1 to $((total / 4))"
+	nt_note "$n of the workers' $total accepts took the connection over from the master"
 	st_stop "$up"
 	nt_ok "close: $total requests, a connection each, every response verified; wrk exits promptly"
 }
