@@ -105,10 +105,11 @@ void rn_knobs_snapshot(void);
 	  "listener in `ri2n-stat`, logged at most once a second, and the next "            \
 	  "`ri2n_accept` fails with `EMFILE` (`ENOBUFS` when memory ran out); 0: the default") \
 	X(HANDOVER, INT, 1, 0, 1, ENV, "1",                                                 \
-	  "a process that accepts on a listening socket it inherited (a prefork worker) "   \
-	  "takes a fresh connection over from the process that listens, and drives it "     \
-	  "itself; `0`: the listening process's engine serves it through the descriptor "   \
-	  "(docs/PROTOCOL.md, \"Handing a connection over\")")                             \
+	  "a process that accepts on a listening socket it inherited (a prefork worker), "  \
+	  "or a forked child at its first read or write of a connection its parent "        \
+	  "accepted, takes the connection over from the process that listens and drives "   \
+	  "it itself, if it is fresh; `0`: the listening process's engine serves it "       \
+	  "through the descriptor (docs/PROTOCOL.md, \"Handing a connection over\")")      \
 	X(STAT_MS, INT, 250, 0, 3600000, ENV, "250",                                        \
 	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "  \
 	  "OPERATIONS.md")                                                                  \

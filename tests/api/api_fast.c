@@ -413,8 +413,8 @@ void test_fast_bulk(void **state)
 static const char *const mixed_way[] = { "write", "ri2n_send", "ri2n_writev", "sendfile" };
 
 /*
- * sendfile() of b[0..len) into fd from a memory file: libri2n does not serve
- * it, so the bytes go through the descriptor after the socket is marked.
+ * sendfile() of b[0..len) into fd from a memory file: libri2n reads the file
+ * and sends its bytes through the fast path, in order with the others.
  */
 static ssize_t send_by_sendfile(int fd, int mfd, const uint8_t *b, size_t len)
 {
