@@ -568,6 +568,14 @@ int rn_handover_take(int afd, const rn_take_from *f, rn_sock **out)
 	int rc, bfd = -1, ct;
 
 	*out = NULL;
+#ifdef RN_TSAN_H
+	/*
+	 * A TSan build: TSan stops a forked child of a threaded process that
+	 * starts a thread (its die_after_fork), as taking a connection over
+	 * starts this process's engine.  The owner serves them, as without.
+	 */
+	return -ENOTSUP;
+#endif
 	if (!f->owner || !f->port || f->owner == rn_sys_getpid() || !rn_proc_get(RN_PROC_HANDOVER))
 		return -ENOTSUP;
 	rc = rn_engine_start();
