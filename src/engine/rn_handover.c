@@ -118,6 +118,38 @@ static socklen_t ctl_name(struct sockaddr_un *a, pid_t pid)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
+/* Room for one descriptor in a message's ancillary data. */
+typedef union fd_room {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+} fd_room;
+
+/* m (its control buffer r) carries descriptor fd (SCM_RIGHTS). */
+static void put_fd(struct msghdr *m, fd_room *r, int fd)
+{
+	struct cmsghdr *c;
+
+	memset(r, 0, sizeof(*r));
+	m->msg_control = r->buf;
+	m->msg_controllen = sizeof(r->buf);
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
+
+/* The descriptor a received message carried, or -1. */
+static int got_fd(struct msghdr *m)
+{
+	int fd = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
 /* ---- the ids a port handed over ---- */
 
 void rn_handover_moved(rn_port *p, uint64_t id, uint64_t now)
@@ -190,25 +222,12 @@ static void answer(const struct sockaddr_un *to, socklen_t tolen, uint64_t id, i
 {
 	take_rep rep = { .magic = TAKE_MAGIC, .err = err, .id = id };
 	struct iovec iov[2] = { { &rep, sizeof(rep) }, { (void *)blob, len } };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
+	fd_room r;
 	struct msghdr m = { .msg_name = (void *)to, .msg_namelen = tolen, .msg_iov = iov,
 			    .msg_iovlen = err ? 1 : 2 };
 
-	if (!err) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &bfd, sizeof(int));
-	}
+	if (!err)
+		put_fd(&m, &r, bfd);
 	if (rn_sys_sendmsg(g_ctl, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		rn_debug("handover answer not sent: %s", strerror(errno));
 }
@@ -288,20 +307,15 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 		take_req q;
 		struct sockaddr_un from;
 		struct iovec iov = { &q, sizeof(q) };
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} u;
+		fd_room r;
 		struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
-				    .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+				    .msg_iovlen = 1, .msg_control = r.buf, .msg_controllen = sizeof(r.buf) };
 		ssize_t n = rn_sys_recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		int afd = -1;
+		int afd;
 
 		if (n < 0)
 			return;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				memcpy(&afd, CMSG_DATA(c), sizeof(int));
+		afd = got_fd(&m);
 		if (n != (ssize_t)sizeof(q) || q.magic != TAKE_MAGIC || m.msg_namelen <= sizeof(sa_family_t)) {
 			if (afd >= 0) /* not a taker's: no one to answer */
 				rn_sys_close(afd);
@@ -489,16 +503,12 @@ static int read_answer(int fd, uint64_t id, take_ctx *t, int *bfd)
 	for (;;) {
 		take_rep rep;
 		struct iovec iov[2] = { { &rep, sizeof(rep) }, { t->blob, cap } };
-		union {
-			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} u;
-		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
-				    .msg_controllen = sizeof(u.buf) };
+		fd_room r;
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = r.buf,
+				    .msg_controllen = sizeof(r.buf) };
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		struct timespec ts = { TAKE_WAIT_MS / 1000, (TAKE_WAIT_MS % 1000) * 1000000L };
-		struct cmsghdr *c;
-		int got = -1;
+		int got;
 		ssize_t n;
 
 		if (rn_sys_ppoll(&pf, 1, &ts) <= 0)
@@ -506,9 +516,7 @@ static int read_answer(int fd, uint64_t id, take_ctx *t, int *bfd)
 		n = rn_sys_recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
-		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-				memcpy(&got, CMSG_DATA(c), sizeof(int));
+		got = got_fd(&m);
 		if (n < (ssize_t)sizeof(rep) || rep.magic != TAKE_MAGIC || rep.id != id) {
 			if (got >= 0) /* a late answer to an earlier ask that gave up: that one is lost */
 				rn_sys_close(got);
@@ -537,24 +545,15 @@ static int ask(int afd, const rn_take_from *f, take_ctx *t, int *bfd)
 		       .id = f->id, .port = f->port, .nrails = (uint8_t)t->nrails };
 	struct sockaddr_un a;
 	struct iovec iov = { &q, sizeof(q) };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
+	fd_room r;
 	struct msghdr m = { .msg_name = &a, .msg_namelen = ctl_name(&a, f->owner), .msg_iov = &iov,
-			    .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
+			    .msg_iovlen = 1 };
 	int fd = ask_socket();
 
 	if (fd < 0)
 		return fd;
 	memcpy(q.rails, t->rails, sizeof(q.rails));
-	memset(&u, 0, sizeof(u));
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &afd, sizeof(int));
+	put_fd(&m, &r, afd);
 	if (rn_sys_sendmsg(fd, &m, MSG_NOSIGNAL) < 0)
 		return -errno;
 	return read_answer(fd, f->id, t, bfd);

@@ -497,6 +497,7 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 	rn_hsa from, local;
 	socklen_t fl = sizeof(from), ll = sizeof(local);
 	rn_shim_ent ne = { .kind = RN_SHIM_RI2N, .family = e->family };
+	const char *how = "";
 	char as[80];
 	int nfd, owned = 0;
 
@@ -508,60 +509,36 @@ static int accept_ri2n(int fd, const rn_shim_ent *e, struct sockaddr *addr, sock
 	if (nfd < 0 && errno == ENOTSOCK) {
 		/*
 		 * A listener inherited across fork (a prefork worker): the
-		 * connection comes with its record; the listening process's
-		 * engine serves it, through the descriptor, while that lives.
+		 * connection comes with its record, and is ours if the listening
+		 * process hands it over; else its engine serves it, through the
+		 * descriptor, while that lives.
 		 */
 		nfd = rn_api_accept_inherited(fd, &from, flags, &owned);
-		if (nfd >= 0 && owned) {
-			/* handed over by the listening process: as if accepted here */
-			memcpy(ne.opt, e->opt, sizeof(ne.opt));
-			ne.nopt = e->nopt;
-			rn_shim_opt_replay(nfd, &ne);
-			ne.peer = from;
-			ne.have_peer = 1;
-			ne.local = e->local;
-			ne.have_local = e->have_local;
-			rn_shim_tab_set(nfd, &ne);
-			if (addr && len)
-				rn_shim_addr_put(e->family, &from, addr, len);
-			rn_shim_log("fd %d: accepted %s over ri2n on fd %d (a listener inherited: "
-				    "handed over by its listening process)", fd,
-				    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
-			return nfd;
-		}
-		if (nfd >= 0) {
-			ne.peer = from;
-			ne.have_peer = 1;
-			ne.local = e->local;
-			ne.have_local = e->have_local;
-			memcpy(ne.opt, e->opt, sizeof(ne.opt));
-			ne.nopt = e->nopt;
-			rn_shim_tab_set(nfd, &ne);
-			if (addr && len)
-				rn_shim_addr_put(e->family, &from, addr, len);
-			rn_shim_log("fd %d: accepted %s over ri2n on fd %d (a listener inherited: "
-				    "served by its parent's engine)", fd,
-				    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
-			return nfd;
-		}
+		how = owned ? " (a listener inherited: handed over by its listening process)"
+			    : " (a listener inherited: served by its parent's engine)";
 	}
 	if (nfd < 0)
 		return -1;
 	/* accepted sockets inherit the listener's options, as with TCP */
 	memcpy(ne.opt, e->opt, sizeof(ne.opt));
 	ne.nopt = e->nopt;
-	rn_shim_opt_replay(nfd, &ne);
+	if (*how && !owned) { /* the names the listener has; options are remembered, not set */
+		ne.local = e->local;
+		ne.have_local = e->have_local;
+	} else {
+		rn_shim_opt_replay(nfd, &ne);
+		if (ri2n_getsockname(nfd, &local.sa, &ll) == 0) {
+			ne.local = local;
+			ne.have_local = 1;
+		}
+	}
 	ne.peer = from;
 	ne.have_peer = 1;
-	if (ri2n_getsockname(nfd, &local.sa, &ll) == 0) {
-		ne.local = local;
-		ne.have_local = 1;
-	}
 	rn_shim_tab_set(nfd, &ne);
 	if (addr && len)
 		rn_shim_addr_put(e->family, &from, addr, len);
-	rn_shim_log("fd %d: accepted %s over ri2n on fd %d", fd,
-		    rn_shim_addr_str(&from, as, sizeof(as)), nfd);
+	rn_shim_log("fd %d: accepted %s over ri2n on fd %d%s", fd,
+		    rn_shim_addr_str(&from, as, sizeof(as)), nfd, how);
 	return nfd;
 }
 
