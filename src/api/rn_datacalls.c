@@ -195,25 +195,32 @@ static void mark_plain(int fd)
  * rails, and the descriptor's way cost a wake-up of the engine, a copy
  * through the socketpair, a second datagram for what a write just before
  * it sent (nginx's headers, then its body), and a look at the descriptor
- * before every later fast send.  So the file is read here, a chunk at a
- * time, and sent through the fast path; the file offset (*off, or the
- * file's own) moves by what was sent, as sendfile's.  1 with *rc the
- * call's result; 0 (nothing read, nothing sent) where `in` cannot be read
- * that way: then the kernel's sendfile does it.
+ * before every later fast send.  So a file that reads at an offset (a
+ * regular file: what sendfile takes) is read here, a chunk at a time, and
+ * sent through the fast path; the offset (*off, or the file's own) moves
+ * by what was sent, as sendfile's, so bytes read but not sent (a full
+ * non-blocking socket) are read again next time.  1 with *rc the call's
+ * result; 0 (nothing read, nothing sent) where `in` cannot be read that
+ * way: then the kernel's sendfile does it.
  */
 static int sendfile_fast(int out, int in, off64_t *off, size_t count, ssize_t *rc)
 {
 	size_t done = 0, cap = count < SENDFILE_CHUNK ? count : SENDFILE_CHUNK;
 	int saved = errno, handled = 1, err = 0;
+	off64_t base;
 	char *buf;
 
-	if (!rn_dc_ours(out) || count == 0 || !(buf = malloc(cap)))
+	if (!rn_dc_ours(out) || count == 0)
 		return 0;
+	base = off ? *off : lseek64(in, 0, SEEK_CUR);
+	if (base < 0 || !(buf = malloc(cap))) {
+		errno = saved;
+		return 0;
+	}
 	while (done < count) {
 		size_t want = count - done < cap ? count - done : cap;
+		ssize_t n = pread64(in, buf, want, base + (off64_t)done), s = 0;
 		struct iovec iov;
-		ssize_t n = off ? pread64(in, buf, want, *off + (off64_t)done) : REAL->read(in, buf, want);
-		ssize_t s = 0;
 
 		if (n <= 0) {
 			err = n < 0 ? errno : 0;
@@ -227,9 +234,6 @@ static int sendfile_fast(int out, int in, off64_t *off, size_t count, ssize_t *r
 		}
 		if (s < 0)
 			err = errno;
-		if (s < n && !off && lseek64(in, (off64_t)((s > 0 ? s : 0) - n), SEEK_CUR) < 0) {
-			/* a file that read but cannot seek back: what was not sent is lost to the reader */
-		}
 		if (s > 0)
 			done += (size_t)s;
 		if (s < n)
@@ -241,7 +245,9 @@ static int sendfile_fast(int out, int in, off64_t *off, size_t count, ssize_t *r
 		return 0;
 	}
 	if (off)
-		*off += (off64_t)done;
+		*off = base + (off64_t)done;
+	else if (done > 0 && lseek64(in, base + (off64_t)done, SEEK_SET) < 0)
+		err = errno; /* lseek worked above: not expected */
 	*rc = done > 0 || !err ? (ssize_t)done : -1;
 	errno = done > 0 || !err ? saved : err;
 	return 1;
