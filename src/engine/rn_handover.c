@@ -1,6 +1,7 @@
 /*
- * rn_handover.c - a prefork worker takes over the connections it accepts
- * (rn_handover.h says why and how): the owner's request socket and its
+ * rn_handover.c - a prefork worker takes over the connections it accepts,
+ * a forked child the one its parent accepted (rn_handover.h says why and
+ * how): the owner's request socket and its
  * answers, the ids of the connections a port handed over, and the taker's
  * side (the request, then the connection made again on its own rails).
  *

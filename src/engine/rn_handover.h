@@ -1,14 +1,17 @@
 /*
- * rn_handover.h - a prefork worker drives the connections it accepts.
+ * rn_handover.h - a prefork worker drives the connections it accepts, a
+ * forking server's child the one it serves.
  *
  * A listener's handshakes are its process's engine's (the owner's): it
  * makes the connection and writes an accept record on the listening
  * descriptor, which a process that inherited it (nginx's workers) may read.
  * Without more, that worker's reads and writes would cross the owner's
- * engine for the whole life of the connection.  Instead the worker asks the
+ * engine for the whole life of the connection, as would those of a child
+ * the owner forked after accepting.  Instead the worker (at its accept) or
+ * the child (at its first read or write, rn_api_lookup_data) asks the
  * owner for it: the owner hands over the fresh connection (rn_conn_export)
  * and its end of the socketpair, forgets it, and drops whatever still
- * arrives for it unanswered for a while; the worker makes it again on its
+ * arrives for it unanswered for a while; the taker makes it again on its
  * own rail sockets (rn_conn_import), whose new ports the peer hears in a
  * RAILS at once, and drives it as its own (fast path, its own engine).  A
  * connection that is no longer fresh stays the owner's, served through the
