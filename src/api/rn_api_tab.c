@@ -293,9 +293,8 @@ rn_sock *rn_api_lookup_data(int fd, int known, int *err)
 
 	/* not in a handler, nor in a data call a handler interrupted (the lock-free way there) */
 	if (!s && __atomic_load_n(&g_ninh, __ATOMIC_RELAXED) && !rn_sig_in_handler() &&
-	    rn_sig_t_calls <= 1 &&
-	    (s = take_inherited(fd)) != NULL)
-		return s;
+	    rn_sig_t_calls <= 1)
+		s = take_inherited(fd);
 	return s;
 }
 

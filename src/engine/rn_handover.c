@@ -428,15 +428,8 @@ int rn_handover_cmd_import(rn_sock *ns, void *arg)
 	pthread_mutex_lock(&ns->mu);
 	ns->stream = st;
 	/* the listener's address, as TCP's accepted socket tells: the rail the peer is on */
-	for (int k = 0; k < cs.npaths; k++) {
-		rn_addr to = rn_conn_peer(c), at = cs.rail[k].local;
-
-		if (rn_addr_same_host(&cs.rail[k].remote, &to)) {
-			at.port = t->from->port;
-			ns->local = rn_stream_sin(at);
-			break;
-		}
-	}
+	if (rn_stream_local_of(&cs, rn_conn_peer(c), &ns->local))
+		rn_hsa_set_port(&ns->local, t->from->port);
 	__atomic_store_n(&ns->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ns->mu);
 	rn_sock_ref(ns); /* the engine's (the stream) */

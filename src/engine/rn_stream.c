@@ -290,6 +290,17 @@ static void stream_release(rn_stream *st)
 	free(st);
 }
 
+int rn_stream_local_of(const rn_conn_stats *cs, rn_addr peer, rn_hsa *out)
+{
+	for (int k = 0; k < cs->npaths; k++) {
+		if (rn_addr_same_host(&cs->rail[k].remote, &peer)) {
+			*out = rn_stream_sin(cs->rail[k].local);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* The client's handshake finished: the user's descriptor opens for writing. */
 void rn_stream_connected(rn_stream *st)
 {
@@ -303,14 +314,7 @@ void rn_stream_connected(rn_stream *st)
 	/* the state before the junk goes: a user woken by writability must find it */
 	pthread_mutex_lock(&s->mu);
 	__atomic_store_n(&s->kind, RN_SK_CONNECTED, __ATOMIC_RELEASE);
-	for (int k = 0; k < cs.npaths; k++) {
-		rn_addr to = rn_conn_peer(st->conn);
-
-		if (rn_addr_same_host(&cs.rail[k].remote, &to)) {
-			s->local = rn_stream_sin(cs.rail[k].local);
-			break;
-		}
-	}
+	rn_stream_local_of(&cs, rn_conn_peer(st->conn), &s->local);
 	s->peer = rn_stream_sin(rn_conn_peer(st->conn));
 	local = s->local;
 	peer = s->peer;

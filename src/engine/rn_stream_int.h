@@ -32,6 +32,11 @@ void rn_stream_service(rn_stream *st, uint64_t now);
 void rn_stream_post(rn_stream *st, int type, int rail, int error, const char *cause);
 /* a as a socket address of its family (an IPv6 one with its scope). */
 rn_hsa rn_stream_sin(rn_addr a);
+/*
+ * The local address of the path to peer's own address (the rail the
+ * connection was made on), into *out: 1, or 0 with *out untouched.
+ */
+int rn_stream_local_of(const rn_conn_stats *cs, rn_addr peer, rn_hsa *out);
 /* The engine's end of a socketpair gets a large buffer. */
 void rn_stream_pair_buf(int fd);
 

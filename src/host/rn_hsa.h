@@ -7,6 +7,7 @@
 #define RN_HSA_H
 
 #include <netinet/in.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 typedef union rn_hsa {
@@ -19,6 +20,15 @@ typedef union rn_hsa {
 static inline socklen_t rn_hsa_len(const rn_hsa *a)
 {
 	return a->sa.sa_family == AF_INET6 ? sizeof(a->v6) : sizeof(a->v4);
+}
+
+/* Sets a's port (host byte order), either family. */
+static inline void rn_hsa_set_port(rn_hsa *a, uint16_t port)
+{
+	if (a->sa.sa_family == AF_INET6)
+		a->v6.sin6_port = htons(port);
+	else
+		a->v4.sin_port = htons(port);
 }
 
 #endif
