@@ -16,8 +16,8 @@
  * processes that are gone (or whose pid was reused: the process start time
  * is in the file).  Nothing is added to the per-packet path: the counters
  * are read from the core in the engine thread, off the timer, and a
- * snapshot takes at most 1 % of that thread (0.25 % with thousands of connections) (the period stretches with
- * thousands of connections, see pace()).
+ * snapshot takes at most 1 % of that thread (0.25 % with thousands of
+ * connections: the snapshots thin out, see due()).
  *
  * Format (docs/OPERATIONS.md): one record per line, "kind key=value ...",
  * string values in double quotes.
@@ -49,8 +49,9 @@
 
 static struct {
 	struct event *ev;
-	struct timeval period;    /* RI2N_STAT_MS */
-	uint64_t period_ns, cur_ns; /* the same; the one in use now (RN_PUBLISH_SHARE) */
+	struct timeval period;    /* RI2N_STAT_MS: the timer's tick */
+	uint64_t last_ns;         /* the last snapshot's end (rn_now_ns) */
+	uint64_t fixed_ns, per_conn_ns; /* what it cost: with no connection; per connection */
 	char path[256], tmp[264];
 	int dirfd;                /* the run directory, checked once (rn_statfile_dir_open) */
 	char name[32], tmpname[40]; /* <pid>.stat and its temporary, relative to dirfd */
@@ -132,41 +133,63 @@ static void write_listener(rn_port *p, void *ctx)
 
 /*
  * A snapshot may take at most 1/RN_PUBLISH_SHARE of the engine thread: with
- * thousands of connections formatting them takes milliseconds, so the
- * period stretches to RN_PUBLISH_SHARE times the last snapshot's cost, and
- * comes back to RI2N_STAT_MS when that is enough again.  With thousands of
- * connections a quarter of a percent: at 1 % the snapshots alone were most
- * of the 1.1-1.3 % of a core a server with 9,000 idle connections used,
- * over the 1 % an idle process may (about 10 s between snapshots of 9,000
- * connections now).  A process with a few keeps 1 % and fresher snapshots
- * (a sanitizer build's take milliseconds).
+ * thousands of connections formatting them takes milliseconds (about 12 us
+ * each).  The timer ticks every RI2N_STAT_MS, and a tick writes a snapshot
+ * only when the time since the last one is RN_PUBLISH_SHARE times what a
+ * snapshot of the connections there are now would cost: the last one's cost
+ * per connection times the count the ports' tables hold, which a tick reads
+ * for next to nothing.  With thousands of connections the share is a quarter
+ * of a percent: at 1 % the snapshots alone were most of the 1.1-1.3 % of a
+ * core a server with 9,000 idle connections used, over the 1 % an idle
+ * process may (about 10 s between snapshots of 9,000 connections).  A
+ * process with a few keeps 1 % and fresher snapshots (a sanitizer build's
+ * take milliseconds).  Because the count is read at every tick, a server
+ * whose connections closed is fresh again at the next one; a period fixed
+ * from the last snapshot's cost once left ri2n-stat 7 s behind after a
+ * churn of 1,400 connections had ended.
  */
 #define RN_PUBLISH_SHARE 100
 #define RN_PUBLISH_SHARE_MANY 400
 #define RN_PUBLISH_MANY 1000
 
-static void pace(uint64_t took_ns)
+static void count_port(rn_port *p, void *ctx)
 {
-	uint64_t want = took_ns * (g.nconn >= RN_PUBLISH_MANY ? RN_PUBLISH_SHARE_MANY : RN_PUBLISH_SHARE);
+	*(size_t *)ctx += p->tab.n;
+}
 
-	if (want < g.period_ns)
-		want = g.period_ns;
-	/* a change of a tenth or more re-arms the timer; smaller ones are noise */
-	if (want * 10 < g.cur_ns * 9 || want * 10 > g.cur_ns * 11) {
-		struct timeval tv = { (time_t)(want / 1000000000), (suseconds_t)(want % 1000000000 / 1000) };
+/* whether a tick at NOW writes a snapshot */
+static int due(uint64_t now)
+{
+	size_t n = 0;
+	uint64_t cost;
 
-		g.cur_ns = want;
-		rn_ev_add(g.ev, &tv);
-	}
+	rn_host_lock();
+	rn_port_each_port(count_port, &n);
+	rn_host_unlock();
+	cost = g.fixed_ns + g.per_conn_ns * n;
+	return now - g.last_ns >= cost * (n >= RN_PUBLISH_MANY ? RN_PUBLISH_SHARE_MANY : RN_PUBLISH_SHARE);
+}
+
+/* the engine thread's own CPU time: waiting for the host lock, which threads
+ * connecting inline may hold a while, is not the snapshot's cost */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return rn_now_ns();
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void snapshot(evutil_socket_t fd, short what, void *arg)
 {
-	uint64_t t0 = rn_now_ns();
+	uint64_t t0 = thread_cpu_ns(), took;
 
 	(void)fd;
 	(void)what;
 	(void)arg;
+	if (g.ev && fd == -1 && what == EV_TIMEOUT && !due(rn_now_ns()))
+		return;
 	{
 		int tfd = openat(g.dirfd, g.tmpname,
 				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -207,8 +230,13 @@ static void snapshot(evutil_socket_t fd, short what, void *arg)
 		unlinkat(g.dirfd, g.tmpname, 0);
 	pthread_mutex_unlock(&g.mu);
 	g.f = NULL;
-	if (g.ev)
-		pace(rn_now_ns() - t0);
+	took = thread_cpu_ns() - t0;
+	/* a snapshot of none costs the file's own lines; each connection adds its share */
+	if (g.nconn)
+		g.per_conn_ns = took / (uint64_t)g.nconn;
+	else
+		g.fixed_ns = took;
+	g.last_ns = rn_now_ns();
 }
 
 static void remove_at_exit(void)
@@ -244,7 +272,6 @@ void rn_publish_start(void)
 	snprintf(g.tmp, sizeof(g.tmp), "%s.tmp", g.path);
 	g.start = rn_statfile_proc_start();
 	g.period = (struct timeval){ period / 1000, (period % 1000) * 1000 };
-	g.period_ns = g.cur_ns = (uint64_t)period * 1000000;
 	g.ev = event_new(rn_engine_base(), -1, EV_PERSIST, snapshot, NULL);
 	if (!g.ev)
 		return;
