@@ -683,7 +683,9 @@ class H(socketserver.StreamRequestHandler):
 		n = int(self.rfile.readline())
 		data = self.rfile.read(n)
 		self.wfile.write(data)
-		print("served", os.getpid(), os.getppid(), self.client_address[1], len(data), flush=True)
+		# one write(2) of the whole line: the children share the output file, and
+		# print() unbuffered came out interleaved with a sibling ("servedserved  1079710796 ...")
+		os.write(1, b"served %d %d %d %d\n" % (os.getpid(), os.getppid(), self.client_address[1], len(data)))
 class S(socketserver.ForkingTCPServer):
 	allow_reuse_address = True
 	max_children = 64
