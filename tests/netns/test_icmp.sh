@@ -85,7 +85,7 @@ icmp_stat() { # HOST FIELD: a counter of the Icmp line of /proc/net/snmp in HOST
 
 scenario_fragneeded() {
 	local xpid cpid r a1 a2 p1 mtu downs
-	nt_init hkf 2 2 1gbit
+	nt_init "icmp-$scenario" 2 2 1gbit
 	NT_TIMEOUT=${NT_TIMEOUT:-90}
 	nt_serve 2 --once
 	nt_send_bg x 1 2 --seconds "$SECS"
@@ -122,7 +122,7 @@ scenario_fragneeded() {
 
 scenario_killed_peer() {
 	local spid apid bpid p unreach0 unreach1 t0 t1 used downs line
-	nt_init hkk 2 2 1gbit
+	nt_init "icmp-$scenario" 2 2 1gbit
 	# every datagram the server sends to A once it is dead gets its port
 	# unreachable (the default limit answers about one a second)
 	ip netns exec "$(tb_ns 1)" sysctl -qw net.ipv4.icmp_ratelimit=0 || nt_fail "sysctl"
@@ -219,7 +219,7 @@ forge_unreach() { # RAIL PORT DST
 
 scenario_forged_refusal() {
 	local a21 a22 absent st
-	nt_init hkr 3 2
+	nt_init "icmp-$scenario" 3 2
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	a21=$(nt_addr 2 1)
 	a22=$(nt_addr 2 2)
@@ -281,7 +281,7 @@ failed_recv() { # FILE
 
 scenario_dead_peer() {
 	local kpid cpid apid bpid t0 ta= ts= now line
-	nt_init hkd 2 2 1gbit
+	nt_init "icmp-$scenario" 2 2 1gbit
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	nt_serve 2             # S, port 7000: lives
 	nt_serve 2 --port 7001 # K: killed
@@ -324,7 +324,7 @@ scenario_dead_peer() {
 
 scenario_dead_peer_idle() {
 	local spid t0 now dt
-	nt_init hki 2 2 1gbit
+	nt_init "icmp-$scenario" 2 2 1gbit
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	nt_serve 2
 	spid=$(nt_xfer_pid 2 serve)
@@ -361,7 +361,7 @@ forge_quoted() { # RAIL PORT DST QUOTE COUNT
 
 scenario_dead_peer_forged() {
 	local xpid cpid p1 p2 r q u0 u1 st hdr pn="" fp=()
-	nt_init hkg 3 2 20mbit
+	nt_init "icmp-$scenario" 3 2 20mbit
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	[ -n "${RI2N_KEY:-}" ] && pn=0000000000000001 # a packet number: epoch 0, counter 1
 	nt_serve 2
