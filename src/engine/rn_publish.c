@@ -183,13 +183,13 @@ static uint64_t thread_cpu_ns(void)
 
 static void snapshot(evutil_socket_t fd, short what, void *arg)
 {
-	uint64_t t0 = thread_cpu_ns(), took;
+	uint64_t t0, took;
 
 	(void)fd;
-	(void)what;
 	(void)arg;
-	if (g.ev && fd == -1 && what == EV_TIMEOUT && !due(rn_now_ns()))
+	if ((what & EV_TIMEOUT) && !due(rn_now_ns())) /* a tick; the first snapshot is called directly */
 		return;
+	t0 = thread_cpu_ns();
 	{
 		int tfd = openat(g.dirfd, g.tmpname,
 				 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
