@@ -11,6 +11,7 @@
  * logged first (struct wlog) so a failure can name the paths around it.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -456,6 +457,51 @@ static void hand_token(struct writer_arg *w, uint64_t *rng)
 
 /* ---- forked writers ---- */
 
+/*
+ * What each thread of a stuck child is doing, to stderr: its state, CPU
+ * ticks, the system call it is in (number and arguments) and the kernel's
+ * wait channel; with POSIX_STRESS_GDB, its stacks too.
+ */
+static void child_dump(pid_t pid)
+{
+	char path[64], cmd[128];
+	int tids[64], n = 0;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if (!(d = opendir(path)))
+		return;
+	while ((e = readdir(d)) && n < 64)
+		if (e->d_name[0] != '.')
+			tids[n++] = atoi(e->d_name);
+	closedir(d);
+	for (int i = 0; i < n; i++) {
+		static const char *const files[] = { "stat", "syscall", "wchan" };
+
+		fprintf(stderr, "  child %d thread %d:\n", (int)pid, tids[i]);
+		for (int f = 0; f < 3; f++) {
+			char line[512] = "";
+			FILE *fp;
+
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, tids[i], files[f]);
+			if ((fp = fopen(path, "r"))) {
+				if (!fgets(line, sizeof(line), fp))
+					line[0] = 0;
+				fclose(fp);
+			}
+			line[strcspn(line, "\n")] = 0;
+			fprintf(stderr, "    %s: %s\n", files[f], line);
+		}
+	}
+	if (getenv("POSIX_STRESS_GDB")) {
+		snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt 30' 1>&2",
+			 (int)pid);
+		if (system(cmd) != 0)
+			fprintf(stderr, "posix_stress: %s failed\n", cmd);
+	}
+}
+
 /* Waits for a child writing k records from seq0 (15 s at most); fails the run unless it exits 0. */
 static void child_wait(struct stream *st, pid_t pid, const char *what, uint32_t seq0, uint32_t k)
 {
@@ -464,6 +510,7 @@ static void child_wait(struct stream *st, pid_t pid, const char *what, uint32_t 
 
 	while (waitpid(pid, &status, WNOHANG) == 0) {
 		if (ms_now() > end) {
+			child_dump(pid);
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			fail_stream(st, st->off, "stream %d: %s (pid %d) writing records %u-%u did "
