@@ -58,7 +58,9 @@ run_suite "unit + sim + lint" build -L 'unit|sim|lint'
 
 step "namespace and MPI tests"
 if [ "$(id -u)" -eq 0 ]; then
-	run_suite "netns + mpi" build -L 'netns|mpi' -j1
+	# two at a time: each test makes a bed of its own; those that judge a rate or a time
+	# window, or load both cores, run alone (RUN_SERIAL, tests/CMakeLists.txt)
+	run_suite "netns + mpi" build -L 'netns|mpi' -j2
 else
 	echo "not root: skipping the namespace tests"
 	record "netns" "skipped (not root)"
@@ -104,7 +106,7 @@ sanitized() { # NAME DIR SANITIZER SEEDS
 		# bench_smoke (90 s under a sanitizer) drives the same programs the netns tests do;
 		# netns_churn is a rate test (16 threads connecting for 3 s: about 2 min under ASan);
 		# the listener's trust it checks runs under the sanitizers in unit_trust
-		run_suite "$1 netns" "$2" -L netns -E '^(bench_smoke|netns_churn)$' -j1
+		run_suite "$1 netns" "$2" -L netns -E '^(bench_smoke|netns_churn)$' -j2
 	fi
 }
 if [ "$quick" -eq 0 ]; then
