@@ -93,6 +93,8 @@ static const char *check_relations(const rn_config *c)
 		return "dead_peer timeout must be longer than rail_timeout";
 	if (c->ack_delay_pp_ns < c->ack_delay_ns)
 		return "ack_delay_pp must be at least ack_delay";
+	if (c->ack_hold_max_ns < c->ack_delay_pp_ns)
+		return "ack_hold_max must be at least ack_delay_pp";
 	if (c->init_cwnd > c->snd_slots)
 		return "init_cwnd must be between 4 and snd_slots";
 	if (c->keyed > 1)

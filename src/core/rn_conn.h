@@ -71,6 +71,18 @@ struct rn_conn_ack {
 	} echo[RN_MAX_RAILS];
 	unsigned echo_next;
 	uint32_t adv_edge;     /* window edge last advertised */
+	/*
+	 * The longest late answers counted (rn_conn_hold_sample), us: ours, which
+	 * set how long we may hold an ACK while answering, and the peer's, which
+	 * set how long we allow it to (rn_conn_hold_limit).  pp: the owed ACK
+	 * waits as an answer's; late: it went alone at the end of that wait with
+	 * nothing of ours unacknowledged, and the next new DATA says so.  Ours
+	 * counts once the peer acknowledged that DATA (late_seq; late_us its
+	 * answer), so we never wait longer than the peer allows.
+	 */
+	uint32_t held_us, peer_held_us;
+	uint32_t late_seq, late_us;
+	uint8_t pp, late, late_sent;
 };
 
 /*
@@ -303,6 +315,13 @@ uint32_t rn_conn_ring_init_slots(uint32_t mss, uint32_t max_slots);
 /* rn_conn_ack.c: whether an ACK lies within what we sent; what it acknowledges and what it shows lost. */
 int rn_conn_ack_valid(const rn_conn *c, const rn_pkt *p);
 void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
+/*
+ * How long an owed ACK may wait while answering, given the longest late
+ * answer counted so far; and a late answer (a DATA's ts less the arrival
+ * time it echoes, us) counted into *held_us.
+ */
+uint64_t rn_conn_hold_limit(const rn_config *cfg, uint32_t held_us);
+void rn_conn_hold_sample(const rn_config *cfg, uint32_t *held_us, uint32_t wait_us);
 void rn_conn_grow_send(rn_conn *c);
 /*
  * The receive window shared through env.rcvpool (rn_core.h): the window

@@ -50,6 +50,36 @@ int rn_conn_ack_valid(const rn_conn *c, const rn_pkt *p)
 	return 1;
 }
 
+/*
+ * The ACK wait while answering (docs/PROTOCOL.md, "ACKs"): ack_delay_pp,
+ * or twice the longest late answer counted if that is longer, never past
+ * ack_hold_max.  An answer is late when the ACK it would have carried went
+ * alone at the end of the wait, nothing of ours being unacknowledged (a
+ * request/response whose program takes longer than the wait to write its
+ * next request): its DATA then carries an ACK block echoing the newest
+ * arrival and RN_F_LATE, and the late answer is its ts less that arrival
+ * time, both on the holder's clock.  So both ends count the same numbers:
+ * the peer as it receives the DATA, the holder once the peer acknowledged
+ * it (a flagged DATA lost on the way is resent unflagged and counts on
+ * neither side, and the holder never waits longer than the peer allows).
+ * Answers later than ack_hold_max (an idle gap) do not count.  The limit
+ * never shrinks.
+ */
+uint64_t rn_conn_hold_limit(const rn_config *cfg, uint32_t held_us)
+{
+	uint64_t l = (uint64_t)held_us * 2000;
+
+	if (l < cfg->ack_delay_pp_ns)
+		l = cfg->ack_delay_pp_ns;
+	return l < cfg->ack_hold_max_ns ? l : cfg->ack_hold_max_ns;
+}
+
+void rn_conn_hold_sample(const rn_config *cfg, uint32_t *held_us, uint32_t wait_us)
+{
+	if (wait_us > *held_us && (uint64_t)wait_us * 1000 <= cfg->ack_hold_max_ns)
+		*held_us = wait_us;
+}
+
 void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 {
 	rn_sndq *q = &c->sq;
@@ -59,6 +89,9 @@ void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		c->peer_wnd = p->wnd;
 	if (p->ts_echo) {
 		uint64_t rtt = (uint64_t)(uint32_t)(rn_now_us(now_ns) - p->ts_echo) * 1000;
+
+		if (p->flags & RN_F_LATE)
+			rn_conn_hold_sample(&c->cfg, &c->ack.peer_held_us, p->ts - p->ts_rx);
 
 		if (rtt <= RN_RTO_MAX_NS)
 			c->rtt_ns = c->rtt_ns ? (7 * c->rtt_ns + rtt) / 8 : rtt;
@@ -81,6 +114,10 @@ void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 			c->close.fin_acked = 1;
 		s->flags &= (uint8_t)~(RN_SS_ACKED | RN_SS_LOST);
 		q->una++;
+	}
+	if (c->ack.late_sent && rn_seq_lt(c->ack.late_seq, q->una)) {
+		rn_conn_hold_sample(&c->cfg, &c->ack.held_us, c->ack.late_us);
+		c->ack.late_sent = 0;
 	}
 	for (unsigned w = 0; w < p->nwords; w++) {
 		uint64_t bits = rn_wire_sack_word(p, w);
@@ -134,6 +171,9 @@ static void declare_lost(rn_conn *c, int k, const rn_txrec *t, int judge, uint64
 	rn_sslot *s = rn_sndq_slot(&c->sq, t->seq);
 	rn_rail *r = &c->rail[k];
 
+	/* a late answer that may not have arrived: its resend says nothing */
+	if (c->ack.late_sent && t->seq == c->ack.late_seq)
+		c->ack.late_sent = 0;
 	if (is_copy(s, k, t)) {
 		/* a copy is never bundled; the packet is lost once both are */
 		s->flags &= (uint8_t)~RN_SS_COPY;

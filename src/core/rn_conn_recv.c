@@ -300,10 +300,11 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
 {
 	if (!c->ack.pending) {
 		int answering = c->ack.data_tx_ns && c->ack.data_tx_ns >= c->ack.data_rx_ns;
-		uint64_t pp = c->cfg.ack_delay_pp_ns;
+		uint64_t pp = rn_conn_hold_limit(&c->cfg, c->ack.held_us);
 
 		c->ack.first_ns = now_ns;
-		rn_timer_on_ack_owed(c, now_ns, answering && pp > c->cfg.ack_delay_ns ? pp : c->cfg.ack_delay_ns);
+		c->ack.pp = answering && pp > c->cfg.ack_delay_ns;
+		rn_timer_on_ack_owed(c, now_ns, c->ack.pp ? pp : c->cfg.ack_delay_ns);
 	}
 	c->ack.pending = 1;
 	if (++c->ack.unacked >= c->cfg.ack_every || now)

@@ -131,8 +131,30 @@ static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
 	return 1;
 }
 
-static void ack_sent(rn_conn *c, const rn_ackblk *ab)
+/*
+ * A late answer's ACK block (rn_conn_hold_limit) echoes the newest arrival,
+ * whichever rail it came on (the packet answered, or later).
+ */
+static void echo_newest(const rn_conn *c, rn_ackblk *ab)
 {
+	for (int k = 0; k < c->npaths; k++)
+		if (c->ack.echo[k].valid &&
+		    (!ab->ts_echo || (int32_t)(c->ack.echo[k].rx_us - ab->ts_rx) > 0)) {
+			ab->ts_echo = c->ack.echo[k].ts;
+			ab->ts_rx = c->ack.echo[k].rx_us;
+			ab->echo_path = (uint8_t)k;
+		}
+}
+
+static void ack_sent(rn_conn *c, const rn_ackblk *ab, const rn_hdr *h)
+{
+	if (h->flags & RN_F_LATE) { /* counted once acknowledged (rn_conn_recv_ack) */
+		c->ack.late_seq = h->seq;
+		c->ack.late_us = h->ts - ab->ts_rx;
+		c->ack.late_sent = 1;
+		c->ack.late = 0;
+	}
+	c->ack.pp = 0;
 	c->ack.pending = 0;
 	c->ack.now = 0;
 	c->ack.unacked = 0;
@@ -169,7 +191,7 @@ static ssize_t write_ctl_pad(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
 	if (n < 0)
 		return n;
 	if (with_ack)
-		ack_sent(c, &ab);
+		ack_sent(c, &ab, &h);
 	tx->path = k;
 	tx->local_rail = c->rail[k].local_rail;
 	tx->to = c->rail[k].remote;
@@ -411,7 +433,7 @@ static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_
 	if (n < 0)
 		return n;
 	if (with_ack)
-		ack_sent(c, &ab);
+		ack_sent(c, &ab, &h);
 	s->copy_idx = rn_rail_on_send(r, seq, now_ns);
 	s->copy_rail = (uint8_t)k;
 	s->flags |= RN_SS_COPY;
@@ -434,7 +456,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	uint64_t words[RN_MAX_SACK_WORDS];
 	rn_sndq *q = &c->sq;
 	uint32_t usable, seq;
-	int k, retx = 0, with_ack = 0, small;
+	int k, retx = 0, with_ack = 0, small, late;
 	unsigned nb = 1;
 	size_t limit, plen;
 	rn_sslot *s;
@@ -488,13 +510,23 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (!retx && !(s->flags & RN_SS_SMALL) &&
 	    !(s->len == c->mss && now_ns - r->last_full_tx_ns >= RN_FULL_EVIDENCE_NS / 2))
 		nb = bundle(c, r, seq, limit, &plen);
-	if (c->ack.pending && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
+	/*
+	 * New DATA after our ACK went alone at the end of its wait: a late
+	 * answer.  Not a small write's packet, whose unflagged twin may be the
+	 * one that arrives (RI2N_REDUNDANT_BYTES).
+	 */
+	late = c->ack.late && !retx && !(s->flags & RN_SS_SMALL);
+	if ((c->ack.pending || late) && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
 		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
 	rn_hdr h = { .type = RN_PT_DATA, .flags = (s->flags & RN_SS_FIN) ? RN_F_FIN : 0,
 		     .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
 		     .ts = rn_now_us(now_ns) };
 	if (nb > 1)
 		h.flags = RN_F_MULTI;
+	if (with_ack && late && ab.ts_echo) {
+		echo_newest(c, &ab);
+		h.flags |= RN_F_LATE;
+	}
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL,
 			   nb > 1 ? NULL : rn_sndq_data(q, seq), plen);
 	if (n < 0)
@@ -502,7 +534,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (nb > 1)
 		fill_multi(q, seq, nb, buf, (size_t)n, plen);
 	if (with_ack)
-		ack_sent(c, &ab);
+		ack_sent(c, &ab, &h);
 	small = (s->flags & RN_SS_SMALL) != 0;
 	/* after the copy: a new packet sent may grow the ring (s is stale then) */
 	for (unsigned i = 0; i < nb; i++)
@@ -700,8 +732,15 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		if (n != 0)
 			return n;
 	}
-	if (c->ack.pending && c->ack.now && (k = pick(c, ctl)) >= 0)
-		return write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
+	if (c->ack.pending && c->ack.now && (k = pick(c, ctl)) >= 0) {
+		/* the whole wait of an answer passed, nothing of ours unacknowledged */
+		int late = c->ack.pp && now_ns >= c->timer[RN_TIMER_ACK] && c->sq.una == c->sq.end;
+
+		n = write_ctl(c, now_ns, k, RN_PT_ACK, NULL, 0, buf, cap, tx);
+		if (n > 0 && late)
+			c->ack.late = 1;
+		return n;
+	}
 	return 0;
 }
 

@@ -79,6 +79,9 @@
 	X(ack_delay_pp_ns, US, 40000, 0, 1000000,                                            \
 	  "...or this long while answering (request/response): the answer usually carries "  \
 	  "the ACK first; the peer's RTO allows for it")                                     \
+	X(ack_hold_max_ns, US, 200000, 0, 1000000,                                           \
+	  "...growing to twice the latest answer (the turn of a busy event loop), up to "    \
+	  "this; both ends count the same late answers")                                     \
 	X(rto_min_ns, US, 20000, 100, 60000000, "floor of the retransmission timeout")       \
 	X(queue_target_ns, US, 4000, 0, 1000000, "queueing delay a rail may build up")       \
 	X(linger_ns, MS, 1000, 0, 86400000,                                                  \

@@ -176,13 +176,15 @@ static int any_tx_down(const rn_conn *c)
 /*
  * The longest the peer may hold its ACK: once DATA has come from it, the
  * connection may be a request/response exchange, where it waits up to
- * ack_delay_pp for its answer to carry the ACK (rn_conn_recv.c).  Both ends
- * run the same defaults; a peer that waits longer costs spurious resends,
- * never bytes.
+ * ack_delay_pp for its answer to carry the ACK (rn_conn_recv.c), or longer
+ * once its answers came late (rn_conn_hold_limit).  Both ends run the same
+ * defaults; a peer that waits longer costs spurious resends, never bytes.
  */
 static uint64_t peer_ack_wait(const rn_conn *c)
 {
-	return c->ack.data_rx_ns ? c->cfg.ack_delay_pp_ns : c->cfg.ack_delay_ns;
+	if (!c->ack.data_rx_ns)
+		return c->cfg.ack_delay_ns;
+	return rn_conn_hold_limit(&c->cfg, c->ack.peer_held_us);
 }
 
 /* When the oldest live transmission on rail k times out (UINT64_MAX if none); rto: the rail's. */

@@ -46,6 +46,8 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 		return BAD(RN_DROP_MALFORMED);
 	if ((p->flags & RN_F_COPY) && (p->type != RN_PT_DATA || (p->flags & RN_F_MULTI)))
 		return BAD(RN_DROP_MALFORMED);
+	if ((p->flags & RN_F_LATE) && (p->type != RN_PT_DATA || !(p->flags & RN_F_ACK)))
+		return BAD(RN_DROP_MALFORMED);
 	switch (p->type) {
 	case RN_PT_DATA:
 		if (p->len == 0 && !(p->flags & RN_F_FIN))

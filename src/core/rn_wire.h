@@ -51,7 +51,13 @@ enum rn_pflag {
 	 * rail right after the first (RI2N_REDUNDANT_BYTES); never with MULTI
 	 */
 	RN_F_COPY = 0x08,
-	RN_F__ALL = 0x0f,
+	/*
+	 * DATA with an ACK block: a late answer.  The sender's ACK of the packet
+	 * the block echoes went alone at the end of its wait while answering;
+	 * this DATA came after it (rn_conn_hold_sample counts the wait).
+	 */
+	RN_F_LATE = 0x10,
+	RN_F__ALL = 0x1f,
 };
 
 /* A decoded datagram; pointers refer into the caller's buffer. */

@@ -278,6 +278,19 @@ static int drop_first_data(un_net *n, const un_rec *r, void *arg)
 	return 0;
 }
 
+/* Drops the server's next *arg DATA datagrams. */
+static int drop_first_server_data(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->from == UN_SERVER && r->type == RN_PT_DATA) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * Request/response: the sender's RTO allows for the peer's ACK delay.  A
  * server that takes 30 ms to answer holds its ACK up to ack_delay_pp; the
@@ -546,6 +559,133 @@ static void test_conn_multi_malformed(void **state)
 		assert_int_equal(stats(sv(n)).drops[RN_DROP_MALFORMED], (uint64_t)(i + 1));
 		assert_int_equal(stats(sv(n)).drops[RN_DROP_WINDOW], 0);
 	}
+	un_del(n);
+}
+
+/*
+ * A client whose program takes 90 ms to send its next request (1000 redis
+ * clients on one thread take 60-130 ms): at 40 ms the ACK of each response
+ * would go alone.  The first request after such an ACK is a late answer
+ * and says so: the wait grows to twice it (up to ack_hold_max), so from the
+ * second exchange on each request carries the ACK and nothing else goes
+ * out.  The server's RTO allows for the longer wait (no resend), both ends
+ * count the same late answers, and a lost response is resent once the RTO
+ * and that wait have passed.  The server, which answers at once, keeps
+ * 40 ms.
+ */
+static void test_conn_ack_hold_grows(void **state)
+{
+	uint64_t t, t2, rto, wait;
+	un_net *n = pair_proven(1, &t);
+	const uint64_t PP = 40 * UT_MS, MAX = 200 * UT_MS, THINK = 90 * UT_MS;
+	int left = 0, alone[8];
+	char buf[64];
+
+	(void)state;
+	assert_true(cl(n)->cfg.ack_delay_pp_ns == PP && cl(n)->cfg.ack_hold_max_ns == MAX);
+	t2 = t + 10 * UT_MS;
+	for (int i = 0; i < 8; i++) {
+		uint64_t got;
+
+		assert_int_equal(rn_conn_write(cl(n), t2, "request.", 8), 8);
+		un_run(n, t2 + 2 * D);
+		assert_int_equal(rn_conn_read(sv(n), t2 + 2 * D, buf, sizeof(buf)), 8);
+		assert_int_equal(rn_conn_write(sv(n), t2 + 2 * D, "response", 8), 8);
+		un_run(n, t2 + 4 * D);
+		got = t2 + 4 * D;
+		assert_int_equal(rn_conn_read(cl(n), got, buf, sizeof(buf)), 8);
+		t2 = got + THINK;
+		un_run(n, t2);
+		alone[i] = un_count(n, UN_CLIENT, RN_PT_ACK, -1, got, t2);
+		/* both ends counted the same waits */
+		assert_int_equal(cl(n)->ack.held_us, sv(n)->ack.peer_held_us);
+	}
+	/* 40 ms: too short, an ACK of its own; the late request makes it 180 ms */
+	assert_int_equal(alone[0], 1);
+	for (int i = 1; i < 8; i++)
+		assert_int_equal(alone[i], 0);
+	assert_int_equal(stats(sv(n)).retransmits, 0);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	/* twice the think time (and the response's last hop), within ack_hold_max */
+	wait = rn_conn_hold_limit(&cl(n)->cfg, cl(n)->ack.held_us);
+	assert_true(wait >= 2 * THINK && wait <= 2 * (THINK + 4 * D) && wait < MAX);
+	rto = rn_rail_rto(&sv(n)->rail[0], &sv(n)->cfg);
+	assert_true(rn_conn_rail_rto(sv(n), 0) == rto + wait);
+	/* the server answers at once: its own wait stays at ack_delay_pp */
+	assert_true(sv(n)->ack.held_us < 1000);
+	assert_true(rn_conn_rail_rto(cl(n), 0) == rn_rail_rto(&cl(n)->rail[0], &cl(n)->cfg) + PP);
+
+	/* a lost response: resent after the RTO and the client's longer wait, not before */
+	n->filter = drop_first_data;
+	n->filter_arg = &left;
+	assert_int_equal(rn_conn_write(cl(n), t2, "request.", 8), 8);
+	un_run(n, t2 + 2 * D);
+	assert_int_equal(rn_conn_read(sv(n), t2 + 2 * D, buf, sizeof(buf)), 8);
+	rto = rn_conn_rail_rto(sv(n), 0);
+	left = 1;
+	n->filter = drop_first_server_data;
+	assert_int_equal(rn_conn_write(sv(n), t2 + 2 * D, "response", 8), 8);
+	un_run(n, t2 + 2 * D + rto - 1);
+	assert_int_equal(stats(sv(n)).retransmits, 0);
+	un_run(n, t2 + 2 * D + rto + 5 * UT_MS);
+	assert_int_equal(stats(sv(n)).retransmits, 1);
+	assert_int_equal(rn_conn_read(cl(n), t2 + 2 * D + rto + 5 * UT_MS, buf, sizeof(buf)), 8);
+	un_del(n);
+}
+
+/* Drops the next *arg DATA datagrams flagged as late answers. */
+static int drop_late(un_net *n, const un_rec *r, void *arg)
+{
+	int *left = arg;
+
+	(void)n;
+	if (*left && r->type == RN_PT_DATA && (r->flags & RN_F_LATE)) {
+		(*left)--;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A late answer lost on the way counts on neither side: its resend is not
+ * flagged, the client keeps the 40 ms the server allows for, and the next
+ * late answer that arrives counts on both.
+ */
+static void test_conn_ack_hold_late_lost(void **state)
+{
+	uint64_t t, t2;
+	un_net *n = pair_proven(1, &t);
+	const uint64_t THINK = 90 * UT_MS;
+	int left = 1, late[4];
+	char buf[64];
+
+	(void)state;
+	n->filter = drop_late;
+	n->filter_arg = &left;
+	t2 = t + 10 * UT_MS;
+	for (int i = 0; i < 4; i++) {
+		uint64_t got;
+
+		assert_int_equal(rn_conn_write(cl(n), t2, "request.", 8), 8);
+		un_run(n, t2 + 2 * D + 200 * UT_MS); /* the lost one's resend, after the RTO */
+		assert_int_equal(rn_conn_read(sv(n), t2 + 2 * D + 200 * UT_MS, buf, sizeof(buf)), 8);
+		got = t2 + 200 * UT_MS + 2 * D;
+		assert_int_equal(rn_conn_write(sv(n), got, "response", 8), 8);
+		un_run(n, got + 2 * D);
+		assert_int_equal(rn_conn_read(cl(n), got + 2 * D, buf, sizeof(buf)), 8);
+		late[i] = cl(n)->ack.held_us != 0;
+		assert_true(cl(n)->ack.held_us <= sv(n)->ack.peer_held_us);
+		t2 = got + 2 * D + THINK;
+		un_run(n, t2);
+	}
+	/* the first late request was lost: nothing counted; the second counted on both */
+	assert_int_equal(left, 0);
+	assert_int_equal(late[0], 0);
+	assert_int_equal(late[1], 0);
+	assert_int_equal(late[2], 1);
+	assert_int_equal(cl(n)->ack.held_us, sv(n)->ack.peer_held_us);
+	assert_int_equal(stats(cl(n)).retransmits, 1);
+	assert_int_equal(stats(sv(n)).retransmits, 0);
 	un_del(n);
 }
 
@@ -2372,6 +2512,8 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
+		cmocka_unit_test(test_conn_ack_hold_grows),
+		cmocka_unit_test(test_conn_ack_hold_late_lost),
 		cmocka_unit_test(test_conn_rto_allows_ack_delay),
 		cmocka_unit_test(test_conn_link_state_stalled_rtt),
 		cmocka_unit_test(test_conn_multi_packet_datagrams),
