@@ -312,7 +312,16 @@ uint64_t rn_conn_rtt_estimate(const rn_conn *c);
 uint32_t rn_conn_paths_mask(const rn_conn *c);
 /* The first size of a ring of packets of mss bytes that may grow to max_slots (rn_conn_mem.c). */
 uint32_t rn_conn_ring_init_slots(uint32_t mss, uint32_t max_slots);
-/* rn_conn_ack.c: whether an ACK lies within what we sent; what it acknowledges and what it shows lost. */
+/*
+ * rn_conn_ack.c: the ACK block as it stands, with as many SACK words as fit
+ * in room bytes (0 if not even the block fits); a late answer's block
+ * echoing the newest arrival instead; an ACK block sent in h (the owed ACK
+ * settled).
+ */
+int rn_conn_build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room);
+void rn_conn_echo_newest(const rn_conn *c, rn_ackblk *ab);
+void rn_conn_ack_sent(rn_conn *c, const rn_ackblk *ab, const rn_hdr *h);
+/* Whether an ACK lies within what we sent; what it acknowledges and what it shows lost. */
 int rn_conn_ack_valid(const rn_conn *c, const rn_pkt *p);
 void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns);
 /*

@@ -1,7 +1,8 @@
 /*
- * rn_conn_ack.c - what the peer's ACKs say: packets acknowledged (RTT
- * samples, the send ring's marks), packets lost (per rail, by SACK gaps and
- * timeouts) and their resends.
+ * rn_conn_ack.c - ACKs: the blocks we send (and the owed ACK they settle),
+ * how long one may wait while answering, and what the peer's say: packets
+ * acknowledged (RTT samples, the send ring's marks), packets lost (per
+ * rail, by SACK gaps and timeouts) and their resends.
  */
 #include <stddef.h>
 #include <string.h>
@@ -9,6 +10,106 @@
 #include "rn_bits.h"
 #include "rn_conn.h"
 #include "rn_seq.h"
+
+/* ---- the ACKs we send ---- */
+
+/*
+ * The ACK block as it stands, with as many SACK words as fit in `room`
+ * bytes.  Returns 0 if not even the block without words fits.
+ */
+int rn_conn_build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
+{
+	unsigned maxw;
+
+	if (!c->bufs_ready || room < RN_ACKBLK_LEN)
+		return 0;
+	maxw = (unsigned)((room - RN_ACKBLK_LEN) / 8);
+	if (maxw > RN_MAX_SACK_WORDS)
+		maxw = RN_MAX_SACK_WORDS;
+	ab->ack = c->rq.nxt;
+	ab->wnd = rn_conn_rcv_edge(c);
+	ab->ts_echo = ab->ts_rx = 0;
+	ab->echo_path = 0;
+	for (int i = 0; i < c->npaths; i++) {
+		int k = (int)((c->ack.echo_next + (unsigned)i) % (unsigned)c->npaths);
+
+		if (c->ack.echo[k].valid) {
+			ab->ts_echo = c->ack.echo[k].ts;
+			ab->ts_rx = c->ack.echo[k].rx_us;
+			ab->echo_path = (uint8_t)k;
+			c->ack.echo_next = (unsigned)k + 1;
+			break;
+		}
+	}
+	ab->nwords = (uint16_t)rn_rob_sack(&c->rq, words, maxw);
+	ab->words = words;
+	return 1;
+}
+
+/*
+ * A late answer's ACK block (rn_conn_hold_limit) echoes the newest arrival,
+ * whichever rail it came on (the packet answered, or later).
+ */
+void rn_conn_echo_newest(const rn_conn *c, rn_ackblk *ab)
+{
+	for (int k = 0; k < c->npaths; k++)
+		if (c->ack.echo[k].valid &&
+		    (!ab->ts_echo || (int32_t)(c->ack.echo[k].rx_us - ab->ts_rx) > 0)) {
+			ab->ts_echo = c->ack.echo[k].ts;
+			ab->ts_rx = c->ack.echo[k].rx_us;
+			ab->echo_path = (uint8_t)k;
+		}
+}
+
+void rn_conn_ack_sent(rn_conn *c, const rn_ackblk *ab, const rn_hdr *h)
+{
+	if (h->flags & RN_F_LATE) { /* counted once acknowledged (rn_conn_recv_ack) */
+		c->ack.late_seq = h->seq;
+		c->ack.late_us = h->ts - ab->ts_rx;
+		c->ack.late_sent = 1;
+		c->ack.late = 0;
+	}
+	c->ack.pp = 0;
+	c->ack.pending = 0;
+	c->ack.now = 0;
+	c->ack.unacked = 0;
+	c->ack.first_ns = 0;
+	c->ack.adv_edge = ab->wnd;
+}
+
+/* ---- the wait while answering ---- */
+
+/*
+ * The ACK wait while answering (docs/PROTOCOL.md, "ACKs"): ack_delay_pp,
+ * or twice the longest late answer counted if that is longer, never past
+ * ack_hold_max.  An answer is late when the ACK it would have carried went
+ * alone at the end of the wait, nothing of ours being unacknowledged (a
+ * request/response whose program takes longer than the wait to write its
+ * next request): its DATA then carries an ACK block echoing the newest
+ * arrival and RN_F_LATE, and the late answer is its ts less that arrival
+ * time, both on the holder's clock.  So both ends count the same numbers:
+ * the peer as it receives the DATA, the holder once the peer acknowledged
+ * it (a flagged DATA lost on the way is resent unflagged and counts on
+ * neither side, and the holder never waits longer than the peer allows).
+ * Answers later than ack_hold_max (an idle gap) do not count.  The limit
+ * never shrinks.
+ */
+uint64_t rn_conn_hold_limit(const rn_config *cfg, uint32_t held_us)
+{
+	uint64_t l = (uint64_t)held_us * 2000;
+
+	if (l < cfg->ack_delay_pp_ns)
+		l = cfg->ack_delay_pp_ns;
+	return l < cfg->ack_hold_max_ns ? l : cfg->ack_hold_max_ns;
+}
+
+void rn_conn_hold_sample(const rn_config *cfg, uint32_t *held_us, uint32_t wait_us)
+{
+	if (wait_us > *held_us && (uint64_t)wait_us * 1000 <= cfg->ack_hold_max_ns)
+		*held_us = wait_us;
+}
+
+/* ---- what the peer's ACKs say ---- */
 
 static void on_acked(rn_conn *c, uint32_t seq, uint64_t now_ns)
 {
@@ -48,36 +149,6 @@ int rn_conn_ack_valid(const rn_conn *c, const rn_pkt *p)
 	if (rn_seq_lt(p->wnd, p->ack) || p->wnd - p->ack > RN_MAX_SLOTS)
 		return 0;
 	return 1;
-}
-
-/*
- * The ACK wait while answering (docs/PROTOCOL.md, "ACKs"): ack_delay_pp,
- * or twice the longest late answer counted if that is longer, never past
- * ack_hold_max.  An answer is late when the ACK it would have carried went
- * alone at the end of the wait, nothing of ours being unacknowledged (a
- * request/response whose program takes longer than the wait to write its
- * next request): its DATA then carries an ACK block echoing the newest
- * arrival and RN_F_LATE, and the late answer is its ts less that arrival
- * time, both on the holder's clock.  So both ends count the same numbers:
- * the peer as it receives the DATA, the holder once the peer acknowledged
- * it (a flagged DATA lost on the way is resent unflagged and counts on
- * neither side, and the holder never waits longer than the peer allows).
- * Answers later than ack_hold_max (an idle gap) do not count.  The limit
- * never shrinks.
- */
-uint64_t rn_conn_hold_limit(const rn_config *cfg, uint32_t held_us)
-{
-	uint64_t l = (uint64_t)held_us * 2000;
-
-	if (l < cfg->ack_delay_pp_ns)
-		l = cfg->ack_delay_pp_ns;
-	return l < cfg->ack_hold_max_ns ? l : cfg->ack_hold_max_ns;
-}
-
-void rn_conn_hold_sample(const rn_config *cfg, uint32_t *held_us, uint32_t wait_us)
-{
-	if (wait_us > *held_us && (uint64_t)wait_us * 1000 <= cfg->ack_hold_max_ns)
-		*held_us = wait_us;
 }
 
 void rn_conn_recv_ack(rn_conn *c, const rn_pkt *p, uint64_t now_ns)

@@ -99,70 +99,6 @@ static uint32_t control_rails(const rn_conn *c, uint32_t writable)
 }
 
 /*
- * The ACK block as it stands, with as many SACK words as fit in `room`
- * bytes.  Returns 0 if not even the block without words fits.
- */
-static int build_ack(rn_conn *c, rn_ackblk *ab, uint64_t *words, size_t room)
-{
-	unsigned maxw;
-
-	if (!c->bufs_ready || room < RN_ACKBLK_LEN)
-		return 0;
-	maxw = (unsigned)((room - RN_ACKBLK_LEN) / 8);
-	if (maxw > RN_MAX_SACK_WORDS)
-		maxw = RN_MAX_SACK_WORDS;
-	ab->ack = c->rq.nxt;
-	ab->wnd = rn_conn_rcv_edge(c);
-	ab->ts_echo = ab->ts_rx = 0;
-	ab->echo_path = 0;
-	for (int i = 0; i < c->npaths; i++) {
-		int k = (int)((c->ack.echo_next + (unsigned)i) % (unsigned)c->npaths);
-
-		if (c->ack.echo[k].valid) {
-			ab->ts_echo = c->ack.echo[k].ts;
-			ab->ts_rx = c->ack.echo[k].rx_us;
-			ab->echo_path = (uint8_t)k;
-			c->ack.echo_next = (unsigned)k + 1;
-			break;
-		}
-	}
-	ab->nwords = (uint16_t)rn_rob_sack(&c->rq, words, maxw);
-	ab->words = words;
-	return 1;
-}
-
-/*
- * A late answer's ACK block (rn_conn_hold_limit) echoes the newest arrival,
- * whichever rail it came on (the packet answered, or later).
- */
-static void echo_newest(const rn_conn *c, rn_ackblk *ab)
-{
-	for (int k = 0; k < c->npaths; k++)
-		if (c->ack.echo[k].valid &&
-		    (!ab->ts_echo || (int32_t)(c->ack.echo[k].rx_us - ab->ts_rx) > 0)) {
-			ab->ts_echo = c->ack.echo[k].ts;
-			ab->ts_rx = c->ack.echo[k].rx_us;
-			ab->echo_path = (uint8_t)k;
-		}
-}
-
-static void ack_sent(rn_conn *c, const rn_ackblk *ab, const rn_hdr *h)
-{
-	if (h->flags & RN_F_LATE) { /* counted once acknowledged (rn_conn_recv_ack) */
-		c->ack.late_seq = h->seq;
-		c->ack.late_us = h->ts - ab->ts_rx;
-		c->ack.late_sent = 1;
-		c->ack.late = 0;
-	}
-	c->ack.pp = 0;
-	c->ack.pending = 0;
-	c->ack.now = 0;
-	c->ack.unacked = 0;
-	c->ack.first_ns = 0;
-	c->ack.adv_edge = ab->wnd;
-}
-
-/*
  * Writes a control packet with an ACK block on rail k.  pad > 0: a NULL
  * payload is zero padding up to the full datagram size (heartbeats and
  * keepalives: full-size evidence for the peer's count_rx); pad < 0: no ACK
@@ -184,14 +120,14 @@ static ssize_t write_ctl_pad(rn_conn *c, uint64_t now_ns, int k, uint8_t type,
 		return RN_ERR_NOBUF;
 	if (pad > 0 && limit < c->dgram)
 		return RN_ERR_NOBUF; /* a short probe would prove nothing */
-	with_ack = pad >= 0 && build_ack(c, &ab, words, limit - RN_HDR_LEN - len);
+	with_ack = pad >= 0 && rn_conn_build_ack(c, &ab, words, limit - RN_HDR_LEN - len);
 	if (pad > 0)
 		len = limit - rn_wire_size(with_ack, with_ack ? ab.nwords : 0, 0);
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, payload, len);
 	if (n < 0)
 		return n;
 	if (with_ack)
-		ack_sent(c, &ab, &h);
+		rn_conn_ack_sent(c, &ab, &h);
 	tx->path = k;
 	tx->local_rail = c->rail[k].local_rail;
 	tx->to = c->rail[k].remote;
@@ -426,14 +362,14 @@ static ssize_t write_copy(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_
 		rn_conn_lose_rail(c, k, now_ns);
 	limit = rail_limit(c, k, cap);
 	/* the ACK block too: the packet's own may be the one lost */
-	with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - s->len);
+	with_ack = rn_conn_build_ack(c, &ab, words, limit - RN_HDR_LEN - s->len);
 	rn_hdr h = { .type = RN_PT_DATA, .flags = RN_F_COPY, .path = (uint8_t)k, .dst = c->peer_id,
 		     .seq = seq, .ts = rn_now_us(now_ns) };
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL, rn_sndq_data(q, seq), s->len);
 	if (n < 0)
 		return n;
 	if (with_ack)
-		ack_sent(c, &ab, &h);
+		rn_conn_ack_sent(c, &ab, &h);
 	s->copy_idx = rn_rail_on_send(r, seq, now_ns);
 	s->copy_rail = (uint8_t)k;
 	s->flags |= RN_SS_COPY;
@@ -517,14 +453,14 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	 */
 	late = c->ack.late && !retx && !(s->flags & RN_SS_SMALL);
 	if ((c->ack.pending || late) && limit - RN_HDR_LEN - plen >= RN_ACKBLK_LEN)
-		with_ack = build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
+		with_ack = rn_conn_build_ack(c, &ab, words, limit - RN_HDR_LEN - plen);
 	rn_hdr h = { .type = RN_PT_DATA, .flags = (s->flags & RN_SS_FIN) ? RN_F_FIN : 0,
 		     .path = (uint8_t)k, .dst = c->peer_id, .seq = seq,
 		     .ts = rn_now_us(now_ns) };
 	if (nb > 1)
 		h.flags = RN_F_MULTI;
 	if (with_ack && late && ab.ts_echo) {
-		echo_newest(c, &ab);
+		rn_conn_echo_newest(c, &ab);
 		h.flags |= RN_F_LATE;
 	}
 	n = rn_wire_encode(buf, cap, &h, with_ack ? &ab : NULL,
@@ -534,7 +470,7 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (nb > 1)
 		fill_multi(q, seq, nb, buf, (size_t)n, plen);
 	if (with_ack)
-		ack_sent(c, &ab, &h);
+		rn_conn_ack_sent(c, &ab, &h);
 	small = (s->flags & RN_SS_SMALL) != 0;
 	/* after the copy: a new packet sent may grow the ring (s is stale then) */
 	for (unsigned i = 0; i < nb; i++)

@@ -265,30 +265,28 @@ static void test_conn_handshake(void **state)
 	un_del(n);
 }
 
-/* Drops the client's next *arg DATA datagrams. */
-static int drop_first_data(un_net *n, const un_rec *r, void *arg)
+/* Drops the next *left DATA datagrams side writes. */
+static int drop_data_of(int side, const un_rec *r, int *left)
 {
-	int *left = arg;
-
-	(void)n;
-	if (*left && r->from == UN_CLIENT && r->type == RN_PT_DATA) {
+	if (*left && r->from == side && r->type == RN_PT_DATA) {
 		(*left)--;
 		return 1;
 	}
 	return 0;
 }
 
-/* Drops the server's next *arg DATA datagrams. */
+/* Drops the client's next *arg DATA datagrams... */
+static int drop_first_data(un_net *n, const un_rec *r, void *arg)
+{
+	(void)n;
+	return drop_data_of(UN_CLIENT, r, arg);
+}
+
+/* ...or the server's. */
 static int drop_first_server_data(un_net *n, const un_rec *r, void *arg)
 {
-	int *left = arg;
-
 	(void)n;
-	if (*left && r->from == UN_SERVER && r->type == RN_PT_DATA) {
-		(*left)--;
-		return 1;
-	}
-	return 0;
+	return drop_data_of(UN_SERVER, r, arg);
 }
 
 /*
