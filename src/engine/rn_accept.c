@@ -123,19 +123,24 @@ static int make_pair(rn_sock *s)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (rn_sys_fstat(sv[0], &sb) < 0 || rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
-		rn_sys_close(sv[0]);
-		rn_sys_close(sv[1]);
-		return -errno;
-	}
 	/*
 	 * A is ri2n's until ri2n_accept hands it to the program, and kept among
 	 * ri2n's numbers meanwhile: the program's own next socket() or open()
 	 * gets the number it would without ri2n, and accept the lowest free
-	 * when it is called (rn_stream_accept_fd).
+	 * when it is called (rn_stream_accept_fd).  Moved first thing: until
+	 * then the pair holds the program's two lowest free numbers, and an
+	 * open() in another thread gets the one above (the kernel makes no
+	 * socketpair at or above a floor: the window is A's move, two calls).
 	 */
 	sv[0] = rn_fd_own_high_cloexec(sv[0]);
 	sv[1] = rn_fd_own_high_cloexec(sv[1]);
+	if (rn_sys_fstat(sv[0], &sb) < 0 || rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0) {
+		int e = errno;
+
+		rn_fd_close(sv[0]);
+		rn_fd_close(sv[1]);
+		return -e;
+	}
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
 	s->dev = sb.st_dev;
