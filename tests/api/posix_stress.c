@@ -225,6 +225,17 @@ static void print_summary(FILE *f)
 		atomic_load(&S.forks), atomic_load(&S.eintr_usr2), atomic_load(&S.cancels));
 }
 
+void gdb_stacks(pid_t pid)
+{
+	char cmd[128];
+
+	if (!getenv("POSIX_STRESS_GDB"))
+		return;
+	snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt 30' 1>&2", (int)pid);
+	if (system(cmd) != 0)
+		fprintf(stderr, "posix_stress: %s failed\n", cmd);
+}
+
 void fail_stream(struct stream *st, uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
@@ -245,14 +256,7 @@ void fail_stream(struct stream *st, uint64_t off, const char *fmt, ...)
 	print_summary(stderr);
 	print_rerun(stderr);
 	fflush(stderr);
-	if (getenv("POSIX_STRESS_GDB")) { /* every thread's stack, where gdb may attach */
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt 30' 1>&2",
-			 (int)getpid());
-		if (system(cmd) != 0)
-			fprintf(stderr, "posix_stress: %s failed\n", cmd);
-	}
+	gdb_stacks(getpid());
 	_exit(1); /* the other threads may be stuck inside the library */
 }
 

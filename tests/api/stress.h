@@ -175,6 +175,8 @@ extern __thread int my_rx_stream;
 /* Fails the run: prints what, the stream's logs and the summary, and exits 1. */
 void fail_stream(struct stream *st, uint64_t off, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4), noreturn));
+/* With POSIX_STRESS_GDB in the environment: every thread's stack of process pid (gdb), to stderr. */
+void gdb_stacks(pid_t pid);
 /* Prints a stream's write log around off (UINT64_MAX: the last entries). */
 void print_wlog(FILE *f, struct stream *st, uint64_t off);
 

@@ -464,7 +464,7 @@ static void hand_token(struct writer_arg *w, uint64_t *rng)
  */
 static void child_dump(pid_t pid)
 {
-	char path[64], cmd[128];
+	char path[64];
 	int tids[64], n = 0;
 	DIR *d;
 	struct dirent *e;
@@ -494,12 +494,7 @@ static void child_dump(pid_t pid)
 			fprintf(stderr, "    %s: %s\n", files[f], line);
 		}
 	}
-	if (getenv("POSIX_STRESS_GDB")) {
-		snprintf(cmd, sizeof(cmd), "gdb -p %d -batch -ex 'thread apply all bt 30' 1>&2",
-			 (int)pid);
-		if (system(cmd) != 0)
-			fprintf(stderr, "posix_stress: %s failed\n", cmd);
-	}
+	gdb_stacks(pid);
 }
 
 /* Waits for a child writing k records from seq0 (15 s at most); fails the run unless it exits 0. */
