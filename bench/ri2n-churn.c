@@ -15,6 +15,7 @@
  * The client prints one line:
  *   churn done transport=ri2n threads=T conns=N failed=0 bad=0 secs=...
  *         rate=... connect_med_us=... connect_p90_us=... cycle_med_us=...
+ *         cycle_p99_us=... cycle_max_us=...
  * connect: ri2n_connect (or connect) until it returns; cycle: connect to
  * close returned.  Exit status: 0 every echo verified, 1 a connect or an
  * echo failed, 2 usage.
@@ -187,10 +188,12 @@ static int run(void)
 	}
 	secs = kit_now_s() - t0;
 	printf("churn done transport=%s threads=%d conns=%zu failed=%d bad=%d secs=%.3f rate=%.0f "
-	       "connect_med_us=%.1f connect_p90_us=%.1f cycle_med_us=%.1f\n",
+	       "connect_med_us=%.1f connect_p90_us=%.1f cycle_med_us=%.1f cycle_p99_us=%.1f "
+	       "cycle_max_us=%.1f\n",
 	       bench_transport_name(opt.transport), opt.threads, n, failed, bad, secs,
 	       (double)n / secs, quantile_us(conn_all, n, 0.5), quantile_us(conn_all, n, 0.9),
-	       quantile_us(cyc_all, n, 0.5));
+	       quantile_us(cyc_all, n, 0.5), quantile_us(cyc_all, n, 0.99),
+	       quantile_us(cyc_all, n, 1.0));
 	rc = failed || bad || n == 0;
 	free(w);
 	free(conn_all);

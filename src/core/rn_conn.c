@@ -142,6 +142,15 @@ static int make_keys(rn_conn *c, uint32_t dgram, uint64_t now_ns)
 	return 0;
 }
 
+/* Early bytes a restart kept (carry_early), gone. */
+static void drop_carry(rn_conn *c)
+{
+	if (c->hs.carry)
+		c->env.mem.free(c->env.mem.user, c->hs.carry);
+	c->hs.carry = NULL;
+	c->hs.carry_len = 0;
+}
+
 /* Frees the rails (rn_conn_setup_paths made them) with their FIFOs. */
 static void free_rails(rn_conn *c)
 {
@@ -195,6 +204,7 @@ void rn_conn_del(rn_conn *c)
 	if (c->rails.remote)
 		mem->free(mem->user, c->rails.remote);
 	free_keys(c);
+	drop_carry(c);
 	sodium_memzero(c->cfg.key, sizeof(c->cfg.key)); /* no copy of the key outlives its use */
 	mem->free(mem->user, c);
 }
@@ -270,14 +280,58 @@ int rn_conn_setup_paths(rn_conn *c, const rn_rail_addr *client, int nclient,
 }
 
 /*
+ * Early data written before a restart (nothing is acknowledged before the
+ * COOKIE_ACK): its bytes wait here for the ring the next INIT_ACK makes,
+ * where they start again from the new initial sequence number.  0, or
+ * RN_ERR_NOMEM.
+ */
+static int carry_early(rn_conn *c)
+{
+	const rn_mem *mem = &c->env.mem;
+	rn_sndq *q = &c->sq;
+	uint32_t len = 0, at = 0;
+
+	if (!c->bufs_ready || q->una == q->end)
+		return 0;
+	for (uint32_t s = q->una; s != q->end; s++)
+		len += rn_sndq_slot(q, s)->len;
+	c->hs.carry = mem->alloc(mem->user, len);
+	if (!c->hs.carry)
+		return RN_ERR_NOMEM;
+	for (uint32_t s = q->una; s != q->end; s++) {
+		memcpy(c->hs.carry + at, rn_sndq_data(q, s), rn_sndq_slot(q, s)->len);
+		at += rn_sndq_slot(q, s)->len;
+	}
+	c->hs.carry_len = len;
+	return 0;
+}
+
+int rn_conn_early_restore(rn_conn *c)
+{
+	size_t n, len = c->hs.carry_len;
+
+	if (!c->hs.carry)
+		return 0;
+	/* the same listener's INIT_ACK: the ring holds what the last one held */
+	n = rn_sndq_write(&c->sq, c->hs.carry, len);
+	drop_carry(c);
+	return n == len ? 0 : RN_ERR_NOSPACE;
+}
+
+/*
  * Back to INIT: the cookie is about to go stale at the listener (a full
  * accept queue keeps dropping our COOKIE_ECHO), so fetch a fresh one.  The
- * rails and rings set up from the old INIT_ACK are dropped.
+ * rails and rings set up from the old INIT_ACK are dropped; early bytes
+ * wait for the next ones (carry_early).
  */
 void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns)
 {
 	const rn_mem *mem = &c->env.mem;
 
+	if (carry_early(c) < 0) {
+		rn_conn_fail(c, now_ns, RN_ERR_NOMEM);
+		return;
+	}
 	rn_sndq_free(&c->sq, mem);
 	rn_rob_free(&c->rq, mem);
 	free_rails(c);

@@ -50,6 +50,9 @@ struct rn_conn_hs {
 	uint8_t tries, due;    /* resends of this step (rn_timer.c's backoff); one is due */
 	uint8_t cookie[RN_COOKIE_LEN];
 	uint8_t cookie_ack_due;
+	uint8_t early;         /* the driver lets bytes go before the COOKIE_ACK (rn_conn_set_early) */
+	uint8_t *carry;        /* bytes written before a restarted handshake, for the next ring */
+	uint32_t carry_len;
 };
 
 /* ACKs we owe: rn_conn_recv.c owns them; rn_conn_send.c writes and clears them. */
@@ -278,6 +281,8 @@ void rn_conn_set_tx(rn_conn *c, int k, int peer_up, int local_err, rn_cause caus
 		    uint64_t now_ns);
 void rn_conn_check_close(rn_conn *c, uint64_t now_ns);
 void rn_conn_restart_handshake(rn_conn *c, uint64_t now_ns);
+/* Client, at the INIT_ACK after a restart: the early bytes carried go into the new ring. */
+int rn_conn_early_restore(rn_conn *c);
 /*
  * Sets one of c's rail lists (&c->local, &c->nlocal or &c->rails.remote,
  * &c->rails.nremote) to the n addresses at a: a connection holds the rails

@@ -15,6 +15,14 @@ int rn_conn_error(const rn_conn *c) { return c->err; }
 uint32_t rn_conn_mss(const rn_conn *c) { return c->mss; }
 rn_addr rn_conn_peer(const rn_conn *c) { return c->peer; }
 
+void rn_conn_set_early(rn_conn *c, int on) { c->hs.early = on != 0; }
+
+int rn_conn_takes_bytes(const rn_conn *c)
+{
+	return !c->err && (c->state == RN_ST_ESTABLISHED ||
+			   (c->state == RN_ST_COOKIE_SENT && c->hs.early && c->bufs_ready));
+}
+
 ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 {
 	size_t n;
@@ -23,7 +31,7 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 	(void)now_ns;
 	if (c->err)
 		return c->err;
-	if (c->state != RN_ST_ESTABLISHED)
+	if (!rn_conn_takes_bytes(c))
 		return c->state == RN_ST_LINGER || c->state == RN_ST_CLOSED ? RN_ERR_SHUT :
 									      RN_ERR_STATE;
 	if (c->sq.fin_queued)
@@ -36,7 +44,7 @@ ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len)
 size_t rn_conn_write_space(rn_conn *c)
 {
 	RN_OWNED(c);
-	if (c->state != RN_ST_ESTABLISHED || c->err)
+	if (!rn_conn_takes_bytes(c))
 		return 0;
 	/* the room promised is the ring's own: make its storage now if it was released */
 	if (rn_sndq_space(&c->sq) && rn_sndq_ensure(&c->sq, &c->env.mem) < 0)

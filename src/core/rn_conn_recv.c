@@ -432,6 +432,11 @@ static int recv_handshake(rn_conn *c, const rn_pkt *p, int local_rail, rn_addr f
 		if (c->rtt_ns > RN_RTO_MAX_NS)
 			c->rtt_ns = RN_RTO_MAX_NS;
 		rn_conn_move(c, RN_ST_COOKIE_SENT);
+		rc = rn_conn_early_restore(c);
+		if (rc) {
+			rn_conn_fail(c, now_ns, rc);
+			return RN_ERR_DROP;
+		}
 		c->hs.due = 1;
 		c->hs.tries = 0;
 		rn_timer_on_cookie(c, now_ns);

@@ -459,6 +459,8 @@ static ssize_t write_data(rn_conn *c, uint64_t now_ns, uint32_t writable,
 		     .ts = rn_now_us(now_ns) };
 	if (nb > 1)
 		h.flags = RN_F_MULTI;
+	if (c->state == RN_ST_COOKIE_SENT)
+		h.flags |= RN_F_EARLY; /* write_early: no ACK owed, no FIN yet */
 	if (with_ack && late && ab.ts_echo) {
 		rn_conn_echo_newest(c, &ab);
 		h.flags |= RN_F_LATE;
@@ -698,13 +700,37 @@ static ssize_t write_reset(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	return 0;
 }
 
+/*
+ * Early data (rn_conn_set_early): between the INIT_ACK and the COOKIE_ACK,
+ * new DATA behind the COOKIE_ECHO, on the handshake's rail only, so that it
+ * follows the COOKIE_ECHO in order (another rail could deliver it first,
+ * to a listener that does not know the id yet).  Resends wait for the
+ * COOKIE_ACK: the loss timers run once established.
+ */
+static ssize_t write_early(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_t *buf,
+			   size_t cap, rn_tx *tx)
+{
+	ssize_t n;
+
+	if (!c->hs.early || !c->bufs_ready || c->hs.due)
+		return 0;
+	n = write_data(c, now_ns, writable & (1u << c->hs.rail), buf, cap, tx);
+	if (n > 0)
+		c->st.early_packets++;
+	return n;
+}
+
 static ssize_t write_pkt(rn_conn *c, uint64_t now_ns, uint32_t writable, uint8_t *buf,
 			 size_t cap, rn_tx *tx)
 {
+	ssize_t n;
+
 	switch (c->state) {
 	case RN_ST_INIT_SENT:
-	case RN_ST_COOKIE_SENT:
 		return write_handshake(c, now_ns, writable, buf, cap, tx);
+	case RN_ST_COOKIE_SENT:
+		n = write_handshake(c, now_ns, writable, buf, cap, tx);
+		return n != 0 ? n : write_early(c, now_ns, writable, buf, cap, tx);
 	case RN_ST_ESTABLISHED:
 	case RN_ST_LINGER:
 		return write_established(c, now_ns, writable, buf, cap, tx);

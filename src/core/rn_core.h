@@ -297,6 +297,7 @@ typedef struct rn_rail_stats {
 	uint64_t tx_packets, rx_packets;                                                     \
 	uint64_t retransmits, rto_events, dup_data;                                          \
 	uint64_t copies;          /* DATA packets sent a second time on another rail at once */ \
+	uint64_t early_packets;   /* DATA sent before the COOKIE_ACK (rn_conn_set_early) */  \
 	uint64_t sresets;         /* 1 if a stateless reset from the peer ended it */        \
 	uint64_t unreach_ours;    /* ICMP port unreachable quoting a datagram we sent lately */ \
 	uint64_t unreach_foreign; /* ...naming a peer rail of ours but quoting something else */ \
@@ -346,6 +347,16 @@ typedef struct rn_tx {
 int rn_conn_connect(rn_conn **out, const rn_config *cfg, const rn_env *env,
 		    const rn_rail_addr *local, int nlocal, rn_addr peer,
 		    uint64_t now_ns);
+/*
+ * Client: bytes written once the INIT_ACK is in (RN_EV_ANSWERED) go at
+ * once, right behind the COOKIE_ECHO on the handshake's rail, instead of
+ * waiting a round trip for the COOKIE_ACK (docs/PROTOCOL.md, "Early
+ * data").  Off by default: a driver whose first bytes the peer must not
+ * see before its own hello (the BTL's, the provider's) leaves it off.
+ */
+void rn_conn_set_early(rn_conn *c, int on);
+/* Whether rn_conn_write takes bytes in this state (established, or early data). */
+int rn_conn_takes_bytes(const rn_conn *c);
 
 /* What a listener hands over when a handshake completes (opaque to drivers). */
 typedef struct rn_accept_params rn_accept_params;
@@ -507,7 +518,8 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns);
  * Appends stream bytes.  Returns the number accepted (may be fewer than len,
  * 0 when the send ring is full or its storage could not be made),
  * RN_ERR_SHUT after shutdown, a fatal code once the connection died,
- * RN_ERR_STATE before it is established.
+ * RN_ERR_STATE before it is established (before the INIT_ACK with early
+ * data, rn_conn_set_early).
  */
 ssize_t rn_conn_write(rn_conn *c, uint64_t now_ns, const void *data, size_t len);
 /*
@@ -770,6 +782,13 @@ uint64_t rn_wire_peek_sreset(const uint8_t *pkt, size_t len);
  * made, so a driver may hand those to it where making one is not allowed.
  */
 int rn_wire_peek_accepts(const uint8_t *pkt, size_t len);
+/*
+ * Whether a datagram is early data (DATA sent behind a COOKIE_ECHO, sealed
+ * or not): a driver that put a COOKIE_ECHO aside for later keeps the early
+ * data that followed it behind it, or the listener drops it as for an
+ * unknown connection (its client sends it again, a timeout later).
+ */
+int rn_wire_peek_early(const uint8_t *pkt, size_t len);
 
 /*
  * Whether a datagram to a listener opens a handshake (an INIT, sealed or

@@ -306,7 +306,8 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 		return ldrop(l, RN_DROP_UNKNOWN_CONN);
 	}
 	l->drops[RN_DROP_UNKNOWN_CONN]++;
-	if (p->dst == 0 || got < need)
+	/* early data whose COOKIE_ECHO is late or lost: its client sends it again once established */
+	if (p->dst == 0 || got < need || (p->type == RN_PT_DATA && (p->flags & RN_F_EARLY)))
 		return RN_ERR_DROP;
 	if (!reply_allowed(l, from, now_ns)) {
 		l->resets_limited++;
@@ -366,6 +367,7 @@ static int on_sealed(rn_listener *l, uint64_t now_ns, int local_rail, rn_addr fr
 	if (cap < RN_MAC_LEN)
 		return RN_ERR_NOBUF;
 	p.type = pkt[1];
+	p.flags = pkt[2]; /* in the clear, as the type: the header is the tag's associated data */
 	p.dst = rn_wire_peek_dst(pkt, len);
 	rc = on_unknown(l, now_ns, from, &p, len, reply, cap - RN_MAC_LEN, reply_len);
 	if (rc != RN_LISTEN_REPLY)

@@ -48,6 +48,10 @@ static int check_type_rules(const rn_pkt *p, size_t dgram_len)
 		return BAD(RN_DROP_MALFORMED);
 	if ((p->flags & RN_F_LATE) && (p->type != RN_PT_DATA || !(p->flags & RN_F_ACK)))
 		return BAD(RN_DROP_MALFORMED);
+	/* before the COOKIE_ACK a client has nothing to acknowledge and no FIN to send */
+	if ((p->flags & RN_F_EARLY) &&
+	    (p->type != RN_PT_DATA || (p->flags & (RN_F_ACK | RN_F_FIN))))
+		return BAD(RN_DROP_MALFORMED);
 	switch (p->type) {
 	case RN_PT_DATA:
 		if (p->len == 0 && !(p->flags & RN_F_FIN))
@@ -394,6 +398,11 @@ int rn_wire_peek_accepts(const uint8_t *pkt, size_t len)
 {
 	/* the type is in the clear in a sealed datagram too (rn_wire_cluster_sealed) */
 	return len < 2 || pkt[1] == RN_PT_COOKIE_ECHO;
+}
+
+int rn_wire_peek_early(const uint8_t *pkt, size_t len)
+{
+	return len >= RN_HDR_LEN && pkt[1] == RN_PT_DATA && (pkt[2] & RN_F_EARLY);
 }
 
 int rn_wire_peek_opens(const uint8_t *pkt, size_t len)

@@ -57,7 +57,15 @@ enum rn_pflag {
 	 * this DATA came after it (rn_conn_hold_sample counts the wait).
 	 */
 	RN_F_LATE = 0x10,
-	RN_F__ALL = 0x1f,
+	/*
+	 * DATA without an ACK block or FIN: sent between the INIT_ACK and the
+	 * COOKIE_ACK, right behind the COOKIE_ECHO.  A listener that does not
+	 * know its id (the COOKIE_ECHO was lost or has not arrived) drops it
+	 * unanswered: no stateless reset, the client sends it again once
+	 * established.
+	 */
+	RN_F_EARLY = 0x20,
+	RN_F__ALL = 0x3f,
 };
 
 /* A decoded datagram; pointers refer into the caller's buffer. */

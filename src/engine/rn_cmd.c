@@ -24,6 +24,7 @@
 #include "rn_handover.h"
 #include "rn_inline.h"
 #include "rn_ev.h"
+#include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_stream.h"
 #include "rn_stream_int.h"
@@ -250,6 +251,8 @@ int rn_stream_cmd_connect(rn_sock *s, const rn_hsa *a)
 	rc = rn_conn_connect(&c, &s->cfg, &env, s->port->addrs, s->port->nsock, peer, now);
 	if (rc)
 		return -rn_errno(rc);
+	/* what the user writes once connect returned goes behind the COOKIE_ECHO (take) */
+	rn_conn_set_early(c, rn_proc_get(RN_PROC_EARLY_DATA));
 	st = rn_stream_new(c, s->port, s);
 	if (!st) {
 		rn_conn_del(c);

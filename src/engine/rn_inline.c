@@ -112,8 +112,9 @@ void rn_spin_learn(int busy_us, int64_t waited_ns, int caught)
 
 int rn_inline_ok_to_send(const struct rn_stream *st)
 {
+	/* early data too (rn_conn_set_early): after the INIT_ACK, behind the COOKIE_ECHO */
 	return st && st->fd >= 0 && st->connected && !st->user_eof && !st->fin_queued &&
-	       st->junk_left == 0 && rn_conn_state(st->conn) == RN_ST_ESTABLISHED;
+	       st->junk_left == 0 && rn_conn_takes_bytes(st->conn);
 }
 
 int rn_inline_ok_to_recv(const struct rn_stream *st)
@@ -142,8 +143,18 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	int more;
 
 	RN_OWNS_HOST();
-	if (!st->connected || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
-		return 1; /* handshakes, endings: the engine's (they touch events, ids) */
+	if (!st->connected || st->fd < 0)
+		return 1;
+	if (rn_conn_state(st->conn) != RN_ST_ESTABLISHED) {
+		/*
+		 * Handshakes, endings: the engine's (they touch events, ids).  But
+		 * early data goes at once: sending it touches neither (its timers
+		 * wait for the COOKIE_ACK, which the engine takes).
+		 */
+		if (rn_conn_state(st->conn) == RN_ST_COOKIE_SENT && rn_conn_takes_bytes(st->conn))
+			return rn_stream_flush(st, now);
+		return 1;
+	}
 	more = 0;
 	/*
 	 * Bytes written into the descriptor (a plain writer, or a fast one that

@@ -447,6 +447,7 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 		       uint64_t at)
 {
 	rn_port *p = arg;
+	int early;
 
 	if (!p->lis)
 		return -1;
@@ -456,9 +457,13 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 	/*
 	 * Only a COOKIE_ECHO can accept, which makes events: an inline thread
 	 * answers the rest (an INIT's cookie, a stateless reset) itself, with
-	 * no wake-up of the engine in the handshake's way.
+	 * no wake-up of the engine in the handshake's way.  Early data for a
+	 * connection not made yet waits behind the COOKIE_ECHOs put aside, or
+	 * one the engine read first and is about to take (threads read the
+	 * rail sockets at once; the engine drains the queue after its batch).
 	 */
-	if (rn_host_inline() && rn_wire_peek_accepts(d, len))
+	early = rn_wire_peek_early(d, len);
+	if ((rn_host_inline() && (early || rn_wire_peek_accepts(d, len))) || (early && p->ndef))
 		defer(p, idx, from, d, len, at);
 	else
 		rn_stream_listen_input(p, idx, from, d, len, at);

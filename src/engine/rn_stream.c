@@ -427,8 +427,7 @@ static void take(rn_stream *st, uint64_t now)
 {
 	size_t space;
 
-	if (st->fd < 0 || st->user_eof || !st->connected ||
-	    rn_conn_state(st->conn) != RN_ST_ESTABLISHED) {
+	if (st->fd < 0 || st->user_eof || !st->connected || !rn_conn_takes_bytes(st->conn)) {
 		if (st->rd_on) {
 			rn_ev_del(st->rev);
 			st->rd_on = 0;

@@ -110,6 +110,11 @@ void rn_knobs_snapshot(void);
 	  "accepted, takes the connection over from the process that listens and drives "   \
 	  "it itself, if it is fresh; `0`: the listening process's engine serves it "       \
 	  "through the descriptor (docs/PROTOCOL.md, \"Handing a connection over\")")      \
+	X(EARLY_DATA, INT, 1, 0, 1, ENV, "1",                                               \
+	  "bytes a client writes once its connect returned go out at once, behind the "     \
+	  "handshake's last datagram, as TCP's do; `0`: they wait a round trip for the "    \
+	  "server's COOKIE_ACK (a server of a version before early data drops them, and "   \
+	  "they go again after a retransmission timeout). docs/PROTOCOL.md, \"Early data\"") \
 	X(STAT_MS, INT, 250, 0, 3600000, ENV, "250",                                        \
 	  "how often the process publishes its state for `ri2n-stat`, ms (0: never); see "  \
 	  "OPERATIONS.md")                                                                  \

@@ -204,6 +204,10 @@ static void test_conn_handshake(void **state)
 	assert_int_equal(rn_conn_write_space(cl(n)), 0);
 	un_run(n, t0 + 2 * D);
 	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	/* answered, but early data is the driver's choice (rn_conn_set_early): off */
+	assert_int_equal(rn_conn_write(cl(n), t0 + 2 * D, "x", 1), RN_ERR_STATE);
+	assert_int_equal(rn_conn_write_space(cl(n)), 0);
+	assert_false(rn_conn_takes_bytes(cl(n)));
 	/* the listener kept nothing for the INIT */
 	assert_null(sv(n));
 	un_run(n, t0 + 10 * UT_MS);
@@ -434,6 +438,167 @@ static void test_conn_cookie_ack_lost_resent(void **state)
 	/* the server did not make a second connection or a second event */
 	assert_int_equal(un_event_count(n, UN_SERVER, RN_EV_ESTABLISHED), 1);
 	assert_int_equal(n->side[UN_SERVER].lis.accepts, 1);
+	un_del(n);
+}
+
+/* ---- early data ---- */
+
+/* A client whose driver lets bytes go early, writing to_send bytes; a reading server. */
+static un_net *early_pair(uint64_t to_send, int keyed)
+{
+	un_net *n = un_new(2);
+
+	for (int s = 0; keyed && s < 2; s++) {
+		n->side[s].cfg.keyed = 1;
+		memset(n->side[s].cfg.key, 0x5a, RN_KEY_LEN);
+	}
+	n->side[UN_CLIENT].to_send = to_send;
+	n->side[UN_SERVER].reading = 1;
+	un_listen(n);
+	assert_int_equal(un_connect(n, t0), 0);
+	rn_conn_set_early(cl(n), 1);
+	/* not before the INIT_ACK: nothing to send it to yet */
+	assert_false(rn_conn_takes_bytes(cl(n)));
+	assert_int_equal(rn_conn_write(cl(n), t0, "x", 1), RN_ERR_STATE);
+	return n;
+}
+
+/* The client's DATA flagged early, from `from` on. */
+static int early_count(const un_net *n, uint64_t from)
+{
+	int k = 0;
+
+	for (int i = 0; i < n->nlog; i++)
+		k += n->log[i].from == UN_CLIENT && n->log[i].type == RN_PT_DATA &&
+		     (n->log[i].flags & RN_F_EARLY) && n->log[i].sent_ns >= from;
+	return k;
+}
+
+/* Bytes written once the INIT_ACK is in go right behind the COOKIE_ECHO, a round trip early. */
+static void early_data(int keyed)
+{
+	un_net *n = early_pair(3000, keyed);
+	const un_rec *e, *r;
+
+	un_run(n, t0 + 3 * D);
+	e = un_find(n, UN_CLIENT, RN_PT_COOKIE_ECHO, -1, 0, 0);
+	r = un_find(n, UN_CLIENT, RN_PT_DATA, -1, 0, 0);
+	assert_non_null(e);
+	assert_non_null(r);
+	/* at once, after the COOKIE_ECHO, on its rail, flagged, with no ACK block */
+	assert_true(e->sent_ns == t0 + 2 * D && r->sent_ns == t0 + 2 * D && r > e);
+	assert_int_equal(r->src_rail, e->src_rail);
+	assert_true(r->flags & RN_F_EARLY);
+	assert_false(r->flags & (RN_F_ACK | RN_F_FIN));
+	assert_int_equal(early_count(n, 0), 3); /* 3000 bytes, 1448 a packet */
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, 0, UINT64_MAX), 3);
+	/* the server has every byte as it is established, the client is not yet */
+	assert_int_equal(rn_conn_state(sv(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	assert_int_equal(n->side[UN_SERVER].recvd, 3000);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	un_run(n, t0 + 20 * UT_MS);
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == t0 + 4 * D);
+	/* acknowledged, nothing dropped or sent twice, nothing flagged once established */
+	assert_true(rn_conn_write_done(cl(n)));
+	assert_int_equal(n->side[UN_SERVER].lis.drops[RN_DROP_UNKNOWN_CONN], 0);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(stats(cl(n)).early_packets, 3);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, 0, UINT64_MAX), 3);
+	n->side[UN_CLIENT].to_send += 1000;
+	un_run(n, t0 + 40 * UT_MS);
+	assert_int_equal(n->side[UN_SERVER].recvd, 4000);
+	assert_int_equal(early_count(n, 0), 3);
+	un_del(n);
+}
+
+static void test_conn_early_data(void **state)
+{
+	(void)state;
+	early_data(0);
+	early_data(1); /* sealed under the connection's keys, made at the INIT_ACK */
+}
+
+/*
+ * The COOKIE_ECHO is lost: its early data reaches a listener that does not
+ * know the id, which drops it without a stateless reset (that would end
+ * the connect).  The COOKIE_ECHO resent 250 ms later makes the connection,
+ * and the bytes go again, as any lost DATA, once established.
+ */
+static void early_echo_lost(int keyed)
+{
+	un_net *n = early_pair(1000, keyed);
+	int type = RN_PT_COOKIE_ECHO;
+	const uint64_t echo2 = t0 + 2 * D + 250 * UT_MS;
+
+	n->filter = drop_first_of_type;
+	n->filter_arg = &type;
+	un_run(n, t0 + 200 * UT_MS);
+	assert_int_equal(type, 0);
+	assert_int_equal(early_count(n, 0), 1);
+	assert_int_equal(n->side[UN_SERVER].lis.drops[RN_DROP_UNKNOWN_CONN], 1);
+	assert_int_equal(n->side[UN_SERVER].lis.resets, 0);
+	assert_int_equal(un_count(n, UN_SERVER, 0, -1, 0, UINT64_MAX), 1); /* the INIT_ACK alone */
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_COOKIE_SENT);
+	assert_int_equal(rn_conn_error(cl(n)), 0);
+	un_run(n, t0 + 1 * UT_S);
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == echo2 + 2 * D);
+	assert_int_equal(n->side[UN_SERVER].recvd, 1000);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	assert_true(rn_conn_write_done(cl(n)));
+	/* sent again once established, unflagged, and only once */
+	assert_int_equal(stats(cl(n)).retransmits, 1);
+	assert_int_equal(early_count(n, 0), 1);
+	un_del(n);
+}
+
+static void test_conn_early_data_echo_lost(void **state)
+{
+	(void)state;
+	early_echo_lost(0);
+	early_echo_lost(1); /* a listener holds no connection keys: it reads the flag in the clear */
+}
+
+/* Never echoed: the COOKIE_ECHO was dropped by every filter call before `at`. */
+static int drop_echo_until(un_net *n, const un_rec *r, void *arg)
+{
+	return r->type == RN_PT_COOKIE_ECHO && n->now < *(uint64_t *)arg;
+}
+
+/*
+ * No COOKIE_ECHO gets through until the client fetches a fresh cookie (5 s):
+ * the early bytes written before it go again behind the new COOKIE_ECHO,
+ * numbered from the new initial sequence number, and arrive once.
+ */
+static void test_conn_early_data_restart(void **state)
+{
+	un_net *n = early_pair(2000, 0);
+	uint64_t until = t0 + 5 * UT_S, id0; /* the restart: 5 s after the answer */
+
+	(void)state;
+	for (int s = 0; s < 2; s++) { /* quiet rails: the handshake's timers alone */
+		n->side[s].cfg.keepalive_ns = 10 * UT_S;
+		n->side[s].cfg.rail_timeout_ns = 30 * UT_S;
+	}
+	n->filter = drop_echo_until;
+	n->filter_arg = &until;
+	un_run(n, t0 + 3 * D);
+	id0 = rn_conn_id(cl(n));
+	assert_int_equal(early_count(n, 0), 2);
+	un_run(n, t0 + 7 * UT_S);
+	assert_true(rn_conn_id(cl(n)) != id0); /* restarted: a new identity */
+	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+	assert_int_equal(n->side[UN_SERVER].recvd, 2000);
+	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
+	assert_true(rn_conn_write_done(cl(n)));
+	assert_int_equal(n->side[UN_SERVER].lis.accepts, 1);
+	assert_int_equal(n->side[UN_SERVER].lis.resets, 0);
+	/* the new handshake's early packets carried them (2 before, 2 after), none sent again */
+	assert_int_equal(early_count(n, until), 2);
+	assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, until, UINT64_MAX), 2);
+	assert_int_equal(stats(cl(n)).retransmits, 0);
+	assert_int_equal(stats(cl(n)).app_tx_bytes, 2000);
 	un_del(n);
 }
 
@@ -2508,6 +2673,9 @@ int main(void)
 		cmocka_unit_test(test_conn_init_ack_lost),
 		cmocka_unit_test(test_conn_cookie_ack_lost_data),
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
+		cmocka_unit_test(test_conn_early_data),
+		cmocka_unit_test(test_conn_early_data_echo_lost),
+		cmocka_unit_test(test_conn_early_data_restart),
 		cmocka_unit_test(test_conn_data_both_ways),
 		cmocka_unit_test(test_conn_ack_delay_answering),
 		cmocka_unit_test(test_conn_ack_hold_grows),

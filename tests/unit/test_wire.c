@@ -46,6 +46,7 @@ static const rt_case rt_cases[] = {
 	{ "DATA FIN", RN_PT_DATA, RN_F_FIN, DST, 0, 0, 0 },
 	{ "DATA FIN + ACK + SACK", RN_PT_DATA, RN_F_FIN, DST, 1, 2, 0 },
 	{ "DATA LATE + ACK", RN_PT_DATA, RN_F_LATE, DST, 1, 0, 100 },
+	{ "DATA EARLY", RN_PT_DATA, RN_F_EARLY, DST, 0, 0, 100 },
 	{ "ACK", RN_PT_ACK, 0, DST, 1, 0, 0 },
 	{ "ACK + 1 SACK word", RN_PT_ACK, 0, DST, 1, 1, 0 },
 	{ "ACK + 128 SACK words (the most)", RN_PT_ACK, 0, DST, 1, RN_MAX_SACK_WORDS, 0 },
@@ -206,7 +207,14 @@ static const bad_case bad_cases[] = {
 	{ "type 17", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, RN_PT__MAX + 1 }}, NOCUT, 0, RN_DROP_TYPE },
 	{ "type 255", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 1, 1, 255 }}, NOCUT, 0, RN_DROP_TYPE },
 	/* reserved bits must be zero so they can be given a meaning later */
-	{ "flag 0x20", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x20 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	{ "flag 0x40", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x40 }}, NOCUT, 0, RN_DROP_MALFORMED },
+	/* early data: before the COOKIE_ACK a client acknowledges nothing and sends no FIN */
+	{ "EARLY with an ACK block", RN_PT_DATA, 0, DST, 1, 0, 10, {{ 2, 1, 0x21 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "EARLY with FIN", RN_PT_DATA, RN_F_FIN, DST, 0, 0, 0, {{ 2, 1, 0x22 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
+	{ "EARLY on a KEEPALIVE", RN_PT_KEEPALIVE, 0, DST, 1, 0, 0, {{ 2, 1, 0x21 }}, NOCUT, 0,
+	  RN_DROP_MALFORMED },
 	{ "LATE without an ACK block", RN_PT_DATA, 0, DST, 0, 0, 10, {{ 2, 1, 0x10 }}, NOCUT, 0,
 	  RN_DROP_MALFORMED },
 	{ "LATE on an ACK", RN_PT_ACK, 0, DST, 1, 0, 0, {{ 2, 1, 0x11 }}, NOCUT, 0, RN_DROP_MALFORMED },

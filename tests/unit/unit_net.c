@@ -260,7 +260,8 @@ void un_app(un_net *n, int s, uint64_t now)
 	static uint8_t buf[65536];
 	un_side *sd = &n->side[s];
 
-	if (!sd->c || rn_conn_state(sd->c) < RN_ST_ESTABLISHED)
+	/* before established only with early data (rn_conn_set_early) */
+	if (!sd->c || (rn_conn_state(sd->c) < RN_ST_ESTABLISHED && !rn_conn_takes_bytes(sd->c)))
 		return;
 	while (sd->sent < sd->to_send) {
 		size_t len = sd->to_send - sd->sent < sizeof(buf) ? (size_t)(sd->to_send - sd->sent) :
