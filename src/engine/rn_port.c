@@ -41,6 +41,7 @@ static int g_gso = -1; /* -1 unknown, 0 off, 1 on */
 static rn_usock **g_byfd;
 static int g_byfd_cap;
 static int g_sync;     /* (host lock) rn_port_sync has work */
+static int g_draining; /* (host lock) the engine is taking the datagrams put aside */
 /* Receive buffers, shared by every port (read under the host lock). */
 static rn_hrxbuf g_rx;
 
@@ -462,7 +463,7 @@ static int to_listener(void *arg, int idx, rn_addr from, const uint8_t *d, size_
 	 * one the engine read first and is about to take (threads read the
 	 * rail sockets at once; the engine drains the queue after its batch).
 	 */
-	early = rn_wire_peek_early(d, len);
+	early = rn_wire_peek_early(d, len) && !g_draining;
 	if ((rn_host_inline() && (early || rn_wire_peek_accepts(d, len))) || (early && p->ndef))
 		defer(p, idx, from, d, len, at);
 	else
@@ -647,12 +648,14 @@ void rn_port_sync(void)
 					rn_ev_add(p->s[i].wev, NULL);
 			}
 		}
+		g_draining = 1; /* early data whose COOKIE_ECHO was lost is dropped now, not put aside again */
 		for (int i = 0; i < p->ndef && p->lis; i++) {
 			rn_deferred *e = &p->defq[i];
 
 			/* as if read now: a resent COOKIE_ECHO finds the connection the first made */
 			rn_hdisp_input(&p->disp, e->idx, e->from, e->buf, e->len, e->at);
 		}
+		g_draining = 0;
 		p->ndef = 0;
 	}
 }
