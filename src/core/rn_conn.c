@@ -293,8 +293,7 @@ static int carry_early(rn_conn *c)
 
 	if (!c->bufs_ready || q->una == q->end)
 		return 0;
-	for (uint32_t s = q->una; s != q->end; s++)
-		len += rn_sndq_slot(q, s)->len;
+	len = (uint32_t)rn_sndq_bytes_from(q, q->una);
 	c->hs.carry = mem->alloc(mem->user, len);
 	if (!c->hs.carry)
 		return RN_ERR_NOMEM;
