@@ -406,7 +406,13 @@ void rn_conn_check_close(rn_conn *c, uint64_t now_ns)
 	if (!c->close.peer_fin_seen && rn_rob_fin_in_order(&c->rq)) {
 		c->close.peer_fin_seen = 1;
 		rn_conn_pool_leave(c); /* nothing more comes */
-		c->ack.now = 1; /* the peer waits for this ACK to finish: no delay */
+		/*
+		 * The peer waits for this ACK to finish: at once if our FIN went
+		 * already, else it waits as any ACK, for the FIN our program
+		 * usually sends right after reading the end (one datagram, not two).
+		 */
+		if (c->sq.fin_queued)
+			c->ack.now = 1;
 		rn_conn_emit(c, RN_EV_PEER_CLOSED, now_ns, -1, RN_CAUSE_NONE, 0);
 	}
 	if (c->close.fin_acked && c->close.peer_fin_seen) {

@@ -292,19 +292,32 @@ static int fresh(rn_conn *c, uint32_t ts, uint64_t now_ns)
  * before this arrived: requests and responses), the longer ack_delay_pp:
  * the answer usually goes first and carries it, instead of an ACK of its
  * own on each side (TCP's delayed ACK in its ping-pong mode does the same).
+ * A server's first DATA (first), before it sent any, is a request too: a
+ * connection made to carry one (a web request with Connection: close)
+ * usually answers within a few hundred microseconds, so its ACK waits
+ * RN_FIRST_ANSWER_NS for the answer to carry it: one datagram fewer of
+ * five.  Short enough for what the client allows without knowing (its
+ * RTO, at least rto_min, plus ack_delay; a primary rail counts as stalled
+ * after 4 ms unacknowledged, rn_timer.c), so nothing is resent for it.
  */
+#define RN_FIRST_ANSWER_NS UINT64_C(2000000)
 /* 10 ms: the most a copy lags its twin on another rail (queues of rails under load) */
 #define RN_COPY_LAG_NS UINT64_C(10000000)
 
-static void owe_ack(rn_conn *c, uint64_t now_ns, int now)
+static void owe_ack(rn_conn *c, uint64_t now_ns, int now, int first)
 {
 	if (!c->ack.pending) {
 		int answering = c->ack.data_tx_ns && c->ack.data_tx_ns >= c->ack.data_rx_ns;
-		uint64_t pp = rn_conn_hold_limit(&c->cfg, c->ack.held_us);
+		uint64_t pp = rn_conn_hold_limit(&c->cfg, c->ack.held_us), wait = c->cfg.ack_delay_ns;
 
 		c->ack.first_ns = now_ns;
 		c->ack.pp = answering && pp > c->cfg.ack_delay_ns;
-		rn_timer_on_ack_owed(c, now_ns, c->ack.pp ? pp : c->cfg.ack_delay_ns);
+		if (c->ack.pp)
+			wait = pp;
+		else if (first && c->cfg.rto_min_ns / 2 > wait)
+			wait = c->cfg.rto_min_ns / 2 < RN_FIRST_ANSWER_NS ? c->cfg.rto_min_ns / 2
+									 : RN_FIRST_ANSWER_NS;
+		rn_timer_on_ack_owed(c, now_ns, wait);
 	}
 	c->ack.pending = 1;
 	if (++c->ack.unacked >= c->cfg.ack_every || now)
@@ -357,7 +370,7 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		c->live.last_data_ns = now_ns;
 		if (p->len) /* a bare FIN leaves the pace alone (rn_conn_send.c) */
 			rn_conn_note_payload(c, now_ns);
-		owe_ack(c, now_ns, 0);
+		owe_ack(c, now_ns, 0, !c->is_client && !c->ack.data_rx_ns && !c->ack.data_tx_ns);
 		c->ack.data_rx_ns = now_ns;
 		c->ack.last_new_seq = p->seq;
 		rn_conn_check_close(c, now_ns);
@@ -374,7 +387,7 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 		 */
 		if (!(p->flags & RN_F_COPY) || p->seq != c->ack.last_new_seq ||
 		    now_ns - c->ack.data_rx_ns >= RN_COPY_LAG_NS)
-			owe_ack(c, now_ns, 1);
+			owe_ack(c, now_ns, 1, 0);
 		return drop(c, RN_DROP_DUPLICATE);
 	case RN_ROB_OUT:
 		return drop(c, RN_DROP_WINDOW);

@@ -866,12 +866,12 @@ static void test_conn_ack_delay_answering(void **state)
 	char buf[64];
 
 	(void)state;
-	/* a first request: the server has never sent DATA, nothing to answer yet */
+	/* a first request: the server has never sent DATA; 2 ms for its first answer */
 	assert_int_equal(rn_conn_write(cl(n), t1, "request1", 8), 8);
 	un_flush(n, UN_CLIENT, t1);
 	un_deliver(n, a1);
 	assert_true(sv(n)->ack.pending);
-	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + sv(n)->cfg.ack_delay_ns);
+	assert_true(sv(n)->timer[RN_TIMER_ACK] == a1 + 2 * UT_MS);
 	/* its response goes out at once and carries the ACK: no ACK of its own */
 	assert_int_equal(rn_conn_read(sv(n), a1, buf, sizeof(buf)), 8);
 	assert_int_equal(rn_conn_write(sv(n), a1, "response", 8), 8);
@@ -2385,6 +2385,61 @@ static void test_conn_reset_after_fin(void **state)
 	un_del(n);
 }
 
+/*
+ * A connection that carries one request (a web request with Connection:
+ * close): the server's answer and its FIN carry the ACK of the request
+ * (its first DATA waits 2 ms for an answer), and the client's FIN, sent
+ * as its program reads the end, carries the ACK of the server's FIN.
+ * After the handshake the client sends two datagrams and the server three
+ * (the answer, the FIN, the last ACK), every byte arrives, and nothing is
+ * resent.  An answer slower than 2 ms
+ * gets an ACK of its own first, still without a resend.
+ */
+static void test_conn_request_per_connection(void **state)
+{
+	(void)state;
+	for (int slow = 0; slow < 2; slow++) {
+		uint64_t t_est;
+		un_net *n = pair(1, &t_est);
+		const uint64_t t1 = t_est + 1 * UT_MS, a1 = t1 + D;
+		const uint64_t t2 = a1 + (slow ? 3 : 0) * UT_MS + 300 * UT_US, a2 = t2 + D;
+		uint8_t buf[64];
+
+		assert_int_equal(rn_conn_write(cl(n), t1, "GET /small", 10), 10);
+		un_flush(n, UN_CLIENT, t1);
+		un_deliver(n, a1);
+		assert_true(sv(n)->ack.pending);
+		un_run(n, t2);
+		assert_int_equal(rn_conn_read(sv(n), t2, buf, sizeof(buf)), 10);
+		assert_memory_equal(buf, "GET /small", 10);
+		assert_int_equal(rn_conn_write(sv(n), t2, "200 OK body", 11), 11);
+		assert_int_equal(rn_conn_shutdown(sv(n), t2), 0);
+		un_flush(n, UN_SERVER, t2);
+		un_deliver(n, a2);
+		/* the driver flushes before the program runs: the ACK of the FIN waits */
+		assert_int_equal(un_flush(n, UN_CLIENT, a2), 0);
+		/* the client read the end: its FIN goes at once and carries the ACK */
+		assert_int_equal(rn_conn_read(cl(n), a2, buf, sizeof(buf)), 11);
+		assert_memory_equal(buf, "200 OK body", 11);
+		assert_int_equal(rn_conn_read(cl(n), a2, buf, sizeof(buf)), 0);
+		assert_int_equal(rn_conn_shutdown(cl(n), a2), 0);
+		un_run(n, a2 + 10 * UT_MS);
+		assert_int_equal(rn_conn_state(cl(n)), RN_ST_LINGER);
+		assert_int_equal(rn_conn_state(sv(n)), RN_ST_LINGER);
+		/* client: the request, its FIN with the ACK; server: the answer, its FIN, the last ACK */
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_DATA, -1, t1, UINT64_MAX), 2);
+		assert_int_equal(un_count(n, UN_CLIENT, RN_PT_ACK, -1, t1, UINT64_MAX), 0);
+		assert_int_equal(un_count(n, UN_SERVER, RN_PT_DATA, -1, t1, UINT64_MAX), 2);
+		assert_int_equal(un_count(n, UN_SERVER, RN_PT_ACK, -1, t1, UINT64_MAX), 1 + slow);
+		if (slow)
+			assert_int_equal(un_find(n, UN_SERVER, RN_PT_ACK, -1, t1, 0)->sent_ns,
+					 a1 + 2 * UT_MS);
+		assert_int_equal(stats(cl(n)).retransmits, 0);
+		assert_int_equal(stats(sv(n)).retransmits, 0);
+		un_del(n);
+	}
+}
+
 /* ---- close ---- */
 
 static void test_conn_graceful_close(void **state)
@@ -2673,6 +2728,7 @@ int main(void)
 		cmocka_unit_test(test_conn_init_ack_lost),
 		cmocka_unit_test(test_conn_cookie_ack_lost_data),
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
+		cmocka_unit_test(test_conn_request_per_connection),
 		cmocka_unit_test(test_conn_early_data),
 		cmocka_unit_test(test_conn_early_data_echo_lost),
 		cmocka_unit_test(test_conn_early_data_restart),

@@ -169,7 +169,11 @@ static void test_timer_cookie_restart(void **state)
 	un_del(n); /* and the rails of the first attempt were not leaked */
 }
 
-/* One packet: its ACK waits ack_delay (200 us), to the nanosecond. */
+/*
+ * One packet: its ACK waits ack_delay (200 us), to the nanosecond.  But a
+ * server's first DATA, a request it has not answered, waits 2 ms for the
+ * answer to carry the ACK (rn_conn_recv.c, RN_FIRST_ANSWER_NS).
+ */
 static void test_timer_ack_delay(void **state)
 {
 	un_net *n = un_new(2);
@@ -183,6 +187,19 @@ static void test_timer_ack_delay(void **state)
 	assert_int_equal(un_flush(n, UN_CLIENT, t1), 1);
 	un_deliver(n, ta);
 	assert_true(rn_conn_owes(s));
+	assert_true(rn_conn_expiry(s) == ta + 2 * MS);
+	un_timer(n, UN_SERVER, ta + 2 * MS - 1);
+	assert_int_equal(un_flush(n, UN_SERVER, ta + 2 * MS - 1), 0);
+	un_timer(n, UN_SERVER, ta + 2 * MS);
+	assert_int_equal(un_flush(n, UN_SERVER, ta + 2 * MS), 1);
+	assert_int_equal(n->log[n->nlog - 1].type, RN_PT_ACK);
+	/* the next one is no request's first: 200 us */
+	t1 = ta + 3 * MS;
+	ta = t1 + D;
+	assert_int_equal(rn_conn_write(n->side[UN_CLIENT].c, t1, "ping", 4), 4);
+	assert_int_equal(un_flush(n, UN_CLIENT, t1), 1);
+	un_deliver(n, ta);
+	assert_true(rn_conn_owes(s));
 	assert_true(rn_conn_expiry(s) == ta + 200 * UT_US);
 	assert_int_equal(un_flush(n, UN_SERVER, ta), 0);
 	un_timer(n, UN_SERVER, ta + 200 * UT_US - 1);
@@ -191,7 +208,7 @@ static void test_timer_ack_delay(void **state)
 	assert_int_equal(un_flush(n, UN_SERVER, ta + 200 * UT_US), 1);
 	r = &n->log[n->nlog - 1];
 	assert_int_equal(r->type, RN_PT_ACK);
-	assert_int_equal(r->ack, n->side[UN_CLIENT].c->hs.isn + 1);
+	assert_int_equal(r->ack, n->side[UN_CLIENT].c->hs.isn + 2);
 	assert_false(rn_conn_owes(s));
 	/* nothing owed any more: the next expiry is a keepalive, far off */
 	assert_true(rn_conn_expiry(s) > ta + 50 * MS);
@@ -585,9 +602,9 @@ static void test_timer_stall_pending(void **state)
 		ta = t1 + 12 * MS + c->rail[0].srtt_ns + c->cfg.ack_delay_ns;
 		assert_true(rn_conn_verdict_pending(c, ta));
 		if (acked) { /* the server's ACK waited in the socket: read before the verdict */
-			un_deliver(n, t1 + D);
-			un_timer(n, UN_SERVER, t1 + D + c->cfg.ack_delay_ns);
-			un_flush(n, UN_SERVER, t1 + D + c->cfg.ack_delay_ns);
+			un_deliver(n, t1 + D); /* the server's first DATA: its ACK waits 2 ms */
+			un_timer(n, UN_SERVER, t1 + D + 2 * MS);
+			un_flush(n, UN_SERVER, t1 + D + 2 * MS);
 			un_deliver(n, ta);
 			assert_false(rn_conn_verdict_pending(c, ta));
 		}
