@@ -52,125 +52,19 @@
 #include "rn_api.h"
 #include "rn_core.h"
 #include "rn_shim.h"
+#include "rn_shim_epset.h"
 #include "rn_sys.h"
 
 #define RN_SHIM_API __attribute__((visibility("default")))
 
-#define NESTED UINT64_MAX                /* the private set's event for the program's set */
-#define MAX_RAILS 64                     /* rail sockets one wait adds */
+#define NESTED RN_EP_NESTED
+#define MAX_RAILS RN_EP_RAILS
 #define MAX_POLL RN_SHIM_MAX_POLL
-
-/* What one epoll set holds for ri2n: rail sockets added, ri2n descriptors still connecting. */
-typedef struct ep_set {
-	/*
-	 * This set's own number, never reused: ri2n's reports name the set by
-	 * it.  (Not the inode: every epoll instance has the same anonymous
-	 * inode.)  A descriptor number that epoll_create gives again starts a
-	 * new set.
-	 */
-	uint64_t id;
-	int refs;   /* the program's numbers for this set (dups share it) */
-	int priv;   /* ri2n's private epoll set around it: -1 until a rail socket joins, -2: none can be */
-	int nr, np;
-	rn_railref r[MAX_RAILS];
-	int pending[MAX_RAILS];
-} ep_set;
-
-static struct {
-	pthread_mutex_t mu;
-	ep_set **set; /* by epoll descriptor number */
-	int cap;
-	uint64_t next_id;
-	int live;     /* sets alive (atomic: read without the lock) */
-} g_ep = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-/* Under g_ep.mu: number epfd no longer names its set; the last number frees it. */
-static void ep_unlink(int epfd)
-{
-	ep_set *e = epfd >= 0 && epfd < g_ep.cap ? g_ep.set[epfd] : NULL;
-
-	if (!e)
-		return;
-	g_ep.set[epfd] = NULL;
-	if (--e->refs > 0)
-		return;
-	__atomic_sub_fetch(&g_ep.live, 1, __ATOMIC_RELAXED);
-	if (e->priv >= 0)
-		rn_sys_close(e->priv);
-	free(e);
-}
-
-static void ep_prepare(void) { pthread_mutex_lock(&g_ep.mu); }
-static void ep_parent(void) { pthread_mutex_unlock(&g_ep.mu); }
-
-/*
- * In a forked child: the private sets are the parent's (shared open files,
- * the parent's rail sockets): the child closes its copies and starts afresh.
- */
-static void ep_child(void)
-{
-	/* the forking thread took the lock in ep_prepare: it is that thread here too */
-	for (int i = 0; i < g_ep.cap; i++)
-		ep_unlink(i);
-	pthread_mutex_unlock(&g_ep.mu);
-}
-
-/*
- * Registered before anything else can be (the library's constructor): the
- * child's handler runs first in the child, so the handlers after it (ri2n's
- * engine, the program's) may close descriptors, which looks here.
- */
-__attribute__((constructor)) static void ep_atfork(void)
-{
-	pthread_atfork(ep_prepare, ep_parent, ep_child);
-}
 
 /* As in rn_shim_io.c, no owner check: a vfork()ed child does not wait on sockets. */
 static int ours(int fd)
 {
 	return rn_shim_tab_has(fd);
-}
-
-/* Under g_ep.mu: whether the table has room for number fd (grown if need be). */
-static int ep_room(int fd)
-{
-	if (fd >= g_ep.cap) {
-		int cap = fd * 2 + 16;
-		ep_set **n = realloc(g_ep.set, (size_t)cap * sizeof(*n));
-
-		if (!n)
-			return 0;
-		memset(n + g_ep.cap, 0, (size_t)(cap - g_ep.cap) * sizeof(*n));
-		g_ep.set = n;
-		g_ep.cap = cap;
-	}
-	return 1;
-}
-
-/* Under g_ep.mu: the set of epfd, made on demand. */
-static ep_set *ep_get(int epfd, int make)
-{
-	if (epfd < 0 || (epfd >= g_ep.cap && (!make || !ep_room(epfd))))
-		return NULL;
-	if (!g_ep.set[epfd] && make && (g_ep.set[epfd] = calloc(1, sizeof(ep_set)))) {
-		__atomic_add_fetch(&g_ep.live, 1, __ATOMIC_RELAXED);
-		g_ep.set[epfd]->id = ++g_ep.next_id;
-		g_ep.set[epfd]->refs = 1;
-		g_ep.set[epfd]->priv = -1;
-	}
-	return g_ep.set[epfd];
-}
-
-uint64_t rn_shim_ep_id(int epfd)
-{
-	ep_set *e;
-	uint64_t id;
-
-	pthread_mutex_lock(&g_ep.mu);
-	e = ep_get(epfd, 1);
-	id = e ? e->id : 0;
-	pthread_mutex_unlock(&g_ep.mu);
-	return id;
 }
 
 /*
@@ -186,45 +80,6 @@ static int ep_created(int epfd)
 	return epfd;
 }
 
-void rn_shim_ep_forget(int fd)
-{
-	/*
-	 * close() asks this of every descriptor: no lock while there is no set.
-	 * A vfork()ed child shares the parent's memory: the records are not its.
-	 */
-	if (fd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
-		return;
-	pthread_mutex_lock(&g_ep.mu);
-	ep_unlink(fd);
-	pthread_mutex_unlock(&g_ep.mu);
-}
-
-void rn_shim_ep_forget_range(unsigned int first, unsigned int last)
-{
-	if (!__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) || !rn_shim_tab_mine())
-		return;
-	pthread_mutex_lock(&g_ep.mu);
-	for (unsigned int fd = first; fd <= last && fd < (unsigned int)g_ep.cap; fd++)
-		ep_unlink((int)fd);
-	pthread_mutex_unlock(&g_ep.mu);
-}
-
-void rn_shim_ep_dup(int old, int nfd)
-{
-	ep_set *e;
-
-	rn_shim_ep_forget(nfd);
-	if (old < 0 || nfd < 0 || !__atomic_load_n(&g_ep.live, __ATOMIC_RELAXED) ||
-	    !rn_shim_tab_mine())
-		return;
-	pthread_mutex_lock(&g_ep.mu);
-	e = old < g_ep.cap ? g_ep.set[old] : NULL;
-	if (e && ep_room(nfd)) {
-		g_ep.set[nfd] = e;
-		e->refs++;
-	}
-	pthread_mutex_unlock(&g_ep.mu);
-}
 
 /*
  * The descriptors libevent makes for ri2n's engine (its timer, its wake-up
@@ -272,48 +127,8 @@ RN_SHIM_API int epoll_create1(int flags)
 }
 
 /*
- * Under g_ep.mu: e's private set, made on first use around the program's
- * set epfd; -1 if it cannot be (the rail sockets then stay the engine's).
- */
-static int ep_priv(int epfd, ep_set *e)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = NESTED };
-
-	if (e->priv != -1)
-		return e->priv;
-	e->priv = rn_sys_fd_high(rn_sys_epoll_create1(EPOLL_CLOEXEC));
-	if (e->priv < 0 || rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, epfd, &ev) < 0) {
-		/* say it once: its rail sockets stay the engine's (ELOOP: nested too deep) */
-		rn_shim_log("epoll fd %d: no private set around it (%s): ri2n's engine serves its "
-			    "rail sockets", epfd, strerror(errno));
-		if (e->priv >= 0)
-			rn_sys_close(e->priv);
-		e->priv = -2;
-	}
-	return e->priv;
-}
-
-/* Under g_ep.mu: adds rail sockets r[0..n) to e's private set, those it does not have yet. */
-static void ep_add_refs(int epfd, ep_set *e, const rn_railref *r, int n)
-{
-	for (int i = 0; i < n; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint32_t)r[i].fd };
-		int k;
-
-		for (k = 0; k < e->nr; k++)
-			if (e->r[k].fd == r[i].fd && e->r[k].ino == r[i].ino)
-				break;
-		if (k < e->nr || e->nr >= MAX_RAILS || ep_priv(epfd, e) < 0)
-			continue;
-		/* EEXIST: a socket of that number was added before and is still there */
-		if (rn_sys_epoll_ctl(e->priv, EPOLL_CTL_ADD, r[i].fd, &ev) == 0 || errno == EEXIST)
-			e->r[e->nr++] = r[i];
-	}
-}
-
-/*
  * ri2n descriptors of epfd's set that were connecting when added get their
- * rail sockets added.  g_ep.mu is never held across a call into ri2n (it
+ * rail sockets added.  the set lock is never held across a call into ri2n (it
  * takes the host lock, and the engine's start, under its own mutex, makes
  * epoll sets that come through here): the pending list is copied out first.
  */
@@ -323,38 +138,43 @@ static void ep_settle(int epfd)
 	uint64_t id = 0;
 	ep_set *e;
 
-	pthread_mutex_lock(&g_ep.mu);
-	e = ep_get(epfd, 0);
+	rn_shim_ep_lock();
+	e = rn_shim_ep_get(epfd, 0);
 	if (e && e->np) {
 		np = e->np;
 		id = e->id;
 		memcpy(pend, e->pending, (size_t)np * sizeof(int));
 	}
-	pthread_mutex_unlock(&g_ep.mu);
+	rn_shim_ep_unlock();
 	for (int i = 0; i < np; i++) {
 		rn_railref r[RN_MAX_RAILS];
 		int n = ours(pend[i]) ? rn_api_rails(pend[i], r, RN_MAX_RAILS) : -1;
 
 		if (n == 0)
 			continue; /* still connecting */
-		pthread_mutex_lock(&g_ep.mu);
-		e = ep_get(epfd, 0);
+		rn_shim_ep_lock();
+		e = rn_shim_ep_get(epfd, 0);
 		if (e && e->id == id) {
 			if (n > 0)
-				ep_add_refs(epfd, e, r, n);
+				rn_shim_ep_add_refs(epfd, e, r, n);
 			for (int k = 0; k < e->np; k++)
 				if (e->pending[k] == pend[i]) {
 					e->pending[k] = e->pending[--e->np];
 					break;
 				}
 		}
-		pthread_mutex_unlock(&g_ep.mu);
+		rn_shim_ep_unlock();
 	}
 }
 
 int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	int rc = RN_REAL->epoll_ctl(epfd, op, fd, ev), saved = errno, kind;
+	int rc = rn_shim_ep_excl_ctl(epfd, op, fd, ev), saved, kind;
+
+	if (rc != RN_EP_PASS)
+		return rc; /* a listener in the private set (rn_shim_epset.c) */
+	rc = RN_REAL->epoll_ctl(epfd, op, fd, ev);
+	saved = errno;
 
 	/*
 	 * The entry as the table has it, unchecked: an event loop changes its
@@ -372,12 +192,12 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		uint64_t id = 0;
 		ep_set *e;
 
-		pthread_mutex_lock(&g_ep.mu);
-		e = ep_get(epfd, 0);
+		rn_shim_ep_lock();
+		e = rn_shim_ep_get(epfd, 0);
 		if (e)
 			id = e->id;
-		pthread_mutex_unlock(&g_ep.mu);
-		if (id) /* outside g_ep.mu: see ep_settle */
+		rn_shim_ep_unlock();
+		if (id) /* outside the set lock: see ep_settle */
 			rn_api_epoll_note(fd, 1, id, 0, 0, NULL, 0);
 	} else if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) {
 		rn_railref r[RN_MAX_RAILS];
@@ -395,10 +215,10 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			nr = rn_api_epoll_note(fd, op == EPOLL_CTL_MOD || rn_shim_sees_closes(), id,
 					       ev ? ev->events : 0, ev ? ev->data.u64 : 0, r,
 					       RN_MAX_RAILS);
-		pthread_mutex_lock(&g_ep.mu);
-		e = ep_get(epfd, 0);
+		rn_shim_ep_lock();
+		e = rn_shim_ep_get(epfd, 0);
 		if (e && e->id == id) {
-			ep_add_refs(epfd, e, r, nr);
+			rn_shim_ep_add_refs(epfd, e, r, nr);
 			if (nr == 0 && e->np < MAX_RAILS) {
 				int k;
 
@@ -408,7 +228,7 @@ int rn_shim_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 					e->pending[e->np++] = fd;
 			}
 		}
-		pthread_mutex_unlock(&g_ep.mu);
+		rn_shim_ep_unlock();
 	}
 	errno = saved;
 	return rc;
@@ -553,6 +373,33 @@ static rn_ready *syn_room(int want, int *cap)
 	return t_syn;
 }
 
+/*
+ * Listeners the private set reported (x[0..nx)) join the program's events
+ * ev[0..k), as the program registered them, each once (a forked child may
+ * have put one into the program's set too); the new count.
+ */
+static int excl_events(int epfd, const struct epoll_event *x, int nx, struct epoll_event *ev,
+		       int k, int max)
+{
+	ep_set *e;
+
+	rn_shim_ep_lock();
+	e = rn_shim_ep_get(epfd, 0);
+	for (int i = 0; e && i < nx && k < max; i++) {
+		struct epoll_event out;
+		int j;
+
+		if (!rn_shim_ep_excl_event(e, &x[i], &out))
+			continue;
+		for (j = 0; j < k && ev[j].data.u64 != out.data.u64; j++)
+			;
+		if (j == k)
+			ev[k++] = out;
+	}
+	rn_shim_ep_unlock();
+	return k;
+}
+
 static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *ss)
 {
 	rn_railref r[MAX_RAILS];
@@ -560,7 +407,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	rn_ready fixed[MAX_RAILS], *syn;
 	struct timespec t0;
 	uint64_t id = 0;
-	int n = 0, ns, cap, priv = -1;
+	int n = 0, ns, cap, priv = -1, nx = 0;
 	ep_set *e;
 
 	if (max <= 0 || rn_api_engine_self())
@@ -571,16 +418,17 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		cap = MAX_RAILS;
 	}
 	ep_settle(epfd);
-	pthread_mutex_lock(&g_ep.mu);
-	e = ep_get(epfd, 0);
+	rn_shim_ep_lock();
+	e = rn_shim_ep_get(epfd, 0);
 	if (e) {
 		n = e->nr;
 		id = e->id;
 		priv = e->priv;
+		nx = e->nx;
 		memcpy(r, e->r, (size_t)n * sizeof(*r));
 	}
-	pthread_mutex_unlock(&g_ep.mu);
-	if (n == 0 || priv < 0)
+	rn_shim_ep_unlock();
+	if ((n == 0 && nx == 0) || priv < 0)
 		return RN_REAL->epoll_pwait(epfd, ev, max, timeout, ss);
 	/*
 	 * A socket closed in a signal handler is never reported again (its
@@ -593,16 +441,20 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
-		struct epoll_event pev[MAX_RAILS + 1];
-		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0;
+		struct epoll_event pev[MAX_RAILS + 1 + RN_EP_EXCL], xev[RN_EP_EXCL];
+		int rc, k = 0, rails = 0, err, stale = 0, more = 0, nested = 0, nxev = 0;
 
-		/* on the private set: the program's set (nested) and the rail sockets */
-		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1, NULL, 0, NULL, 0,
+		/* on the private set: the program's set (nested), the rail sockets, listeners */
+		rc = watched_wait(r, n, h, priv, pev, MAX_RAILS + 1 + RN_EP_EXCL, NULL, 0, NULL, 0,
 				  ns ? 0 : ms_left(timeout, &t0), ss);
 		err = errno;
 		for (int i = 0; i < rc; i++) {
 			if (pev[i].data.u64 == NESTED) {
 				nested = 1;
+				continue;
+			}
+			if (RN_EP_IS_X(pev[i].data.u64)) {
+				xev[nxev++] = pev[i];
 				continue;
 			}
 			for (int j = 0; j < n; j++)
@@ -634,11 +486,13 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 								.data.u64 = syn[q].data };
 		}
 		ns = 0;
+		if (nxev)
+			k = excl_events(epfd, xev, nxev, ev, k, max);
 		for (int j = 0; j < n; j++)
 			stale += h[j] == NULL;
 		if (stale) { /* ports gone: forget their sockets */
-			pthread_mutex_lock(&g_ep.mu);
-			e = ep_get(epfd, 0);
+			rn_shim_ep_lock();
+			e = rn_shim_ep_get(epfd, 0);
 			for (int j = 0; e && j < n; j++) {
 				if (h[j])
 					continue;
@@ -649,7 +503,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 					}
 				}
 			}
-			pthread_mutex_unlock(&g_ep.mu);
+			rn_shim_ep_unlock();
 		}
 		if (rc < 0) {
 			errno = err;
@@ -661,7 +515,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 		 * order), or the program's set had events another thread took
 		 * first: wait on.  0 means the timeout passed, never anything else.
 		 */
-		if (k > 0 || (rails == 0 && !nested) || (timeout > 0 && ms_left(timeout, &t0) == 0))
+		if (k > 0 || (rails == 0 && !nested && !nxev) ||
+		    (timeout > 0 && ms_left(timeout, &t0) == 0))
 			return k;
 		if (timeout == 0 && pass > 0)
 			return k;

@@ -34,6 +34,7 @@
 #include "ri2n.h"
 #include "rn_api.h"
 #include "rn_shim.h"
+#include "rn_shim_epset.h"
 #include "rn_sys.h"
 #include "rn_sig.h"
 
@@ -594,6 +595,7 @@ static int close_ri2n(int fd, FILE *f)
 	pthread_testcancel();
 	ct = rn_sys_nocancel_begin();
 	forget_on_close(fd);
+	rn_shim_ep_excl_closed(fd);
 	rc = f ? RN_REAL->fclose(f) : RN_REAL->close(fd);
 	rn_sys_nocancel_end(ct);
 	return rc;

@@ -61,7 +61,10 @@
 #           lowest number the program does not hold (accept() also when the
 #           server closed a number while the connection waited), and a converted
 #           socket (blocking or non-blocking + close-on-exec) keeps its number
-#           and flags
+#           and flags; then a listener and two forked workers waiting on it in
+#           their own epoll sets with EPOLLEXCLUSIVE (as nginx's): 200
+#           connections in turn, each accepted and echoed, and each wakes one
+#           worker (at most 50 empty wakes)
 #   cancel  shim_cancel: threads blocked in epoll_wait, epoll_pwait, poll,
 #           ppoll, select, pselect, read, accept and connect (to an address
 #           on the rails nobody has) on ri2n sockets are
@@ -485,7 +488,18 @@ scenario_posix() {
 	st_require_ri2n client server
 	kill -0 "$srv" 2>/dev/null || nt_fail "the epoll server died: $(tail -n 5 "$NT_DIR/server.err")"
 	st_stop "$srv"
-	nt_ok "posix: epoll data of every value, dup'ed and shared epoll sets, FIONREAD after readiness"
+	# prefork workers, each waiting on the inherited listener with EPOLLEXCLUSIVE
+	st_tsan_no_handover || true
+	st_bg prefork 2 "$POSIX" prefork 9101 200
+	srv=$ST_PID
+	st_wait_listen 2 9101
+	ST_TIMEOUT=60 st_fg knock 1 "$POSIX" knock "$(nt_addr 2)" 9101 200 ||
+		nt_fail "knock: $(cat "$NT_DIR/knock.out") $(tail -n 3 "$NT_DIR/knock.err")"
+	wait "$srv"
+	rc=$?
+	sed 's/^/  /' "$NT_DIR/prefork.out"
+	[ $rc -eq 0 ] || nt_fail "prefork: $(grep FAIL "$NT_DIR/prefork.out") $(tail -n 3 "$NT_DIR/prefork.err")"
+	nt_ok "posix: epoll data of every value, dup'ed and shared epoll sets, FIONREAD after readiness, one prefork worker woken per connection"
 }
 
 # ---- poll and select: bytes held in ri2n's buffer ----
