@@ -309,14 +309,15 @@ static void owe_ack(rn_conn *c, uint64_t now_ns, int now, int first)
 	if (!c->ack.pending) {
 		int answering = c->ack.data_tx_ns && c->ack.data_tx_ns >= c->ack.data_rx_ns;
 		uint64_t pp = rn_conn_hold_limit(&c->cfg, c->ack.held_us), wait = c->cfg.ack_delay_ns;
+		uint64_t fa = c->cfg.rto_min_ns / 2 < RN_FIRST_ANSWER_NS ? c->cfg.rto_min_ns / 2
+									 : RN_FIRST_ANSWER_NS;
 
 		c->ack.first_ns = now_ns;
 		c->ack.pp = answering && pp > c->cfg.ack_delay_ns;
 		if (c->ack.pp)
 			wait = pp;
-		else if (first && c->cfg.rto_min_ns / 2 > wait)
-			wait = c->cfg.rto_min_ns / 2 < RN_FIRST_ANSWER_NS ? c->cfg.rto_min_ns / 2
-									 : RN_FIRST_ANSWER_NS;
+		else if (first && fa > wait)
+			wait = fa;
 		rn_timer_on_ack_owed(c, now_ns, wait);
 	}
 	c->ack.pending = 1;

@@ -76,8 +76,10 @@ static void ep_child(void)
 
 			rn_sys_epoll_ctl(i, EPOLL_CTL_ADD, e->x[k].fd, &ev);
 		}
-		if (e)
+		if (e) {
+			__atomic_sub_fetch(&g_nx, e->nx, __ATOMIC_RELAXED);
 			e->nx = 0;
+		}
 		ep_unlink(i);
 	}
 	pthread_mutex_unlock(&g_ep.mu);
@@ -225,7 +227,6 @@ void rn_shim_ep_unlock(void)
 }
 
 /* ---- listeners registered exclusively ---- */
-
 
 /* Under g_ep.mu: the index of fd in e's exclusive listeners, or -1. */
 static int x_find(const ep_set *e, int fd)

@@ -128,7 +128,7 @@ RN_SHIM_API int epoll_create1(int flags)
 
 /*
  * ri2n descriptors of epfd's set that were connecting when added get their
- * rail sockets added.  the set lock is never held across a call into ri2n (it
+ * rail sockets added.  The set lock is never held across a call into ri2n (it
  * takes the host lock, and the engine's start, under its own mutex, makes
  * epoll sets that come through here): the pending list is copied out first.
  */

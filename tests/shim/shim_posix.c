@@ -589,7 +589,7 @@ static int sleeps(void)
 
 static void worker(int lfd, int out)
 {
-	int ep = epoll_create1(EPOLL_CLOEXEC), counts[4] = { 0, 0, 0, 0 }; /* wakes, accepts, empty, sleeps */
+	int ep = epoll_create1(EPOLL_CLOEXEC), counts[5] = { 0 }; /* wakes, accepts, empty, sleeps, bad */
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.u64 = LISTENER };
 	int bad = 0;
 
@@ -631,8 +631,8 @@ static void worker(int lfd, int out)
 	}
 	/* leaving the set (DEL) before the close, as nginx does */
 	bad |= epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL) != 0;
-	counts[0] |= bad << 30;
 	counts[3] = sleeps();
+	counts[4] = bad;
 	if (write(out, counts, sizeof(counts)) != (ssize_t)sizeof(counts))
 		_exit(4);
 	_exit(0);
@@ -651,7 +651,7 @@ static void worker(int lfd, int out)
 static int prefork(int port, int conns)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, p[2], sum[4] = { 0, 0, 0, 0 }, bad = 0;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1, p[2], sum[4] = { 0 }, bad = 0;
 
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0 || pipe(p) < 0) {
@@ -664,14 +664,13 @@ static int prefork(int port, int conns)
 	printf("listening\n");
 	fflush(stdout);
 	for (int w = 0; w < WORKERS; w++) {
-		int c[4], st;
+		int c[5], st;
 
 		if (read(p[0], c, sizeof(c)) != (ssize_t)sizeof(c)) {
 			bad = 1;
 			continue;
 		}
-		bad |= (c[0] >> 30) & 1;
-		c[0] &= ~(1 << 30);
+		bad |= c[4];
 		printf("worker: %d wakes, %d connections, %d empty, %d sleeps\n", c[0], c[1], c[2], c[3]);
 		for (int i = 0; i < 4; i++)
 			sum[i] += c[i];
