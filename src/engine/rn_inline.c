@@ -72,6 +72,13 @@ void rn_inline_stream_gone(struct rn_stream *st)
 		held_remove(st);
 }
 
+void rn_inline_read_all(struct rn_stream *st)
+{
+	RN_OWNS_HOST();
+	if (st->held)
+		held_remove(st);
+}
+
 void rn_inline_forget(void)
 {
 	rn_inline_wait_forget();
