@@ -79,7 +79,9 @@
 #           (the raw FIONREAD of the descriptor 0, the shim's not), and such a
 #           reply left unread 300 ms is read whole by the raw read system call
 #           within 3 s, as one read by raw non-blocking reads between poll,
-#           select and epoll waits; every byte checked both ways
+#           select and epoll waits; then 20 replies that come while the thread
+#           sleeps, each reported by an edge-triggered set's wait with no
+#           timeout; every byte checked both ways
 #   signal  shim_fidelity: 200 connections closed by a SIGALRM handler (1 ms
 #           timer) while the main thread is inside the shim on them
 #           (epoll_ctl, getsockopt, setsockopt); a watchdog fails a deadlock
