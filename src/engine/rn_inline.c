@@ -65,14 +65,7 @@ static void held_remove(struct rn_stream *st)
 	st->held_next = NULL;
 }
 
-void rn_inline_stream_gone(struct rn_stream *st)
-{
-	RN_OWNS_HOST();
-	if (st->held)
-		held_remove(st);
-}
-
-void rn_inline_read_all(struct rn_stream *st)
+void rn_inline_unhold(struct rn_stream *st)
 {
 	RN_OWNS_HOST();
 	if (st->held)

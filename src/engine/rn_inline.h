@@ -126,8 +126,13 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 /* The sockets of epoll set ep_id whose bytes still wait in the core (before a wait). */
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max);
 
-/* A stream is about to be freed (host lock). */
-void rn_inline_stream_gone(struct rn_stream *st);
+/*
+ * No wait's report stands for st's bytes any more (host lock): it is about
+ * to be freed, or its program read every byte reported; bytes that come
+ * later need a report of their own (a wait's, or the descriptor's, where
+ * the engine then puts them).
+ */
+void rn_inline_unhold(struct rn_stream *st);
 /* After fork, in the child. */
 void rn_inline_forget(void);
 

@@ -24,12 +24,6 @@ int rn_inline_ok_to_recv(const struct rn_stream *st);
 int rn_inline_take_pair(struct rn_stream *st, uint64_t now);
 /* The core's bytes go into the descriptor (for a call the inline path does not serve). */
 void rn_inline_deliver_to_pair(struct rn_stream *st, uint64_t now);
-/*
- * The program read every byte a wait reported of st: the stream is held no
- * more, and bytes that come later need a report of their own (a wait's, or
- * the descriptor's, where the engine then puts them).
- */
-void rn_inline_read_all(struct rn_stream *st);
 /* Sends what the core owes, runs due timers; 1 if the engine must look at st. */
 int rn_inline_service(struct rn_stream *st, uint64_t now);
 /* The end of an inline call: every connection touched is served. */

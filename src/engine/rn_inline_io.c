@@ -291,10 +291,12 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 			 * core: they waited out RN_HELD_NS, 0-50 ms, in 5% of
 			 * keep-alive requests).
 			 */
-			if (st->held && rn_conn_peek(st->conn, &d) == RN_ERR_AGAIN)
-				rn_inline_read_all(st);
-			else if (st->held)
-				st->held_ns = rn_now_ns();
+			if (st->held) {
+				if (rn_conn_peek(st->conn, &d) == RN_ERR_AGAIN)
+					rn_inline_unhold(st);
+				else
+					st->held_ns = rn_now_ns();
+			}
 			got += k;
 			if (got == total || !waitall) {
 				rc = (ssize_t)got;

@@ -276,7 +276,7 @@ static void stream_release(rn_stream *st)
 		s->watch_ev = NULL;
 	}
 	rn_stream_undirty(st);
-	rn_inline_stream_gone(st);
+	rn_inline_unhold(st);
 	leave_peer(st);
 	rn_port_remove(st->port, st, st->id);
 	rn_port_unref(st->port);
