@@ -77,7 +77,7 @@ typedef struct rn_port {
 	struct rn_moved *moved; /* connections handed to other processes (rn_handover.h) */
 	/* handshake datagrams an inline thread read on a listening port, for the engine */
 	struct rn_deferred *defq;
-	int ndef;
+	int ndef, defcap;
 	struct rn_port *next;
 } rn_port;
 
