@@ -231,8 +231,9 @@ targets() {
 		echo "| 8-byte one-way latency, plain read/write, $pin: median <= 2x TCP | ri2n ${r:-n/a} µs, TCP ${s:-n/a} µs: $(ratio "$r" "$s")x | $(verdict "$(numcmp "$(ratio "$r" "$s")" "<=" 2)") |"
 	done
 	local set lim
+	# issue 34's targets (an earlier issue asked 0.8x and 0.7x)
 	for set in p16 c1000; do
-		if [ $set = p16 ]; then lim=0.8; else lim=0.7; fi
+		if [ $set = p16 ]; then lim=0.9; else lim=0.8; fi
 		a=$(rounds_med kv-$set ri2n tcp set) b=$(rounds_med kv-$set ri2n tcp get)
 		v=$(both "$(numcmp "$a" ">=" $lim)" "$(numcmp "$b" ">=" $lim)")
 		echo "| request rate under ri2n-run (redis), $(kv_label $set): >= ${lim}x TCP (median of the rounds' ratios) | SET $(fmtv kv-$set ri2n set) vs TCP $(fmtv kv-$set tcp set): $(fmtr kv-$set ri2n tcp set); GET $(fmtv kv-$set ri2n get) vs $(fmtv kv-$set tcp get): $(fmtr kv-$set ri2n tcp get) | $(verdict "$v") |"
