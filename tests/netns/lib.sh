@@ -200,6 +200,19 @@ nt_xfer_pid() { # HOST ROLE
 	done
 }
 
+# The FIELDs of PID's first listener in host HOST, as ri2n-stat (binary STAT) publishes
+# them, on one line; "none" for a field it lacks, or for all when PID has no listener.
+nt_listener() { # STAT HOST PID FIELD...
+	local stat=$1 host=$2 pid=$3
+	shift 3
+	ip netns exec "$(tb_ns "$host")" "$stat" --json --pid "$pid" | python3 -c '
+import json, sys
+pid = int(sys.argv[1])
+p = [p for p in json.load(sys.stdin)["processes"] if p["pid"] == pid]
+l = p[0]["listeners"][0] if p and p[0]["listeners"] else {}
+print(" ".join(str(l.get(k, "none")) for k in sys.argv[2:]))' "$pid" "$@"
+}
+
 # The verdict line of a transfer, "yes" or "no".
 nt_verified() { # FILE ROLE
 	awk -v r="$2" '$1=="xfer" && $2=="done" && $3=="role="r {

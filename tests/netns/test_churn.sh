@@ -23,17 +23,6 @@ PORT=7000
 [ -x "$STAT" ] || nt_skip "ri2n-stat not built at $STAT"
 command -v python3 >/dev/null || nt_skip "python3 is not installed"
 
-# The listener's counters of PID in h2 as "inits accepts drops_rate accept_idle_wakes"
-listener_counts() {
-	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
-import json, sys
-d = json.load(sys.stdin)
-p = [p for p in d['processes'] if p['pid'] == $1]
-l = p[0]['listeners'][0] if p and p[0]['listeners'] else {}
-print(l.get('inits', 'none'), l.get('accepts', 'none'), l.get('drops_rate', 'none'),
-      l.get('accept_idle_wakes', 'none'))"
-}
-
 # The client process PID's connects in h1 as "all inline" (ri2n-stat's process line)
 client_connects() {
 	ip netns exec "$(tb_ns 1)" "$STAT" --json --pid "$1" 2>/dev/null | python3 -c "
@@ -84,7 +73,7 @@ nt_note "client, 1.5 s in: $all connects, $inl of them made in the calling threa
 # loaded machine may still be catching up: poll (5 s at most) until they count every connect
 for _ in $(seq 25); do
 	sleep 0.2
-	read -r inits accepts rate_drops idle_wakes <<<"$(listener_counts "$spid")"
+	read -r inits accepts rate_drops idle_wakes <<<"$(nt_listener "$STAT" 2 "$spid" inits accepts drops_rate accept_idle_wakes)"
 	[ "$accepts" -ge "$conns" ] 2>/dev/null && break
 done
 nt_note "listener: $inits handshakes, $accepts accepted, $rate_drops dropped for the rate limit"

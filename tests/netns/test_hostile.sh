@@ -35,18 +35,6 @@ command -v python3 >/dev/null || nt_skip "python3 is not installed"
 
 rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
-# listener PID EXPR: EXPR over the first listener `l` of PID in ri2n-stat's JSON
-listener() {
-	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
-import json, sys
-d = json.load(sys.stdin)
-p = [p for p in d['processes'] if p['pid'] == $1]
-if not p or not p[0]['listeners']:
-    print('none'); sys.exit(0)
-l = p[0]['listeners'][0]
-print($2)"
-}
-
 scenario_flood() {
 	local spid base peak=0 rss fpid drops accepts t_end
 	[ -x "$FLOOD" ] || nt_skip "ri2n_flood not built at $FLOOD"
@@ -73,9 +61,9 @@ scenario_flood() {
 		rss=$(rss_kb "$spid")
 		[ -n "$rss" ] && [ "$rss" -gt "$peak" ] && peak=$rss
 		if [ $((i++ % 5)) = 4 ]; then
-			d=$(listener "$spid" "l['drops'], l['accepts']" 2>/dev/null)
+			d=$(nt_listener "$STAT" 2 "$spid" drops accepts 2>/dev/null)
 			# once the server is done with its one connection it is gone: keep the last answer
-			if [ -n "$d" ] && [ "$d" != none ]; then
+			if [ -n "$d" ] && [ "${d%% *}" != none ]; then
 				read -r drops accepts <<<"$d"
 			fi
 		fi

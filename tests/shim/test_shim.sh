@@ -671,15 +671,6 @@ close_wrk() {
 	CLOSE_GOOD=$good
 }
 
-# "accepts drops_backlog" of the listener of PID in host 2 (ri2n-stat)
-close_listener() { # PID
-	ip netns exec "$(tb_ns 2)" "$STAT" --json --pid "$1" | python3 -c "
-import json, sys
-p = [p for p in json.load(sys.stdin)['processes'] if p['pid'] == $1]
-l = p[0]['listeners'][0] if p and p[0]['listeners'] else {}
-print(l.get('accepts', 'none'), l.get('drops_backlog', 'none'))"
-}
-
 scenario_close() {
 	local up run n total=0 handover=1 accepts drops
 	need nginx wrk python3
@@ -719,7 +710,7 @@ scenario_close() {
 	close_wrk wrk4 32 8081
 	# ri2n-stat's snapshot may lag a busy engine: poll until it counts every request
 	for _ in $(seq 25); do
-		read -r accepts drops <<<"$(close_listener "$(st_pid_of 2 nginx)")"
+		read -r accepts drops <<<"$(nt_listener "$STAT" 2 "$(st_pid_of 2 nginx)" accepts drops_backlog)"
 		[ "$accepts" -ge "$CLOSE_GOOD" ] 2>/dev/null && break
 		sleep 0.2
 	done
