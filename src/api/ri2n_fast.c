@@ -260,10 +260,10 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 	return n;
 }
 
-int rn_api_poll_rails(int fd, rn_railref *out, int max, void **sock)
+int rn_api_poll_rails(int fd, int known, rn_railref *out, int max, void **sock)
 {
 	int err;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 
 	*sock = s;
 	return s ? rn_inline_rails(s, out, max) : 0;

@@ -153,10 +153,12 @@ int rn_api_held(uint64_t ep_id, rn_ready *out, int max);
 /*
  * poll and select: fd's rail sockets as rn_api_rails gives them, and in
  * *sock a reference to its socket (NULL if fd is not ri2n's) for the calls
- * below, dropped with rn_api_poll_put.  rn_api_poll_held and
+ * below, dropped with rn_api_poll_put.  known: the caller sees every close
+ * of fd, so ri2n's table is trusted as for data calls (rn_api_lookup_known)
+ * rather than checked against the kernel.  rn_api_poll_held and
  * rn_api_poll_end: rn_inline_poll_held and rn_inline_poll_end.
  */
-int rn_api_poll_rails(int fd, rn_railref *out, int max, void **sock);
+int rn_api_poll_rails(int fd, int known, rn_railref *out, int max, void **sock);
 int rn_api_poll_held(void *const *socks, int n, uint8_t *in);
 void rn_api_poll_end(void **h, int n, const uint8_t *ready, void *const *socks, int ns,
 		     uint8_t *in);
