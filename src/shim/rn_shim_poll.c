@@ -269,10 +269,14 @@ static int64_t since_ns(const struct timespec *t0)
 static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *pf, nfds_t npf,
 		     int ms, const sigset_t *ss)
 {
-	int busy = rn_api_busy_default(), rc;
-	int64_t spin = ms == 0 ? 0 : rn_api_spin_budget(busy);
+	int busy, rc;
+	int64_t spin;
 	struct timespec t0, ts = { ms / 1000, (long)(ms % 1000) * 1000000 }, zero = { 0, 0 };
 
+	if (ms == 0) /* a look: nothing to spin for, time or learn (an event loop's poll) */
+		return pf ? RN_REAL->ppoll(pf, npf, &zero, ss) : RN_REAL->epoll_pwait(epfd, ev, max, 0, ss);
+	busy = rn_api_busy_default();
+	spin = rn_api_spin_budget(busy);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (spin > 0) {
 		do {
@@ -286,7 +290,7 @@ static int spin_wait(int epfd, struct epoll_event *ev, int max, struct pollfd *p
 		} while (since_ns(&t0) < spin);
 	}
 	rc = pf ? RN_REAL->ppoll(pf, npf, ms < 0 ? NULL : &ts, ss) : RN_REAL->epoll_pwait(epfd, ev, max, ms, ss);
-	if (rc >= 0 && ms != 0)
+	if (rc >= 0)
 		rn_api_spin_learn(busy, since_ns(&t0), 0);
 	return rc;
 }
@@ -405,7 +409,7 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	rn_railref r[MAX_RAILS];
 	void *h[MAX_RAILS];
 	rn_ready fixed[MAX_RAILS], *syn;
-	struct timespec t0;
+	struct timespec t0 = { 0, 0 };
 	uint64_t id = 0;
 	int n = 0, ns, cap, priv = -1, nx = 0;
 	ep_set *e;
@@ -438,7 +442,8 @@ static int ep_wait(int epfd, struct epoll_event *ev, int max, int timeout, const
 	rn_shim_tab_drain();
 	/* bytes reported before and not read yet: ready now (level-triggered) */
 	ns = rn_api_held(id, syn, max < cap ? max : cap);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (timeout > 0) /* only a timeout counts time (ms_left) */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
 		struct epoll_event pev[MAX_RAILS + 1 + RN_EP_EXCL], xev[RN_EP_EXCL];
@@ -557,7 +562,7 @@ static int poll_watched(struct pollfd *fds, nfds_t nfds, const rn_railref *r, in
 	struct pollfd ext[MAX_POLL + MAX_RAILS];
 	uint8_t in[MAX_POLL];
 	void *h[MAX_RAILS];
-	struct timespec t0;
+	struct timespec t0 = { 0, 0 };
 	int held;
 
 	memcpy(ext, fds, nfds * sizeof(*fds));
@@ -565,7 +570,8 @@ static int poll_watched(struct pollfd *fds, nfds_t nfds, const rn_railref *r, in
 		ext[nfds + (nfds_t)j] = (struct pollfd){ .fd = r[j].fd, .events = POLLIN };
 	/* bytes reported before and not read yet: ready now (level-triggered) */
 	held = rn_api_poll_held(sk, nsk, in);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (timeout > 0) /* only a timeout counts time (ms_left) */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int pass = 0;; pass++) {
 		uint8_t ready[MAX_RAILS] = { 0 };
 		int rc, err, user = 0, rails = 0;
