@@ -143,8 +143,8 @@ int rn_shim_tab_kind(int fd);
  * and select: the shim sees every close (close, close_range, closefrom,
  * fclose, dup2/dup3 onto a number), so a number in its table still is the
  * socket it noted.  RI2N_RUN_CHECK_FDS=1 has each of them check with the
- * kernel instead,
- * for programs that close descriptors with raw system calls or io_uring.
+ * kernel instead, for programs that close descriptors with raw system calls
+ * or io_uring.
  */
 int rn_shim_sees_closes(void);
 /*
