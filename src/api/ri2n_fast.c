@@ -263,7 +263,7 @@ int rn_api_rails(int fd, rn_railref *out, int max)
 int rn_api_poll_rails(int fd, int known, rn_railref *out, int max, void **sock)
 {
 	int err;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s = rn_api_lookup_as(fd, known, &err);
 
 	*sock = s;
 	return s ? rn_inline_rails(s, out, max) : 0;
@@ -280,7 +280,7 @@ int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64
 		      rn_railref *out, int max)
 {
 	int err, n = 0;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s = rn_api_lookup_as(fd, known, &err);
 
 	if (!s)
 		return 0;

@@ -28,7 +28,7 @@ static int clamp(size_t n)
 int rn_api_ioctl(int fd, int known, unsigned long req, int *val, int *handled)
 {
 	int err = ENOTSOCK, kind, rc;
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
+	rn_sock *s = rn_api_lookup_as(fd, known, &err);
 	rn_queued q = { 0 };
 
 	*handled = s != NULL;

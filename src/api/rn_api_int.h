@@ -17,6 +17,8 @@ int rn_api_fail(int err);
 rn_sock *rn_api_lookup(int fd, int *err);
 /* The same without checking that fd still is that open file (see ri2n_api.c). */
 rn_sock *rn_api_lookup_known(int fd);
+/* rn_api_lookup_known's if the caller sees every close of fd (known), else rn_api_lookup's. */
+rn_sock *rn_api_lookup_as(int fd, int known, int *err);
 /*
  * The lookup of the data calls (known: rn_api_lookup_known's, else
  * rn_api_lookup's): in a forked child, a connection its parent accepted

@@ -289,7 +289,7 @@ static rn_sock *take_inherited(int fd)
 
 rn_sock *rn_api_lookup_data(int fd, int known, int *err)
 {
-	rn_sock *s = known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, err);
+	rn_sock *s = rn_api_lookup_as(fd, known, err);
 
 	/* not in a handler, nor in a data call a handler interrupted (the lock-free way there) */
 	if (!s && __atomic_load_n(&g_ninh, __ATOMIC_RELAXED) && !rn_sig_in_handler() &&
@@ -468,6 +468,11 @@ rn_sock *rn_api_lookup_known(int fd)
 		rn_sock_ref(s);
 	tab_unlock();
 	return s;
+}
+
+rn_sock *rn_api_lookup_as(int fd, int known, int *err)
+{
+	return known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, err);
 }
 
 int rn_api_is_ri2n(int fd)
