@@ -279,14 +279,12 @@ void rn_api_poll_put(void *const *socks, int n)
 int rn_api_epoll_note(int fd, int known, uint64_t ep_id, uint32_t events, uint64_t data,
 		      rn_railref *out, int max)
 {
-	int err, n = 0;
+	int err, n;
 	rn_sock *s = rn_api_lookup_as(fd, known, &err);
 
 	if (!s)
 		return 0;
-	rn_inline_epoll_note(s, ep_id, events, data);
-	if (out && max > 0)
-		n = rn_inline_rails(s, out, max);
+	n = rn_inline_epoll_note(s, ep_id, events, data, out, max);
 	rn_sock_unref(s);
 	return n;
 }

@@ -15,6 +15,7 @@
 
 #include "rn_henv.h"
 #include "rn_host_lock.h"
+#include "rn_port_defer.h"
 #include "rn_inline.h"
 #include "rn_sys.h"
 
@@ -175,6 +176,8 @@ void rn_host_lock(void)
 
 void rn_host_unlock(void)
 {
+	if (rn_port_deferred())
+		rn_port_defer_flush(); /* an inline call that left this way */
 	t_owns = 0;
 	host_give();
 }
@@ -201,9 +204,13 @@ int rn_host_try_inline(void)
 
 void rn_host_leave_inline(void)
 {
+	int later = rn_port_deferred() ? rn_port_defer_take() : 0;
+
 	t_inline = 0;
 	t_owns = 0;
 	host_give();
+	if (later)
+		rn_port_defer_send();
 }
 
 int rn_host_owned(void) { return t_owns; }

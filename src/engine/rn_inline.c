@@ -267,8 +267,11 @@ struct wait_reports {
 	uint8_t *in;
 };
 
-void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data)
+int rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data,
+			 rn_railref *out, int max)
 {
+	int n = 0;
+
 	rn_host_lock();
 	if (events) {
 		s->ep_id = ep_id;
@@ -278,7 +281,10 @@ void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t 
 		s->ep_id = 0;
 		s->ep_events = 0;
 	}
+	if (out && max > 0)
+		n = rn_inline_rails_of(s, out, max);
 	rn_host_unlock();
+	return n;
 }
 
 /*

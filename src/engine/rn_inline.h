@@ -120,9 +120,13 @@ int rn_inline_poll_held(rn_sock *const *s, int ns, uint8_t *in);
 
 /*
  * epoll (ri2n-run): socket s was added to (or modified in) the epoll set
- * with id ep_id with these events and data; events 0: removed.
+ * with id ep_id with these events and data; events 0: removed.  Its rail
+ * sockets go to out as rn_inline_rails gives them (max 0: none), under the
+ * same take of the host lock (an event loop changes its events several
+ * times a request).
  */
-void rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data);
+int rn_inline_epoll_note(rn_sock *s, uint64_t ep_id, uint32_t events, uint64_t data,
+			 rn_railref *out, int max);
 /* The sockets of epoll set ep_id whose bytes still wait in the core (before a wait). */
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max);
 

@@ -52,4 +52,7 @@ int64_t rn_inline_left_of(int64_t total, const struct timespec *t0);
 /* After fork: the calling thread's wake-up descriptor is the parent's; it is let go. */
 void rn_inline_wait_forget(void);
 
+/* rn_inline_rails under the host lock, held by the caller. */
+int rn_inline_rails_of(rn_sock *s, rn_railref *out, int max);
+
 #endif

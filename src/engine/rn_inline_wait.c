@@ -268,11 +268,11 @@ int64_t rn_inline_left_of(int64_t total, const struct timespec *t0)
 
 /* ---- waiting with the kernel's poll/epoll (ri2n-run) ---- */
 
-int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
+int rn_inline_rails_of(rn_sock *s, rn_railref *out, int max)
 {
 	int n = 0;
 
-	rn_host_lock();
+	RN_OWNS_HOST();
 	if (rn_inline_ok_to_recv(s->stream)) {
 		rn_port *p = s->stream->port;
 
@@ -280,6 +280,15 @@ int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
 			if (p->s[i].fd >= 0)
 				out[n++] = (rn_railref){ p->s[i].fd, p->s[i].ino };
 	}
+	return n;
+}
+
+int rn_inline_rails(rn_sock *s, rn_railref *out, int max)
+{
+	int n;
+
+	rn_host_lock();
+	n = rn_inline_rails_of(s, out, max);
 	rn_host_unlock();
 	return n;
 }

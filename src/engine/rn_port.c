@@ -17,6 +17,7 @@
 #include "rn_knobs.h"
 #include "rn_log.h"
 #include "rn_port.h"
+#include "rn_port_defer.h"
 #include "rn_port_int.h"
 #include "rn_stream.h"
 #include "rn_sys.h"
@@ -170,10 +171,23 @@ static void unwatch_usock(rn_port *p, int idx)
 	u->rev = u->wev = NULL;
 }
 
+/*
+ * Threads sending the port's datagrams after the host lock (rn_port_take)
+ * are done with its sockets before one closes: a system call's time, as
+ * they take no lock meanwhile.  Bounded all the same (a signal handler that
+ * stops one and waits for the engine).
+ */
+static void wait_takers(rn_port *p)
+{
+	for (int i = 0; __atomic_load_n(&p->tx_out, __ATOMIC_ACQUIRE) && i < 100000; i++)
+		sched_yield();
+}
+
 static void close_usock(rn_port *p, int idx)
 {
 	rn_usock *u = &p->s[idx];
 
+	wait_takers(p);
 	unwatch_usock(p, idx);
 	if (u->fd >= 0) {
 		rn_fd_close(u->fd);
@@ -326,6 +340,7 @@ static int rebind_usock(rn_port *p, int idx, const rn_rail_info *ri, uint16_t nu
 	rn_rail_addr ra = rn_rails_addr(ri, number);
 	int old = u->fd, rc;
 
+	wait_takers(p);
 	unwatch_usock(p, idx);
 	rc = rn_hsock_rebind(&p->hs.s[idx], &ra, &o);
 	if (rc == 0) {
@@ -594,17 +609,22 @@ static int gso_on(rn_port *p)
 
 /*
  * Sends the socket's queue; after EAGAIN, only once the kernel said it is
- * writable (`writable`), and meanwhile the engine waits for that.
+ * writable (`writable`), and meanwhile the engine waits for that.  An
+ * inline thread's queue that is not full (`later`) waits for its leave,
+ * to be sent after the lock (rn_port_defer.c).
  */
-static void usock_flush(rn_usock *u, int writable)
+static void usock_flush(rn_usock *u, int writable, int later)
 {
 	rn_port *p = u->port;
 
 	RN_OWNS_HOST();
 	if (p->hs.s[u->idx].blocked && !writable)
 		return;
+	if (later && rn_host_inline() && rn_port_defer(u))
+		return;
 	p->hs.gso = gso_on(p);
 	if (!rn_hset_flush_one(&p->hs, u->idx)) {
+		__atomic_store_n(&u->defer_off, 0, __ATOMIC_RELAXED);
 		if (!p->hs.gso && g_gso > 0) {
 			rn_info("UDP GSO refused: sending datagrams one by one");
 			g_gso = 0;
@@ -628,7 +648,7 @@ int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to, size_t 
 		return -1;
 	rc = rn_hset_queue(&p->hs, idx, to, len, (uint64_t)(uintptr_t)st);
 	if (rc > 0) /* full: out now, so the rail stays writable */
-		usock_flush(&p->s[idx], 0);
+		usock_flush(&p->s[idx], 0, 0);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -636,7 +656,7 @@ void rn_port_flush(rn_port *p)
 {
 	for (int i = 0; i < p->nsock; i++)
 		if (p->hs.s[i].qn)
-			usock_flush(&p->s[i], 0);
+			usock_flush(&p->s[i], 0, 1);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -646,11 +666,33 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rn_host_lock();
-	usock_flush(u, 1);
+	usock_flush(u, 1, 0);
 	/* connections held back by this socket may go on */
 	rn_stream_port_writable(u->port);
 	rn_stream_service_dirty();
 	rn_host_unlock();
+}
+
+int rn_port_take(rn_usock *u, struct rn_htake *t)
+{
+	rn_port *p = u->port;
+
+	RN_OWNS_HOST();
+	if (!p || u->fd < 0 || !p->hs.s[u->idx].qn)
+		return 0;
+	p->hs.gso = gso_on(p);
+	if (!__atomic_load_n(&u->defer_off, __ATOMIC_RELAXED) && rn_hset_take(&p->hs, u->idx, t)) {
+		__atomic_add_fetch(&p->tx_out, 1, __ATOMIC_ACQ_REL);
+		return 1;
+	}
+	usock_flush(u, 0, 0);
+	return 0;
+}
+
+void rn_port_flush_usock(rn_usock *u)
+{
+	if (u->port && u->fd >= 0)
+		usock_flush(u, 0, 0);
 }
 
 void rn_port_sync(void)

@@ -33,6 +33,11 @@ typedef struct rn_usock {
 	struct rn_port *port;
 	int idx;                /* index in the port: the core's local rail */
 	int want_wev;           /* blocked by an inline thread: the engine arms wev */
+	/*
+	 * (atomic) A send after the lock failed (rn_port_take): the socket's
+	 * datagrams go out under the lock until one such flush works.
+	 */
+	int defer_off;
 	uint64_t ino;           /* the socket's inode: tells it from a reused number */
 } rn_usock;
 
@@ -51,6 +56,7 @@ typedef struct rn_port {
 	rn_htab tab;            /* connections by id */
 	rn_hdisp disp;          /* datagrams to them or to the listener */
 	int refs;
+	int tx_out;             /* (atomic) threads sending its datagrams after the lock (rn_port_take) */
 	uint64_t drops_unknown, drops_backlog;
 	uint64_t refused;       /* handshakes refused: out of the budget or of descriptors */
 	/*

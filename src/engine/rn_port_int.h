@@ -28,4 +28,14 @@ int rn_port_inline_driven(const rn_port *p, uint64_t now);
 void rn_port_on_readable(evutil_socket_t fd, short what, void *arg);
 void rn_port_on_fallback(rn_etimer *t, uint64_t now);
 
+/*
+ * Under the host lock, at an inline thread's leave: u's queue is copied
+ * into t for sending after the lock (1; the port counts the sender in
+ * tx_out, which the sender drops when done), or sent now if it cannot be
+ * (0).  rn_port_defer.c.
+ */
+int rn_port_take(rn_usock *u, struct rn_htake *t);
+/* Under the host lock: u's queue goes now. */
+void rn_port_flush_usock(rn_usock *u);
+
 #endif

@@ -281,28 +281,28 @@ static int same_dest(const rn_htx *a, const rn_htx *b)
 	       memcmp(&a->to.v6.sin6_addr, &b->to.v6.sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
-int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct iovec *iov,
-			uint8_t *ctl, int *counts)
+/* rn_hsock_build_msgs for q[0..qn) in bufs[0..qn): a socket's queue or a take's */
+static int build_msgs(const rn_htx *q, uint8_t *const *bufs, int qn, int gso,
+		      struct mmsghdr *msgs, struct iovec *iov, uint8_t *ctl, int *counts)
 {
 	int nm = 0, k = 0;
 
-	while (k < s->qn) {
+	while (k < qn) {
 		int run = 1;
-		size_t bytes = s->q[k].len;
+		size_t bytes = q[k].len;
 		struct msghdr *h = &msgs[nm].msg_hdr;
 
-		while (gso && k + run < s->qn && run < GSO_MAX_SEGS &&
-		       same_dest(&s->q[k], &s->q[k + run]) && s->q[k + run].len <= s->q[k].len &&
-		       bytes + s->q[k + run].len <= GSO_MAX_BYTES) {
-			bytes += s->q[k + run].len;
+		while (gso && k + run < qn && run < GSO_MAX_SEGS && same_dest(&q[k], &q[k + run]) &&
+		       q[k + run].len <= q[k].len && bytes + q[k + run].len <= GSO_MAX_BYTES) {
+			bytes += q[k + run].len;
 			run++;
-			if (s->q[k + run - 1].len < s->q[k].len)
+			if (q[k + run - 1].len < q[k].len)
 				break; /* a short one ends a run */
 		}
 		for (int j = 0; j < run; j++)
-			iov[k + j] = (struct iovec){ s->bufs[k + j], s->q[k + j].len };
-		*h = (struct msghdr){ .msg_name = (void *)&s->q[k].to,
-				      .msg_namelen = sizeof(s->q[k].to),
+			iov[k + j] = (struct iovec){ bufs[k + j], q[k + j].len };
+		*h = (struct msghdr){ .msg_name = (void *)&q[k].to,
+				      .msg_namelen = sizeof(q[k].to),
 				      .msg_iov = &iov[k], .msg_iovlen = (size_t)run };
 		if (run > 1) {
 			struct cmsghdr *cm = (struct cmsghdr *)(ctl + (size_t)nm *
@@ -313,12 +313,18 @@ int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct
 			cm->cmsg_level = SOL_UDP;
 			cm->cmsg_type = UDP_SEGMENT;
 			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-			*(uint16_t *)CMSG_DATA(cm) = s->q[k].len;
+			*(uint16_t *)CMSG_DATA(cm) = q[k].len;
 		}
 		counts[nm++] = run;
 		k += run;
 	}
 	return nm;
+}
+
+int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct iovec *iov,
+			uint8_t *ctl, int *counts)
+{
+	return build_msgs(s->q, s->bufs, s->qn, gso, msgs, iov, ctl, counts);
 }
 
 /* Forgets the first n queued datagrams; their buffers go to the back. */
@@ -395,6 +401,51 @@ int rn_hset_flush_one(rn_hset *h, int idx)
 			done += counts[m];
 		s->tx_dgrams += (uint64_t)done;
 		drop_front(s, done);
+	}
+	return 0;
+}
+
+int rn_hset_take(rn_hset *h, int idx, rn_htake *t)
+{
+	rn_hsock *s = &h->s[idx];
+	size_t at = 0;
+
+	if (s->blocked || s->qn > RN_HTAKE_MAX || s->fd < 0)
+		return 0;
+	for (int k = 0; k < s->qn; k++)
+		at += s->q[k].len;
+	if (at > RN_HTAKE_BYTES)
+		return 0;
+	at = 0;
+	for (int k = 0; k < s->qn; k++) {
+		t->q[k] = s->q[k];
+		t->bufs[k] = t->mem + at;
+		memcpy(t->bufs[k], s->bufs[k], s->q[k].len);
+		at += s->q[k].len;
+	}
+	t->n = s->qn;
+	t->fd = s->fd;
+	t->gso = h->gso;
+	s->tx_dgrams += (uint64_t)s->qn;
+	s->qn = 0; /* the buffers stay where they are, free */
+	return 1;
+}
+
+int rn_htake_send(rn_htake *t)
+{
+	struct mmsghdr msgs[RN_HTAKE_MAX];
+	struct iovec iov[RN_HTAKE_MAX];
+	uint8_t ctl[RN_HTAKE_MAX * CMSG_SPACE(sizeof(uint16_t))];
+	int counts[RN_HTAKE_MAX], nm = build_msgs(t->q, t->bufs, t->n, t->gso, msgs, iov, ctl, counts);
+
+	for (int m = 0; m < nm;) {
+		int sent = rn_sys_sendmmsg(t->fd, msgs + m, (unsigned)(nm - m), MSG_DONTWAIT);
+
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent <= 0)
+			return sent < 0 ? errno : EAGAIN;
+		m += sent;
 	}
 	return 0;
 }

@@ -219,6 +219,39 @@ int rn_hsock_build_msgs(const rn_hsock *s, int gso, struct mmsghdr *msgs, struct
 			uint8_t *ctl, int *counts);
 
 /*
+ * Datagrams taken out of a socket's queue (rn_hset_take) to be sent after
+ * the lock that guards the set is let go (rn_htake_send): the sending
+ * system call, with the receiver's softirq a veth runs in it, is most of a
+ * small request's time under that lock, and threads that answer requests
+ * on the same port queued behind it.  Copies, so the set's buffers never
+ * leave it; only short queues are taken (a request's answer and its ACK).
+ */
+enum {
+	RN_HTAKE_MAX = 8,          /* datagrams */
+	RN_HTAKE_BYTES = 16384,    /* bytes */
+};
+
+typedef struct rn_htake {
+	int fd, gso, n;
+	rn_htx q[RN_HTAKE_MAX];
+	uint8_t *bufs[RN_HTAKE_MAX];
+	uint8_t mem[RN_HTAKE_BYTES];
+} rn_htake;
+
+/*
+ * 1: socket idx's whole queue was copied into t and left the queue (counted
+ * as sent); 0: it stays queued (too long, or the socket is blocked).
+ */
+int rn_hset_take(rn_hset *h, int idx, rn_htake *t);
+/*
+ * Sends what t holds.  0 when every datagram went; else the errno of the
+ * first that did not, and the rest are dropped (the core's loss recovery
+ * resends them): the caller sends through the queue again, under its lock,
+ * where errors are told apart (rn_hset_flush_one).
+ */
+int rn_htake_send(rn_htake *t);
+
+/*
  * What connection c owes goes onto the set's rails, at most `budget`
  * datagrams, while a rail is writable; a full queue goes out at once so the
  * rail stays usable (the rest waits for the caller's flush).  owner tags

@@ -2,7 +2,8 @@
  * test_hsock.c - the host kit's rail sockets: the arrival-clock clamp with
  * literal times, GSO runs built from a queue, GRO runs split back into
  * datagrams, a batch sent and received over loopback UDP (every byte
- * checked), and kernel errors: a port unreachable about one destination is
+ * checked), a short queue taken out to be sent after its lock (in order,
+ * the set's buffers reused meanwhile), and kernel errors: a port unreachable about one destination is
  * reported for that destination and never fails a send to another, and no
  * error-queue entry is left to keep a poller awake (issue 14, finding 2).
  */
@@ -299,6 +300,97 @@ static uint16_t dead_port(void)
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	close(fd);
 	return ntohs(a.sin_port);
+}
+
+/* Datagrams received on rx (up to want, for up to 2 s); their fills in order into fills. */
+typedef struct order {
+	seen s;
+	uint8_t fills[16];
+	int n;
+} order;
+
+static void on_ordered(void *arg, int idx, rn_addr from, const uint8_t *d, size_t len, uint64_t at)
+{
+	order *o = arg;
+
+	on_input(&o->s, idx, from, d, len, at);
+	if (o->n < (int)sizeof(o->fills))
+		o->fills[o->n++] = d[0];
+}
+
+static int recv_some(rn_hset *rx, rn_hrxbuf *rb, order *o, int want)
+{
+	uint64_t floor = 0;
+	uint32_t more;
+
+	for (int tries = 0; tries < 200 && o->n < want; tries++) {
+		struct pollfd pf = { rx->s[0].fd, POLLIN, 0 };
+
+		poll(&pf, 1, 10);
+		rn_hset_recv(rx, rb, 1, 1, 16, &floor, on_ordered, o, &more);
+	}
+	return o->n;
+}
+
+/*
+ * A short queue taken out of the set (rn_hset_take) leaves it empty and
+ * counted, and goes out in its order from the copy, every byte intact, the
+ * queue's buffers reused meanwhile; a queue too long, or a blocked
+ * socket's, stays where it is.
+ */
+static void test_take_send(void **state)
+{
+	rn_hset tx, rx;
+	rn_hrxbuf rb;
+	seen st = { 0 };
+	order o = { 0 };
+	rn_htake *t = malloc(sizeof(*t));
+	uint16_t to;
+
+	(void)state;
+	assert_non_null(t);
+	set_open(&tx, &st, 0);
+	set_open(&rx, &o.s, 0);
+	rx.arg = &o;
+	to = rx.s[0].addr.port;
+	assert_int_equal(rn_hrxbuf_init(&rb, RN_HGRO_BUF, 8), 0);
+	for (int k = 0; k < 3; k++)
+		queue_dgram(&tx, to, k == 2 ? 100 : 1400, (uint8_t)(10 + k), 1);
+	assert_int_equal(rn_hset_take(&tx, 0, t), 1);
+	assert_int_equal(tx.s[0].qn, 0);
+	assert_int_equal(tx.s[0].tx_dgrams, 3);
+	/* the queue's buffers are free again: what is queued now leaves the copy alone */
+	for (int k = 0; k < 3; k++)
+		queue_dgram(&tx, to, 1400, 0xee, 1);
+	assert_int_equal(rn_htake_send(t), 0);
+	assert_int_equal(recv_some(&rx, &rb, &o, 3), 3);
+	assert_int_equal(o.fills[0], 10);
+	assert_int_equal(o.fills[1], 11);
+	assert_int_equal(o.fills[2], 12);
+	assert_int_equal(o.s.bytes, 2 * 1400 + 100);
+	assert_int_equal(o.s.bad, 0);
+
+	/* too many datagrams (bytes: 8 of this set's 1500 never reach the limit), a blocked socket */
+	for (int k = 3; k < RN_HTAKE_MAX + 1; k++)
+		queue_dgram(&tx, to, 100, 0xee, 1);
+	assert_int_equal(rn_hset_take(&tx, 0, t), 0);
+	assert_int_equal(tx.s[0].qn, RN_HTAKE_MAX + 1);
+	assert_int_equal(rn_hset_flush_one(&tx, 0), 0);
+	queue_dgram(&tx, to, 100, 0xee, 1);
+	tx.s[0].blocked = 1;
+	assert_int_equal(rn_hset_take(&tx, 0, t), 0);
+	assert_int_equal(tx.s[0].qn, 1);
+	assert_int_equal(rn_hset_flush_one(&tx, 0), 0);
+
+	/* a copy whose socket refuses it says why */
+	queue_dgram(&tx, dead_port(), 100, 0x20, 1);
+	assert_int_equal(rn_hset_take(&tx, 0, t), 1);
+	t->fd = -1;
+	assert_int_equal(rn_htake_send(t), EBADF);
+	free(t);
+	rn_hrxbuf_free(&rb);
+	rn_hset_free(&tx);
+	rn_hset_free(&rx);
 }
 
 /* Waits until the socket reports an error (the ICMP came back). */
@@ -680,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_gso_runs),
 		cmocka_unit_test(test_gro_split),
 		cmocka_unit_test(test_loopback_batch),
+		cmocka_unit_test(test_take_send),
 		cmocka_unit_test(test_error_attributed),
 		cmocka_unit_test(test_no_error_left_behind),
 		cmocka_unit_test(test_own_error_reported),
