@@ -53,16 +53,17 @@ static struct {
 
 static void held_fire(rn_etimer *t, uint64_t now);
 
+/* O(1): an event loop over a thousand connections reads (and so unholds) every one. */
 static void held_remove(struct rn_stream *st)
 {
-	for (struct rn_stream **pp = &g.held; *pp; pp = &(*pp)->held_next) {
-		if (*pp == st) {
-			*pp = st->held_next;
-			break;
-		}
+	if (st->held_pprev) {
+		*st->held_pprev = st->held_next;
+		if (st->held_next)
+			st->held_next->held_pprev = st->held_pprev;
 	}
 	st->held = 0;
 	st->held_next = NULL;
+	st->held_pprev = NULL;
 }
 
 void rn_inline_unhold(struct rn_stream *st)
@@ -332,18 +333,14 @@ static void held_fire(rn_etimer *t, uint64_t now)
 	(void)t;
 	(void)now;
 	RN_OWNS_HOST();
-	for (struct rn_stream **pp = &g.held; *pp;) {
-		struct rn_stream *st = *pp;
-
+	for (struct rn_stream *st = g.held, *after; st; st = after) {
+		after = st->held_next;
 		if (young(st)) {
 			if (st->held_ns + RN_HELD_NS < next)
 				next = st->held_ns + RN_HELD_NS;
-			pp = &st->held_next;
 			continue;
 		}
-		*pp = st->held_next;
-		st->held = 0;
-		st->held_next = NULL;
+		held_remove(st);
 		rn_engine_dirty(st);
 	}
 	rn_etimer_set(&g.held_tm, next);
@@ -357,6 +354,9 @@ static void hold(struct rn_stream *st)
 	st->held_ns = rn_now_ns();
 	st->held = 1;
 	st->held_next = g.held;
+	st->held_pprev = &g.held;
+	if (g.held)
+		g.held->held_pprev = &st->held_next;
 	g.held = st;
 	if (!g.held_tm.fn)
 		rn_etimer_prep(&g.held_tm, held_fire);
@@ -473,30 +473,31 @@ int rn_inline_poll_held(rn_sock *const *s, int ns, uint8_t *in)
 
 int rn_inline_held(uint64_t ep_id, rn_ready *out, int max)
 {
-	struct rn_stream **pp;
 	int n = 0;
 
 	rn_host_enter_inline();
-	for (pp = &g.held; *pp;) {
-		struct rn_stream *st = *pp;
-
+	for (struct rn_stream *st = g.held, *after; st; st = after) {
+		after = st->held_next;
 		if (st->sock && st->sock->ep_id == ep_id && !(st->sock->ep_events & EPOLLET) &&
 		    reportable(st, ep_id) && young(st) && n < max) {
 			out[n++] = (rn_ready){ EPOLLIN, st->sock->ep_data }; /* level-triggered */
-			pp = &st->held_next;
 			continue;
 		}
-		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id) && young(st)) {
-			pp = &st->held_next; /* edge-triggered, or no room: still held */
+		if (st->sock && st->sock->ep_id == ep_id && reportable(st, ep_id) && young(st))
+			continue; /* edge-triggered, or no room: still held */
+		/*
+		 * Another set's (a thread of its own, memcached's): its waits
+		 * report it, the held timer ends it if nobody does.  Moving its
+		 * bytes to the descriptor here made each thread's wait push the
+		 * others' into their socketpairs.
+		 */
+		if (st->sock && st->sock->ep_id && st->sock->ep_id != ep_id)
 			continue;
-		}
 		/*
 		 * read, no longer watched there, or unread too long (a reader
 		 * ri2n does not see): what is left goes to the descriptor
 		 */
-		*pp = st->held_next;
-		st->held = 0;
-		st->held_next = NULL;
+		held_remove(st);
 		if (st->sock && (st->sock->ep_id != ep_id || reportable(st, ep_id)))
 			serve_other(st, NULL);
 	}

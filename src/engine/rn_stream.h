@@ -54,7 +54,7 @@ typedef struct rn_stream {
 	/* held: its bytes stay in the core, reported to a wait (rn_inline_held, _poll_held) */
 	uint8_t held;
 	uint64_t held_ns;        /* when they were first reported, or the program last read some */
-	struct rn_stream *held_next;
+	struct rn_stream *held_next, **held_pprev; /* the list of held streams (rn_inline.c) */
 	char name[RN_ADDR_STRLEN]; /* "198.18.1.2:7000", "[2001:2::2]:7000", for logs */
 } rn_stream;
 
