@@ -158,6 +158,10 @@ void rn_api_sig_sweep(void)
 /* Under g_tab.mu: number fd holds s now (NULL: nothing). */
 static void tab_set(int fd, rn_sock *s)
 {
+	if (g_tab.tab[fd])
+		g_tab.tab[fd]->tab_nums--;
+	if (s)
+		s->tab_nums++;
 	g_tab.tab[fd] = s;
 	g_tab.gen[fd]++;
 	mark(fd, s != NULL);
@@ -300,6 +304,8 @@ rn_sock *rn_api_lookup_data(int fd, int known, int *err)
 
 int rn_api_tab_install(int fd, rn_sock *s)
 {
+	rn_sock *old;
+
 	tab_lock();
 	if (!g_tab.atfork) {
 		pthread_atfork(tab_plain_all, NULL, tab_forget);
@@ -322,9 +328,10 @@ int rn_api_tab_install(int fd, rn_sock *s)
 		g_tab.gen = gen;
 		g_tab.cap = cap;
 	}
-	if (g_tab.tab[fd]) /* a stale entry: the number was closed and reused */
-		rn_sock_unref(g_tab.tab[fd]);
+	old = g_tab.tab[fd]; /* a stale entry: the number was closed and reused */
 	tab_set(fd, s);
+	if (old)
+		rn_sock_unref(old);
 	/*
 	 * On 0, 1 or 2 libc's own stdio (printf, perror, a FILE it opened
 	 * without fdopen) writes to the socket with a write we never see.
@@ -489,10 +496,7 @@ int rn_api_is_ri2n(int fd)
 /* Under g_tab.mu: whether no other number of the table holds s. */
 static int last_number(const rn_sock *s)
 {
-	for (int o = 0; o < g_tab.cap; o++)
-		if (g_tab.tab[o] == s)
-			return 0;
-	return 1;
+	return s->tab_nums == 0; /* counted: a scan of the table cost a close microseconds */
 }
 
 int rn_api_dup(int fd, int dup)
@@ -532,7 +536,7 @@ static rn_sock *forget_locked(int fd)
 		 * close_with_reset in rn_stream.c): if that was this number, point
 		 * it at another number still holding the same socket, if any.
 		 */
-		if (__atomic_load_n(&s->user_fd, __ATOMIC_RELAXED) == fd) {
+		if (s->tab_nums > 0 && __atomic_load_n(&s->user_fd, __ATOMIC_RELAXED) == fd) {
 			for (int o = 0; o < g_tab.cap; o++) {
 				struct stat sb;
 

@@ -33,6 +33,7 @@ typedef struct rn_sock {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int refs;                  /* (atomic) the fd table's, the engine's, callers' */
+	int tab_nums;              /* the fd table's numbers for it (the table's lock, rn_api_tab.c) */
 	int user_fd, eng_fd;       /* A and B of the socketpair */
 	dev_t dev;
 	ino_t ino;                 /* A's identity: tells it from a reused fd number */
