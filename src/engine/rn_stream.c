@@ -91,6 +91,23 @@ static void leave_peer(rn_stream *st)
 		rn_engine_dirty(rn_conn_user(keeper));
 }
 
+/*
+ * A rail appeared (rn_netlink.c), or the peer's moved (another process
+ * took the connection over: a RAILS from there, rn_conn_rails.c): its paths
+ * are no longer its peer's monitor's; it joins the one of its rails now.
+ * At once, whoever drives it (the engine or a thread inline): left in the
+ * old peer it would go on keeping it, or muted by it, with verdicts about
+ * other paths than its own.
+ */
+static void follow_peer(rn_stream *st, uint64_t now)
+{
+	if (rn_conn_peer_of(st->conn) && !rn_peer_matches(rn_conn_peer_of(st->conn), st->conn)) {
+		leave_peer(st);
+		st->peer_tried = 0;
+	}
+	join_peer(st, now);
+}
+
 /* DATA of st's after its peer's idleness: the keeper's keepalives quicken now. */
 static void wake_keeper(rn_stream *st)
 {
@@ -534,16 +551,7 @@ void rn_stream_service(rn_stream *st, uint64_t now)
 	    __atomic_load_n(&st->port->lsock->shared, __ATOMIC_RELAXED))
 		rn_stream_prune_taken(st->port->lsock);
 
-	/*
-	 * A rail appeared (rn_netlink.c), or the peer's moved (another process
-	 * took the connection over): its paths are no longer its peer's
-	 * monitor's; it joins the one of its rails now.
-	 */
-	if (rn_conn_peer_of(st->conn) && !rn_peer_matches(rn_conn_peer_of(st->conn), st->conn)) {
-		leave_peer(st);
-		st->peer_tried = 0;
-	}
-	join_peer(st, now);
+	follow_peer(st, now);
 	deliver(st, now);
 	/* while the descriptor is watched, what the user writes there says so itself */
 	if (!st->rd_on || st->user_ready) {
@@ -585,6 +593,7 @@ void rn_stream_input(rn_stream *st, int idx, rn_addr from, const uint8_t *d, siz
 		     uint64_t now)
 {
 	rn_conn_recv(st->conn, now, idx, from, d, len);
+	follow_peer(st, now);
 	rn_stream_answered(st, now);
 	rn_engine_dirty(st);
 }
