@@ -178,16 +178,16 @@ static int wait_pending(int mode, long ms)
  * those still under way.  Stops when none is left, when none closed for
  * still_ms (a peer that is not closing), or after ms; the count left.
  */
-static int wait_open(long still_ms, long ms)
+static int wait_open(int mode, long still_ms, long ms)
 {
 	struct timespec t0, t;
 	long spent = 0, last_change = 0;
-	int open = rn_engine_pending(RN_EXIT_OPEN, 1000), now;
+	int open = rn_engine_pending(mode, 1000), now;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (open > 0 && spent - last_change < still_ms && spent < ms) {
 		pause_for(open);
-		now = rn_engine_pending(RN_EXIT_OPEN, 1000);
+		now = rn_engine_pending(mode, 1000);
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		spent = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 		if (now < 0)
@@ -225,7 +225,7 @@ static void drain_at_exit(void)
 	 * data once this process is gone, and a reset tells them now rather
 	 * than after their dead-peer timeout.
 	 */
-	if (wait_open(linger_ms < 1000 ? linger_ms : 1000, linger_ms) > 0)
+	if (wait_open(RN_EXIT_OPEN, linger_ms < 1000 ? linger_ms : 1000, linger_ms) > 0)
 		wait_pending(RN_EXIT_RESET, 200);
 	/*
 	 * A peer that closed its side made ours linger: its FIN is acknowledged
@@ -238,10 +238,32 @@ static void drain_at_exit(void)
 	wait_pending(RN_EXIT_OWED, linger_ms);
 }
 
-void rn_api_drain_taken(void)
+/*
+ * _exit and _Exit skip atexit.  A process that took connections over from
+ * another (a forking server's child, rn_handover.h) drains as exit does: it
+ * owns their delivery.  Any other waits only for the connections its program
+ * closed (every holder of the descriptor): their bytes and FIN delivered, the
+ * peer's FIN (1 s without one closing) and ACK, as TCP's kernel goes on doing
+ * for a socket closed before _exit.  A load generator's children leave so
+ * (Python's os._exit after closing): their FINs died with them, and each
+ * server's side waited for ICMP or its dead-peer timeout, then read a reset.
+ * Connections still held die with the process, as before: they may be a
+ * child's too, and the kernel closing them tells nobody.
+ */
+void rn_api_drain_quick_exit(void)
 {
-	if (rn_handover_took())
+	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
+
+	if (rn_handover_took()) {
 		drain_at_exit();
+		return;
+	}
+	if (rn_sandbox_on() || !rn_engine_running())
+		return;
+	if (wait_pending(RN_EXIT_CLOSED, linger_ms) != 0)
+		return; /* still sending after the linger, or no word from the engine */
+	wait_open(RN_EXIT_HALF, linger_ms < 1000 ? linger_ms : 1000, linger_ms);
+	wait_pending(RN_EXIT_CLOSED, linger_ms); /* the ACKs of their FINs (see drain_at_exit) */
 }
 
 int ri2n_socket(void)

@@ -21,8 +21,8 @@ int rn_api_accept(int fd, struct sockaddr *addr, socklen_t *len, int flags);
  */
 #include <netinet/in.h>
 int rn_api_accept_inherited(int fd, rn_hsa *peer, int flags, int *owned);
-/* In _exit: a process that took connections over waits for their delivery (exit's drain). */
-void rn_api_drain_taken(void);
+/* In _exit: the connections the program closed are delivered first (all: a taker's, exit's drain). */
+void rn_api_drain_quick_exit(void);
 /* True if fd is a live ri2n socket. */
 int rn_api_is_ri2n(int fd);
 /*

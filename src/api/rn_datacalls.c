@@ -436,22 +436,22 @@ RN_DC_API FILE *popen(const char *cmd, const char *mode)
 }
 
 /*
- * A process that took connections over from another (a forking server's
- * child, rn_handover.h) owns their delivery: the kernel would go on sending
- * a TCP socket's bytes after _exit, ri2n's engine dies with the process.
- * So _exit and _Exit there wait for delivery as exit does (Python's
- * socketserver children leave through os._exit right after the close).
- * Elsewhere they are libc's, at once.
+ * The kernel goes on sending a closed TCP socket's bytes and FIN after
+ * _exit; ri2n's engine dies with the process.  So _exit and _Exit first wait
+ * for the connections the program closed (rn_api_drain_quick_exit: Python's
+ * socketserver children and load generators leave through os._exit right
+ * after their close), and in a process that took connections over, for
+ * every one, as exit does.
  */
 RN_DC_API void _exit(int status)
 {
-	rn_api_drain_taken();
+	rn_api_drain_quick_exit();
 	REAL->_exit(status);
 }
 
 RN_DC_API void _Exit(int status)
 {
-	rn_api_drain_taken();
+	rn_api_drain_quick_exit();
 	REAL->_Exit(status);
 }
 

@@ -313,6 +313,10 @@ struct pending {
  *   RN_EXIT_OPEN   connections whose peer has not closed its side yet
  *   RN_EXIT_RESET  reset those (nobody will answer them once we are gone),
  *                  then count what still has a RESET or ACK to send
+ *   RN_EXIT_CLOSED as RN_EXIT_OWED, but only connections every holder of the
+ *                  descriptor closed (_exit: what TCP's kernel would go on
+ *                  delivering; one still held dies with the process)
+ *   RN_EXIT_HALF   those whose peer has not closed its side yet
  */
 static void count_pending(rn_stream *st, void *ctx)
 {
@@ -325,8 +329,8 @@ static void count_pending(rn_stream *st, void *ctx)
 	 */
 	if ((state == RN_ST_COOKIE_SENT || state == RN_ST_INIT_SENT) && st->connected)
 		state = RN_ST_ESTABLISHED;
-	if (pd->mode == RN_EXIT_OPEN) {
-		pd->n += state == RN_ST_ESTABLISHED;
+	if (pd->mode == RN_EXIT_OPEN || pd->mode == RN_EXIT_HALF) {
+		pd->n += state == RN_ST_ESTABLISHED && (pd->mode == RN_EXIT_OPEN || st->user_eof);
 		return;
 	}
 	if (pd->mode == RN_EXIT_RESET && state == RN_ST_ESTABLISHED) {
@@ -346,6 +350,11 @@ static void count_pending(rn_stream *st, void *ctx)
 	}
 	if (state != RN_ST_ESTABLISHED)
 		return;
+	/* the end of stream not read yet: closed (counted), or still held (not ours to wait for) */
+	if (pd->mode == RN_EXIT_CLOSED && !st->user_eof) {
+		pd->n += st->fd >= 0 && rn_stream_user_gone(st);
+		return;
+	}
 	/* the user's bytes are not all read, sent and acknowledged with the FIN, or an ACK is owed */
 	if (!st->user_eof || !st->fin_queued || rn_conn_owes(st->conn))
 		pd->n++;

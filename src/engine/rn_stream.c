@@ -417,7 +417,7 @@ static void deliver(rn_stream *st, uint64_t now)
 }
 
 /* Whether the user closed its end for good (POLLHUP), not just shut down writing. */
-static int user_gone(rn_stream *st)
+int rn_stream_user_gone(rn_stream *st)
 {
 	struct pollfd pf = { .fd = st->fd };
 
@@ -430,7 +430,7 @@ static void user_closed(rn_stream *st, uint64_t now)
 	st->user_eof = 1;
 	rn_ev_del(st->rev);
 	st->rd_on = 0;
-	if (__atomic_load_n(&st->sock->abort_close, __ATOMIC_RELAXED) && user_gone(st)) {
+	if (__atomic_load_n(&st->sock->abort_close, __ATOMIC_RELAXED) && rn_stream_user_gone(st)) {
 		/* SO_LINGER {1, 0}: an abortive close, as TCP's: the peer gets a RESET */
 		rn_conn_abort(st->conn, now);
 		return;
@@ -522,7 +522,7 @@ static void check_orphan(rn_stream *st, uint64_t now)
 	if (!st->user_eof || st->fd < 0 || rn_conn_state(st->conn) != RN_ST_ESTABLISHED)
 		return;
 	if (!st->orphan_ns) {
-		if (user_gone(st))
+		if (rn_stream_user_gone(st))
 			st->orphan_ns = now;
 		return;
 	}

@@ -109,7 +109,7 @@ int rn_stream_cmd_connect(rn_sock *s, const rn_hsa *a);
 /* connect from an inline thread when the port is not open yet: only the engine may open it */
 #define RN_CMD_ENGINE_ONLY 1
 int rn_stream_cmd_stats(rn_sock *s, rn_conn_stats *st);
-enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET };
+enum { RN_EXIT_OWED, RN_EXIT_OPEN, RN_EXIT_RESET, RN_EXIT_CLOSED, RN_EXIT_HALF };
 int rn_stream_cmd_pending(int mode);
 
 /*

@@ -39,6 +39,8 @@ rn_hsa rn_stream_sin(rn_addr a);
 int rn_stream_local_of(const rn_conn_stats *cs, rn_addr peer, rn_hsa *out);
 /* The engine's end of a socketpair gets a large buffer. */
 void rn_stream_pair_buf(int fd);
+/* Whether every holder of the user's end closed it (the engine's end hangs up). */
+int rn_stream_user_gone(rn_stream *st);
 
 /* The budget of accepted connections (rn_accept.c): -1 when none is left. */
 int rn_stream_budget_take(void);

@@ -891,7 +891,46 @@ exit_pair() { # NAME PORT READER_HOST EXITER_HOST
 	st_require_ri2n ${name}_exiter ${name}_reader
 }
 
+# The reader of EXIT_QUICK_CLIENT: 8 connections, each read to its end, then
+# one line each: "eof BYTES OK" (every byte the connection's number) or "reset".
+EXIT_QUICK_SERVER='
+import os, socket, sys, threading
+ls = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+def one(c):
+	got, ok = 0, True
+	try:
+		while True:
+			b = c.recv(1 << 16)
+			if not b:
+				break
+			ok = ok and b == bytes([b[0]]) * len(b)
+			got += len(b)
+		line = "eof %d %s\n" % (got, ok)
+	except OSError as e:
+		line = "reset %s\n" % e
+	os.write(1, line.encode())  # one write a line: the threads print side by side
+	c.close()
+ts = []
+for _ in range(8):
+	c, _ = ls.accept()
+	ts.append(threading.Thread(target=one, args=(c,)))
+	ts[-1].start()
+[t.join() for t in ts]
+'
+# 8 connections, 256 KiB written on each, every one closed, then os._exit at once
+# (as the children of a load generator, or of a socketserver, leave)
+EXIT_QUICK_CLIENT='
+import os, socket, sys
+cs = [socket.create_connection((sys.argv[1], int(sys.argv[2]))) for _ in range(8)]
+for i, c in enumerate(cs):
+	c.sendall(bytes([i + 1]) * (256 << 10))
+for c in cs:
+	c.close()
+os._exit(0)
+'
+
 scenario_exit() {
+	local n
 	[ -x "$FIDELITY" ] || nt_skip "shim_fidelity not built at $FIDELITY"
 	nt_init "$tag" 2 2 1gbit
 	# 16 MiB written and exit() at once, the peer's 1 MiB unread, never closed;
@@ -900,6 +939,19 @@ scenario_exit() {
 	exit_pair client 9300 2 1
 	exit_pair server 9301 1 2
 	nt_note "an exit with unsent and unread data, client or server side: every byte, then EOF"
+
+	# close, then _exit at once: what the program closed is delivered first, each
+	# connection ends with EOF (its FINs died with the process: the reader
+	# waited out ICMP or the dead-peer timeout and read a reset)
+	need python3
+	st_bg quick_srv 2 python3 -c "$EXIT_QUICK_SERVER" 9302
+	st_wait_listen 2 9302
+	st_fg quick_cli 1 python3 -c "$EXIT_QUICK_CLIENT" "$(nt_addr 2)" 9302 ||
+		nt_fail "close then _exit: the client failed: $(tail -n 3 "$NT_DIR/quick_cli.err")"
+	wait "$ST_PID"
+	n=$(grep -cx "eof $((256 << 10)) True" "$NT_DIR/quick_srv.out")
+	[ "$n" -eq 8 ] || nt_fail "close then _exit: $n of 8 connections ended with every byte and EOF: $(grep -v True "$NT_DIR/quick_srv.out" | head -n 3 | tr '\n' ' ')"
+	nt_note "close then _exit: 8 connections, every byte, then EOF"
 
 	if [ -n "${RI2N_RUN_LIB:-}" ] && nt_linked "$RI2N_RUN_LIB" libtsan; then
 		# under TSan the ping-pong client receives nothing through the shim (plain TCP
