@@ -84,7 +84,7 @@ icmp_stat() { # HOST FIELD: a counter of the Icmp line of /proc/net/snmp in HOST
 }
 
 scenario_fragneeded() {
-	local xpid cpid r a1 a2 p1 mtu downs
+	local xpid cpid r a1 a2 p1 mtu downs try taken forgers=()
 	nt_init "icmp-$scenario" 2 2 1gbit
 	NT_TIMEOUT=${NT_TIMEOUT:-90}
 	nt_serve 2 --once
@@ -95,21 +95,33 @@ scenario_fragneeded() {
 	cpid=$(nt_xfer_pid 1 send)
 	[ -n "$cpid" ] || nt_fail "sender process not found"
 	if [ "${RI2N_ICMP_NOFORGE:-0}" != 1 ]; then
-		for r in 1 2; do
-			a1=$(nt_addr 1 "$r")
-			a2=$(nt_addr 2 "$r")
-			p1=$(port_of 1 "$cpid" "$a1")
-			[ -n "$p1" ] || nt_fail "the sender's port on rail $r not found"
-			# to the sender, about its data; to the server, about its ACKs
-			ip netns exec "$(tb_ns 2)" python3 "$FORGE" 4 552 "$a1" "$a1:$p1" "$a2:7000" 5 0.2 &
-			ip netns exec "$(tb_ns 1)" python3 "$FORGE" 4 552 "$a2" "$a2:7000" "$a1:$p1" 5 0.2 &
+		# up to 3 tries: on a loaded machine a forger started late, or the port
+		# was not listed yet, and the kernel had no path MTU to show in time
+		for try in 1 2 3; do
+			forgers=() taken=0
+			for r in 1 2; do
+				a1=$(nt_addr 1 "$r")
+				a2=$(nt_addr 2 "$r")
+				p1=$(port_of 1 "$cpid" "$a1")
+				[ -n "$p1" ] || continue
+				# to the sender, about its data; to the server, about its ACKs
+				ip netns exec "$(tb_ns 2)" python3 "$FORGE" 4 552 "$a1" "$a1:$p1" "$a2:7000" 5 0.2 &
+				forgers+=($!)
+				ip netns exec "$(tb_ns 1)" python3 "$FORGE" 4 552 "$a2" "$a2:7000" "$a1:$p1" 5 0.2 &
+				forgers+=($!)
+			done
+			[ ${#forgers[@]} -eq 0 ] || wait "${forgers[@]}" 2>/dev/null
+			sleep 1.2
+			for r in 1 2; do
+				mtu=$(ip netns exec "$(tb_ns 1)" ip route get "$(nt_addr 2 "$r")" | sed -n 's/.* mtu \([0-9]*\).*/\1/p')
+				[ "$mtu" = 552 ] && taken=$((taken + 1))
+			done
+			[ "$taken" = 2 ] && break
+			kill -0 "$xpid" 2>/dev/null || break
 		done
-		wait %% 2>/dev/null
-		sleep 1.2
-		for r in 1 2; do
-			mtu=$(ip netns exec "$(tb_ns 1)" ip route get "$(nt_addr 2 "$r")" | sed -n 's/.* mtu \([0-9]*\).*/\1/p')
-			[ "$mtu" = 552 ] || nt_fail "rail $r: the kernel did not take the forged ICMP (route mtu '${mtu}'): the test proves nothing"
-		done
+		# seen on one machine in a third of the runs, serially too, base included: no
+		# path MTU on either rail although the rail sockets were listed (not understood)
+		[ "$taken" = 2 ] || nt_skip "the kernel did not take the forged ICMP on both rails in 3 tries (route mtu '${mtu}' on rail 2): the test would prove nothing"
 		nt_note "h1's kernel holds a 552-byte path MTU to h2 on both rails"
 	fi
 	wait "$xpid" || nt_fail "transfer failed after forged ICMP: $(cat "$NT_DIR/x.out")"
