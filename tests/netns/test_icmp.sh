@@ -372,7 +372,7 @@ forge_quoted() { # RAIL PORT DST QUOTE COUNT
 }
 
 scenario_dead_peer_forged() {
-	local xpid cpid p1 p2 r q u0 u1 st hdr pn="" fp=()
+	local xpid cpid p1 p2 r u0 u1 st hdr pn="" fp=() cp=()
 	nt_init "icmp-$scenario" 3 2 20mbit
 	NT_TIMEOUT=${NT_TIMEOUT:-60}
 	[ -n "${RI2N_KEY:-}" ] && pn=0000000000000001 # a packet number: epoch 0, counter 1
@@ -408,11 +408,23 @@ scenario_dead_peer_forged() {
 	sleep 0.5
 	cpid=$(pid_like 1 "ri2n-xfer send.*--seconds 30")
 	[ -n "$cpid" ] || nt_fail "client y not found"
+	# both rails' datagrams copied at once, then both forged at once: the
+	# connection fails only once every rail brought one within 2 s, and one
+	# rail after the other (a Python start each) once took longer than that
+	# on a loaded machine
+	cp=()
+	for r in 1 2; do
+		ip netns exec "$(tb_ns 2)" python3 "$(dirname "$0")/quote_capture.py" "r$r" \
+			"$(nt_addr 1 "$r")" 7000 1 $((24 + ${#pn} / 2)) >"$NT_DIR/quote$r" &
+		cp+=($!)
+	done
+	for r in 1 2; do
+		wait "${cp[r - 1]}" || nt_fail "no DATA of y seen on rail $r"
+	done
+	fp=()
 	for r in 1 2; do
 		p1=$(port_of 1 "$cpid" "$(nt_addr 1 "$r")")
-		q=$(ip netns exec "$(tb_ns 2)" python3 "$(dirname "$0")/quote_capture.py" "r$r" \
-			"$(nt_addr 1 "$r")" 7000 1 $((24 + ${#pn} / 2))) || nt_fail "no DATA of y seen on rail $r"
-		forge_quoted "$r" "$p1" "$(nt_addr 2 "$r"):7000" "$q" 5 &
+		forge_quoted "$r" "$p1" "$(nt_addr 2 "$r"):7000" "$(cat "$NT_DIR/quote$r")" 5 &
 		fp+=($!)
 	done
 	wait "${fp[@]}"
