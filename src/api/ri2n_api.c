@@ -199,17 +199,28 @@ static int wait_open(int mode, long still_ms, long ms)
 	return open;
 }
 
-static void drain_at_exit(void)
+/*
+ * exit's drain, or with only_closed _exit's: _exit and _Exit skip atexit,
+ * but TCP's kernel goes on sending a socket's bytes and FIN after _exit if
+ * the program closed it.  So there only the connections every holder of the
+ * descriptor closed are waited for (RN_EXIT_CLOSED, RN_EXIT_HALF), and none
+ * is reset: those still held die with the process, as they may be a
+ * child's too.  A load generator's children leave so (Python's os._exit
+ * after closing): their FINs died with them, and each server's side waited
+ * for ICMP or its dead-peer timeout, then read a reset.
+ */
+static void drain(int only_closed)
 {
 	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
-	int pending;
+	int owed = only_closed ? RN_EXIT_CLOSED : RN_EXIT_OWED, pending;
 
 	/* under seccomp ri2n makes no call of its own: exit is as _exit for ri2n */
 	if (rn_sandbox_on() || !rn_engine_running())
 		return;
-	rn_api_tab_shut_all(); /* what exit would close is shut down for writing */
+	if (!only_closed)
+		rn_api_tab_shut_all(); /* what exit would close is shut down for writing */
 	/* our bytes and FIN delivered, every ACK owed sent */
-	pending = wait_pending(RN_EXIT_OWED, linger_ms);
+	pending = wait_pending(owed, linger_ms);
 	if (pending == -ETIMEDOUT) {
 		fprintf(stderr, "ri2n[%d]: exiting after %ld ms without word from ri2n's engine "
 				"thread: the peers may not get everything\n", (int)getpid(), linger_ms);
@@ -221,11 +232,12 @@ static void drain_at_exit(void)
 			pending == 1 ? "" : "s", linger_ms);
 	/*
 	 * Peers that have not closed their side get a moment to (1 s without
-	 * any of them closing), then a RESET: nobody will answer their FIN or
-	 * data once this process is gone, and a reset tells them now rather
-	 * than after their dead-peer timeout.
+	 * any of them closing), then (exit) a RESET: nobody will answer their
+	 * FIN or data once this process is gone, and a reset tells them now
+	 * rather than after their dead-peer timeout.
 	 */
-	if (wait_open(RN_EXIT_OPEN, linger_ms < 1000 ? linger_ms : 1000, linger_ms) > 0)
+	if (wait_open(only_closed ? RN_EXIT_HALF : RN_EXIT_OPEN,
+		      linger_ms < 1000 ? linger_ms : 1000, linger_ms) > 0 && !only_closed)
 		wait_pending(RN_EXIT_RESET, 200);
 	/*
 	 * A peer that closed its side made ours linger: its FIN is acknowledged
@@ -235,35 +247,22 @@ static void drain_at_exit(void)
 	 * dead-peer timeout (30 s) whenever that one ACK was lost, staying the
 	 * whole linger (1 s) made every exit a second late.
 	 */
-	wait_pending(RN_EXIT_OWED, linger_ms);
+	wait_pending(owed, linger_ms);
+}
+
+static void drain_at_exit(void)
+{
+	drain(0);
 }
 
 /*
- * _exit and _Exit skip atexit.  A process that took connections over from
- * another (a forking server's child, rn_handover.h) drains as exit does: it
- * owns their delivery.  Any other waits only for the connections its program
- * closed (every holder of the descriptor): their bytes and FIN delivered, the
- * peer's FIN (1 s without one closing) and ACK, as TCP's kernel goes on doing
- * for a socket closed before _exit.  A load generator's children leave so
- * (Python's os._exit after closing): their FINs died with them, and each
- * server's side waited for ICMP or its dead-peer timeout, then read a reset.
- * Connections still held die with the process, as before: they may be a
- * child's too, and the kernel closing them tells nobody.
+ * _exit and _Exit: a process that took connections over from another (a
+ * forking server's child, rn_handover.h) owns their delivery and drains as
+ * exit does; any other, what its program closed (drain).
  */
 void rn_api_drain_quick_exit(void)
 {
-	long linger_ms = (long)rn_proc_get(RN_PROC_EXIT_LINGER_MS);
-
-	if (rn_handover_took()) {
-		drain_at_exit();
-		return;
-	}
-	if (rn_sandbox_on() || !rn_engine_running())
-		return;
-	if (wait_pending(RN_EXIT_CLOSED, linger_ms) != 0)
-		return; /* still sending after the linger, or no word from the engine */
-	wait_open(RN_EXIT_HALF, linger_ms < 1000 ? linger_ms : 1000, linger_ms);
-	wait_pending(RN_EXIT_CLOSED, linger_ms); /* the ACKs of their FINs (see drain_at_exit) */
+	drain(!rn_handover_took());
 }
 
 int ri2n_socket(void)
