@@ -307,12 +307,18 @@ int ri2n_socket(void)
 		 * The engine takes its end without the caller waiting (one hand-off
 		 * fewer per connection): commands run in order, so the connect, bind
 		 * or listen that follows finds it done.  Its reference is taken here,
-		 * as the user may close the socket before the engine runs.
+		 * as the user may close the socket before the engine runs, and one
+		 * more for the command itself: a connect made inline (rn_inline.c)
+		 * may have come and gone, refused, dropping the engine's, before the
+		 * command runs.
 		 */
 		rn_sock_ref(s);
+		rn_sock_ref(s);
 		rc = rn_engine_post(RN_CMD_CREATE, s);
-		if (rc)
+		if (rc) {
 			rn_sock_unref(s);
+			rn_sock_unref(s);
+		}
 	}
 	if (rc) {
 		rn_sys_close(sv[0]);

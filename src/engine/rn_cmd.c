@@ -101,10 +101,15 @@ static int watch(rn_sock *s, short what)
 
 /* ---- commands ---- */
 
-int rn_stream_cmd_create(rn_sock *s)
+static int create(rn_sock *s)
 {
-	int rc = rn_stream_globals();
+	int rc;
 
+	/* a connect made inline before this ran (rn_inline_connect) already ended: the
+	 * engine's end is closed, its reference dropped */
+	if (s->eng_fd < 0)
+		return 0;
+	rc = rn_stream_globals();
 	if (rc == 0)
 		rc = watch(s, EV_CLOSED);
 	if (rc && s->stream) { /* connected inline before this ran (rn_inline_connect): give up */
@@ -121,6 +126,15 @@ int rn_stream_cmd_create(rn_sock *s)
 		s->eng_fd = -1;
 		rn_sock_unref(s); /* the engine's */
 	}
+	return rc;
+}
+
+/* The engine takes its end of a new socket; drops the command's reference (ri2n_socket). */
+int rn_stream_cmd_create(rn_sock *s)
+{
+	int rc = create(s);
+
+	rn_sock_unref(s); /* the command's */
 	return rc;
 }
 
