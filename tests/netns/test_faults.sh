@@ -69,9 +69,10 @@ frames() { # HOST tx|rx
 
 # Runs a timed transfer from h1 to h2 while `fault_script` runs.
 # hole_during NAME RAIL SECS: black-holes host 1's RAIL for SECS during transfer NAME
-# (nt_timed_transfer), then waits for it and checks every byte; sets tf (the fault in place),
-# th0 (just before the heal) and th (the heal in place)
+# (nt_timed_transfer), then waits for it and checks every byte; sets tf0 (just before the
+# fault), tf (the fault in place), th0 (just before the heal) and th (the heal in place)
 hole_during() {
+	tf0=$(nt_clock)
 	tb_fault blackhole 1 "$2" on
 	tf=$(nt_clock)
 	sleep "$3"
@@ -104,7 +105,8 @@ blackhole | cable)
 	sleep 2
 	# times are taken once the fault / heal is in place (applying one takes ~10 ms), but for
 	# a pulled cable, which the kernel's link event reports before the command returns
-	tf=$(nt_clock)
+	tf0=$(nt_clock)
+	tf=$tf0
 	if [ "$scenario" = cable ]; then tb_fault cable 1 $((rail + 1)) down; else tb_fault blackhole 1 $((rail + 1)) on; fi
 	[ "$scenario" = cable ] || tf=$(nt_clock)
 	sleep 2.5
@@ -113,7 +115,7 @@ blackhole | cable)
 	th=$(nt_clock)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
-	nt_check_outage x $rail "$tf" "$th" "$th0"
+	nt_check_outage x $rail "$tf" "$th" "$th0" "$tf0"
 	# the kernel's link event, not a failed send or the receive count, takes the rail out
 	[ "$scenario" = blackhole ] || grep -q "^xfer event .* rail=$rail down .*cause=\"link down\"" "$NT_DIR/x.err" ||
 		nt_fail "no rail $rail down event with the cause \"link down\""
@@ -137,7 +139,7 @@ one-subnet)
 		[ "${n%:*}" -gt $(( (${n%:*} + ${n#*:}) / 4 )) ] ||
 			nt_fail "an interface carried under a quarter of the frames (h1 tx $s1/$s2, h2 rx $r1/$r2)"
 	done
-	nt_check_outage x 1 "$tf" "$th" "$th0"
+	nt_check_outage x 1 "$tf" "$th" "$th0" "$tf0"
 	nt_ok "one-subnet: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two rails in 198.18.1.0/24, r2 left out and taken back"
 	;;
 backup)
@@ -357,9 +359,11 @@ four-rails)
 	nt_init "$tag" 2 4 1gbit
 	nt_timed_transfer x 9
 	sleep 1.5
+	tf20=$(nt_clock)
 	tb_fault blackhole 1 2 on
 	tf2=$(nt_clock)
 	sleep 1.5
+	tf30=$(nt_clock)
 	tb_fault blackhole 1 3 on
 	tf3=$(nt_clock)
 	sleep 2
@@ -372,8 +376,8 @@ four-rails)
 	th3=$(nt_clock)
 	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
-	nt_check_outage x 1 "$tf2" "$th2" "$th20"
-	nt_check_outage x 2 "$tf3" "$th3" "$th30"
+	nt_check_outage x 1 "$tf2" "$th2" "$th20" "$tf20"
+	nt_check_outage x 2 "$tf3" "$th3" "$th30" "$tf30"
 	nt_ok "four-rails: two rails failed at different times, both left out and taken back, every byte verified"
 	;;
 mesh)

@@ -52,6 +52,7 @@ v6)
 	case $(nt_addr 2) in 2001:2:0:1::2) ;; *) nt_fail "the bed's rail 1 is not IPv6: $(nt_addr 2)" ;; esac
 	nt_timed_transfer x 8
 	sleep 2
+	tf0=$(nt_clock)
 	tb_fault blackhole 1 2 on
 	tf=$(nt_clock)
 	sleep 2.5
@@ -64,7 +65,7 @@ v6)
 		[ "$(nt_rail_field "$NT_DIR/x.out" $r tx_data)" -gt 1000 ] ||
 			nt_fail "rail $r carried almost nothing"
 	done
-	nt_check_outage x 1 "$tf" "$th0"
+	nt_check_outage x 1 "$tf" "$th0" "$th0" "$tf0"
 	nt_ok "v6: every byte verified ($(nt_field "$NT_DIR/x.out" bytes) bytes) over two IPv6 rails; rail 1 left out while black-holed and taken back"
 	;;
 v6-addr-gone)
