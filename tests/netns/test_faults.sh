@@ -123,7 +123,7 @@ blackhole | cable)
 	;;
 one-subnet)
 	nt_init "$tag" 2 2 1gbit --one-subnet
-	nt_timed_transfer x 6
+	nt_timed_transfer x 8
 	sleep 1
 	a1=$(frames 1 tx); b2=$(frames 2 rx)
 	sleep 1
