@@ -28,6 +28,7 @@
 
 #include "rn_api.h"
 #include "rn_datacalls.h"
+#include "rn_sys.h"
 
 #define RN_DC_API __attribute__((visibility("default")))
 #define REAL (rn_dc_real())
@@ -458,8 +459,32 @@ RN_DC_API void _Exit(int status)
 /* glibc's fork without the fork handlers: ri2n_api.c's would not run. */
 RN_DC_API pid_t _Fork(void)
 {
+	pid_t pid;
+
 	mark_all();
-	return REAL->_Fork();
+	pid = REAL->_Fork();
+	if (pid == 0)
+		rn_pid_forked(); /* no fork handler ran: ri2n's cached id is the parent's */
+	return pid;
+}
+
+/*
+ * clone: its child runs no fork handler, and may share our memory, so
+ * ri2n's cached process id is asked of the kernel from now on (rn_pid.c).
+ * The three optional arguments are passed on as they came.
+ */
+RN_DC_API int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	va_list ap;
+	void *ptid, *tls, *ctid;
+
+	va_start(ap, arg);
+	ptid = va_arg(ap, void *);
+	tls = va_arg(ap, void *);
+	ctid = va_arg(ap, void *);
+	va_end(ap);
+	rn_pid_unsure();
+	return REAL->clone(fn, stack, flags, arg, ptid, tls, ctid);
 }
 
 /*
@@ -473,6 +498,7 @@ RN_DC_API pid_t _Fork(void)
 __attribute__((visibility("hidden"), used)) void *rn_dc_vfork_prep(void);
 void *rn_dc_vfork_prep(void)
 {
+	rn_pid_unsure(); /* the child shares our memory, with the cached process id */
 	mark_all();
 	return (void *)REAL->vfork;
 }

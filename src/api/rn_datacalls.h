@@ -60,6 +60,7 @@ typedef struct rn_datacalls_real {
 	FILE *(*popen)(const char *, const char *);
 	pid_t (*vfork)(void);
 	pid_t (*_Fork)(void);
+	int (*clone)(int (*)(void *), void *, int, void *, ...);
 	void (*_exit)(int) __attribute__((noreturn));
 	void (*_Exit)(int) __attribute__((noreturn));
 	int (*ioctl)(int, unsigned long, ...); /* FIONREAD, SIOCOUTQ: ri2n's buffers count too */
@@ -94,6 +95,7 @@ typedef struct rn_datacalls_real {
 		*(void **)&(r)->popen = dlsym(RTLD_NEXT, "popen");           \
 		*(void **)&(r)->vfork = dlsym(RTLD_NEXT, "vfork");           \
 		*(void **)&(r)->_Fork = dlsym(RTLD_NEXT, "_Fork");           \
+		*(void **)&(r)->clone = dlsym(RTLD_NEXT, "clone");           \
 		*(void **)&(r)->_exit = dlsym(RTLD_NEXT, "_exit");           \
 		*(void **)&(r)->_Exit = dlsym(RTLD_NEXT, "_Exit");           \
 		*(void **)&(r)->ioctl = dlsym(RTLD_NEXT, "ioctl");           \

@@ -485,7 +485,7 @@ int rn_engine_running(void)
 	int on;
 
 	pthread_mutex_lock(&g.mu);
-	on = g.started && g.pid == getpid();
+	on = g.started && g.pid == rn_pid();
 	pthread_mutex_unlock(&g.mu);
 	return on;
 }
@@ -498,7 +498,7 @@ int rn_engine_start(void)
 	int rc = 0;
 
 	pthread_mutex_lock(&g.mu);
-	if (g.started && g.pid == getpid()) {
+	if (g.started && g.pid == rn_pid()) {
 		pthread_mutex_unlock(&g.mu);
 		return 0;
 	}
@@ -553,7 +553,7 @@ int rn_engine_start(void)
 		}
 	}
 	g.started = 1;
-	g.pid = getpid();
+	g.pid = rn_pid();
 	rn_debug("engine started with %d rail%s, datagrams of %u bytes", g.nrails,
 		 g.nrails == 1 ? "" : "s", g.cfg.max_dgram);
 out:

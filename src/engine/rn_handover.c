@@ -211,7 +211,7 @@ void rn_handover_fill(rn_take_from *f, const rn_sock *ns)
 {
 	if (g_ctl < 0 || !ns->take_port)
 		return; /* owner 0: whoever holds it is served through the descriptor */
-	f->owner = rn_sys_getpid();
+	f->owner = rn_pid();
 	f->port = ns->take_port;
 	f->mask = ns->take_mask;
 	f->id = ns->take_id;
@@ -341,7 +341,7 @@ int rn_handover_owner_init(void)
 	if (fd < 0)
 		return -errno;
 	fd = rn_fd_own_high(fd);
-	len = ctl_name(&a, rn_sys_getpid());
+	len = ctl_name(&a, rn_pid());
 	if (rn_sys_bind(fd, (struct sockaddr *)&a, len) < 0) {
 		int err = errno;
 
@@ -569,7 +569,7 @@ int rn_handover_take(int afd, const rn_take_from *f, rn_sock **out)
 	 */
 	return -ENOTSUP;
 #endif
-	if (!f->owner || !f->port || f->owner == rn_sys_getpid() || !rn_proc_get(RN_PROC_HANDOVER))
+	if (!f->owner || !f->port || f->owner == rn_pid() || !rn_proc_get(RN_PROC_HANDOVER))
 		return -ENOTSUP;
 	rc = rn_engine_start();
 	if (rc == 0)

@@ -39,31 +39,6 @@
 #define PREFIX "ri2n "
 
 static unsigned g_seq; /* (atomic) names made by this process */
-static int g_pid;      /* (atomic) this process's id, 0: not read yet (a getpid a name was
-			* a system call a connection); a forked child reads its own */
-static pthread_once_t g_pid_once = PTHREAD_ONCE_INIT;
-
-static void pid_forked(void)
-{
-	__atomic_store_n(&g_pid, 0, __ATOMIC_RELAXED);
-}
-
-static void pid_register(void)
-{
-	pthread_atfork(NULL, NULL, pid_forked);
-}
-
-static int my_pid(void)
-{
-	int pid = __atomic_load_n(&g_pid, __ATOMIC_RELAXED);
-
-	if (!pid) {
-		pthread_once(&g_pid_once, pid_register);
-		pid = (int)rn_sys_getpid();
-		__atomic_store_n(&g_pid, pid, __ATOMIC_RELAXED);
-	}
-	return pid;
-}
 
 /*
  * "a.b.c.d:port" for IPv4; for IPv6 "[<32 hex digits>%<scope>]:port" (the
@@ -102,7 +77,7 @@ void rn_pairname_set(int eng_fd, const rn_hsa *local, const rn_hsa *peer)
 	for (int tries = 0; tries < 4; tries++) {
 		unsigned n = __atomic_add_fetch(&g_seq, 1, __ATOMIC_RELAXED);
 		int len = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1, PREFIX "%d.%u %s %s",
-				   my_pid(), n, l, p);
+				   (int)rn_pid(), n, l, p);
 
 		if (len <= 0 || (size_t)len >= sizeof(un.sun_path) - 1)
 			break; /* too long (IPv6 with large scopes): unnamed */

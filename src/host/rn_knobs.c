@@ -127,7 +127,7 @@ void rn_knobs_snapshot(void)
 	for (char **e = environ; e && *e && k < n; e++)
 		if (strncmp(*e, "RI2N_", 5) == 0 && (g_snap[k] = strdup(*e)))
 			k++;
-	g_snap_pid = getpid();
+	g_snap_pid = rn_pid();
 }
 
 /* env's value: the environment's, else (in a forked child) the parent's snapshot's. */
@@ -136,7 +136,7 @@ static const char *env_text(const char *env)
 	const char *s = getenv(env);
 	size_t n = strlen(env);
 
-	if (s || !g_snap || g_snap_pid == getpid())
+	if (s || !g_snap || g_snap_pid == rn_pid())
 		return s;
 	for (char **e = g_snap; *e; e++)
 		if (strncmp(*e, env, n) == 0 && (*e)[n] == '=')

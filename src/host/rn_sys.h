@@ -225,6 +225,16 @@ static inline pid_t rn_sys_getpid(void)
 	return (pid_t)syscall(SYS_getpid);
 }
 
+/*
+ * This process's id, read once and again after fork or _Fork (rn_pid.c);
+ * every call asks the kernel once a vfork()ed or clone()d child may share
+ * our memory.  rn_pid_forked (in a child of _Fork) and rn_pid_unsure (before
+ * vfork or clone) are the interposers' calls.
+ */
+pid_t rn_pid(void);
+void rn_pid_forked(void);
+void rn_pid_unsure(void);
+
 static inline pid_t rn_sys_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);

@@ -29,6 +29,7 @@
 #include "rn_datacalls.h"
 #include "rn_shim.h"
 #include "rn_sig.h"
+#include "rn_sys.h"
 
 #define PAGE_BITS 10
 #define PAGE_SIZE (1 << PAGE_BITS)
@@ -47,7 +48,7 @@ static void atfork_parent(void) { pthread_mutex_unlock(&g.mu); }
 static void atfork_child(void)
 {
 	/* entries stay valid in a forked child: the descriptors are inherited */
-	g.owner = getpid();
+	g.owner = rn_pid();
 	pthread_mutex_unlock(&g.mu);
 }
 
@@ -62,7 +63,7 @@ __attribute__((constructor)) static void tab_init(void)
 {
 	const char *plain = getenv("RI2N_RUN_PLAIN_WRITES"), *check = getenv("RI2N_RUN_CHECK_FDS");
 
-	g.owner = getpid();
+	g.owner = rn_pid();
 	/*
 	 * The shim serves every write on a ri2n descriptor, or marks the socket
 	 * (rn_shim_io.c): unless another interposer comes first (rn_dc_first).
@@ -76,7 +77,7 @@ __attribute__((constructor)) static void tab_init(void)
 int rn_shim_tab_mine(void)
 {
 	/* under seccomp the shim knows nothing (and asks no getpid) */
-	return !rn_api_sandbox_on() && getpid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
+	return !rn_api_sandbox_on() && rn_pid() == __atomic_load_n(&g.owner, __ATOMIC_RELAXED);
 }
 
 /* The slot of fd, NULL if its page does not exist (and `make` is 0). Under g.mu to make. */
