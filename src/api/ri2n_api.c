@@ -451,7 +451,8 @@ static int wait_connected(rn_sock *s, int fd)
 	}
 }
 
-int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
+/* ri2n_connect; nonblock: O_NONBLOCK of fd's file, or -1 to ask; mine: fd is the caller's own */
+static int connect_x(int fd, int mine, int nonblock, const struct sockaddr *addr, socklen_t len)
 {
 	rn_hsa a;
 	int err = take_sa(addr, len, &a), rc;
@@ -459,21 +460,33 @@ int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (err)
 		return rn_api_fail(err);
-	s = rn_api_lookup(fd, &err);
+	s = mine ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	if (!s)
-		return rn_api_fail(err);
+		return rn_api_fail(mine ? EBADF : err);
 	rc = rn_engine_connect(s, &a);
 	if (rc) {
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
-	if (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) {
+	if (nonblock < 0)
+		nonblock = (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) != 0;
+	if (nonblock) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINPROGRESS);
 	}
 	err = wait_connected(s, fd);
 	rn_sock_unref(s);
 	return err ? rn_api_fail(err) : 0;
+}
+
+int ri2n_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return connect_x(fd, 0, -1, addr, len);
+}
+
+int rn_api_connect(int fd, int nonblock, const struct sockaddr *addr, socklen_t len)
+{
+	return connect_x(fd, 1, nonblock, addr, len);
 }
 
 int ri2n_close(int fd)
@@ -558,9 +571,9 @@ int rn_api_move(int fd, int to, int flags)
 
 	if (to < 0 || to == fd || (flags & ~O_CLOEXEC))
 		return rn_api_fail(EINVAL);
-	s = rn_api_lookup(fd, &err);
+	s = rn_api_lookup_known(fd);
 	if (!s)
-		return rn_api_fail(err);
+		return rn_api_fail(EBADF);
 	pthread_mutex_lock(&s->mu);
 	kind = s->kind;
 	pthread_mutex_unlock(&s->mu);

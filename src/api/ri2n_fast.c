@@ -248,13 +248,24 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 	return rc;
 }
 
-int rn_api_rails(int fd, rn_railref *out, int max)
+int rn_api_rails(int fd, int known, rn_railref *out, int max)
 {
 	int err, n;
-	rn_sock *s = rn_api_lookup(fd, &err);
+	rn_sock *s = rn_api_lookup_known(fd);
 
+	/*
+	 * Not in the table (a connection another process's engine serves, one
+	 * a forked child has not taken over yet): no rails, and no system call
+	 * to say so, as an epoll wait asks at every turn.
+	 */
 	if (!s)
 		return 0;
+	if (!known) {
+		rn_sock_unref(s);
+		s = rn_api_lookup(fd, &err);
+		if (!s)
+			return 0;
+	}
 	n = rn_inline_rails(s, out, max);
 	rn_sock_unref(s);
 	return n;

@@ -60,9 +60,11 @@ ssize_t rn_api_recv(int fd, int known, const struct iovec *iov, int iovcnt, int 
 /*
  * The rail sockets of connected ri2n socket fd (rn_railref.h), for a poll or
  * epoll set the caller waits on; 0 if it has none (not ri2n, not connected).
+ * known: the caller sees every close of fd, so ri2n's table is trusted
+ * rather than checked against the kernel (rn_api_lookup_known).
  */
 #include "rn_railref.h"
-int rn_api_rails(int fd, rn_railref *out, int max);
+int rn_api_rails(int fd, int known, rn_railref *out, int max);
 /*
  * epoll_ctl on ri2n socket fd in the epoll set with id ep_id
  * (rn_inline_epoll_note); events 0: DEL.  With out, also its rail sockets
@@ -91,9 +93,15 @@ int rn_api_ioctl(int fd, int known, unsigned long req, int *val, int *handled);
  * (closing what `to` was), registers it under `to` and closes `fd`.  Only a
  * socket not yet connecting, or listening (a connection is named by its
  * number).  flags: 0 or O_CLOEXEC.  Returns `to`, or -1 with errno
- * (EBADF, ENOTSOCK, EINVAL).
+ * (EBADF, EINVAL).  `fd` is the caller's own, just made (ri2n_socket):
+ * ri2n's table is trusted for it, not checked against the kernel.
  */
 int rn_api_move(int fd, int to, int flags);
+/*
+ * ri2n_connect on the socket the caller just moved to fd (rn_api_move),
+ * whose file is non-blocking if nonblock is 1: neither is asked of the kernel.
+ */
+int rn_api_connect(int fd, int nonblock, const struct sockaddr *addr, socklen_t len);
 /*
  * Registers `dup`, a duplicate the caller made of ri2n socket fd (dup,
  * dup2, dup3, F_DUPFD), under its own number.  0, or -1 with errno (EINVAL:
@@ -165,6 +173,12 @@ void rn_api_poll_end(void **h, int n, const uint8_t *ready, void *const *socks, 
 void rn_api_poll_put(void *const *socks, int n);
 /* fd's socket cookie, 0 with errno if fd is no socket (rn_fd_cookie). */
 uint64_t rn_api_fd_cookie(int fd);
+/*
+ * The identity ri2n recorded for its socket at fd (device, inode and socket
+ * cookie of the descriptor's open file), with no system call: 0, or -1 if
+ * the table has no socket at fd.  For the caller that just put it there.
+ */
+int rn_api_ident(int fd, dev_t *dev, ino_t *ino, uint64_t *cookie);
 /* Whether the process is (about to be) under a seccomp filter (rn_sandbox_on). */
 int rn_api_sandbox_on(void);
 /*

@@ -482,6 +482,19 @@ rn_sock *rn_api_lookup_as(int fd, int known, int *err)
 	return known ? rn_api_lookup_known(fd) : rn_api_lookup(fd, err);
 }
 
+int rn_api_ident(int fd, dev_t *dev, ino_t *ino, uint64_t *cookie)
+{
+	rn_sock *s = rn_api_lookup_known(fd);
+
+	if (!s)
+		return -1;
+	*dev = s->dev;
+	*ino = s->ino;
+	*cookie = s->cookie;
+	rn_sock_unref(s);
+	return 0;
+}
+
 int rn_api_is_ri2n(int fd)
 {
 	int err;

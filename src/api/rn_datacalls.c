@@ -603,6 +603,18 @@ int rn_dc_first(void)
  * every other descriptor, passes on.  The third argument is a pointer or a
  * word, absent for some requests: read as a word either way, as libc does.
  */
+static int g_sigio; /* (atomic) rn_dc_note_sigio was called */
+
+void rn_dc_note_sigio(void)
+{
+	__atomic_store_n(&g_sigio, 1, __ATOMIC_RELAXED);
+}
+
+int rn_dc_sigio(void)
+{
+	return __atomic_load_n(&g_sigio, __ATOMIC_RELAXED);
+}
+
 RN_DC_API int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
@@ -611,6 +623,8 @@ RN_DC_API int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (req == FIOSETOWN || req == SIOCSPGRP)
+		rn_dc_note_sigio();
 	if (arg && rn_api_queue_ioctl(req) && rn_dc_ours(fd)) {
 		int saved = errno, handled, val, rc = rn_api_ioctl(fd, rn_dc_known(), req, &val, &handled);
 

@@ -110,6 +110,15 @@ typedef struct rn_datacalls_real {
  */
 int rn_dc_ours(int fd);
 int rn_dc_known(void);
+
+/*
+ * Whether the program named a signal owner or a signal for any descriptor
+ * (fcntl F_SETOWN, F_SETOWN_EX or F_SETSIG; ioctl FIOSETOWN or SIOCSPGRP)
+ * through an interposed call: until then a socket ri2n-run converts has
+ * none to carry over (rn_shim_sock.c, adopt), and is not asked.
+ */
+void rn_dc_note_sigio(void);
+int rn_dc_sigio(void);
 const rn_datacalls_real *rn_dc_real(void);
 
 /*

@@ -157,6 +157,8 @@ int rn_shim_tab_mine(void);
 int rn_shim_tab_has(int fd);
 /* Stores *e as fd's entry, stamped with fd's device and inode.  Keeps errno. */
 void rn_shim_tab_set(int fd, const rn_shim_ent *e);
+/* The same for a number that holds a ri2n socket ri2n's table knows: its identity is taken from there. */
+void rn_shim_tab_set_ri2n(int fd, const rn_shim_ent *e);
 /*
  * fd is being closed in a signal handler: takes its entry out of the table
  * without a lock or free (async-signal-safe); the rest of the work (ri2n's

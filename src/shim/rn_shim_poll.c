@@ -148,7 +148,7 @@ static void ep_settle(int epfd)
 	rn_shim_ep_unlock();
 	for (int i = 0; i < np; i++) {
 		rn_railref r[RN_MAX_RAILS];
-		int n = ours(pend[i]) ? rn_api_rails(pend[i], r, RN_MAX_RAILS) : -1;
+		int n = ours(pend[i]) ? rn_api_rails(pend[i], rn_shim_sees_closes(), r, RN_MAX_RAILS) : -1;
 
 		if (n == 0)
 			continue; /* still connecting */

@@ -150,17 +150,22 @@ static void carry_epoll(int fd, const rn_shim_ent *e)
  * dup'ed from it) and carries over what was tied to the TCP socket's open
  * file (see the top of this file).  ne is the entry each number gets.
  */
-static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
+static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int *flp)
 {
 	int fl = rn_sys_fcntl(fd, F_GETFL, 0), fdfl = rn_sys_fcntl(fd, F_GETFD, 0);
-	int sig = rn_sys_fcntl(fd, F_GETSIG, 0), num[MAX_DUPS], nd;
+	int sig = 0, num[MAX_DUPS], nd;
 	struct f_owner_ex own = { 0 };
 	rn_shim_ent ent[MAX_DUPS];
 
 	if (fl < 0 || fdfl < 0)
 		return -1;
-	if (rn_sys_fcntl(fd, F_GETOWN_EX, (long)&own) < 0)
-		own.pid = 0;
+	*flp = fl;
+	/* two system calls a connection saved where the program never named an owner or a signal */
+	if ((fl & O_ASYNC) || rn_dc_sigio()) {
+		sig = rn_sys_fcntl(fd, F_GETSIG, 0);
+		if (rn_sys_fcntl(fd, F_GETOWN_EX, (long)&own) < 0)
+			own.pid = 0;
+	}
 	nd = others_of(fd, e, num, ent);
 	if (rn_api_move(n, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
 		return -1;
@@ -169,9 +174,10 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
 		rn_sys_fcntl(fd, F_SETOWN_EX, (long)&own);
 	if (sig > 0)
 		rn_sys_fcntl(fd, F_SETSIG, sig);
+	/* a new ri2n socket's descriptor has no status flag of its own (ri2n_socket) */
 	if (fl & (O_NONBLOCK | O_ASYNC))
-		rn_sys_fcntl(fd, F_SETFL, rn_sys_fcntl(fd, F_GETFL, 0) | (fl & (O_NONBLOCK | O_ASYNC)));
-	rn_shim_tab_set(fd, ne);
+		rn_sys_fcntl(fd, F_SETFL, fl & (O_NONBLOCK | O_ASYNC));
+	rn_shim_tab_set_ri2n(fd, ne);
 	for (int i = 0; i < nd; i++) {
 		int dfl = rn_sys_fcntl(num[i], F_GETFD, 0);
 
@@ -183,7 +189,7 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne)
 			rn_shim_tab_drop(num[i]);
 			continue;
 		}
-		rn_shim_tab_set(num[i], ne);
+		rn_shim_tab_set_ri2n(num[i], ne);
 		carry_epoll(num[i], &ent[i]);
 	}
 	carry_epoll(fd, e);
@@ -362,7 +368,7 @@ static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backl
 	socklen_t gl = sizeof(got);
 	rn_shim_ent ne = *e;
 	char as[80];
-	int n = ri2n_socket();
+	int n = ri2n_socket(), fl;
 
 	if (n < 0)
 		return give_up(-1, fd, "listen");
@@ -388,7 +394,7 @@ static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backl
 	ne.local = *local;
 	ne.have_local = 1;
 	ne.nep = ne.ep_lost = ne.shared = 0;
-	if (adopt(n, fd, e, &ne) < 0)
+	if (adopt(n, fd, e, &ne, &fl) < 0)
 		return give_up(n, fd, "listen");
 	rn_shim_log("fd %d: listening on %s over ri2n", fd, rn_shim_addr_str(local, as, sizeof(as)));
 	return 0;
@@ -437,7 +443,7 @@ static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, cons
 {
 	rn_shim_ent ne = *e;
 	char as[80];
-	int n = ri2n_socket();
+	int n = ri2n_socket(), fl;
 
 	if (n < 0)
 		return give_up(-1, fd, "connect");
@@ -454,10 +460,10 @@ static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, cons
 	ne.peer = *dst;
 	ne.have_peer = 1;
 	ne.nep = ne.ep_lost = ne.shared = 0;
-	if (adopt(n, fd, e, &ne) < 0)
+	if (adopt(n, fd, e, &ne, &fl) < 0)
 		return give_up(n, fd, "connect");
 	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
-	return ri2n_connect(fd, &dst->sa, rn_hsa_len(dst));
+	return rn_api_connect(fd, (fl & O_NONBLOCK) != 0, &dst->sa, rn_hsa_len(dst));
 }
 
 RN_SHIM_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -675,8 +681,11 @@ RN_SHIM_API int dup3(int old, int nfd, int flags)
 
 static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
-	int rc = real(fd, cmd, arg);
+	int rc;
 
+	if (cmd == F_SETOWN || cmd == F_SETOWN_EX || cmd == F_SETSIG)
+		rn_dc_note_sigio(); /* before: a conversion racing it must not miss it */
+	rc = real(fd, cmd, arg);
 	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		after_dup(fd, rc);
 	return rc;

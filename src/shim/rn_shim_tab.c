@@ -159,26 +159,39 @@ int rn_shim_tab_kind(int fd)
 	return kind;
 }
 
-void rn_shim_tab_set(int fd, const rn_shim_ent *e)
+/* rn_shim_tab_set, with the open file's identity known (ri2n's own socket), else asked */
+static void tab_set(int fd, const rn_shim_ent *e, int ri2n)
 {
 	int saved = errno;
 	struct stat sb;
 	rn_shim_ent *n, *old = NULL, **s;
+	dev_t dev;
+	ino_t ino;
+	uint64_t cookie;
 
 	if (!rn_shim_tab_mine())
 		return;
 	rn_shim_tab_drain();
 	n = malloc(sizeof(*n));
-	if (!n || fstat(fd, &sb) < 0) {
-		free(n);
+	if (n && (!ri2n || rn_api_ident(fd, &dev, &ino, &cookie) < 0)) {
+		if (fstat(fd, &sb) < 0) {
+			free(n);
+			n = NULL;
+		} else {
+			dev = sb.st_dev;
+			ino = sb.st_ino;
+			cookie = rn_api_fd_cookie(fd);
+		}
+	}
+	if (!n) {
 		rn_shim_tab_drop(fd);
 		errno = saved;
 		return;
 	}
 	*n = *e;
-	n->dev = sb.st_dev;
-	n->ino = sb.st_ino;
-	n->cookie = rn_api_fd_cookie(fd);
+	n->dev = dev;
+	n->ino = ino;
+	n->cookie = cookie;
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 1);
 	if (s) {
@@ -189,6 +202,16 @@ void rn_shim_tab_set(int fd, const rn_shim_ent *e)
 	free(old);
 	free(n);
 	errno = saved;
+}
+
+void rn_shim_tab_set(int fd, const rn_shim_ent *e)
+{
+	tab_set(fd, e, 0);
+}
+
+void rn_shim_tab_set_ri2n(int fd, const rn_shim_ent *e)
+{
+	tab_set(fd, e, 1);
 }
 
 int rn_shim_tab_drop(int fd)
