@@ -265,7 +265,8 @@ void rn_api_drain_quick_exit(void)
 	drain(!rn_handover_took());
 }
 
-int ri2n_socket(void)
+/* ri2n_socket; nonblock: the user's end too (O_NONBLOCK); moving: rn_api_socket's */
+static int socket_x(int nonblock, int moving)
 {
 	int sv[2], rc;
 	struct stat sb;
@@ -284,14 +285,16 @@ int ri2n_socket(void)
 		return rn_api_fail(ENOMEM);
 	/* both ends close-on-exec from birth: a fork+exec in another thread meanwhile must
 	 * not carry the engine's end away; the user's end loses the flag just below */
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0, sv) < 0) {
 		rc = errno;
 		rn_sock_unref(s);
 		return rn_api_fail(rc);
 	}
-	rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
+	if (!moving)
+		rn_sys_fcntl(sv[0], F_SETFD, 0); /* the user's: as a socket() without SOCK_CLOEXEC */
 	rn_sys_fstat(sv[0], &sb);
-	rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	if (!nonblock)
+		rn_sys_fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	sv[1] = rn_fd_own_high_cloexec(sv[1]);
 	s->user_fd = sv[0];
 	s->eng_fd = sv[1];
@@ -325,6 +328,16 @@ int ri2n_socket(void)
 		return rn_api_fail(-rc);
 	}
 	return sv[0];
+}
+
+int ri2n_socket(void)
+{
+	return socket_x(0, 0);
+}
+
+int rn_api_socket(int nonblock)
+{
+	return socket_x(nonblock, 1);
 }
 
 /*

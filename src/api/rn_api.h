@@ -98,6 +98,12 @@ int rn_api_ioctl(int fd, int known, unsigned long req, int *val, int *handled);
  */
 int rn_api_move(int fd, int to, int flags);
 /*
+ * ri2n_socket for a socket the caller moves at once (rn_api_move, which
+ * sets the new number's FD_CLOEXEC): its descriptor stays close-on-exec
+ * until then, and is non-blocking (O_NONBLOCK) from the start if nonblock.
+ */
+int rn_api_socket(int nonblock);
+/*
  * ri2n_connect on the socket the caller just moved to fd (rn_api_move),
  * whose file is non-blocking if nonblock is 1: neither is asked of the kernel.
  */

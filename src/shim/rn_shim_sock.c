@@ -150,16 +150,15 @@ static void carry_epoll(int fd, const rn_shim_ent *e)
  * dup'ed from it) and carries over what was tied to the TCP socket's open
  * file (see the top of this file).  ne is the entry each number gets.
  */
-static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int *flp)
+static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int fl)
 {
-	int fl = rn_sys_fcntl(fd, F_GETFL, 0), fdfl = rn_sys_fcntl(fd, F_GETFD, 0);
+	int fdfl = rn_sys_fcntl(fd, F_GETFD, 0);
 	int sig = 0, num[MAX_DUPS], nd;
 	struct f_owner_ex own = { 0 };
 	rn_shim_ent ent[MAX_DUPS];
 
-	if (fl < 0 || fdfl < 0)
+	if (fdfl < 0)
 		return -1;
-	*flp = fl;
 	/* two system calls a connection saved where the program never named an owner or a signal */
 	if ((fl & O_ASYNC) || rn_dc_sigio()) {
 		sig = rn_sys_fcntl(fd, F_GETSIG, 0);
@@ -174,8 +173,8 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int
 		rn_sys_fcntl(fd, F_SETOWN_EX, (long)&own);
 	if (sig > 0)
 		rn_sys_fcntl(fd, F_SETSIG, sig);
-	/* a new ri2n socket's descriptor has no status flag of its own (ri2n_socket) */
-	if (fl & (O_NONBLOCK | O_ASYNC))
+	/* n was made with the program's O_NONBLOCK (file_flags), and no other status flag */
+	if (fl & O_ASYNC)
 		rn_sys_fcntl(fd, F_SETFL, fl & (O_NONBLOCK | O_ASYNC));
 	rn_shim_tab_set_ri2n(fd, ne);
 	for (int i = 0; i < nd; i++) {
@@ -194,6 +193,12 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int
 	}
 	carry_epoll(fd, e);
 	return 0;
+}
+
+/* fd's file status flags (O_NONBLOCK, O_ASYNC): the ri2n socket that replaces it is made with them. */
+static int file_flags(int fd)
+{
+	return rn_sys_fcntl(fd, F_GETFL, 0);
 }
 
 /* Gives up a half-made ri2n socket, keeping errno. */
@@ -368,7 +373,7 @@ static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backl
 	socklen_t gl = sizeof(got);
 	rn_shim_ent ne = *e;
 	char as[80];
-	int n = ri2n_socket(), fl;
+	int fl = file_flags(fd), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
 
 	if (n < 0)
 		return give_up(-1, fd, "listen");
@@ -394,7 +399,7 @@ static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backl
 	ne.local = *local;
 	ne.have_local = 1;
 	ne.nep = ne.ep_lost = ne.shared = 0;
-	if (adopt(n, fd, e, &ne, &fl) < 0)
+	if (adopt(n, fd, e, &ne, fl) < 0)
 		return give_up(n, fd, "listen");
 	rn_shim_log("fd %d: listening on %s over ri2n", fd, rn_shim_addr_str(local, as, sizeof(as)));
 	return 0;
@@ -443,7 +448,7 @@ static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, cons
 {
 	rn_shim_ent ne = *e;
 	char as[80];
-	int n = ri2n_socket(), fl;
+	int fl = file_flags(fd), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
 
 	if (n < 0)
 		return give_up(-1, fd, "connect");
@@ -460,7 +465,7 @@ static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, cons
 	ne.peer = *dst;
 	ne.have_peer = 1;
 	ne.nep = ne.ep_lost = ne.shared = 0;
-	if (adopt(n, fd, e, &ne, &fl) < 0)
+	if (adopt(n, fd, e, &ne, fl) < 0)
 		return give_up(n, fd, "connect");
 	rn_shim_log("fd %d: connect to %s over ri2n", fd, rn_shim_addr_str(dst, as, sizeof(as)));
 	return rn_api_connect(fd, (fl & O_NONBLOCK) != 0, &dst->sa, rn_hsa_len(dst));
