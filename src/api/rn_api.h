@@ -30,6 +30,8 @@ int rn_api_is_ri2n(int fd);
  * not look for plain bytes in its descriptor first ...
  */
 void rn_api_writes_seen(void);
+/* The program changed a descriptor's O_NONBLOCK or timeouts (rn_sock_flags_changed). */
+void rn_api_flags_changed(void);
 /* ... until fd gets some by a way the shim does not serve (sendfile, splice, stdio). */
 void rn_api_note_plain(int fd);
 /* ... or every socket of the table may (a child process is made: spawn, vfork, system). */

@@ -406,6 +406,11 @@ void rn_api_writes_seen(void)
 	rn_sock_writes_seen();
 }
 
+void rn_api_flags_changed(void)
+{
+	rn_sock_flags_changed();
+}
+
 void rn_api_plain_all(void)
 {
 	tab_plain_all();

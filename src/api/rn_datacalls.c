@@ -625,6 +625,12 @@ RN_DC_API int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (req == FIOSETOWN || req == SIOCSPGRP)
 		rn_dc_note_sigio();
+	if (req == FIONBIO) {
+		int rc = REAL->ioctl(fd, req, arg);
+
+		rn_api_flags_changed(); /* after: what ri2n asks again must be the new flags */
+		return rc;
+	}
 	if (arg && rn_api_queue_ioctl(req) && rn_dc_ours(fd)) {
 		int saved = errno, handled, val, rc = rn_api_ioctl(fd, rn_dc_known(), req, &val, &handled);
 

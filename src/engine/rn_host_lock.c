@@ -266,6 +266,23 @@ void rn_sock_writes_seen(void)
 	__atomic_store_n(&g_writes_seen, 1, __ATOMIC_RELAXED);
 }
 
+int rn_sock_calls_seen(void)
+{
+	return __atomic_load_n(&g_writes_seen, __ATOMIC_RELAXED);
+}
+
+static uint32_t g_flags_gen = 1; /* (atomic) */
+
+void rn_sock_flags_changed(void)
+{
+	__atomic_add_fetch(&g_flags_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+uint32_t rn_sock_flags_gen(void)
+{
+	return __atomic_load_n(&g_flags_gen, __ATOMIC_SEQ_CST);
+}
+
 rn_sock *rn_sock_new(void)
 {
 	rn_sock *s = calloc(1, sizeof(*s));

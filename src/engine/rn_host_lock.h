@@ -83,6 +83,16 @@ typedef struct rn_sock {
 	 */
 	int shared;
 	/*
+	 * (atomic) What a blocking receive asks of the descriptor when it finds
+	 * nothing, remembered (rn_inline_fd_nonblock, rn_inline_sock_rcvtimeo):
+	 * the generation of rn_sock_flags_changed it was read at, shifted left
+	 * once, with O_NONBLOCK in bit 0; for SO_RCVTIMEO the generation it was
+	 * found unset at.  Trusted only where the program's every fcntl, ioctl
+	 * and setsockopt is seen (ri2n-run) and no other process holds the
+	 * descriptor (shared 0).
+	 */
+	uint64_t nonblock_memo, rcvtimeo_none_memo;
+	/*
 	 * ri2n_accept's turnstile: one thread of the process sleeps on the
 	 * listener's descriptor (acc_sleeper, under mu); the others wait their
 	 * turn on the futex word acc_turn, woken one at a time.  Else every
@@ -115,6 +125,19 @@ rn_sock *rn_sock_new(void);
  * says so at load.
  */
 void rn_sock_writes_seen(void);
+/*
+ * Whether the program's every write, fcntl, ioctl and setsockopt is seen
+ * (ri2n-run, first in the lookup order: rn_sock_writes_seen was called).
+ */
+int rn_sock_calls_seen(void);
+/*
+ * The program changed a descriptor's O_NONBLOCK, SO_RCVTIMEO or SO_SNDTIMEO
+ * (fcntl F_SETFL, ioctl FIONBIO, setsockopt): what sockets remember of them
+ * is forgotten.  Called after the change is made.
+ */
+void rn_sock_flags_changed(void);
+/* The generation rn_sock_flags_changed counts (from 1). */
+uint32_t rn_sock_flags_gen(void);
 void rn_sock_ref(rn_sock *s);
 void rn_sock_unref(rn_sock *s);
 

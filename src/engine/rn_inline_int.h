@@ -47,7 +47,8 @@ void rn_inline_serve_others(struct rn_stream *self);
 int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, int64_t *timeout_ns,
 			const struct timespec *t0, int busy_us, uint32_t *ready);
 int64_t rn_inline_fd_timeout(int fd, int opt);
-int rn_inline_fd_nonblock(int fd);
+int rn_inline_fd_nonblock(rn_sock *s, int fd);
+int64_t rn_inline_sock_rcvtimeo(rn_sock *s, int fd);
 int64_t rn_inline_left_of(int64_t total, const struct timespec *t0);
 /* After fork: the calling thread's wake-up descriptor is the parent's; it is let go. */
 void rn_inline_wait_forget(void);

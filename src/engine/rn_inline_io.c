@@ -310,7 +310,7 @@ ssize_t rn_inline_recv(rn_sock *s, int fd, const struct iovec *iov, int iovcnt, 
 		}
 		if (!checked) {
 			checked = 1;
-			nonblock |= rn_inline_fd_nonblock(fd);
+			nonblock |= rn_inline_fd_nonblock(s, fd);
 			timeout = RN_WAIT_RCVTIMEO; /* asked only if a wait must sleep */
 			clock_gettime(CLOCK_MONOTONIC, &t0);
 		}

@@ -196,7 +196,7 @@ int rn_inline_wait_port(rn_sock *s, struct rn_stream *st, int fd, short events, 
 	}
 	if (rc == 0) {
 		if (*timeout_ns == RN_WAIT_RCVTIMEO) /* about to sleep: now the limit matters */
-			*timeout_ns = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
+			*timeout_ns = rn_inline_sock_rcvtimeo(s, fd);
 		rc = sleep_cancellable(&(struct wait_undo){ s, p, w }, pf, n,
 				       rn_inline_left_of(*timeout_ns, t0));
 	}
@@ -248,11 +248,46 @@ int64_t rn_inline_fd_timeout(int fd, int opt)
 	return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
 }
 
-int rn_inline_fd_nonblock(int fd)
+/* Whether s may trust what it remembers of its descriptor (rn_sock's nonblock_memo). */
+static int memo_ok(rn_sock *s)
 {
-	int fl = rn_sys_fcntl(fd, F_GETFL, 0);
+	return rn_sock_calls_seen() && !__atomic_load_n(&s->shared, __ATOMIC_RELAXED);
+}
 
-	return fl >= 0 && (fl & O_NONBLOCK);
+/*
+ * An event loop reads until EAGAIN, so every request asked the kernel for
+ * O_NONBLOCK once: remembered until the program changes a descriptor's
+ * flags.  The generation is read before the kernel is asked, so a change
+ * meanwhile leaves the answer stale at once.
+ */
+int rn_inline_fd_nonblock(rn_sock *s, int fd)
+{
+	uint32_t gen = rn_sock_flags_gen();
+	uint64_t m = __atomic_load_n(&s->nonblock_memo, __ATOMIC_RELAXED);
+	int fl, nb;
+
+	if ((uint32_t)(m >> 1) == gen && memo_ok(s))
+		return (int)(m & 1);
+	fl = rn_sys_fcntl(fd, F_GETFL, 0);
+	nb = fl >= 0 && (fl & O_NONBLOCK);
+	if (fl >= 0)
+		__atomic_store_n(&s->nonblock_memo, ((uint64_t)gen << 1) | (uint64_t)nb,
+				 __ATOMIC_RELAXED);
+	return nb;
+}
+
+/* rn_inline_fd_timeout(fd, SO_RCVTIMEO), remembered while unset (the usual case) as above. */
+int64_t rn_inline_sock_rcvtimeo(rn_sock *s, int fd)
+{
+	uint32_t gen = rn_sock_flags_gen();
+	int64_t t;
+
+	if (__atomic_load_n(&s->rcvtimeo_none_memo, __ATOMIC_RELAXED) == gen && memo_ok(s))
+		return -1;
+	t = rn_inline_fd_timeout(fd, SO_RCVTIMEO);
+	if (t < 0)
+		__atomic_store_n(&s->rcvtimeo_none_memo, gen, __ATOMIC_RELAXED);
+	return t;
 }
 
 /* What is left of a wait of `total` ns begun at t0; -1 stays -1. */

@@ -50,6 +50,20 @@ static int own_end(int level, int name)
 	}
 }
 
+/* SO_RCVTIMEO, SO_SNDTIMEO (either form) */
+static int is_timeout_opt(int name)
+{
+	switch (name) {
+	case SO_SNDTIMEO: case SO_RCVTIMEO:
+#if defined(SO_SNDTIMEO_NEW) && SO_SNDTIMEO_NEW != SO_SNDTIMEO
+	case SO_SNDTIMEO_NEW: case SO_RCVTIMEO_NEW:
+#endif
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* TCP and IP tuning that has no meaning for ri2n: accepted and remembered. */
 static int ignored(int family, int level, int name)
 {
@@ -333,7 +347,21 @@ static int adopt_handed(int fd, rn_shim_ent *e)
 	return 1;
 }
 
+static int setsockopt_x(int fd, int level, int name, const void *val, socklen_t len);
+
+/* A timeout ri2n remembers unset may change (rn_api_flags_changed): after the call. */
 RN_SHIM_API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	int rc = setsockopt_x(fd, level, name, val, len), saved = errno;
+
+	if (level == SOL_SOCKET && is_timeout_opt(name)) {
+		rn_api_flags_changed();
+		errno = saved;
+	}
+	return rc;
+}
+
+static int setsockopt_x(int fd, int level, int name, const void *val, socklen_t len)
 {
 	rn_shim_ent e;
 	int rc;

@@ -691,6 +691,8 @@ static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 	if (cmd == F_SETOWN || cmd == F_SETOWN_EX || cmd == F_SETSIG)
 		rn_dc_note_sigio(); /* before: a conversion racing it must not miss it */
 	rc = real(fd, cmd, arg);
+	if (rc >= 0 && cmd == F_SETFL)
+		rn_api_flags_changed(); /* after: what ri2n asks again must be the new flags */
 	if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		after_dup(fd, rc);
 	return rc;

@@ -26,7 +26,8 @@
  *   shim_fidelity bind2 PORT       beside a server of PORT: bind() to PORT
  *                                  fails with EADDRINUSE (also with
  *                                  SO_REUSEADDR); PORT+1 binds and listens
- *   shim_fidelity opts ADDR PORT   TCP_USER_TIMEOUT and SO_LINGER against the
+ *   shim_fidelity opts ADDR PORT   blocking modes changed between reads (modes()),
+ *                                  TCP_USER_TIMEOUT and SO_LINGER against the
  *                                  server: honoured or refused (see opts())
  *   shim_fidelity exiter [ADDR] PORT BYTES
  *                                  accepts on PORT (or connects to ADDR:PORT),
@@ -52,6 +53,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -490,6 +492,70 @@ static int bind2(int port)
  * rail, the read must fail with ETIMEDOUT (ri2n's default would take 30 s:
  * 20 s fails the check).
  */
+/* ---- blocking mode changed between reads ---- */
+
+struct late_write {
+	int fd;
+	const char *what;
+};
+
+static void *late_writer(void *arg)
+{
+	struct late_write *w = arg;
+
+	usleep(200000);
+	if (write(w->fd, w->what, strlen(w->what)) != (ssize_t)strlen(w->what))
+		report(0, "the late write of '%s'", w->what);
+	return NULL;
+}
+
+/* A read that must wait for the echo of what a thread writes 200 ms later: whether it got it. */
+static int waits_for_echo(int fd, const char *what)
+{
+	struct late_write w = { fd, what };
+	char buf[16] = { 0 };
+	size_t n = strlen(what), got = 0;
+	pthread_t t;
+
+	pthread_create(&t, NULL, late_writer, &w);
+	while (got < n) {
+		ssize_t r = read(fd, buf + got, n - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	pthread_join(t, NULL);
+	return got == n && !memcmp(buf, what, n);
+}
+
+/*
+ * ri2n remembers, between reads, that a descriptor is blocking and has no
+ * SO_RCVTIMEO (rather than asking the kernel at every read that finds
+ * nothing): each change the program makes must count at the next read.  A
+ * read believing a stale mode would block for good (the watchdog) or fail.
+ */
+static void modes(int fd)
+{
+	struct timeval tv = { 0, 200000 }, none = { 0, 0 };
+	int on = 1, off = 0, fl = fcntl(fd, F_GETFL);
+	char c;
+
+	CHECK(waits_for_echo(fd, "m1"), "a blocking read waits for its bytes");
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	CHECK(read(fd, &c, 1) < 0 && errno == EAGAIN, "O_NONBLOCK set by fcntl: the next read, EAGAIN");
+	fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	CHECK(waits_for_echo(fd, "m2"), "O_NONBLOCK cleared: the next read waits again");
+	ioctl(fd, FIONBIO, &on);
+	CHECK(read(fd, &c, 1) < 0 && errno == EAGAIN, "FIONBIO on: the next read, EAGAIN");
+	ioctl(fd, FIONBIO, &off);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	CHECK(read(fd, &c, 1) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+	      "FIONBIO off, SO_RCVTIMEO 200 ms: the next read times out");
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	CHECK(waits_for_echo(fd, "m3"), "SO_RCVTIMEO cleared: the next read waits for its bytes");
+}
+
 static int opts(const char *addr, int port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -516,6 +582,7 @@ static int opts(const char *addr, int port)
 	CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) == 0 &&
 	      getsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, &ll) == 0 && lg.l_onoff == 1 && lg.l_linger == 0,
 	      "SO_LINGER {1, 0} set and read back");
+	modes(fd);
 	CHECK(write(fd, "abc", 3) == 3 && read(fd, &c, 1) == 1, "an echo before the abortive close");
 	close(fd);
 
