@@ -33,14 +33,11 @@
 
 enum { OPT_NONE, OPT_OWN_END, OPT_IGNORED, OPT_RI2N, OPT_MAPPED };
 
-/* Options of the descriptor the program holds: the kernel applies them to the socketpair end. */
-static int own_end(int level, int name)
+/* SO_RCVTIMEO, SO_SNDTIMEO (either form) */
+static int is_timeout_opt(int name)
 {
-	if (level != SOL_SOCKET)
-		return 0;
 	switch (name) {
-	case SO_SNDBUF: case SO_RCVBUF: case SO_SNDBUFFORCE: case SO_RCVBUFFORCE:
-	case SO_RCVLOWAT: case SO_SNDLOWAT: case SO_SNDTIMEO: case SO_RCVTIMEO:
+	case SO_SNDTIMEO: case SO_RCVTIMEO:
 #if defined(SO_SNDTIMEO_NEW) && SO_SNDTIMEO_NEW != SO_SNDTIMEO
 	case SO_SNDTIMEO_NEW: case SO_RCVTIMEO_NEW:
 #endif
@@ -50,14 +47,16 @@ static int own_end(int level, int name)
 	}
 }
 
-/* SO_RCVTIMEO, SO_SNDTIMEO (either form) */
-static int is_timeout_opt(int name)
+/* Options of the descriptor the program holds: the kernel applies them to the socketpair end. */
+static int own_end(int level, int name)
 {
+	if (level != SOL_SOCKET)
+		return 0;
+	if (is_timeout_opt(name))
+		return 1;
 	switch (name) {
-	case SO_SNDTIMEO: case SO_RCVTIMEO:
-#if defined(SO_SNDTIMEO_NEW) && SO_SNDTIMEO_NEW != SO_SNDTIMEO
-	case SO_SNDTIMEO_NEW: case SO_RCVTIMEO_NEW:
-#endif
+	case SO_SNDBUF: case SO_RCVBUF: case SO_SNDBUFFORCE: case SO_RCVBUFFORCE:
+	case SO_RCVLOWAT: case SO_SNDLOWAT:
 		return 1;
 	default:
 		return 0;
