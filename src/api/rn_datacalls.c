@@ -597,12 +597,6 @@ int rn_dc_first(void)
 	return ok;
 }
 
-/*
- * ioctl: FIONREAD (SIOCINQ), SIOCOUTQ and SIOCOUTQNSD on a ri2n socket count
- * what waits in ri2n's buffers too (ri2n_ioctl.c); every other request, and
- * every other descriptor, passes on.  The third argument is a pointer or a
- * word, absent for some requests: read as a word either way, as libc does.
- */
 static int g_sigio; /* (atomic) rn_dc_note_sigio was called */
 
 void rn_dc_note_sigio(void)
@@ -615,6 +609,14 @@ int rn_dc_sigio(void)
 	return __atomic_load_n(&g_sigio, __ATOMIC_RELAXED);
 }
 
+/*
+ * ioctl: FIONREAD (SIOCINQ), SIOCOUTQ and SIOCOUTQNSD on a ri2n socket count
+ * what waits in ri2n's buffers too (ri2n_ioctl.c); every other request, and
+ * every other descriptor, passes on; FIONBIO, once made, makes ri2n forget
+ * the blocking modes it remembers (rn_api_flags_changed).  The third
+ * argument is a pointer or a word, absent for some requests: read as a word
+ * either way, as libc does.
+ */
 RN_DC_API int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap;
@@ -625,12 +627,6 @@ RN_DC_API int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (req == FIOSETOWN || req == SIOCSPGRP)
 		rn_dc_note_sigio();
-	if (req == FIONBIO) {
-		int rc = REAL->ioctl(fd, req, arg);
-
-		rn_api_flags_changed(); /* after: what ri2n asks again must be the new flags */
-		return rc;
-	}
 	if (arg && rn_api_queue_ioctl(req) && rn_dc_ours(fd)) {
 		int saved = errno, handled, val, rc = rn_api_ioctl(fd, rn_dc_known(), req, &val, &handled);
 
@@ -640,6 +636,13 @@ RN_DC_API int ioctl(int fd, unsigned long req, ...)
 			return rc;
 		}
 		errno = saved;
+	}
+	if (req == FIONBIO) {
+		int rc = REAL->ioctl(fd, req, arg), saved = errno;
+
+		rn_api_flags_changed();
+		errno = saved;
+		return rc;
 	}
 	return REAL->ioctl(fd, req, arg);
 }

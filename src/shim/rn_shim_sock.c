@@ -173,7 +173,7 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int
 		rn_sys_fcntl(fd, F_SETOWN_EX, (long)&own);
 	if (sig > 0)
 		rn_sys_fcntl(fd, F_SETSIG, sig);
-	/* n was made with the program's O_NONBLOCK (file_flags), and no other status flag */
+	/* n was made with fl's O_NONBLOCK (rn_api_socket), and no other status flag */
 	if (fl & O_ASYNC)
 		rn_sys_fcntl(fd, F_SETFL, fl & (O_NONBLOCK | O_ASYNC));
 	rn_shim_tab_set_ri2n(fd, ne);
@@ -193,12 +193,6 @@ static int adopt(int n, int fd, const rn_shim_ent *e, const rn_shim_ent *ne, int
 	}
 	carry_epoll(fd, e);
 	return 0;
-}
-
-/* fd's file status flags (O_NONBLOCK, O_ASYNC): the ri2n socket that replaces it is made with them. */
-static int file_flags(int fd)
-{
-	return rn_sys_fcntl(fd, F_GETFL, 0);
 }
 
 /* Gives up a half-made ri2n socket, keeping errno. */
@@ -373,7 +367,8 @@ static int listen_convert(int fd, const rn_shim_ent *e, rn_hsa *local, int backl
 	socklen_t gl = sizeof(got);
 	rn_shim_ent ne = *e;
 	char as[80];
-	int fl = file_flags(fd), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
+	/* the ri2n socket is made with the TCP socket's O_NONBLOCK (adopt carries the rest) */
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
 
 	if (n < 0)
 		return give_up(-1, fd, "listen");
@@ -448,7 +443,8 @@ static int connect_convert(int fd, const rn_shim_ent *e, const rn_hsa *dst, cons
 {
 	rn_shim_ent ne = *e;
 	char as[80];
-	int fl = file_flags(fd), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
+	/* the ri2n socket is made with the TCP socket's O_NONBLOCK (adopt carries the rest) */
+	int fl = rn_sys_fcntl(fd, F_GETFL, 0), n = fl < 0 ? -1 : rn_api_socket((fl & O_NONBLOCK) != 0);
 
 	if (n < 0)
 		return give_up(-1, fd, "connect");
