@@ -685,6 +685,7 @@ typedef struct rn_listener {
 	uint64_t inits, accepts;
 	uint64_t resets;          /* stateless resets sent for unknown connection ids */
 	uint64_t resets_limited;  /* ...and not sent: the source was over its rate */
+	uint64_t early_dropped;   /* early DATA for an id not made yet (its COOKIE_ECHO late or lost) */
 	uint64_t bad_key_inits;   /* keyed: INITs whose tag failed (another cluster key, or none)... */
 	rn_addr bad_key_from;     /* ...the last one's source... */
 	uint64_t bad_key_told_ns; /* ...and when rn_listener_take_bad_key last reported them */

@@ -307,7 +307,11 @@ static int on_unknown(rn_listener *l, uint64_t now_ns, rn_addr from, const rn_pk
 	}
 	l->drops[RN_DROP_UNKNOWN_CONN]++;
 	/* early data whose COOKIE_ECHO is late or lost: its client sends it again once established */
-	if (p->dst == 0 || got < need || (p->type == RN_PT_DATA && (p->flags & RN_F_EARLY)))
+	if (p->type == RN_PT_DATA && (p->flags & RN_F_EARLY)) {
+		l->early_dropped++;
+		return RN_ERR_DROP;
+	}
+	if (p->dst == 0 || got < need)
 		return RN_ERR_DROP;
 	if (!reply_allowed(l, from, now_ns)) {
 		l->resets_limited++;

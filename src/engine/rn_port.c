@@ -652,12 +652,16 @@ int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to, size_t 
 	return rc < 0 ? -1 : 0;
 }
 
-void rn_port_flush(rn_port *p)
+static void flush_all(rn_port *p, int later)
 {
 	for (int i = 0; i < p->nsock; i++)
 		if (p->hs.s[i].qn)
-			usock_flush(&p->s[i], 0, 1);
+			usock_flush(&p->s[i], 0, later);
 }
+
+void rn_port_flush(rn_port *p) { flush_all(p, 1); }
+
+void rn_port_flush_now(rn_port *p) { flush_all(p, 0); }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
 {

@@ -153,6 +153,12 @@ uint32_t rn_port_writable(const rn_port *p);
 int rn_port_queue(rn_port *p, int idx, struct rn_stream *st, rn_addr to, size_t len);
 /* Sends what is queued on every socket of the port. */
 void rn_port_flush(rn_port *p);
+/*
+ * The same, at once even from an inline thread (whose queues otherwise
+ * wait for its leave of the host lock): for a datagram that must be on the
+ * wire before anything the caller lets happen next.
+ */
+void rn_port_flush_now(rn_port *p);
 
 /*
  * Reads every socket of the port, a few datagrams at a time in turns, until

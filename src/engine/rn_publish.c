@@ -121,14 +121,14 @@ static void write_listener(rn_port *p, void *ctx)
 	}
 	fprintf(f, "listener port=%u rails=%d queued=%d inits=%llu accepts=%llu drops=%llu "
 		     "drops_backlog=%llu drops_auth=%llu drops_rate=%llu keyed=%d refused=%llu "
-		     "resets=%llu accept_idle_wakes=%llu\n",
+		     "resets=%llu accept_idle_wakes=%llu drops_early=%llu\n",
 		p->number, p->nsock, queued,
 		(unsigned long long)p->lis->inits, (unsigned long long)p->lis->accepts,
 		(unsigned long long)drops, (unsigned long long)p->drops_backlog,
 		(unsigned long long)p->lis->drops[RN_DROP_AUTH],
 		(unsigned long long)p->lis->drops[RN_DROP_RATE], p->lis->cfg.keyed,
 		(unsigned long long)p->refused, (unsigned long long)p->lis->resets,
-		(unsigned long long)idle_wakes);
+		(unsigned long long)idle_wakes, (unsigned long long)p->lis->early_dropped);
 }
 
 /*

@@ -603,8 +603,15 @@ void rn_stream_answered(rn_stream *st, uint64_t now)
 	if (!st->answered)
 		return;
 	st->answered = 0;
-	/* the COOKIE_ECHO first: the user's side of connecting costs a while */
+	/*
+	 * The COOKIE_ECHO first: the user's side of connecting costs a while.
+	 * And on the wire before connect returns: early data the program
+	 * writes next, from a thread whose send is not held for a leave of
+	 * the lock, must not overtake it (the listener, not knowing the id
+	 * yet, would drop it, and it would go again only an RTO later).
+	 */
 	rn_stream_flush(st, now);
+	rn_port_flush_now(st->port);
 	if (!st->connected && rn_conn_state(st->conn) != RN_ST_CLOSED)
 		rn_stream_connected(st);
 }
