@@ -156,8 +156,17 @@ echo "== what happened"
 printf '   goodput before the fault    %6s Mbit/s  (2 rails)\n' "$before"
 printf '   goodput while rail 1 dead   %6s Mbit/s  (lowest 100 ms: %s Mbit/s)\n' "$during" "$mindur"
 printf '   goodput after the heal      %6s Mbit/s\n' "$after"
-printf '   fault detected by receiver  %s after the black hole was %s\n' "$(ms "$down" "$tf_in")" "$how"
-printf '   rail 1 back in use          %s after the heal was %s\n' "$(ms "$back" "$th_in")" "$how"
+# nft monitor's stamp is taken when its line is read, a few ms late on a busy machine: an event
+# seen before it is timed from the command's start instead (the rule went in after that)
+since() { # EVENT IN START WHAT: "<ms> after the WHAT was in place", or from the command's start
+	if [ -n "$1" ] && awk -v e="$1" -v i="$2" 'BEGIN { exit !(e < i) }'; then
+		echo "$(ms "$1" "$3") after the $4 command began (nftables' report came later)"
+	else
+		echo "$(ms "$1" "$2") after the $4 was $how"
+	fi
+}
+printf '   fault detected by receiver  %s\n' "$(since "$down" "$tf_in" "$tf" "black hole")"
+printf '   rail 1 back in use          %s\n' "$(since "$back" "$th_in" "$th" heal)"
 printf '   bytes verified              %s (%s)\n' "${bytes:-0}" "${verified:-no}"
 
 # ---- the plot ----
