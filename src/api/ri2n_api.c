@@ -476,13 +476,14 @@ static int connect_x(int fd, int mine, int nonblock, const struct sockaddr *addr
 	s = mine ? rn_api_lookup_known(fd) : rn_api_lookup(fd, &err);
 	if (!s)
 		return rn_api_fail(mine ? EBADF : err);
+	if (nonblock < 0)
+		nonblock = (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) != 0;
+	s->connect_nb = nonblock;
 	rc = rn_engine_connect(s, &a);
 	if (rc) {
 		rn_sock_unref(s);
 		return rn_api_fail(-rc);
 	}
-	if (nonblock < 0)
-		nonblock = (rn_sys_fcntl(fd, F_GETFL, 0) & O_NONBLOCK) != 0;
 	if (nonblock) {
 		rn_sock_unref(s);
 		return rn_api_fail(EINPROGRESS);

@@ -45,6 +45,7 @@ typedef struct rn_sock {
 	int bound;                 /* (mu) bind() done */
 	rn_hsa local, peer;        /* (mu) AF_INET or AF_INET6; local family 0: not bound */
 	size_t junk;               /* bytes in A's way until connected (see rn_api.c) */
+	int connect_nb;            /* the connect returns at once: the caller waits for it in its own poll */
 	int sndbuf;                /* (mu) A's send buffer size to give back once connected or
 				    * listening (A waits at the smallest, see ri2n_api.c); 0: none */
 	int busy_us;               /* (atomic) RI2N_BUSY_POLL_US: inline waits poll this long first */
