@@ -40,41 +40,76 @@ memory_figure() {
 # ri2n-churn: connect / 8-byte hello / verified echo / close, sequential from one thread (full
 # 2000 cycles, quick 500, smoke 100: the connect's median) and from 16 threads for a few seconds
 # (full 5, quick 3, smoke 1: connections a second from one client host), over ri2n's own calls,
-# TCP sockets under ri2n-run, and plain TCP (the peer), in that order on the same bed.
+# TCP sockets under ri2n-run, and plain TCP (the peer), on the same bed, one server each. The
+# 16-thread run goes CHURN_ROUNDS times (full 5, quick 3, smoke 1), the transports' order
+# rotating from round to round: one run of a few seconds moves by half on this machine.
 churn_figure() {
-	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 sys wrap srv rr k rc=0
-	[ "$mode" = quick ] && n=500 secs=3
-	[ "$mode" = smoke ] && n=100 secs=1
+	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 rounds=${CHURN_ROUNDS:-5} sys rr k r i twr rc=0
+	local systems=(ri2n ri2n-run tcp) order
+	local -A port srvpid
+	[ "$mode" = quick ] && n=500 secs=3 rounds=${CHURN_ROUNDS:-3}
+	[ "$mode" = smoke ] && n=100 secs=1 rounds=${CHURN_ROUNDS:-1}
 	[ -x "$churn" ] || { fail "no $churn"; return; }
 	rr=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
-	for sys in ri2n ri2n-run tcp; do
-		case $sys in
-		ri2n) wrap=(env RI2N_RAILS="$(rails_list)" "$churn") ;;
-		ri2n-run) wrap=(env RI2N_RAILS="$(rails_list)" "$rr" "$churn") ;;
-		tcp) wrap=("$churn") ;;
+	# churn_wrap SYS: the command that runs ri2n-churn for SYS, in CHURN_WRAP
+	churn_wrap() {
+		case $1 in
+		ri2n) CHURN_WRAP=(env RI2N_RAILS="$(rails_list)" "$churn") ;;
+		ri2n-run) CHURN_WRAP=(env RI2N_RAILS="$(rails_list)" "$rr" "$churn") ;;
+		tcp) CHURN_WRAP=("$churn") ;;
 		esac
-		local proto=()
-		[ "$sys" = ri2n ] || proto=(--tcp)
-		next_port
-		bg "$RAW/churn-$sys.srv.out" "$RAW/churn-$sys.srv.err" ip netns exec "$(hns 2)" "${wrap[@]}" serve \
-			--port "$PORT" --workers 16 "${proto[@]}"
-		srv=$BG
-		for k in $(seq 100); do grep -q serving "$RAW/churn-$sys.srv.out" 2>/dev/null && break; sleep 0.05; done
-		sleep 0.2
-		for k in seq par; do
-			local args=(--count "$n") line
-			[ $k = par ] && args=(--threads 16 --count 1000000 --secs "$secs")
-			timeout -s KILL $((secs + 60)) ip netns exec "$(hns 1)" "${wrap[@]}" run "$(haddr 2 1)" --port "$PORT" \
-				"${proto[@]}" "${args[@]}" >"$RAW/churn-$sys-$k.out" 2>"$RAW/churn-$sys-$k.err" ||
-				{ fail "ri2n-churn $sys $k: $(tail -2 "$RAW/churn-$sys-$k.err" | tr '\n' ' ')"; rc=1; }
-			line=$(grep '^churn done' "$RAW/churn-$sys-$k.out")
-			for m in conns failed bad rate connect_med_us connect_p90_us cycle_med_us; do
-				put churn "$sys" 1 "${k}_$m" "$(sed -n "s/.* $m=\([0-9.]*\).*/\1/p" <<<"$line")"
-			done
+		CHURN_PROTO=()
+		[ "$1" = ri2n ] || CHURN_PROTO=(--tcp)
+	}
+	# churn_run SYS KIND ROUND ARGS...: one client run, its figures put as ROUND
+	churn_run() {
+		local sys=$1 kind=$2 round=$3 out line m
+		shift 3
+		churn_wrap "$sys"
+		out="$RAW/churn-$sys-$kind-$round"
+		timeout -s KILL $((secs + 60)) ip netns exec "$(hns 1)" "${CHURN_WRAP[@]}" run "$(haddr 2 1)" \
+			--port "${port[$sys]}" "${CHURN_PROTO[@]}" "$@" >"$out.out" 2>"$out.err" ||
+			{ fail "ri2n-churn $sys $kind: $(tail -2 "$out.err" | tr '\n' ' ')"; return 1; }
+		line=$(grep '^churn done' "$out.out")
+		for m in conns failed bad rate connect_med_us connect_p90_us cycle_med_us; do
+			put churn "$sys" "$round" "${kind}_$m" "$(sed -n "s/.* $m=\([0-9.]*\).*/\1/p" <<<"$line")"
 		done
-		stop_bg "$srv" # killed: its status is not the figure's
+	}
+	for sys in "${systems[@]}"; do
+		churn_wrap "$sys"
+		next_port
+		port[$sys]=$PORT
+		bg "$RAW/churn-$sys.srv.out" "$RAW/churn-$sys.srv.err" ip netns exec "$(hns 2)" "${CHURN_WRAP[@]}" serve \
+			--port "$PORT" --workers 16 "${CHURN_PROTO[@]}"
+		srvpid[$sys]=$BG
+		for k in $(seq 100); do grep -q serving "$RAW/churn-$sys.srv.out" 2>/dev/null && break; sleep 0.05; done
+	done
+	sleep 0.2
+	# TCP's client closes first: a round's ~15,000 TIME_WAIT tuples would leave the next
+	# round's connect() searching the ephemeral range (440 cycles/s against 4,800). A busy
+	# client host runs with tw_reuse (as the close row's wrk does, rows/apps.sh); ri2n has
+	# no TIME_WAIT.
+	twr=$(ip netns exec "$(hns 1)" sysctl -n net.ipv4.tcp_tw_reuse)
+	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse=1
+	for sys in "${systems[@]}"; do
+		churn_run "$sys" seq 1 --count "$n" || rc=1
+	done
+	for r in $(seq "$rounds"); do
+		order=()
+		for i in 0 1 2; do order+=("${systems[$(((i + r - 1) % 3))]}"); done
+		for sys in "${order[@]}"; do
+			churn_run "$sys" par "$r" --threads 16 --count 1000000 --secs "$secs" || rc=1
+		done
+	done
+	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse="${twr:-2}"
+	for sys in "${systems[@]}"; do
+		stop_bg "${srvpid[$sys]}" # killed: its status is not the figure's
 	done
 	return $rc
+}
+# churn_sum SYS METRIC: the metric added over every run of SYS (0 if none)
+churn_sum() {
+	awk -F'\t' -v s="$1" -v m="$2" '$1 == "churn" && $2 == s && $4 == m { t += $5 } END { print t + 0 }' "$METRICS"
 }
 # The connection-per-request paragraph of summary.md
 churn_summary() {
@@ -84,17 +119,16 @@ churn_summary() {
 	echo
 	echo "2 unshaped veth rails; connect / 8-byte hello / verified echo / close. Sequential: one thread's" \
 		"connect median and p90 and whole cycle median (us); parallel: 16 threads, cycles a second from" \
-		"one client host (target: sequential connect under ri2n-run <= 0.3 ms, 2,000 connects/s with no handshake dropped)."
+		"one client host, median [min–max] over the rounds, the transports' order rotating (target:" \
+		"sequential connect under ri2n-run <= 0.3 ms, 2,000 connects/s with no handshake dropped)."
 	echo
 	echo "| transport | connect median (us) | connect p90 (us) | cycle median (us) | parallel cycles/s | failed | bad echoes |"
 	echo "|---|---|---|---|---|---|---|"
 	for sys in ri2n ri2n-run tcp; do
-		local sf pf sb pb
-		sf=$(sval churn "$sys" seq_failed) pf=$(sval churn "$sys" par_failed)
-		sb=$(sval churn "$sys" seq_bad) pb=$(sval churn "$sys" par_bad)
 		echo "| $sys | $(sval churn "$sys" seq_connect_med_us) | $(sval churn "$sys" seq_connect_p90_us) |" \
-			"$(sval churn "$sys" seq_cycle_med_us) | $(sval churn "$sys" par_rate) |" \
-			"$((${sf:-0} + ${pf:-0})) | $((${sb:-0} + ${pb:-0})) |"
+			"$(sval churn "$sys" seq_cycle_med_us) | $(fmtv churn "$sys" par_rate) |" \
+			"$(($(churn_sum "$sys" seq_failed) + $(churn_sum "$sys" par_failed))) |" \
+			"$(($(churn_sum "$sys" seq_bad) + $(churn_sum "$sys" par_bad))) |"
 	done
 	echo
 }
