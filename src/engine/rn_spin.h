@@ -20,7 +20,15 @@
 
 #define RN_BUSY_AUTO (-1)
 #define RN_SPIN_MIN_NS 4000
-#define RN_SPIN_MAX_NS 100000
+/*
+ * 400 us, not 100: on these 2-core virtual machines a sleep and its wake-up
+ * cost more than polling with yields for a few hundred microseconds.  A
+ * forking server's children (16, each answering a request every few hundred
+ * microseconds) slept 2.1-2.4 times a request with 100 us and 0.1-0.4 with
+ * 400 us, which took the bench's fork row from about 0.65x to about 1.0x
+ * TCP's rate at less CPU a request (docs/API.md, "The fast path").
+ */
+#define RN_SPIN_MAX_NS 400000
 
 typedef struct rn_spin {
 	int64_t ns; /* the learnt window */

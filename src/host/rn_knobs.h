@@ -146,7 +146,7 @@ void rn_knobs_snapshot(void);
 	  "how long a waiting thread polls the rails before it sleeps, like "               \
 	  "`SO_BUSY_POLL`: in `ri2n_recv`/`ri2n_send`, under ri2n-run in "                  \
 	  "`read`/`recv`/`poll`/`epoll_wait`/`select`. -1 (`auto` in the environment): "    \
-	  "adaptive per thread, 0..100 us as its recent waits show pays (docs/API.md, "     \
+	  "adaptive per thread, 0..400 us as its recent waits show pays (docs/API.md, "     \
 	  "\"The fast path\"); 0: never; N: always N us, and then the engine thread too "   \
 	  "polls N us between its events (faster plain `read`/`write`, a core kept busy). " \
 	  "The option may be set at any time, also once connected")                       \
