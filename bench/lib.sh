@@ -163,6 +163,15 @@ haddr() { # HOST RAIL (the testbed's plan: tools/ri2n-testbed.sh --help)
 	if [ -n "${BED6[${BED:-none}]:-}" ]; then echo "2001:2:0:$2::$1"; else echo "198.18.$2.$1"; fi
 }
 rails_list() { seq -s, -f 'r%g' 1 "$BED_RAILS"; }
+# tw_reuse_on / tw_reuse_off: TCP's tw_reuse in host 1 for a row whose TCP client opens and
+# closes thousands of connections to one server port (a load generator's setting): without
+# it the first run's TIME_WAIT tuples leave the next run's connect() searching the ephemeral
+# range. ri2n has no TIME_WAIT. The value before is kept in TW_REUSE_WAS and restored.
+tw_reuse_on() {
+	TW_REUSE_WAS=$(ip netns exec "$(hns 1)" sysctl -n net.ipv4.tcp_tw_reuse)
+	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse=1
+}
+tw_reuse_off() { ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse="${TW_REUSE_WAS:-2}"; }
 # wait_port HOST PORT [KINDS]: until something listens on PORT in HOST's namespace (5 s at
 # most); KINDS narrows it with ss's flags (u: ri2n-run's UDP sockets, not a TCP listener)
 wait_port() {

@@ -178,7 +178,7 @@ close_bench() {
 # close_figure REP: both servers up, then CLOSE_ROUNDS rounds of 1 and 16 clients, TCP and
 # ri2n-run alternating which goes first; both servers stopped at the end (and by the exit trap)
 close_figure() {
-	local rep=$1 round r c sys order ptcp pri st sr twr
+	local rep=$1 round r c sys order ptcp pri st sr
 	need nginx "apt-get install nginx" || return
 	need wrk "apt-get install wrk" || return
 	CLOSE_RR=$(ri2n_run_bin) || { fail "ri2n-run is not built"; return; }
@@ -200,12 +200,10 @@ EOF
 		fail "nginx did not start: $(tail -q -c 200 "$RAW"/close-nginx-*-"$rep".err | tr '\n' ' ')"
 		return
 	fi
-	# Every TCP round connects to one server port: with the kernel's default (tw_reuse only
-	# on loopback) the first round's ~15,000 TIME_WAIT tuples left wrk's connect() searching
-	# the ephemeral range at 90% of a CPU, and TCP fell to ~150 requests/s for the rest of
-	# the row.  A load generator runs with tw_reuse; ri2n-run's connections have no TIME_WAIT.
-	twr=$(ip netns exec "$(hns 1)" sysctl -n net.ipv4.tcp_tw_reuse)
-	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse=1
+	# Every TCP round connects to one server port: without tw_reuse the first round's
+	# ~15,000 TIME_WAIT tuples left wrk's connect() searching the ephemeral range at 90% of
+	# a CPU, and TCP fell to ~150 requests/s for the rest of the row.
+	tw_reuse_on
 	sub_begin
 	for ((round = 1; round <= CLOSE_ROUNDS; round++)); do
 		r=$rep; [ "$CLOSE_ROUNDS" -gt 1 ] && r=$rep.$round
@@ -220,7 +218,7 @@ EOF
 	kill -0 $sr 2>/dev/null || { SUB_FAIL=1 SUB_REASON="nginx under ri2n-run died: $(tail -c 200 "$RAW/close-nginx-ri2n-$rep.err")"; }
 	stop_bg $st
 	stop_bg $sr
-	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse="${twr:-2}"
+	tw_reuse_off
 	sub_end
 }
 # The connection-per-request section of summary.md

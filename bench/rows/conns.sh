@@ -44,7 +44,7 @@ memory_figure() {
 # 16-thread run goes CHURN_ROUNDS times (full 5, quick 3, smoke 1), the transports' order
 # rotating from round to round: one run of a few seconds moves by half on this machine.
 churn_figure() {
-	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 rounds=${CHURN_ROUNDS:-5} sys rr k r i twr rc=0
+	local churn=${STREAM%/*}/ri2n-churn n=2000 secs=5 rounds=${CHURN_ROUNDS:-5} sys rr k r i rc=0
 	local systems=(ri2n ri2n-run tcp) order
 	local -A port srvpid
 	[ "$mode" = quick ] && n=500 secs=3 rounds=${CHURN_ROUNDS:-3}
@@ -85,12 +85,9 @@ churn_figure() {
 		for k in $(seq 100); do grep -q serving "$RAW/churn-$sys.srv.out" 2>/dev/null && break; sleep 0.05; done
 	done
 	sleep 0.2
-	# TCP's client closes first: a round's ~15,000 TIME_WAIT tuples would leave the next
-	# round's connect() searching the ephemeral range (440 cycles/s against 4,800). A busy
-	# client host runs with tw_reuse (as the close row's wrk does, rows/apps.sh); ri2n has
-	# no TIME_WAIT.
-	twr=$(ip netns exec "$(hns 1)" sysctl -n net.ipv4.tcp_tw_reuse)
-	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse=1
+	# TCP's client closes first: without tw_reuse the second round's connects met the first's
+	# TIME_WAIT tuples (440 cycles/s against 4,800)
+	tw_reuse_on
 	for sys in "${systems[@]}"; do
 		churn_run "$sys" seq 1 --count "$n" || rc=1
 	done
@@ -101,7 +98,7 @@ churn_figure() {
 			churn_run "$sys" par "$r" --threads 16 --count 1000000 --secs "$secs" || rc=1
 		done
 	done
-	ip netns exec "$(hns 1)" sysctl -qw net.ipv4.tcp_tw_reuse="${twr:-2}"
+	tw_reuse_off
 	for sys in "${systems[@]}"; do
 		stop_bg "${srvpid[$sys]}" # killed: its status is not the figure's
 	done
@@ -254,7 +251,8 @@ conns_summary() {
 	[ -n "$(sval churn ri2n seq_conns)" ] &&
 		echo "| churn (connect / hello / echo / close) | connect median $(sval churn ri2n seq_connect_med_us) us" \
 			"(ri2n-run $(sval churn ri2n-run seq_connect_med_us) us, TCP $(sval churn tcp seq_connect_med_us) us);" \
-			"16 threads $(sval churn ri2n par_rate) cycles/s (TCP $(sval churn tcp par_rate)) |" \
+			"16 threads $(fmtv churn ri2n par_rate) cycles/s (ri2n-run $(fmtv churn ri2n-run par_rate)," \
+			"TCP $(fmtv churn tcp par_rate)), median [min–max] of the rounds |" \
 			"ri2n-run <= 300 us; 2,000/s, none dropped |"
 	if [ -n "$n" ]; then
 		cst="$(sval storm cli closed) clean, $(sval storm cli dead_peer) dead-peer, $(sval storm cli resets) resets"
