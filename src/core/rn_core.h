@@ -475,11 +475,13 @@ int rn_conn_unreachable(rn_conn *c, uint64_t now_ns, int local_rail, rn_addr des
 
 /*
  * Whether rn_conn_on_timer at now_ns judges a rail: one the receive count
- * found short, or a primary that looks stalled (rn_timer.c).  A driver
- * reads every rail socket of the connection before that call: packets of
- * the suspect rail may wait unread in its socket while a batch of another
- * rail filled the count, and the stalled rail's ACKs while this process
- * was held off the CPU; any of them clears the verdict.
+ * found short, one silent for rail_timeout, or a primary that looks
+ * stalled (rn_timer.c).  A driver reads every rail socket of the
+ * connection before that call: packets of the suspect rail may wait
+ * unread in its socket while a batch of another rail filled the count,
+ * and every rail's packets while this process was held off the CPU (a
+ * timer that fires late then finds all rails silent at once); any of them
+ * clears the verdict.
  */
 int rn_conn_verdict_pending(const rn_conn *c, uint64_t now_ns);
 

@@ -578,9 +578,21 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 
 int rn_conn_verdict_pending(const rn_conn *c, uint64_t now_ns)
 {
-	for (int k = 0; k < c->npaths; k++)
-		if ((c->rail[k].rx_up && c->rail[k].suspect) || now_ns >= stall_expiry(c, k))
+	int judged = c->state == RN_ST_ESTABLISHED || c->state == RN_ST_LINGER;
+
+	for (int k = 0; k < c->npaths; k++) {
+		const rn_rail *r = &c->rail[k];
+
+		if ((r->rx_up && r->suspect) || now_ns >= stall_expiry(c, k))
 			return 1;
+		/* silence (as judged there): after a stall of this process every rail looks silent at once */
+		if (judged && r->rx_up && !rn_peer_muted(c)) {
+			uint64_t t = rail_deadline(c, r);
+
+			if (now_ns >= t && !closing_quiet(c, t))
+				return 1;
+		}
+	}
 	return 0;
 }
 

@@ -15,6 +15,10 @@
 #   flap        a rail going down and up every 200 ms for 5 s
 #   dark-short  every rail black-holed for 2 s (< dead-peer timeout): completes
 #   dark-long   every rail black-holed past the dead-peer timeout: both ends fail
+#   stopped     the receiving process stopped (SIGSTOP) for 600 ms, three times: every
+#               byte verified, and on resuming it takes none of its rails down itself
+#               (its late timer reads the packets waiting in the rails' sockets before
+#               any verdict); the sender, which heard nothing meanwhile, may
 #   kill        the receiving process killed: the sender fails within the timeout (at
 #               once, in fact: h2 answers with port unreachable, see test_icmp.sh dead-peer)
 #   restart     next to a healthy stream, one server killed and another killed and
@@ -252,6 +256,26 @@ dark-long)
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')
 	awk -v s="$secs" 'BEGIN { exit !(s < 3 + 10) }' || nt_fail "sender took $secs s to give up"
 	nt_ok "dark-long: both ends failed (sender after $secs s, dead-peer timeout 3 s), neither hung"
+	;;
+stopped)
+	nt_init "$tag" 2 2
+	nt_serve 2 --once
+	spid=$NT_PID
+	nt_send_bg x 1 2 --seconds 6
+	sleep 1.5
+	for _ in 1 2 3; do
+		kill -STOP "$spid"
+		sleep 0.6
+		kill -CONT "$spid"
+		sleep 0.6
+	done
+	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	nt_require_verified x
+	wait "$spid" || nt_fail "receiver failed: $(cat "$NT_DIR/serve2.out")"
+	own=$(grep "^xfer event .* down " "$NT_DIR/serve2.err" | grep -v 'cause="peer report"')
+	[ -z "$own" ] || nt_fail "the stopped receiver took a rail down itself: $own"
+	nt_ok "stopped: every byte verified through three stops of 600 ms; the receiver judged no rail" \
+		"on resuming ($(grep -c '^xfer event .* down ' "$NT_DIR/x.err") down events at the sender)"
 	;;
 kill)
 	nt_init "$tag" 2 2 1gbit

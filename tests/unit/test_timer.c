@@ -616,6 +616,43 @@ static void test_timer_stall_pending(void **state)
 	}
 }
 
+/*
+ * A process held off the CPU past rail_timeout (a stop, a loaded machine)
+ * finds its rail silent when its timer fires, while the peer's packets
+ * wait in the socket: the verdict is pending, so the driver reads them
+ * first and the rail stays up.  Unread, the silence takes the rail down.
+ */
+static void test_timer_silence_pending(void **state)
+{
+	un_net *n;
+	uint64_t t1, t2;
+	rn_conn *c, *sv;
+
+	(void)state;
+	for (int read = 1; read >= 0; read--) {
+		n = un_new(1);
+		t1 = un_handshake(n, t0) + 200 * MS;
+		un_run(n, t1);
+		c = n->side[UN_CLIENT].c;
+		sv = n->side[UN_SERVER].c;
+		assert_true(c->rail[0].rx_up);
+		assert_false(rn_conn_verdict_pending(c, t1));
+		/* the client runs again only at t2; the server wrote just before */
+		t2 = t1 + c->cfg.rail_timeout_ns + 200 * MS;
+		assert_int_equal(rn_conn_write(sv, t2 - 5 * MS, "late", 4), 4);
+		assert_true(un_flush(n, UN_SERVER, t2 - 5 * MS) >= 1);
+		assert_true(rn_conn_verdict_pending(c, t2));
+		if (read) {
+			assert_true(un_deliver(n, t2) >= 1);
+			assert_false(rn_conn_verdict_pending(c, t2));
+		}
+		rn_conn_on_timer(c, t2);
+		assert_int_equal(c->rail[0].rx_up, read);
+		assert_int_equal(un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 0, 0) == NULL, read);
+		un_del(n);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -633,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_timer_idle_pace),
 		cmocka_unit_test(test_timer_closing_stall),
 		cmocka_unit_test(test_timer_stall_pending),
+		cmocka_unit_test(test_timer_silence_pending),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
