@@ -828,11 +828,22 @@ void test_fast_nonblocking(void **state)
 	set_nonblock(c, 0);
 	/* SO_SNDTIMEO: a blocking send that cannot finish ends after the timeout */
 	set_timeo(c, SO_SNDTIMEO, 300);
-	pat_fill(b, sizeof(b), 1701, sent);
-	t0 = now_ms();
-	r = ri2n_send(c, b, sizeof(b), MSG_NOSIGNAL);
-	err = errno;
-	t0 = now_ms() - t0;
+	for (int tries = 0;; tries++) {
+		pat_fill(b, sizeof(b), 1701, sent);
+		t0 = now_ms();
+		r = ri2n_send(c, b, sizeof(b), MSG_NOSIGNAL);
+		err = errno;
+		t0 = now_ms() - t0;
+		if (r != (ssize_t)sizeof(b) || tries == 20)
+			break;
+		/*
+		 * Room came after the fill stayed full 200 ms: the receive pool
+		 * is the process's, and connections of the tests before gave
+		 * theirs back late (once, at -j2).  Fill on; the timeout is
+		 * what is checked.
+		 */
+		sent += (uint64_t)r;
+	}
 	print_message("%" PRIu64 " bytes in flight when full; a blocked send returned %zd after %"
 		      PRIu64 " ms\n", sent, r, t0);
 	if (!(r == -1 && err == EAGAIN) && !(r > 0 && r < (ssize_t)sizeof(b)))
