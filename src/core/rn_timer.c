@@ -165,6 +165,17 @@ static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 		     c->cfg.rail_timeout_ns);
 }
 
+/* Whether rail r is judged silent at now_ns: rn_conn_on_timer fails it, rn_conn_verdict_pending reads first. */
+static int rail_silent(const rn_conn *c, const rn_rail *r, uint64_t now_ns)
+{
+	uint64_t t;
+
+	if (!r->rx_up || r->suspect || rn_peer_muted(c))
+		return 0;
+	t = rail_deadline(c, r);
+	return now_ns >= t && !closing_quiet(c, t);
+}
+
 static int any_tx_down(const rn_conn *c)
 {
 	for (int k = 0; k < c->npaths; k++)
@@ -565,12 +576,10 @@ static void on_rail_timers(rn_conn *c, uint64_t now_ns)
 					c->probe.pm_pending |= 1u << k;
 			}
 		}
-		t = r->suspect ? r->suspect_ns : rail_deadline(c, r);
 		if (r->rx_up && r->suspect && !rn_peer_muted(c))
 			rn_conn_set_rx(c, k, 0, r->suspect == 2 ? RN_CAUSE_RX_SIZE : RN_CAUSE_RX_COUNT,
 				       now_ns);
-		else if (r->rx_up && !r->suspect && now_ns >= t && !rn_peer_muted(c) &&
-			 !closing_quiet(c, t))
+		else if (rail_silent(c, r, now_ns))
 			rn_conn_set_rx(c, k, 0, RN_CAUSE_RX_SILENCE, now_ns);
 		r->suspect = 0;
 	}
@@ -585,13 +594,9 @@ int rn_conn_verdict_pending(const rn_conn *c, uint64_t now_ns)
 
 		if ((r->rx_up && r->suspect) || now_ns >= stall_expiry(c, k))
 			return 1;
-		/* silence (as judged there): after a stall of this process every rail looks silent at once */
-		if (judged && r->rx_up && !rn_peer_muted(c)) {
-			uint64_t t = rail_deadline(c, r);
-
-			if (now_ns >= t && !closing_quiet(c, t))
-				return 1;
-		}
+		/* after a stall of this process every rail looks silent at once */
+		if (judged && rail_silent(c, r, now_ns))
+			return 1;
 	}
 	return 0;
 }

@@ -247,11 +247,16 @@ nt_rail_field() { # FILE RAIL KEY: from the per-rail summary line
 		for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }' "$1"
 }
 
+# The monotonic clock at a transfer's t=0 (its events' times count from there).
+nt_mono0() { # NAME
+	awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$NT_DIR/$1.csv"
+}
+
 # The first "xfer event" for RAIL going STATE, as an absolute CLOCK_MONOTONIC time.
 nt_event_mono() { # NAME RAIL STATE [AFTER_MONO]
-	local csv=$NT_DIR/$1.csv err=$NT_DIR/$1.err
+	local err=$NT_DIR/$1.err
 	local t0
-	t0=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$csv")
+	t0=$(nt_mono0 "$1")
 	awk -v r="rail=$2" -v s="$3" -v t0="$t0" -v after="${4:-0}" '$1=="xfer" && $2=="event" && $4==r && $5==s {
 		split($3, a, "="); m = t0 + a[2]; if (m >= after) { printf "%.6f\n", m; exit } }' "$err"
 }

@@ -38,7 +38,7 @@ tag=mtu-$scenario
 # peer heard nothing on any rail), not a verdict on one rail's path, and skipped.
 rail_down_alone() { # NAME RAIL AFTER_MONO NRAILS
 	local t0
-	t0=$(awk -F, 'NR==2 {printf "%.6f", $3 - $2}' "$NT_DIR/$1.csv")
+	t0=$(nt_mono0 "$1")
 	awk -v r="$2" -v t0="$t0" -v after="$3" -v n="$4" '
 		$1 == "xfer" && $2 == "event" && $5 == "down" {
 			split($3, a, "="); split($4, b, "=")
