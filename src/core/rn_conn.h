@@ -143,6 +143,8 @@ struct rn_conn_live {
 	uint64_t last_payload_ns; /* last DATA sent or received: the idle pace (RN_IDLE_NS) */
 	uint64_t active_since_ns; /* DATA resumed after an idle pause: rail timeouts count from here */
 	uint64_t last_rx_any_ns;  /* any datagram: the dead-peer timer */
+	uint64_t last_tx_any_ns;  /* any datagram sent: a long gap means the process was held off */
+	uint64_t judge_from_ns;   /* no silence verdict before: it was (rn_timer_on_tx) */
 };
 
 /*
@@ -376,6 +378,11 @@ uint64_t rn_peer_rx_any_ns(const rn_conn *c);
 void rn_peer_on_tx(rn_conn *c, int k, uint64_t now_ns);
 /* The last datagram sent on path k by c or any member of its peer. */
 uint64_t rn_peer_tx_ns(const rn_conn *c, int k);
+/* The last datagram sent on any rail by c or any member of its peer. */
+uint64_t rn_peer_tx_any_ns(const rn_conn *c);
+/* No silence verdict before at_ns for c and every member (rn_timer_on_tx); when that is. */
+void rn_peer_defer_silence(rn_conn *c, uint64_t at_ns);
+uint64_t rn_peer_judge_from_ns(const rn_conn *c);
 /* DATA went one way or the other on member c (rn_conn_note_payload). */
 void rn_peer_note_payload(rn_conn *c, uint64_t now_ns);
 /* The last DATA of c or of any member of its peer: the idle pace's reference. */
@@ -422,6 +429,8 @@ void rn_timer_on_rail_back(rn_conn *c, uint64_t now_ns);
 void rn_timer_on_unreachable(rn_conn *c, uint32_t rails, uint64_t now_ns);
 /* DATA after an idle pause: a rail that is down is tried at the full pace now. */
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns);
+/* A datagram is going out (before rn_peer_on_tx): a long gap before it defers silence verdicts. */
+void rn_timer_on_tx(rn_conn *c, uint64_t now_ns);
 /* Both directions closed: linger, then CLOSED. */
 void rn_timer_on_closed(rn_conn *c, uint64_t now_ns);
 /* Rail k's RTO plus the longest the peer may hold its ACK. */

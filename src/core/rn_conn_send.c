@@ -48,6 +48,7 @@ static void count_tx(rn_conn *c, int k, uint64_t now_ns, size_t len)
 	r->st.tx_packets++;
 	r->st.tx_bytes += len;
 	r->last_tx_ns = now_ns;
+	rn_timer_on_tx(c, now_ns);
 	rn_peer_on_tx(c, k, now_ns);
 	/*
 	 * the peer takes it as full-size evidence (count_rx); a datagram of

@@ -610,6 +610,8 @@ typedef struct rn_peer {
 	uint32_t gen;          /* bumped by every verdict: members compare it to theirs */
 	uint64_t last_rx_any_ns;
 	uint64_t last_payload_ns; /* the last DATA any member sent or received: the keeper's pace */
+	uint64_t last_tx_any_ns;  /* the last datagram any member sent */
+	uint64_t judge_from_ns;   /* no silence verdict before: the process was held off */
 	uint8_t wake;          /* DATA after the peer's idleness: the keeper's deadlines moved */
 	rn_conn *keeper;       /* keeps the rails judged (keepalives, silence, heartbeats) */
 	rn_conn *members;      /* the list, through each member */

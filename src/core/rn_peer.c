@@ -230,7 +230,28 @@ void rn_peer_on_tx(rn_conn *c, int k, uint64_t now_ns)
 	rn_peer *p = c->peer_m.p;
 
 	if (p)
-		p->rail[k].last_tx_ns = now_ns;
+		p->rail[k].last_tx_ns = p->last_tx_any_ns = now_ns;
+}
+
+uint64_t rn_peer_tx_any_ns(const rn_conn *c)
+{
+	const rn_peer *p = c->peer_m.p;
+
+	return p ? max64(c->live.last_tx_any_ns, p->last_tx_any_ns) : c->live.last_tx_any_ns;
+}
+
+void rn_peer_defer_silence(rn_conn *c, uint64_t at_ns)
+{
+	c->live.judge_from_ns = at_ns;
+	if (c->peer_m.p)
+		c->peer_m.p->judge_from_ns = at_ns;
+}
+
+uint64_t rn_peer_judge_from_ns(const rn_conn *c)
+{
+	const rn_peer *p = c->peer_m.p;
+
+	return p ? max64(c->live.judge_from_ns, p->judge_from_ns) : c->live.judge_from_ns;
 }
 
 uint64_t rn_peer_tx_ns(const rn_conn *c, int k)

@@ -158,11 +158,15 @@ static int ka_muted(const rn_conn *c, uint64_t at)
 	return rn_peer_muted(c) || (closing_quiet(c, at) && rn_peer_kept(c));
 }
 
-/* When a working rail we hear nothing on has failed (also right after DATA resumed). */
+/*
+ * When a working rail we hear nothing on has failed (also right after DATA
+ * resumed, or after this process was held off: rn_timer_on_tx).
+ */
 static uint64_t rail_deadline(const rn_conn *c, const rn_rail *r)
 {
-	return paced(c, max64(rn_peer_rx_ns(c, (int)(r - c->rail)), c->live.active_since_ns),
-		     c->cfg.rail_timeout_ns);
+	return max64(paced(c, max64(rn_peer_rx_ns(c, (int)(r - c->rail)), c->live.active_since_ns),
+			   c->cfg.rail_timeout_ns),
+		     rn_peer_judge_from_ns(c));
 }
 
 /* Whether rail r is judged silent at now_ns: rn_conn_on_timer fails it, rn_conn_verdict_pending reads first. */
@@ -458,6 +462,34 @@ void rn_timer_on_rail_back(rn_conn *c, uint64_t now_ns)
 		c->timer[RN_TIMER_HEARTBEAT] = now_ns;
 }
 
+/*
+ * A process held off the CPU (stopped, a paused VM, a loaded host) sends
+ * nothing meanwhile, not even the keepalive due on each working rail every
+ * keepalive interval.  A peer held with it (two processes of one host)
+ * could not speak either, so the silence it finds on waking says nothing of
+ * the rails: the driver read what the sockets held first
+ * (rn_conn_verdict_pending) and found nothing because nothing was sent.
+ * The first timer call or datagram after such a gap (a write often comes
+ * before the timers) defers the silence verdicts by one keepalive interval,
+ * the time a resumed peer takes to speak; at most once per rail_timeout,
+ * so rails that stay unwritable cannot defer them for ever.
+ */
+static void note_held_off(rn_conn *c, uint64_t now_ns)
+{
+	uint64_t last = rn_peer_tx_any_ns(c);
+	uint64_t gap = c->cfg.keepalive_ns + (c->cfg.rail_timeout_ns - c->cfg.keepalive_ns) / 2;
+
+	if (last && now_ns >= paced(c, last, gap) &&
+	    now_ns >= rn_peer_judge_from_ns(c) + c->cfg.rail_timeout_ns)
+		rn_peer_defer_silence(c, paced(c, now_ns, c->cfg.keepalive_ns));
+}
+
+void rn_timer_on_tx(rn_conn *c, uint64_t now_ns)
+{
+	note_held_off(c, now_ns);
+	c->live.last_tx_any_ns = now_ns;
+}
+
 void rn_timer_on_data_resumed(rn_conn *c, uint64_t now_ns)
 {
 	if (c->timer[RN_TIMER_HEARTBEAT] > now_ns)
@@ -641,6 +673,7 @@ void rn_conn_on_timer(rn_conn *c, uint64_t now_ns)
 	rn_conn_shrink_to_share(c);
 	if (now_ns - c->live.last_data_ns >= RN_RING_IDLE_NS && rn_conn_can_shrink(c))
 		rn_conn_shrink(c, now_ns);
+	note_held_off(c, now_ns);
 	/* rail timers first: a rail they fail is a LINK_STATE whose retry is armed below */
 	on_rail_timers(c, now_ns);
 	on_link_state_timer(c, now_ns);

@@ -262,22 +262,38 @@ stopped)
 	nt_init "$tag" 2 2
 	nt_serve 2 --once
 	spid=$NT_PID
-	nt_send_bg x 1 2 --seconds 6
+	nt_send_bg x 1 2 --seconds 9
+	xpid=$NT_PID
 	sleep 1.5
+	# both held at once, as a paused host holds them: neither heard the other
+	# because neither sent, and neither may judge a rail by that silence
+	for _ in 1 2; do
+		kill -STOP -- "$spid" -"$xpid" # the sender runs under timeout: its group
+		sleep 0.6
+		kill -CONT -- -"$xpid" "$spid"
+		sleep 0.6
+	done
+	tboth=$(nt_clock)
+	# the receiver alone: the sender truly hears nothing and may judge
 	for _ in 1 2 3; do
 		kill -STOP "$spid"
 		sleep 0.6
 		kill -CONT "$spid"
 		sleep 0.6
 	done
-	wait "$NT_PID" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
+	wait "$xpid" || nt_fail "transfer failed: $(cat "$NT_DIR/x.out")"
 	nt_require_verified x
 	wait "$spid" || nt_fail "receiver failed: $(cat "$NT_DIR/serve2.out")"
 	silent=$(grep "^xfer event .* down .*cause=\"nothing received\"" "$NT_DIR/serve2.err")
 	[ -z "$silent" ] || nt_fail "the stopped receiver found a rail silent: $silent"
+	silent=$(awk -v t0="$(nt_mono0 x)" -v end="$tboth" '$1 == "xfer" && $2 == "event" &&
+		$5 == "down" && /cause="nothing received"/ { split($3, a, "="); if (t0 + a[2] < end) print }' \
+		"$NT_DIR/x.err")
+	[ -z "$silent" ] || nt_fail "the sender found a rail silent after both were held: $silent"
 	own=$(grep "^xfer event .* down " "$NT_DIR/serve2.err" | grep -vc 'cause="peer report"')
-	nt_ok "stopped: every byte verified through three stops of 600 ms; the receiver found no rail" \
-		"silent on resuming ($(grep -c '^xfer event .* down ' "$NT_DIR/x.err") down events at the sender," \
+	nt_ok "stopped: every byte verified through two stops of both ends and three of the receiver" \
+		"(600 ms each); neither found a rail silent on resuming from its own stop" \
+		"($(grep -c '^xfer event .* down ' "$NT_DIR/x.err") down events at the sender," \
 		"$own of the receiver's own by other causes)"
 	;;
 kill)

@@ -620,35 +620,57 @@ static void test_timer_stall_pending(void **state)
  * A process held off the CPU past rail_timeout (a stop, a loaded machine)
  * finds its rail silent when its timer fires, while the peer's packets
  * wait in the socket: the verdict is pending, so the driver reads them
- * first and the rail stays up.  Unread, the silence takes the rail down.
+ * first and the rail stays up.  With nothing to read, the peer may have
+ * been held with it (one host): the verdict waits one keepalive interval
+ * for it to speak, then takes the rail down if it did not.
  */
+enum { SP_READ, SP_PEER_HELD, SP_SILENT };
+
 static void test_timer_silence_pending(void **state)
 {
 	un_net *n;
-	uint64_t t1, t2;
+	uint64_t t1, t2, ka;
 	rn_conn *c, *sv;
 
 	(void)state;
-	for (int read = 1; read >= 0; read--) {
+	for (int mode = SP_READ; mode <= SP_SILENT; mode++) {
 		n = un_new(1);
 		t1 = un_handshake(n, t0) + 200 * MS;
 		un_run(n, t1);
 		c = n->side[UN_CLIENT].c;
 		sv = n->side[UN_SERVER].c;
+		ka = c->cfg.keepalive_ns;
 		assert_true(c->rail[0].rx_up);
 		assert_false(rn_conn_verdict_pending(c, t1));
-		/* the client runs again only at t2; the server wrote just before */
+		/* the client runs again only at t2 */
 		t2 = t1 + c->cfg.rail_timeout_ns + 200 * MS;
-		assert_int_equal(rn_conn_write(sv, t2 - 5 * MS, "late", 4), 4);
-		assert_true(un_flush(n, UN_SERVER, t2 - 5 * MS) >= 1);
+		if (mode == SP_READ) { /* the server wrote just before */
+			assert_int_equal(rn_conn_write(sv, t2 - 5 * MS, "late", 4), 4);
+			assert_true(un_flush(n, UN_SERVER, t2 - 5 * MS) >= 1);
+		}
 		assert_true(rn_conn_verdict_pending(c, t2));
-		if (read) {
+		if (mode == SP_READ) {
 			assert_true(un_deliver(n, t2) >= 1);
 			assert_false(rn_conn_verdict_pending(c, t2));
 		}
 		rn_conn_on_timer(c, t2);
-		assert_int_equal(c->rail[0].rx_up, read);
-		assert_int_equal(un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 0, 0) == NULL, read);
+		assert_true(c->rail[0].rx_up); /* read, or deferred: held off */
+		assert_null(un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 0, 0));
+		if (mode == SP_READ) {
+			un_del(n);
+			continue;
+		}
+		assert_false(rn_conn_verdict_pending(c, t2 + ka - 1));
+		if (mode == SP_PEER_HELD) { /* the server, held too, speaks 5 ms after waking */
+			assert_int_equal(rn_conn_write(sv, t2 + 5 * MS, "late", 4), 4);
+			assert_true(un_flush(n, UN_SERVER, t2 + 5 * MS) >= 1);
+			assert_true(un_deliver(n, t2 + 6 * MS) >= 1);
+		}
+		assert_int_equal(rn_conn_verdict_pending(c, t2 + ka), mode == SP_SILENT);
+		rn_conn_on_timer(c, t2 + ka);
+		assert_int_equal(c->rail[0].rx_up, mode == SP_PEER_HELD);
+		assert_int_equal(un_event(n, UN_CLIENT, RN_EV_RAIL_DOWN, 0, 0) == NULL,
+				 mode == SP_PEER_HELD);
 		un_del(n);
 	}
 }
