@@ -379,6 +379,13 @@ static int recv_data(rn_conn *c, const rn_pkt *p, uint64_t now_ns)
 	case RN_ROB_DUP:
 		c->st.dup_data++;
 		/*
+		 * A resend counts as traffic at its sender (rn_conn_send.c): the
+		 * same here, or a peer resending into our idleness keeps its rail
+		 * judges at the active pace while ours are at the idle one.
+		 */
+		if (p->len)
+			rn_conn_note_payload(c, now_ns);
+		/*
 		 * The sender resent something we have: tell it at once.  Not for
 		 * the redundant twin of the newest packet right behind it (a small
 		 * write sent on two rails, RI2N_REDUNDANT_BYTES, marked COPY): the
