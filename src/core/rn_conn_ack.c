@@ -72,6 +72,7 @@ void rn_conn_ack_sent(rn_conn *c, const rn_ackblk *ab, const rn_hdr *h)
 	c->ack.pp = 0;
 	c->ack.pending = 0;
 	c->ack.now = 0;
+	c->hs.cookie_ack_due = 0; /* the client takes any packet of ours for it (rn_conn_send.c) */
 	c->ack.unacked = 0;
 	c->ack.first_ns = 0;
 	c->ack.adv_edge = ab->wnd;

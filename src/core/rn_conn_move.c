@@ -46,10 +46,18 @@ static int movable(const rn_conn *c)
 	const rn_rob *q = &c->rq;
 
 	return c->state == RN_ST_ESTABLISHED && !c->is_client && c->bufs_ready && !c->err &&
+	       !c->hs.cookie_ack_due &&
 	       c->sq.una == c->hs.isn && c->sq.end == c->hs.isn && !c->sq.fin_queued &&
 	       q->base == q->nxt && q->nxt == q->max && q->off == 0 && !q->fin_known &&
 	       c->rails.version == 0 && c->rails.peer_version == 0 && c->link.version == 0 &&
 	       c->link.peer_version == 0 && !c->close.rst_pending && !c->close.peer_fin_seen;
+}
+
+void rn_conn_cookie_ack_now(rn_conn *c)
+{
+	RN_OWNED(c);
+	if (c->hs.cookie_ack_due && c->ack.pending)
+		c->ack.now = 1;
 }
 
 ssize_t rn_conn_export(const rn_conn *c, void *buf, size_t cap)

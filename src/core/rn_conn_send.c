@@ -604,7 +604,14 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	if (cap < RN_HDR_LEN + RN_ACKBLK_LEN + sizeof(pl))
 		return RN_ERR_NOBUF;
 	ctl = control_rails(c, writable);
-	if (c->hs.cookie_ack_due && (k = pick(c, ctl)) >= 0) {
+	/*
+	 * With early DATA to acknowledge, the COOKIE_ACK waits as that ACK
+	 * does, for the answer (owe_ack's first-answer hold): the client takes
+	 * any packet of the established server for it, so a request answered
+	 * at once costs one datagram fewer each way; rn_conn_ack_sent drops
+	 * it then.  Unanswered, it goes when the ACK's hold ends.
+	 */
+	if (c->hs.cookie_ack_due && !(c->ack.pending && !c->ack.now) && (k = pick(c, ctl)) >= 0) {
 		c->hs.cookie_ack_due = 0;
 		return write_ctl(c, now_ns, k, RN_PT_COOKIE_ACK, NULL, 0, buf, cap, tx);
 	}

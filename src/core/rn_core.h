@@ -446,6 +446,13 @@ int rn_conn_rail_readdr(rn_conn *c, uint64_t now_ns, int local_rail, const rn_ra
 size_t rn_conn_move_size(void);
 ssize_t rn_conn_export(const rn_conn *c, void *buf, size_t cap);
 /*
+ * A server connection's COOKIE_ACK waits for the answer to the client's
+ * early DATA to carry it (rn_conn_send.c), and one still owed makes c
+ * unfit to move: a driver about to export c calls this, and its next
+ * flush sends the COOKIE_ACK at once.
+ */
+void rn_conn_cookie_ack_now(rn_conn *c);
+/*
  * The taker's side: the connection again, on its own rails `local` (the
  * same addresses as the owner's, in the same order, other ports), which it
  * announces to the peer at once (a RAILS, as rn_conn_rail_readdr).  0,

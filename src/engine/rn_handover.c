@@ -277,6 +277,7 @@ static void take_one(const take_req *q, int afd, const struct sockaddr_un *from,
 		return;
 	}
 	/* what arrived for it goes into the descriptor first: the taker reads it there */
+	rn_conn_cookie_ack_now(st->conn);
 	rn_stream_service(st, now);
 	st = rn_htab_get(&p->tab, q->id); /* the service may have ended it */
 	blob = malloc(cap);

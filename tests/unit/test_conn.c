@@ -499,7 +499,10 @@ static void early_data(int keyed)
 	assert_int_equal(n->side[UN_SERVER].mismatches, 0);
 	un_run(n, t0 + 20 * UT_MS);
 	assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
-	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == t0 + 4 * D);
+	/* the server's COOKIE_ACK waited for an answer, as its ACK did: 2 ms (rn_conn_recv.c) */
+	assert_int_equal(un_count(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, UINT64_MAX), 1);
+	assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns ==
+		    t0 + 4 * D + 2 * UT_MS);
 	/* acknowledged, nothing dropped or sent twice, nothing flagged once established */
 	assert_true(rn_conn_write_done(cl(n)));
 	assert_int_equal(n->side[UN_SERVER].lis.drops[RN_DROP_UNKNOWN_CONN], 0);
@@ -518,6 +521,35 @@ static void test_conn_early_data(void **state)
 	(void)state;
 	early_data(0);
 	early_data(1); /* sealed under the connection's keys, made at the INIT_ACK */
+}
+
+/*
+ * The server answers the early data at once: its answer carries the ACK
+ * and stands for the COOKIE_ACK (the client takes any packet of the
+ * established server for it), one datagram fewer than a COOKIE_ACK and
+ * then the answer.
+ */
+static void test_conn_early_answer(void **state)
+{
+	(void)state;
+	for (int keyed = 0; keyed <= 1; keyed++) {
+		un_net *n = early_pair(300, keyed);
+
+		n->side[UN_SERVER].to_send = 500;
+		n->side[UN_CLIENT].reading = 1;
+		un_run(n, t0 + 20 * UT_MS);
+		assert_int_equal(rn_conn_state(cl(n)), RN_ST_ESTABLISHED);
+		assert_int_equal(un_count(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, UINT64_MAX), 0);
+		assert_true(un_event(n, UN_CLIENT, RN_EV_ESTABLISHED, -1, 0)->time_ns == t0 + 4 * D);
+		assert_int_equal(n->side[UN_SERVER].recvd, 300);
+		assert_int_equal(n->side[UN_CLIENT].recvd, 500);
+		assert_int_equal(n->side[UN_SERVER].mismatches + n->side[UN_CLIENT].mismatches, 0);
+		un_run(n, t0 + 100 * UT_MS); /* the client holds the answer's ACK for its next request */
+		assert_true(rn_conn_write_done(cl(n)) && rn_conn_write_done(sv(n)));
+		assert_int_equal(stats(cl(n)).retransmits + stats(sv(n)).retransmits, 0);
+		assert_int_equal(un_count(n, UN_SERVER, RN_PT_COOKIE_ACK, -1, 0, UINT64_MAX), 0);
+		un_del(n);
+	}
 }
 
 /*
@@ -2730,6 +2762,7 @@ int main(void)
 		cmocka_unit_test(test_conn_cookie_ack_lost_resent),
 		cmocka_unit_test(test_conn_request_per_connection),
 		cmocka_unit_test(test_conn_early_data),
+		cmocka_unit_test(test_conn_early_answer),
 		cmocka_unit_test(test_conn_early_data_echo_lost),
 		cmocka_unit_test(test_conn_early_data_restart),
 		cmocka_unit_test(test_conn_data_both_ways),
