@@ -144,7 +144,7 @@ struct rn_conn_live {
 	uint64_t active_since_ns; /* DATA resumed after an idle pause: rail timeouts count from here */
 	uint64_t last_rx_any_ns;  /* any datagram: the dead-peer timer */
 	uint64_t last_tx_any_ns;  /* any datagram sent: a long gap means the process was held off */
-	uint64_t judge_from_ns;   /* no silence verdict before: it was (rn_timer_on_tx) */
+	uint64_t judge_from_ns;   /* held off: no silence verdict before this (rn_timer.c) */
 };
 
 /*
@@ -380,8 +380,9 @@ void rn_peer_on_tx(rn_conn *c, int k, uint64_t now_ns);
 uint64_t rn_peer_tx_ns(const rn_conn *c, int k);
 /* The last datagram sent on any rail by c or any member of its peer. */
 uint64_t rn_peer_tx_any_ns(const rn_conn *c);
-/* No silence verdict before at_ns for c and every member (rn_timer_on_tx); when that is. */
+/* No silence verdict before at_ns for c and every member of its peer (rn_timer.c). */
 void rn_peer_defer_silence(rn_conn *c, uint64_t at_ns);
+/* The time silence verdicts wait for, c's own or its peer's (0: none). */
 uint64_t rn_peer_judge_from_ns(const rn_conn *c);
 /* DATA went one way or the other on member c (rn_conn_note_payload). */
 void rn_peer_note_payload(rn_conn *c, uint64_t now_ns);
