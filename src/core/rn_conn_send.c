@@ -608,7 +608,7 @@ static ssize_t write_established(rn_conn *c, uint64_t now_ns, uint32_t writable,
 	 * With early DATA to acknowledge, the COOKIE_ACK waits as that ACK
 	 * does, for the answer (owe_ack's first-answer hold): the client takes
 	 * any packet of the established server for it, so a request answered
-	 * at once costs one datagram fewer each way; rn_conn_ack_sent drops
+	 * at once costs one datagram fewer; rn_conn_ack_sent drops
 	 * it then.  Unanswered, it goes when the ACK's hold ends.
 	 */
 	if (c->hs.cookie_ack_due && !(c->ack.pending && !c->ack.now) && (k = pick(c, ctl)) >= 0) {
