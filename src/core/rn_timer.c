@@ -479,6 +479,9 @@ static void note_held_off(rn_conn *c, uint64_t now_ns)
 	uint64_t last = rn_peer_tx_any_ns(c);
 	uint64_t gap = c->cfg.keepalive_ns + (c->cfg.rail_timeout_ns - c->cfg.keepalive_ns) / 2;
 
+	/* every datagram comes here: the common case, a keepalive interval not over, first */
+	if (now_ns - last < c->cfg.keepalive_ns)
+		return;
 	if (last && now_ns >= paced(c, last, gap) &&
 	    now_ns >= rn_peer_judge_from_ns(c) + c->cfg.rail_timeout_ns)
 		rn_peer_defer_silence(c, paced(c, now_ns, c->cfg.keepalive_ns));

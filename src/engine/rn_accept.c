@@ -337,7 +337,7 @@ static int accept_conn(rn_port *p, const rn_accept_params *ap, uint64_t now)
 	/*
 	 * Serviced after the batch, not flushed now: early DATA right behind
 	 * this COOKIE_ECHO is in it, and the COOKIE_ACK then waits for the
-	 * answer to carry it (rn_conn_send.c), a datagram fewer each way.
+	 * answer to carry it (rn_conn_send.c), a datagram fewer.
 	 */
 	rn_engine_dirty(st);
 	rn_pairname_set(ns->eng_fd, &ns->local, &ns->peer); /* for a process it is handed to */
