@@ -136,6 +136,16 @@ int rn_inline_service(struct rn_stream *st, uint64_t now)
 	return service_x(st, now, 1);
 }
 
+/*
+ * Whether bytes may reach the descriptor past the fast path: a plain
+ * write, or a signal handler's (rn_sock.plain_writes, desc_first).
+ */
+static int pair_written(const rn_sock *s)
+{
+	return __atomic_load_n(&s->plain_writes, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&s->desc_first, __ATOMIC_ACQUIRE);
+}
+
 /* The same; bytes_count 0: bytes waiting in the core are no reason (an epoll wait reported them). */
 static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 {
@@ -161,9 +171,12 @@ static int service_x(struct rn_stream *st, uint64_t now, int bytes_count)
 	 * Bytes written into the descriptor (a plain writer, or a fast one that
 	 * ran out of room) move up as ACKs make room: here if the engine is not
 	 * watching the descriptor (it stops while the ring is full) or a fast
-	 * writer left some; and the engine is asked to watch it again.
+	 * writer left some; and the engine is asked to watch it again.  A
+	 * descriptor only fast sends write (ri2n-run's) holds none: no receive
+	 * that finds it empty, for each connection an inline call serves.
 	 */
-	if (rn_inline_ok_to_send(st) && (st->pair_tx || !st->rd_on) && rn_inline_take_pair(st, now) < 0)
+	if (rn_inline_ok_to_send(st) && (st->pair_tx || (!st->rd_on && pair_written(st->sock))) &&
+	    rn_inline_take_pair(st, now) < 0)
 		more = 1; /* the user's end of stream, or an error: the engine's */
 	if (rn_inline_ok_to_send(st) && !st->rd_on && rn_conn_write_space(st->conn) > 0)
 		more = 1;
