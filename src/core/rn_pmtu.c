@@ -90,6 +90,8 @@ void rn_pmtu_on_timer(rn_pmtu *p, uint64_t now_ns, uint64_t timeout_ns)
 	if (!s || now_ns - p->probe_ns < timeout_ns)
 		return;
 	p->probe = 0;
+	p->lost = s;
+	p->lost_id = p->probe_id;
 	if (p->state == RN_PMTU_HOLE && s == p->target) {
 		p->next_ns = p->probe_ns + RN_PMTU_HEAL_NS; /* still broken: again later */
 		return;
@@ -97,10 +99,35 @@ void rn_pmtu_on_timer(rn_pmtu *p, uint64_t now_ns, uint64_t timeout_ns)
 	if (++p->tries < RN_PMTU_TRIES)
 		return;
 	p->tries = 0;
-	if (s < p->hi)
+	if (s < p->hi && s > p->lo)
 		p->hi = s;
 	if (p->state == RN_PMTU_SEARCH && !search_size(p))
 		settle(p, now_ns);
+}
+
+/*
+ * The answer to the last probe taken as lost: its size got through after
+ * all, which confirms it as an answer in time would.  A probe in flight at
+ * or below it has nothing left to tell (its answer is ignored).
+ */
+static int late_ack(rn_pmtu *p, uint32_t id, uint32_t size, uint64_t now_ns)
+{
+	if (!p->lost || id != p->lost_id || size != p->lost || p->state == RN_PMTU_HOLE)
+		return 0;
+	p->lost = 0;
+	if (size <= p->size)
+		return 0;
+	p->size = size;
+	p->lo = size;
+	if (p->hi <= size)
+		p->hi = size < p->ceiling ? p->ceiling + 1 : size + 1;
+	if (p->probe && p->probe <= size) {
+		p->probe = 0;
+		p->tries = 0;
+	}
+	if (p->state == RN_PMTU_SEARCH && !p->probe && !search_size(p))
+		settle(p, now_ns);
+	return 1;
 }
 
 int rn_pmtu_on_ack(rn_pmtu *p, uint32_t id, uint32_t size, uint64_t now_ns)
@@ -108,7 +135,7 @@ int rn_pmtu_on_ack(rn_pmtu *p, uint32_t id, uint32_t size, uint64_t now_ns)
 	uint32_t old = p->size, s = p->probe;
 
 	if (!s || id != p->probe_id || size != s)
-		return 0;
+		return late_ack(p, id, size, now_ns);
 	p->probe = 0;
 	p->tries = 0;
 	if (p->state == RN_PMTU_HOLE && s == p->target) {
@@ -141,6 +168,7 @@ int rn_pmtu_on_hole(rn_pmtu *p, uint64_t now_ns)
 	p->hi = old;
 	p->size = 0;
 	p->probe = 0; /* an answer to a probe sent before is not evidence now */
+	p->lost = 0;
 	p->tries = 0;
 	return 1;
 }
@@ -166,6 +194,8 @@ void rn_pmtu_set_ceiling(rn_pmtu *p, uint32_t ceiling, uint64_t now_ns)
 		p->hi = ceiling + 1;
 	if (p->probe > ceiling)
 		p->probe = 0;
+	if (p->lost > ceiling)
+		p->lost = 0;
 	if (p->state == RN_PMTU_SEARCH && !search_size(p))
 		settle(p, now_ns);
 }

@@ -23,7 +23,10 @@
  *
  * One probe is in flight at a time; one that is not acknowledged within the
  * caller's timeout is lost, and a size fails after RN_PMTU_TRIES losses in a
- * row (a random loss does not shrink a rail).  Pure state, no I/O, time
+ * row (a random loss does not shrink a rail).  The answer to the last probe
+ * taken as lost still confirms its size when it comes (a queue that held it
+ * longer than the timeout: a rail saturated both ways at start), except in
+ * a hole, where an answer to a probe sent before says nothing of now.  Pure state, no I/O, time
  * passed in: the caller sends the probes and feeds back what happened.
  */
 #ifndef RN_PMTU_H
@@ -55,6 +58,7 @@ typedef struct rn_pmtu {
 	uint32_t target;    /* HOLE: the size before it, retried every RN_PMTU_HEAL_NS */
 	uint32_t probe;     /* size of the probe in flight (0: none) */
 	uint32_t probe_id;  /* its id, echoed by the acknowledgement */
+	uint32_t lost, lost_id; /* the last probe taken as lost (0: none), whose late answer still counts */
 	uint32_t next_id;
 	uint64_t probe_ns;  /* when it went */
 	uint64_t next_ns;   /* DONE: next upward search; HOLE: next try of the old size */
@@ -86,8 +90,9 @@ uint64_t rn_pmtu_expiry(const rn_pmtu *p, uint64_t timeout_ns);
 void rn_pmtu_on_timer(rn_pmtu *p, uint64_t now_ns, uint64_t timeout_ns);
 
 /*
- * The peer acknowledged probe `id` of `size` bytes.  Returns 1 if the
- * rail's working size changed, 0 if not (also for a stale or unknown id).
+ * The peer acknowledged probe `id` of `size` bytes (the one in flight, or
+ * the last taken as lost).  Returns 1 if the rail's working size changed,
+ * 0 if not (also for a stale or unknown id).
  */
 int rn_pmtu_on_ack(rn_pmtu *p, uint32_t id, uint32_t size, uint64_t now_ns);
 

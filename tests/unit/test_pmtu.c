@@ -1,6 +1,6 @@
 /*
  * test_pmtu.c - one rail's datagram size found by probing (rn_pmtu.c):
- * upward search, confirmation only by acknowledgement, a black hole and its
+ * upward search, confirmation only by acknowledgement (late ones too), a black hole and its
  * heal, re-probing after RN_PMTU_REPROBE_NS, ceilings; literal timestamps.
  */
 #include "unit_common.h"
@@ -134,14 +134,81 @@ static void test_pmtu_ack_must_match(void **state)
 	assert_int_equal(rn_pmtu_on_ack(&p, id + 1, 8972, UT_T0 + UT_MS), 0);
 	assert_int_equal(rn_pmtu_on_ack(&p, id, 4000, UT_T0 + UT_MS), 0);
 	assert_int_equal(rn_pmtu_size(&p), 1472);
-	/* lost: a late answer to it is stale once the next probe went */
+	/* lost: its late answer still confirms the size, once; the retry's then tells nothing */
 	rn_pmtu_on_timer(&p, UT_T0 + TMO, TMO);
 	old = id;
 	assert_int_equal(probe_at(&p, UT_T0 + TMO, &id), 8972);
 	assert_true(id != old);
-	assert_int_equal(rn_pmtu_on_ack(&p, old, 8972, UT_T0 + TMO + UT_MS), 0);
+	assert_int_equal(rn_pmtu_on_ack(&p, old + 7, 8972, UT_T0 + TMO + UT_MS), 0);
+	assert_int_equal(rn_pmtu_on_ack(&p, old, 4000, UT_T0 + TMO + UT_MS), 0);
 	assert_int_equal(rn_pmtu_size(&p), 1472);
-	assert_int_equal(rn_pmtu_on_ack(&p, id, 8972, UT_T0 + TMO + UT_MS), 1);
+	assert_int_equal(rn_pmtu_on_ack(&p, old, 8972, UT_T0 + TMO + UT_MS), 1);
+	assert_int_equal(rn_pmtu_size(&p), 8972);
+	assert_int_equal(p.state, RN_PMTU_DONE);
+	assert_int_equal(rn_pmtu_on_ack(&p, old, 8972, UT_T0 + TMO + 2 * UT_MS), 0);
+	assert_int_equal(rn_pmtu_on_ack(&p, id, 8972, UT_T0 + TMO + 2 * UT_MS), 0);
+	assert_int_equal(rn_pmtu_size(&p), 8972);
+}
+
+/*
+ * A rail loaded both ways from the start (queues longer than the timeout):
+ * both probes at the ceiling are taken as lost and the search goes on
+ * below; the late answer of the last one still confirms the ceiling, and
+ * the probe then in flight has nothing left to tell.
+ */
+static void test_pmtu_late_answer(void **state)
+{
+	rn_pmtu p;
+	uint64_t t = UT_T0;
+	uint32_t id1, id2, id3;
+
+	(void)state;
+	rn_pmtu_init(&p, 1472, 8972, t);
+	assert_int_equal(probe_at(&p, t, &id1), 8972);
+	t += TMO;
+	rn_pmtu_on_timer(&p, t, TMO);
+	assert_int_equal(probe_at(&p, t, &id2), 8972);
+	t += TMO;
+	rn_pmtu_on_timer(&p, t, TMO);
+	assert_int_equal(p.hi, 8972); /* failed for now */
+	assert_int_equal(probe_at(&p, t, &id3), 5222);
+	/* only the last probe taken as lost counts late */
+	assert_int_equal(rn_pmtu_on_ack(&p, id1, 8972, t + UT_MS), 0);
+	assert_int_equal(rn_pmtu_size(&p), 1472);
+	assert_int_equal(rn_pmtu_on_ack(&p, id2, 8972, t + UT_MS), 1);
+	assert_int_equal(rn_pmtu_size(&p), 8972);
+	assert_int_equal(p.state, RN_PMTU_DONE);
+	assert_int_equal(p.probe, 0);
+	assert_int_equal(rn_pmtu_on_ack(&p, id3, 5222, t + 2 * UT_MS), 0);
+	assert_int_equal(rn_pmtu_size(&p), 8972);
+	assert_int_equal(rn_pmtu_expiry(&p, TMO), UINT64_MAX);
+}
+
+/* A late answer below the size found, or in the middle of a search: the search goes on from it. */
+static void test_pmtu_late_answer_mid_search(void **state)
+{
+	rn_pmtu p;
+	uint64_t t = UT_T0;
+	uint32_t id, lost;
+
+	(void)state;
+	rn_pmtu_init(&p, 1472, 8972, t);
+	for (int i = 0; i < 2; i++) { /* the ceiling fails for real */
+		assert_int_equal(probe_at(&p, t, &id), 8972);
+		t += TMO;
+		rn_pmtu_on_timer(&p, t, TMO);
+	}
+	assert_int_equal(probe_at(&p, t, &lost), 5222);
+	t += TMO;
+	rn_pmtu_on_timer(&p, t, TMO); /* lost once: tried again */
+	assert_int_equal(probe_at(&p, t, &id), 5222);
+	assert_int_equal(rn_pmtu_on_ack(&p, lost, 5222, t + UT_MS), 1);
+	assert_int_equal(rn_pmtu_size(&p), 5222);
+	assert_int_equal(p.state, RN_PMTU_SEARCH);
+	assert_int_equal(p.lo, 5222);
+	assert_int_equal(p.hi, 8972);
+	assert_int_equal(p.probe, 0); /* the retry of 5222 has nothing left to tell */
+	assert_int_equal(probe_at(&p, t + UT_MS, &id), 7097); /* and the search goes on above */
 }
 
 /*
@@ -231,6 +298,13 @@ static void test_pmtu_hole_forgets_probe(void **state)
 	assert_int_equal(rn_pmtu_on_ack(&p, id, 8972, UT_T0 + 2 * UT_MS), 0);
 	assert_int_equal(rn_pmtu_size(&p), 0);
 	assert_int_equal(p.target, 1472);
+	/* nor is a probe taken as lost before it, answered late */
+	rn_pmtu_init(&p, 1472, 8972, UT_T0);
+	assert_int_equal(probe_at(&p, UT_T0, &id), 8972);
+	rn_pmtu_on_timer(&p, UT_T0 + TMO, TMO);
+	rn_pmtu_on_hole(&p, UT_T0 + TMO + UT_MS);
+	assert_int_equal(rn_pmtu_on_ack(&p, id, 8972, UT_T0 + TMO + 2 * UT_MS), 0);
+	assert_int_equal(rn_pmtu_size(&p), 0);
 }
 
 /* A rail whose MTU grew is found at its new size at the next re-probe, 10 min on. */
@@ -278,6 +352,8 @@ int main(void)
 		cmocka_unit_test(test_pmtu_search_finds_limit),
 		cmocka_unit_test(test_pmtu_single_loss),
 		cmocka_unit_test(test_pmtu_ack_must_match),
+		cmocka_unit_test(test_pmtu_late_answer),
+		cmocka_unit_test(test_pmtu_late_answer_mid_search),
 		cmocka_unit_test(test_pmtu_hole_and_heal),
 		cmocka_unit_test(test_pmtu_hole_nothing_works),
 		cmocka_unit_test(test_pmtu_hole_forgets_probe),
