@@ -17,6 +17,14 @@ static uint32_t probe_at(rn_pmtu *p, uint64_t now, uint32_t *id)
 	return rn_pmtu_next_probe(p, now, id);
 }
 
+/* The probe due at *t is `size` bytes (its id in *id) and goes unanswered past the timeout. */
+static void lose_probe(rn_pmtu *p, uint64_t *t, uint32_t size, uint32_t *id)
+{
+	assert_int_equal(probe_at(p, *t, id), size);
+	*t += TMO;
+	rn_pmtu_on_timer(p, *t, TMO);
+}
+
 /*
  * Runs the rail at literal times from *now: every 1 ms the due probe goes,
  * the ones of at most `mtu` bytes are acknowledged 1 ms later, the others
@@ -164,12 +172,8 @@ static void test_pmtu_late_answer(void **state)
 
 	(void)state;
 	rn_pmtu_init(&p, 1472, 8972, t);
-	assert_int_equal(probe_at(&p, t, &id1), 8972);
-	t += TMO;
-	rn_pmtu_on_timer(&p, t, TMO);
-	assert_int_equal(probe_at(&p, t, &id2), 8972);
-	t += TMO;
-	rn_pmtu_on_timer(&p, t, TMO);
+	lose_probe(&p, &t, 8972, &id1);
+	lose_probe(&p, &t, 8972, &id2);
 	assert_int_equal(p.hi, 8972); /* failed for now */
 	assert_int_equal(probe_at(&p, t, &id3), 5222);
 	/* only the last probe taken as lost counts late */
@@ -193,14 +197,9 @@ static void test_pmtu_late_answer_mid_search(void **state)
 
 	(void)state;
 	rn_pmtu_init(&p, 1472, 8972, t);
-	for (int i = 0; i < 2; i++) { /* the ceiling fails for real */
-		assert_int_equal(probe_at(&p, t, &id), 8972);
-		t += TMO;
-		rn_pmtu_on_timer(&p, t, TMO);
-	}
-	assert_int_equal(probe_at(&p, t, &lost), 5222);
-	t += TMO;
-	rn_pmtu_on_timer(&p, t, TMO); /* lost once: tried again */
+	lose_probe(&p, &t, 8972, &id); /* the ceiling fails for real */
+	lose_probe(&p, &t, 8972, &id);
+	lose_probe(&p, &t, 5222, &lost); /* lost once: tried again */
 	assert_int_equal(probe_at(&p, t, &id), 5222);
 	assert_int_equal(rn_pmtu_on_ack(&p, lost, 5222, t + UT_MS), 1);
 	assert_int_equal(rn_pmtu_size(&p), 5222);
