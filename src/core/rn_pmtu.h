@@ -26,8 +26,9 @@
  * row (a random loss does not shrink a rail).  The answer to the last probe
  * taken as lost still confirms its size when it comes (a queue that held it
  * longer than the timeout: a rail saturated both ways at start), except in
- * a hole, where an answer to a probe sent before says nothing of now.  Pure state, no I/O, time
- * passed in: the caller sends the probes and feeds back what happened.
+ * a hole, where an answer to a probe sent before says nothing of now.  Pure
+ * state, no I/O, time passed in: the caller sends the probes and feeds back
+ * what happened.
  */
 #ifndef RN_PMTU_H
 #define RN_PMTU_H
