@@ -118,7 +118,7 @@ static rn_shim_ent *entry_locked(int fd)
 
 int rn_shim_tab_get(int fd, rn_shim_ent *e)
 {
-	int saved = errno, found = 0;
+	int saved = errno, found = 0, trusted = rn_shim_sees_closes();
 	uint64_t cookie;
 	rn_shim_ent **s, *cur, *stale = NULL;
 
@@ -131,12 +131,12 @@ int rn_shim_tab_get(int fd, rn_shim_ent *e)
 	 * calls asked the kernel for a cookie each, four system calls per
 	 * connection a load generator opens.
 	 */
-	cookie = rn_shim_sees_closes() ? 0 : rn_api_fd_cookie(fd);
+	cookie = trusted ? 0 : rn_api_fd_cookie(fd);
 	pthread_mutex_lock(&g.mu);
 	s = slot(fd, 0);
 	cur = entry_locked(fd);
 	if (cur) {
-		if (rn_shim_sees_closes() || (cur->cookie == cookie && cookie)) {
+		if (trusted || (cur->cookie == cookie && cookie)) {
 			*e = *cur;
 			found = 1;
 		} else {
